@@ -1,0 +1,190 @@
+// The configuration: one schema for the core, the command line, the wasm boundary, presets and
+// the shareable link. Field names follow Hugging Face config.json keys where one exists.
+//
+// Every field's JSON key, range and meaning lives in one table (config.cpp, `config_fields()`),
+// which drives reading, writing, validation and the page's form. Sizes are plain integers;
+// byte counts are computed by the memory model, never stored here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memfit/json.hpp"
+
+namespace memfit {
+
+enum class MlpKind { kPlain, kGated };               // gated: SwiGLU / GeGLU (gate, up, down)
+enum class NormKind { kLayerNorm, kRmsNorm };        // LayerNorm has a bias when norm_bias is set
+enum class PositionKind { kLearned, kRotary, kNone };  // rotary / none have no parameters
+enum class AttentionType { kStandard, kMla };        // MLA: DeepSeek-V2/V3 multi-head latent attention
+enum class QkNorm { kNone, kPerHead, kFullWidth };   // Qwen3 / Gemma3 per head_dim; OLMo-2 over the projection
+enum class BlockLayout { kSequential, kParallel };   // parallel: attention and MLP read the same input
+enum class OutputHead { kLm, kNone };                // none: an encoder without a head (BertModel)
+
+enum class Precision {
+  kFp32,        // everything fp32
+  kFp16Mixed,   // PyTorch AMP: fp32 weights, grads, states; fp16 autocast copies
+  kBf16Mixed,   // PyTorch AMP with bf16
+  kFp16Master,  // Megatron / DeepSpeed: fp16 weights, fp32 master weights and main grads
+  kBf16Master,  // the same with bf16
+  kBf16,        // pure bf16: weights, grads and optimizer states all bf16
+  kFp8Mixed,    // Transformer Engine FP8: bf16 weights + fp8 copies, fp32 master and grads
+  kSeed14p,     // the seeds' convention: 2-byte params, 4-byte grads, 8-byte Adam, no master
+};
+
+enum class Optimizer {
+  kAdamW, kAdamW8bit, kPagedAdamW, kPagedAdamW8bit, kAdafactor, kSgd, kSgdMomentum, kLion,
+};
+
+enum class Checkpointing { kNone, kSelective, kFull };
+enum class AttentionImpl { kFlash, kEager };
+enum class FinetuneMethod { kFull, kLora };
+
+// LoRA target modules, as a bit set (names as PEFT users write them).
+enum LoraTarget : unsigned {
+  kLoraQ = 1u << 0, kLoraK = 1u << 1, kLoraV = 1u << 2, kLoraO = 1u << 3,
+  kLoraGate = 1u << 4, kLoraUp = 1u << 5, kLoraDown = 1u << 6, kLoraHead = 1u << 7,
+};
+
+struct ModelSpec {
+  std::string preset;      // informational once resolved: which preset the fields came from
+  std::string model_type;  // Hugging Face family, when known
+  std::int64_t vocab_size = 32000;
+  std::int64_t hidden_size = 4096;
+  std::int64_t num_hidden_layers = 32;
+  std::int64_t num_attention_heads = 32;
+  std::int64_t num_key_value_heads = 0;  // 0: same as num_attention_heads (multi-head attention)
+  std::int64_t head_dim = 0;             // 0: hidden_size / num_attention_heads
+  std::int64_t intermediate_size = 11008;
+  MlpKind mlp = MlpKind::kGated;
+  NormKind norm = NormKind::kRmsNorm;
+  bool norm_bias = false;  // LayerNorm bias (ignored for RMSNorm)
+  PositionKind position_embedding = PositionKind::kRotary;
+  std::int64_t max_position_embeddings = 4096;
+  std::int64_t position_embedding_offset = 0;  // OPT stores 2 extra position rows
+  bool tie_word_embeddings = false;
+  OutputHead output_head = OutputHead::kLm;
+  bool lm_head_bias = false;
+  bool attention_bias = false;       // bias on q, k, v and o
+  bool qkv_bias = false;             // bias on q, k, v only (Qwen2)
+  bool mlp_bias = false;
+  BlockLayout block = BlockLayout::kSequential;
+  std::int64_t norms_per_block = 2;  // hidden-size norms in each block (Falcon-7B 1, Gemma-2 4)
+  bool final_norm = true;
+  QkNorm qk_norm = QkNorm::kNone;
+  // Encoders (BERT).
+  std::int64_t type_vocab_size = 0;  // token-type embedding rows
+  bool embedding_norm = false;       // a norm right after the embeddings
+  bool pooler = false;               // BERT pooler: dense hidden→hidden with bias
+  // Mixture of experts. num_experts == 0: every layer is dense.
+  std::int64_t num_experts = 0;
+  std::int64_t num_experts_per_tok = 0;
+  std::int64_t num_shared_experts = 0;
+  std::int64_t moe_intermediate_size = 0;
+  std::int64_t shared_expert_intermediate_size = 0;  // 0: num_shared_experts · moe_intermediate_size
+  bool shared_expert_gate = false;                   // Qwen2-MoE: sigmoid gate hidden→1
+  bool router_bias = false;                          // DeepSeek-V3 e_score_correction_bias (experts)
+  std::int64_t first_k_dense_replace = 0;            // leading dense layers (DeepSeek)
+  // Multi-head latent attention (attention_type = mla).
+  AttentionType attention_type = AttentionType::kStandard;
+  std::int64_t q_lora_rank = 0;  // 0: a direct q projection
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  // When non-zero, the memory model uses this count instead of the counted architecture: the
+  // seeds' scaling table uses nominal sizes ("LLaMA-7B": 7e9) with the 14P rule.
+  std::int64_t nominal_parameter_count = 0;
+
+  std::int64_t kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
+  std::int64_t head_size() const {
+    return head_dim > 0 ? head_dim : (num_attention_heads > 0 ? hidden_size / num_attention_heads : 0);
+  }
+};
+
+struct Finetune {
+  FinetuneMethod method = FinetuneMethod::kFull;
+  std::int64_t lora_rank = 16;
+  unsigned lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO;
+  std::int64_t base_bits = 16;  // 16: frozen 16-bit base; 8: int8 base; 4: QLoRA NF4
+};
+
+struct Training {
+  std::int64_t micro_batch_size = 1;
+  std::int64_t seq_len = 2048;
+  std::int64_t grad_accum_steps = 1;
+  Precision precision = Precision::kBf16Mixed;
+  Optimizer optimizer = Optimizer::kAdamW;
+  Checkpointing checkpointing = Checkpointing::kNone;
+  AttentionImpl attention = AttentionImpl::kFlash;
+  double dropout = 0.0;
+  bool chunked_loss = false;
+  bool optimizer_in_backward = false;
+  bool activation_offload = false;
+  Finetune finetune;
+};
+
+struct Parallel {
+  std::int64_t num_gpus = 1;
+  std::int64_t tensor = 1;
+  std::int64_t pipeline = 1;
+  std::int64_t context = 1;
+  std::int64_t expert = 1;
+  std::int64_t zero_stage = 0;
+  bool sequence_parallel = false;
+  bool offload_optimizer = false;
+  bool offload_params = false;
+};
+
+struct Hardware {
+  std::string gpu = "h100-sxm-80gb";
+  std::int64_t overhead_bytes = -1;   // -1: by convention / GPU generation
+  double budget_fraction = 0.85;      // plan to this share of the card (the seeds: 80–85 %)
+  double fragmentation = -1.0;        // -1: by convention (reserved / allocated − 1)
+};
+
+struct Config {
+  ModelSpec model;
+  Training training;
+  Parallel parallel;
+  Hardware hardware;
+};
+
+// A problem with the input, always naming the field ("training.seq_len") and what is allowed.
+struct Issue {
+  std::string field;
+  std::string message;
+};
+
+struct ConfigParse {
+  Config config;
+  std::vector<Issue> errors;    // the configuration cannot be estimated
+  std::vector<Issue> warnings;  // estimated, but the user should know (unknown keys, ...)
+  bool ok() const { return errors.empty(); }
+};
+
+// The default configuration (the page's first view).
+Config default_config();
+
+// Reads a configuration from JSON. Missing fields keep their defaults (or the preset's values
+// when model.preset names one); present fields are type-checked and range-checked.
+ConfigParse parse_config(const Json& json);
+ConfigParse parse_config_text(std::string_view text);
+
+// Cross-field and range checks on an already-typed configuration.
+std::vector<Issue> validate(const Config& config);
+
+// Writes every field (the normalised configuration).
+Json config_to_json(const Config& config);
+
+// The field catalogue: for every field its key, kind, default, range or choices and help text,
+// so front ends can build forms and messages from the core's one source of truth.
+Json config_schema();
+
+// Enum spellings (the JSON values).
+const char* to_string(Precision p);
+const char* to_string(Optimizer o);
+const char* to_string(Checkpointing c);
+
+}  // namespace memfit

@@ -1,0 +1,26 @@
+// Hugging Face config.json import: maps each supported `model_type` to the model description,
+// filling in the family's implicit structure (which projections have biases, how many norms a
+// block has, whether the head is tied by default, ...).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memfit/config.hpp"
+
+namespace memfit {
+
+struct HfImport {
+  ModelSpec model;
+  std::vector<Issue> errors;    // fields named by their config.json key
+  std::vector<Issue> warnings;  // e.g. DeepSeek's multi-token-prediction layer is not counted
+};
+
+HfImport import_hf_config(const Json& config_json);
+HfImport import_hf_config_text(std::string_view text);
+
+// The supported model_type values, comma-separated (for messages and documentation).
+const char* supported_hf_model_types();
+
+}  // namespace memfit

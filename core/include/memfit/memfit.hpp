@@ -1,0 +1,34 @@
+// memfit's public API. Front ends (the command line, the wasm module) speak JSON text through
+// these functions, so they share one parser, one validator and one result format.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "memfit/config.hpp"
+#include "memfit/estimate.hpp"
+#include "memfit/gpus.hpp"
+#include "memfit/hf_import.hpp"
+#include "memfit/json.hpp"
+#include "memfit/parameters.hpp"
+#include "memfit/presets.hpp"
+
+namespace memfit {
+
+// Configuration JSON text → result JSON (with `ok`, `errors` and `warnings` always present).
+Json estimate_json(std::string_view config_text);
+// The default configuration, normalised (every field present).
+Json default_config_json();
+// Validation only: {"ok", "errors", "warnings"}.
+Json validate_json(std::string_view config_text);
+// A Hugging Face config.json → {"ok", "errors", "warnings", "model": {memfit model fields},
+// "parameter_count", "parameters_by_component"}.
+Json import_hf_json(std::string_view hf_config_text);
+// Presets: [{id, name, family, source, published_parameter_count, parameter_count, model}].
+Json presets_json();
+// GPUs: [{id, name, architecture, memory_bytes, context_bytes, source}].
+Json gpus_json();
+// The seeds' scaling table rows for the given configuration's training settings.
+Json scaling_table_json(std::string_view config_text);
+
+}  // namespace memfit

@@ -1,0 +1,54 @@
+// Exact parameter counts: what `sum(p.numel() for p in model.parameters())` gives for a real
+// PyTorch / Hugging Face module built from the same description. Buffers (rotary inv_freq,
+// causal masks) are not parameters and are never counted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memfit/config.hpp"
+#include "memfit/exact.hpp"
+
+namespace memfit {
+
+enum class Component {
+  kTokenEmbedding, kPositionEmbedding, kTokenTypeEmbedding, kEmbeddingNorm,
+  kAttention, kMlp, kRouter, kExperts, kSharedExperts, kBlockNorms,
+  kFinalNorm, kHead, kPooler,
+};
+const char* to_string(Component c);
+bool is_block_component(Component c);  // inside the transformer blocks
+
+// A set of identical parameter tensors: `count` tensors of shape [rows, cols] (cols == 0: a
+// vector of `rows`). Shapes matter beyond the count: Adafactor factors by rows and columns,
+// 8-bit optimizers keep small tensors in 32 bit, LoRA attaches to linear layers by shape.
+struct TensorGroup {
+  Component component;
+  const char* name;        // e.g. "q_proj.weight"
+  Exact rows;              // PyTorch Linear weight shape is [out_features, in_features]
+  Exact cols;              // 0 for vectors (biases, norms)
+  Exact count;             // how many such tensors in the whole model
+  bool linear = false;     // a matmul weight inside the blocks (quantised by QLoRA, cast by autocast)
+  unsigned lora_target = 0;  // the LoraTarget bit this weight answers to, 0 if none
+  Exact elements_each() const { return cols.value() == 0 ? rows : rows * cols; }
+  Exact elements() const { return elements_each() * count; }
+};
+
+struct ParameterCount {
+  std::vector<TensorGroup> groups;
+  Exact total_count;
+  Exact dense_layer_count;      // blocks with a dense MLP
+  Exact moe_layer_count;        // blocks with experts
+  Exact per_dense_layer_count;  // parameters in one dense block
+  Exact per_moe_layer_count;    // parameters in one MoE block
+  Exact active_count;           // parameters used per token (MoE: routed experts_per_tok only)
+  bool overflow = false;
+
+  Exact component_count(Component c) const;
+  Exact block_count() const;  // everything inside the transformer blocks
+};
+
+ParameterCount count_parameters(const ModelSpec& model);
+
+}  // namespace memfit

@@ -1,0 +1,137 @@
+#include <string>
+
+#include "memfit/estimate.hpp"
+
+namespace memfit {
+
+namespace {
+
+Json bytes(Exact value) { return Json::integer(value.value()); }
+
+constexpr const char* kBudgetRule =
+    "fits: what nvidia-smi would show (peak reserved + CUDA context) is within budget_fraction of the card "
+    "(the seeds: plan to 80-85 %); tight: above that but within the card; does_not_fit: more than the card";
+
+Json fit_to_json(const Fit& f, double budget_fraction) {
+  Json j = Json::object();
+  j.set("gpu", Json::string(f.gpu->id));
+  j.set("name", Json::string(f.gpu->name));
+  j.set("memory_bytes", Json::integer(f.gpu->memory_bytes));
+  j.set("verdict", Json::string(to_string(f.verdict)));
+  j.set("budget_fraction", Json::number(budget_fraction));
+  j.set("budget_bytes", bytes(f.budget_bytes));
+  j.set("need_bytes", bytes(f.need_bytes));
+  j.set("headroom_bytes", bytes(f.headroom_bytes));
+  return j;
+}
+
+}  // namespace
+
+Json issues_to_json(const std::vector<Issue>& issues) {
+  Json list = Json::array();
+  for (const Issue& i : issues) {
+    Json j = Json::object();
+    j.set("field", Json::string(i.field));
+    j.set("message", Json::string(i.message));
+    list.push(std::move(j));
+  }
+  return list;
+}
+
+Json estimate_to_json(const Estimate& e) {
+  Json j = Json::object();
+  j.set("ok", Json::boolean(e.ok()));
+  j.set("errors", issues_to_json(e.errors));
+  j.set("warnings", issues_to_json(e.warnings));
+  if (!e.ok()) return j;
+
+  j.set("config", config_to_json(e.config));
+  j.set("parameter_count", bytes(e.parameter_count));
+  j.set("trainable_parameter_count", bytes(e.trainable_parameter_count));
+  j.set("architecture_parameter_count", bytes(e.parameters.total_count));
+  j.set("active_parameter_count", bytes(e.parameters.active_count));
+
+  Json by_component = Json::object();
+  for (int c = 0; c <= static_cast<int>(Component::kPooler); ++c) {
+    const Exact n = e.parameters.component_count(static_cast<Component>(c));
+    if (n.value() > 0) by_component.set(to_string(static_cast<Component>(c)), bytes(n));
+  }
+  j.set("parameters_by_component", std::move(by_component));
+  Json layers = Json::object();
+  layers.set("blocks", bytes(e.parameters.block_count()));
+  layers.set("dense_layers", bytes(e.parameters.dense_layer_count));
+  layers.set("per_dense_layer", bytes(e.parameters.per_dense_layer_count));
+  layers.set("moe_layers", bytes(e.parameters.moe_layer_count));
+  layers.set("per_moe_layer", bytes(e.parameters.per_moe_layer_count));
+  j.set("parameters_by_layer", std::move(layers));
+
+  const Recipe r = recipe_for(e.config.training.precision);
+  Json recipe = Json::object();
+  recipe.set("name", Json::string(r.name));
+  recipe.set("description", Json::string(r.description));
+  recipe.set("weight_bytes", Json::integer(r.weight_bytes));
+  recipe.set("gradient_bytes", Json::integer(r.gradient_bytes));
+  recipe.set("master_bytes", Json::integer(r.master_bytes));
+  recipe.set("optimizer_state_element_bytes", Json::integer(r.state_element_bytes));
+  recipe.set("activation_bytes", Json::integer(r.activation_bytes));
+  j.set("recipe", std::move(recipe));
+
+  const Breakdown& b = e.breakdown;
+  Json breakdown = Json::object();
+  breakdown.set("parameters", bytes(b.parameters));
+  breakdown.set("gradients", bytes(b.gradients));
+  breakdown.set("optimizer_states", bytes(b.optimizer_states));
+  breakdown.set("master_weights", bytes(b.master_weights));
+  breakdown.set("activations", bytes(b.activations));
+  breakdown.set("logits_and_loss", bytes(b.logits_and_loss));
+  breakdown.set("overhead", bytes(b.overhead));
+  breakdown.set("weight_copies", bytes(b.weight_copies));
+  breakdown.set("offloaded", bytes(b.offloaded_bytes));
+  j.set("breakdown", std::move(breakdown));
+
+  Json terms = Json::array();
+  for (const NamedBytes& t : e.activation_terms_per_layer) {
+    Json term = Json::object();
+    term.set("name", Json::string(t.name));
+    term.set("bytes", bytes(t.bytes));
+    terms.push(std::move(term));
+  }
+  j.set("activation_terms_per_layer", std::move(terms));
+
+  Json phases = Json::array();
+  for (const Phase& p : e.phases) {
+    Json phase = Json::object();
+    phase.set("name", Json::string(p.name));
+    phase.set("label", Json::string(p.label));
+    phase.set("bytes", bytes(p.bytes));
+    phases.push(std::move(phase));
+  }
+  j.set("phases", std::move(phases));
+
+  j.set("peak_allocated_bytes", bytes(e.peak_allocated_bytes));
+  j.set("peak_reserved_bytes", bytes(e.peak_reserved_bytes));
+  Json reserved_range = Json::array();
+  reserved_range.push(bytes(e.peak_reserved_low_bytes));
+  reserved_range.push(bytes(e.peak_reserved_high_bytes));
+  j.set("peak_reserved_range_bytes", std::move(reserved_range));
+  j.set("device_total_bytes", bytes(e.device_total_bytes));
+  Json total_range = Json::array();
+  total_range.push(bytes(e.device_total_low_bytes));
+  total_range.push(bytes(e.device_total_high_bytes));
+  j.set("device_total_range_bytes", std::move(total_range));
+  j.set("fragmentation", Json::number(e.fragmentation));
+
+  Json fits = fit_to_json(e.fit, e.config.hardware.budget_fraction);
+  fits.set("rule", Json::string(kBudgetRule));
+  j.set("fits", std::move(fits));
+  Json gpus = Json::array();
+  for (const Fit& f : e.fits) gpus.push(fit_to_json(f, e.config.hardware.budget_fraction));
+  j.set("gpus", std::move(gpus));
+
+  Json notes = Json::array();
+  for (const std::string& n : e.notes) notes.push(Json::string(n));
+  j.set("notes", std::move(notes));
+  return j;
+}
+
+}  // namespace memfit

@@ -1,0 +1,344 @@
+#include "memfit/hf_import.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "text.hpp"
+
+namespace memfit {
+
+namespace {
+
+constexpr std::int64_t kMaxSize = 100'000'000;  // any single dimension; the config's own ranges apply after
+
+// Reads typed keys from a config.json object, recording a named error for each bad one.
+class Reader {
+ public:
+  Reader(const Json& json, HfImport& out) : json_(json), out_(out) {}
+
+  // The first present key among `keys` (families spell the same thing differently: n_embd,
+  // hidden_size, d_model). Missing and required: an error naming the first spelling.
+  std::int64_t integer(std::initializer_list<const char*> keys, std::int64_t fallback, bool required,
+                       std::int64_t min = 0, std::int64_t max = kMaxSize) {
+    for (const char* key : keys) {
+      const Json* v = json_.find(key);
+      if (!v || v->is_null()) continue;
+      const auto n = v->as_exact_integer();
+      if (!n || *n < min || *n > max) {
+        out_.errors.push_back({key, "must be an integer from " + detail::group_digits(min) + " to " +
+                                        detail::group_digits(max) + "; got " + v->dump()});
+        return fallback;
+      }
+      return *n;
+    }
+    if (required) {
+      out_.errors.push_back({*keys.begin(), "is missing (required for model_type \"" + model_type_ + "\")"});
+    }
+    return fallback;
+  }
+
+  bool boolean(const char* key, bool fallback) {
+    const Json* v = json_.find(key);
+    if (!v || v->is_null()) return fallback;
+    if (!v->is_bool()) {
+      out_.errors.push_back({key, "must be true or false; got " + v->dump()});
+      return fallback;
+    }
+    return v->as_bool();
+  }
+
+  bool has(const char* key) const {
+    const Json* v = json_.find(key);
+    return v && !v->is_null();
+  }
+
+  const Json* raw(const char* key) const { return json_.find(key); }
+
+  void set_model_type(std::string t) { model_type_ = std::move(t); }
+
+ private:
+  const Json& json_;
+  HfImport& out_;
+  std::string model_type_;
+};
+
+// Fields every decoder family spells the Llama way.
+void read_llama_like(Reader& r, ModelSpec& m, bool tie_default) {
+  m.vocab_size = r.integer({"vocab_size"}, m.vocab_size, true, 1);
+  m.hidden_size = r.integer({"hidden_size"}, m.hidden_size, true, 1);
+  m.num_hidden_layers = r.integer({"num_hidden_layers"}, m.num_hidden_layers, true, 1);
+  m.num_attention_heads = r.integer({"num_attention_heads"}, m.num_attention_heads, true, 1);
+  m.num_key_value_heads = r.integer({"num_key_value_heads"}, 0, false, 1);
+  m.head_dim = r.integer({"head_dim"}, 0, false, 1);
+  m.intermediate_size = r.integer({"intermediate_size"}, m.intermediate_size, true, 1);
+  m.max_position_embeddings = r.integer({"max_position_embeddings"}, 4096, false, 1, 1'000'000'000);
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", tie_default);
+  m.mlp = MlpKind::kGated;
+  m.norm = NormKind::kRmsNorm;
+  m.norm_bias = false;
+  m.position_embedding = PositionKind::kRotary;
+  m.attention_bias = r.boolean("attention_bias", false);
+  m.mlp_bias = r.boolean("mlp_bias", false);
+  m.norms_per_block = 2;
+  m.final_norm = true;
+}
+
+// Qwen2-MoE / Qwen3-MoE: a layer is sparse when (index + 1) % decoder_sparse_step == 0 and the
+// index is not in mlp_only_layers; the rest are dense. Only the number of each matters here.
+void read_qwen_moe_layers(Reader& r, ModelSpec& m, HfImport& out) {
+  m.num_experts = r.integer({"num_experts"}, 0, true, 1);
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, true, 1);
+  m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, true, 1);
+  const std::int64_t step = r.integer({"decoder_sparse_step"}, 1, false, 1);
+  std::vector<std::int64_t> mlp_only;
+  if (const Json* list = r.raw("mlp_only_layers"); list && !list->is_null()) {
+    if (!list->is_array()) {
+      out.errors.push_back({"mlp_only_layers", "must be a list of layer indices; got " + list->dump()});
+    } else {
+      for (const Json& item : list->items()) {
+        const auto n = item.as_exact_integer();
+        if (n) mlp_only.push_back(*n);
+        else out.errors.push_back({"mlp_only_layers", "must hold integer layer indices; got " + item.dump()});
+      }
+    }
+  }
+  std::int64_t dense = 0;
+  for (std::int64_t i = 0; i < m.num_hidden_layers; ++i) {
+    const bool sparse = (i + 1) % step == 0 && std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end();
+    if (!sparse) ++dense;
+  }
+  m.first_k_dense_replace = dense;
+}
+
+void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  if (type == "gpt2") {
+    // GPT-2 (Radford et al. 2019): Conv1D projections with bias, learned positions, tied head.
+    m.vocab_size = r.integer({"vocab_size"}, 50257, true, 1);
+    m.hidden_size = r.integer({"n_embd", "hidden_size"}, 768, true, 1);
+    m.num_hidden_layers = r.integer({"n_layer", "num_hidden_layers"}, 12, true, 1);
+    m.num_attention_heads = r.integer({"n_head", "num_attention_heads"}, 12, true, 1);
+    m.intermediate_size = r.integer({"n_inner"}, 4 * m.hidden_size, false, 1);
+    m.max_position_embeddings = r.integer({"n_positions", "max_position_embeddings"}, 1024, true, 1);
+    m.mlp = MlpKind::kPlain;
+    m.norm = NormKind::kLayerNorm;
+    m.norm_bias = true;
+    m.position_embedding = PositionKind::kLearned;
+    m.attention_bias = m.mlp_bias = true;
+    m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+  } else if (type == "gpt_neox") {
+    // GPT-NeoX / Pythia: fused biased qkv, LayerNorm with bias, two norms per block whether or not
+    // the residual is parallel, untied embed_out without bias.
+    read_llama_like(r, m, false);
+    m.mlp = MlpKind::kPlain;
+    m.norm = NormKind::kLayerNorm;
+    m.norm_bias = true;
+    m.attention_bias = r.boolean("attention_bias", true);
+    m.mlp_bias = true;
+    m.block = r.boolean("use_parallel_residual", true) ? BlockLayout::kParallel : BlockLayout::kSequential;
+  } else if (type == "opt") {
+    // OPT: learned positions with 2 extra rows (the padding offset), biased projections, tied head.
+    m.vocab_size = r.integer({"vocab_size"}, 50272, true, 1);
+    m.hidden_size = r.integer({"hidden_size"}, 768, true, 1);
+    m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1);
+    m.num_attention_heads = r.integer({"num_attention_heads"}, 12, true, 1);
+    m.intermediate_size = r.integer({"ffn_dim"}, 3072, true, 1);
+    m.max_position_embeddings = r.integer({"max_position_embeddings"}, 2048, true, 1);
+    m.position_embedding_offset = 2;
+    const std::int64_t proj = r.integer({"word_embed_proj_dim"}, m.hidden_size, false, 1);
+    if (proj != m.hidden_size) {
+      out.errors.push_back({"word_embed_proj_dim", "differs from hidden_size (as in opt-350m); this projected "
+                                                   "embedding is not supported yet"});
+    }
+    m.final_norm = r.boolean("do_layer_norm_before", true);
+    m.mlp = MlpKind::kPlain;
+    m.norm = NormKind::kLayerNorm;
+    m.norm_bias = true;
+    m.position_embedding = PositionKind::kLearned;
+    m.attention_bias = m.mlp_bias = r.boolean("enable_bias", true);
+    m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+  } else if (type == "bert") {
+    // BertModel (Devlin et al. 2019): word + position + token-type embeddings and their LayerNorm,
+    // post-norm blocks (two LayerNorms each), a pooler, no language-model head.
+    m.vocab_size = r.integer({"vocab_size"}, 30522, true, 1);
+    m.hidden_size = r.integer({"hidden_size"}, 768, true, 1);
+    m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1);
+    m.num_attention_heads = r.integer({"num_attention_heads"}, 12, true, 1);
+    m.intermediate_size = r.integer({"intermediate_size"}, 3072, true, 1);
+    m.max_position_embeddings = r.integer({"max_position_embeddings"}, 512, true, 1);
+    m.type_vocab_size = r.integer({"type_vocab_size"}, 2, false, 0);
+    m.mlp = MlpKind::kPlain;
+    m.norm = NormKind::kLayerNorm;
+    m.norm_bias = true;
+    m.position_embedding = PositionKind::kLearned;
+    m.attention_bias = m.mlp_bias = true;
+    m.embedding_norm = true;
+    m.final_norm = false;
+    m.pooler = true;
+    m.output_head = OutputHead::kNone;
+  } else if (type == "llama" || type == "mistral") {
+    read_llama_like(r, m, false);
+  } else if (type == "mixtral") {
+    // Mixtral: every layer's MLP is num_local_experts gated experts of intermediate_size.
+    read_llama_like(r, m, false);
+    m.num_experts = r.integer({"num_local_experts"}, 8, true, 1);
+    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1);
+    m.moe_intermediate_size = m.intermediate_size;
+  } else if (type == "qwen2") {
+    // Qwen2: bias on q, k and v only.
+    read_llama_like(r, m, false);
+    m.qkv_bias = true;
+  } else if (type == "qwen2_moe") {
+    read_llama_like(r, m, false);
+    m.qkv_bias = true;
+    read_qwen_moe_layers(r, m, out);
+    m.shared_expert_intermediate_size = r.integer({"shared_expert_intermediate_size"}, 0, false, 0);
+    m.num_shared_experts = m.shared_expert_intermediate_size > 0 ? 1 : 0;
+    m.shared_expert_gate = m.shared_expert_intermediate_size > 0;
+  } else if (type == "qwen3" || type == "qwen3_moe") {
+    // Qwen3: RMSNorm on each query and key head; no biases.
+    read_llama_like(r, m, false);
+    m.qk_norm = QkNorm::kPerHead;
+    if (type == "qwen3_moe") read_qwen_moe_layers(r, m, out);
+  } else if (type == "gemma" || type == "gemma2") {
+    // Gemma: GeGLU, explicit head_dim (256 in 2B/7B), tied head. Gemma 2 adds a norm after
+    // attention and around the MLP: four per block.
+    read_llama_like(r, m, true);
+    if (type == "gemma2") m.norms_per_block = 4;
+  } else if (type == "phi") {
+    // Phi-1/1.5/2: parallel block with one LayerNorm, biased projections, plain MLP, head with bias.
+    read_llama_like(r, m, false);
+    m.mlp = MlpKind::kPlain;
+    m.norm = NormKind::kLayerNorm;
+    m.norm_bias = true;
+    m.attention_bias = m.mlp_bias = true;
+    m.block = BlockLayout::kParallel;
+    m.norms_per_block = 1;
+    m.lm_head_bias = true;
+    if (r.boolean("qk_layernorm", false)) {
+      out.errors.push_back({"qk_layernorm", "true is not supported for model_type \"phi\""});
+    }
+  } else if (type == "phi3") {
+    // Phi-3: fused qkv and gate_up projections, which count the same as separate ones.
+    read_llama_like(r, m, false);
+  } else if (type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel") {
+    // Falcon: parallel attention+MLP; the 7B layout has one LayerNorm and multi-query attention,
+    // the "new decoder architecture" (40B/180B) has two LayerNorms and num_kv_heads groups.
+    m.vocab_size = r.integer({"vocab_size"}, 65024, true, 1);
+    m.hidden_size = r.integer({"hidden_size", "n_embed"}, 4544, true, 1);
+    m.num_hidden_layers = r.integer({"num_hidden_layers", "n_layer"}, 32, true, 1);
+    m.num_attention_heads = r.integer({"num_attention_heads", "n_head"}, 71, true, 1);
+    m.intermediate_size = r.integer({"ffn_hidden_size"}, 4 * m.hidden_size, false, 1);
+    m.max_position_embeddings = r.integer({"max_position_embeddings"}, 2048, false, 1);
+    const bool new_arch = r.boolean("new_decoder_architecture", false);
+    if (new_arch) {
+      m.num_key_value_heads = r.integer({"num_kv_heads", "n_head_kv"}, m.num_attention_heads, false, 1);
+      m.norms_per_block = 2;
+    } else {
+      m.num_key_value_heads = r.boolean("multi_query", true) ? 1 : 0;
+      m.norms_per_block = r.boolean("parallel_attn", true) ? 1 : 2;
+    }
+    m.block = new_arch || r.boolean("parallel_attn", true) ? BlockLayout::kParallel : BlockLayout::kSequential;
+    m.mlp = MlpKind::kPlain;
+    m.norm = NormKind::kLayerNorm;
+    m.norm_bias = true;
+    m.attention_bias = m.mlp_bias = r.boolean("bias", false);
+    m.position_embedding = r.boolean("alibi", false) ? PositionKind::kNone : PositionKind::kRotary;
+    m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+  } else if (type == "olmo2") {
+    // OLMo-2: norms after attention and after the MLP (no input norm), and RMSNorm on the full
+    // query and key projections.
+    read_llama_like(r, m, false);
+    m.qk_norm = QkNorm::kFullWidth;
+  } else if (type == "deepseek_v3" || type == "deepseek_v2") {
+    // DeepSeek-V2/V3: multi-head latent attention, first_k_dense_replace dense layers, then MoE
+    // layers with n_routed_experts + n_shared_experts. V3's noaux_tc routing adds a per-expert
+    // correction bias parameter.
+    read_llama_like(r, m, false);
+    m.attention_type = AttentionType::kMla;
+    m.q_lora_rank = r.integer({"q_lora_rank"}, 0, false, 0);
+    m.kv_lora_rank = r.integer({"kv_lora_rank"}, 0, true, 1);
+    m.qk_rope_head_dim = r.integer({"qk_rope_head_dim"}, 0, true, 0);
+    m.qk_nope_head_dim = r.integer({"qk_nope_head_dim"}, 0, true, 0);
+    m.v_head_dim = r.integer({"v_head_dim"}, 0, true, 1);
+    m.num_experts = r.integer({"n_routed_experts"}, 0, false, 0);
+    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, m.num_experts > 0, 0);
+    m.num_shared_experts = r.integer({"n_shared_experts"}, 0, false, 0);
+    m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, m.num_experts > 0, 0);
+    m.first_k_dense_replace = r.integer({"first_k_dense_replace"}, 0, false, 0);
+    if (r.integer({"moe_layer_freq"}, 1, false, 1) != 1) {
+      out.errors.push_back({"moe_layer_freq", "values other than 1 are not supported"});
+    }
+    const Json* topk = r.raw("topk_method");
+    m.router_bias = topk && topk->is_string() && topk->as_string() == "noaux_tc";
+    if (r.integer({"num_nextn_predict_layers"}, 0, false, 0) > 0) {
+      out.warnings.push_back({"num_nextn_predict_layers",
+                              "the multi-token-prediction layer is not part of the trained model's "
+                              "forward pass and is not counted"});
+    }
+  }
+}
+
+constexpr const char* kSupportedTypes[] = {
+    "gpt2", "gpt_neox", "opt", "bert", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+    "gemma", "gemma2", "phi", "phi3", "falcon", "olmo2", "deepseek_v2", "deepseek_v3",
+    "RefinedWeb", "RefinedWebModel",  // Falcon's original remote-code spellings
+};
+
+}  // namespace
+
+const char* supported_hf_model_types() {
+  return "gpt2, gpt_neox, opt, bert, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, "
+         "phi, phi3, falcon, olmo2, deepseek_v2, deepseek_v3";
+}
+
+HfImport import_hf_config(const Json& json) {
+  HfImport out;
+  if (!json.is_object()) {
+    out.errors.push_back({"config.json", "must be a JSON object; got " + std::string(Json::kind_name(json.kind()))});
+    return out;
+  }
+  const Json* type = json.find("model_type");
+  if (!type || !type->is_string()) {
+    out.errors.push_back({"model_type", std::string(type ? "must be a string" : "is missing") +
+                                            "; supported: " + supported_hf_model_types()});
+    return out;
+  }
+  const std::string& t = type->as_string();
+  const bool known = std::any_of(std::begin(kSupportedTypes), std::end(kSupportedTypes),
+                                 [&](const char* s) { return t == s; });
+  if (!known) {
+    out.errors.push_back({"model_type", "\"" + t + "\" is not supported; supported: " + supported_hf_model_types()});
+    return out;
+  }
+  Reader reader(json, out);
+  reader.set_model_type(t);
+  ModelSpec& m = out.model;
+  m.model_type = t;
+  import_family(t, reader, m, out);
+  if (!out.errors.empty()) return out;
+
+  // The same structural checks as a typed-in configuration, named by config.json keys.
+  if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0 && m.attention_type == AttentionType::kStandard) {
+    out.errors.push_back({"num_attention_heads", "must divide hidden_size (" + detail::group_digits(m.hidden_size) +
+                                                     ") when head_dim is not given; got " +
+                                                     detail::group_digits(m.num_attention_heads)});
+  }
+  if (m.num_key_value_heads > 0 && m.num_attention_heads % m.num_key_value_heads != 0) {
+    out.errors.push_back({"num_key_value_heads", "must divide num_attention_heads (" +
+                                                     detail::group_digits(m.num_attention_heads) + "); got " +
+                                                     detail::group_digits(m.num_key_value_heads)});
+  }
+  return out;
+}
+
+HfImport import_hf_config_text(std::string_view text) {
+  const JsonParseResult parsed = parse_json(text);
+  if (!parsed.value) {
+    HfImport out;
+    out.errors.push_back({"config.json", "is not valid JSON: " + parsed.error});
+    return out;
+  }
+  return import_hf_config(*parsed.value);
+}
+
+}  // namespace memfit

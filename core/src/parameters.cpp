@@ -1,0 +1,211 @@
+#include "memfit/parameters.hpp"
+
+#include <algorithm>
+
+namespace memfit {
+
+namespace {
+
+class GroupBuilder {
+ public:
+  explicit GroupBuilder(std::vector<TensorGroup>& out) : out_(out) {}
+
+  // A linear layer out×in, `count` times, with an optional bias; `in_block` marks matmuls inside
+  // the transformer blocks (the ones QLoRA quantises and autocast casts).
+  void linear(Component c, const char* name, Exact out_features, Exact in_features, Exact count, bool bias,
+              unsigned lora_target, bool in_block = true) {
+    out_.push_back({c, name, out_features, in_features, count, in_block, lora_target});
+    if (bias) out_.push_back({c, name, out_features, 0, count, false, 0});
+  }
+  void vector(Component c, const char* name, Exact size, Exact count) {
+    out_.push_back({c, name, size, 0, count, false, 0});
+  }
+  void matrix(Component c, const char* name, Exact rows, Exact cols, Exact count) {
+    out_.push_back({c, name, rows, cols, count, false, 0});
+  }
+  // LayerNorm has weight and (optionally) bias; RMSNorm has a weight only.
+  void norm(const ModelSpec& m, Component c, const char* name, Exact size, Exact count) {
+    vector(c, name, size, count);
+    if (m.norm == NormKind::kLayerNorm && m.norm_bias) vector(c, name, size, count);
+  }
+
+ private:
+  std::vector<TensorGroup>& out_;
+};
+
+// Standard multi-head / grouped-query attention (Vaswani et al. 2017; Ainslie et al. 2023 for GQA):
+// q: d → h·d_head, k and v: d → h_kv·d_head, o: h·d_head → d.
+void attention_parameters(const ModelSpec& m, Exact layers, GroupBuilder& b) {
+  const Exact d = m.hidden_size, q_width = Exact(m.num_attention_heads) * m.head_size(),
+              kv_width = Exact(m.kv_heads()) * m.head_size();
+  const bool qkv_bias = m.attention_bias || m.qkv_bias;
+  b.linear(Component::kAttention, "q_proj", q_width, d, layers, qkv_bias, kLoraQ);
+  b.linear(Component::kAttention, "k_proj", kv_width, d, layers, qkv_bias, kLoraK);
+  b.linear(Component::kAttention, "v_proj", kv_width, d, layers, qkv_bias, kLoraV);
+  b.linear(Component::kAttention, "o_proj", d, q_width, layers, m.attention_bias, kLoraO);
+  if (m.qk_norm == QkNorm::kPerHead) {  // Qwen3: RMSNorm over each head's d_head
+    b.norm(m, Component::kAttention, "q_norm", m.head_size(), layers);
+    b.norm(m, Component::kAttention, "k_norm", m.head_size(), layers);
+  } else if (m.qk_norm == QkNorm::kFullWidth) {  // OLMo-2: over the whole projection width
+    b.norm(m, Component::kAttention, "q_norm", q_width, layers);
+    b.norm(m, Component::kAttention, "k_norm", kv_width, layers);
+  }
+}
+
+// DeepSeek-V2/V3 multi-head latent attention (DeepSeek-V2 report, §2.1): queries through an
+// optional low-rank bottleneck, keys and values through a shared compressed latent of rank
+// kv_lora_rank plus a decoupled rotary key of qk_rope_head_dim shared by all heads.
+void latent_attention_parameters(const ModelSpec& m, Exact layers, GroupBuilder& b) {
+  const Exact d = m.hidden_size, h = m.num_attention_heads;
+  const Exact qk_head = Exact(m.qk_nope_head_dim) + m.qk_rope_head_dim;
+  if (m.q_lora_rank > 0) {
+    b.linear(Component::kAttention, "q_a_proj", m.q_lora_rank, d, layers, m.attention_bias, kLoraQ);
+    b.vector(Component::kAttention, "q_a_layernorm", m.q_lora_rank, layers);
+    b.linear(Component::kAttention, "q_b_proj", h * qk_head, m.q_lora_rank, layers, false, kLoraQ);
+  } else {
+    b.linear(Component::kAttention, "q_proj", h * qk_head, d, layers, false, kLoraQ);
+  }
+  b.linear(Component::kAttention, "kv_a_proj_with_mqa", Exact(m.kv_lora_rank) + m.qk_rope_head_dim, d, layers,
+           m.attention_bias, kLoraK);
+  b.vector(Component::kAttention, "kv_a_layernorm", m.kv_lora_rank, layers);
+  b.linear(Component::kAttention, "kv_b_proj", h * (Exact(m.qk_nope_head_dim) + m.v_head_dim), m.kv_lora_rank, layers,
+           false, kLoraV);
+  b.linear(Component::kAttention, "o_proj", d, h * m.v_head_dim, layers, m.attention_bias, kLoraO);
+}
+
+// One MLP of inner size ff: plain (up, act, down) or gated (down(act(gate x) · up x)).
+void mlp_parameters(const ModelSpec& m, Component c, Exact ff, Exact count, GroupBuilder& b) {
+  const Exact d = m.hidden_size;
+  if (m.mlp == MlpKind::kGated) b.linear(c, "gate_proj", ff, d, count, m.mlp_bias, kLoraGate);
+  b.linear(c, "up_proj", ff, d, count, m.mlp_bias, kLoraUp);
+  b.linear(c, "down_proj", d, ff, count, m.mlp_bias, kLoraDown);
+}
+
+// A mixture-of-experts MLP (Shazeer et al. 2017; Mixtral, DeepSeekMoE): a router d → E, E routed
+// experts, optional shared experts that every token uses, and Qwen2-MoE's shared-expert gate.
+void moe_parameters(const ModelSpec& m, Exact layers, GroupBuilder& b) {
+  b.matrix(Component::kRouter, "router", m.num_experts, m.hidden_size, layers);
+  if (m.router_bias) b.vector(Component::kRouter, "router_bias", m.num_experts, layers);
+  mlp_parameters(m, Component::kExperts, m.moe_intermediate_size, layers * m.num_experts, b);
+  const Exact shared_ff = m.shared_expert_intermediate_size > 0
+                              ? Exact(m.shared_expert_intermediate_size)
+                              : Exact(m.num_shared_experts) * m.moe_intermediate_size;
+  if (shared_ff.value() > 0) mlp_parameters(m, Component::kSharedExperts, shared_ff, layers, b);
+  if (m.shared_expert_gate) b.matrix(Component::kSharedExperts, "shared_expert_gate", 1, m.hidden_size, layers);
+}
+
+void block_parameters(const ModelSpec& m, Exact layers, bool moe, GroupBuilder& b) {
+  if (layers.value() == 0) return;
+  if (m.attention_type == AttentionType::kMla) latent_attention_parameters(m, layers, b);
+  else attention_parameters(m, layers, b);
+  if (moe) moe_parameters(m, layers, b);
+  else mlp_parameters(m, Component::kMlp, m.intermediate_size, layers, b);
+  if (m.norms_per_block > 0) b.norm(m, Component::kBlockNorms, "block_norm", m.hidden_size, layers * m.norms_per_block);
+}
+
+Exact sum(const std::vector<TensorGroup>& groups) {
+  Exact total = 0;
+  for (const TensorGroup& g : groups) total += g.elements();
+  return total;
+}
+
+}  // namespace
+
+const char* to_string(Component c) {
+  switch (c) {
+    case Component::kTokenEmbedding: return "token_embedding";
+    case Component::kPositionEmbedding: return "position_embedding";
+    case Component::kTokenTypeEmbedding: return "token_type_embedding";
+    case Component::kEmbeddingNorm: return "embedding_norm";
+    case Component::kAttention: return "attention";
+    case Component::kMlp: return "mlp";
+    case Component::kRouter: return "router";
+    case Component::kExperts: return "experts";
+    case Component::kSharedExperts: return "shared_experts";
+    case Component::kBlockNorms: return "block_norms";
+    case Component::kFinalNorm: return "final_norm";
+    case Component::kHead: return "head";
+    case Component::kPooler: return "pooler";
+  }
+  return "unknown";
+}
+
+bool is_block_component(Component c) {
+  switch (c) {
+    case Component::kAttention:
+    case Component::kMlp:
+    case Component::kRouter:
+    case Component::kExperts:
+    case Component::kSharedExperts:
+    case Component::kBlockNorms: return true;
+    default: return false;
+  }
+}
+
+Exact ParameterCount::component_count(Component c) const {
+  Exact total = 0;
+  for (const TensorGroup& g : groups) {
+    if (g.component == c) total += g.elements();
+  }
+  return total;
+}
+
+Exact ParameterCount::block_count() const {
+  Exact total = 0;
+  for (const TensorGroup& g : groups) {
+    if (is_block_component(g.component)) total += g.elements();
+  }
+  return total;
+}
+
+ParameterCount count_parameters(const ModelSpec& m) {
+  ParameterCount out;
+  GroupBuilder b(out.groups);
+  const Exact d = m.hidden_size;
+
+  b.matrix(Component::kTokenEmbedding, "embed_tokens", m.vocab_size, d, 1);
+  if (m.position_embedding == PositionKind::kLearned) {
+    b.matrix(Component::kPositionEmbedding, "embed_positions",
+             Exact(m.max_position_embeddings) + m.position_embedding_offset, d, 1);
+  }
+  if (m.type_vocab_size > 0) b.matrix(Component::kTokenTypeEmbedding, "token_type_embeddings", m.type_vocab_size, d, 1);
+  if (m.embedding_norm) b.norm(m, Component::kEmbeddingNorm, "embedding_norm", d, 1);
+
+  const std::int64_t dense_layers =
+      m.num_experts > 0 ? std::min(m.first_k_dense_replace, m.num_hidden_layers) : m.num_hidden_layers;
+  out.dense_layer_count = dense_layers;
+  out.moe_layer_count = Exact(m.num_hidden_layers) - dense_layers;
+
+  // One layer of each kind, to report per-layer sizes; then the whole stack.
+  std::vector<TensorGroup> one;
+  GroupBuilder one_builder(one);
+  block_parameters(m, 1, false, one_builder);
+  out.per_dense_layer_count = sum(one);
+  if (m.num_experts > 0) {
+    one.clear();
+    block_parameters(m, 1, true, one_builder);
+    out.per_moe_layer_count = sum(one);
+  }
+  block_parameters(m, out.dense_layer_count, false, b);
+  block_parameters(m, out.moe_layer_count, true, b);
+
+  if (m.final_norm) b.norm(m, Component::kFinalNorm, "final_norm", d, 1);
+  if (m.output_head == OutputHead::kLm) {
+    if (!m.tie_word_embeddings) b.linear(Component::kHead, "lm_head", m.vocab_size, d, 1, false, kLoraHead, false);
+    if (m.lm_head_bias) b.vector(Component::kHead, "lm_head.bias", m.vocab_size, 1);
+  }
+  if (m.pooler) b.linear(Component::kPooler, "pooler", d, d, 1, true, 0, false);
+
+  out.total_count = sum(out.groups);
+  // Per token, an MoE layer runs experts_per_tok of its experts.
+  Exact inactive = 0;
+  if (m.num_experts > 0 && out.moe_layer_count.value() > 0) {
+    const Exact per_expert = out.component_count(Component::kExperts) / (out.moe_layer_count * m.num_experts);
+    inactive = out.moe_layer_count * (Exact(m.num_experts) - m.num_experts_per_tok) * per_expert;
+  }
+  out.active_count = out.total_count - inactive;
+  out.overflow = out.total_count.overflow() || out.active_count.overflow();
+  return out;
+}
+
+}  // namespace memfit

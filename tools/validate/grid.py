@@ -1,0 +1,359 @@
+#!/usr/bin/python3
+"""Grid of small memfit configurations: measure them, and compare memfit.
+
+    /usr/bin/python3 tools/validate/grid.py                 # measure -> out/grid.json
+    /usr/bin/python3 tools/validate/grid.py --memfit BIN [--report FILE.md]
+    /usr/bin/python3 tools/validate/grid.py --only NAME[,NAME] --list
+
+Measuring writes every configuration to out/configs/NAME.json and all
+results to out/grid.json.  With --memfit, each configuration is also run
+through `BIN --config out/configs/NAME.json --json` and compared with the
+measurement; the exit status is 1 if parameters, gradients, optimizer states
+or master weights are not exact to the byte, or activations are off by more
+than --tolerance (default 3 %), and 2 for usage errors (missing binary...).
+"""
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+OUT = os.path.join(HERE, "out")
+
+
+def gpt2_model(vocab=1000, d=64, layers=2, heads=4, ff=None, tied=True, maxpos=128, fused=False):
+    m = {"vocab_size": vocab, "hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads,
+         "num_key_value_heads": heads, "head_dim": d // heads, "intermediate_size": ff or 4 * d,
+         "mlp": "plain", "hidden_act": "gelu", "norm": "layernorm", "position_embedding": "learned",
+         "max_position_embeddings": maxpos, "tie_word_embeddings": tied, "attention_bias": True,
+         "mlp_bias": True, "num_experts": 0, "num_experts_per_tok": 0, "moe_intermediate_size": None}
+    if fused:
+        m["fused_qkv"] = True
+    return m
+
+
+def llama_model(vocab=2000, d=128, layers=2, heads=4, kv=2, ff=None, head_dim=None, experts=0, topk=0,
+                moe_ff=None):
+    return {"vocab_size": vocab, "hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads,
+            "num_key_value_heads": kv, "head_dim": head_dim or d // heads, "intermediate_size": ff or (8 * d) // 3,
+            "mlp": "gated", "hidden_act": "silu", "norm": "rmsnorm", "position_embedding": "rotary",
+            "max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,
+            "mlp_bias": False, "num_experts": experts, "num_experts_per_tok": topk,
+            "moe_intermediate_size": moe_ff}
+
+
+def training(b=2, t=32, prec="fp32", opt="adamw", ckpt="none", dropout=0.0, ft=None):
+    return {"micro_batch_size": b, "seq_len": t, "precision": prec, "optimizer": opt, "checkpointing": ckpt,
+            "attention": "eager", "dropout": dropout, "finetune": ft or {"method": "full"}}
+
+
+def lora(rank, targets, dropout=None):
+    f = {"method": "lora", "lora_rank": rank, "lora_targets": targets}
+    if dropout is not None:
+        f["lora_dropout"] = dropout
+    return f
+
+
+def grid():
+    G = []
+
+    def add(name, model, train):
+        G.append({"name": name, "config": {"model": model, "training": train}})
+
+    # GPT-2 style
+    add("gpt2_fp32_tied_adamw", gpt2_model(), training())
+    add("gpt2_fp32_untied_sgdm", gpt2_model(tied=False), training(b=1, t=64, opt="sgd_momentum"))
+    add("gpt2_fp32_dropout_adamw", gpt2_model(), training(dropout=0.1))
+    add("gpt2_bf16_tied_adamw", gpt2_model(d=128, vocab=3000), training(prec="bf16"))
+    add("gpt2_bf16_untied_dropout_sgd", gpt2_model(d=128, tied=False), training(b=4, t=16, prec="bf16",
+                                                                               opt="sgd", dropout=0.1))
+    add("gpt2_fp32_adafactor", gpt2_model(d=96, heads=6, layers=3), training(t=48, opt="adafactor"))
+    add("gpt2_fp32_ckpt_adamw", gpt2_model(layers=3), training(ckpt="full"))
+    add("gpt2_bf16_ckpt_dropout_adamw", gpt2_model(d=128), training(prec="bf16", ckpt="full", dropout=0.1))
+    add("gpt2_fp32_fusedqkv_adamw", gpt2_model(fused=True), training())
+    add("gpt2_fp32_wide_t128", gpt2_model(d=256, heads=8, vocab=5000, layers=2), training(b=1, t=128))
+    # LLaMA style
+    add("llama_fp32_gqa_adamw", llama_model(), training())
+    add("llama_fp32_mha_adamw", llama_model(kv=4), training())
+    add("llama_bf16_gqa_adamw", llama_model(d=192, heads=6, kv=2, vocab=4000), training(prec="bf16"))
+    add("llama_bf16_mha_sgdm", llama_model(kv=4), training(b=4, t=16, prec="bf16", opt="sgd_momentum"))
+    add("llama_fp32_gqa_adafactor", llama_model(d=256, heads=8, kv=2, layers=3), training(b=1, t=64,
+                                                                                         opt="adafactor"))
+    add("llama_bf16_adafactor", llama_model(), training(prec="bf16", opt="adafactor"))
+    add("llama_fp32_ckpt_sgd", llama_model(layers=4), training(ckpt="full", opt="sgd"))
+    add("llama_bf16_ckpt_adamw", llama_model(), training(prec="bf16", ckpt="full"))
+    add("llama_fp32_attn_dropout", llama_model(kv=1), training(dropout=0.1))
+    # Mixtral-style MoE (4 experts, top-2)
+    add("moe_fp32_adamw", llama_model(d=64, ff=128, experts=4, topk=2, moe_ff=128), training())
+    add("moe_bf16_sgdm", llama_model(d=64, ff=128, experts=4, topk=2, moe_ff=96), training(prec="bf16",
+                                                                                          opt="sgd_momentum"))
+    add("moe_fp32_ckpt_adafactor", llama_model(d=64, experts=4, topk=2, moe_ff=128), training(ckpt="full",
+                                                                                             opt="adafactor"))
+    # LoRA
+    add("lora_gpt2_qv_r8_adamw", gpt2_model(d=128), training(ft=lora(8, ["q", "v"])))
+    add("lora_gpt2_all_r4_dropout", gpt2_model(d=128, tied=False),
+        training(dropout=0.1, ft=lora(4, ["q", "k", "v", "o", "up", "down"], dropout=0.05)))
+    add("lora_llama_qkvo_r16_adamw", llama_model(), training(ft=lora(16, ["q", "k", "v", "o"])))
+    add("lora_llama_mlp_r8_bf16", llama_model(), training(prec="bf16", ft=lora(8, ["gate", "up", "down"])))
+    add("lora_llama_all_r8_ckpt", llama_model(), training(ckpt="full", ft=lora(8, ["q", "k", "v", "o", "gate",
+                                                                                   "up", "down"])))
+    add("lora_moe_qv_r4_sgd", llama_model(d=64, ff=128, experts=4, topk=2, moe_ff=128),
+        training(opt="sgd", ft=lora(4, ["q", "v"])))
+    return G
+
+
+# ------------------------------------------------------------------ measuring
+def run_measurements(entries, profile=True, verbose=True):
+    from measure import measure
+    out = []
+    for e in entries:
+        t0 = time.time()
+        res = measure(e["config"], profile=profile)
+        res.pop("config", None)
+        out.append({"name": e["name"], "config": e["config"], "measured": res,
+                    "seconds": round(time.time() - t0, 2)})
+        if verbose:
+            print("%-34s %6.2fs  params %9d  act %9d  head %9d" % (
+                e["name"], time.time() - t0, res["parameter_count"], res["activations_bytes"],
+                res["logits_and_loss_saved_bytes"]), file=sys.stderr)
+    return out
+
+
+def write_configs(entries, folder):
+    os.makedirs(folder, exist_ok=True)
+    paths = {}
+    for e in entries:
+        p = os.path.join(folder, e["name"] + ".json")
+        with open(p, "w") as f:
+            json.dump(e["config"], f, indent=1)
+        paths[e["name"]] = p
+    return paths
+
+
+# ------------------------------------------------------------------ comparing
+EXACT = [  # (label, measured key, memfit path)
+    ("parameter_count", "parameter_count", ("parameter_count",)),
+    ("trainable_parameter_count", "trainable_parameter_count", ("trainable_parameter_count",)),
+    ("parameters (bytes)", "parameter_bytes", ("breakdown", "parameters")),
+    ("gradients (bytes)", "gradient_bytes", ("breakdown", "gradients")),
+    ("optimizer_states (bytes)", "optimizer_state_bytes", ("breakdown", "optimizer_states")),
+    ("master_weights (bytes)", "master_weights_bytes", ("breakdown", "master_weights")),
+]
+APPROX = [
+    ("activations (bytes)", "activations_bytes_cuda", ("breakdown", "activations")),
+]
+INFO = [
+    ("logits_and_loss (bytes)", "logits_and_loss_saved_bytes", ("breakdown", "logits_and_loss")),
+    ("overhead (bytes)", None, ("breakdown", "overhead")),
+]
+
+
+class MemfitError(Exception):
+    pass
+
+
+def _get(d, path):
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def run_memfit(binary, cfg_path, timeout=60):
+    try:
+        p = subprocess.run([binary, "--config", cfg_path, "--json"], capture_output=True, text=True,
+                           timeout=timeout)
+    except FileNotFoundError:
+        raise MemfitError("memfit binary not found: %s" % binary)
+    except PermissionError:
+        raise MemfitError("memfit binary is not executable: %s" % binary)
+    except subprocess.TimeoutExpired:
+        raise MemfitError("memfit timed out after %ds on %s" % (timeout, cfg_path))
+    if p.returncode != 0:
+        raise MemfitError("memfit exited %d on %s: %s" % (p.returncode, cfg_path, (p.stderr or p.stdout).strip()[:500]))
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        raise MemfitError("memfit printed no valid JSON for %s (%s): %r" % (cfg_path, e, p.stdout[:300]))
+
+
+def _rel(meas, est):
+    if meas == 0:
+        return 0.0 if est == 0 else float("inf")
+    return (est - meas) / meas
+
+
+def compare_one(meas, est, tolerance):
+    """Returns (rows, failures). A row: label, measured, estimated, rel, status."""
+    rows, fails = [], []
+    for label, mkey, path in EXACT:
+        mv, ev = meas.get(mkey), _get(est, path)
+        if ev is None:
+            rows.append((label, mv, None, None, "MISSING"))
+            fails.append("%s: memfit field %s is absent" % (label, ".".join(path)))
+            continue
+        ok = ev == mv
+        status = "exact" if ok else "MISMATCH"
+        if not ok and mkey == "optimizer_state_bytes" and ev == mv + meas.get("optimizer_step_scalar_bytes", 0):
+            ok, status = True, "exact (incl. %d B of step scalars)" % meas["optimizer_step_scalar_bytes"]
+        rows.append((label, mv, ev, _rel(mv, ev), status))
+        if not ok:
+            fails.append("%s: measured %s, memfit %s" % (label, mv, ev))
+    for label, mkey, path in APPROX:
+        mv, ev = meas.get(mkey), _get(est, path)
+        if ev is None:
+            rows.append((label, mv, None, None, "MISSING"))
+            fails.append("%s: memfit field %s is absent" % (label, ".".join(path)))
+            continue
+        r = _rel(mv, ev)
+        ok = abs(r) <= tolerance
+        rows.append((label, mv, ev, r, "ok" if ok else "OFF > %g%%" % (tolerance * 100)))
+        if not ok:
+            fails.append("%s: measured %s, memfit %s (%+.2f%%)" % (label, mv, ev, 100 * r))
+    for label, mkey, path in INFO:
+        mv = meas.get(mkey) if mkey else None
+        ev = _get(est, path)
+        rows.append((label, mv, ev, _rel(mv, ev) if (mv is not None and ev is not None) else None,
+                     "info" if ev is not None else "absent (info)"))
+    return rows, fails
+
+
+def _fmt(v):
+    return "-" if v is None else str(v)
+
+
+def _fmtr(r):
+    if r is None:
+        return "-"
+    if r == float("inf"):
+        return "inf"
+    return "%+.3f%%" % (100 * r)
+
+
+def compare(results, binary, tolerance, cfg_paths):
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        raise MemfitError("memfit binary not found or not executable: %s (build it first, or pass "
+                          "--memfit PATH)" % binary)
+    lines = ["# memfit vs measured (PyTorch %s, CPU)" % results[0]["measured"].get("torch_version", "?"), "",
+             "Exact: parameters, gradients, optimizer states, master weights. Activations: within %g %% "
+             "(measured = CUDA-equivalent saved bytes of the body). logits_and_loss and overhead: "
+             "information only." % (tolerance * 100), ""]
+    all_fails = {}
+    for r in results:
+        name = r["name"]
+        lines.append("## %s" % name)
+        lines.append("")
+        try:
+            est = run_memfit(binary, cfg_paths[name])
+        except MemfitError as e:
+            lines += ["memfit failed: %s" % e, ""]
+            all_fails[name] = [str(e)]
+            continue
+        rows, fails = compare_one(r["measured"], est, tolerance)
+        lines.append("| quantity | measured | memfit | rel. error | status |")
+        lines.append("|---|---:|---:|---:|---|")
+        for label, mv, ev, rel, st in rows:
+            lines.append("| %s | %s | %s | %s | %s |" % (label, _fmt(mv), _fmt(ev), _fmtr(rel), st))
+        lines.append("")
+        if fails:
+            all_fails[name] = fails
+    lines.append("## Summary")
+    lines.append("")
+    if all_fails:
+        lines.append("%d of %d configurations FAIL:" % (len(all_fails), len(results)))
+        for n, fs in all_fails.items():
+            for f in fs:
+                lines.append("- %s: %s" % (n, f))
+    else:
+        lines.append("all %d configurations pass" % len(results))
+    return "\n".join(lines) + "\n", all_fails
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--memfit", help="path to the memfit binary: compare its estimates")
+    ap.add_argument("--report", help="markdown report file (with --memfit); default: stdout")
+    ap.add_argument("--tolerance", type=float, default=0.03, help="relative tolerance on activations")
+    ap.add_argument("--only", help="comma-separated configuration names")
+    ap.add_argument("--list", action="store_true", help="list configuration names and exit")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --memfit: compare against an existing out/grid.json instead of re-measuring")
+    ap.add_argument("--out", default=OUT, help="output folder (default tools/validate/out)")
+    ap.add_argument("--no-profile", action="store_true", help="skip the profiler memory timelines")
+    a = ap.parse_args(argv)
+
+    entries = grid()
+    if a.list:
+        for e in entries:
+            print(e["name"])
+        return 0
+    if a.only:
+        want = set(a.only.split(","))
+        unknown = want - {e["name"] for e in entries}
+        if unknown:
+            print("grid.py: unknown configuration(s): %s" % ", ".join(sorted(unknown)), file=sys.stderr)
+            return 2
+        entries = [e for e in entries if e["name"] in want]
+    if a.memfit and not (os.path.isfile(a.memfit) and os.access(a.memfit, os.X_OK)):
+        print("grid.py: memfit binary not found or not executable: %s" % a.memfit, file=sys.stderr)
+        return 2
+
+    cfg_paths = write_configs(entries, os.path.join(a.out, "configs"))
+    gpath = os.path.join(a.out, "grid.json")
+    if a.reuse:
+        try:
+            with open(gpath) as f:
+                old = {r["name"]: r for r in json.load(f)["results"]}
+        except (OSError, ValueError, KeyError) as e:
+            print("grid.py: cannot reuse %s: %s" % (gpath, e), file=sys.stderr)
+            return 2
+        results = []
+        for e in entries:
+            if e["name"] not in old or old[e["name"]]["config"] != e["config"]:
+                print("grid.py: %s missing or stale in %s; measure again without --reuse" % (e["name"], gpath),
+                      file=sys.stderr)
+                return 2
+            results.append(old[e["name"]])
+    else:
+        t0 = time.time()
+        results = run_measurements(entries, profile=not a.no_profile)
+        import torch
+        doc = {"torch_version": torch.__version__, "device": "cpu", "seconds": round(time.time() - t0, 1),
+               "results": results}
+        os.makedirs(a.out, exist_ok=True)
+        if not a.only:
+            with open(gpath, "w") as f:
+                json.dump(doc, f, indent=1, sort_keys=True)
+            print("wrote %s (%d configurations, %.1fs)" % (gpath, len(results), time.time() - t0),
+                  file=sys.stderr)
+        else:
+            p = os.path.join(a.out, "grid_subset.json")
+            with open(p, "w") as f:
+                json.dump(doc, f, indent=1, sort_keys=True)
+            print("wrote %s" % p, file=sys.stderr)
+
+    if not a.memfit:
+        return 0
+    try:
+        report, fails = compare(results, a.memfit, a.tolerance, cfg_paths)
+    except MemfitError as e:
+        print("grid.py: %s" % e, file=sys.stderr)
+        return 2
+    if a.report:
+        with open(a.report, "w") as f:
+            f.write(report)
+        print("wrote %s" % a.report, file=sys.stderr)
+    else:
+        sys.stdout.write(report)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+// The embind boundary: plain functions taking and returning JSON text. No classes are bound, so
+// JavaScript never has to call .delete(); no exception crosses (errors come back as data in the
+// `errors` list of every answer). web/src/core.js is the only module that calls these.
+#include <emscripten/bind.h>
+
+#include <string>
+
+#include "memfit/memfit.hpp"
+
+namespace {
+
+std::string estimate(const std::string& config) { return memfit::estimate_json(config).dump(); }
+std::string validate(const std::string& config) { return memfit::validate_json(config).dump(); }
+std::string default_config() { return memfit::default_config_json().dump(); }
+std::string config_schema() { return memfit::config_schema().dump(); }
+std::string import_hf_config(const std::string& text) { return memfit::import_hf_json(text).dump(); }
+std::string presets() { return memfit::presets_json().dump(); }
+std::string gpus() { return memfit::gpus_json().dump(); }
+std::string scaling_table(const std::string& config) { return memfit::scaling_table_json(config).dump(); }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(memfit) {
+  emscripten::function("estimate", &estimate);
+  emscripten::function("validate", &validate);
+  emscripten::function("default_config", &default_config);
+  emscripten::function("config_schema", &config_schema);
+  emscripten::function("import_hf_config", &import_hf_config);
+  emscripten::function("presets", &presets);
+  emscripten::function("gpus", &gpus);
+  emscripten::function("scaling_table", &scaling_table);
+}
