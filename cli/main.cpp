@@ -180,13 +180,15 @@ int main(int argc, char** argv) {
     } else if (a == "--json") {
       json_out = true;
     } else if (a == "--list-presets") {
-      for (const memfit::Json& p : memfit::presets_json().items()) {
+      const memfit::Json list = memfit::presets_json();
+      for (const memfit::Json& p : list.items()) {
         std::printf("%-28s %-34s %20s\n", p.find("id")->as_string().c_str(), p.find("name")->as_string().c_str(),
                     group(p.find("parameter_count")->as_exact_integer().value_or(0)).c_str());
       }
       return 0;
     } else if (a == "--list-gpus") {
-      for (const memfit::Json& g : memfit::gpus_json().items()) {
+      const memfit::Json list = memfit::gpus_json();
+      for (const memfit::Json& g : list.items()) {
         std::printf("%-18s %-34s %s\n", g.find("id")->as_string().c_str(), g.find("name")->as_string().c_str(),
                     gib(g.find("memory_bytes")->as_exact_integer().value_or(0)).c_str());
       }

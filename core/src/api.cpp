@@ -49,6 +49,7 @@ Json import_hf_json(std::string_view text) {
   if (!imported.errors.empty()) return failure(imported.errors, imported.warnings);
   Config c = default_config();
   c.model = imported.model;
+  c.training.seq_len = 1;  // only the model is checked here
   const std::vector<Issue> errors = validate(c);
   if (!errors.empty()) return failure(errors, imported.warnings);
   const ParameterCount count = count_parameters(imported.model);

@@ -220,6 +220,15 @@ ConfigParse parse_config(const Json& json) {
     out.config.model = *model;
   }
   detail::apply_fields(json, out.config, out.errors);
+  // The default sequence length (2048) is longer than some models' learned position tables
+  // (GPT-2: 1024, BERT: 512); unless the user chose a length, use the longest the model takes.
+  ModelSpec& m = out.config.model;
+  if (!find_path(json, "training.seq_len") && m.position_embedding == PositionKind::kLearned &&
+      out.config.training.seq_len > m.max_position_embeddings) {
+    out.config.training.seq_len = m.max_position_embeddings;
+    out.warnings.push_back({"training.seq_len", "not given; set to model.max_position_embeddings (" +
+                                                    detail::group_digits(m.max_position_embeddings) + ")"});
+  }
   collect_unknown(json, "", out.warnings);
   if (out.errors.empty()) out.errors = validate(out.config);
   return out;

@@ -163,7 +163,6 @@ class Grid(unittest.TestCase):
                 self.assertLess(res["activations_bytes"], res["activations_without_checkpointing_bytes"])
 
     def test_gradients_and_optimizer_states(self):
-        import torch
         from models import build_model
         for name, cfg, res in self.results:
             with self.subTest(config=name):
@@ -179,7 +178,7 @@ class Grid(unittest.TestCase):
                 self.assertEqual(res["optimizer_state_bytes"], want)
                 self.assertEqual(res["optimizer_step_scalar_bytes"], 4 * len(tp) if opt == "adamw" else 0)
                 self.assertEqual(res["master_weights_bytes"], 0)
-                del model, torch
+                del model
 
     def test_lora_trainable_counts(self):
         for name, cfg, res in self.results:

@@ -191,7 +191,7 @@ class Tracker:
             layer = explicit_layer
         if ptr in self.shared_names:
             layer, local = None, "shared:" + self.shared_names[ptr]
-        tag = local + (":" + oplabel if oplabel else "")
+        tag = ":".join(x for x in (local, oplabel) if x)
         tbytes = t.numel() * t.element_size()
         cuda_bytes, cuda_note = self._cuda_equivalent(t, sbytes, mtype, oplabel, owner)
         first = owner is None and sbytes > 0 and ptr not in self.first
