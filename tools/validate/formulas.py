@@ -217,8 +217,11 @@ def expected(cfg, variant="cuda"):
 
 def render(cfg, variant="cuda"):
     out = []
-    for title, terms in (("block", block_terms(cfg, variant)), ("outside blocks", outside_terms(cfg, variant)),
-                         ("head", head_terms(cfg, variant))):
+    ck = (cfg["training"].get("checkpointing") or "none") == "full"
+    body = (("body with full checkpointing (alive at end of forward)", checkpoint_terms(cfg, variant)) if ck
+            else ("outside blocks", outside_terms(cfg, variant)))
+    for title, terms in (("block" + (" (alive during its recompute)" if ck else ""), block_terms(cfg, variant)),
+                         body, ("head", head_terms(cfg, variant))):
         out.append("%s:" % title)
         for label, f, b in terms:
             out.append("  %-62s %-22s %10d" % (label, f, b))

@@ -149,6 +149,7 @@ APPROX = [
     ("activations (bytes)", "activations_bytes_cuda", ("breakdown", "activations")),
 ]
 INFO = [
+    ("activations, raw torch 1.13 CPU (bytes)", "activations_bytes", ("breakdown", "activations")),
     ("logits_and_loss (bytes)", "logits_and_loss_saved_bytes", ("breakdown", "logits_and_loss")),
     ("overhead (bytes)", None, ("breakdown", "overhead")),
 ]

@@ -419,6 +419,14 @@ def explain(res, trackers, out=sys.stderr):
     if "memory_timeline" in res:
         w("memory timeline: %s\n" % json.dumps(res["memory_timeline"]))
     w("logits: %s\n" % json.dumps(res["logits"]))
+    try:
+        import formulas
+        w("\n-- paper formulas (formulas.py), CUDA-equivalent; steady-state block (layer >= 1 under LoRA)\n")
+        w(formulas.render(cfg, "cuda") + "\n")
+        e = formulas.expected(cfg, "cuda")
+        w("formula totals: block %d, body %d, head %d\n" % (e["block"], e["body"], e["head"]))
+    except Exception as exc:  # the formulas cover the harness's own models only
+        w("(formulas not available for this configuration: %s)\n" % exc)
 
 
 def main(argv=None):

@@ -227,12 +227,13 @@ class Behaviour(unittest.TestCase):
         cfg["training"]["dropout_impl"] = "cpu"
         cpu = measure(cfg, profile=False)
         B, T, d, h, L = 2, 16, 64, 4, 2
-        # CPU F.dropout saves a float32 noise tensor (4 B/elt) instead of a bool mask (1 B/elt)
-        extra = 3 * (B * T * d + L * 0) * L + 3 * B * h * T * T * L + 3 * B * T * d
-        per_layer_extra = 3 * (2 * B * T * d + B * h * T * T)
+        # CPU F.dropout saves a float32 noise tensor (4 B/elt) instead of a
+        # bool mask (1 B/elt): 3 more bytes per element of every mask
+        # (per layer: attention probs, attention residual, MLP residual;
+        # plus the embedding dropout).
+        per_layer_extra = 3 * (B * h * T * T + 2 * B * T * d)
         self.assertEqual(cpu["activations_bytes"] - cuda_like["activations_bytes"],
                          L * per_layer_extra + 3 * B * T * d)
-        del extra
 
     def test_bad_config(self):
         with self.assertRaises(ConfigError):

@@ -1,0 +1,168 @@
+// Relations the memory model must keep, and the result contract.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "memfit/memfit.hpp"
+
+namespace memfit {
+namespace {
+
+Config llama(std::int64_t batch = 1, std::int64_t seq = 2048) {
+  Config c = default_config();
+  c.model = *preset_model("llama-2-7b");
+  c.training.micro_batch_size = batch;
+  c.training.seq_len = seq;
+  return c;
+}
+
+std::int64_t peak(const Config& c) {
+  const Estimate e = estimate(c);
+  EXPECT_TRUE(e.ok()) << (e.errors.empty() ? "" : e.errors[0].message);
+  return e.peak_allocated_bytes.value();
+}
+
+TEST(Estimate, BytesPerParameterOfEachRecipe) {
+  Config c = llama();
+  const std::int64_t p = 6'738'415'616;
+  c.training.precision = Precision::kBf16Mixed;  // AMP: 4 + 4 + 8
+  Estimate e = estimate(c);
+  EXPECT_EQ(e.breakdown.parameters.value(), 4 * p);
+  EXPECT_EQ(e.breakdown.gradients.value(), 4 * p);
+  EXPECT_EQ(e.breakdown.optimizer_states.value(), 8 * p);
+  EXPECT_EQ(e.breakdown.master_weights.value(), 0);
+  c.training.precision = Precision::kBf16Master;  // Megatron: 2 + 4 + 4 + 8 = 18
+  e = estimate(c);
+  EXPECT_EQ((e.breakdown.parameters + e.breakdown.gradients + e.breakdown.master_weights +
+             e.breakdown.optimizer_states).value(), 18 * p);
+  c.training.precision = Precision::kBf16;  // pure bf16: 2 + 2 + 4
+  e = estimate(c);
+  EXPECT_EQ((e.breakdown.parameters + e.breakdown.gradients + e.breakdown.optimizer_states).value(), 8 * p);
+}
+
+std::int64_t activations(const Config& c) { return estimate(c).breakdown.activations.value(); }
+
+TEST(Estimate, MonotoneInBatchSequenceAndLayers) {
+  // Activations grow strictly; the peak never falls, and grows once activations dominate it (at
+  // small batches the optimizer step, not the forward pass, is the high point).
+  EXPECT_LT(activations(llama(1)), activations(llama(2)));
+  EXPECT_LT(activations(llama(1, 512)), activations(llama(1, 1024)));
+  EXPECT_LE(peak(llama(1)), peak(llama(2)));
+  EXPECT_LT(peak(llama(2)), peak(llama(8)));
+  EXPECT_LT(peak(llama(8, 1024)), peak(llama(8, 2048)));
+  Config shallow = llama(), deep = llama();
+  shallow.model.num_hidden_layers = 8;
+  EXPECT_LT(peak(shallow), peak(deep));
+}
+
+TEST(Estimate, CheckpointingAndFlashOnlyReduceActivations) {
+  Config none = llama(4), selective = llama(4), full = llama(4);
+  none.training.attention = selective.training.attention = full.training.attention = AttentionImpl::kEager;
+  selective.training.checkpointing = Checkpointing::kSelective;
+  full.training.checkpointing = Checkpointing::kFull;
+  const Estimate a = estimate(none), b = estimate(selective), c = estimate(full);
+  EXPECT_GT(a.breakdown.activations, b.breakdown.activations);
+  EXPECT_GT(b.breakdown.activations, c.breakdown.activations);
+  EXPECT_EQ(a.breakdown.parameters, c.breakdown.parameters);
+  Config flash = llama(4);
+  EXPECT_LT(estimate(flash).breakdown.activations, a.breakdown.activations);
+}
+
+TEST(Estimate, ZeroShardsExactlyWhatItShards) {
+  Config base = llama();
+  base.parallel.num_gpus = 8;
+  const Estimate z0 = estimate(base);
+  Config c = base;
+  c.parallel.zero_stage = 1;
+  const Estimate z1 = estimate(c);
+  EXPECT_EQ(z1.breakdown.optimizer_states.value(), z0.breakdown.optimizer_states.value() / 8);
+  EXPECT_EQ(z1.breakdown.gradients, z0.breakdown.gradients);
+  c.parallel.zero_stage = 2;
+  const Estimate z2 = estimate(c);
+  EXPECT_EQ(z2.breakdown.gradients.value(), z0.breakdown.gradients.value() / 8);
+  EXPECT_EQ(z2.breakdown.parameters, z0.breakdown.parameters);
+  c.parallel.zero_stage = 3;
+  const Estimate z3 = estimate(c);
+  EXPECT_EQ(z3.breakdown.parameters.value(), z0.breakdown.parameters.value() / 8);
+  EXPECT_EQ(z3.breakdown.activations, z0.breakdown.activations);  // activations are not sharded
+}
+
+TEST(Estimate, MemoryStrictlyFallsAsTensorParallelismGrows) {
+  std::int64_t previous = INT64_MAX;
+  for (std::int64_t tp : {1, 2, 4, 8}) {
+    Config c = llama(2);
+    c.parallel.num_gpus = 8;
+    c.parallel.tensor = tp;
+    const std::int64_t now = peak(c);
+    EXPECT_LT(now, previous) << "tp " << tp;
+    previous = now;
+  }
+}
+
+TEST(Estimate, PeakIsTheLargestPhaseNotASum) {
+  const Estimate e = estimate(llama(2));
+  std::int64_t largest = 0, sum = 0;
+  for (const Phase& p : e.phases) {
+    largest = std::max(largest, p.bytes.value());
+    sum += p.bytes.value();
+  }
+  EXPECT_EQ(e.peak_allocated_bytes.value(), largest);
+  EXPECT_LT(e.peak_allocated_bytes.value(), sum);
+  EXPECT_GE(e.peak_reserved_bytes, e.peak_allocated_bytes);
+  EXPECT_EQ(e.device_total_bytes, e.peak_reserved_bytes + e.breakdown.overhead);
+}
+
+TEST(Estimate, GradientAccumulationAddsNoActivationMemory) {
+  Config one = llama(2), many = llama(2);
+  many.training.grad_accum_steps = 16;
+  EXPECT_EQ(estimate(one).breakdown.activations, estimate(many).breakdown.activations);
+}
+
+// seeds/002: "For a 7B model fine-tuned with LoRA at rank 16, the adapter might have fewer than
+// 10M trainable parameters" — true for PEFT's default targets (q, v): 32 · 2 · 16 · (4096 + 4096).
+TEST(Estimate, LoraTrainableCountMatchesTheSeedClaim) {
+  Config c = llama();
+  c.training.finetune.method = FinetuneMethod::kLora;
+  c.training.finetune.lora_rank = 16;
+  c.training.finetune.lora_targets = kLoraQ | kLoraV;
+  const Estimate e = estimate(c);
+  EXPECT_EQ(e.trainable_parameter_count.value(), 32 * 2 * 16 * (4096 + 4096));
+  EXPECT_LT(e.trainable_parameter_count.value(), 10'000'000);
+  // q, k, v and o at rank 16 is 16.8M: above the seed's "fewer than 10M".
+  c.training.finetune.lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO;
+  EXPECT_EQ(estimate(c).trainable_parameter_count.value(), 32 * 4 * 16 * (4096 + 4096));
+}
+
+TEST(Estimate, AbsurdButValidSizesAreFiniteOrANamedError) {
+  Config c = default_config();
+  c.model.nominal_parameter_count = 10'000'000'000'000;  // 10T parameters
+  c.training.seq_len = 1'000'000;                       // 1M tokens
+  c.training.checkpointing = Checkpointing::kFull;
+  const Estimate e = estimate(c);
+  ASSERT_TRUE(e.ok());
+  EXPECT_GT(e.peak_allocated_bytes.value(), 160'000'000'000'000);
+  EXPECT_EQ(e.fit.verdict, Verdict::kDoesNotFit);
+  c.training.attention = AttentionImpl::kEager;
+  c.training.micro_batch_size = 1'000'000;
+  const Estimate huge = estimate(c);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.errors[0].message.find("exceeds"), std::string::npos);
+}
+
+TEST(Estimate, ResultJsonHasTheContractFields) {
+  const Json r = estimate_json(R"({"model":{"preset":"gpt2"},"training":{"micro_batch_size":2}})");
+  ASSERT_TRUE(r.find("ok")->as_bool());
+  for (const char* key : {"parameter_count", "trainable_parameter_count", "breakdown", "peak_allocated_bytes",
+                          "peak_reserved_bytes", "device_total_bytes", "phases", "fits", "gpus"}) {
+    EXPECT_NE(r.find(key), nullptr) << key;
+  }
+  for (const char* key : {"parameters", "gradients", "optimizer_states", "master_weights", "activations",
+                          "logits_and_loss", "overhead"}) {
+    EXPECT_NE(r.find("breakdown")->find(key), nullptr) << key;
+  }
+  const std::string verdict = r.find("fits")->find("verdict")->as_string();
+  EXPECT_TRUE(verdict == "fits" || verdict == "tight" || verdict == "does_not_fit");
+}
+
+}  // namespace
+}  // namespace memfit

@@ -1,0 +1,117 @@
+// The share link: the whole configuration as readable query parameters.
+//
+//   ?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p
+//
+// `v` is the link format's version. Every other parameter is a configuration field named by the
+// last segment of its path (`training.seq_len` → `seq_len`); if two fields ever share a last
+// segment, both use their full dotted path. Only fields that differ from the defaults are written:
+// model fields are compared with the chosen preset's model, everything else with `defaults`. Lists
+// are comma-separated. Values are written and read back as text, exactly as the user typed them,
+// so a bad value survives the trip and the core names the problem.
+//
+// Pure: no DOM, no wasm. Tested by tests/browser/url.test.mjs.
+
+export const URL_VERSION = 1;
+
+const PRESET_PATH = 'model.preset';
+
+// [path, value] for every leaf of a configuration object, in its order. Arrays are leaves.
+export function flatten(config, prefix = '') {
+  const out = [];
+  for (const [key, value] of Object.entries(config ?? {})) {
+    const path = prefix ? `${prefix}.${key}` : key;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) out.push(...flatten(value, path));
+    else out.push([path, value]);
+  }
+  return out;
+}
+
+export function getPath(object, path) {
+  let node = object;
+  for (const key of path.split('.')) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = node[key];
+  }
+  return node;
+}
+
+// Field path → parameter name: the last segment, or the full path where last segments collide.
+export function paramNames(paths) {
+  const count = new Map();
+  for (const p of paths) {
+    const last = p.slice(p.lastIndexOf('.') + 1);
+    count.set(last, (count.get(last) ?? 0) + 1);
+  }
+  const names = new Map();
+  for (const p of paths) {
+    const last = p.slice(p.lastIndexOf('.') + 1);
+    names.set(p, count.get(last) === 1 ? last : p);
+  }
+  return names;
+}
+
+// A value as link text: lists comma-separated, everything else as its string.
+export function valueText(value) {
+  if (Array.isArray(value)) return value.map(String).join(',');
+  return String(value);
+}
+
+// encodeURIComponent, but keeping the characters that are safe in a query value and make the link
+// readable (commas between list items, dots in numbers and ids, slashes in model names).
+function encodeText(text) {
+  return encodeURIComponent(text).replace(/%2C/gi, ',').replace(/%2F/gi, '/').replace(/%3A/gi, ':');
+}
+
+// config: the configuration (full or sparse; values typed or as typed by the user).
+// defaults: the full default configuration (its fields and their order define the link).
+// presetModel: the chosen preset's model fields (null/undefined: compare with defaults.model).
+// Returns the query string without the leading "?".
+export function encode(config, defaults, presetModel) {
+  const fields = flatten(defaults);
+  const names = paramNames(fields.map(([p]) => p));
+  const parts = [`v=${URL_VERSION}`];
+  for (const [path, defaultValue] of fields) {
+    const value = getPath(config, path);
+    if (value === undefined) continue;
+    let base = defaultValue;
+    if (path !== PRESET_PATH && path.startsWith('model.') && presetModel) {
+      const fromPreset = getPath(presetModel, path.slice('model.'.length));
+      if (fromPreset !== undefined) base = fromPreset;
+    }
+    if (valueText(value) === valueText(base)) continue;
+    parts.push(`${encodeText(names.get(path))}=${encodeText(valueText(value))}`);
+  }
+  return parts.join('&');
+}
+
+// search: "?v=1&seq_len=512" (the leading "?" is optional).
+// defaults: the full default configuration (which fields exist, which are lists).
+// Returns { version, values: { path: text | [text] }, unknown: [parameter names] }.
+// `version` is null when the link has none. Values stay as typed; unknown names are reported.
+export function decode(search, defaults) {
+  const fields = flatten(defaults);
+  const names = paramNames(fields.map(([p]) => p));
+  const byName = new Map();
+  for (const [path, defaultValue] of fields) {
+    const entry = { path, list: Array.isArray(defaultValue) };
+    byName.set(names.get(path), entry);
+    byName.set(path, entry);  // the full dotted path is always accepted too
+  }
+  const params = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
+  let version = null;
+  const values = {};
+  const unknown = [];
+  for (const [name, text] of params) {
+    if (name === 'v') {
+      version = /^\d+$/.test(text) ? Number(text) : text;
+      continue;
+    }
+    const entry = byName.get(name);
+    if (!entry) {
+      unknown.push(name);
+      continue;
+    }
+    values[entry.path] = entry.list ? (text === '' ? [] : text.split(',')) : text;
+  }
+  return { version, values, unknown };
+}
