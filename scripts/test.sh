@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs and builds what is missing, then runs every test: the core's GoogleTest suite, the
+# wasm module against the native CLI, the page in Chromium, and the PyTorch validation grid.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+echo "== core (GoogleTest)"
+ctest --test-dir build --output-on-failure -j"$(nproc 2>/dev/null || echo 2)"
+
+echo "== wasm module, page unit tests and browser tests (node --test)"
+node --test tests/wasm/ tests/browser/
+
+echo "== validation against PyTorch (tools/validate)"
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  /usr/bin/python3 tools/validate/grid.py --memfit build/cli/memfit --report build/validation.md
+else
+  echo "SKIPPED: PyTorch is missing (apt-get install python3-torch); the validation grid did not run"
+fi
+echo "memfit: all tests passed"

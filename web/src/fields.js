@@ -1,0 +1,179 @@
+// The form's structure, built from the core's schema (config_schema()): which section a field
+// sits in, its label, and how typed text becomes a configuration value. The schema stays the one
+// source of truth for ranges, choices and help text; this file only arranges and names.
+// Pure: no DOM, no wasm.
+
+// Friendlier labels for the most used fields; any other field is labelled from its key.
+const LABELS = {
+  'model.model_type': 'Model type',
+  'model.vocab_size': 'Vocabulary size',
+  'model.num_hidden_layers': 'Layers',
+  'model.num_attention_heads': 'Attention heads',
+  'model.num_key_value_heads': 'Key/value heads',
+  'model.head_dim': 'Head size',
+  'model.intermediate_size': 'MLP inner size',
+  'model.mlp': 'MLP',
+  'model.max_position_embeddings': 'Max positions',
+  'model.position_embedding': 'Positions',
+  'model.qk_norm': 'Q/K norm',
+  'model.qkv_bias': 'QKV bias',
+  'model.mlp_bias': 'MLP bias',
+  'model.lm_head_bias': 'Head bias',
+  'model.num_experts': 'Experts',
+  'model.num_experts_per_tok': 'Experts per token',
+  'model.num_shared_experts': 'Shared experts',
+  'model.moe_intermediate_size': 'Expert inner size',
+  'model.first_k_dense_replace': 'Leading dense layers',
+  'model.q_lora_rank': 'Q compression rank',
+  'model.kv_lora_rank': 'KV compression rank',
+  'model.qk_rope_head_dim': 'Q/K rotary head size',
+  'model.qk_nope_head_dim': 'Q/K non-rotary head size',
+  'model.v_head_dim': 'V head size',
+  'model.nominal_parameter_count': 'Nominal parameter count',
+  'training.micro_batch_size': 'Micro-batch size',
+  'training.seq_len': 'Sequence length',
+  'training.grad_accum_steps': 'Gradient accumulation',
+  'training.checkpointing': 'Activation checkpointing',
+  'training.chunked_loss': 'Chunked loss',
+  'training.optimizer_in_backward': 'Optimizer in backward',
+  'training.finetune.method': 'Method',
+  'training.finetune.lora_rank': 'LoRA rank',
+  'training.finetune.lora_targets': 'LoRA targets',
+  'training.finetune.base_bits': 'Base weight bits',
+  'parallel.num_gpus': 'GPUs',
+  'parallel.tensor': 'Tensor parallel',
+  'parallel.pipeline': 'Pipeline stages',
+  'parallel.context': 'Context parallel',
+  'parallel.expert': 'Expert parallel',
+  'parallel.zero_stage': 'ZeRO stage',
+  'parallel.offload_optimizer': 'Offload optimizer',
+  'parallel.offload_params': 'Offload parameters',
+  'hardware.gpu': 'GPU',
+  'hardware.budget_fraction': 'Budget fraction',
+  'hardware.overhead_bytes': 'Overhead bytes',
+};
+
+export function fieldLabel(path) {
+  if (LABELS[path]) return LABELS[path];
+  const key = path.slice(path.lastIndexOf('.') + 1).replace(/_/g, ' ');
+  return key.charAt(0).toUpperCase() + key.slice(1);
+}
+
+// Sections and their groups, in page order. A field the core adds later and that is not listed
+// here still appears, in the "More" group of its top-level section.
+const LAYOUT = [
+  { id: 'model', title: 'Architecture', groups: [
+    { title: 'Shape', fields: ['vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attention_heads',
+      'num_key_value_heads', 'head_dim', 'intermediate_size', 'max_position_embeddings'] },
+    { title: 'Structure', fields: ['mlp', 'norm', 'position_embedding', 'block', 'qk_norm', 'norms_per_block',
+      'output_head', 'position_embedding_offset', 'tie_word_embeddings', 'final_norm', 'norm_bias',
+      'attention_bias', 'qkv_bias', 'mlp_bias', 'lm_head_bias'] },
+    { title: 'Mixture of experts', fields: ['num_experts', 'num_experts_per_tok', 'num_shared_experts',
+      'moe_intermediate_size', 'shared_expert_intermediate_size', 'first_k_dense_replace',
+      'shared_expert_gate', 'router_bias'] },
+    { title: 'Multi-head latent attention', fields: ['attention_type', 'q_lora_rank', 'kv_lora_rank',
+      'qk_rope_head_dim', 'qk_nope_head_dim', 'v_head_dim'] },
+    { title: 'Encoder (BERT)', fields: ['type_vocab_size', 'embedding_norm', 'pooler'] },
+    { title: 'More', fields: ['model_type', 'nominal_parameter_count'] },
+  ] },
+  { id: 'training', title: 'Training', groups: [
+    { title: '', fields: ['micro_batch_size', 'seq_len', 'grad_accum_steps', 'precision', 'optimizer',
+      'checkpointing', 'attention', 'dropout', 'chunked_loss', 'optimizer_in_backward', 'activation_offload'] },
+    { title: 'Fine-tuning', fields: ['finetune.method', 'finetune.lora_rank', 'finetune.base_bits',
+      'finetune.lora_targets'] },
+    { title: 'More', fields: [] },
+  ] },
+  { id: 'parallel', title: 'Parallelism', groups: [
+    { title: '', fields: ['num_gpus', 'tensor', 'pipeline', 'context', 'expert', 'zero_stage',
+      'sequence_parallel', 'offload_optimizer', 'offload_params'] },
+    { title: 'More', fields: [] },
+  ] },
+  { id: 'hardware', title: 'Hardware', groups: [
+    { title: '', fields: ['gpu', 'budget_fraction'] },
+    { title: 'Allocator and overhead', fields: ['fragmentation', 'overhead_bytes'] },
+    { title: 'More', fields: [] },
+  ] },
+];
+
+// Fields the form does not draw as inputs (the preset picker owns model.preset).
+const NOT_IN_FORM = new Set(['model.preset']);
+
+// schema → [{ id, title, groups: [{ title, fields: [schema entry] }] }], empty groups dropped.
+export function formSections(schema) {
+  const byPath = new Map(schema.map((f) => [f.field, f]));
+  const placed = new Set(NOT_IN_FORM);
+  const sections = LAYOUT.map((section) => ({
+    id: section.id,
+    title: section.title,
+    groups: section.groups.map((g) => {
+      const fields = [];
+      for (const key of g.fields) {
+        const f = byPath.get(`${section.id}.${key}`);
+        if (f && !placed.has(f.field)) {
+          fields.push(f);
+          placed.add(f.field);
+        }
+      }
+      return { title: g.title, fields };
+    }),
+  }));
+  for (const f of schema) {
+    if (placed.has(f.field)) continue;
+    const top = f.field.split('.')[0];
+    const section = sections.find((s) => s.id === top);
+    if (!section) continue;
+    let more = section.groups.find((g) => g.title === 'More');
+    if (!more) section.groups.push((more = { title: 'More', fields: [] }));
+    more.fields.push(f);
+    placed.add(f.field);
+  }
+  for (const s of sections) s.groups = s.groups.filter((g) => g.fields.length > 0);
+  return sections;
+}
+
+const INTEGER_TEXT = /^[+-]?\d+$/;
+const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+// What the form holds (text typed, a checkbox's boolean, a list) → what the core is sent.
+// Text that is a well-formed number is sent as a number; anything else is sent exactly as typed
+// so that the core can name the problem ("must be an integer from 1 to 1,000,000; got \"abc\"").
+export function toConfigValue(field, raw) {
+  if (raw === undefined || raw === null) return raw;
+  switch (field?.kind) {
+    case 'integer': {
+      if (typeof raw === 'number') return raw;
+      const text = String(raw).trim();
+      if (INTEGER_TEXT.test(text)) {
+        const n = Number(text);
+        if (Number.isSafeInteger(n)) return n;
+      }
+      return String(raw);
+    }
+    case 'number': {
+      if (typeof raw === 'number') return raw;
+      const text = String(raw).trim();
+      if (NUMBER_TEXT.test(text) && Number.isFinite(Number(text))) return Number(text);
+      return String(raw);
+    }
+    case 'boolean':
+      if (raw === 'true') return true;
+      if (raw === 'false') return false;
+      return raw;
+    case 'list':
+      return Array.isArray(raw) ? raw : String(raw).split(',').filter((s) => s !== '');
+    default:
+      return raw;
+  }
+}
+
+// Sets a dotted path in a nested object (creating objects on the way); returns the object.
+export function setPath(object, path, value) {
+  const keys = path.split('.');
+  let node = object;
+  for (const key of keys.slice(0, -1)) {
+    if (node[key] === null || typeof node[key] !== 'object' || Array.isArray(node[key])) node[key] = {};
+    node = node[key];
+  }
+  node[keys[keys.length - 1]] = value;
+  return object;
+}
