@@ -17,6 +17,7 @@ struct ActivationModel {
   Exact embedding_saved_bytes;   // what the embedding keeps (freed last in backward)
   Exact per_layer_bytes;         // one (dense) block without checkpointing
   std::vector<NamedBytes> layer_terms;  // its terms
+  Exact logits_saved_bytes;      // head + loss tensors saved for backward
   Exact logits_forward_bytes;    // head + loss high point during forward
   Exact logits_backward_bytes;   // head + loss high point at the start of backward
   Exact logits_peak_bytes;       // the larger of the two (breakdown.logits_and_loss)

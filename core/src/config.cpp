@@ -180,7 +180,9 @@ void collect_unknown(const Json& node, const std::string& prefix, std::vector<Is
 
 void detail::apply_fields(const Json& root, Config& config, std::vector<Issue>& errors) {
   for (const Field& f : detail::config_fields()) {
-    if (const Json* value = find_path(root, f.path)) read_field(f, *value, config, errors);
+    // null means "not given", as Hugging Face configs write it (head_dim: null).
+    const Json* value = find_path(root, f.path);
+    if (value && !value->is_null()) read_field(f, *value, config, errors);
   }
 }
 
@@ -209,7 +211,9 @@ ConfigParse parse_config(const Json& json) {
     return out;
   }
 
-  // A preset supplies the model; explicit fields then override it.
+  // A preset supplies the model; explicit fields then override it. A model described without a
+  // preset starts from the plain defaults, not from the default preset's hidden details.
+  if (json.find("model") && !find_path(json, "model.preset")) out.config.model = ModelSpec{};
   const Json* preset = find_path(json, "model.preset");
   if (preset && !(preset->is_string() && preset->as_string().empty())) {
     const auto model = preset->is_string() ? preset_model(preset->as_string()) : std::nullopt;

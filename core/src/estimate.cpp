@@ -174,6 +174,9 @@ Estimate estimate(const Config& c) {
                                                            : e.parameters.total_count;
   const bool lora = is_lora(c);
   e.trainable_parameter_count = lora ? lora_parameter_count(e.parameters, c.training.finetune) : e.parameter_count;
+  // With LoRA the model holds its base and the adapters: sum(p.numel()) counts both.
+  const Exact base_parameter_count = e.parameter_count;
+  if (lora) e.parameter_count += e.trainable_parameter_count;
   if (c.model.nominal_parameter_count > 0) {
     e.notes.push_back("The memory model uses the nominal parameter count " +
                       detail::group_digits(c.model.nominal_parameter_count) + "; the architecture counts " +
@@ -199,7 +202,7 @@ Estimate estimate(const Config& c) {
     const Exact last_extra = e.parameters.total_count - block_params - first_extra;
     const Exact local_fraction_num = stage_share(block_params, first_extra, last_extra, par, c.model);
     // Scale nominal counts (if any) by the same share as the counted architecture.
-    const Exact local_params = mul_div(e.parameter_count, local_fraction_num, max(e.parameters.total_count, Exact(1)));
+    const Exact local_params = mul_div(base_parameter_count, local_fraction_num, max(e.parameters.total_count, Exact(1)));
     const Exact local_trainable = lora ? e.trainable_parameter_count / par.tensor : local_params;
 
     // Weights.

@@ -142,6 +142,8 @@ std::vector<Field> build_fields() {
         f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.lora_targets; };
         return f;
       }(),
+      MF_REAL("training.finetune.lora_dropout", training.finetune.lora_dropout, 0.0, 0.99,
+              "dropout on the LoRA adapters' input (PEFT lora_dropout)"),
       MF_INT("training.finetune.base_bits", training.finetune.base_bits, 4, 16,
              "frozen base weights: 16 (bf16/fp16), 8 (int8), 4 (QLoRA NF4)"),
 

@@ -70,7 +70,9 @@ Exact optimizer_state_bytes(Optimizer optimizer, const ParameterCount& params, E
     case Optimizer::kPagedAdamW8bit:
       return adam_8bit_bytes(trainable_shapes(params, lora, finetune));
     case Optimizer::kAdafactor:
-      return adafactor_bytes(trainable_shapes(params, lora, finetune), state_element_bytes);
+      // Hugging Face's Adafactor upcasts the gradient first: its statistics are fp32 whatever
+      // the parameters' dtype.
+      return adafactor_bytes(trainable_shapes(params, lora, finetune), 4);
     case Optimizer::kSgd:
       return 0;
     case Optimizer::kSgdMomentum:

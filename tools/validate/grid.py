@@ -14,7 +14,6 @@ than --tolerance (default 3 %), and 2 for usage errors (missing binary...).
 """
 
 import argparse
-import copy
 import json
 import os
 import subprocess
@@ -28,7 +27,7 @@ OUT = os.path.join(HERE, "out")
 
 
 def gpt2_model(vocab=1000, d=64, layers=2, heads=4, ff=None, tied=True, maxpos=128, fused=False):
-    m = {"vocab_size": vocab, "hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads,
+    m = {"model_type": "gpt2", "vocab_size": vocab, "hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads,
          "num_key_value_heads": heads, "head_dim": d // heads, "intermediate_size": ff or 4 * d,
          "mlp": "plain", "hidden_act": "gelu", "norm": "layernorm", "position_embedding": "learned",
          "max_position_embeddings": maxpos, "tie_word_embeddings": tied, "attention_bias": True,
@@ -40,7 +39,7 @@ def gpt2_model(vocab=1000, d=64, layers=2, heads=4, ff=None, tied=True, maxpos=1
 
 def llama_model(vocab=2000, d=128, layers=2, heads=4, kv=2, ff=None, head_dim=None, experts=0, topk=0,
                 moe_ff=None):
-    return {"vocab_size": vocab, "hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads,
+    return {"model_type": "mixtral" if experts else "llama", "vocab_size": vocab, "hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads,
             "num_key_value_heads": kv, "head_dim": head_dim or d // heads, "intermediate_size": ff or (8 * d) // 3,
             "mlp": "gated", "hidden_act": "silu", "norm": "rmsnorm", "position_embedding": "rotary",
             "max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,

@@ -203,7 +203,6 @@ def run_pass(model, ids, labels, checkpointing, seed, profile=True):
         c = getattr(blk.mlp, "last_tokens_per_expert", None)
         if c is not None:
             experts.append(c)
-    lossval = None
     summary = tl.summary() if tl else None
     return tr, summary, experts
 

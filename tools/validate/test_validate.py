@@ -4,7 +4,6 @@
     /usr/bin/python3 -m unittest discover -s tools/validate -p 'test_*.py' -v
 """
 
-import copy
 import json
 import math
 import os

@@ -59,7 +59,7 @@ struct ModelSpec {
   std::int64_t intermediate_size = 11008;
   MlpKind mlp = MlpKind::kGated;
   NormKind norm = NormKind::kRmsNorm;
-  bool norm_bias = false;  // LayerNorm bias (ignored for RMSNorm)
+  bool norm_bias = true;   // LayerNorm bias, as nn.LayerNorm has by default (ignored for RMSNorm)
   PositionKind position_embedding = PositionKind::kRotary;
   std::int64_t max_position_embeddings = 4096;
   std::int64_t position_embedding_offset = 0;  // OPT stores 2 extra position rows
@@ -107,6 +107,7 @@ struct Finetune {
   FinetuneMethod method = FinetuneMethod::kFull;
   std::int64_t lora_rank = 16;
   unsigned lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO;
+  double lora_dropout = 0.0;    // PEFT's lora_dropout on the adapters' input
   std::int64_t base_bits = 16;  // 16: frozen 16-bit base; 8: int8 base; 4: QLoRA NF4
 };
 

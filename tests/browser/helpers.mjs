@@ -1,0 +1,68 @@
+// Shared helpers for the browser tests: a static file server over web/dist/, Chromium through
+// playwright-core, and the wasm core loaded in node (the expected numbers come from it).
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { extname, join, normalize, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+export const DIST = join(ROOT, 'web/dist');
+export const WASM_DIR = resolve(ROOT, process.env.MEMFIT_WASM_DIR ?? 'build-wasm/wasm');
+export const CHROMIUM = process.env.MEMFIT_CHROMIUM ?? '/usr/bin/chromium';
+export const RESULTS_DIR = join(ROOT, 'test-results');
+
+export const CHROMIUM_ARGS = ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run'];
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json',
+};
+
+// A tiny static server on 127.0.0.1 (port 0: the system picks one).
+export async function startServer(dir = DIST) {
+  const rootDir = resolve(dir);
+  const server = createServer(async (req, res) => {
+    try {
+      const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+      const file = normalize(join(rootDir, path.endsWith('/') ? `${path}index.html` : path));
+      if (!file.startsWith(rootDir + sep) && file !== rootDir) throw new Error('outside');
+      const body = await readFile(file);
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+      res.end(body);
+    } catch {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('not found');
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const { port } = server.address();
+  return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+// What is missing for the browser tests to run ('' when nothing).
+export function missingPrerequisites() {
+  if (!existsSync(join(DIST, 'index.html'))) return 'web/dist/ is not built: run `npm run build:web` first';
+  if (!existsSync(join(WASM_DIR, 'memfit.mjs'))) return `no wasm module in ${WASM_DIR}: build it first (see README)`;
+  if (!existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set MEMFIT_CHROMIUM)`;
+  return '';
+}
+
+// The core in node, through the page's own wrapper (core.js), as the expected-value oracle.
+export async function loadNodeCore() {
+  const { loadCore } = await import(pathToFileURL(join(ROOT, 'web/src/core.js')).href);
+  return loadCore({
+    moduleUrl: pathToFileURL(join(WASM_DIR, 'memfit.mjs')).href,
+    wasmBinary: readFileSync(join(WASM_DIR, 'memfit.wasm')),
+  });
+}
+
+export async function launchBrowser() {
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}

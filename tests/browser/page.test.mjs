@@ -1,0 +1,241 @@
+// The page in Chromium: every number shown must be the core's (compared with the same wasm module
+// loaded in node), the form must keep what the user typed, and the share link must reopen the
+// same state. Needs web/dist/ (npm run build:web), build-wasm/ and /usr/bin/chromium; no network.
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { formatBytes, formatCount } from '../../web/src/format.js';
+import { RESULTS_DIR, ROOT, launchBrowser, loadNodeCore, missingPrerequisites, startServer } from './helpers.mjs';
+
+const missing = missingPrerequisites();
+if (missing) console.warn(`browser tests skipped: ${missing}`);
+
+const SEED_CONFIG = { model: { preset: 'seed-toy-70m' }, training: { precision: 'seed_14p', micro_batch_size: 4, seq_len: 512 } };
+const withTraining = (config, training) => ({ ...config, training: { ...config.training, ...training } });
+const id = (path) => `#field-${path.replace(/\./g, '-')}`;
+
+describe('memfit page', { skip: missing || false, concurrency: false }, () => {
+  let server;
+  let browser;
+  let core;
+  let page;  // one page walked through tests 1–4, as a user would
+  const consoleErrors = [];
+
+  before(async () => {
+    [server, browser, core] = await Promise.all([startServer(), launchBrowser(), loadNodeCore()]);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  // Console errors are collected from every page (and must stay empty), except on a page that
+  // tests failing Hub requests (`quiet`), where Chromium logs each failed fetch.
+  async function open(search = '', { quiet = false } = {}) {
+    const p = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
+    if (!quiet) p.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+    p.on('pageerror', (e) => consoleErrors.push(e.message));
+    await p.goto(`${server.url}${search}`);
+    await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
+    return p;
+  }
+
+  // The numbers on the page equal the core's for `config`: exact bytes in data-bytes, text by the
+  // page's formatting rule (GiB by default).
+  async function assertShows(p, config) {
+    const expected = core.estimate(config);
+    assert.equal(expected.ok, true, JSON.stringify(expected.errors));
+    for (const [key, bytes] of Object.entries(expected.breakdown)) {
+      const cell = p.getByTestId(`breakdown-${key}`);
+      assert.equal(await cell.getAttribute('data-bytes'), String(bytes), `breakdown.${key} bytes`);
+      assert.equal((await cell.textContent()).trim(), formatBytes(bytes), `breakdown.${key} text`);
+    }
+    for (const [testid, bytes] of [['peak-allocated', expected.peak_allocated_bytes], ['device-total', expected.device_total_bytes]]) {
+      const el = p.getByTestId(testid);
+      assert.equal(await el.getAttribute('data-bytes'), String(bytes), testid);
+      assert.equal((await el.textContent()).trim(), formatBytes(bytes), testid);
+    }
+    assert.equal(await p.getByTestId('verdict').locator('[data-verdict]').getAttribute('data-verdict'), expected.fits.verdict);
+    assert.equal((await p.getByTestId('parameter-count').textContent()).trim(), formatCount(expected.parameter_count));
+    const gpuRows = p.getByTestId('gpu-table').locator('tbody tr');
+    assert.equal(await gpuRows.count(), expected.gpus.length);
+    for (const [i, g] of expected.gpus.entries()) {
+      assert.equal(await gpuRows.nth(i).getAttribute('data-gpu'), g.gpu);
+      assert.equal(await gpuRows.nth(i).locator('[data-verdict]').getAttribute('data-verdict'), g.verdict);
+    }
+    assert.equal(await p.locator('.results-body').getAttribute('data-stale'), 'false');
+    return expected;
+  }
+
+  test('1. the seeds\' toy model, chosen through the form, shows the core\'s numbers', async () => {
+    page = await open();
+    await page.locator('#preset-input').click();
+    await page.locator('#preset-input').fill('toy');
+    await page.locator('[data-preset-id="seed-toy-70m"]').click();
+    assert.equal(await page.locator('#preset-input').inputValue(), "Seeds' toy GPT (70.6M)");
+    await page.selectOption(id('training.precision'), 'seed_14p');
+    await page.fill(id('training.micro_batch_size'), '4');
+    await page.fill(id('training.seq_len'), '512');
+
+    const expected = await assertShows(page, SEED_CONFIG);
+    // The seeds' own numbers (seeds/000): 1.85 GiB on the device; 1.49 GiB with full checkpointing.
+    assert.equal(formatBytes(expected.device_total_bytes), '1.85 GiB');
+    assert.equal((await page.getByTestId('device-total').textContent()).trim(), '1.85 GiB');
+    assert.match(await page.getByTestId('recipe').textContent(), /seed_14p/);
+    assert.match(await page.getByTestId('budget-rule').textContent(), /80.85 %/);
+
+    await page.selectOption(id('training.checkpointing'), 'full');
+    await assertShows(page, withTraining(SEED_CONFIG, { checkpointing: 'full' }));
+    assert.equal((await page.getByTestId('device-total').textContent()).trim(), '1.49 GiB');
+    await page.selectOption(id('training.checkpointing'), 'none');
+
+    const url = new URL(page.url());
+    assert.equal(url.search, '?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
+  });
+
+  test('2. changing the batch size updates every number', async () => {
+    await page.fill(id('training.micro_batch_size'), '16');
+    await assertShows(page, withTraining(SEED_CONFIG, { micro_batch_size: 16 }));
+    await page.fill(id('training.micro_batch_size'), '8');
+    await assertShows(page, withTraining(SEED_CONFIG, { micro_batch_size: 8 }));
+    // The scaling table is the core's too.
+    const scaling = core.scalingTable(withTraining(SEED_CONFIG, { micro_batch_size: 8 }));
+    const rows = page.getByTestId('scaling-table').locator('tbody tr');
+    assert.equal(await rows.count(), scaling.rows.length);
+    const first = await rows.first().locator('[data-bytes]').evaluateAll((els) => els.map((e) => e.dataset.bytes));
+    const r = scaling.rows[0];
+    assert.deepEqual(first, [r.static_bytes, r.activation_bytes, r.total_bytes, r.activation_checkpointed_bytes, r.total_checkpointed_bytes].map(String));
+  });
+
+  test('3. the share link reopens the same state in a new page', async () => {
+    const link = await page.getByTestId('copy-link').getAttribute('data-href');
+    assert.equal(link, page.url());
+    assert.match(link, /[?&]micro_batch_size=8(&|$)/);
+    const fields = ['training.micro_batch_size', 'training.seq_len', 'training.precision', 'training.checkpointing', 'model.hidden_size'];
+    const before = {};
+    for (const f of fields) before[f] = await page.inputValue(id(f));
+
+    const second = await open(new URL(link).search);
+    assert.equal(await second.locator('#preset-input').inputValue(), "Seeds' toy GPT (70.6M)");
+    for (const f of fields) assert.equal(await second.inputValue(id(f)), before[f], f);
+    await assertShows(second, withTraining(SEED_CONFIG, { micro_batch_size: 8 }));
+    assert.equal(second.url(), page.url());
+    await second.close();
+  });
+
+  test('4. an invalid value is marked with the core\'s message and kept as typed', async () => {
+    const box = page.locator(id('training.micro_batch_size'));
+    const field = page.locator('[data-field="training.micro_batch_size"]');
+    for (const typed of ['abc', '0']) {
+      await box.fill(typed);
+      const config = withTraining(SEED_CONFIG, { micro_batch_size: typed === 'abc' ? 'abc' : 0 });
+      const answer = core.estimate(config);
+      assert.equal(answer.ok, false);
+      const message = answer.errors.find((e) => e.field === 'training.micro_batch_size').message;
+      assert.match(message, /from 1 to 1,000,000/);
+      assert.equal(await box.inputValue(), typed);
+      assert.equal(await box.getAttribute('aria-invalid'), 'true');
+      assert.equal((await field.locator('.field-error').textContent()).trim(), message);
+      assert.match(await page.getByTestId('error-banner').textContent(), /Micro-batch size/);
+      assert.equal(await page.locator('.results-body').getAttribute('data-stale'), 'true');
+      const text = await page.locator('body').innerText();
+      assert.doesNotMatch(text, /\bNaN\b|\bundefined\b|\bInfinity\b/);
+      // The link keeps the bad value as typed, so it reopens the same problem.
+      assert.match(page.url(), new RegExp(`micro_batch_size=${typed}(&|$)`));
+    }
+    // The greyed result is still the last valid one (micro-batch 8).
+    const last = core.estimate(withTraining(SEED_CONFIG, { micro_batch_size: 8 }));
+    assert.equal(await page.getByTestId('device-total').getAttribute('data-bytes'), String(last.device_total_bytes));
+    await box.fill('4');
+    await assertShows(page, SEED_CONFIG);
+  });
+
+  test('5. a pasted Hugging Face config.json fills the model; bad JSON and the Hub\'s errors are explained', async () => {
+    const p = await open('', { quiet: true });
+    await p.locator('.import > summary').click();
+    const gpt2 = readFileSync(join(ROOT, 'tests/fixtures/hf/gpt2.json'), 'utf8');
+    await p.fill('#hf-config-text', gpt2);
+    await p.getByRole('button', { name: 'Use this config' }).click();
+    assert.equal((await p.getByTestId('import-parameter-count').textContent()).trim(), '124,439,808');
+    assert.equal((await p.getByTestId('parameter-count').textContent()).trim(), '124,439,808');
+    assert.match(await p.locator('#preset-input').inputValue(), /^custom \(gpt2/);
+    assert.equal(await p.inputValue(id('model.hidden_size')), '768');
+    // The page's numbers are the core's for the imported model.
+    const imported = core.importHfConfig(gpt2);
+    const { preset: _unused, ...model } = imported.model;
+    await assertShows(p, { model: { preset: '', ...model } });
+
+    // The link reopens the imported model.
+    const second = await open(new URL(p.url()).search);
+    assert.equal((await second.getByTestId('parameter-count').textContent()).trim(), '124,439,808');
+    await second.close();
+
+    await p.fill('#hf-config-text', '{"model_type": "gpt2", "n_embd": 768,');
+    await p.getByRole('button', { name: 'Use this config' }).click();
+    const errors = p.getByTestId('import-errors');
+    assert.match(await errors.textContent(), /not valid JSON/);
+    assert.match(await errors.textContent(), /line 1, column/);
+
+    // The Hub: offline, gated and missing, all without the network (requests intercepted).
+    const answers = [
+      [(route) => route.abort('internetdisconnected'), /Could not reach huggingface\.co/],
+      [(route) => route.fulfill({ status: 401, body: 'unauthorized' }), /gated or private/],
+      [(route) => route.fulfill({ status: 404, body: 'missing' }), /No config\.json found/],
+    ];
+    for (const [handler, message] of answers) {
+      await p.route('https://huggingface.co/**', handler);
+      await p.fill('#hub-model-id', 'meta-llama/Llama-3.1-8B');
+      await p.getByRole('button', { name: 'Fetch' }).click();
+      await p.getByTestId('hub-status').filter({ hasText: message }).waitFor({ timeout: 5000 });
+      await p.unroute('https://huggingface.co/**');
+    }
+    // A config.json served by the (intercepted) Hub is imported like a pasted one.
+    await p.route('https://huggingface.co/**', (route) => route.fulfill({ status: 200, body: gpt2, contentType: 'application/json' }));
+    await p.fill('#hub-model-id', 'openai-community/gpt2');
+    await p.getByRole('button', { name: 'Fetch' }).click();
+    await p.getByTestId('import-parameter-count').filter({ hasText: '124,439,808' }).waitFor({ timeout: 5000 });
+    // The page kept working throughout.
+    assert.equal(await p.locator('.results-body').getAttribute('data-stale'), 'false');
+    await p.close();
+  });
+
+  test('links: unknown parameters are ignored with a warning; bad values reach the form as typed', async () => {
+    const warnings = [];
+    const p = await browser.newPage();
+    p.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
+    await p.goto(`${server.url}?v=1&preset=seed-gpt2-small&seq_len=-3&colour=red&lora_targets=q,zz`);
+    await p.waitForSelector('html[data-ready="true"]');
+    assert.ok(warnings.some((w) => w.includes('colour')), warnings.join('\n'));
+    assert.equal(await p.inputValue(id('training.seq_len')), '-3');
+    assert.match(await p.locator('[data-field="training.seq_len"] .field-error').textContent(), /must be an integer from 1 to/);
+    assert.match(await p.locator('.empty-results').textContent(), /No result yet/);
+    assert.doesNotMatch(await p.locator('body').innerText(), /\bNaN\b|\bundefined\b/);
+    await p.close();
+  });
+
+  test('nothing from a link is inserted as HTML', async () => {
+    const p = await browser.newPage();
+    await p.goto(`${server.url}?v=1&model_type=${encodeURIComponent('<img src=x onerror=window.pwned=1>')}&gpu=${encodeURIComponent('<b>x</b>')}`);
+    await p.waitForSelector('html[data-ready="true"]');
+    assert.equal(await p.evaluate(() => window.pwned), undefined);
+    assert.equal(await p.locator('img').count(), 0);
+    assert.match(await p.locator('.banner').textContent(), /<b>x<\/b>/);
+    await p.close();
+  });
+
+  test('6. screenshots for the record (test-results/)', async () => {
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    const wide = await open('?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
+    await wide.screenshot({ path: join(RESULTS_DIR, 'page.png') });
+    await wide.screenshot({ path: join(RESULTS_DIR, 'page-full.png'), fullPage: true });
+    await wide.close();
+    const narrow = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
+    await narrow.goto(`${server.url}?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p`);
+    await narrow.waitForSelector('html[data-ready="true"]');
+    await narrow.screenshot({ path: join(RESULTS_DIR, 'page-narrow.png'), fullPage: true });
+    await narrow.close();
+    assert.deepEqual(consoleErrors, []);
+  });
+});
