@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "activations.hpp"
 #include "optimizer_states.hpp"
@@ -288,6 +289,22 @@ Estimate estimate(const Config& c) {
     for (const std::string& note : act.notes) e.notes.push_back(note);
   }
 
+  const Breakdown& sb = e.breakdown;
+  const Exact statics = sb.parameters + sb.gradients + sb.optimizer_states + sb.master_weights + sb.offloaded_bytes;
+  e.static_bytes_per_parameter = static_cast<double>(statics.value()) * static_cast<double>(c.parallel.num_gpus) /
+                                 static_cast<double>(std::max<std::int64_t>(1, base_parameter_count.value()));
+  if (lora) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "LoRA: %.2f bytes of weights, gradients and optimizer states per base parameter (full "
+                  "fine-tuning with the same recipe needs %lld).",
+                  e.static_bytes_per_parameter,
+                  static_cast<long long>(recipe_for(c.training.precision).weight_bytes +
+                                         recipe_for(c.training.precision).gradient_bytes +
+                                         recipe_for(c.training.precision).master_bytes +
+                                         2 * recipe_for(c.training.precision).state_element_bytes));
+    e.notes.push_back(text);
+  }
   e.device_total_bytes = e.peak_reserved_bytes + e.breakdown.overhead;
   e.device_total_low_bytes = e.peak_reserved_low_bytes + e.breakdown.overhead;
   e.device_total_high_bytes = e.peak_reserved_high_bytes + e.breakdown.overhead;

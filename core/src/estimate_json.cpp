@@ -120,6 +120,7 @@ Json estimate_to_json(const Estimate& e) {
   total_range.push(bytes(e.device_total_high_bytes));
   j.set("device_total_range_bytes", std::move(total_range));
   j.set("fragmentation", Json::number(e.fragmentation));
+  j.set("static_bytes_per_parameter", Json::number(e.static_bytes_per_parameter));
 
   Json fits = fit_to_json(e.fit, e.config.hardware.budget_fraction);
   fits.set("rule", Json::string(kBudgetRule));

@@ -166,3 +166,89 @@ TEST(Estimate, ResultJsonHasTheContractFields) {
 
 }  // namespace
 }  // namespace memfit
+
+namespace memfit {
+namespace {
+
+ModelSpec tiny_linear_model() {
+  // One block, d 64, d_ff 128, h 4, V 100: the q/k/v/o weights have 4,096 elements each
+  // (the bitsandbytes 8-bit threshold), the MLP weights 8,192, the norms 64.
+  ModelSpec m;
+  m.vocab_size = 100;
+  m.hidden_size = 64;
+  m.num_hidden_layers = 1;
+  m.num_attention_heads = 4;
+  m.intermediate_size = 128;
+  return m;
+}
+
+TEST(Optimizers, EightBitAdamKeepsSmallTensorsIn32Bit) {
+  Config c = default_config();
+  c.model = tiny_linear_model();
+  c.training.optimizer = Optimizer::kAdamW8bit;
+  // ≥ 4,096 elements: 2 bytes + 2 · 4 bytes per 256-element block.
+  //   embedding 6,400: 12,800 + 8·25 = 13,000; head the same; q,k,v,o 4,096: 8,192 + 8·16 = 8,320 each;
+  //   gate, up, down 8,192: 16,384 + 8·32 = 16,640 each.
+  // < 4,096 elements: fp32 m and v, 8 bytes each: 3 norms × 64 → 1,536.
+  const std::int64_t expected = 2 * 13'000 + 4 * 8'320 + 3 * 16'640 + 1'536;
+  EXPECT_EQ(estimate(c).breakdown.optimizer_states.value(), expected);
+}
+
+TEST(Optimizers, AdafactorFactorsMatricesIntoRowsAndColumns) {
+  Config c = default_config();
+  c.model = tiny_linear_model();
+  c.training.optimizer = Optimizer::kAdafactor;
+  // fp32 row + column statistics: embedding and head [100, 64] → 164 each; q,k,v,o [64, 64] → 128;
+  // gate, up [128, 64] → 192; down [64, 128] → 192; norms: a full 64-vector each.
+  const std::int64_t elements = 2 * 164 + 4 * 128 + 3 * 192 + 3 * 64;
+  EXPECT_EQ(estimate(c).breakdown.optimizer_states.value(), elements * 4);
+}
+
+TEST(Optimizers, PagedStatesAreShownApartFromAllocatedMemory) {
+  Config c = default_config();
+  c.model = *preset_model("llama-2-7b");
+  c.training.optimizer = Optimizer::kPagedAdamW;
+  const Estimate e = estimate(c);
+  EXPECT_EQ(e.breakdown.optimizer_states.value(), 0);
+  EXPECT_EQ(e.breakdown.offloaded_bytes.value(), 8 * 6'738'415'616);
+}
+
+TEST(Finetuning, QloraQuantisesTheBlockLinearsOnly) {
+  Config c = default_config();
+  c.model = tiny_linear_model();
+  c.training.precision = Precision::kBf16;
+  c.training.finetune.method = FinetuneMethod::kLora;
+  c.training.finetune.base_bits = 4;
+  c.training.finetune.lora_rank = 8;
+  c.training.finetune.lora_targets = kLoraQ | kLoraV;
+  // NF4 per linear of n weights: n/2 + n/64 (8-bit absmax) + 4·ceil(blocks/256) + 68 (code, offset).
+  //   q,k,v,o (4,096): 2,048 + 64 + 4 + 68 = 2,184; gate, up, down (8,192): 4,096 + 128 + 4 + 68 = 4,296.
+  // 16-bit: embedding and head 6,400 each, norms 3 × 64: 12,992 parameters → 25,984 bytes.
+  // Adapters (bf16): q and v, r 8: 8·(64 + 64) = 1,024 each → 2,048 params · 2 bytes.
+  const std::int64_t expected = 4 * 2'184 + 3 * 4'296 + 25'984 + 2 * 2'048;
+  const Estimate e = estimate(c);
+  EXPECT_EQ(e.breakdown.parameters.value(), expected);
+  EXPECT_EQ(e.trainable_parameter_count.value(), 2'048);
+  EXPECT_EQ(e.breakdown.gradients.value(), 2 * 2'048);
+}
+
+// seeds/002: with LoRA "the effective multiplier [falls] from 14x to something closer to 2-3x of
+// the base model size". Static bytes (weights, gradients, states) per base parameter:
+TEST(Finetuning, LoraStaticMultiplierIsAboutTwoNotFourteen) {
+  Config c = default_config();
+  c.model = *preset_model("llama-2-7b");
+  c.training.precision = Precision::kBf16Mixed;
+  c.training.finetune.method = FinetuneMethod::kLora;
+  c.training.finetune.lora_rank = 16;
+  c.training.finetune.lora_targets = kLoraQ | kLoraV;
+  const Estimate e = estimate(c);
+  const double statics = static_cast<double>((e.breakdown.parameters + e.breakdown.gradients +
+                                               e.breakdown.optimizer_states + e.breakdown.master_weights).value());
+  const double per_parameter = statics / 6'738'415'616.0;
+  EXPECT_GT(per_parameter, 2.0);
+  EXPECT_LT(per_parameter, 2.1);  // 2 bytes of frozen base + 16 bytes × 8.4M adapter parameters
+  EXPECT_NEAR(e.static_bytes_per_parameter, per_parameter, 1e-9);
+}
+
+}  // namespace
+}  // namespace memfit

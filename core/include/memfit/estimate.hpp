@@ -80,6 +80,9 @@ struct Estimate {
   Exact device_total_low_bytes;
   Exact device_total_high_bytes;
   double fragmentation = 0;         // reserved / allocated − 1 used for the point estimate
+  // Weights, gradients, optimizer states and master weights per (base) parameter, all GPUs
+  // together: the seeds' "14x rule" number, 2–3 for LoRA.
+  double static_bytes_per_parameter = 0;
   Fit fit;                          // the configured GPU
   std::vector<Fit> fits;            // every GPU in the table
   bool ok() const { return errors.empty(); }
