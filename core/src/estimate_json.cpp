@@ -12,13 +12,12 @@ constexpr const char* kBudgetRule =
     "fits: what nvidia-smi would show (peak reserved + CUDA context) is within budget_fraction of the card "
     "(the seeds: plan to 80-85 %); tight: above that but within the card; does_not_fit: more than the card";
 
-Json fit_to_json(const Fit& f, double budget_fraction) {
+Json fit_to_json(const Fit& f) {
   Json j = Json::object();
   j.set("gpu", Json::string(f.gpu->id));
   j.set("name", Json::string(f.gpu->name));
   j.set("memory_bytes", Json::integer(f.gpu->memory_bytes));
   j.set("verdict", Json::string(to_string(f.verdict)));
-  j.set("budget_fraction", Json::number(budget_fraction));
   j.set("budget_bytes", bytes(f.budget_bytes));
   j.set("need_bytes", bytes(f.need_bytes));
   j.set("headroom_bytes", bytes(f.headroom_bytes));
@@ -122,11 +121,12 @@ Json estimate_to_json(const Estimate& e) {
   j.set("fragmentation", Json::number(e.fragmentation));
   j.set("static_bytes_per_parameter", Json::number(e.static_bytes_per_parameter));
 
-  Json fits = fit_to_json(e.fit, e.config.hardware.budget_fraction);
+  Json fits = fit_to_json(e.fit);
+  fits.set("budget_fraction", Json::number(e.config.hardware.budget_fraction));
   fits.set("rule", Json::string(kBudgetRule));
   j.set("fits", std::move(fits));
   Json gpus = Json::array();
-  for (const Fit& f : e.fits) gpus.push(fit_to_json(f, e.config.hardware.budget_fraction));
+  for (const Fit& f : e.fits) gpus.push(fit_to_json(f));
   j.set("gpus", std::move(gpus));
 
   Json notes = Json::array();

@@ -281,6 +281,15 @@ class Parser {
 
 void append_escaped(std::string& out, const std::string& s) {
   out += '"';
+  std::size_t plain = 0;  // most strings need no escaping: copy them whole
+  while (plain < s.size() && s[plain] != '"' && s[plain] != '\\' && static_cast<unsigned char>(s[plain]) >= 0x20) {
+    ++plain;
+  }
+  if (plain == s.size()) {
+    out += s;
+    out += '"';
+    return;
+  }
   for (const char c : s) {
     switch (c) {
       case '"': out += "\\\""; break;
@@ -399,6 +408,7 @@ const char* Json::kind_name(Kind kind) {
 
 std::string Json::dump(int indent) const {
   std::string out;
+  out.reserve(4096);
   dump_to(out, indent, 0);
   return out;
 }
@@ -409,7 +419,8 @@ void Json::dump_to(std::string& out, int indent, int depth) const {
     case Kind::kBool: out += bool_ ? "true" : "false"; break;
     case Kind::kNumber: {
       if (integral_) {
-        out += std::to_string(integer_);
+        char buf[24];
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, integer_).ptr);
       } else if (std::isfinite(number_)) {
         out += detail::plain_number(number_);
       } else {
