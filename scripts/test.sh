@@ -11,6 +11,13 @@ ctest --test-dir build --output-on-failure -j"$(nproc 2>/dev/null || echo 2)"
 echo "== wasm module, page unit tests and browser tests (node --test)"
 node --test tests/wasm/ tests/browser/
 
+echo "== fuzzing: 30 s of arbitrary input through parsing, validation and the estimate (ASan, UBSan)"
+CXX=clang++-14 cmake -S . -B build-fuzz -DMEMFIT_FUZZ=ON -DMEMFIT_TESTS=OFF -DMEMFIT_BENCH=OFF >/dev/null
+cmake --build build-fuzz -j"$(nproc 2>/dev/null || echo 2)"
+mkdir -p build-fuzz/corpus
+build-fuzz/tests/fuzz/memfit_fuzz build-fuzz/corpus tests/fuzz/corpus -max_total_time=30 -max_len=4096 \
+  -print_final_stats=1 2>&1 | tail -3
+
 echo "== validation against PyTorch (tools/validate)"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
   /usr/bin/python3 -m unittest discover -s tools/validate -p 'test_*.py'
