@@ -15,6 +15,7 @@ if (missing) console.warn(`browser tests skipped: ${missing}`);
 const SEED_CONFIG = { model: { preset: 'seed-toy-70m' }, training: { precision: 'seed_14p', micro_batch_size: 4, seq_len: 512 } };
 const withTraining = (config, training) => ({ ...config, training: { ...config.training, ...training } });
 const id = (path) => `#field-${path.replace(/\./g, '-')}`;
+let TOY_NAME = '';  // the preset's display name, from the core
 
 describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   let server;
@@ -25,6 +26,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
 
   before(async () => {
     [server, browser, core] = await Promise.all([startServer(), launchBrowser(), loadNodeCore()]);
+    TOY_NAME = core.presets().find((p) => p.id === 'seed-toy-70m').name;
   });
   after(async () => {
     await browser?.close();
@@ -74,7 +76,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await page.locator('#preset-input').click();
     await page.locator('#preset-input').fill('toy');
     await page.locator('[data-preset-id="seed-toy-70m"]').click();
-    assert.equal(await page.locator('#preset-input').inputValue(), "Seeds' toy GPT (70.6M)");
+    assert.equal(await page.locator('#preset-input').inputValue(), TOY_NAME);
     await page.selectOption(id('training.precision'), 'seed_14p');
     await page.fill(id('training.micro_batch_size'), '4');
     await page.fill(id('training.seq_len'), '512');
@@ -84,15 +86,17 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.equal(formatBytes(expected.device_total_bytes), '1.85 GiB');
     assert.equal((await page.getByTestId('device-total').textContent()).trim(), '1.85 GiB');
     assert.match(await page.getByTestId('recipe').textContent(), /seed_14p/);
-    assert.match(await page.getByTestId('budget-rule').textContent(), /80.85 %/);
+    assert.match(await page.getByTestId('budget-rule').textContent(), /80.85\s%/);
 
     await page.selectOption(id('training.checkpointing'), 'full');
     await assertShows(page, withTraining(SEED_CONFIG, { checkpointing: 'full' }));
     assert.equal((await page.getByTestId('device-total').textContent()).trim(), '1.49 GiB');
     await page.selectOption(id('training.checkpointing'), 'none');
 
-    const url = new URL(page.url());
-    assert.equal(url.search, '?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
+    // The address bar follows once typing pauses (replaceState is debounced).
+    const search = '?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p';
+    await page.waitForFunction((s) => location.search === s, search, { timeout: 5000 });
+    assert.equal(await page.getByTestId('copy-link').getAttribute('data-href'), `${server.url}${search}`);
   });
 
   test('2. changing the batch size updates every number', async () => {
@@ -110,18 +114,24 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   });
 
   test('3. the share link reopens the same state in a new page', async () => {
-    const link = await page.getByTestId('copy-link').getAttribute('data-href');
-    assert.equal(link, page.url());
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url.slice(0, -1) });
+    await page.getByTestId('copy-link').click();
+    await page.getByTestId('copy-link').filter({ hasText: 'Link copied' }).waitFor({ timeout: 5000 });
+    const link = await page.evaluate(() => navigator.clipboard.readText());
+    assert.equal(link, await page.getByTestId('copy-link').getAttribute('data-href'));
+    await page.waitForFunction((href) => location.href === href, link, { timeout: 5000 });
     assert.match(link, /[?&]micro_batch_size=8(&|$)/);
     const fields = ['training.micro_batch_size', 'training.seq_len', 'training.precision', 'training.checkpointing', 'model.hidden_size'];
+    await page.locator('.architecture > summary').click();
     const before = {};
     for (const f of fields) before[f] = await page.inputValue(id(f));
 
     const second = await open(new URL(link).search);
-    assert.equal(await second.locator('#preset-input').inputValue(), "Seeds' toy GPT (70.6M)");
+    assert.equal(await second.locator('#preset-input').inputValue(), TOY_NAME);
+    await second.locator('.architecture > summary').click();
     for (const f of fields) assert.equal(await second.inputValue(id(f)), before[f], f);
     await assertShows(second, withTraining(SEED_CONFIG, { micro_batch_size: 8 }));
-    assert.equal(second.url(), page.url());
+    await second.waitForFunction((href) => location.href === href, link, { timeout: 5000 });
     await second.close();
   });
 
@@ -143,7 +153,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
       const text = await page.locator('body').innerText();
       assert.doesNotMatch(text, /\bNaN\b|\bundefined\b|\bInfinity\b/);
       // The link keeps the bad value as typed, so it reopens the same problem.
-      assert.match(page.url(), new RegExp(`micro_batch_size=${typed}(&|$)`));
+      assert.match(await page.getByTestId('copy-link').getAttribute('data-href'), new RegExp(`micro_batch_size=${typed}(&|$)`));
     }
     // The greyed result is still the last valid one (micro-batch 8).
     const last = core.estimate(withTraining(SEED_CONFIG, { micro_batch_size: 8 }));
@@ -161,14 +171,16 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.equal((await p.getByTestId('import-parameter-count').textContent()).trim(), '124,439,808');
     assert.equal((await p.getByTestId('parameter-count').textContent()).trim(), '124,439,808');
     assert.match(await p.locator('#preset-input').inputValue(), /^custom \(gpt2/);
+    await p.locator('.architecture > summary').click();
     assert.equal(await p.inputValue(id('model.hidden_size')), '768');
+    assert.equal(await p.inputValue(id('model.model_type')), 'gpt2');
     // The page's numbers are the core's for the imported model.
     const imported = core.importHfConfig(gpt2);
     const { preset: _unused, ...model } = imported.model;
     await assertShows(p, { model: { preset: '', ...model } });
 
     // The link reopens the imported model.
-    const second = await open(new URL(p.url()).search);
+    const second = await open(new URL(await p.getByTestId('copy-link').getAttribute('data-href')).search);
     assert.equal((await second.getByTestId('parameter-count').textContent()).trim(), '124,439,808');
     await second.close();
 
@@ -198,6 +210,42 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.getByTestId('import-parameter-count').filter({ hasText: '124,439,808' }).waitFor({ timeout: 5000 });
     // The page kept working throughout.
     assert.equal(await p.locator('.results-body').getAttribute('data-stale'), 'false');
+    await p.close();
+  });
+
+  test('editing an architecture field makes the preset custom; a GPU row selects the GPU; units switch', async () => {
+    const p = await open('?v=1&preset=seed-toy-70m&precision=seed_14p');
+    await p.locator('.architecture > summary').click();
+    await p.fill(id('model.num_hidden_layers'), '12');
+    assert.equal(await p.locator('#preset-input').inputValue(), `custom (from ${TOY_NAME})`);
+    assert.match(await p.getByTestId('copy-link').getAttribute('data-href'), /preset=seed-toy-70m&num_hidden_layers=12&precision=seed_14p$/);
+    const config = { model: { preset: 'seed-toy-70m', num_hidden_layers: 12 }, training: { precision: 'seed_14p' } };
+    await assertShows(p, config);
+    // Typing the preset's own value back makes it the preset again.
+    await p.fill(id('model.num_hidden_layers'), '6');
+    assert.equal(await p.locator('#preset-input').inputValue(), TOY_NAME);
+
+    await p.getByTestId('gpu-table').locator('tr[data-gpu="a100-40gb"] button').click();
+    assert.equal(await p.inputValue(id('hardware.gpu')), 'a100-40gb');
+    const onA100 = await assertShows(p, { ...config, model: { preset: 'seed-toy-70m' }, hardware: { gpu: 'a100-40gb' } });
+    assert.match(await p.getByTestId('verdict').textContent(), /A100 40GB/);
+
+    await p.getByRole('radio', { name: 'GB' }).click();
+    assert.equal((await p.getByTestId('device-total').textContent()).trim(), formatBytes(onA100.device_total_bytes, 'GB'));
+    assert.match((await p.getByTestId('device-total').textContent()).trim(), / GB$/);
+    await p.close();
+  });
+
+  test('a .json file dropped on the paste box is imported', async () => {
+    const p = await open();
+    await p.locator('.import > summary').click();
+    const text = readFileSync(join(ROOT, 'tests/fixtures/hf/gpt2.json'), 'utf8');
+    await p.locator('#hf-config-text').evaluate((area, content) => {
+      const data = new DataTransfer();
+      data.items.add(new File([content], 'config.json', { type: 'application/json' }));
+      area.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    }, text);
+    await p.getByTestId('import-parameter-count').filter({ hasText: '124,439,808' }).waitFor({ timeout: 5000 });
     await p.close();
   });
 

@@ -140,8 +140,8 @@ describe('format.js', () => {
     assert.equal(formatBytes(undefined), '\u2014');
     assert.equal(formatBytes(NaN), '\u2014');
     assert.equal(formatCount(124439808), '124,439,808');
-    assert.equal(formatPercent(0.85), '85 %');
-    assert.equal(formatPercent(0.075), '7.5 %');
+    assert.equal(formatPercent(0.85), '85\u00a0%');
+    assert.equal(formatPercent(0.075), '7.5\u00a0%');
   });
 });
 

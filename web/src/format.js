@@ -62,7 +62,7 @@ export function formatPercent(fraction) {
   if (!isNumber(fraction)) return '\u2014';
   const pct = fraction * 100;
   const text = Number.isInteger(Math.round(pct * 10) / 10) ? String(Math.round(pct)) : (Math.round(pct * 10) / 10).toFixed(1);
-  return `${text} %`;
+  return `${text}\u00a0%`;
 }
 
 // A width for a chart segment, as a CSS percentage of `total` (display only).

@@ -54,9 +54,11 @@ export function createAppState(core, { search = '', warn = (...args) => console.
   const result = computed(() => core.estimate(config.value));
 
   // The defaults after applying the preset and the model edits, as the core resolves them
-  // (e.g. the sequence length defaults to a learned-position model's longest).
+  // (e.g. the sequence length defaults to a learned-position model's longest). Keyed by the model
+  // part's text, so typing in a training field does not ask the core again.
+  const modelKey = computed(() => JSON.stringify(config.value.model));
   const base = computed(() => {
-    const resolved = core.estimate({ model: config.value.model });
+    const resolved = core.estimate({ model: JSON.parse(modelKey.value) });
     if (resolved.ok) return resolved.config;
     return { ...defaults, model: { ...presetModel.value, preset: presetId.value } };
   });
@@ -93,16 +95,20 @@ export function createAppState(core, { search = '', warn = (...args) => console.
     return { byField, general };
   });
 
+  // The seeds' scaling table depends on the training settings only (the core swaps the model).
+  const scalingKey = computed(() => JSON.stringify({ ...config.value, model: undefined }));
+  const scaling = computed(() => core.scalingTable(JSON.parse(scalingKey.value)));
+
   // The last valid answer stays on screen (greyed) while the input is invalid.
   const shown = signal(null);
   const dispose = effect(() => {
     const r = result.value;
-    if (r.ok) shown.value = { result: r, scaling: core.scalingTable(config.value) };
+    if (r.ok) shown.value = { result: r, scaling: scaling.value };
   });
 
   // The share link: fields that differ from the defaults after applying the preset.
   const query = computed(() =>
-    encode(config.value, { ...base.value, model: defaults.model }, presetId.value === '' ? null : presetModel.value));
+    encode(config.value, defaults, presetId.value === '' ? null : presetModel.value, base.value));
 
   // --- reading fields -----------------------------------------------------------------------
   // What a field shows: what the user typed, else the resolved default.

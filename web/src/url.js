@@ -65,8 +65,11 @@ function encodeText(text) {
 // config: the configuration (full or sparse; values typed or as typed by the user).
 // defaults: the full default configuration (its fields and their order define the link).
 // presetModel: the chosen preset's model fields (null/undefined: compare with defaults.model).
+// resolved (optional): the defaults as the core resolves them for this model (a learned-position
+// model's sequence length defaults to its longest); a field equal to `defaults` but not to
+// `resolved` is written too, so the link reopens exactly what was shown.
 // Returns the query string without the leading "?".
-export function encode(config, defaults, presetModel) {
+export function encode(config, defaults, presetModel, resolved) {
   const fields = flatten(defaults);
   const names = paramNames(fields.map(([p]) => p));
   const parts = [`v=${URL_VERSION}`];
@@ -78,8 +81,10 @@ export function encode(config, defaults, presetModel) {
       const fromPreset = getPath(presetModel, path.slice('model.'.length));
       if (fromPreset !== undefined) base = fromPreset;
     }
-    if (valueText(value) === valueText(base)) continue;
-    parts.push(`${encodeText(names.get(path))}=${encodeText(valueText(value))}`);
+    const text = valueText(value);
+    const resolvedValue = resolved && !path.startsWith('model.') ? getPath(resolved, path) : undefined;
+    if (text === valueText(base) && (resolvedValue === undefined || text === valueText(resolvedValue))) continue;
+    parts.push(`${encodeText(names.get(path))}=${encodeText(text)}`);
   }
   return parts.join('&');
 }

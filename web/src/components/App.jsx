@@ -1,0 +1,70 @@
+import { ConfigForm } from './form/ConfigForm.jsx';
+import { ErrorBanner } from './ErrorBanner.jsx';
+import { Header } from './Header.jsx';
+import { Results } from './results/Results.jsx';
+import { SummaryBar } from './results/SummaryBar.jsx';
+import { fieldDomId } from './form/Field.jsx';
+import { formatBytes } from '../format.js';
+
+function focusField(path) {
+  const el = document.getElementById(fieldDomId(path));
+  if (!el) return;
+  el.closest('details')?.setAttribute('open', '');
+  el.focus();
+}
+
+// One sentence for screen readers, announced as the numbers change.
+function summary(result, shown, units) {
+  if (!result.ok) return `Input problem: ${result.errors.map((e) => `${e.field} ${e.message}`).join('; ')}`;
+  if (!shown) return '';
+  const r = shown.result;
+  const verdict = { fits: 'fits', tight: 'is tight', does_not_fit: 'does not fit' }[r.fits.verdict] ?? r.fits.verdict;
+  return `Device total ${formatBytes(r.device_total_bytes, units)}; ${verdict} on ${r.fits.name}.`;
+}
+
+export function App({ state }) {
+  const result = state.result.value;
+  const shown = state.shown.value;
+  const units = state.units.value;
+  const href = `${location.origin}${location.pathname}?${state.query.value}`;
+  return (
+    <div class="page">
+      <Header
+        units={units}
+        onUnits={(u) => (state.units.value = u)}
+        href={href}
+        onReset={state.resetAll}
+      />
+      <main class="layout">
+        <ConfigForm state={state} />
+        <section class="results" id="results" aria-label="Results">
+          {!result.ok && (
+            <ErrorBanner
+              errors={result.errors}
+              hasResult={shown !== null}
+              fieldByPath={state.fieldByPath}
+              onFocusField={focusField}
+            />
+          )}
+          <p class="visually-hidden" aria-live="polite">{summary(result, shown, units)}</p>
+          {shown ? (
+            <Results
+              result={shown.result}
+              scaling={shown.scaling}
+              units={units}
+              stale={!result.ok}
+              onSelectGpu={(id) => state.setField('hardware.gpu', id)}
+            />
+          ) : (
+            <div class="empty-results">No result yet: fix the highlighted fields and the estimate appears here.</div>
+          )}
+        </section>
+      </main>
+      {shown && <SummaryBar result={shown.result} stale={!result.ok} units={units} />}
+      <footer class="footer">
+        Every number on this page comes from the memfit core (C++ compiled to WebAssembly), computed in your
+        browser. GiB = 2<sup>30</sup> bytes, GB = 10<sup>9</sup> bytes.
+      </footer>
+    </div>
+  );
+}

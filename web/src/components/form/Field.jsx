@@ -1,0 +1,128 @@
+// One configuration field, drawn from its schema entry: { value, onChange } and the core's
+// messages. Text inputs hold exactly what was typed; the core decides whether it is valid.
+import { fieldLabel } from '../../fields.js';
+
+export const fieldDomId = (path) => (path === 'model.preset' ? 'preset-input' : `field-${path.replace(/\./g, '-')}`);
+
+const text = (value) => (value === undefined || value === null ? '' : Array.isArray(value) ? value.join(',') : String(value));
+
+function Messages({ id, errors, warnings }) {
+  return (
+    <>
+      {errors.map((m, i) => (
+        <p class="field-error" id={i === 0 ? id : undefined} key={m}>{m}</p>
+      ))}
+      {errors.length === 0 && warnings.map((m) => (
+        <p class="field-warning" key={m}>{m}</p>
+      ))}
+    </>
+  );
+}
+
+function TextInput({ id, field, value, invalid, describedBy, onChange }) {
+  return (
+    <input
+      id={id}
+      type="text"
+      inputMode={field.kind === 'integer' ? 'numeric' : field.kind === 'number' ? 'decimal' : 'text'}
+      autoComplete="off"
+      spellcheck={false}
+      class="control"
+      value={text(value)}
+      aria-invalid={invalid}
+      aria-describedby={describedBy}
+      onInput={(e) => onChange(e.currentTarget.value)}
+    />
+  );
+}
+
+function Select({ id, options, value, invalid, describedBy, onChange }) {
+  const current = text(value);
+  const known = options.some((o) => o.value === current);
+  return (
+    <select
+      id={id}
+      class="control"
+      value={current}
+      aria-invalid={invalid}
+      aria-describedby={describedBy}
+      onChange={(e) => onChange(e.currentTarget.value)}
+    >
+      {!known && <option value={current}>{current === '' ? '(empty)' : `${current} (not a choice)`}</option>}
+      {options.map((o) => (
+        <option value={o.value} key={o.value}>{o.label}</option>
+      ))}
+    </select>
+  );
+}
+
+function Toggle({ id, value, invalid, describedBy, onChange }) {
+  return (
+    <input
+      id={id}
+      type="checkbox"
+      class="toggle"
+      checked={value === true || value === 'true'}
+      aria-invalid={invalid}
+      aria-describedby={describedBy}
+      onChange={(e) => onChange(e.currentTarget.checked)}
+    />
+  );
+}
+
+function ListChoices({ id, field, value, describedBy, onChange }) {
+  const items = Array.isArray(value) ? value : text(value).split(',').filter(Boolean);
+  const all = [...field.choices, ...items.filter((v) => !field.choices.includes(v))];
+  const toggle = (choice, on) => {
+    const next = all.filter((c) => (c === choice ? on : items.includes(c)));
+    onChange(next);
+  };
+  return (
+    <div class="chips" id={id} role="group" tabIndex={-1} aria-labelledby={`${id}-label`} aria-describedby={describedBy}>
+      {all.map((choice) => (
+        <label class={`chip ${field.choices.includes(choice) ? '' : 'chip-bad'}`} key={choice}>
+          <input type="checkbox" checked={items.includes(choice)} onChange={(e) => toggle(choice, e.currentTarget.checked)} />
+          <span>{choice}</span>
+        </label>
+      ))}
+    </div>
+  );
+}
+
+// field: schema entry; value: what the form holds; errors / warnings: the core's messages for it.
+// options: [{ value, label }] for a select built from data other than field.choices (the GPUs).
+export function Field({ field, value, errors = [], warnings = [], options, inactive = false, changed = false, onChange }) {
+  const id = fieldDomId(field.field);
+  const hintId = `${id}-hint`;
+  const errId = `${id}-error`;
+  const invalid = errors.length > 0;
+  const label = fieldLabel(field.field);
+  const hasHint = Boolean(field.help) && field.help.toLowerCase() !== label.toLowerCase();
+  const describedBy = [invalid && errId, hasHint && hintId].filter(Boolean).join(' ') || undefined;
+  const common = { id, field, value, invalid, describedBy, onChange };
+  const choiceOptions = options ?? (field.choices ?? []).map((c) => ({ value: c, label: c }));
+  const kind = field.kind === 'list' ? 'list' : options || field.kind === 'choice' ? 'select' : field.kind === 'boolean' ? 'toggle' : 'text';
+
+  return (
+    <div
+      class={`field kind-${kind}${invalid ? ' invalid' : ''}${inactive ? ' inactive' : ''}${changed ? ' changed' : ''}`}
+      data-field={field.field}
+    >
+      <div class="field-text">
+        {kind === 'list' ? (
+          <span class="field-label" id={`${id}-label`}>{label}</span>
+        ) : (
+          <label class="field-label" for={id}>{label}{changed && <span class="changed-mark" title="edited: differs from the preset"> • edited</span>}</label>
+        )}
+        {hasHint && <span class="field-hint" id={hintId}>{field.help}</span>}
+      </div>
+      <div class="field-control">
+        {kind === 'text' && <TextInput {...common} />}
+        {kind === 'select' && <Select {...common} options={choiceOptions} />}
+        {kind === 'toggle' && <Toggle {...common} />}
+        {kind === 'list' && <ListChoices {...common} />}
+      </div>
+      <Messages id={errId} errors={errors} warnings={warnings} />
+    </div>
+  );
+}

@@ -1,0 +1,54 @@
+// The answer first: the peak, what nvidia-smi would show, and the verdict on the chosen GPU.
+import { formatBytes, formatExactBytes, formatPercent, share } from '../../format.js';
+import { Bytes } from './Bytes.jsx';
+import { VerdictBadge } from './Verdict.jsx';
+
+function Gauge({ fit, units }) {
+  const need = share(fit.need_bytes, fit.memory_bytes);
+  const over = fit.need_bytes > fit.memory_bytes;
+  return (
+    <div class="gauge" role="img" aria-label={`needs ${formatBytes(fit.need_bytes, units)} of ${formatBytes(fit.memory_bytes, units)}`}>
+      <div class={`gauge-fill gauge-${fit.verdict}`} style={{ width: `${over ? 100 : need}%` }} />
+      <div class="gauge-budget" style={{ left: `${fit.budget_fraction * 100}%` }} title={`budget: ${formatPercent(fit.budget_fraction)} of the card`} />
+    </div>
+  );
+}
+
+function Headroom({ fit, units }) {
+  if (fit.headroom_bytes < 0) {
+    return <>needs <Bytes bytes={-fit.headroom_bytes} units={units} /> more than the card's <Bytes bytes={fit.memory_bytes} units={units} /></>;
+  }
+  return (
+    <>
+      <Bytes bytes={fit.headroom_bytes} units={units} testid="headroom" /> headroom of <Bytes bytes={fit.memory_bytes} units={units} />
+      {fit.verdict === 'tight' && <> · over the {formatPercent(fit.budget_fraction)} budget</>}
+    </>
+  );
+}
+
+export function Headline({ result, units }) {
+  const fit = result.fits;
+  const [lo, hi] = result.device_total_range_bytes ?? [];
+  return (
+    <div class="headline">
+      <div class="stat">
+        <div class="stat-label">Peak allocated</div>
+        <div class="stat-value"><Bytes bytes={result.peak_allocated_bytes} units={units} testid="peak-allocated" /></div>
+        <div class="stat-note" title="torch.cuda.max_memory_allocated() over one training step">the most PyTorch allocates in one step</div>
+      </div>
+      <div class="stat">
+        <div class="stat-label">Device total (nvidia-smi)</div>
+        <div class="stat-value"><Bytes bytes={result.device_total_bytes} units={units} testid="device-total" /></div>
+        <div class="stat-note" title={`${formatExactBytes(lo)} – ${formatExactBytes(hi)}`}>
+          {formatBytes(lo, units)} – {formatBytes(hi, units)} with fragmentation
+        </div>
+      </div>
+      <div class={`stat stat-verdict verdict-${fit.verdict}`} data-testid="verdict">
+        <div class="stat-label">On {fit.name}</div>
+        <div class="stat-value"><VerdictBadge verdict={fit.verdict} /></div>
+        <Gauge fit={fit} units={units} />
+        <div class="stat-note"><Headroom fit={fit} units={units} /></div>
+      </div>
+    </div>
+  );
+}
