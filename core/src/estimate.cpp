@@ -24,8 +24,7 @@ constexpr std::int64_t kSeedOverheadBytes = 512 * kMiB;
 constexpr double kFragmentationPoint = 0.08;
 constexpr double kFragmentationLow = 0.03;
 constexpr double kFragmentationHigh = 0.20;
-constexpr double kSeedFragmentationLow = 0.10;  // seeds/000: "maintain a 10–20% safety margin"
-constexpr double kSeedFragmentationHigh = 0.20;
+constexpr double kSeedFragmentationHigh = 0.20;  // seeds/000: "maintain a 10-20% safety margin"
 
 Exact scale(Exact bytes, double factor) {
   // Sizes stay far below 2^53 whenever they have not overflowed, so the rounding here is exact to
@@ -111,13 +110,14 @@ void estimate_seed_convention(const Config& c, Estimate& e) {
   e.breakdown.overhead = c.hardware.overhead_bytes >= 0 ? Exact(c.hardware.overhead_bytes) : Exact(kSeedOverheadBytes);
   const Exact allocated = e.breakdown.parameters + e.breakdown.gradients + e.breakdown.optimizer_states +
                           e.breakdown.activations;
-  e.phases = {{"total", "Sum of all components (the seeds' M)", allocated}};
+  e.phases = {{"total", "Parameters + gradients + optimizer states + activations", allocated}};
   e.peak_allocated_bytes = allocated;
-  // The seeds' M is a floor; their 10–20 % margin is the fragmentation range.
+  // The seeds' M (this plus the overhead) is a floor: "actual usage often runs 10-20% higher".
+  // The point estimate is the floor; the range runs from it to the seeds' +20 %.
   e.fragmentation = c.hardware.fragmentation >= 0 ? c.hardware.fragmentation : 0.0;
   e.peak_reserved_bytes = scale(allocated, 1.0 + e.fragmentation);
-  e.peak_reserved_low_bytes = scale(allocated, 1.0 + kSeedFragmentationLow);
-  e.peak_reserved_high_bytes = scale(allocated, 1.0 + kSeedFragmentationHigh);
+  e.peak_reserved_low_bytes = e.peak_reserved_bytes;
+  e.peak_reserved_high_bytes = scale(allocated, 1.0 + std::max(e.fragmentation, kSeedFragmentationHigh));
   e.notes.push_back("seed_14p: 2-byte parameters, 4-byte gradients, 8-byte Adam states, no master copy (the 14P rule); "
                     "activations L·B·T·(34d + 5hT) bytes; overhead 512 MiB; the total is a sum (seeds/000, seeds/001).");
   if (c.training.optimizer == Optimizer::kAdafactor) {
@@ -291,8 +291,10 @@ Estimate estimate(const Config& c) {
 
   const Breakdown& sb = e.breakdown;
   const Exact statics = sb.parameters + sb.gradients + sb.optimizer_states + sb.master_weights + sb.offloaded_bytes;
-  e.static_bytes_per_parameter = static_cast<double>(statics.value()) * static_cast<double>(c.parallel.num_gpus) /
-                                 static_cast<double>(std::max<std::int64_t>(1, base_parameter_count.value()));
+  // Rounded to 1e-6: a ratio for people, not a byte count.
+  e.static_bytes_per_parameter =
+      std::round(1e6 * static_cast<double>(statics.value()) * static_cast<double>(c.parallel.num_gpus) /
+                 static_cast<double>(std::max<std::int64_t>(1, base_parameter_count.value()))) / 1e6;
   if (lora) {
     char text[160];
     std::snprintf(text, sizeof text,

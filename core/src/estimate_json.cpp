@@ -9,8 +9,9 @@ namespace {
 Json bytes(Exact value) { return Json::integer(value.value()); }
 
 constexpr const char* kBudgetRule =
-    "fits: what nvidia-smi would show (peak reserved + CUDA context) is within budget_fraction of the card "
-    "(the seeds: plan to 80-85 %); tight: above that but within the card; does_not_fit: more than the card";
+    "A run fits when what nvidia-smi would show (the allocator's peak reserve plus the CUDA context) stays "
+    "within the budget share of the card (the seeds: plan to 80-85 %, keeping 10-20 % for fragmentation); "
+    "it is tight above that but still within the card, and does not fit beyond the card.";
 
 Json fit_to_json(const Fit& f) {
   Json j = Json::object();

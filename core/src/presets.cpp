@@ -47,9 +47,10 @@ const Preset* find_preset(std::string_view id) {
   return nullptr;
 }
 
-std::optional<ModelSpec> preset_model(std::string_view id) {
-  const Preset* preset = find_preset(id);
-  if (!preset) return std::nullopt;
+namespace {
+
+// Resolves one preset's JSON (memfit fields or an imported config.json).
+std::optional<ModelSpec> resolve(const Preset* preset) {
   const JsonParseResult parsed = parse_json(preset->model);
   if (!parsed.value) return std::nullopt;
   std::optional<ModelSpec> model;
@@ -68,6 +69,23 @@ std::optional<ModelSpec> preset_model(std::string_view id) {
   }
   model->preset = preset->id;
   return model;
+}
+
+}  // namespace
+
+std::optional<ModelSpec> preset_model(std::string_view id) {
+  // Presets are constant data: resolve them once (thread-safe static initialisation), so a
+  // configuration naming a preset costs a table lookup, not a JSON parse.
+  static const std::vector<std::optional<ModelSpec>> resolved = [] {
+    std::vector<std::optional<ModelSpec>> models;
+    for (const Preset& p : presets()) models.push_back(resolve(&p));
+    return models;
+  }();
+  const std::vector<Preset>& table = presets();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (id == table[i].id) return resolved[i];
+  }
+  return std::nullopt;
 }
 
 }  // namespace memfit

@@ -247,7 +247,7 @@ TEST(Finetuning, LoraStaticMultiplierIsAboutTwoNotFourteen) {
   const double per_parameter = statics / 6'738'415'616.0;
   EXPECT_GT(per_parameter, 2.0);
   EXPECT_LT(per_parameter, 2.1);  // 2 bytes of frozen base + 16 bytes × 8.4M adapter parameters
-  EXPECT_NEAR(e.static_bytes_per_parameter, per_parameter, 1e-9);
+  EXPECT_NEAR(e.static_bytes_per_parameter, per_parameter, 1e-6);  // reported to 6 decimals
 }
 
 }  // namespace

@@ -33,3 +33,19 @@ TEST(Json, IntegerValuedFloatsAreIntegers) {
 
 }  // namespace
 }  // namespace memfit
+
+namespace memfit {
+namespace {
+
+TEST(Json, NumbersPrintShortAndReadBackExactly) {
+  for (const double v : {0.85, 0.1, -2.5, 1e-9, 123456.789, 0.30000000000000004, 1.0 / 3.0, 6.02e23, 0.0}) {
+    const std::string text = Json::number(v).dump();
+    EXPECT_EQ(std::strtod(text.c_str(), nullptr), v) << text;
+  }
+  EXPECT_EQ(Json::number(0.85).dump(), "0.85");
+  EXPECT_EQ(Json::number(2.0).dump(), "2");
+  EXPECT_EQ(Json::number(-0.05).dump(), "-0.05");
+}
+
+}  // namespace
+}  // namespace memfit

@@ -178,10 +178,11 @@ TEST(Seed000, SevenBillionAtBatch16NeedsHundredsOfGigabytes) {
 
 // seeds/002: "budget to 80–85 %", "10–20 % higher"; FSDP "proportional to 1/N".
 TEST(Seed002, BudgetRuleAndFragmentationRange) {
+  // The seeds' total is a floor ("actual usage often runs 10-20% higher"): the range runs from
+  // the floor to +20 %.
   const Estimate e = estimate(seed_config("seed-toy-70m", 4, 512, Checkpointing::kNone));
   EXPECT_DOUBLE_EQ(e.config.hardware.budget_fraction, 0.85);
-  EXPECT_EQ(e.peak_reserved_low_bytes.value(),
-            static_cast<std::int64_t>(std::ceil(1.10 * static_cast<double>(e.peak_allocated_bytes.value()))));
+  EXPECT_EQ(e.peak_reserved_low_bytes, e.peak_allocated_bytes);
   EXPECT_EQ(e.peak_reserved_high_bytes.value(),
             static_cast<std::int64_t>(std::ceil(1.20 * static_cast<double>(e.peak_allocated_bytes.value()))));
 }
