@@ -34,7 +34,7 @@ bool short_decimal(double value, std::string& out) {
   const bool negative = units < 0;
   if (negative) units = -units;
   std::string digits = std::to_string(units % 1'000'000'000);
-  digits.insert(0, 9 - digits.size(), '0');
+  digits = std::string(9 - digits.size(), '0') + digits;
   while (!digits.empty() && digits.back() == '0') digits.pop_back();
   out = (negative ? "-" : "") + std::to_string(units / 1'000'000'000) + (digits.empty() ? "" : "." + digits);
   return true;
