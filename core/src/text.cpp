@@ -33,10 +33,13 @@ bool short_decimal(double value, std::string& out) {
   std::int64_t units = static_cast<std::int64_t>(rounded);
   const bool negative = units < 0;
   if (negative) units = -units;
-  std::string digits = std::to_string(units % 1'000'000'000);
-  digits = std::string(9 - digits.size(), '0') + digits;
-  while (!digits.empty() && digits.back() == '0') digits.pop_back();
-  out = (negative ? "-" : "") + std::to_string(units / 1'000'000'000) + (digits.empty() ? "" : "." + digits);
+  char fraction[10] = {};
+  std::int64_t rest = units % 1'000'000'000;
+  for (int i = 8; i >= 0; --i, rest /= 10) fraction[i] = static_cast<char>('0' + rest % 10);
+  int length = 9;
+  while (length > 0 && fraction[length - 1] == '0') --length;
+  out = (negative ? "-" : "") + std::to_string(units / 1'000'000'000);
+  if (length > 0) out += "." + std::string(fraction, static_cast<std::size_t>(length));
   return true;
 }
 
