@@ -41,6 +41,7 @@ struct Dims {
   unsigned targets;  // LoRA target bits
   Exact rank;
   bool lora_dropout;
+  bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
 };
 
 Dims make_dims(const Config& c) {
@@ -74,6 +75,9 @@ Dims make_dims(const Config& c) {
   d.targets = d.lora ? c.training.finetune.lora_targets : 0;
   d.rank = c.training.finetune.lora_rank;
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
+  // bitsandbytes' MatMul4Bit keeps its input A in ctx.tensors even though the 4-bit weight is
+  // frozen (bitsandbytes/autograd/_functions.py), unlike a frozen nn.Linear, which keeps nothing.
+  d.quantized_base_saves_input = d.lora && c.training.finetune.base_bits == 4;
   return d;
 }
 
@@ -100,10 +104,12 @@ Exact linear_inputs(const Dims& d, Exact width, unsigned targets_sharing_input, 
   if (!d.lora) return input;
   const unsigned hit = d.targets & targets_sharing_input;
   const Exact adapters = static_cast<std::int64_t>(__builtin_popcount(hit));
-  if (adapters.value() == 0) return 0;
-  // Adapter dropout keeps a bool mask only when its input needs a gradient.
+  const bool base_keeps_input = d.quantized_base_saves_input && input_needs_grad;
+  if (adapters.value() == 0) return base_keeps_input ? input : Exact(0);
+  // Adapter dropout keeps a bool mask only when its input needs a gradient, and a dropped copy of
+  // the input per adapter; without dropout all adapters (and a 4-bit base) share the input.
   const Exact mask = input_needs_grad ? d.tokens * width * kMaskBytes : Exact(0);
-  Exact bytes = d.lora_dropout ? adapters * (input + mask) : input;
+  Exact bytes = d.lora_dropout ? adapters * (input + mask) + (base_keeps_input ? input : Exact(0)) : input;
   return bytes + adapters * d.tokens * d.rank * d.act;
 }
 
@@ -178,9 +184,9 @@ Exact mlp_inner(const ModelSpec& m, const Dims& d, Exact tokens, Exact ff) {
   return tokens * ff * d.act * kept;
 }
 
-void dense_mlp_terms(const ModelSpec& m, const Dims& d, std::vector<NamedBytes>& t) {
+void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::vector<NamedBytes>& t) {
   const unsigned input_targets = m.mlp == MlpKind::kGated ? (kLoraGate | kLoraUp) : kLoraUp;
-  add(t, "mlp.input", linear_inputs(d, d.hidden_split, input_targets));
+  add(t, "mlp.input", linear_inputs(d, d.hidden_split, input_targets, input_grad));
   add(t, "mlp.inner", mlp_inner(m, d, d.tokens, d.ff));
   add(t, "mlp.down_input", linear_inputs(d, d.ff, kLoraDown));
 }
@@ -192,19 +198,20 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   const ModelSpec& m = c.model;
   const Exact k = m.num_experts_per_tok, routed = d.tokens * k;
   const Exact expert_ff = ceil_div(m.moe_intermediate_size, c.parallel.tensor);
-  if (!d.lora) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
+  const bool inputs_kept = !d.lora || d.quantized_base_saves_input;  // trainable, or 4-bit bitsandbytes
+  if (inputs_kept) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
   add(t, "moe.router_softmax", d.tokens * m.num_experts * kFp32Bytes);
   add(t, "moe.topk", d.tokens * k * kIndexBytes + d.tokens * k * kFp32Bytes + d.tokens * kFp32Bytes);
   add(t, "moe.dispatch_indices", routed * kIndexBytes * 2);
-  if (!d.lora) add(t, "moe.expert_inputs", routed * d.hidden * d.act);
-  add(t, "moe.experts_inner", mlp_inner(m, d, routed, expert_ff) + (d.lora ? Exact(0) : routed * expert_ff * d.act));
+  if (inputs_kept) add(t, "moe.expert_inputs", routed * d.hidden * d.act);
+  add(t, "moe.experts_inner", mlp_inner(m, d, routed, expert_ff) + (inputs_kept ? routed * expert_ff * d.act : Exact(0)));
   add(t, "moe.combine", routed * (d.hidden * 2 + 1) * d.act);
   const Exact shared_ff = m.shared_expert_intermediate_size > 0
                               ? Exact(m.shared_expert_intermediate_size)
                               : Exact(m.num_shared_experts) * m.moe_intermediate_size;
   if (shared_ff.value() > 0) {
     const Exact ff = ceil_div(shared_ff, c.parallel.tensor);
-    add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (d.lora ? Exact(0) : d.tokens * ff * d.act));
+    add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (inputs_kept ? d.tokens * ff * d.act : Exact(0)));
   }
 }
 
@@ -220,7 +227,7 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   add(t, "norms", norm_bytes(m, d) * norms);
   if (!(d.lora && first_layer && !attention_adapted)) attention_terms(c, d, g, t);
   if (moe) moe_terms(c, d, t);
-  else dense_mlp_terms(m, d, t);
+  else dense_mlp_terms(m, d, !(d.lora && first_layer && !attention_adapted), t);
   // A frozen MLP keeps its activation's tensors only if its input needs a gradient.
   if (d.lora && first_layer && !attention_adapted && !(d.targets & (kLoraGate | kLoraUp))) {
     std::erase_if(t, [](const NamedBytes& term) { return term.name == "mlp.inner"; });

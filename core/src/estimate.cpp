@@ -24,7 +24,13 @@ constexpr std::int64_t kSeedOverheadBytes = 512 * kMiB;
 constexpr double kFragmentationPoint = 0.08;
 constexpr double kFragmentationLow = 0.03;
 constexpr double kFragmentationHigh = 0.20;
-constexpr double kSeedFragmentationHigh = 0.20;  // seeds/000: "maintain a 10-20% safety margin"
+constexpr double kSeedFragmentationHigh = 0.20;
+
+// The CUDA context without lazy module loading (CUDA < 11.7, or CUDA_MODULE_LOADING=EAGER): every
+// kernel image is loaded at start. Hugging Face measured 1343 MB (MiB) on a V100 for
+// `torch.ones((1, 1)).to("cuda")` ("Efficient Training on a Single GPU"); the device total's
+// upper bound allows for it.
+constexpr std::int64_t kEagerContextBytes = 1343LL << 20;  // seeds/000: "maintain a 10-20% safety margin"
 
 Exact scale(Exact bytes, double factor) {
   // Sizes stay far below 2^53 whenever they have not overflowed, so the rounding here is exact to
@@ -157,6 +163,10 @@ Recipe recipe_for(Precision p) {
     case Precision::kFp8Mixed:
       return {"fp8_mixed", "Transformer Engine FP8: bf16 weights with FP8 copies for the matmuls, fp32 main "
                            "gradients, fp32 master weights and states", 2, 4, 4, 4, 2};
+    case Precision::kBf16Fsdp:
+      return {"bf16_fsdp", "FSDP mixed precision (param_dtype bf16): fp32 weights, gradients and states kept "
+                           "sharded; each unit's weights gathered in bf16 for compute; bf16 activations",
+              4, 4, 0, 4, 2};
     case Precision::kSeed14p:
       return {"seed_14p", "the seeds' convention: 2-byte parameters, 4-byte gradients, 8-byte Adam states, no "
                           "master copy", 2, 4, 0, 4, 2};
@@ -190,8 +200,11 @@ Estimate estimate(const Config& c) {
   } else {
     const Recipe r = recipe_for(c.training.precision);
     const Parallel& par = c.parallel;
-    const Exact data_parallel = Exact(par.num_gpus) / (Exact(par.tensor) * par.pipeline * par.context);
-    const Exact zero_shards = par.zero_stage > 0 ? data_parallel : Exact(1);
+    // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
+    // (context-parallel ranks hold identical weights; torchtitan and Megatron's distributed
+    // optimizer shard across both).
+    const Exact replicas = Exact(par.num_gpus) / (Exact(par.tensor) * par.pipeline);
+    const Exact zero_shards = par.zero_stage > 0 ? replicas : Exact(1);
     e.notes.push_back(std::string(r.name) + ": " + r.description + ".");
 
     // Where the parameters sit, for the busiest stage.
@@ -261,9 +274,12 @@ Estimate estimate(const Config& c) {
     // The step, phase by phase (steady state: optimizer states already exist).
     const Exact statics = weights + master + states;
     const Exact grads_in_forward = c.training.grad_accum_steps > 1 && !c.training.optimizer_in_backward ? grads : Exact(0);
-    const Exact gathered_layer = par.zero_stage >= 3
-                                     ? e.parameters.per_dense_layer_count * r.weight_bytes / par.tensor
-                                     : Exact(0);
+    // ZeRO-3 / FSDP gathers one unit (a block) at a time, in the dtype the matmuls use.
+    const std::int64_t compute_weight_bytes = c.training.precision == Precision::kFp32 ? 4 : 2;
+    const Exact gathered_layer =
+        par.zero_stage >= 3 ? max(e.parameters.per_dense_layer_count, e.parameters.per_moe_layer_count) *
+                                  compute_weight_bytes / par.tensor
+                            : Exact(0);
     const Exact forward = statics + grads_in_forward + e.breakdown.weight_copies + act.saved_bytes +
                           act.logits_forward_bytes + gathered_layer;
     // Backward starts with every saved tensor alive plus the loss gradient; gradients then appear
@@ -274,7 +290,10 @@ Estimate estimate(const Config& c) {
                                  act.logits_backward_bytes;
     const Exact backward_end = statics + grads_during_backward + act.embedding_saved_bytes;
     const Exact backward = max(backward_start, backward_end) + act.layer_backward_working_bytes + gathered_layer;
-    const Exact step = statics + grads + optimizer_step_temporary_bytes(c, local_trainable, r);
+    const Exact sharded_trainable = par.zero_stage >= 1 ? local_trainable / zero_shards : local_trainable;
+    const Exact largest_tensor = par.zero_stage >= 1 ? Exact(0) : largest_trainable_tensor(e.parameters, lora,
+                                                                                          c.training.finetune);
+    const Exact step = statics + grads + optimizer_step_temporary_bytes(c, sharded_trainable, largest_tensor, r);
     e.phases = {{"forward", "End of forward (loss computed)", forward},
                 {"backward", "Backward (high point)", backward}};
     if (!c.training.optimizer_in_backward) e.phases.push_back({"optimizer_step", "Optimizer step", step});
@@ -309,7 +328,7 @@ Estimate estimate(const Config& c) {
   }
   e.device_total_bytes = e.peak_reserved_bytes + e.breakdown.overhead;
   e.device_total_low_bytes = e.peak_reserved_low_bytes + e.breakdown.overhead;
-  e.device_total_high_bytes = e.peak_reserved_high_bytes + e.breakdown.overhead;
+  e.device_total_high_bytes = e.peak_reserved_high_bytes + max(e.breakdown.overhead, Exact(kEagerContextBytes));
   e.fit = make_fit(gpu, e.device_total_bytes, c.hardware.budget_fraction);
   for (const Gpu& g : gpu_table()) e.fits.push_back(make_fit(g, e.device_total_bytes, c.hardware.budget_fraction));
 

@@ -101,12 +101,23 @@ Exact seed_optimizer_state_bytes(Optimizer optimizer, Exact p) {
   return 0;
 }
 
-Exact optimizer_step_temporary_bytes(const Config& c, Exact local_trainable, const Recipe& r) {
-  // torch.optim.AdamW's default multi-tensor (foreach) path computes sqrt(exp_avg_sq) for all
-  // parameters at once: one temporary the size of one state (torch/optim/adamw.py,
-  // _multi_tensor_adamw). Fused and 8-bit kernels update in place.
-  if (c.training.optimizer == Optimizer::kAdamW || c.training.optimizer == Optimizer::kPagedAdamW) {
-    return c.training.optimizer == Optimizer::kPagedAdamW ? Exact(0) : local_trainable * r.state_element_bytes;
+Exact largest_trainable_tensor(const ParameterCount& params, bool lora, const Finetune& f) {
+  Exact largest = 0;
+  for (const Shape& s : trainable_shapes(params, lora, f)) largest = max(largest, s.elements_each());
+  return largest;
+}
+
+Exact optimizer_step_temporary_bytes(const Config& c, Exact sharded_trainable, Exact largest_tensor,
+                                     const Recipe& r) {
+  // torch.optim.AdamW's multi-tensor (foreach) path, PyTorch's default on CUDA, computes
+  // sqrt(exp_avg_sq) for all parameters at once: one temporary the size of one state
+  // (torch/optim/adamw.py, _multi_tensor_adamw); the per-parameter loop does the same one tensor
+  // at a time. Fused, paged and 8-bit kernels update in place.
+  if (c.training.optimizer != Optimizer::kAdamW) return 0;
+  switch (c.training.optimizer_impl) {
+    case OptimizerImpl::kForeach: return sharded_trainable * r.state_element_bytes;
+    case OptimizerImpl::kForLoop: return largest_tensor * r.state_element_bytes;
+    case OptimizerImpl::kFused: return 0;
   }
   return 0;
 }

@@ -17,8 +17,13 @@ Exact optimizer_state_bytes(Optimizer optimizer, const ParameterCount& params, E
 // adafactor 0.1 (the seeds' own approximation).
 Exact seed_optimizer_state_bytes(Optimizer optimizer, Exact parameter_count);
 
-// Temporary buffers of the step itself (foreach AdamW keeps one state-sized intermediate).
-Exact optimizer_step_temporary_bytes(const Config& config, Exact local_trainable, const Recipe& recipe);
+// Temporary buffers of the step itself: foreach AdamW keeps one state-sized intermediate for all
+// (local, sharded) parameters; the per-parameter loop one for the largest tensor; fused none.
+Exact optimizer_step_temporary_bytes(const Config& config, Exact sharded_trainable, Exact largest_tensor,
+                                     const Recipe& recipe);
+
+// The largest trainable tensor's elements (the per-parameter loop's temporary).
+Exact largest_trainable_tensor(const ParameterCount& params, bool lora, const Finetune& finetune);
 
 bool is_paged(Optimizer optimizer);
 

@@ -31,11 +31,17 @@ enum class Precision {
   kBf16,        // pure bf16: weights, grads and optimizer states all bf16
   kFp8Mixed,    // Transformer Engine FP8: bf16 weights + fp8 copies, fp32 master and grads
   kSeed14p,     // the seeds' convention: 2-byte params, 4-byte grads, 8-byte Adam, no master
+  kBf16Fsdp,    // FSDP MixedPrecision(param_dtype=bf16): fp32 sharded weights, grads, states; bf16 compute
 };
 
 enum class Optimizer {
   kAdamW, kAdamW8bit, kPagedAdamW, kPagedAdamW8bit, kAdafactor, kSgd, kSgdMomentum, kLion,
 };
+
+// How the optimizer step runs: PyTorch's multi-tensor (foreach) default keeps one state-sized
+// temporary for all parameters at once; fused kernels (torch fused=True, DeepSpeed FusedAdam,
+// bitsandbytes) update in place; the per-parameter loop keeps one parameter-sized temporary.
+enum class OptimizerImpl { kForeach, kFused, kForLoop };
 
 enum class Checkpointing { kNone, kSelective, kFull };
 enum class AttentionImpl { kFlash, kEager };
@@ -117,6 +123,7 @@ struct Training {
   std::int64_t grad_accum_steps = 1;
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
+  OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
   Checkpointing checkpointing = Checkpointing::kNone;
   AttentionImpl attention = AttentionImpl::kFlash;
   double dropout = 0.0;
