@@ -17,6 +17,7 @@ std::string import_hf_config(const std::string& text) { return memfit::import_hf
 std::string presets() { return memfit::presets_json().dump(); }
 std::string gpus() { return memfit::gpus_json().dump(); }
 std::string scaling_table(const std::string& config) { return memfit::scaling_table_json(config).dump(); }
+std::string suggestions(const std::string& config) { return memfit::suggestions_json(config).dump(); }
 
 }  // namespace
 
@@ -29,4 +30,5 @@ EMSCRIPTEN_BINDINGS(memfit) {
   emscripten::function("presets", &presets);
   emscripten::function("gpus", &gpus);
   emscripten::function("scaling_table", &scaling_table);
+  emscripten::function("suggestions", &suggestions);
 }

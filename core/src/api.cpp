@@ -101,6 +101,26 @@ Json gpus_json() {
   return list;
 }
 
+Json suggestions_json(std::string_view config_text) {
+  ConfigParse parsed = parse_config_text(config_text);
+  if (!parsed.ok()) return failure(parsed.errors, parsed.warnings);
+  Json list = Json::array();
+  for (const Suggestion& s : suggest(parsed.config)) {
+    Json j = Json::object();
+    j.set("title", Json::string(s.title));
+    j.set("detail", Json::string(s.detail));
+    j.set("patch", s.patch);
+    j.set("device_total_bytes", Json::integer(s.device_total_bytes.value()));
+    j.set("verdict", Json::string(to_string(s.verdict)));
+    list.push(std::move(j));
+  }
+  Json j = Json::object();
+  j.set("ok", Json::boolean(true));
+  j.set("errors", Json::array());
+  j.set("suggestions", std::move(list));
+  return j;
+}
+
 Json scaling_table_json(std::string_view config_text) {
   ConfigParse parsed = parse_config_text(config_text);
   if (!parsed.ok()) return failure(parsed.errors, parsed.warnings);

@@ -252,3 +252,50 @@ TEST(Finetuning, LoraStaticMultiplierIsAboutTwoNotFourteen) {
 
 }  // namespace
 }  // namespace memfit
+
+namespace memfit {
+namespace {
+
+TEST(Suggestions, EveryChangeHelpsAndItsPatchReproducesIt) {
+  const std::string base = R"({"model":{"preset":"llama-3-8b"},"training":{"micro_batch_size":4,"seq_len":4096},)"
+                           R"("hardware":{"gpu":"a100-80gb"}})";
+  const Json before = estimate_json(base);
+  const std::int64_t now = *before.find("device_total_bytes")->as_exact_integer();
+  const Json result = suggestions_json(base);
+  ASSERT_TRUE(result.find("ok")->as_bool());
+  const auto& list = result.find("suggestions")->items();
+  ASSERT_FALSE(list.empty());
+  // Nothing single fits here, so the first suggestion combines changes, and it fits.
+  EXPECT_EQ(list[0].find("verdict")->as_string(), "fits");
+  EXPECT_NE(list[0].find("title")->as_string().find(" + "), std::string::npos);
+  for (const Json& s : list) {
+    const std::int64_t after = *s.find("device_total_bytes")->as_exact_integer();
+    EXPECT_LT(after, now) << s.find("title")->as_string();
+    // The patch, applied to the configuration, gives exactly the suggested estimate.
+    JsonParseResult config = parse_json(base);
+    Json merged = *config.value;
+    for (const auto& [section, fields] : s.find("patch")->members()) {
+      Json target = merged.find(section) ? *merged.find(section) : Json::object();
+      for (const auto& [key, value] : fields.members()) {
+        if (value.is_object() && target.find(key)) {
+          Json inner = *target.find(key);
+          for (const auto& [k2, v2] : value.members()) inner.set(k2, v2);
+          target.set(key, inner);
+        } else {
+          target.set(key, value);
+        }
+      }
+      merged.set(section, target);
+    }
+    EXPECT_EQ(*estimate_json(merged.dump()).find("device_total_bytes")->as_exact_integer(), after)
+        << s.find("title")->as_string();
+  }
+}
+
+TEST(Suggestions, TheSeedsConventionGetsNone) {
+  const Json r = suggestions_json(R"({"model":{"preset":"seed-llama-70b"},"training":{"precision":"seed_14p"}})");
+  EXPECT_TRUE(r.find("suggestions")->items().empty());
+}
+
+}  // namespace
+}  // namespace memfit

@@ -12,6 +12,7 @@
 #include "memfit/json.hpp"
 #include "memfit/parameters.hpp"
 #include "memfit/presets.hpp"
+#include "memfit/suggest.hpp"
 
 namespace memfit {
 
@@ -28,6 +29,9 @@ Json import_hf_json(std::string_view hf_config_text);
 Json presets_json();
 // GPUs: [{id, name, architecture, memory_bytes, context_bytes, source}].
 Json gpus_json();
+// What to change: {"ok", "errors", "suggestions": [{title, detail, patch, device_total_bytes,
+// verdict}]}, best first (see suggest.hpp).
+Json suggestions_json(std::string_view config_text);
 // The seeds' scaling table rows for the given configuration's training settings.
 Json scaling_table_json(std::string_view config_text);
 
