@@ -208,12 +208,14 @@ Estimate estimate(const Config& c) {
     e.notes.push_back(std::string(r.name) + ": " + r.description + ".");
 
     // Where the parameters sit, for the busiest stage.
-    const Exact block_params = e.parameters.block_count();
+    // Expert parallelism places num_experts / expert of each layer's routed experts on a GPU.
+    const Exact routed_experts = e.parameters.component_count(Component::kExperts);
+    const Exact block_params = e.parameters.block_count() - routed_experts + routed_experts / par.expert;
     const Exact first_extra = e.parameters.component_count(Component::kTokenEmbedding) +
                               e.parameters.component_count(Component::kPositionEmbedding) +
                               e.parameters.component_count(Component::kTokenTypeEmbedding) +
                               e.parameters.component_count(Component::kEmbeddingNorm);
-    const Exact last_extra = e.parameters.total_count - block_params - first_extra;
+    const Exact last_extra = e.parameters.total_count - e.parameters.block_count() - first_extra;
     const Exact local_fraction_num = stage_share(block_params, first_extra, last_extra, par, c.model);
     // Scale nominal counts (if any) by the same share as the counted architecture.
     const Exact local_params = mul_div(base_parameter_count, local_fraction_num, max(e.parameters.total_count, Exact(1)));

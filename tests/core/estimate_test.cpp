@@ -299,3 +299,23 @@ TEST(Suggestions, TheSeedsConventionGetsNone) {
 
 }  // namespace
 }  // namespace memfit
+
+namespace memfit {
+namespace {
+
+TEST(Estimate, ExpertParallelismDividesOnlyTheRoutedExperts) {
+  Config c = default_config();
+  c.model = *preset_model("mixtral-8x7b");
+  c.parallel.num_gpus = 8;
+  const Estimate one = estimate(c);
+  c.parallel.expert = 8;
+  const Estimate eight = estimate(c);
+  const ParameterCount p = count_parameters(c.model);
+  const Exact experts = p.component_count(Component::kExperts);
+  // bf16_mixed keeps 4-byte weights: the routed experts shrink 8-fold, everything else stays.
+  EXPECT_EQ((one.breakdown.parameters - eight.breakdown.parameters).value(), (experts - experts / 8).value() * 4);
+  EXPECT_EQ(eight.breakdown.activations, one.breakdown.activations);
+}
+
+}  // namespace
+}  // namespace memfit
