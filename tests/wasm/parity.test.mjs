@@ -81,3 +81,32 @@ test('Hugging Face import, presets and the schema cross the boundary', () => {
   const table = JSON.parse(memfit.scaling_table('{"training":{"precision":"seed_14p","micro_batch_size":4}}'));
   assert.equal(table.rows.length, 5);
 });
+
+test('hostile config.json imports give named errors in wasm too', () => {
+  const base = '"model_type":"llama","vocab_size":100,"intermediate_size":64,"num_hidden_layers":2';
+  const cases = [
+    ['{"model_type":', 'config.json'],
+    ['[]', 'config.json'],
+    ['{"model_type":"llama","hidden_size":"4096"}', 'hidden_size'],
+    [`{${base},"hidden_size":-5,"num_attention_heads":4}`, 'hidden_size'],
+    [`{${base},"hidden_size":30,"num_attention_heads":4}`, 'num_attention_heads'],
+    [`{${base},"hidden_size":32,"num_attention_heads":4,"num_key_value_heads":3}`, 'num_key_value_heads'],
+    [`{${base},"hidden_size":1e400,"num_attention_heads":4}`, 'config.json'],
+    [`{${base},"hidden_size":99999999999999999999999,"num_attention_heads":4}`, 'hidden_size'],
+    ['{"model_type":"<script>alert(1)</script>"}', 'model_type'],
+  ];
+  for (const [text, field] of cases) {
+    const r = JSON.parse(memfit.import_hf_config(text));
+    assert.equal(r.ok, false, text);
+    assert.ok(r.errors.some((e) => e.field === field), `${text}: ${JSON.stringify(r.errors)}`);
+  }
+});
+
+test('suggestions cross the boundary and every one lowers the memory', () => {
+  const config = { model: { preset: 'llama-3-8b' }, training: { micro_batch_size: 4, seq_len: 4096 }, hardware: { gpu: 'a100-80gb' } };
+  const now = JSON.parse(memfit.estimate(JSON.stringify(config))).device_total_bytes;
+  const r = JSON.parse(memfit.suggestions(JSON.stringify(config)));
+  assert.equal(r.ok, true);
+  assert.ok(r.suggestions.length > 0);
+  for (const s of r.suggestions) assert.ok(s.device_total_bytes < now, s.title);
+});
