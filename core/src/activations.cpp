@@ -365,7 +365,13 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     const Exact upcast = d.act == kFp32Bytes ? Exact(0) : rows * vocab * kFp32Bytes;
     out.logits_saved_bytes = head_input + log_probs + labels;
     out.logits_forward_bytes = head_input + rows * vocab * d.act + upcast + log_probs + labels;
-    out.logits_backward_bytes = head_input + log_probs * 3 + labels;
+    // log_softmax's backward holds its saved output, the incoming gradient and its result (three
+    // fp32 V-wide tensors); then only the logits' gradient (and its cast to the model dtype)
+    // stays for the head's matmul backward.
+    const Exact grad_cast = d.act == kFp32Bytes ? Exact(0) : rows * vocab * d.act;
+    out.logits_grad_bytes = log_probs + grad_cast;
+    out.head_input_bytes = d.tokens * d.hidden_split * d.act;
+    out.logits_backward_bytes = head_input + labels + max(log_probs * 3, out.logits_grad_bytes);
     out.logits_peak_bytes = max(out.logits_forward_bytes, out.logits_backward_bytes);
   }
   return out;

@@ -20,6 +20,8 @@ struct ActivationModel {
   Exact logits_saved_bytes;      // head + loss tensors saved for backward
   Exact logits_forward_bytes;    // head + loss high point during forward
   Exact logits_backward_bytes;   // head + loss high point at the start of backward
+  Exact logits_grad_bytes;       // the logits' gradient (fp32, plus its cast) alive through the head's backward
+  Exact head_input_bytes;        // the head's saved input (and the size of the gradient it returns)
   Exact logits_peak_bytes;       // the larger of the two (breakdown.logits_and_loss)
   Exact layer_backward_working_bytes;  // one layer's backward temporaries (+ recompute)
   std::vector<std::string> notes;

@@ -287,11 +287,31 @@ Estimate estimate(const Config& c) {
     // Backward starts with every saved tensor alive plus the loss gradient; gradients then appear
     // as activations are freed, so the high point is at its start or at its end, plus the
     // working memory of one layer's backward (and its recomputation under checkpointing).
+    // Backward passes three high points: the loss and head (every saved tensor alive, the loss's
+    // V-wide gradients, then the head weight's gradient beside the logits' gradient); the top
+    // block (its working memory, and its recomputation under checkpointing); and the end
+    // (every gradient, plus the embedding's dense gradient before it is accumulated).
     const Exact grads_during_backward = c.training.optimizer_in_backward ? Exact(0) : grads;
-    const Exact backward_start = statics + grads_in_forward + e.breakdown.weight_copies + act.saved_bytes +
-                                 act.logits_backward_bytes;
-    const Exact backward_end = statics + grads_during_backward + act.embedding_saved_bytes;
-    const Exact backward = max(backward_start, backward_end) + act.layer_backward_working_bytes + gathered_layer;
+    const bool embedding_trainable = !lora;
+    const Exact grad_bytes_per_element = r.gradient_bytes;
+    const Exact vocab_rows = e.parameters.component_count(Component::kTokenEmbedding) / c.model.hidden_size;
+    Exact head_grad = 0;
+    if (!lora && c.model.output_head == OutputHead::kLm) {
+      const Exact head_elements = c.model.tie_word_embeddings ? e.parameters.component_count(Component::kTokenEmbedding)
+                                                               : e.parameters.component_count(Component::kHead);
+      head_grad = head_elements * grad_bytes_per_element / par.tensor;
+    }
+    const Exact alive = statics + grads_in_forward + e.breakdown.weight_copies + act.saved_bytes + gathered_layer;
+    const Exact loss_and_head = alive + max(act.logits_backward_bytes,
+                                            act.logits_grad_bytes + head_grad + act.head_input_bytes * 2);
+    const Exact top_block = alive + head_grad + act.head_input_bytes + act.layer_backward_working_bytes;
+    // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
+    // gradient already there, so for a moment both exist.
+    const Exact embedding_grad = embedding_trainable && c.model.tie_word_embeddings
+                                     ? vocab_rows * c.model.hidden_size * grad_bytes_per_element / par.tensor
+                                     : Exact(0);
+    const Exact backward_end = statics + grads_during_backward + act.embedding_saved_bytes + embedding_grad;
+    const Exact backward = max(max(loss_and_head, top_block), backward_end);
     const Exact sharded_trainable = par.zero_stage >= 1 ? local_trainable / zero_shards : local_trainable;
     const Exact largest_tensor = par.zero_stage >= 1 ? Exact(0) : largest_trainable_tensor(e.parameters, lora,
                                                                                           c.training.finetune);

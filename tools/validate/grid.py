@@ -221,6 +221,20 @@ def compare_one(meas, est, tolerance):
         rows.append((label, mv, ev, r, "ok" if ok else "OFF > %g%%" % (tolerance * 100)))
         if not ok:
             fails.append("%s: measured %s, memfit %s (%+.2f%%)" % (label, mv, ev, 100 * r))
+    tl = meas.get("memory_timeline")
+    if tl and est.get("phases"):
+        # The CPU allocator's timeline of the (first) step against memfit's phases, both relative
+        # to just before forward: memfit's phases less weights, master weights and optimizer
+        # states; the measurement less what only torch 1.13 on a CPU saves.
+        b = est["breakdown"]
+        statics = b["parameters"] + b["master_weights"] + b["optimizer_states"]
+        cpu_only = meas["activations_bytes"] - meas["activations_bytes_cuda"]
+        phases = {p["name"]: p["bytes"] - statics for p in est["phases"]}
+        for label, mkey, phase in (("forward peak (CPU allocator timeline)", "forward_peak_bytes", "forward"),
+                                   ("backward peak (CPU allocator timeline)", "backward_peak_bytes", "backward")):
+            if phase in phases and mkey in tl:
+                mv = tl[mkey] - cpu_only
+                rows.append((label, mv, phases[phase], _rel(mv, phases[phase]), "info"))
     if "cuda_step" in meas:  # a real step on a GPU (grid.py --device cuda): information
         mv = meas["cuda_step"]["max_memory_allocated_bytes"]
         ev = _get(est, ["peak_allocated_bytes"])
