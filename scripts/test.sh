@@ -26,4 +26,6 @@ if /usr/bin/python3 -c "import torch" 2>/dev/null; then
 else
   echo "SKIPPED: PyTorch is missing (apt-get install python3-torch); the validation grid did not run"
 fi
+echo "== accuracy report checks (tools/accuracy: every case valid, statistics, the core's band up to date)"
+/usr/bin/python3 -m unittest discover -s tools/accuracy -p 'test_*.py'
 echo "memfit: all tests passed"

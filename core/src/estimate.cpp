@@ -12,6 +12,8 @@ namespace memfit {
 
 namespace {
 
+#include "accuracy_band.inc"
+
 constexpr std::int64_t kMiB = 1LL << 20;
 
 // The seeds' framework overhead (seeds/001 estimate_memory: "512 MB baseline", MiB in fact).
@@ -347,6 +349,11 @@ Estimate estimate(const Config& c) {
                                          recipe_for(c.training.precision).master_bytes +
                                          2 * recipe_for(c.training.precision).state_element_bytes));
     e.notes.push_back(text);
+  }
+  if (c.training.precision != Precision::kSeed14p) {
+    e.measured_band_low_bytes = scale(e.peak_allocated_bytes, kMeasuredBandLowRatio);
+    e.measured_band_high_bytes = scale(e.peak_allocated_bytes, kMeasuredBandHighRatio);
+    e.measured_band_cases = kMeasuredBandCases;
   }
   e.device_total_bytes = e.peak_reserved_bytes + e.breakdown.overhead;
   e.device_total_low_bytes = e.peak_reserved_low_bytes + e.breakdown.overhead;

@@ -119,6 +119,13 @@ Json estimate_to_json(const Estimate& e) {
   total_range.push(bytes(e.device_total_low_bytes));
   total_range.push(bytes(e.device_total_high_bytes));
   j.set("device_total_range_bytes", std::move(total_range));
+  if (e.measured_band_cases > 0) {
+    Json band = Json::array();
+    band.push(bytes(e.measured_band_low_bytes));
+    band.push(bytes(e.measured_band_high_bytes));
+    j.set("measured_band_bytes", std::move(band));
+    j.set("measured_band_cases", Json::integer(e.measured_band_cases));
+  }
   j.set("fragmentation", Json::number(e.fragmentation));
   j.set("static_bytes_per_parameter", Json::number(e.static_bytes_per_parameter));
 

@@ -50,6 +50,35 @@ UNIT_READINGS = {"MB": ("MB", "MiB"), "GB": ("GB", "GiB"), "GiB": ("GiB",), "MiB
 THRESHOLD = 0.25
 GIB = 2**30
 
+# "Cases memfit can express": a case is left out of that population when it carries one of these flags
+# (or any flag named unmodelled_*), because the run used something memfit has no setting for, or the
+# measured value does not belong to one definite configuration. The reason for each is printed at the
+# top of the report.
+EXPRESSIBLE_EXCLUDED_FLAGS = {
+    "torch_compile": "torch.compile changes what is saved for backward; memfit has no compile setting",
+    "float8": "torchao Float8 linears; memfit has no Float8-training setting",
+    "padded_seq_cap": "padded data whose real length is unknown (only the cap is documented)",
+    "screenshot_value": "value read off a GPU-memory plot, not printed",
+}
+UNMODELLED_PREFIX = "unmodelled_"
+# Flags that do not exclude a case by themselves, and why.
+EXPRESSIBLE_KEPT_FLAGS = {
+    "longest_sample_len": "padded data, but the length at the peak is known: lit-gpt's finetune scripts of the time put "
+                          "the longest sample into the first batch (Lightning-AI/litgpt#184, removed in 2024, "
+                          "Lightning-AI/litgpt#1195), so the peak runs at the documented longest-sample length",
+    "seq_from_default": "the length is the framework's documented config default: a definite configuration",
+    "low_confidence": "a doubt about the record, not a setting memfit lacks",
+}
+
+
+def excluding_flags(case):
+    """The flags that keep a case out of the 'memfit can express' population (empty: expressible)."""
+    return [f for f in case.get("flags", []) if f in EXPRESSIBLE_EXCLUDED_FLAGS or f.startswith(UNMODELLED_PREFIX)]
+
+
+def is_expressible(case):
+    return not excluding_flags(case)
+
 
 # ----------------------------------------------------------------------------- statistics
 
@@ -213,6 +242,24 @@ def length_class(r):
 
 def compile_class(r):
     return ["torch.compile" if "torch_compile" in r["case"].get("flags", []) else "no torch.compile"]
+
+
+def unmodelled_class(r):
+    u = [f for f in r["case"].get("flags", []) if f.startswith(UNMODELLED_PREFIX)]
+    return ["unmodelled setting (" + ", ".join(u) + ")"] if u else ["no unmodelled setting"]
+
+
+def expressible_rows(rows):
+    return [r for r in rows if is_expressible(r["case"])]
+
+
+def measured_over_estimate(rows, quantity="peak_allocated_bytes"):
+    """Quantiles of measured / memfit for one quantity: 80 % of the cases lie between p10 and p90."""
+    ratios = [r["measured"] / r["estimate"] for r in rows if r["case"]["quantity"] == quantity and r["estimate"] > 0]
+    out = {"quantity": quantity, "count": len(ratios)}
+    if ratios:
+        out.update({"p10": percentile(ratios, 10), "median": median(ratios), "p90": percentile(ratios, 90)})
+    return out
 
 
 # ----------------------------------------------------------------------------- the PyTorch grid
@@ -418,6 +465,34 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
     w(f"memfit binary: `{binary_display}`.")
     w("")
 
+    # ---------------------------------------------------------------- expressible
+    expr = expressible_rows(rows)
+    flag_count = {}
+    for r in rows:
+        for f in excluding_flags(r["case"]):
+            flag_count[f] = flag_count.get(f, 0) + 1
+    w("### Two populations: all scored cases, and the cases memfit can express")
+    w("")
+    w(f"Every statistic below is given twice: for **all {len(rows)} scored cases**, and for the **{len(expr)} cases memfit "
+      "can express** - those whose run used nothing memfit lacks a setting for and whose measured value belongs to one "
+      "definite configuration. A case is left out of the second population if it carries any of these flags "
+      "(from `tools/accuracy/cases.json`):")
+    w("")
+    w("| flag | why it excludes the case | cases |")
+    w("|---|---|---:|")
+    for f, why in EXPRESSIBLE_EXCLUDED_FLAGS.items():
+        w(f"| `{f}` | {md_escape(why)} | {flag_count.get(f, 0)} |")
+    unmodelled = sorted(f for f in flag_count if f.startswith(UNMODELLED_PREFIX))
+    meanings = cases_doc.get("flag_meanings", {})
+    for f in unmodelled:
+        w(f"| `{f}` | {md_escape(meanings.get(f, 'a setting memfit cannot express'))} | {flag_count[f]} |")
+    if not unmodelled:
+        w(f"| `{UNMODELLED_PREFIX}*` | a setting memfit cannot express | 0 |")
+    w("")
+    w("These flags do **not** exclude a case by themselves: " + "; ".join(
+        f"`{f}` ({md_escape(why)})" for f, why in EXPRESSIBLE_KEPT_FLAGS.items()) + ".")
+    w("")
+
     # ---------------------------------------------------------------- grid
     w("## The PyTorch grid (tools/validate)")
     w("")
@@ -475,17 +550,36 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
     w(f"All {overall['count']} scored cases, each compared on the quantity its source measured. "
       "'abs' = |relative error|; percentiles interpolate linearly; 'over' = share of cases where memfit is higher.")
     w("")
-    w(stats_table("cases", {"all cases": overall}))
+    expr = expressible_rows(rows)
+    expr_stats = stats([r["error"] for r in expr], [r["case"]["id"] for r in expr])
+    w(stats_table("cases", {"all scored cases": overall, "cases memfit can express": expr_stats},
+                  order=["all scored cases", "cases memfit can express"]))
     w("")
-    w("**By measured quantity**")
+    moe = measured_over_estimate(expr)
+    if moe["count"]:
+        w(f"**Measured / memfit, allocated peaks, cases memfit can express** ({moe['count']} cases): 80 % of these published "
+          f"runs measured between **{moe['p10']:.2f}x** and **{moe['p90']:.2f}x** memfit's `peak_allocated_bytes` "
+          f"(10th and 90th percentiles; median {moe['median']:.2f}x).")
+        w("")
+    q_order = [QUANTITY_LABEL[q] + f" → `{q}`" for q in QUANTITIES]
+    w("**By measured quantity**, all scored cases")
     w("")
     w(stats_table("quantity", {QUANTITY_LABEL[q] + f" → `{q}`": v for q, v in
-                               group_stats(rows, lambda r: [r["case"]["quantity"]]).items()}))
+                               group_stats(rows, lambda r: [r["case"]["quantity"]]).items()}, order=q_order))
     w("")
-    w("**By kind of run** (multi-GPU and single GPU overlap the first three)")
+    w("**By measured quantity**, cases memfit can express")
     w("")
-    w(stats_table("kind", group_stats(rows, kinds),
-                  order=["full fine-tune / pre-training", "LoRA", "QLoRA", "multi-GPU", "single GPU"]))
+    w(stats_table("quantity", {QUANTITY_LABEL[q] + f" → `{q}`": v for q, v in
+                               group_stats(expr, lambda r: [r["case"]["quantity"]]).items()}, order=q_order))
+    w("")
+    k_order = ["full fine-tune / pre-training", "LoRA", "QLoRA", "multi-GPU", "single GPU"]
+    w("**By kind of run**, all scored cases (multi-GPU and single GPU overlap the first three)")
+    w("")
+    w(stats_table("kind", group_stats(rows, kinds), order=k_order))
+    w("")
+    w("**By kind of run**, cases memfit can express")
+    w("")
+    w(stats_table("kind", group_stats(expr, kinds), order=k_order))
     w("")
     w("**By source**")
     w("")
@@ -497,6 +591,8 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
     w("")
     w(stats_table("compile", group_stats(rows, compile_class)))
     w("")
+    w(stats_table("unmodelled", group_stats(rows, unmodelled_class)))
+    w("")
     w("**By the source's confidence in the record**")
     w("")
     w(stats_table("confidence", group_stats(rows, lambda r: [r["record"]["confidence"]]), order=["high", "medium", "low"]))
@@ -507,7 +603,13 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
         w(f"**memfit's own range.** For the {len(ranged)} reserved / nvidia-smi cases memfit also reports a range "
           f"(allocator fragmentation 3-20 % instead of the 8 % point value): the measurement lies inside it in {inside} of them.")
         w("")
-    w("The page's uncertainty band reads `docs/data/accuracy_summary.json` (the first table's numbers, per quantity as well).")
+    w("**The band the calculator shows.** Next to its peak estimate, memfit reports where 80 % of these published "
+      "runs landed relative to its estimate of the same quantity: measured / memfit = 1 / (1 + error) at the 10th and "
+      "90th percentiles of the signed error over every scored case (not a subset: the band should describe the runs "
+      "people actually report, frameworks' quirks included). `tools/accuracy/band.py` writes those two ratios into "
+      "`core/src/accuracy_band.inc` from `docs/data/accuracy_summary.json`; the core multiplies, the page only shows "
+      "the result. The same statistics for the cases memfit can express are in the summary's `expressible` block, "
+      "and the measured / memfit quantiles for them in `measured_over_estimate`.")
     w("")
 
     # ---------------------------------------------------------------- table of cases
@@ -516,19 +618,20 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
     w("Sorted by source. Measured values are shown in the unit the source uses (after resolving its spelling); memfit in the "
       "same unit. 'In memfit's range': for reserved and device totals memfit also gives a range (fragmentation 3-20 %); "
       "allocated peaks have none. Flags: P = padded data, length is the documented cap; S = padded data, longest sample used; D = length from "
-      "a config default; C = torch.compile; F = Float8; V = value read off a plot; L = low-confidence record.")
+      "a config default; C = torch.compile; F = Float8; V = value read off a plot; U = a setting memfit cannot express "
+      "(`unmodelled_*`); L = low-confidence record. 'Expressible' = none of P, C, F, V, U.")
     w("")
     flag_letter = {"padded_seq_cap": "P", "longest_sample_len": "S", "seq_from_default": "D", "torch_compile": "C",
                    "float8": "F", "screenshot_value": "V", "low_confidence": "L"}
-    w("| id | model | setup | source (locator) | quantity | measured | memfit | error | in memfit's range | flags |")
-    w("|---|---|---|---|---|---:|---:|---:|---|---|")
+    w("| id | model | setup | source (locator) | quantity | measured | memfit | error | in memfit's range | flags | expressible |")
+    w("|---|---|---|---|---|---:|---:|---:|---|---|---|")
     order = sorted(range(len(rows)), key=lambda i: (source_key(rows[i]["record"]), i))
     for i in order:
         r = rows[i]
         c, rec = r["case"], r["record"]
         unit = c["measured_unit"]
         src = f"{rec['source']['title']} — {rec['source']['locator']}"
-        flags = "".join(flag_letter.get(f, "") for f in c.get("flags", []))
+        flags = "".join(flag_letter.get(f, "U" if f.startswith(UNMODELLED_PREFIX) else "") for f in c.get("flags", []))
         written = f"{rec['measured']['value']} {rec['measured']['unit']}"
         shown = fmt_value(r["measured"], unit)
         measured_cell = shown if rec["measured"]["unit"] == unit else f"{shown} (written {written})"
@@ -536,14 +639,16 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
         rng = "-" if ir is None else ("yes" if ir else "no")
         w(f"| `{c['id']}` | {md_escape(rec['model'])} | {md_escape(c['setup_summary'])} | {md_escape(src)} | "
           f"{QUANTITY_LABEL[c['quantity']]} | {measured_cell} | {fmt_value(r['estimate'], unit)} | "
-          f"**{pct(r['error'])}** | {rng} | {flags} |")
+          f"**{pct(r['error'])}** | {rng} | {flags} | {'yes' if is_expressible(c) else 'no'} |")
     w("")
 
     # ---------------------------------------------------------------- large errors
     big = sorted([r for r in rows if abs(r["error"]) > threshold], key=lambda r: -abs(r["error"]))
     w(f"## Cases off by more than {threshold * 100:.0f} %")
     w("")
-    w(f"{len(big)} of {len(rows)} cases. For each: the error, memfit's components for that case (the compared quantity is "
+    big_expr = sum(1 for r in big if is_expressible(r["case"]))
+    w(f"{len(big)} of {len(rows)} cases ({big_expr} of them among the {len(expressible_rows(rows))} cases memfit can express). "
+      "For each: the error, memfit's components for that case (the compared quantity is "
       "built from them), and the mechanisms that plausibly explain the gap (from `discrepancy_notes` in cases.json; they "
       "describe what the run does that memfit's model does not, or what is uncertain in the measurement).")
     w("")
@@ -551,8 +656,10 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
         c = r["case"]
         w(f"### `{c['id']}`: {pct(r['error'])}")
         w("")
+        excl = excluding_flags(c)
+        expr_note = ("expressible" if not excl else "not expressible: " + ", ".join(f"`{f}`" for f in excl))
         w(f"{md_escape(c['setup_summary'])}. Measured {fmt_value(r['measured'], c['measured_unit'])} "
-          f"({QUANTITY_LABEL[c['quantity']]}), memfit {fmt_value(r['estimate'], c['measured_unit'])}.")
+          f"({QUANTITY_LABEL[c['quantity']]}), memfit {fmt_value(r['estimate'], c['measured_unit'])}; {expr_note}.")
         w("")
         w(f"- memfit {breakdown_line(r['result'])}")
         for n in c.get("discrepancy_notes", []) or ["no specific mechanism identified"]:
@@ -635,39 +742,56 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
         f.write("\n".join(L))
 
 
-def build_summary(rows, cases_path, meas_path, binary_display):
+def summary_block(rows):
+    """The summary statistics of one population of rows: overall, by quantity and by kind."""
     errs = [r["error"] for r in rows]
     ids = [r["case"]["id"] for r in rows]
     overall = stats(errs, ids)
-    by_q = group_stats(rows, lambda r: [r["case"]["quantity"]])
-    by_kind = group_stats(rows, kinds)
     keep = ("count", "median_abs_error", "mean_abs_error", "p90_abs_error", "worst_abs_error", "worst_id",
             "median_signed_error", "p10_signed_error", "p90_signed_error", "share_over")
 
     def r6(d):
         return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in d.items() if k in keep}
 
-    out = {
-        "error_definition": "(memfit - measured) / measured; *_abs_error are |error| as fractions (0.1 = 10 %)",
-        "count": overall["count"],
-        "median_abs_error": round(overall["median_abs_error"], 6),
-        "mean_abs_error": round(overall["mean_abs_error"], 6),
-        "p90_abs_error": round(overall["p90_abs_error"], 6),
-        "worst_abs_error": round(overall["worst_abs_error"], 6),
-        "worst_id": overall["worst_id"],
-        "median_signed_error": round(overall["median_signed_error"], 6),
-        "p10_signed_error": round(overall["p10_signed_error"], 6),
-        "p90_signed_error": round(overall["p90_signed_error"], 6),
-        "by_quantity": {q: r6(by_q[q]) for q in QUANTITIES if q in by_q},
-        "by_kind": {k: r6(v) for k, v in sorted(by_kind.items())},
-        "generated_from": {
-            "command": "/usr/bin/python3 tools/accuracy/accuracy.py",
-            "cases": CASES,
-            "cases_sha256": sha256(cases_path),
-            "measurements": MEASUREMENTS,
-            "measurements_sha256": sha256(meas_path),
-            "memfit": binary_display,
-        },
+    out = {"count": overall["count"]}
+    if overall["count"]:
+        for k in ("median_abs_error", "mean_abs_error", "p90_abs_error", "worst_abs_error", "worst_id",
+                  "median_signed_error", "p10_signed_error", "p90_signed_error"):
+            out[k] = round(overall[k], 6) if isinstance(overall[k], float) else overall[k]
+    by_q = group_stats(rows, lambda r: [r["case"]["quantity"]])
+    by_kind = group_stats(rows, kinds)
+    out["by_quantity"] = {q: r6(by_q[q]) for q in QUANTITIES if q in by_q}
+    out["by_kind"] = {k: r6(v) for k, v in sorted(by_kind.items())}
+    return out
+
+
+def build_summary(rows, cases_path, meas_path, binary_display):
+    expr = expressible_rows(rows)
+    out = {"error_definition": "(memfit - measured) / measured; *_abs_error are |error| as fractions (0.1 = 10 %)"}
+    out.update(summary_block(rows))
+    block = {
+        "definition": "scored cases carrying none of excluded_flags (nor any flag named " + UNMODELLED_PREFIX + "*): "
+                      "the run used nothing memfit has no setting for, and the measured value belongs to one definite "
+                      "configuration",
+        "excluded_flags": sorted(set(EXPRESSIBLE_EXCLUDED_FLAGS) | {f for r in rows for f in excluding_flags(r["case"])}),
+        "ids": sorted(r["case"]["id"] for r in expr),
+    }
+    block.update(summary_block(expr))
+    out["expressible"] = block
+    moe = measured_over_estimate(expr)
+    out["measured_over_estimate"] = {
+        "definition": "measured / memfit estimate of peak_allocated_bytes over the cases memfit can express; 80 % of "
+                      "them lie between p10 and p90",
+        "population": "expressible",
+        **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in moe.items()},
+    }
+    out["generated_from"] = {
+        "command": "/usr/bin/python3 tools/accuracy/accuracy.py",
+        "cases": CASES,
+        "cases_sha256": sha256(cases_path),
+        "measurements": MEASUREMENTS,
+        "measurements_sha256": sha256(meas_path),
+        "memfit": binary_display,
     }
     return out
 
@@ -707,7 +831,18 @@ def main(argv=None):
         f.write("\n")
     print(f"{len(rows)} cases scored ({len(failures)} failed): median |error| {summary['median_abs_error'] * 100:.1f} %, "
           f"p90 {summary['p90_abs_error'] * 100:.1f} %, worst {summary['worst_abs_error'] * 100:.1f} % ({summary['worst_id']})")
+    ex = summary["expressible"]
+    if ex["count"]:
+        print(f"{ex['count']} cases memfit can express: median |error| {ex['median_abs_error'] * 100:.1f} %, "
+              f"p90 {ex['p90_abs_error'] * 100:.1f} %, worst {ex['worst_abs_error'] * 100:.1f} % ({ex['worst_id']})")
+    moe = summary["measured_over_estimate"]
+    if moe["count"]:
+        print(f"measured / memfit (peak_allocated, expressible, {moe['count']} cases): p10 {moe['p10']:.2f}, p90 {moe['p90']:.2f}")
     print(f"wrote {os.path.relpath(at_root(args.out_md), ROOT)} and {os.path.relpath(at_root(args.out_json), ROOT)}")
+    if os.path.abspath(at_root(args.out_json)) == os.path.abspath(os.path.join(ROOT, "docs/data/accuracy_summary.json")):
+        import band
+        band.main()
+        print("wrote core/src/accuracy_band.inc (rebuild memfit to use it)")
     return 1 if failures else 0
 
 

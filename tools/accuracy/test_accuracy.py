@@ -8,6 +8,7 @@ with a message, everything else still runs.
 """
 
 import json
+import pathlib
 import os
 import sys
 import tempfile
@@ -87,6 +88,42 @@ class CasesFile(unittest.TestCase):
                 for alt in c.get("what_if", []):
                     self.assertTrue(alt["label"].strip())
                     self.assertIsInstance(alt["set"], dict)
+
+    def test_optimizer_impl_and_precision_are_explicit_and_justified(self):
+        impls = {"foreach", "fused", "for_loop"}
+        for c in self.cases:
+            t = c["config"]["training"]
+            with self.subTest(case=c["id"]):
+                self.assertIn(t.get("optimizer_impl"), impls, "every case states optimizer_impl")
+                self.assertIn("precision", t, "every case states precision")
+                self.assertTrue(any(a.startswith(f"optimizer_impl {t['optimizer_impl']}:") for a in c["assumptions"]),
+                                "optimizer_impl has a justification line")
+                self.assertTrue(any(a.startswith(f"precision {t['precision']}") for a in c["assumptions"]),
+                                "precision has a justification line")
+
+    def test_every_flag_is_classified_for_the_expressible_population(self):
+        meanings = self.doc["flag_meanings"]
+        for f in list(A.EXPRESSIBLE_EXCLUDED_FLAGS) + list(A.EXPRESSIBLE_KEPT_FLAGS):
+            self.assertIn(f, meanings, f"{f} is not a flag cases.json defines")
+        for f in meanings:
+            with self.subTest(flag=f):
+                self.assertTrue(f in A.EXPRESSIBLE_EXCLUDED_FLAGS or f in A.EXPRESSIBLE_KEPT_FLAGS
+                                or f.startswith(A.UNMODELLED_PREFIX), "flag neither excludes nor is kept explicitly")
+                if f.startswith(A.UNMODELLED_PREFIX):
+                    self.assertTrue(meanings[f].startswith("unmodelled:"))
+
+    def test_torchtitan_op_level_selective_checkpointing_is_flagged(self):
+        for c in self.cases:
+            sac = c["id"].startswith("ttitan-") and c["config"]["training"]["checkpointing"] == "selective"
+            with self.subTest(case=c["id"]):
+                self.assertEqual("unmodelled_op_sac" in c.get("flags", []), sac)
+                self.assertFalse(A.is_expressible(c) and sac)
+
+    def test_torchtune_qlora_cases_note_the_torchao_nf4_difference(self):
+        for c in self.cases:
+            if c["id"].startswith("tt-") and c["kind"] == "qlora":
+                with self.subTest(case=c["id"]):
+                    self.assertTrue(any("torchao" in n and "bitsandbytes" in n for n in c.get("discrepancy_notes", [])))
 
     def test_quantity_matches_what_the_source_measured(self):
         expected = {"max_memory_allocated": "peak_allocated_bytes", "max_memory_reserved": "peak_reserved_bytes",
@@ -182,11 +219,14 @@ class Statistics(unittest.TestCase):
         self.assertAlmostEqual(s["share_within_25pct"], 0.8)
 
     def test_group_stats_and_summary_file(self):
-        def row(cid, err, q, kind, gpus=1):
-            return {"case": {"id": cid, "quantity": q, "kind": kind, "config": {"parallel": {"num_gpus": gpus}}},
-                    "error": err, "multi_gpu": gpus > 1}
+        def row(cid, err, q, kind, gpus=1, flags=()):
+            return {"case": {"id": cid, "quantity": q, "kind": kind, "config": {"parallel": {"num_gpus": gpus}},
+                             "flags": list(flags)},
+                    "error": err, "multi_gpu": gpus > 1, "measured": 100.0, "estimate": 100.0 * (1 + err)}
         rows = [row("a", 0.1, "peak_allocated_bytes", "full"), row("b", -0.3, "peak_allocated_bytes", "lora"),
-                row("c", 0.5, "peak_reserved_bytes", "qlora", 8)]
+                row("c", 0.5, "peak_reserved_bytes", "qlora", 8),
+                row("d", 1.0, "peak_allocated_bytes", "full", flags=["torch_compile"])]
+        rows_all, rows = rows, rows[:3]
         by_q = A.group_stats(rows, lambda r: [r["case"]["quantity"]])
         self.assertEqual(by_q["peak_allocated_bytes"]["count"], 2)
         self.assertAlmostEqual(by_q["peak_allocated_bytes"]["median_abs_error"], 0.2)
@@ -208,6 +248,41 @@ class Statistics(unittest.TestCase):
         self.assertEqual(set(s["by_quantity"]), {"peak_allocated_bytes", "peak_reserved_bytes"})
         for key in ("count", "median_abs_error", "p90_abs_error", "worst_abs_error", "by_quantity", "generated_from"):
             self.assertIn(key, s)
+        # With an excluded case added: the top level counts it, the expressible block does not.
+        with tempfile.TemporaryDirectory() as tmp:
+            cases_path = os.path.join(tmp, "c.json")
+            with open(cases_path, "w") as f:
+                f.write("{}")
+            s = A.build_summary(rows_all, cases_path, cases_path, "build/cli/memfit")
+        self.assertEqual(s["count"], 4)
+        self.assertAlmostEqual(s["worst_abs_error"], 1.0)
+        ex = s["expressible"]
+        self.assertEqual(ex["count"], 3)
+        self.assertEqual(ex["ids"], ["a", "b", "c"])
+        self.assertIn("torch_compile", ex["excluded_flags"])
+        self.assertAlmostEqual(ex["worst_abs_error"], 0.5)
+        for key in ("median_abs_error", "mean_abs_error", "p90_abs_error", "worst_id", "median_signed_error",
+                    "p10_signed_error", "p90_signed_error", "by_quantity", "by_kind"):
+            self.assertIn(key, ex)
+        self.assertEqual(set(ex["by_quantity"]["peak_allocated_bytes"]), set(s["by_quantity"]["peak_allocated_bytes"]))
+        moe = s["measured_over_estimate"]
+        self.assertEqual((moe["quantity"], moe["population"], moe["count"]), ("peak_allocated_bytes", "expressible", 2))
+        # measured / estimate for a and b: 1/1.1 and 1/0.7; 'd' (excluded) and 'c' (reserved) do not count.
+        lo, hi = 1 / 1.1, 1 / 0.7
+        self.assertAlmostEqual(moe["p10"], lo + 0.1 * (hi - lo), places=5)
+        self.assertAlmostEqual(moe["p90"], lo + 0.9 * (hi - lo), places=5)
+
+    def test_expressible_definition(self):
+        self.assertTrue(A.is_expressible({"flags": []}))
+        self.assertTrue(A.is_expressible({}))
+        for kept in A.EXPRESSIBLE_KEPT_FLAGS:
+            self.assertTrue(A.is_expressible({"flags": [kept]}), kept)
+        for excluded in A.EXPRESSIBLE_EXCLUDED_FLAGS:
+            self.assertFalse(A.is_expressible({"flags": ["low_confidence", excluded]}), excluded)
+        self.assertFalse(A.is_expressible({"flags": ["unmodelled_anything"]}))
+        self.assertEqual(A.excluding_flags({"flags": ["seq_from_default", "float8", "unmodelled_x"]}),
+                         ["float8", "unmodelled_x"])
+        self.assertEqual(A.measured_over_estimate([])["count"], 0)
 
     def test_measured_bytes_uses_the_resolved_unit(self):
         rec = {"measured": {"value": 14949, "unit": "MB"}}
@@ -233,3 +308,13 @@ class Statistics(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BandIsGeneratedFromTheSummary(unittest.TestCase):
+    def test_core_band_matches_the_summary(self):
+        import band
+        root = pathlib.Path(__file__).resolve().parents[2]
+        summary = json.loads((root / "docs/data/accuracy_summary.json").read_text())
+        expected = band.render(*band.band(summary))
+        self.assertEqual((root / "core/src/accuracy_band.inc").read_text(), expected,
+                         "core/src/accuracy_band.inc is stale: run /usr/bin/python3 tools/accuracy/band.py")

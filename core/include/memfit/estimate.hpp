@@ -83,6 +83,12 @@ struct Estimate {
   // Weights, gradients, optimizer states and master weights per (base) parameter, all GPUs
   // together: the seeds' "14x rule" number, 2–3 for LoRA.
   double static_bytes_per_parameter = 0;
+  // Where published GPU runs landed relative to memfit (docs/accuracy.md): 80 % of them measured
+  // between these multiples of the estimate; applied to peak_allocated_bytes. Empty (0, 0) under
+  // the seeds' convention.
+  Exact measured_band_low_bytes;
+  Exact measured_band_high_bytes;
+  int measured_band_cases = 0;
   Fit fit;                          // the configured GPU
   std::vector<Fit> fits;            // every GPU in the table
   bool ok() const { return errors.empty(); }
