@@ -319,3 +319,21 @@ TEST(Estimate, ExpertParallelismDividesOnlyTheRoutedExperts) {
 
 }  // namespace
 }  // namespace memfit
+
+namespace memfit {
+namespace {
+
+TEST(Estimate, MeasuredBandBracketsThePeakAndIsAbsentForTheSeeds) {
+  const Estimate e = estimate(default_config());
+  EXPECT_GT(e.measured_band_cases, 30);
+  EXPECT_LT(e.measured_band_low_bytes, e.measured_band_high_bytes);
+  EXPECT_LE(e.measured_band_low_bytes, e.peak_allocated_bytes);
+  EXPECT_GE(e.measured_band_high_bytes, e.peak_allocated_bytes);
+  Config seed = default_config();
+  seed.training.precision = Precision::kSeed14p;
+  EXPECT_EQ(estimate(seed).measured_band_cases, 0);
+  EXPECT_EQ(estimate_json(R"({"training":{"precision":"seed_14p"}})").find("measured_band_bytes"), nullptr);
+}
+
+}  // namespace
+}  // namespace memfit
