@@ -238,6 +238,54 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   return t;
 }
 
+// torchtitan's op-level selective activation checkpointing (torchtitan/models/llama3/
+// parallelize.py, _save_list): inside each checkpointed block only the outputs of saved ops are
+// kept — every second matrix multiply (counted in forward order within the block) and the fused
+// attention kernel's output and log-sum-exp — plus the block's input; the rest is recomputed.
+std::vector<NamedBytes> selective_op_terms(const Config& c, const Dims& d, bool moe) {
+  const ModelSpec& m = c.model;
+  std::vector<Exact> matmul_widths;  // output width of each matmul, in forward order
+  if (m.attention_type == AttentionType::kMla) {
+    const Exact h = d.heads, qk = d.head_dim;
+    if (m.q_lora_rank > 0) matmul_widths.push_back(m.q_lora_rank);
+    matmul_widths.push_back(h * qk);
+    matmul_widths.push_back(Exact(m.kv_lora_rank) + m.qk_rope_head_dim);
+    matmul_widths.push_back(h * (Exact(m.qk_nope_head_dim) + d.v_head_dim));
+  } else {
+    matmul_widths.push_back(d.heads * d.head_dim);
+    matmul_widths.push_back(d.kv_heads * d.head_dim);
+    matmul_widths.push_back(d.kv_heads * d.v_head_dim);
+  }
+  matmul_widths.push_back(d.hidden_split);  // o
+  Exact tokens_through_mlp = d.tokens;
+  Exact ff = d.ff;
+  if (moe) {  // the router, then each routed token through its expert
+    matmul_widths.push_back(m.num_experts);
+    tokens_through_mlp = d.tokens * m.num_experts_per_tok;
+    ff = ceil_div(m.moe_intermediate_size, c.parallel.tensor);
+  }
+  std::vector<NamedBytes> t;
+  Exact attention_side = 0;
+  for (std::size_t i = 0; i < matmul_widths.size(); i += 2) attention_side += d.tokens * matmul_widths[i] * d.act;
+  // The MLP's matmuls continue the count: gate, up, down (or up, down).
+  std::vector<Exact> mlp_widths;
+  if (m.mlp == MlpKind::kGated) mlp_widths.push_back(ff);
+  mlp_widths.push_back(ff);
+  mlp_widths.push_back(d.hidden_split);
+  Exact mlp_side = 0;
+  for (std::size_t i = 0; i < mlp_widths.size(); ++i) {
+    if ((matmul_widths.size() + i) % 2 == 0) mlp_side += tokens_through_mlp * mlp_widths[i] * d.act;
+  }
+  add(t, "selective_op.block_input", d.tokens * d.hidden_split * d.stream);
+  add(t, "selective_op.attention_matmul_outputs", attention_side);
+  if (c.training.attention == AttentionImpl::kFlash) {
+    add(t, "selective_op.attention_output", d.tokens * d.heads * d.v_head_dim * d.act +
+                                                d.batch * d.heads * d.seq * kFp32Bytes);
+  }
+  add(t, "selective_op.mlp_matmul_outputs", mlp_side);
+  return t;
+}
+
 Exact sum(const std::vector<NamedBytes>& terms) {
   Exact total = 0;
   for (const NamedBytes& term : terms) total += term.bytes;
@@ -270,6 +318,7 @@ Exact seed_activation_bytes(const Config& c) {
     case Checkpointing::kNone: return per_layer * m.num_hidden_layers;
     case Checkpointing::kFull: return per_layer;  // the seeds: "one layer's activations"
     case Checkpointing::kSelective:               // Korthikanti et al.: the 5hT term is recomputed
+    case Checkpointing::kSelectiveOp:
       return b * t * d * 34 * m.num_hidden_layers;
   }
   return per_layer;
@@ -320,7 +369,12 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
 
   const Exact block_input = d.tokens * d.hidden_split * d.stream;
   Exact body;
-  if (tr.checkpointing == Checkpointing::kFull) {
+  if (tr.checkpointing == Checkpointing::kSelectiveOp) {
+    const Exact dense_op = sum(selective_op_terms(c, d, false));
+    const Exact moe_op = m.num_experts > 0 ? sum(selective_op_terms(c, d, true)) : Exact(0);
+    body = dense_op * dense_share + moe_op * moe_share;
+    out.layer_terms = selective_op_terms(c, d, all_moe);
+  } else if (tr.checkpointing == Checkpointing::kFull) {
     // Full recomputation keeps each block's input (Chen et al. 2016) and its other tensor
     // arguments: eager attention's additive causal mask (T × T in model dtype).
     body = block_input * layers_per_stage;
@@ -343,7 +397,9 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   const Exact attention_grads = tr.attention == AttentionImpl::kEager ? scores * kFp32Bytes * 2 : Exact(0);
   const Exact mlp_grads = d.tokens * d.ff * d.act * 3;
   out.layer_backward_working_bytes = max(attention_grads, mlp_grads) + block_input * 2;
-  if (tr.checkpointing == Checkpointing::kFull) out.layer_backward_working_bytes += max(dense_layer, moe_layer);
+  if (tr.checkpointing == Checkpointing::kFull || tr.checkpointing == Checkpointing::kSelectiveOp) {
+    out.layer_backward_working_bytes += max(dense_layer, moe_layer);  // the block recomputed for its backward
+  }
 
   // Logits and loss (Hugging Face ForCausalLMLoss, transformers ≥ 4.46): logits in model dtype, an
   // fp32 upcast, log_softmax's fp32 output (the one tensor saved), int64 labels. Backward holds the

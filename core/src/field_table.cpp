@@ -128,8 +128,9 @@ std::vector<Field> build_fields() {
               "kernels (fused=True, DeepSpeed FusedAdam, 8-bit); for_loop: one parameter at a time",
               "foreach", "fused", "for_loop"),
       MF_ENUM("training.checkpointing", training.checkpointing, Checkpointing,
-              "activation checkpointing: none, selective (attention recomputed), full (layer inputs only)", "none",
-              "selective", "full"),
+              "activation checkpointing: none, selective (Megatron: attention core recomputed), full (layer "
+              "inputs only), selective_op (torchtitan: every second matmul output and the attention output kept)",
+              "none", "selective", "full", "selective_op"),
       MF_ENUM("training.attention", training.attention, AttentionImpl,
               "flash: no T×T scores stored; eager: softmax scores stored", "flash", "eager"),
       MF_REAL("training.dropout", training.dropout, 0.0, 0.99, "dropout probability (masks stored when > 0)"),

@@ -81,7 +81,7 @@ describe('markdown → HTML (web/markdown.mjs)', () => {
     assert.doesNotMatch(out, /href="[^"]*(javascript|vbscript|data):/i);
     // What is dropped is only the link; its text stays, escaped.
     assert.match(out, /click c2 c3\nc4 /);
-    assert.match(out, / c6<\/a> c7/);
+    assert.match(out, />c6<\/a> c7\n/);
     assert.match(out, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
     assert.match(out, /&amp;amp;/, 'entities in the source are text, not entities');
     // A quote cannot close the attribute: it is escaped.

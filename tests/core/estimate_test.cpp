@@ -323,16 +323,55 @@ TEST(Estimate, ExpertParallelismDividesOnlyTheRoutedExperts) {
 namespace memfit {
 namespace {
 
-TEST(Estimate, MeasuredBandBracketsThePeakAndIsAbsentForTheSeeds) {
+TEST(Estimate, MeasuredBandScalesThePeakAndIsAbsentForTheSeeds) {
+  // The band is empirical (docs/accuracy.md): it need not contain the estimate itself — where
+  // published runs sit above memfit, it says so.
   const Estimate e = estimate(default_config());
   EXPECT_GT(e.measured_band_cases, 30);
   EXPECT_LT(e.measured_band_low_bytes, e.measured_band_high_bytes);
-  EXPECT_LE(e.measured_band_low_bytes, e.peak_allocated_bytes);
-  EXPECT_GE(e.measured_band_high_bytes, e.peak_allocated_bytes);
+  const double peak = static_cast<double>(e.peak_allocated_bytes.value());
+  EXPECT_GT(static_cast<double>(e.measured_band_low_bytes.value()), 0.5 * peak);
+  EXPECT_LT(static_cast<double>(e.measured_band_high_bytes.value()), 3.0 * peak);
   Config seed = default_config();
   seed.training.precision = Precision::kSeed14p;
   EXPECT_EQ(estimate(seed).measured_band_cases, 0);
   EXPECT_EQ(estimate_json(R"({"training":{"precision":"seed_14p"}})").find("measured_band_bytes"), nullptr);
+}
+
+}  // namespace
+}  // namespace memfit
+
+namespace memfit {
+namespace {
+
+TEST(Checkpointing, TorchtitanOpLevelPolicyKeepsEverySecondMatmul) {
+  Config c = default_config();
+  c.model = ModelSpec{};
+  c.model.vocab_size = 16;
+  c.model.hidden_size = 8;
+  c.model.num_hidden_layers = 1;
+  c.model.num_attention_heads = 2;
+  c.model.intermediate_size = 16;
+  c.training.precision = Precision::kBf16;
+  c.training.micro_batch_size = 1;
+  c.training.seq_len = 4;
+  c.training.checkpointing = Checkpointing::kSelectiveOp;
+  // Matmuls in forward order: q 8, k 8, v 8, o 8, gate 16, up 16, down 8 (output widths). Kept:
+  // the 1st, 3rd, 5th, 7th → q, v, gate, down = 40 per token × 4 tokens × 2 bytes = 320.
+  // Flash output 4 · 8 · 2 = 64 and log-sum-exp 4 bytes × 2 heads × 4 rows = 32; block input 64.
+  const Estimate e = estimate(c);
+  Exact per_layer = 0;
+  for (const NamedBytes& t : e.activation_terms_per_layer) per_layer += t.bytes;
+  EXPECT_EQ(per_layer.value(), 320 + 64 + 32 + 64);
+  // Between no checkpointing and full checkpointing, for a real model.
+  Config big = default_config();
+  big.training.seq_len = 8192;
+  const auto acts = [&](Checkpointing k) {
+    big.training.checkpointing = k;
+    return estimate(big).breakdown.activations.value();
+  };
+  EXPECT_LT(acts(Checkpointing::kSelectiveOp), acts(Checkpointing::kNone) / 2);
+  EXPECT_GT(acts(Checkpointing::kSelectiveOp), acts(Checkpointing::kFull));
 }
 
 }  // namespace

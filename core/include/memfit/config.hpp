@@ -43,7 +43,10 @@ enum class Optimizer {
 // bitsandbytes) update in place; the per-parameter loop keeps one parameter-sized temporary.
 enum class OptimizerImpl { kForeach, kFused, kForLoop };
 
-enum class Checkpointing { kNone, kSelective, kFull };
+// Activation checkpointing. selective: Megatron's (Korthikanti et al. 2022), the attention core
+// is recomputed; selective_op: torchtitan's op-level policy, which keeps only every second matmul
+// output and the attention kernel's output; full: each block's input only.
+enum class Checkpointing { kNone, kSelective, kFull, kSelectiveOp };
 enum class AttentionImpl { kFlash, kEager };
 enum class FinetuneMethod { kFull, kLora };
 
