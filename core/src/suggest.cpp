@@ -17,6 +17,25 @@ Json patch(const char* section, const char* key, Json value) {
   return outer;
 }
 
+// LoRA with the given frozen-base bits, as a configuration and as a patch.
+Config with_lora(const Config& c, std::int64_t base_bits) {
+  Config n = c;
+  n.training.finetune.method = FinetuneMethod::kLora;
+  n.training.finetune.base_bits = base_bits;
+  return n;
+}
+
+Json lora_patch(std::int64_t base_bits) {
+  Json finetune = Json::object();
+  finetune.set("method", Json::string("lora"));
+  finetune.set("base_bits", Json::integer(base_bits));
+  Json training = Json::object();
+  training.set("finetune", std::move(finetune));
+  Json p = Json::object();
+  p.set("training", std::move(training));
+  return p;
+}
+
 struct Candidate {
   std::string title;
   std::string detail;
@@ -80,31 +99,13 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
     }
   }
   if (t.finetune.method == FinetuneMethod::kFull) {
-    Config n = c;
-    n.training.finetune.method = FinetuneMethod::kLora;
-    n.training.finetune.base_bits = 16;
-    Json f = Json::object();
-    f.set("method", Json::string("lora"));
-    f.set("base_bits", Json::integer(16));
-    Json tr = Json::object();
-    tr.set("finetune", f);
-    Json p = Json::object();
-    p.set("training", std::move(tr));
+    Config n = with_lora(c, 16);
     out.push_back({"LoRA (rank " + std::to_string(n.training.finetune.lora_rank) + ") instead of a full fine-tune",
-                   "trains adapters only; the base stays frozen in 16 bit", p, n, 5});
+                   "trains adapters only; the base stays frozen in 16 bit", lora_patch(16), n, 5});
   }
   if (t.finetune.base_bits != 4) {
-    Config n = c;
-    n.training.finetune.method = FinetuneMethod::kLora;
-    n.training.finetune.base_bits = 4;
-    Json f = Json::object();
-    f.set("method", Json::string("lora"));
-    f.set("base_bits", Json::integer(4));
-    Json tr = Json::object();
-    tr.set("finetune", f);
-    Json p = Json::object();
-    p.set("training", std::move(tr));
-    out.push_back({"QLoRA (4-bit NF4 base)", "frozen base quantised to 4 bits; slower matmuls", p, n, 6});
+    out.push_back({"QLoRA (4-bit NF4 base)", "frozen base quantised to 4 bits; slower matmuls", lora_patch(4),
+                   with_lora(c, 4), 6});
   }
   if (c.parallel.num_gpus == 1) {
     // The fewest GPUs of the same kind that fit with ZeRO-3 / FSDP full sharding.
