@@ -104,7 +104,7 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
                    "trains adapters only; the base stays frozen in 16 bit", lora_patch(16), n, 5});
   }
   if (t.finetune.base_bits != 4) {
-    out.push_back({"QLoRA (4-bit NF4 base)", "frozen base quantised to 4 bits; slower matmuls", lora_patch(4),
+    out.push_back({"QLoRA (4-bit NF4 base)", "frozen base quantised to 4 bits; bitsandbytes layers keep their inputs for backward, and matmuls are slower", lora_patch(4),
                    with_lora(c, 4), 6});
   }
   if (c.parallel.num_gpus == 1) {

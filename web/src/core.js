@@ -32,6 +32,7 @@ export function wrapCore(module) {
     estimate: (config) => call(module.estimate, text(config)),
     validate: (config) => call(module.validate, text(config)),
     scalingTable: (config) => call(module.scaling_table, text(config)),
+    suggestions: (config) => call(module.suggestions, text(config)),
     importHfConfig: (configText) => call(module.import_hf_config, String(configText)),
     defaultConfig: () => call(module.default_config),
     schema: () => call(module.config_schema),

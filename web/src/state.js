@@ -6,7 +6,7 @@ import { batch, computed, effect, signal } from '@preact/signals';
 
 import { formSections, setPath, toConfigValue } from './fields.js';
 import { fetchHubConfig } from './hub.js';
-import { URL_VERSION, decode, encode, getPath, valueText } from './url.js';
+import { URL_VERSION, decode, encode, flatten, getPath, valueText } from './url.js';
 
 const MODEL_PREFIX = 'model.';
 const isModelPath = (path) => path.startsWith(MODEL_PREFIX);
@@ -20,6 +20,10 @@ export function buildConfig(presetId, edits, fieldByPath) {
   for (const [path, raw] of Object.entries(edits)) setPath(config, path, toConfigValue(fieldByPath.get(path), raw));
   return config;
 }
+
+// A value from the core (a suggestion's patch) as the form holds it: numbers as the text one
+// would type, everything else as it is.
+const formValue = (value) => (typeof value === 'number' ? String(value) : value);
 
 // core: the API of core.js. search: the page's location.search (the share link).
 export function createAppState(core, { search = '', warn = (...args) => console.warn(...args), fetchImpl } = {}) {
@@ -103,8 +107,16 @@ export function createAppState(core, { search = '', warn = (...args) => console.
   const shown = signal(null);
   const dispose = effect(() => {
     const r = result.value;
-    if (r.ok) shown.value = { result: r, scaling: scaling.value };
+    if (r.ok) shown.value = { result: r, scaling: scaling.value, config: config.value };
   });
+
+  // What to change (the core's suggestions) for the configuration on screen. Computed only when
+  // read: the page reads it when the run does not fit, or when the user opens the list.
+  const suggestions = computed(() => (shown.value ? core.suggestions(shown.value.config) : null));
+  // The last suggestion applied: { title, before: the form's state before, after: the edits it
+  // made }. Undo is offered while the form is still exactly what the suggestion made it.
+  const applied = signal(null);
+  const canUndo = computed(() => applied.value !== null && applied.value.after === edits.value);
 
   // The share link: fields that differ from the defaults after applying the preset.
   const query = computed(() =>
@@ -139,6 +151,30 @@ export function createAppState(core, { search = '', warn = (...args) => console.
       presetId.value = defaults.model.preset;
       edits.value = {};
       imported.value = null;
+    });
+  }
+
+  // A suggestion's patch (a partial configuration: training / parallel / hardware, never the
+  // model) merged into the form, field by field, as if typed.
+  function applySuggestion(suggestion) {
+    const before = { presetId: presetId.value, edits: edits.value };
+    const next = { ...edits.value };
+    for (const [path, value] of flatten(suggestion.patch)) {
+      if (!isModelPath(path)) next[path] = fieldByPath.has(path) ? formValue(value) : value;
+    }
+    batch(() => {
+      edits.value = next;
+      applied.value = { title: suggestion.title, before, after: next };
+    });
+  }
+
+  function undoSuggestion() {
+    if (!canUndo.value) return;
+    const { before } = applied.value;
+    batch(() => {
+      presetId.value = before.presetId;
+      edits.value = before.edits;
+      applied.value = null;
     });
   }
 
@@ -179,10 +215,10 @@ export function createAppState(core, { search = '', warn = (...args) => console.
     // inputs
     presetId, edits, units, pasteText, imported, hub,
     // derived
-    preset, presetModel, config, result, base, presetLabel, issues, shown, query,
-    fieldValue, isEdited,
+    preset, presetModel, config, result, base, presetLabel, issues, shown, query, suggestions,
+    applied, canUndo, fieldValue, isEdited,
     // actions
-    setField, selectPreset, resetAll, importConfig, fetchFromHub,
+    setField, selectPreset, resetAll, importConfig, fetchFromHub, applySuggestion, undoSuggestion,
     dispose,
   };
 }

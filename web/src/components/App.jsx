@@ -54,6 +54,10 @@ export function App({ state }) {
               units={units}
               stale={!result.ok}
               onSelectGpu={(id) => state.setField('hardware.gpu', id)}
+              suggestions={state.suggestions}
+              applied={state.canUndo.value ? state.applied.value : null}
+              onApply={state.applySuggestion}
+              onUndo={state.undoSuggestion}
             />
           ) : (
             <div class="empty-results">No result yet: fix the highlighted fields and the estimate appears here.</div>

@@ -1,5 +1,6 @@
 // The answer first: the peak, what nvidia-smi would show, and the verdict on the chosen GPU.
-import { formatBytes, formatExactBytes, formatPercent, share } from '../../format.js';
+import { ACCURACY_PAGE, count, medianAbsError } from '../../accuracy.js';
+import { formatBytes, formatCount, formatExactBytes, formatPercent, share } from '../../format.js';
 import { Bytes } from './Bytes.jsx';
 import { VerdictBadge } from './Verdict.jsx';
 
@@ -26,6 +27,29 @@ function Headroom({ fit, units }) {
   );
 }
 
+// The core's band from published runs, when it gives one (result.measured_band_bytes): where 80 %
+// of them landed relative to memfit's estimate of the same quantity (docs/accuracy.md).
+function MeasuredBand({ band, cases, units }) {
+  if (!Array.isArray(band) || band.length !== 2 || !band.every((b) => typeof b === 'number')) return null;
+  return (
+    <div class="stat-note measured-band" data-testid="measured-band">
+      Published runs like this measured <Bytes bytes={band[0]} units={units} /> to{' '}
+      <Bytes bytes={band[1]} units={units} /> (80{'\u00a0'}% of {typeof cases === 'number' ? cases : 'the'} scored
+      runs)
+    </div>
+  );
+}
+
+// How close memfit came to published measurements (statistics about memfit, not an estimate).
+export function AccuracyLine() {
+  return (
+    <p class="accuracy-line" data-testid="accuracy-line">
+      Scored against {formatCount(count)} published GPU runs: median error {formatPercent(medianAbsError)}.{' '}
+      <a href={ACCURACY_PAGE}>How accurate is this?</a>
+    </p>
+  );
+}
+
 export function Headline({ result, units }) {
   const fit = result.fits;
   const [lo, hi] = result.device_total_range_bytes ?? [];
@@ -35,6 +59,7 @@ export function Headline({ result, units }) {
         <div class="stat-label">Peak allocated</div>
         <div class="stat-value"><Bytes bytes={result.peak_allocated_bytes} units={units} testid="peak-allocated" /></div>
         <div class="stat-note" title="torch.cuda.max_memory_allocated() over one training step">the most PyTorch allocates in one step</div>
+        <MeasuredBand band={result.measured_band_bytes} cases={result.measured_band_cases} units={units} />
       </div>
       <div class="stat">
         <div class="stat-label">Device total (nvidia-smi)</div>

@@ -1,0 +1,103 @@
+// What to change: the core's suggestions (suggestions()), each with the device total it would
+// give and its verdict, and a button that applies it to the form. Prominent when the run does not
+// fit (or is tight) on the chosen GPU; a folded list otherwise.
+import { useState } from 'preact/hooks';
+
+import { fieldLabel } from '../../fields.js';
+import { flatten, valueText } from '../../url.js';
+import { Bytes } from './Bytes.jsx';
+import { VerdictBadge } from './Verdict.jsx';
+
+// The fields a patch sets, as "Micro-batch size 1 · Gradient accumulation 4".
+function Changes({ patch }) {
+  const items = flatten(patch);
+  if (items.length === 0) return null;
+  return (
+    <span class="suggestion-changes">
+      {items.map(([path, value], i) => (
+        <span key={path}>
+          {i > 0 && ' · '}
+          {fieldLabel(path)} <code>{valueText(value)}</code>
+        </span>
+      ))}
+    </span>
+  );
+}
+
+function SuggestionList({ answer, units, disabled, onApply }) {
+  if (!answer) return null;
+  if (!answer.ok) {
+    return <p class="card-note">{(answer.errors ?? []).map((e) => e.message).join('; ')}</p>;
+  }
+  const list = answer.suggestions ?? [];
+  if (list.length === 0) {
+    return <p class="card-note" data-testid="no-suggestions">The core knows no single change that lowers this run's memory.</p>;
+  }
+  return (
+    <ol class="suggestions" data-testid="suggestion-list">
+      {list.map((s, i) => (
+        <li key={s.title} class={`suggestion${i === 0 ? ' best' : ''}`} data-title={s.title} data-verdict={s.verdict}>
+          <div class="suggestion-text">
+            <span class="suggestion-title">{s.title}</span>
+            <span class="suggestion-detail">{s.detail}</span>
+            <Changes patch={s.patch} />
+          </div>
+          <div class="suggestion-result">
+            <Bytes bytes={s.device_total_bytes} units={units} testid="suggestion-bytes" />
+            <VerdictBadge verdict={s.verdict} />
+          </div>
+          <button
+            type="button"
+            class={`button${i === 0 && s.verdict === 'fits' ? ' primary' : ''}`}
+            disabled={disabled}
+            title={disabled ? 'Fix the highlighted inputs first' : `Apply: ${s.title}`}
+            onClick={() => onApply(s)}
+          >
+            Apply
+          </button>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+const INTRO = {
+  does_not_fit: 'does not fit on',
+  tight: 'is over the memory budget of',
+};
+
+// The run does not fit (or is tight): the card, open, right after the headline.
+export function WhatToChange({ result, suggestions, units, stale, onApply }) {
+  const fit = result.fits;
+  return (
+    <section class={`card what-to-change verdict-${fit.verdict}`} aria-labelledby="h-change" data-testid="suggestions">
+      <h2 id="h-change">What to change</h2>
+      <p class="card-note">
+        This run {INTRO[fit.verdict] ?? 'does not fit on'} the {fit.name}. Each change below is estimated by the core:
+        the device total it gives per GPU, and whether that fits. Best first.
+      </p>
+      <SuggestionList answer={suggestions.value} units={units} disabled={stale} onApply={onApply} />
+    </section>
+  );
+}
+
+// The run fits: a folded list, computed only when opened.
+export function WaysToSave({ suggestions, units, stale, onApply }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details class="card ways-to-save" data-testid="suggestions" onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Ways to save memory <span class="summary-note">changes the core estimates for this run</span></summary>
+      {open && <SuggestionList answer={suggestions.value} units={units} disabled={stale} onApply={onApply} />}
+    </details>
+  );
+}
+
+// After Apply: what was applied, and the way back.
+export function Applied({ applied, onUndo }) {
+  return (
+    <div class="applied" role="status" data-testid="applied">
+      <span>Applied: <strong>{applied.title}</strong>.</span>
+      <button type="button" class="link undo" onClick={onUndo} data-testid="undo">Undo</button>
+    </div>
+  );
+}
