@@ -133,6 +133,136 @@ void estimate_seed_convention(const Config& c, Estimate& e) {
   }
 }
 
+// Where the parameters sit on the busiest GPU: its share of the counted architecture (pipeline
+// stage, tensor and expert parallelism) and how many ways ZeRO / FSDP shard what it shards.
+struct Placement {
+  Exact local_count;      // counted parameters on this GPU before ZeRO
+  Exact total_count;      // counted parameters of the whole model
+  Exact local_params;     // the (possibly nominal) base parameters on this GPU
+  Exact local_trainable;  // trainable parameters on this GPU before ZeRO
+  Exact zero_shards;      // 1 without ZeRO
+  Exact share_of(Exact whole_model_bytes) const { return mul_div(whole_model_bytes, local_count, total_count); }
+};
+
+Placement placement(const Config& c, const ParameterCount& params, Exact base_count, Exact trainable) {
+  const Parallel& par = c.parallel;
+  // Expert parallelism places num_experts / expert of each layer's routed experts on a GPU.
+  const Exact routed_experts = params.component_count(Component::kExperts);
+  const Exact block_params = params.block_count() - routed_experts + routed_experts / par.expert;
+  const Exact first_extra = params.component_count(Component::kTokenEmbedding) +
+                            params.component_count(Component::kPositionEmbedding) +
+                            params.component_count(Component::kTokenTypeEmbedding) +
+                            params.component_count(Component::kEmbeddingNorm);
+  const Exact last_extra = params.total_count - params.block_count() - first_extra;
+  Placement p;
+  p.local_count = stage_share(block_params, first_extra, last_extra, par, c.model);
+  p.total_count = max(params.total_count, Exact(1));
+  // A nominal count (the seeds' tables) is placed in the same proportions as the architecture.
+  p.local_params = mul_div(base_count, p.local_count, p.total_count);
+  p.local_trainable = is_lora(c) ? trainable / par.tensor : p.local_params;
+  // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
+  // (context-parallel ranks hold identical weights; torchtitan and Megatron's distributed
+  // optimizer shard across both).
+  p.zero_shards = par.zero_stage > 0 ? Exact(par.num_gpus) / (Exact(par.tensor) * par.pipeline) : Exact(1);
+  return p;
+}
+
+struct StaticBytes {
+  Exact weights, gradients, master, states, offloaded;
+};
+
+// Weights, gradients, master weights and optimizer states on this GPU, after ZeRO sharding,
+// paging and offload.
+StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p, Exact trainable,
+                         const Recipe& r, std::vector<std::string>& notes) {
+  const bool lora = is_lora(c);
+  const Parallel& par = c.parallel;
+  StaticBytes s;
+  if (lora) {
+    const std::int64_t half = c.training.precision == Precision::kFp32 ? 4 : 2;
+    s.weights = p.share_of(frozen_base_bytes(params, c.training.finetune.base_bits, half)) +
+                p.local_trainable * r.weight_bytes;
+  } else {
+    s.weights = p.local_params * r.weight_bytes;
+  }
+  s.gradients = p.local_trainable * r.gradient_bytes;
+  s.master = p.local_trainable * r.master_bytes;
+  s.states = mul_div(optimizer_state_bytes(c.training.optimizer, params, trainable, lora, c.training.finetune,
+                                           r.state_element_bytes),
+                     p.local_trainable, max(trainable, Exact(1)));
+  if (par.zero_stage >= 3) s.weights = s.weights / p.zero_shards;
+  if (par.zero_stage >= 2) s.gradients = s.gradients / p.zero_shards;
+  if (par.zero_stage >= 1) {
+    s.master = s.master / p.zero_shards;
+    s.states = s.states / p.zero_shards;
+  }
+  if (is_paged(c.training.optimizer)) {
+    s.offloaded += s.states;
+    s.states = 0;
+    notes.push_back("Paged optimizer: states live in CUDA unified memory and are paged to the CPU under "
+                    "pressure; they are shown apart and not counted as allocated.");
+  }
+  if (par.offload_optimizer) {
+    s.offloaded += s.states + s.master;
+    s.states = s.master = 0;
+  }
+  if (par.offload_params) {
+    s.offloaded += s.weights;
+    s.weights = 0;
+  }
+  return s;
+}
+
+// The step, phase by phase, in its steady state (optimizer states already exist).
+std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, const Placement& p,
+                               const StaticBytes& st, const ActivationModel& act, Exact weight_copies,
+                               const Recipe& r) {
+  const Parallel& par = c.parallel;
+  const Training& t = c.training;
+  const bool lora = is_lora(c);
+  const Exact statics = st.weights + st.master + st.states;
+  const Exact grads_in_forward = t.grad_accum_steps > 1 && !t.optimizer_in_backward ? st.gradients : Exact(0);
+  // ZeRO-3 / FSDP gathers one unit (a block) at a time, in the dtype the matmuls use.
+  const std::int64_t compute_weight_bytes = t.precision == Precision::kFp32 ? 4 : 2;
+  const Exact gathered_layer = par.zero_stage >= 3 ? max(params.per_dense_layer_count, params.per_moe_layer_count) *
+                                                         compute_weight_bytes / par.tensor
+                                                   : Exact(0);
+  const Exact alive = statics + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer;
+  const Exact forward = alive + act.logits_forward_bytes;
+
+  // Backward passes three high points: the loss and head (every saved tensor alive, the loss's
+  // V-wide gradients, then the head weight's gradient beside the logits' gradient); the top block
+  // (its working memory, and its recomputation under checkpointing); and the end (every
+  // gradient, plus a tied embedding's gradient before it is added to the head's).
+  Exact head_grad = 0;
+  if (!lora && c.model.output_head == OutputHead::kLm) {
+    const Exact head_elements = c.model.tie_word_embeddings ? params.component_count(Component::kTokenEmbedding)
+                                                             : params.component_count(Component::kHead);
+    head_grad = head_elements * r.gradient_bytes / par.tensor;
+  }
+  const Exact loss_and_head =
+      alive + max(act.logits_backward_bytes, act.logits_grad_bytes + head_grad + act.head_input_bytes * 2);
+  const Exact top_block = alive + head_grad + act.head_input_bytes + act.layer_backward_working_bytes;
+  // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
+  // gradient already there, so for a moment both exist.
+  const Exact embedding_grad = !lora && c.model.tie_word_embeddings
+                                   ? params.component_count(Component::kTokenEmbedding) * r.gradient_bytes / par.tensor
+                                   : Exact(0);
+  const Exact grads_at_end = t.optimizer_in_backward ? Exact(0) : st.gradients;
+  const Exact backward_end = statics + grads_at_end + act.embedding_saved_bytes + embedding_grad;
+  const Exact backward = max(max(loss_and_head, top_block), backward_end);
+
+  std::vector<Phase> phases = {{"forward", "End of forward (loss computed)", forward},
+                               {"backward", "Backward (high point)", backward}};
+  if (!t.optimizer_in_backward) {
+    const Exact sharded_trainable = par.zero_stage >= 1 ? p.local_trainable / p.zero_shards : p.local_trainable;
+    const Exact largest = par.zero_stage >= 1 ? Exact(0) : largest_trainable_tensor(params, lora, t.finetune);
+    phases.push_back({"optimizer_step", "Optimizer step",
+                      statics + st.gradients + optimizer_step_temporary_bytes(c, sharded_trainable, largest, r)});
+  }
+  return phases;
+}
+
 }  // namespace
 
 const char* to_string(Verdict v) {
@@ -201,126 +331,26 @@ Estimate estimate(const Config& c) {
     estimate_seed_convention(c, e);
   } else {
     const Recipe r = recipe_for(c.training.precision);
-    const Parallel& par = c.parallel;
-    // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
-    // (context-parallel ranks hold identical weights; torchtitan and Megatron's distributed
-    // optimizer shard across both).
-    const Exact replicas = Exact(par.num_gpus) / (Exact(par.tensor) * par.pipeline);
-    const Exact zero_shards = par.zero_stage > 0 ? replicas : Exact(1);
     e.notes.push_back(std::string(r.name) + ": " + r.description + ".");
-
-    // Where the parameters sit, for the busiest stage.
-    // Expert parallelism places num_experts / expert of each layer's routed experts on a GPU.
-    const Exact routed_experts = e.parameters.component_count(Component::kExperts);
-    const Exact block_params = e.parameters.block_count() - routed_experts + routed_experts / par.expert;
-    const Exact first_extra = e.parameters.component_count(Component::kTokenEmbedding) +
-                              e.parameters.component_count(Component::kPositionEmbedding) +
-                              e.parameters.component_count(Component::kTokenTypeEmbedding) +
-                              e.parameters.component_count(Component::kEmbeddingNorm);
-    const Exact last_extra = e.parameters.total_count - e.parameters.block_count() - first_extra;
-    const Exact local_fraction_num = stage_share(block_params, first_extra, last_extra, par, c.model);
-    // Scale nominal counts (if any) by the same share as the counted architecture.
-    const Exact local_params = mul_div(base_parameter_count, local_fraction_num, max(e.parameters.total_count, Exact(1)));
-    const Exact local_trainable = lora ? e.trainable_parameter_count / par.tensor : local_params;
-
-    // Weights.
-    Exact weights;
-    if (lora) {
-      const std::int64_t half = c.training.precision == Precision::kFp32 ? 4 : 2;
-      const Exact base = frozen_base_bytes(e.parameters, c.training.finetune.base_bits, half);
-      weights = mul_div(base, local_fraction_num, max(e.parameters.total_count, Exact(1))) +
-                local_trainable * r.weight_bytes;
-    } else {
-      weights = local_params * r.weight_bytes;
-    }
-    if (par.zero_stage >= 3) weights = weights / zero_shards;
-    Exact grads = local_trainable * r.gradient_bytes;
-    if (par.zero_stage >= 2) grads = grads / zero_shards;
-    Exact master = local_trainable * r.master_bytes;
-    Exact states = optimizer_state_bytes(c.training.optimizer, e.parameters, e.trainable_parameter_count, lora,
-                                         c.training.finetune, r.state_element_bytes);
-    states = mul_div(states, local_trainable, max(e.trainable_parameter_count, Exact(1)));
-    if (par.zero_stage >= 1) {
-      master = master / zero_shards;
-      states = states / zero_shards;
-    }
-    if (is_paged(c.training.optimizer)) {
-      e.breakdown.offloaded_bytes += states;
-      e.notes.push_back("Paged optimizer: states live in CUDA unified memory and are paged to the CPU under "
-                        "pressure; they are shown apart and not counted as allocated.");
-      states = 0;
-    }
-    if (par.offload_optimizer) {
-      e.breakdown.offloaded_bytes += states + master;
-      states = master = 0;
-    }
-    if (par.offload_params) {
-      e.breakdown.offloaded_bytes += weights;
-      weights = 0;
-    }
-    e.breakdown.parameters = weights;
-    e.breakdown.gradients = grads;
-    e.breakdown.master_weights = master;
-    e.breakdown.optimizer_states = states;
+    const Placement place = placement(c, e.parameters, base_parameter_count, e.trainable_parameter_count);
+    const StaticBytes st = static_bytes(c, e.parameters, place, e.trainable_parameter_count, r, e.notes);
+    e.breakdown.parameters = st.weights;
+    e.breakdown.gradients = st.gradients;
+    e.breakdown.master_weights = st.master;
+    e.breakdown.optimizer_states = st.states;
+    e.breakdown.offloaded_bytes = st.offloaded;
 
     // Activations and logits for one micro-batch.
     const ActivationModel act = activation_model(c, e.parameters);
     e.breakdown.activations = act.saved_bytes;
     e.breakdown.logits_and_loss = act.logits_peak_bytes;
     e.activation_terms_per_layer = act.layer_terms;
-    e.breakdown.weight_copies =
-        mul_div(weight_copy_bytes(c, e.parameters), local_fraction_num, max(e.parameters.total_count, Exact(1)));
-    if (par.zero_stage >= 3) {
-      e.notes.push_back("ZeRO-3 / FSDP gathers one layer's full parameters at a time; that buffer is included "
-                        "in the backward phase.");
+    e.breakdown.weight_copies = place.share_of(weight_copy_bytes(c, e.parameters));
+    if (c.parallel.zero_stage >= 3) {
+      e.notes.push_back("ZeRO-3 / FSDP gathers one block's full parameters at a time; that buffer is included "
+                        "in the forward and backward phases.");
     }
-
-    // The step, phase by phase (steady state: optimizer states already exist).
-    const Exact statics = weights + master + states;
-    const Exact grads_in_forward = c.training.grad_accum_steps > 1 && !c.training.optimizer_in_backward ? grads : Exact(0);
-    // ZeRO-3 / FSDP gathers one unit (a block) at a time, in the dtype the matmuls use.
-    const std::int64_t compute_weight_bytes = c.training.precision == Precision::kFp32 ? 4 : 2;
-    const Exact gathered_layer =
-        par.zero_stage >= 3 ? max(e.parameters.per_dense_layer_count, e.parameters.per_moe_layer_count) *
-                                  compute_weight_bytes / par.tensor
-                            : Exact(0);
-    const Exact forward = statics + grads_in_forward + e.breakdown.weight_copies + act.saved_bytes +
-                          act.logits_forward_bytes + gathered_layer;
-    // Backward starts with every saved tensor alive plus the loss gradient; gradients then appear
-    // as activations are freed, so the high point is at its start or at its end, plus the
-    // working memory of one layer's backward (and its recomputation under checkpointing).
-    // Backward passes three high points: the loss and head (every saved tensor alive, the loss's
-    // V-wide gradients, then the head weight's gradient beside the logits' gradient); the top
-    // block (its working memory, and its recomputation under checkpointing); and the end
-    // (every gradient, plus the embedding's dense gradient before it is accumulated).
-    const Exact grads_during_backward = c.training.optimizer_in_backward ? Exact(0) : grads;
-    const bool embedding_trainable = !lora;
-    const Exact grad_bytes_per_element = r.gradient_bytes;
-    const Exact vocab_rows = e.parameters.component_count(Component::kTokenEmbedding) / c.model.hidden_size;
-    Exact head_grad = 0;
-    if (!lora && c.model.output_head == OutputHead::kLm) {
-      const Exact head_elements = c.model.tie_word_embeddings ? e.parameters.component_count(Component::kTokenEmbedding)
-                                                               : e.parameters.component_count(Component::kHead);
-      head_grad = head_elements * grad_bytes_per_element / par.tensor;
-    }
-    const Exact alive = statics + grads_in_forward + e.breakdown.weight_copies + act.saved_bytes + gathered_layer;
-    const Exact loss_and_head = alive + max(act.logits_backward_bytes,
-                                            act.logits_grad_bytes + head_grad + act.head_input_bytes * 2);
-    const Exact top_block = alive + head_grad + act.head_input_bytes + act.layer_backward_working_bytes;
-    // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
-    // gradient already there, so for a moment both exist.
-    const Exact embedding_grad = embedding_trainable && c.model.tie_word_embeddings
-                                     ? vocab_rows * c.model.hidden_size * grad_bytes_per_element / par.tensor
-                                     : Exact(0);
-    const Exact backward_end = statics + grads_during_backward + act.embedding_saved_bytes + embedding_grad;
-    const Exact backward = max(max(loss_and_head, top_block), backward_end);
-    const Exact sharded_trainable = par.zero_stage >= 1 ? local_trainable / zero_shards : local_trainable;
-    const Exact largest_tensor = par.zero_stage >= 1 ? Exact(0) : largest_trainable_tensor(e.parameters, lora,
-                                                                                          c.training.finetune);
-    const Exact step = statics + grads + optimizer_step_temporary_bytes(c, sharded_trainable, largest_tensor, r);
-    e.phases = {{"forward", "End of forward (loss computed)", forward},
-                {"backward", "Backward (high point)", backward}};
-    if (!c.training.optimizer_in_backward) e.phases.push_back({"optimizer_step", "Optimizer step", step});
+    e.phases = step_phases(c, e.parameters, place, st, act, e.breakdown.weight_copies, r);
     Exact peak = 0;
     for (const Phase& ph : e.phases) peak = max(peak, ph.bytes);
     e.peak_allocated_bytes = peak;
