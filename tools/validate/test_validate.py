@@ -272,7 +272,10 @@ class Compare(unittest.TestCase):
             p = subprocess.run([PY, os.path.join(HERE, "grid.py"), "--only", self.ONLY, "--out", tmp,
                                 "--no-profile", "--memfit", binary, "--report", rep] + list(extra),
                                capture_output=True, text=True, env=env)
-            text = open(rep).read() if os.path.exists(rep) else ""
+            text = ""
+            if os.path.exists(rep):
+                with open(rep) as f:
+                    text = f.read()
         return p.returncode, text, p.stderr
 
     def test_exact(self):
