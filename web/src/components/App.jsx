@@ -22,49 +22,69 @@ function summary(result, shown, units) {
   return `Device total ${formatBytes(r.device_total_bytes, units)}; ${verdict} on ${r.fits.name}.`;
 }
 
-export function App({ state }) {
+// Each part below reads the signals it shows, so a keystroke re-renders the results (and the one
+// field typed in), not the whole page.
+function HeaderSlot({ state }) {
+  const href = `${location.origin}${location.pathname}?${state.query.value}`;
+  return (
+    <Header
+      units={state.units.value}
+      onUnits={(u) => (state.units.value = u)}
+      href={href}
+      onReset={state.resetAll}
+    />
+  );
+}
+
+function ResultsSection({ state }) {
   const result = state.result.value;
   const shown = state.shown.value;
   const units = state.units.value;
-  const href = `${location.origin}${location.pathname}?${state.query.value}`;
+  return (
+    <section class="results" id="results" aria-label="Results">
+      {!result.ok && (
+        <ErrorBanner
+          errors={result.errors}
+          hasResult={shown !== null}
+          fieldByPath={state.fieldByPath}
+          onFocusField={focusField}
+        />
+      )}
+      <p class="visually-hidden" aria-live="polite">{summary(result, shown, units)}</p>
+      {shown ? (
+        <Results
+          result={shown.result}
+          scaling={shown.scaling}
+          units={units}
+          stale={!result.ok}
+          onSelectGpu={(id) => state.setField('hardware.gpu', id)}
+          suggestions={state.suggestions}
+          applied={state.canUndo.value ? state.applied.value : null}
+          onApply={state.applySuggestion}
+          onUndo={state.undoSuggestion}
+        />
+      ) : (
+        <div class="empty-results">No result yet: fix the highlighted fields and the estimate appears here.</div>
+      )}
+    </section>
+  );
+}
+
+function SummarySlot({ state }) {
+  const shown = state.shown.value;
+  if (!shown) return null;
+  return <SummaryBar result={shown.result} stale={!state.result.value.ok} units={state.units.value} />;
+}
+
+export function App({ state }) {
   return (
     <div class="page">
-      <Header
-        units={units}
-        onUnits={(u) => (state.units.value = u)}
-        href={href}
-        onReset={state.resetAll}
-      />
+      <HeaderSlot state={state} />
       <main class="layout">
         <ConfigForm state={state} />
-        <section class="results" id="results" aria-label="Results">
-          {!result.ok && (
-            <ErrorBanner
-              errors={result.errors}
-              hasResult={shown !== null}
-              fieldByPath={state.fieldByPath}
-              onFocusField={focusField}
-            />
-          )}
-          <p class="visually-hidden" aria-live="polite">{summary(result, shown, units)}</p>
-          {shown ? (
-            <Results
-              result={shown.result}
-              scaling={shown.scaling}
-              units={units}
-              stale={!result.ok}
-              onSelectGpu={(id) => state.setField('hardware.gpu', id)}
-              suggestions={state.suggestions}
-              applied={state.canUndo.value ? state.applied.value : null}
-              onApply={state.applySuggestion}
-              onUndo={state.undoSuggestion}
-            />
-          ) : (
-            <div class="empty-results">No result yet: fix the highlighted fields and the estimate appears here.</div>
-          )}
-        </section>
+        <ResultsSection state={state} />
       </main>
-      {shown && <SummaryBar result={shown.result} stale={!result.ok} units={units} />}
+      <SummarySlot state={state} />
       <footer class="footer">
         Every number on this page comes from the memfit core (C++ compiled to WebAssembly), computed in your
         browser. GiB = 2<sup>30</sup> bytes, GB = 10<sup>9</sup> bytes.

@@ -1,5 +1,6 @@
 // The configuration form: the preset picker and import, then every schema field by section.
-import { useState } from 'preact/hooks';
+import { computed } from '@preact/signals';
+import { useMemo, useState } from 'preact/hooks';
 
 import { formatBytes } from '../../format.js';
 import { Field } from './Field.jsx';
@@ -8,37 +9,75 @@ import { PresetPicker } from './PresetPicker.jsx';
 
 const LORA_ONLY = new Set(['training.finetune.lora_rank', 'training.finetune.lora_targets', 'training.finetune.base_bits']);
 
+// The issues the core reports for one field, the same object while their text is unchanged (so a
+// field re-renders only when its own value or messages change, not on every keystroke).
+function fieldIssues(state, path) {
+  let key = '';
+  let last;
+  return computed(() => {
+    const found = state.issues.value.byField.get(path);
+    const next = found ? JSON.stringify(found) : '';
+    if (next !== key) {
+      key = next;
+      last = found;
+    }
+    return last;
+  });
+}
+
+// One field, subscribed to its own value, messages and marks only.
+function FieldSlot({ f, state, options, markEdits }) {
+  const path = f.field;
+  const signals = useMemo(() => ({
+    value: computed(() => state.fieldValue(path)),
+    issues: fieldIssues(state, path),
+    inactive: computed(() => LORA_ONLY.has(path) && state.fieldValue('training.finetune.method') !== 'lora'),
+    edited: computed(() => state.isEdited(path)),
+  }), [state, path]);
+  const found = signals.issues.value;
+  return (
+    <Field
+      field={f}
+      value={signals.value.value}
+      errors={found?.errors}
+      warnings={found?.warnings}
+      options={options}
+      inactive={signals.inactive.value}
+      changed={markEdits && signals.edited.value}
+      onChange={(v) => state.setField(path, v)}
+    />
+  );
+}
+
 function FieldGroup({ group, state, gpuOptions, markEdits = false }) {
-  const issues = state.issues.value.byField;
-  const method = state.fieldValue('training.finetune.method');
   return (
     <div class="group">
       {group.title && <h3 class="group-title">{group.title}</h3>}
-      {group.fields.map((f) => {
-        const found = issues.get(f.field);
-        return (
-          <Field
-            key={f.field}
-            field={f}
-            value={state.fieldValue(f.field)}
-            errors={found?.errors}
-            warnings={found?.warnings}
-            options={f.field === 'hardware.gpu' ? gpuOptions() : undefined}
-            inactive={LORA_ONLY.has(f.field) && method !== 'lora'}
-            changed={markEdits && state.isEdited(f.field)}
-            onChange={(v) => state.setField(f.field, v)}
-          />
-        );
-      })}
+      {group.fields.map((f) => (
+        <FieldSlot
+          key={f.field}
+          f={f}
+          state={state}
+          options={f.field === 'hardware.gpu' ? gpuOptions : undefined}
+          markEdits={markEdits}
+        />
+      ))}
     </div>
   );
 }
 
+// Whether the model is no longer exactly a preset's.
+const isEdited = (state) => state.presetId.value === '' || state.presetLabel.value.startsWith('custom');
+
 // The architecture is long: folded by default, opened when one of its fields is wrong.
-function Architecture({ section, state, edited }) {
+function Architecture({ section, state }) {
   const [open, setOpen] = useState(false);
-  const issues = state.issues.value.byField;
-  const hasError = section.groups.some((g) => g.fields.some((f) => issues.get(f.field)?.errors.length));
+  const hasErrorSignal = useMemo(() => computed(() => {
+    const issues = state.issues.value.byField;
+    return section.groups.some((g) => g.fields.some((f) => issues.get(f.field)?.errors.length));
+  }), [state, section]);
+  const hasError = hasErrorSignal.value;
+  const edited = isEdited(state);
   return (
     <details class="architecture" open={open || hasError} onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>
@@ -50,36 +89,52 @@ function Architecture({ section, state, edited }) {
   );
 }
 
+const NO_ERRORS = [];
+
+function PresetSlot({ state }) {
+  const errorsSignal = useMemo(() => fieldIssues(state, 'model.preset'), [state]);
+  return (
+    <PresetPicker
+      presets={state.presets}
+      value={state.presetId.value}
+      label={state.presetLabel.value}
+      edited={isEdited(state)}
+      errors={errorsSignal.value?.errors ?? NO_ERRORS}
+      onChange={state.selectPreset}
+    />
+  );
+}
+
+function HfImportSlot({ state }) {
+  return (
+    <HfImport
+      text={state.pasteText.value}
+      onText={(t) => (state.pasteText.value = t)}
+      onImport={(t) => state.importConfig(t)}
+      hub={state.hub.value}
+      onFetch={state.fetchFromHub}
+      answer={state.imported.value}
+    />
+  );
+}
+
+// The form reads only the units itself (the GPU choices' labels); each part below subscribes to
+// what it shows, so typing in one field re-renders that field and nothing else of the form.
 export function ConfigForm({ state }) {
   const units = state.units.value;
-  const gpuOptions = () =>
-    state.gpus.map((g) => ({ value: g.id, label: `${g.name} · ${formatBytes(g.memory_bytes, units)}` }));
+  const gpuOptions = useMemo(
+    () => state.gpus.map((g) => ({ value: g.id, label: `${g.name} · ${formatBytes(g.memory_bytes, units)}` })),
+    [state, units]);
   const sections = state.sections;
   const model = sections.find((s) => s.id === 'model');
-  const presetErrors = state.issues.value.byField.get('model.preset')?.errors ?? [];
-  const edited = state.presetId.value === '' || state.presetLabel.value.startsWith('custom');
 
   return (
     <div class="inputs" aria-label="Configuration">
       <section class="card form-section" aria-labelledby="section-model">
         <h2 id="section-model">Model</h2>
-        <PresetPicker
-          presets={state.presets}
-          value={state.presetId.value}
-          label={state.presetLabel.value}
-          edited={edited}
-          errors={presetErrors}
-          onChange={state.selectPreset}
-        />
-        <HfImport
-          text={state.pasteText.value}
-          onText={(t) => (state.pasteText.value = t)}
-          onImport={(t) => state.importConfig(t)}
-          hub={state.hub.value}
-          onFetch={state.fetchFromHub}
-          answer={state.imported.value}
-        />
-        {model && <Architecture section={model} state={state} edited={edited} />}
+        <PresetSlot state={state} />
+        <HfImportSlot state={state} />
+        {model && <Architecture section={model} state={state} />}
       </section>
       {sections.filter((s) => s.id !== 'model').map((s) => (
         <section class="card form-section" aria-labelledby={`section-${s.id}`} key={s.id}>
