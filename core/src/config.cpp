@@ -350,30 +350,34 @@ Json config_to_json(const Config& config) {
 }
 
 Json config_schema() {
-  Json list = Json::array();
-  const Config defaults = default_config();
-  for (const Field& f : detail::config_fields()) {
-    Json entry = Json::object();
-    entry.set("field", Json::string(f.path));
-    static constexpr const char* kKindNames[] = {"integer", "boolean", "number", "choice", "string", "list"};
-    entry.set("kind", Json::string(kKindNames[static_cast<int>(f.kind)]));
-    entry.set("default", write_field(f, defaults));
-    if (f.kind == FieldKind::kInt) {
-      entry.set("min", Json::integer(f.min_int));
-      entry.set("max", Json::integer(f.max_int));
-    } else if (f.kind == FieldKind::kReal) {
-      entry.set("min", Json::number(f.min_real));
-      entry.set("max", Json::number(f.max_real));
+  // Constant data: built once.
+  static const Json cached = [] {
+    Json list = Json::array();
+    const Config defaults = default_config();
+    for (const Field& f : detail::config_fields()) {
+      Json entry = Json::object();
+      entry.set("field", Json::string(f.path));
+      static constexpr const char* kKindNames[] = {"integer", "boolean", "number", "choice", "string", "list"};
+      entry.set("kind", Json::string(kKindNames[static_cast<int>(f.kind)]));
+      entry.set("default", write_field(f, defaults));
+      if (f.kind == FieldKind::kInt) {
+        entry.set("min", Json::integer(f.min_int));
+        entry.set("max", Json::integer(f.max_int));
+      } else if (f.kind == FieldKind::kReal) {
+        entry.set("min", Json::number(f.min_real));
+        entry.set("max", Json::number(f.max_real));
+      }
+      if (!f.choices.empty()) {
+        Json choices = Json::array();
+        for (const char* c : f.choices) choices.push(Json::string(c));
+        entry.set("choices", std::move(choices));
+      }
+      entry.set("help", Json::string(f.help));
+      list.push(std::move(entry));
     }
-    if (!f.choices.empty()) {
-      Json choices = Json::array();
-      for (const char* c : f.choices) choices.push(Json::string(c));
-      entry.set("choices", std::move(choices));
-    }
-    entry.set("help", Json::string(f.help));
-    list.push(std::move(entry));
-  }
-  return list;
+    return list;
+  }();
+  return cached;
 }
 
 const char* to_string(Precision p) {
