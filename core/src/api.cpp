@@ -59,12 +59,7 @@ Json import_hf_json(std::string_view text) {
   j.set("warnings", issues_to_json(imported.warnings));
   j.set("model", model_to_json(imported.model));
   j.set("parameter_count", Json::integer(count.total_count.value()));
-  Json by_component = Json::object();
-  for (int k = 0; k <= static_cast<int>(Component::kPooler); ++k) {
-    const Exact n = count.component_count(static_cast<Component>(k));
-    if (n.value() > 0) by_component.set(to_string(static_cast<Component>(k)), Json::integer(n.value()));
-  }
-  j.set("parameters_by_component", std::move(by_component));
+  j.set("parameters_by_component", parameters_by_component_json(count));
   return j;
 }
 

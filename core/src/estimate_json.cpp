@@ -27,6 +27,15 @@ Json fit_to_json(const Fit& f) {
 
 }  // namespace
 
+Json parameters_by_component_json(const ParameterCount& parameters) {
+  Json by_component = Json::object();
+  for (int c = 0; c <= static_cast<int>(Component::kPooler); ++c) {
+    const Exact n = parameters.component_count(static_cast<Component>(c));
+    if (n.value() > 0) by_component.set(to_string(static_cast<Component>(c)), bytes(n));
+  }
+  return by_component;
+}
+
 Json issues_to_json(const std::vector<Issue>& issues) {
   Json list = Json::array();
   for (const Issue& i : issues) {
@@ -51,12 +60,7 @@ Json estimate_to_json(const Estimate& e) {
   j.set("architecture_parameter_count", bytes(e.parameters.total_count));
   j.set("active_parameter_count", bytes(e.parameters.active_count));
 
-  Json by_component = Json::object();
-  for (int c = 0; c <= static_cast<int>(Component::kPooler); ++c) {
-    const Exact n = e.parameters.component_count(static_cast<Component>(c));
-    if (n.value() > 0) by_component.set(to_string(static_cast<Component>(c)), bytes(n));
-  }
-  j.set("parameters_by_component", std::move(by_component));
+  j.set("parameters_by_component", parameters_by_component_json(e.parameters));
   Json layers = Json::object();
   layers.set("blocks", bytes(e.parameters.block_count()));
   layers.set("dense_layers", bytes(e.parameters.dense_layer_count));

@@ -99,5 +99,7 @@ Estimate estimate(const Config& config);
 // The JSON result (DESIGN.md "The result"); the same for the command line and the wasm module.
 Json estimate_to_json(const Estimate& e);
 Json issues_to_json(const std::vector<Issue>& issues);
+// {"token_embedding": n, "attention": n, ...}: the non-zero components.
+Json parameters_by_component_json(const ParameterCount& parameters);
 
 }  // namespace memfit
