@@ -67,7 +67,10 @@ Dims make_dims(const Config& c) {
   d.ff = ceil_div(m.intermediate_size, p.tensor);
   d.amp = prec == Precision::kFp16Mixed || prec == Precision::kBf16Mixed;
   d.act = prec == Precision::kFp32 ? 4 : 2;
-  d.stream = (prec == Precision::kFp32 || d.amp) ? 4 : 2;
+  // AMP keeps fp32 weights, so the embedding's output and the residual stream are fp32; a LoRA
+  // base is loaded in 16 bit, and its stream is 16-bit even under autocast.
+  const bool lora = c.training.finetune.method == FinetuneMethod::kLora;
+  d.stream = (prec == Precision::kFp32 || (d.amp && !lora)) ? 4 : 2;
   // Autocast runs softmax in fp32 whatever the model code asks for.
   d.softmax = (family_traits(m).softmax_in_fp32 || d.amp) ? kFp32Bytes : d.act;
   d.dropout = c.training.dropout > 0.0;
