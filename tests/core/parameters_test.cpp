@@ -83,7 +83,7 @@ TEST(Parameters, EveryPresetMatchesItsPublishedCount) {
     EXPECT_EQ(count_parameters(*model).total_count.value(), p.published_parameter_count) << p.id;
     ++checked;
   }
-  EXPECT_GE(checked, 27);
+  EXPECT_GE(checked, 32);
   EXPECT_GE(presets().size(), 36u);
 }
 
