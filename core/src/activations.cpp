@@ -356,7 +356,6 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   out.layer_terms = block_terms(c, d, all_moe);
   const Exact dense_layer = sum(block_terms(c, d, false));
   const Exact moe_layer = m.num_experts > 0 ? sum(block_terms(c, d, true)) : Exact(0);
-  out.per_layer_bytes = sum(out.layer_terms);
   out.embedding_saved_bytes = outside_bytes(c, d);
 
   // The busiest pipeline stage holds ceil(L/pp) layers for up to `pipeline` micro-batches in
@@ -422,7 +421,6 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     const Exact labels = d.tokens * kIndexBytes;
     const Exact log_probs = rows * vocab * kFp32Bytes;
     const Exact upcast = d.act == kFp32Bytes ? Exact(0) : rows * vocab * kFp32Bytes;
-    out.logits_saved_bytes = head_input + log_probs + labels;
     out.logits_forward_bytes = head_input + rows * vocab * d.act + upcast + log_probs + labels;
     // log_softmax's backward holds its saved output, the incoming gradient and its result (three
     // fp32 V-wide tensors); then only the logits' gradient (and its cast to the model dtype)

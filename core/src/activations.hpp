@@ -15,9 +15,7 @@ namespace memfit {
 struct ActivationModel {
   Exact saved_bytes;             // embedding + blocks + final norm, end of forward, busiest stage
   Exact embedding_saved_bytes;   // what the embedding keeps (freed last in backward)
-  Exact per_layer_bytes;         // one (dense) block without checkpointing
   std::vector<NamedBytes> layer_terms;  // its terms
-  Exact logits_saved_bytes;      // head + loss tensors saved for backward
   Exact logits_forward_bytes;    // head + loss high point during forward
   Exact logits_backward_bytes;   // head + loss high point at the start of backward
   Exact logits_grad_bytes;       // the logits' gradient (fp32, plus its cast) alive through the head's backward
