@@ -8,6 +8,9 @@ scripts/setup.sh
 echo "== core (GoogleTest)"
 ctest --test-dir build --output-on-failure -j"$(nproc 2>/dev/null || echo 2)"
 
+echo "== golden results (tests/golden: the CLI's JSON for a fixed grid, pinned by hash)"
+/usr/bin/python3 tests/golden/golden.py --memfit build/cli/memfit
+
 echo "== wasm module, page unit tests and browser tests (node --test)"
 node --test tests/wasm/ tests/browser/
 
