@@ -18,6 +18,9 @@ std::string presets() { return memfit::presets_json().dump(); }
 std::string gpus() { return memfit::gpus_json().dump(); }
 std::string scaling_table(const std::string& config) { return memfit::scaling_table_json(config).dump(); }
 std::string suggestions(const std::string& config) { return memfit::suggestions_json(config).dump(); }
+std::string merge_patch(const std::string& config, const std::string& patch) {
+  return memfit::merge_patch_json(config, patch).dump();
+}
 
 }  // namespace
 
@@ -31,4 +34,5 @@ EMSCRIPTEN_BINDINGS(memfit) {
   emscripten::function("gpus", &gpus);
   emscripten::function("scaling_table", &scaling_table);
   emscripten::function("suggestions", &suggestions);
+  emscripten::function("merge_patch", &merge_patch);
 }

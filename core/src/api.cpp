@@ -1,10 +1,10 @@
 #include "memfit/memfit.hpp"
 
+#include "api_common.hpp"
+
 namespace memfit {
 
-namespace {
-
-Json failure(const std::vector<Issue>& errors, const std::vector<Issue>& warnings) {
+Json failure_json(const std::vector<Issue>& errors, const std::vector<Issue>& warnings) {
   Json j = Json::object();
   j.set("ok", Json::boolean(false));
   j.set("errors", issues_to_json(errors));
@@ -12,9 +12,7 @@ Json failure(const std::vector<Issue>& errors, const std::vector<Issue>& warning
   return j;
 }
 
-// The seeds' scaling table (seeds/001 "Scaling Analysis"): its five models.
-constexpr const char* kScalingPresets[] = {"seed-gpt2-small", "seed-gpt2-large", "seed-llama-7b", "seed-llama-13b",
-                                           "seed-llama-70b"};
+namespace {
 
 Json model_to_json(const ModelSpec& model) {
   Config c;
@@ -27,7 +25,7 @@ Json model_to_json(const ModelSpec& model) {
 
 Json estimate_json(std::string_view config_text) {
   ConfigParse parsed = parse_config_text(config_text);
-  if (!parsed.ok()) return failure(parsed.errors, parsed.warnings);
+  if (!parsed.ok()) return failure_json(parsed.errors, parsed.warnings);
   Estimate e = estimate(parsed.config);
   e.warnings.insert(e.warnings.begin(), parsed.warnings.begin(), parsed.warnings.end());
   return estimate_to_json(e);
@@ -46,18 +44,28 @@ Json validate_json(std::string_view config_text) {
 
 Json import_hf_json(std::string_view text) {
   HfImport imported = import_hf_config_text(text);
-  if (!imported.errors.empty()) return failure(imported.errors, imported.warnings);
+  if (!imported.errors.empty()) return failure_json(imported.errors, imported.warnings);
   Config c = default_config();
   c.model = imported.model;
   c.training.seq_len = 1;  // only the model is checked here
   const std::vector<Issue> errors = validate(c);
-  if (!errors.empty()) return failure(errors, imported.warnings);
+  if (!errors.empty()) return failure_json(errors, imported.warnings);
   const ParameterCount count = count_parameters(imported.model);
   Json j = Json::object();
   j.set("ok", Json::boolean(true));
   j.set("errors", Json::array());
   j.set("warnings", issues_to_json(imported.warnings));
   j.set("model", model_to_json(imported.model));
+  // The knobs of the model's transformers class that differ from the hf profile, for the caller
+  // to apply to its configuration's training section unless the user set them.
+  Config reference;
+  reference.training.implementation = imported.reference;
+  Json training = Json::object();
+  for (const char* key : {"softmax_dtype", "attention_mask"}) {
+    const Json* value = config_to_json(reference).find("training")->find(key);
+    if (value->as_string() != "auto") training.set(key, *value);
+  }
+  j.set("training", std::move(training));
   j.set("parameter_count", Json::integer(count.total_count.value()));
   j.set("parameters_by_component", parameters_by_component_json(count));
   return j;
@@ -92,8 +100,8 @@ Json gpus_json() {
     j.set("id", Json::string(g.id));
     j.set("name", Json::string(g.name));
     j.set("architecture", Json::string(g.architecture));
-    j.set("memory_bytes", Json::integer(g.memory_bytes));
-    j.set("context_bytes", Json::integer(g.context_bytes));
+    j.set("memory_bytes", Json::integer(g.memory_bytes.value()));
+    j.set("context_bytes", Json::integer(g.context_bytes.value()));
     j.set("source", Json::string(g.source));
     list.push(std::move(j));
   }
@@ -102,7 +110,7 @@ Json gpus_json() {
 
 Json suggestions_json(std::string_view config_text) {
   ConfigParse parsed = parse_config_text(config_text);
-  if (!parsed.ok()) return failure(parsed.errors, parsed.warnings);
+  if (!parsed.ok()) return failure_json(parsed.errors, parsed.warnings);
   Json list = Json::array();
   for (const Suggestion& s : suggest(parsed.config)) {
     Json j = Json::object();
@@ -120,50 +128,17 @@ Json suggestions_json(std::string_view config_text) {
   return j;
 }
 
-Json scaling_table_json(std::string_view config_text) {
-  ConfigParse parsed = parse_config_text(config_text);
-  if (!parsed.ok()) return failure(parsed.errors, parsed.warnings);
-  Json rows = Json::array();
-  for (const char* id : kScalingPresets) {
-    Config c = parsed.config;
-    c.model = *preset_model(id);
-    c.training.finetune.method = FinetuneMethod::kFull;
-    c.parallel = Parallel{};
-    Config checkpointed = c;
-    c.training.checkpointing = Checkpointing::kNone;
-    checkpointed.training.checkpointing = Checkpointing::kFull;
-    // Learned positions cap T; the seeds' table ignores that (GPT-2 at T = 2048), as does this one.
-    c.model.max_position_embeddings = std::max(c.model.max_position_embeddings, c.training.seq_len);
-    checkpointed.model.max_position_embeddings = c.model.max_position_embeddings;
-    const Estimate plain = estimate(c), ckpt = estimate(checkpointed);
-    Json row = Json::object();
-    row.set("preset", Json::string(id));
-    row.set("name", Json::string(find_preset(id)->name));
-    if (!plain.ok() || !ckpt.ok()) {
-      row.set("errors", issues_to_json(plain.ok() ? ckpt.errors : plain.errors));
-      rows.push(std::move(row));
-      continue;
-    }
-    const Breakdown& b = plain.breakdown;
-    const Exact statics = b.parameters + b.gradients + b.optimizer_states + b.master_weights;
-    const bool seed = c.training.precision == Precision::kSeed14p;
-    // The seeds' "Total" is static + activations; other recipes report the step's real peak.
-    const auto total = [&](const Estimate& e) {
-      return seed ? statics + e.breakdown.activations : e.peak_allocated_bytes;
-    };
-    row.set("parameter_count", Json::integer(plain.parameter_count.value()));
-    row.set("static_bytes", Json::integer(statics.value()));
-    row.set("activation_bytes", Json::integer((b.activations + b.logits_and_loss).value()));
-    row.set("activation_checkpointed_bytes",
-            Json::integer((ckpt.breakdown.activations + ckpt.breakdown.logits_and_loss).value()));
-    row.set("total_bytes", Json::integer(total(plain).value()));
-    row.set("total_checkpointed_bytes", Json::integer(total(ckpt).value()));
-    rows.push(std::move(row));
-  }
+Json merge_patch_json(std::string_view config_text, std::string_view patch_text) {
+  JsonParseResult config = parse_json(config_text), patch = parse_json(patch_text);
+  std::vector<Issue> errors;
+  if (!config.value || !config.value->is_object()) errors.push_back({"(configuration)", "must be a JSON object"});
+  if (!patch.value || !patch.value->is_object()) errors.push_back({"(patch)", "must be a JSON object"});
+  if (!errors.empty()) return failure_json(errors, {});
+  merge_patch(*config.value, *patch.value);
   Json j = Json::object();
   j.set("ok", Json::boolean(true));
   j.set("errors", Json::array());
-  j.set("rows", std::move(rows));
+  j.set("config", std::move(*config.value));
   return j;
 }
 

@@ -176,6 +176,19 @@ void collect_unknown(const Json& node, const std::string& prefix, std::vector<Is
   }
 }
 
+// Under the hf framework a preset runs as its transformers class does: the class's implementation
+// knobs (HfImport::reference) apply unless the configuration gives them.
+void apply_preset_reference(const Json& json, const Implementation& reference, Config& config) {
+  Implementation& impl = config.training.implementation;
+  if (impl.framework != Framework::kHf) return;
+  if (reference.softmax_dtype != SoftmaxDtype::kAuto && !find_path(json, "training.softmax_dtype")) {
+    impl.softmax_dtype = reference.softmax_dtype;
+  }
+  if (reference.attention_mask != AttentionMask::kAuto && !find_path(json, "training.attention_mask")) {
+    impl.attention_mask = reference.attention_mask;
+  }
+}
+
 }  // namespace
 
 void detail::apply_fields(const Json& root, Config& config, std::vector<Issue>& errors) {
@@ -224,6 +237,7 @@ ConfigParse parse_config(const Json& json) {
     out.config.model = *model;
   }
   detail::apply_fields(json, out.config, out.errors);
+  if (preset && preset->is_string()) apply_preset_reference(json, preset_reference(preset->as_string()), out.config);
   // The default sequence length (2048) is longer than some models' learned position tables
   // (GPT-2: 1024, BERT: 512); unless the user chose a length, use the longest the model takes.
   ModelSpec& m = out.config.model;

@@ -1,12 +1,16 @@
 #include <string>
 
 #include "memfit/estimate.hpp"
+#include "memfit/implementation.hpp"
 
 namespace memfit {
 
 namespace {
 
-Json bytes(Exact value) { return Json::integer(value.value()); }
+template <class Unit>
+Json bytes(Quantity<Unit> value) {
+  return Json::integer(value.value());
+}
 
 constexpr const char* kBudgetRule =
     "A run fits when what nvidia-smi would show (the allocator's peak reserve plus the CUDA context) stays "
@@ -17,11 +21,26 @@ Json fit_to_json(const Fit& f) {
   Json j = Json::object();
   j.set("gpu", Json::string(f.gpu->id));
   j.set("name", Json::string(f.gpu->name));
-  j.set("memory_bytes", Json::integer(f.gpu->memory_bytes));
+  j.set("memory_bytes", bytes(f.gpu->memory_bytes));
   j.set("verdict", Json::string(to_string(f.verdict)));
   j.set("budget_bytes", bytes(f.budget_bytes));
   j.set("need_bytes", bytes(f.need_bytes));
   j.set("headroom_bytes", bytes(f.headroom_bytes));
+  return j;
+}
+
+// The implementation that ran, every `auto` resolved, with the profile's source.
+Json implementation_to_json(const Implementation& impl) {
+  const ImplementationProfile& profile = implementation_profile(impl.framework);
+  Json j = Json::object();
+  j.set("framework", Json::string(to_string(impl.framework)));
+  j.set("attention", Json::string(to_string(impl.attention)));
+  j.set("softmax_dtype", Json::string(to_string(impl.softmax_dtype)));
+  j.set("logits_dtype", Json::string(to_string(impl.logits_dtype)));
+  j.set("attention_mask", Json::string(to_string(impl.attention_mask)));
+  j.set("chunked_loss", Json::boolean(impl.chunked_loss));
+  j.set("description", Json::string(profile.description));
+  j.set("source", Json::string(profile.source));
   return j;
 }
 
@@ -30,7 +49,7 @@ Json fit_to_json(const Fit& f) {
 Json parameters_by_component_json(const ParameterCount& parameters) {
   Json by_component = Json::object();
   for (int c = 0; c <= static_cast<int>(Component::kPooler); ++c) {
-    const Exact n = parameters.component_count(static_cast<Component>(c));
+    const Count n = parameters.component_count(static_cast<Component>(c));
     if (n.value() > 0) by_component.set(to_string(static_cast<Component>(c)), bytes(n));
   }
   return by_component;
@@ -69,16 +88,17 @@ Json estimate_to_json(const Estimate& e) {
   layers.set("per_moe_layer", bytes(e.parameters.per_moe_layer_count));
   j.set("parameters_by_layer", std::move(layers));
 
-  const Recipe r = recipe_for(e.config.training.precision);
+  const PrecisionRecipe& r = recipe_for(e.config.training.precision);
   Json recipe = Json::object();
   recipe.set("name", Json::string(r.name));
   recipe.set("description", Json::string(r.description));
-  recipe.set("weight_bytes", Json::integer(r.weight_bytes));
-  recipe.set("gradient_bytes", Json::integer(r.gradient_bytes));
-  recipe.set("master_bytes", Json::integer(r.master_bytes));
-  recipe.set("optimizer_state_element_bytes", Json::integer(r.state_element_bytes));
-  recipe.set("activation_bytes", Json::integer(r.activation_bytes));
+  recipe.set("weight_bytes", bytes(r.weights));
+  recipe.set("gradient_bytes", bytes(r.gradients));
+  recipe.set("master_bytes", bytes(r.master));
+  recipe.set("optimizer_state_element_bytes", bytes(r.optimizer_state));
+  recipe.set("activation_bytes", bytes(r.compute));
   j.set("recipe", std::move(recipe));
+  j.set("implementation", implementation_to_json(e.implementation));
 
   const Breakdown& b = e.breakdown;
   Json breakdown = Json::object();

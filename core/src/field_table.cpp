@@ -90,6 +90,8 @@ std::vector<Field> build_fields() {
               "sequential", "parallel"),
       MF_INT("model.norms_per_block", model.norms_per_block, 0, 8, "hidden-size norms in each block"),
       MF_BOOL("model.final_norm", model.final_norm, "a norm after the last block"),
+      MF_BOOL("model.residual_dropout", model.residual_dropout,
+              "dropout on the embeddings and both residual branches (GPT-2, OPT, BERT)"),
       MF_ENUM("model.qk_norm", model.qk_norm, QkNorm,
               "norms on queries and keys: per head (Qwen3) or over the whole projection (OLMo-2)", "none",
               "per_head", "full_width"),
@@ -131,10 +133,11 @@ std::vector<Field> build_fields() {
               "activation checkpointing: none, selective (Megatron: attention core recomputed), full (layer "
               "inputs only), selective_op (torchtitan: every second matmul output and the attention output kept)",
               "none", "selective", "full", "selective_op"),
-      MF_ENUM("training.attention", training.attention, AttentionImpl,
+      MF_ENUM("training.attention", training.implementation.attention, AttentionImpl,
               "flash: no T×T scores stored; eager: softmax scores stored", "flash", "eager"),
       MF_REAL("training.dropout", training.dropout, 0.0, 0.99, "dropout probability (masks stored when > 0)"),
-      MF_BOOL("training.chunked_loss", training.chunked_loss, "cross-entropy in chunks (no full fp32 logits)"),
+      MF_BOOL("training.chunked_loss", training.implementation.chunked_loss,
+              "cross-entropy in chunks (no full fp32 logits)"),
       MF_BOOL("training.optimizer_in_backward", training.optimizer_in_backward,
               "optimizer step fused into backward (gradients freed per parameter)"),
       MF_BOOL("training.activation_offload", training.activation_offload, "saved activations offloaded to CPU"),
@@ -151,6 +154,19 @@ std::vector<Field> build_fields() {
               "dropout on the LoRA adapters' input (PEFT lora_dropout)"),
       MF_INT("training.finetune.base_bits", training.finetune.base_bits, 4, 16,
              "frozen base weights: 16 (bf16/fp16), 8 (int8), 4 (QLoRA NF4)"),
+      // The implementation: what the framework's code does (implementation.cpp's profiles).
+      MF_ENUM("training.framework", training.implementation.framework, Framework,
+              "the code that runs the model: hf (transformers with Trainer / accelerate)", "hf"),
+      MF_ENUM("training.softmax_dtype", training.implementation.softmax_dtype, SoftmaxDtype,
+              "eager attention's softmax: fp32 (upcast) or compute (the matmuls' dtype); auto = the framework's",
+              "auto", "fp32", "compute"),
+      MF_ENUM("training.logits_dtype", training.implementation.logits_dtype, LogitsDtype,
+              "the logits the loss reads: fp32 (upcast) or compute; auto = the framework's", "auto", "fp32",
+              "compute"),
+      MF_ENUM("training.attention_mask", training.implementation.attention_mask, AttentionMask,
+              "eager attention's causal mask: additive (a T×T tensor passed to every layer) or implicit; auto = "
+              "the framework's",
+              "auto", "additive", "implicit"),
 
       // parallel
       MF_INT("parallel.num_gpus", parallel.num_gpus, 1, kMillion, "GPUs in the job"),

@@ -316,6 +316,15 @@ HfImport import_hf_config(const Json& json) {
   m.model_type = t;
   import_family(t, reader, m, out);
   if (!out.errors.empty()) return out;
+  // transformers' GPT-2, OPT and BERT classes drop out on the embeddings and both residual
+  // branches (resid_pdrop / hidden_dropout_prob), and their eager attention runs the softmax in
+  // the compute dtype with no mask tensor passed to each layer (modeling_gpt2.py
+  // eager_attention_forward: softmax(attn_weights, dim=-1) then .type(value.dtype)).
+  if (t == "gpt2" || t == "opt" || t == "bert") {
+    m.residual_dropout = true;
+    out.reference.softmax_dtype = SoftmaxDtype::kCompute;
+    out.reference.attention_mask = AttentionMask::kImplicit;
+  }
 
   // The same structural checks as a typed-in configuration, named by config.json keys.
   if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0 && m.attention_type == AttentionType::kStandard) {

@@ -2,28 +2,25 @@
 #pragma once
 
 #include "memfit/config.hpp"
-#include "memfit/estimate.hpp"
-#include "memfit/exact.hpp"
 #include "memfit/parameters.hpp"
+#include "memfit/recipes.hpp"
+#include "memfit/units.hpp"
 
 namespace memfit {
 
-// State bytes for all trainable tensors (before sharding). `state_element_bytes` is the dtype of
-// one 32-bit-optimizer state element (fp32 4; 2 when the parameters themselves are pure bf16).
-Exact optimizer_state_bytes(Optimizer optimizer, const ParameterCount& params, Exact trainable_count, bool lora,
-                            const Finetune& finetune, std::int64_t state_element_bytes);
+// State bytes for all trainable tensors (before sharding). `state_element` is one 32-bit
+// optimizer state element as the recipe keeps it (fp32 4; 2 when the parameters are pure bf16).
+Bytes optimizer_state_bytes(Optimizer optimizer, const ParameterCount& params, Count trainable, bool lora,
+                            const Finetune& finetune, Bytes state_element);
 
 // The seeds' multipliers (seeds/001 optim_multipliers × 4 bytes): adam 2, lion 1, sgd 1 (momentum),
 // adafactor 0.1 (the seeds' own approximation).
-Exact seed_optimizer_state_bytes(Optimizer optimizer, Exact parameter_count);
+Bytes seed_optimizer_state_bytes(Optimizer optimizer, Count parameters);
 
 // Temporary buffers of the step itself: foreach AdamW keeps one state-sized intermediate for all
 // (local, sharded) parameters; the per-parameter loop one for the largest tensor; fused none.
-Exact optimizer_step_temporary_bytes(const Config& config, Exact sharded_trainable, Exact largest_tensor,
-                                     const Recipe& recipe);
-
-// The largest trainable tensor's elements (the per-parameter loop's temporary).
-Exact largest_trainable_tensor(const ParameterCount& params, bool lora, const Finetune& finetune);
+Bytes optimizer_step_temporary_bytes(const Training& training, Count sharded_trainable, Count largest_tensor,
+                                     const PrecisionRecipe& recipe);
 
 bool is_paged(Optimizer optimizer);
 

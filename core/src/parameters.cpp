@@ -12,19 +12,19 @@ class GroupBuilder {
 
   // A linear layer out×in, `count` times, with an optional bias; `in_block` marks matmuls inside
   // the transformer blocks (the ones QLoRA quantises and autocast casts).
-  void linear(Component c, const char* name, Exact out_features, Exact in_features, Exact count, bool bias,
+  void linear(Component c, const char* name, Count out_features, Count in_features, Count count, bool bias,
               unsigned lora_target, bool in_block = true) {
     out_.push_back({c, name, out_features, in_features, count, in_block, lora_target});
     if (bias) out_.push_back({c, name, out_features, 0, count, false, 0});
   }
-  void vector(Component c, const char* name, Exact size, Exact count) {
+  void vector(Component c, const char* name, Count size, Count count) {
     out_.push_back({c, name, size, 0, count, false, 0});
   }
-  void matrix(Component c, const char* name, Exact rows, Exact cols, Exact count) {
+  void matrix(Component c, const char* name, Count rows, Count cols, Count count) {
     out_.push_back({c, name, rows, cols, count, false, 0});
   }
   // LayerNorm has weight and (optionally) bias; RMSNorm has a weight only.
-  void norm(const ModelSpec& m, Component c, const char* name, Exact size, Exact count) {
+  void norm(const ModelSpec& m, Component c, const char* name, Count size, Count count) {
     vector(c, name, size, count);
     if (m.norm == NormKind::kLayerNorm && m.norm_bias) vector(c, name, size, count);
   }
@@ -35,9 +35,9 @@ class GroupBuilder {
 
 // Standard multi-head / grouped-query attention (Vaswani et al. 2017; Ainslie et al. 2023 for GQA):
 // q: d → h·d_head, k and v: d → h_kv·d_head, o: h·d_head → d.
-void attention_parameters(const ModelSpec& m, Exact layers, GroupBuilder& b) {
-  const Exact d = m.hidden_size, q_width = Exact(m.num_attention_heads) * m.head_size(),
-              kv_width = Exact(m.kv_heads()) * m.head_size();
+void attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
+  const Count d = m.hidden_size, q_width = Count(m.num_attention_heads) * m.head_size(),
+              kv_width = Count(m.kv_heads()) * m.head_size();
   const bool qkv_bias = m.attention_bias || m.qkv_bias;
   b.linear(Component::kAttention, "q_proj", q_width, d, layers, qkv_bias, kLoraQ);
   b.linear(Component::kAttention, "k_proj", kv_width, d, layers, qkv_bias, kLoraK);
@@ -55,9 +55,9 @@ void attention_parameters(const ModelSpec& m, Exact layers, GroupBuilder& b) {
 // DeepSeek-V2/V3 multi-head latent attention (DeepSeek-V2 report, §2.1): queries through an
 // optional low-rank bottleneck, keys and values through a shared compressed latent of rank
 // kv_lora_rank plus a decoupled rotary key of qk_rope_head_dim shared by all heads.
-void latent_attention_parameters(const ModelSpec& m, Exact layers, GroupBuilder& b) {
-  const Exact d = m.hidden_size, h = m.num_attention_heads;
-  const Exact qk_head = Exact(m.qk_nope_head_dim) + m.qk_rope_head_dim;
+void latent_attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
+  const Count d = m.hidden_size, h = m.num_attention_heads;
+  const Count qk_head = Count(m.qk_nope_head_dim) + m.qk_rope_head_dim;
   if (m.q_lora_rank > 0) {
     b.linear(Component::kAttention, "q_a_proj", m.q_lora_rank, d, layers, m.attention_bias, kLoraQ);
     b.vector(Component::kAttention, "q_a_layernorm", m.q_lora_rank, layers);
@@ -65,17 +65,17 @@ void latent_attention_parameters(const ModelSpec& m, Exact layers, GroupBuilder&
   } else {
     b.linear(Component::kAttention, "q_proj", h * qk_head, d, layers, false, kLoraQ);
   }
-  b.linear(Component::kAttention, "kv_a_proj_with_mqa", Exact(m.kv_lora_rank) + m.qk_rope_head_dim, d, layers,
+  b.linear(Component::kAttention, "kv_a_proj_with_mqa", Count(m.kv_lora_rank) + m.qk_rope_head_dim, d, layers,
            m.attention_bias, kLoraK);
   b.vector(Component::kAttention, "kv_a_layernorm", m.kv_lora_rank, layers);
-  b.linear(Component::kAttention, "kv_b_proj", h * (Exact(m.qk_nope_head_dim) + m.v_head_dim), m.kv_lora_rank, layers,
+  b.linear(Component::kAttention, "kv_b_proj", h * (Count(m.qk_nope_head_dim) + m.v_head_dim), m.kv_lora_rank, layers,
            false, kLoraV);
   b.linear(Component::kAttention, "o_proj", d, h * m.v_head_dim, layers, m.attention_bias, kLoraO);
 }
 
 // One MLP of inner size ff: plain (up, act, down) or gated (down(act(gate x) · up x)).
-void mlp_parameters(const ModelSpec& m, Component c, Exact ff, Exact count, GroupBuilder& b) {
-  const Exact d = m.hidden_size;
+void mlp_parameters(const ModelSpec& m, Component c, Count ff, Count count, GroupBuilder& b) {
+  const Count d = m.hidden_size;
   if (m.mlp == MlpKind::kGated) b.linear(c, "gate_proj", ff, d, count, m.mlp_bias, kLoraGate);
   b.linear(c, "up_proj", ff, d, count, m.mlp_bias, kLoraUp);
   b.linear(c, "down_proj", d, ff, count, m.mlp_bias, kLoraDown);
@@ -83,18 +83,18 @@ void mlp_parameters(const ModelSpec& m, Component c, Exact ff, Exact count, Grou
 
 // A mixture-of-experts MLP (Shazeer et al. 2017; Mixtral, DeepSeekMoE): a router d → E, E routed
 // experts, optional shared experts that every token uses, and Qwen2-MoE's shared-expert gate.
-void moe_parameters(const ModelSpec& m, Exact layers, GroupBuilder& b) {
+void moe_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
   b.matrix(Component::kRouter, "router", m.num_experts, m.hidden_size, layers);
   if (m.router_bias) b.vector(Component::kRouter, "router_bias", m.num_experts, layers);
   mlp_parameters(m, Component::kExperts, m.moe_intermediate_size, layers * m.num_experts, b);
-  const Exact shared_ff = m.shared_expert_intermediate_size > 0
-                              ? Exact(m.shared_expert_intermediate_size)
-                              : Exact(m.num_shared_experts) * m.moe_intermediate_size;
+  const Count shared_ff = m.shared_expert_intermediate_size > 0
+                              ? Count(m.shared_expert_intermediate_size)
+                              : Count(m.num_shared_experts) * m.moe_intermediate_size;
   if (shared_ff.value() > 0) mlp_parameters(m, Component::kSharedExperts, shared_ff, layers, b);
   if (m.shared_expert_gate) b.matrix(Component::kSharedExperts, "shared_expert_gate", 1, m.hidden_size, layers);
 }
 
-void block_parameters(const ModelSpec& m, Exact layers, bool moe, GroupBuilder& b) {
+void block_parameters(const ModelSpec& m, Count layers, bool moe, GroupBuilder& b) {
   if (layers.value() == 0) return;
   if (m.attention_type == AttentionType::kMla) latent_attention_parameters(m, layers, b);
   else attention_parameters(m, layers, b);
@@ -103,8 +103,8 @@ void block_parameters(const ModelSpec& m, Exact layers, bool moe, GroupBuilder& 
   if (m.norms_per_block > 0) b.norm(m, Component::kBlockNorms, "block_norm", m.hidden_size, layers * m.norms_per_block);
 }
 
-Exact sum(const std::vector<TensorGroup>& groups) {
-  Exact total = 0;
+Count sum(const std::vector<TensorGroup>& groups) {
+  Count total = 0;
   for (const TensorGroup& g : groups) total += g.elements();
   return total;
 }
@@ -142,16 +142,16 @@ bool is_block_component(Component c) {
   }
 }
 
-Exact ParameterCount::component_count(Component c) const {
-  Exact total = 0;
+Count ParameterCount::component_count(Component c) const {
+  Count total = 0;
   for (const TensorGroup& g : groups) {
     if (g.component == c) total += g.elements();
   }
   return total;
 }
 
-Exact ParameterCount::block_count() const {
-  Exact total = 0;
+Count ParameterCount::block_count() const {
+  Count total = 0;
   for (const TensorGroup& g : groups) {
     if (is_block_component(g.component)) total += g.elements();
   }
@@ -161,12 +161,12 @@ Exact ParameterCount::block_count() const {
 ParameterCount count_parameters(const ModelSpec& m) {
   ParameterCount out;
   GroupBuilder b(out.groups);
-  const Exact d = m.hidden_size;
+  const Count d = m.hidden_size;
 
   b.matrix(Component::kTokenEmbedding, "embed_tokens", m.vocab_size, d, 1);
   if (m.position_embedding == PositionKind::kLearned) {
     b.matrix(Component::kPositionEmbedding, "embed_positions",
-             Exact(m.max_position_embeddings) + m.position_embedding_offset, d, 1);
+             Count(m.max_position_embeddings) + m.position_embedding_offset, d, 1);
   }
   if (m.type_vocab_size > 0) b.matrix(Component::kTokenTypeEmbedding, "token_type_embeddings", m.type_vocab_size, d, 1);
   if (m.embedding_norm) b.norm(m, Component::kEmbeddingNorm, "embedding_norm", d, 1);
@@ -174,7 +174,7 @@ ParameterCount count_parameters(const ModelSpec& m) {
   const std::int64_t dense_layers =
       m.num_experts > 0 ? std::min(m.first_k_dense_replace, m.num_hidden_layers) : m.num_hidden_layers;
   out.dense_layer_count = dense_layers;
-  out.moe_layer_count = Exact(m.num_hidden_layers) - dense_layers;
+  out.moe_layer_count = Count(m.num_hidden_layers) - dense_layers;
 
   // One layer of each kind, to report per-layer sizes; then the whole stack.
   std::vector<TensorGroup> one;
@@ -198,10 +198,10 @@ ParameterCount count_parameters(const ModelSpec& m) {
 
   out.total_count = sum(out.groups);
   // Per token, an MoE layer runs experts_per_tok of its experts.
-  Exact inactive = 0;
+  Count inactive = 0;
   if (m.num_experts > 0 && out.moe_layer_count.value() > 0) {
-    const Exact per_expert = out.component_count(Component::kExperts) / (out.moe_layer_count * m.num_experts);
-    inactive = out.moe_layer_count * (Exact(m.num_experts) - m.num_experts_per_tok) * per_expert;
+    const Count per_expert = out.component_count(Component::kExperts) / (out.moe_layer_count * m.num_experts);
+    inactive = out.moe_layer_count * (Count(m.num_experts) - m.num_experts_per_tok) * per_expert;
   }
   out.active_count = out.total_count - inactive;
   out.overflow = out.total_count.overflow() || out.active_count.overflow();

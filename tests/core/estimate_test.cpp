@@ -57,7 +57,7 @@ TEST(Estimate, MonotoneInBatchSequenceAndLayers) {
 
 TEST(Estimate, CheckpointingAndFlashOnlyReduceActivations) {
   Config none = llama(4), selective = llama(4), full = llama(4);
-  none.training.attention = selective.training.attention = full.training.attention = AttentionImpl::kEager;
+  none.training.implementation.attention = selective.training.implementation.attention = full.training.implementation.attention = AttentionImpl::kEager;
   selective.training.checkpointing = Checkpointing::kSelective;
   full.training.checkpointing = Checkpointing::kFull;
   const Estimate a = estimate(none), b = estimate(selective), c = estimate(full);
@@ -142,7 +142,7 @@ TEST(Estimate, AbsurdButValidSizesAreFiniteOrANamedError) {
   ASSERT_TRUE(e.ok());
   EXPECT_GT(e.peak_allocated_bytes.value(), 160'000'000'000'000);
   EXPECT_EQ(e.fit.verdict, Verdict::kDoesNotFit);
-  c.training.attention = AttentionImpl::kEager;
+  c.training.implementation.attention = AttentionImpl::kEager;
   c.training.micro_batch_size = 1'000'000;
   const Estimate huge = estimate(c);
   ASSERT_FALSE(huge.ok());
@@ -311,7 +311,7 @@ TEST(Estimate, ExpertParallelismDividesOnlyTheRoutedExperts) {
   c.parallel.expert = 8;
   const Estimate eight = estimate(c);
   const ParameterCount p = count_parameters(c.model);
-  const Exact experts = p.component_count(Component::kExperts);
+  const Count experts = p.component_count(Component::kExperts);
   // bf16_mixed keeps 4-byte weights: the routed experts shrink 8-fold, everything else stays.
   EXPECT_EQ((one.breakdown.parameters - eight.breakdown.parameters).value(), (experts - experts / 8).value() * 4);
   EXPECT_EQ(eight.breakdown.activations, one.breakdown.activations);
@@ -360,7 +360,7 @@ TEST(Checkpointing, TorchtitanOpLevelPolicyKeepsEverySecondMatmul) {
   // the 1st, 3rd, 5th, 7th → q, v, gate, down = 40 per token × 4 tokens × 2 bytes = 320.
   // Flash output 4 · 8 · 2 = 64 and log-sum-exp 4 bytes × 2 heads × 4 rows = 32; block input 64.
   const Estimate e = estimate(c);
-  Exact per_layer = 0;
+  Bytes per_layer{0};
   for (const NamedBytes& t : e.activation_terms_per_layer) per_layer += t.bytes;
   EXPECT_EQ(per_layer.value(), 320 + 64 + 32 + 64);
   // Between no checkpointing and full checkpointing, for a real model.

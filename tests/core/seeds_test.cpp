@@ -20,8 +20,8 @@ std::string fixed(double value, int decimals) {
   std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
   return buf;
 }
-std::string mib(Exact bytes) { return fixed(static_cast<double>(bytes.value()) / kMiB, 2); }
-std::string gib(Exact bytes, int decimals = 2) { return fixed(static_cast<double>(bytes.value()) / kGiB, decimals); }
+std::string mib(Bytes bytes) { return fixed(static_cast<double>(bytes.value()) / kMiB, 2); }
+std::string gib(Bytes bytes, int decimals = 2) { return fixed(static_cast<double>(bytes.value()) / kGiB, decimals); }
 
 Config seed_config(const char* preset, std::int64_t batch, std::int64_t seq, Checkpointing ckpt) {
   Config c = default_config();
@@ -89,7 +89,7 @@ TEST(Seed001, ParameterMemoryByPrecision) {
 
 TEST(Seed001, Fp32ParameterMemoryByComponent) {
   const ParameterCount p = count_parameters(*preset_model("seed-toy-70m"));
-  const auto fp32_mib = [](Exact count) { return mib(count * 4); };
+  const auto fp32_mib = [](Count count) { return mib(count * kFp32Bytes); };
   EXPECT_EQ(fp32_mib(p.component_count(Component::kTokenEmbedding)), "98.16");  // embed
   EXPECT_EQ(fp32_mib(p.component_count(Component::kHead)), "98.16");            // head
   EXPECT_EQ(fp32_mib(p.block_count()), "72.15");                                // layers
@@ -120,7 +120,7 @@ TEST(Seed001, ScalingTable) {
   ASSERT_EQ(rows.size(), 5u);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Json& r = rows[i];
-    const auto field = [&](const char* key) { return Exact(*r.find(key)->as_exact_integer()); };
+    const auto field = [&](const char* key) { return Bytes(*r.find(key)->as_exact_integer()); };
     SCOPED_TRACE(r.find("name")->as_string());
     EXPECT_EQ(fixed(static_cast<double>(field("parameter_count").value()) / 1e9, 0), expected[i].params_b);
     EXPECT_EQ(gib(field("static_bytes"), 1), expected[i].static_g);
@@ -150,7 +150,7 @@ TEST(Seed000, GptTwoExample) {
   const Estimate e = estimate(seed_config("seed-gpt2-small", 8, 512, Checkpointing::kNone));
   ASSERT_TRUE(e.ok());
   // "M_non-act = 14 × 117 × 10^6 bytes ≈ 1.6 GB" (decimal GB).
-  const Exact statics = e.breakdown.parameters + e.breakdown.gradients + e.breakdown.optimizer_states;
+  const Bytes statics = e.breakdown.parameters + e.breakdown.gradients + e.breakdown.optimizer_states;
   EXPECT_EQ(statics.value(), 1'638'000'000);
   EXPECT_EQ(fixed(static_cast<double>(statics.value()) / 1e9, 1), "1.6");
   // The seed writes "≈ 2.1 GB"; its formula gives 12·8·512·(34·768 + 5·12·512) = 2,793,406,464
@@ -162,7 +162,7 @@ TEST(Seed000, GptTwoExample) {
   EXPECT_EQ((statics + e.breakdown.activations).value(), 4'431'406'464);
   const Gpu* v100 = find_gpu("v100-16gb");
   ASSERT_NE(v100, nullptr);
-  EXPECT_LT(e.device_total_bytes.value(), static_cast<std::int64_t>(0.85 * static_cast<double>(v100->memory_bytes)));
+  EXPECT_LT(e.device_total_bytes.value(), static_cast<std::int64_t>(0.85 * static_cast<double>(v100->memory_bytes.value())));
 }
 
 TEST(Seed000, SevenBillionAtBatch16NeedsHundredsOfGigabytes) {

@@ -32,7 +32,7 @@ CHECKPOINTING = ["none", "selective", "full", "selective_op"]
 IGNORED = {
     "config": {
         "model": ["residual_dropout"],
-        "training": ["framework", "softmax_dtype", "attention_mask"],
+        "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask"],
     },
     "result": ["implementation"],
 }

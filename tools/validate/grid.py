@@ -32,7 +32,8 @@ def gpt2_model(vocab=1000, d=64, layers=2, heads=4, ff=None, tied=True, maxpos=1
          "num_key_value_heads": heads, "head_dim": d // heads, "intermediate_size": ff or 4 * d,
          "mlp": "plain", "hidden_act": "gelu", "norm": "layernorm", "position_embedding": "learned",
          "max_position_embeddings": maxpos, "tie_word_embeddings": tied, "attention_bias": True,
-         "mlp_bias": True, "num_experts": 0, "num_experts_per_tok": 0, "moe_intermediate_size": None}
+         "mlp_bias": True, "num_experts": 0, "num_experts_per_tok": 0, "moe_intermediate_size": None,
+         "residual_dropout": True}
     if fused:
         m["fused_qkv"] = True
     return m
@@ -64,6 +65,10 @@ def grid():
     G = []
 
     def add(name, model, train):
+        if model["model_type"] == "gpt2":
+            # models.py's GPT-2 blocks run attention as transformers' GPT-2 class does: softmax in
+            # the compute dtype, causality from a buffer (no mask tensor per layer).
+            train = dict(train, softmax_dtype="compute", attention_mask="implicit")
         G.append({"name": name, "config": {"model": model, "training": train}})
 
     # GPT-2 style

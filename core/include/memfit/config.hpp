@@ -47,8 +47,32 @@ enum class OptimizerImpl { kForeach, kFused, kForLoop };
 // is recomputed; selective_op: torchtitan's op-level policy, which keeps only every second matmul
 // output and the attention kernel's output; full: each block's input only.
 enum class Checkpointing { kNone, kSelective, kFull, kSelectiveOp };
-enum class AttentionImpl { kFlash, kEager };
 enum class FinetuneMethod { kFull, kLora };
+
+// The implementation: the code that runs the model, apart from the model's shape. A framework
+// names a profile (implementation.cpp, one row per framework); each knob below can override it,
+// and `kAuto` means "as the framework's profile says".
+enum class Framework { kHf };  // Hugging Face transformers (+ Trainer / accelerate)
+enum class AttentionImpl { kFlash, kEager };
+// Eager attention's softmax: upcast to fp32 (transformers' Llama-era classes) or in the compute
+// dtype (GPT-2-era classes, nanoGPT's manual path).
+enum class SoftmaxDtype { kAuto, kFp32, kCompute };
+// The logits before the loss: upcast to fp32 (transformers' ForCausalLMLoss) or kept in the
+// compute dtype.
+enum class LogitsDtype { kAuto, kFp32, kCompute };
+// How eager attention learns causality: an additive T×T mask tensor passed to every layer
+// (transformers' Llama-era classes; full checkpointing keeps it as a layer argument) or an
+// implicit one (a registered buffer or is_causal, nothing per layer).
+enum class AttentionMask { kAuto, kAdditive, kImplicit };
+
+struct Implementation {
+  Framework framework = Framework::kHf;            // training.framework
+  AttentionImpl attention = AttentionImpl::kFlash;  // training.attention
+  SoftmaxDtype softmax_dtype = SoftmaxDtype::kAuto;
+  LogitsDtype logits_dtype = LogitsDtype::kAuto;
+  AttentionMask attention_mask = AttentionMask::kAuto;
+  bool chunked_loss = false;  // cross-entropy in chunks: no full-size logits (training.chunked_loss)
+};
 
 // LoRA target modules, as a bit set (names as PEFT users write them).
 enum LoraTarget : unsigned {
@@ -82,6 +106,9 @@ struct ModelSpec {
   std::int64_t norms_per_block = 2;  // hidden-size norms in each block (Falcon-7B 1, Gemma-2 4)
   bool final_norm = true;
   QkNorm qk_norm = QkNorm::kNone;
+  // Dropout on the embeddings and on both residual branches of every block (GPT-2, OPT, BERT:
+  // resid_pdrop / hidden_dropout_prob); Llama-era models drop only attention probabilities.
+  bool residual_dropout = false;
   // Encoders (BERT).
   std::int64_t type_vocab_size = 0;  // token-type embedding rows
   bool embedding_norm = false;       // a norm right after the embeddings
@@ -128,9 +155,8 @@ struct Training {
   Optimizer optimizer = Optimizer::kAdamW;
   OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
   Checkpointing checkpointing = Checkpointing::kNone;
-  AttentionImpl attention = AttentionImpl::kFlash;
+  Implementation implementation;
   double dropout = 0.0;
-  bool chunked_loss = false;
   bool optimizer_in_backward = false;
   bool activation_offload = false;
   Finetune finetune;

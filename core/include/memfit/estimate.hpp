@@ -6,36 +6,37 @@
 #include <vector>
 
 #include "memfit/config.hpp"
-#include "memfit/exact.hpp"
 #include "memfit/gpus.hpp"
 #include "memfit/parameters.hpp"
+#include "memfit/recipes.hpp"
+#include "memfit/units.hpp"
 
 namespace memfit {
 
 struct NamedBytes {
   std::string name;  // e.g. "attention.softmax_fp32"
-  Exact bytes;
+  Bytes bytes;
 };
 
 // Bytes per GPU, by what holds them. `activations`: what the embedding and the transformer
 // blocks save for backward at the end of forward; `logits_and_loss`: what the output head and the
 // loss hold at their largest.
 struct Breakdown {
-  Exact parameters;
-  Exact gradients;
-  Exact optimizer_states;
-  Exact master_weights;
-  Exact activations;
-  Exact logits_and_loss;
-  Exact overhead;                // CUDA context and library workspaces (outside the allocator)
-  Exact weight_copies;           // autocast's 16-bit / FP8 copies of the weights, alive fwd→bwd
-  Exact offloaded_bytes;         // optimizer states / parameters kept in CPU memory (not on GPU)
+  Bytes parameters;
+  Bytes gradients;
+  Bytes optimizer_states;
+  Bytes master_weights;
+  Bytes activations;
+  Bytes logits_and_loss;
+  Bytes overhead;                // CUDA context and library workspaces (outside the allocator)
+  Bytes weight_copies;           // autocast's 16-bit / FP8 copies of the weights, alive fwd→bwd
+  Bytes offloaded_bytes;         // optimizer states / parameters kept in CPU memory (not on GPU)
 };
 
 struct Phase {
   const char* name;   // "forward", "backward", "optimizer_step"
   const char* label;  // "End of forward"
-  Exact bytes;        // allocated at that phase's high point
+  Bytes bytes;        // allocated at that phase's high point
 };
 
 enum class Verdict { kFits, kTight, kDoesNotFit };
@@ -44,41 +45,31 @@ const char* to_string(Verdict v);
 struct Fit {
   const Gpu* gpu;
   Verdict verdict;
-  Exact budget_bytes;    // budget_fraction × memory
-  Exact need_bytes;      // device_total_bytes
-  Exact headroom_bytes;  // memory − need (negative when it does not fit)
+  Bytes budget_bytes;    // budget_fraction × memory
+  Bytes need_bytes;      // device_total_bytes
+  Bytes headroom_bytes;  // memory − need (negative when it does not fit)
 };
 
-// Bytes per parameter of the chosen precision recipe, stated so the page can say which applies.
-struct Recipe {
-  const char* name;
-  const char* description;
-  std::int64_t weight_bytes;    // the weights the model computes with
-  std::int64_t gradient_bytes;  // per trainable parameter
-  std::int64_t master_bytes;    // fp32 master copy per trainable parameter (0 if none)
-  std::int64_t state_element_bytes;  // one optimizer state element (fp32 4, pure bf16 2)
-  std::int64_t activation_bytes;     // one saved activation element
-};
-Recipe recipe_for(Precision p);
 
 struct Estimate {
   std::vector<Issue> errors;  // non-empty: nothing below is meaningful
   std::vector<Issue> warnings;
   std::vector<std::string> notes;  // conventions that applied, in words
   Config config;
+  Implementation implementation;    // the configuration's implementation, every `auto` resolved
   ParameterCount parameters;
-  Exact parameter_count;            // the count the memory model used (nominal if given)
-  Exact trainable_parameter_count;
+  Count parameter_count;            // the count the memory model used (nominal if given)
+  Count trainable_parameter_count;
   Breakdown breakdown;
   std::vector<NamedBytes> activation_terms_per_layer;  // one block, one micro-batch (empty for seed_14p)
   std::vector<Phase> phases;
-  Exact peak_allocated_bytes;
-  Exact peak_reserved_bytes;        // point estimate
-  Exact peak_reserved_low_bytes;    // fragmentation range
-  Exact peak_reserved_high_bytes;
-  Exact device_total_bytes;         // reserved + CUDA context (what nvidia-smi shows)
-  Exact device_total_low_bytes;
-  Exact device_total_high_bytes;
+  Bytes peak_allocated_bytes;
+  Bytes peak_reserved_bytes;        // point estimate
+  Bytes peak_reserved_low_bytes;    // fragmentation range
+  Bytes peak_reserved_high_bytes;
+  Bytes device_total_bytes;         // reserved + CUDA context (what nvidia-smi shows)
+  Bytes device_total_low_bytes;
+  Bytes device_total_high_bytes;
   double fragmentation = 0;         // reserved / allocated − 1 used for the point estimate
   // Weights, gradients, optimizer states and master weights per (base) parameter, all GPUs
   // together: the seeds' "14x rule" number, 2–3 for LoRA.
@@ -86,8 +77,8 @@ struct Estimate {
   // Where published GPU runs landed relative to memfit (docs/accuracy.md): 80 % of them measured
   // between these multiples of the estimate; applied to peak_allocated_bytes. Empty (0, 0) under
   // the seeds' convention.
-  Exact measured_band_low_bytes;
-  Exact measured_band_high_bytes;
+  Bytes measured_band_low_bytes;
+  Bytes measured_band_high_bytes;
   int measured_band_cases = 0;
   Fit fit;                          // the configured GPU
   std::vector<Fit> fits;            // every GPU in the table

@@ -44,6 +44,11 @@ class Exact {
     r.overflow_ = a.overflow_ || b.overflow_;
     return r;
   }
+  friend constexpr Exact min(Exact a, Exact b) {
+    Exact r = a.value_ <= b.value_ ? a : b;
+    r.overflow_ = a.overflow_ || b.overflow_;
+    return r;
+  }
   // a × b / c without the intermediate overflowing (128-bit product; GCC and Clang on every
   // target memfit builds for, wasm32 included). Used to take a share of a total.
   friend Exact mul_div(Exact a, Exact b, Exact c) {

@@ -6,14 +6,16 @@
 #include <string_view>
 #include <vector>
 
+#include "memfit/units.hpp"
+
 namespace memfit {
 
 struct Gpu {
   const char* id;              // "h100-sxm-80gb"
   const char* name;            // "NVIDIA H100 SXM 80GB"
   const char* architecture;    // "Hopper"
-  std::int64_t memory_bytes;   // total device memory as nvidia-smi reports it (MiB × 2^20)
-  std::int64_t context_bytes;  // CUDA context + PyTorch's library handles, measured or typical
+  Bytes memory_bytes;          // total device memory as nvidia-smi reports it (MiB × 2^20)
+  Bytes context_bytes;         // CUDA context + PyTorch's library handles, measured or typical
   const char* source;          // where the numbers come from
 };
 

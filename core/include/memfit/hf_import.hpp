@@ -13,6 +13,10 @@ namespace memfit {
 
 struct HfImport {
   ModelSpec model;
+  // What transformers' class for this model_type does where it differs from the `hf` profile
+  // (kAuto elsewhere). model_type picks the class in transformers (AutoModel), so the importer
+  // reads it here once; the configuration then carries the values as explicit knobs.
+  Implementation reference;
   std::vector<Issue> errors;    // fields named by their config.json key
   std::vector<Issue> warnings;  // e.g. DeepSeek's multi-token-prediction layer is not counted
 };

@@ -9,9 +9,12 @@
 #include "memfit/estimate.hpp"
 #include "memfit/gpus.hpp"
 #include "memfit/hf_import.hpp"
+#include "memfit/implementation.hpp"
 #include "memfit/json.hpp"
 #include "memfit/parameters.hpp"
+#include "memfit/patch.hpp"
 #include "memfit/presets.hpp"
+#include "memfit/recipes.hpp"
 #include "memfit/suggest.hpp"
 
 namespace memfit {
@@ -23,6 +26,7 @@ Json default_config_json();
 // Validation only: {"ok", "errors", "warnings"}.
 Json validate_json(std::string_view config_text);
 // A Hugging Face config.json → {"ok", "errors", "warnings", "model": {memfit model fields},
+// "training": {implementation knobs of the model's transformers class, to apply unless set},
 // "parameter_count", "parameters_by_component"}.
 Json import_hf_json(std::string_view hf_config_text);
 // Presets: [{id, name, family, source, published_parameter_count, parameter_count, model}].
@@ -34,5 +38,8 @@ Json gpus_json();
 Json suggestions_json(std::string_view config_text);
 // The seeds' scaling table rows for the given configuration's training settings.
 Json scaling_table_json(std::string_view config_text);
+// A configuration with a patch merged into it (patch.hpp's rule): {"ok", "errors", "config"}.
+// The configuration is returned as given plus the patch, not normalised.
+Json merge_patch_json(std::string_view config_text, std::string_view patch_text);
 
 }  // namespace memfit

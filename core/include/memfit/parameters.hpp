@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "memfit/config.hpp"
-#include "memfit/exact.hpp"
+#include "memfit/units.hpp"
 
 namespace memfit {
 
@@ -26,27 +26,27 @@ bool is_block_component(Component c);  // inside the transformer blocks
 struct TensorGroup {
   Component component;
   const char* name;        // e.g. "q_proj.weight"
-  Exact rows;              // PyTorch Linear weight shape is [out_features, in_features]
-  Exact cols;              // 0 for vectors (biases, norms)
-  Exact count;             // how many such tensors in the whole model
+  Count rows;              // PyTorch Linear weight shape is [out_features, in_features]
+  Count cols;              // 0 for vectors (biases, norms)
+  Count count;             // how many such tensors in the whole model
   bool linear = false;     // a matmul weight inside the blocks (quantised by QLoRA, cast by autocast)
   unsigned lora_target = 0;  // the LoraTarget bit this weight answers to, 0 if none
-  Exact elements_each() const { return cols.value() == 0 ? rows : rows * cols; }
-  Exact elements() const { return elements_each() * count; }
+  Count elements_each() const { return cols.is_zero() ? rows : rows * cols; }
+  Count elements() const { return elements_each() * count; }
 };
 
 struct ParameterCount {
   std::vector<TensorGroup> groups;
-  Exact total_count;
-  Exact dense_layer_count;      // blocks with a dense MLP
-  Exact moe_layer_count;        // blocks with experts
-  Exact per_dense_layer_count;  // parameters in one dense block
-  Exact per_moe_layer_count;    // parameters in one MoE block
-  Exact active_count;           // parameters used per token (MoE: routed experts_per_tok only)
+  Count total_count;
+  Count dense_layer_count;      // blocks with a dense MLP
+  Count moe_layer_count;        // blocks with experts
+  Count per_dense_layer_count;  // parameters in one dense block
+  Count per_moe_layer_count;    // parameters in one MoE block
+  Count active_count;           // parameters used per token (MoE: routed experts_per_tok only)
   bool overflow = false;
 
-  Exact component_count(Component c) const;
-  Exact block_count() const;  // everything inside the transformer blocks
+  Count component_count(Component c) const;
+  Count block_count() const;  // everything inside the transformer blocks
 };
 
 ParameterCount count_parameters(const ModelSpec& model);

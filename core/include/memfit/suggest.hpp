@@ -9,12 +9,13 @@
 
 namespace memfit {
 
+// A change is a patch (a partial configuration, see patch.hpp); the configuration it leads to is
+// `apply_patch(config, patch)`, never stored beside it.
 struct Suggestion {
   std::string title;    // "Full activation checkpointing"
   std::string detail;   // what it costs or changes besides memory
   Json patch;           // the configuration change, as a partial configuration
-  Config config;        // the configuration with the change applied
-  Exact device_total_bytes;
+  Bytes device_total_bytes;
   Verdict verdict;
 };
 

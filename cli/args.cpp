@@ -1,0 +1,153 @@
+#include "args.hpp"
+
+#include <sstream>
+
+#include "memfit/memfit.hpp"
+
+namespace memfit::cli {
+
+namespace {
+
+// A flag's value: JSON where it reads as JSON (numbers, booleans, lists), else a string.
+Json flag_value(const std::string& text) {
+  const JsonParseResult parsed = parse_json(text);
+  if (parsed.value && !parsed.value->is_object()) return *parsed.value;
+  return Json::string(text);
+}
+
+// "--seq-len" → "training.seq_len", by the unique last name in the schema ("" if none or ambiguous).
+std::string field_for_flag(std::string name) {
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  std::string found;
+  const Json schema = config_schema();
+  for (const Json& f : schema.items()) {
+    const std::string& path = f.find("field")->as_string();
+    if (path.substr(path.rfind('.') + 1) == name || path == name) {
+      if (!found.empty()) return "";  // ambiguous: use --set with the full path
+      found = path;
+    }
+  }
+  return found;
+}
+
+// "q,k,v,o" → ["q","k","v","o"] for the one list-valued field.
+Json field_value(const std::string& path, const std::string& text) {
+  Json value = flag_value(text);
+  if (path != "training.finetune.lora_targets" || !value.is_string()) return value;
+  Json list = Json::array();
+  std::stringstream s(value.as_string());
+  for (std::string item; std::getline(s, item, ',');) list.push(Json::string(item));
+  return list;
+}
+
+// A Hugging Face config.json's problems, named by the path given ("config.json" says nothing
+// when the file is called something else).
+std::string import_issue(const std::string& path, const Json& issue) {
+  const std::string& field = issue.find("field")->as_string();
+  const std::string where = field == "config.json" ? path : path + ": " + field;
+  return where + " " + issue.find("message")->as_string();
+}
+
+class Parser {
+ public:
+  Parser(const std::vector<std::string>& args, const Reader& read) : args_(args), read_(read) {}
+
+  ParsedArgs run() {
+    for (i_ = 0; i_ < args_.size() && out_.errors.empty(); ++i_) one(args_[i_]);
+    if (out_.errors.empty()) keep_default_preset();
+    return std::move(out_);
+  }
+
+ private:
+  bool has_value() const { return i_ + 1 < args_.size(); }
+  const std::string& next() { return args_[++i_]; }
+  void fail(int status, std::string message) {
+    out_.status = status;
+    out_.errors.push_back(std::move(message));
+  }
+
+  void one(const std::string& a) {
+    Request& r = out_.request;
+    if (a == "-h" || a == "--help") r.action = Action::kHelp;
+    else if (a == "--json") r.json = true;
+    else if (a == "--list-presets") r.action = Action::kListPresets;
+    else if (a == "--list-gpus") r.action = Action::kListGpus;
+    else if (a == "--schema") r.action = Action::kSchema;
+    else if (a == "--default-config") r.action = Action::kDefaultConfig;
+    else if (a == "--config" && has_value()) config_file(next());
+    else if (a == "--hf-config" && has_value()) hf_config_file(next());
+    else if (a == "--set" && has_value()) set(next());
+    else if (a.rfind("--", 0) == 0 && a.size() > 2 && has_value()) field_flag(a);
+    else fail(2, "unknown or incomplete option " + a + " (see --help)");
+  }
+
+  void config_file(const std::string& path) {
+    const Input in = read_(path);
+    if (!in.error.empty()) return fail(1, "cannot read " + path + ": " + in.error);
+    const JsonParseResult parsed = parse_json(in.text);
+    if (!parsed.value || !parsed.value->is_object()) {
+      return fail(2, path + " is not a JSON object" + (parsed.value ? "" : ": " + parsed.error));
+    }
+    if (parsed.value->find("model")) model_described_ = true;
+    merge_patch(out_.request.config, *parsed.value);
+  }
+
+  void hf_config_file(const std::string& path) {
+    const Input in = read_(path);
+    if (!in.error.empty()) return fail(1, "cannot read " + path + ": " + in.error);
+    const Json imported = import_hf_json(in.text);
+    if (!imported.find("ok")->as_bool()) {
+      out_.status = 2;
+      for (const Json& issue : imported.find("errors")->items()) out_.errors.push_back(import_issue(path, issue));
+      return;
+    }
+    Json& config = out_.request.config;
+    set_path(config, "model", *imported.find("model"));
+    set_path(config, "model.preset", Json::string(""));
+    model_described_ = true;
+    // The model's transformers class's knobs, unless already given.
+    for (const auto& [key, value] : imported.find("training")->members()) {
+      const Json* training = config.find("training");
+      if (!training || !training->find(key)) set_path(config, "training." + key, value);
+    }
+    for (const Json& w : imported.find("warnings")->items()) out_.request.notes.push_back("note: " + import_issue(path, w));
+  }
+
+  void set(const std::string& kv) {
+    const std::size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return fail(2, "--set expects PATH=VALUE, got " + kv);
+    const std::string path = kv.substr(0, eq);
+    if (path.rfind("model.", 0) == 0) model_fields_ = true;
+    set_path(out_.request.config, path, field_value(path, kv.substr(eq + 1)));
+  }
+
+  void field_flag(const std::string& flag) {
+    const std::string path = field_for_flag(flag.substr(2));
+    if (path.empty()) return fail(2, "unknown option " + flag + " (see --help and --schema)");
+    if (path.rfind("model.", 0) == 0) model_fields_ = true;
+    set_path(out_.request.config, path, field_value(path, next()));
+  }
+
+  // A model field given on its own changes the default model, as on the page: a configuration
+  // file's "model" without a preset is a model described from scratch, a flag is an edit.
+  void keep_default_preset() {
+    const Json* model = out_.request.config.find("model");
+    if (!model_fields_ || model_described_ || !model || model->find("preset")) return;
+    set_path(out_.request.config, "model.preset", Json::string(default_config().model.preset));
+  }
+
+  const std::vector<std::string>& args_;
+  const Reader& read_;
+  std::size_t i_ = 0;
+  ParsedArgs out_;
+  bool model_fields_ = false;     // a flag set a model.* field
+  bool model_described_ = false;  // a file gave the model
+};
+
+}  // namespace
+
+ParsedArgs parse_args(const std::vector<std::string>& args, const Reader& read) { return Parser(args, read).run(); }
+
+}  // namespace memfit::cli

@@ -1,0 +1,33 @@
+// What a fine-tuning method trains and what it keeps frozen (core-internal).
+#pragma once
+
+#include <vector>
+
+#include "memfit/config.hpp"
+#include "memfit/parameters.hpp"
+#include "memfit/units.hpp"
+
+namespace memfit {
+
+inline bool is_lora(const Config& c) { return c.training.finetune.method == FinetuneMethod::kLora; }
+
+// A trainable tensor shape, `count` times (cols 0: a vector).
+struct Shape {
+  Count rows, cols, count;
+  Count elements_each() const { return cols.is_zero() ? rows : rows * cols; }
+};
+
+// The tensors the optimizer sees: every parameter for a full fine-tune; LoRA's A [r, in] and
+// B [out, r] on each targeted linear layer otherwise (Hu et al. 2021).
+std::vector<Shape> trainable_shapes(const ParameterCount& params, bool lora, const Finetune& finetune);
+
+// LoRA's trainable parameters: r · (in + out) on every targeted linear layer.
+Count lora_parameter_count(const ParameterCount& params, const Finetune& finetune);
+
+// The frozen base of a LoRA run: 16-bit (or fp32) weights, int8, or QLoRA's NF4.
+Bytes frozen_base_bytes(const ParameterCount& params, std::int64_t base_bits, Bytes unquantized);
+
+// The largest trainable tensor's elements (the per-parameter optimizer loop's temporary).
+Count largest_trainable_tensor(const ParameterCount& params, bool lora, const Finetune& finetune);
+
+}  // namespace memfit

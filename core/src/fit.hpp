@@ -1,0 +1,20 @@
+// From the allocated peak to what the card sees: the caching allocator's reserve, the CUDA
+// context, where published runs landed, and the verdict on each GPU (core-internal).
+#pragma once
+
+#include "memfit/estimate.hpp"
+
+namespace memfit {
+
+// `bytes` × factor, rounded up; an overflowed or too large result keeps the overflow flag.
+Bytes scale(Bytes bytes, double factor);
+
+// Peak reserved (point and range) from the allocated peak, for the measured-recipe path.
+void allocator_reserve(const Config& config, Estimate& e);
+
+// The measured band, the device totals and the verdict on the chosen GPU and on every GPU.
+void fit_on_gpus(const Config& config, const Gpu& gpu, Estimate& e);
+
+Fit make_fit(const Gpu& gpu, Bytes need, double budget_fraction);
+
+}  // namespace memfit

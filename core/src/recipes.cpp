@@ -1,0 +1,96 @@
+#include "memfit/recipes.hpp"
+
+#include <array>
+
+namespace memfit {
+
+namespace {
+
+constexpr Bytes kNone{0};
+
+// One row per recipe, in the Precision enum's order (checked below).
+constexpr std::array<PrecisionRecipe, 9> kRecipes = {{
+    {.id = Precision::kFp32,
+     .name = "fp32",
+     .description = "fp32 weights, gradients and optimizer states",
+     .weights = kFp32Bytes, .master = kNone, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
+     .compute = kFp32Bytes, .stream = kFp32Bytes, .autocast_copy = kNone, .gathered = kFp32Bytes,
+     .frozen_base = kFp32Bytes, .autocast = false},
+    // PyTorch AMP (torch.autocast; HF Trainer fp16=True / bf16=True): fp32 weights, gradients and
+    // states; autocast caches a 16-bit copy of each matmul weight for the step.
+    {.id = Precision::kFp16Mixed,
+     .name = "fp16_mixed",
+     .description = "PyTorch AMP: fp32 weights, gradients and states; fp16 autocast copies of the weights and "
+                    "fp16 activations",
+     .weights = kFp32Bytes, .master = kNone, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
+     .compute = kHalfBytes, .stream = kFp32Bytes, .autocast_copy = kHalfBytes, .gathered = kHalfBytes,
+     .frozen_base = kHalfBytes, .autocast = true},
+    {.id = Precision::kBf16Mixed,
+     .name = "bf16_mixed",
+     .description = "PyTorch AMP: fp32 weights, gradients and states; bf16 autocast copies of the weights and "
+                    "bf16 activations",
+     .weights = kFp32Bytes, .master = kNone, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
+     .compute = kHalfBytes, .stream = kFp32Bytes, .autocast_copy = kHalfBytes, .gathered = kHalfBytes,
+     .frozen_base = kHalfBytes, .autocast = true},
+    // Megatron-LM / DeepSpeed: 16-bit weights, fp32 main gradients and master weights.
+    {.id = Precision::kFp16Master,
+     .name = "fp16_master",
+     .description = "Megatron / DeepSpeed: fp16 weights, fp32 main gradients, fp32 master weights, fp32 "
+                    "optimizer states",
+     .weights = kHalfBytes, .master = kFp32Bytes, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
+     .compute = kHalfBytes, .stream = kHalfBytes, .autocast_copy = kNone, .gathered = kHalfBytes,
+     .frozen_base = kHalfBytes, .autocast = false},
+    {.id = Precision::kBf16Master,
+     .name = "bf16_master",
+     .description = "Megatron / DeepSpeed: bf16 weights, fp32 main gradients, fp32 master weights, fp32 "
+                    "optimizer states",
+     .weights = kHalfBytes, .master = kFp32Bytes, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
+     .compute = kHalfBytes, .stream = kHalfBytes, .autocast_copy = kNone, .gathered = kHalfBytes,
+     .frozen_base = kHalfBytes, .autocast = false},
+    // Pure bf16 (torchtune, LitGPT bf16-true): the optimizer's states take the parameters' dtype.
+    {.id = Precision::kBf16,
+     .name = "bf16",
+     .description = "pure bf16: weights, gradients and optimizer states all bf16 (no master copy)",
+     .weights = kHalfBytes, .master = kNone, .gradients = kHalfBytes, .optimizer_state = kHalfBytes,
+     .compute = kHalfBytes, .stream = kHalfBytes, .autocast_copy = kNone, .gathered = kHalfBytes,
+     .frozen_base = kHalfBytes, .autocast = false},
+    // Transformer Engine FP8: an FP8 copy of each matmul weight and its transpose (2 bytes).
+    {.id = Precision::kFp8Mixed,
+     .name = "fp8_mixed",
+     .description = "Transformer Engine FP8: bf16 weights with FP8 copies for the matmuls, fp32 main gradients, "
+                    "fp32 master weights and states",
+     .weights = kHalfBytes, .master = kFp32Bytes, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
+     .compute = kHalfBytes, .stream = kHalfBytes, .autocast_copy = kHalfBytes, .gathered = kHalfBytes,
+     .frozen_base = kHalfBytes, .autocast = false},
+    // The seeds' convention (seeds/001 estimate_memory, the 14P rule); estimated by its own path.
+    {.id = Precision::kSeed14p,
+     .name = "seed_14p",
+     .description = "the seeds' convention: 2-byte parameters, 4-byte gradients, 8-byte Adam states, no master "
+                    "copy",
+     .weights = kHalfBytes, .master = kNone, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
+     .compute = kHalfBytes, .stream = kHalfBytes, .autocast_copy = kNone, .gathered = kHalfBytes,
+     .frozen_base = kHalfBytes, .autocast = false},
+    // FSDP MixedPrecision(param_dtype=bf16) (accelerate, torchtitan): fp32 sharded weights,
+    // gradients and states; each unit's weights gathered in bf16 for compute.
+    {.id = Precision::kBf16Fsdp,
+     .name = "bf16_fsdp",
+     .description = "FSDP mixed precision (param_dtype bf16): fp32 weights, gradients and states kept sharded; "
+                    "each unit's weights gathered in bf16 for compute; bf16 activations",
+     .weights = kFp32Bytes, .master = kNone, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
+     .compute = kHalfBytes, .stream = kHalfBytes, .autocast_copy = kNone, .gathered = kHalfBytes,
+     .frozen_base = kHalfBytes, .autocast = false},
+}};
+
+constexpr bool rows_in_enum_order() {
+  for (std::size_t i = 0; i < kRecipes.size(); ++i) {
+    if (static_cast<std::size_t>(kRecipes[i].id) != i) return false;
+  }
+  return true;
+}
+static_assert(rows_in_enum_order(), "kRecipes rows must follow the Precision enum");
+
+}  // namespace
+
+const PrecisionRecipe& recipe_for(Precision precision) { return kRecipes[static_cast<std::size_t>(precision)]; }
+
+}  // namespace memfit
