@@ -34,96 +34,87 @@ std::string choices_text(const std::vector<const char*>& choices) {
   return out;
 }
 
-std::string int_range_text(const Field& f) {
-  return "an integer from " + detail::group_digits(f.min_int) + " to " + detail::group_digits(f.max_int);
+using detail::int_range_text;
+using detail::real_range_text;
+
+// Each reader stores a valid value and returns "", or returns what is wrong with it.
+std::string read_int(const Field& f, const Json& value, Config& config) {
+  const auto v = value.as_exact_integer();
+  if (!v) return "must be " + int_range_text(f) + "; got " + describe(value);
+  if (*v < f.min_int || *v > f.max_int) return "must be " + int_range_text(f) + "; got " + detail::group_digits(*v);
+  f.int_ref(config) = *v;
+  return "";
 }
 
-std::string real_range_text(const Field& f) {
-  return "a number from " + detail::plain_number(f.min_real) + " to " + detail::plain_number(f.max_real);
+std::string read_real(const Field& f, const Json& value, Config& config) {
+  if (!value.is_number() || !std::isfinite(value.as_double())) {
+    return "must be " + real_range_text(f) + "; got " + describe(value);
+  }
+  const double v = value.as_double();
+  if (v < f.min_real || v > f.max_real) return "must be " + real_range_text(f) + "; got " + detail::plain_number(v);
+  f.real_ref(config) = v;
+  return "";
+}
+
+std::string read_bool(const Field& f, const Json& value, Config& config) {
+  if (!value.is_bool()) return "must be true or false; got " + describe(value);
+  f.bool_ref(config) = value.as_bool();
+  return "";
+}
+
+std::string read_string(const Field& f, const Json& value, Config& config) {
+  if (!value.is_string() || value.as_string().size() > 200) {
+    return "must be a string of at most 200 characters; got " + describe(value);
+  }
+  f.string_ref(config) = value.as_string();
+  return "";
+}
+
+std::string read_enum(const Field& f, const Json& value, Config& config) {
+  for (std::size_t i = 0; value.is_string() && i < f.choices.size(); ++i) {
+    if (value.as_string() == f.choices[i]) {
+      f.enum_set(config, static_cast<int>(i));
+      return "";
+    }
+  }
+  return "must be one of " + choices_text(f.choices) + "; got " + describe(value);
+}
+
+// A list of names from the field's choices, stored as a bit set.
+std::string read_targets(const Field& f, const Json& value, Config& config) {
+  unsigned bits = 0;
+  bool ok = value.is_array();
+  for (std::size_t n = 0; ok && n < value.items().size(); ++n) {
+    const Json& item = value.items()[n];
+    bool known = false;
+    for (std::size_t i = 0; item.is_string() && i < f.choices.size(); ++i) {
+      if (item.as_string() == f.choices[i]) {
+        bits |= 1u << i;
+        known = true;
+      }
+    }
+    ok = known;
+  }
+  if (!ok) {
+    return "must be a list of module names from " + choices_text(f.choices) + "; got " +
+           (value.is_array() ? value.dump() : describe(value));
+  }
+  f.targets_ref(config) = bits;
+  return "";
 }
 
 // Reads one field's JSON value into the configuration, or explains why it cannot.
 void read_field(const Field& f, const Json& value, Config& config, std::vector<Issue>& errors) {
-  const std::string path = f.path;
+  std::string error;
   switch (f.kind) {
-    case FieldKind::kInt: {
-      const auto v = value.as_exact_integer();
-      if (!v) {
-        errors.push_back({path, "must be " + int_range_text(f) + "; got " + describe(value)});
-        return;
-      }
-      if (*v < f.min_int || *v > f.max_int) {
-        errors.push_back({path, "must be " + int_range_text(f) + "; got " + detail::group_digits(*v)});
-        return;
-      }
-      f.int_ref(config) = *v;
-      return;
-    }
-    case FieldKind::kReal: {
-      if (!value.is_number() || !std::isfinite(value.as_double())) {
-        errors.push_back({path, "must be " + real_range_text(f) + "; got " + describe(value)});
-        return;
-      }
-      const double v = value.as_double();
-      if (v < f.min_real || v > f.max_real) {
-        errors.push_back({path, "must be " + real_range_text(f) + "; got " + detail::plain_number(v)});
-        return;
-      }
-      f.real_ref(config) = v;
-      return;
-    }
-    case FieldKind::kBool: {
-      if (!value.is_bool()) {
-        errors.push_back({path, "must be true or false; got " + describe(value)});
-        return;
-      }
-      f.bool_ref(config) = value.as_bool();
-      return;
-    }
-    case FieldKind::kString: {
-      if (!value.is_string() || value.as_string().size() > 200) {
-        errors.push_back({path, "must be a string of at most 200 characters; got " + describe(value)});
-        return;
-      }
-      f.string_ref(config) = value.as_string();
-      return;
-    }
-    case FieldKind::kEnum: {
-      if (value.is_string()) {
-        for (std::size_t i = 0; i < f.choices.size(); ++i) {
-          if (value.as_string() == f.choices[i]) {
-            f.enum_set(config, static_cast<int>(i));
-            return;
-          }
-        }
-      }
-      errors.push_back({path, "must be one of " + choices_text(f.choices) + "; got " + describe(value)});
-      return;
-    }
-    case FieldKind::kTargets: {
-      unsigned bits = 0;
-      bool ok = value.is_array();
-      if (ok) {
-        for (const Json& item : value.items()) {
-          bool known = false;
-          for (std::size_t i = 0; item.is_string() && i < f.choices.size(); ++i) {
-            if (item.as_string() == f.choices[i]) {
-              bits |= 1u << i;
-              known = true;
-            }
-          }
-          ok = ok && known;
-        }
-      }
-      if (!ok) {
-        errors.push_back({path, "must be a list of module names from " + choices_text(f.choices) +
-                                    "; got " + (value.is_array() ? value.dump() : describe(value))});
-        return;
-      }
-      f.targets_ref(config) = bits;
-      return;
-    }
+    case FieldKind::kInt: error = read_int(f, value, config); break;
+    case FieldKind::kReal: error = read_real(f, value, config); break;
+    case FieldKind::kBool: error = read_bool(f, value, config); break;
+    case FieldKind::kString: error = read_string(f, value, config); break;
+    case FieldKind::kEnum: error = read_enum(f, value, config); break;
+    case FieldKind::kTargets: error = read_targets(f, value, config); break;
   }
+  if (!error.empty()) errors.push_back({f.path, std::move(error)});
 }
 
 Json write_field(const Field& f, const Config& config) {
@@ -261,88 +252,6 @@ ConfigParse parse_config_text(std::string_view text) {
     return out;
   }
   return parse_config(*parsed.value);
-}
-
-std::vector<Issue> validate(const Config& c) {
-  std::vector<Issue> errors;
-  auto add = [&](const char* field, std::string message) { errors.push_back({field, std::move(message)}); };
-  // Ranges first, so that a configuration built in C++ is held to the same limits as JSON.
-  for (const Field& f : detail::config_fields()) {
-    Config& m = const_cast<Config&>(c);
-    if (f.kind == FieldKind::kInt && (f.int_ref(m) < f.min_int || f.int_ref(m) > f.max_int)) {
-      add(f.path, "must be " + int_range_text(f) + "; got " + detail::group_digits(f.int_ref(m)));
-    } else if (f.kind == FieldKind::kReal && !(f.real_ref(m) >= f.min_real && f.real_ref(m) <= f.max_real)) {
-      add(f.path, "must be " + real_range_text(f) + "; got " + detail::plain_number(f.real_ref(m)));
-    }
-  }
-  if (!errors.empty()) return errors;
-
-  const ModelSpec& m = c.model;
-  if (m.attention_type == AttentionType::kStandard) {
-    if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0) {
-      add("model.num_attention_heads",
-          "must divide model.hidden_size (" + detail::group_digits(m.hidden_size) +
-              ") when model.head_dim is not given; got " + detail::group_digits(m.num_attention_heads));
-    }
-    if (m.num_key_value_heads > m.num_attention_heads || m.num_attention_heads % m.kv_heads() != 0) {
-      add("model.num_key_value_heads",
-          "must divide model.num_attention_heads (" + detail::group_digits(m.num_attention_heads) +
-              "); got " + detail::group_digits(m.num_key_value_heads));
-    }
-  } else {
-    if (m.kv_lora_rank < 1) add("model.kv_lora_rank", "must be at least 1 for attention_type mla");
-    if (m.qk_nope_head_dim + m.qk_rope_head_dim < 1) add("model.qk_nope_head_dim", "qk_nope_head_dim + qk_rope_head_dim must be at least 1 for attention_type mla");
-    if (m.v_head_dim < 1) add("model.v_head_dim", "must be at least 1 for attention_type mla");
-  }
-  const bool has_dense_layers = m.num_experts == 0 || m.first_k_dense_replace > 0;
-  if (has_dense_layers && m.intermediate_size < 1) {
-    add("model.intermediate_size", "must be at least 1 (the model has dense MLP layers)");
-  }
-  if (m.num_experts > 0) {
-    if (m.num_experts_per_tok < 1 || m.num_experts_per_tok > m.num_experts) {
-      add("model.num_experts_per_tok", "must be from 1 to model.num_experts (" + detail::group_digits(m.num_experts) +
-                                           "); got " + detail::group_digits(m.num_experts_per_tok));
-    }
-    if (m.moe_intermediate_size < 1) add("model.moe_intermediate_size", "must be at least 1 when model.num_experts > 0");
-    if (m.first_k_dense_replace > m.num_hidden_layers) {
-      add("model.first_k_dense_replace", "must be at most model.num_hidden_layers (" + detail::group_digits(m.num_hidden_layers) + ")");
-    }
-  }
-  if (m.position_embedding == PositionKind::kLearned && c.training.seq_len > m.max_position_embeddings &&
-      c.training.precision != Precision::kSeed14p) {
-    add("training.seq_len", "must be at most model.max_position_embeddings (" +
-                                detail::group_digits(m.max_position_embeddings) + ") for learned positions; got " +
-                                detail::group_digits(c.training.seq_len));
-  }
-
-  const Training& t = c.training;
-  if (t.finetune.method == FinetuneMethod::kLora) {
-    if (t.finetune.lora_targets == 0) add("training.finetune.lora_targets", "must name at least one module for LoRA");
-    if (t.finetune.base_bits != 4 && t.finetune.base_bits != 8 && t.finetune.base_bits != 16) {
-      add("training.finetune.base_bits", "must be 16 (frozen 16-bit base), 8 (int8) or 4 (QLoRA NF4); got " +
-                                             detail::group_digits(t.finetune.base_bits));
-    }
-  }
-
-  const Parallel& p = c.parallel;
-  const std::int64_t model_parallel = p.tensor * p.pipeline * p.context;
-  if (p.num_gpus % model_parallel != 0) {
-    add("parallel.num_gpus", "must be a multiple of tensor × pipeline × context (" + detail::group_digits(model_parallel) +
-                                 "); got " + detail::group_digits(p.num_gpus));
-  }
-  if (p.pipeline > m.num_hidden_layers) {
-    add("parallel.pipeline", "must be at most model.num_hidden_layers (" + detail::group_digits(m.num_hidden_layers) + ")");
-  }
-  if (m.attention_type == AttentionType::kStandard && m.num_attention_heads % p.tensor != 0) {
-    add("parallel.tensor", "must divide model.num_attention_heads (" + detail::group_digits(m.num_attention_heads) + ")");
-  }
-  if (p.expert > 1 && (m.num_experts == 0 || m.num_experts % p.expert != 0)) {
-    add("parallel.expert", "must divide model.num_experts (" + detail::group_digits(m.num_experts) + ")");
-  }
-  if (!find_gpu(c.hardware.gpu)) {
-    add("hardware.gpu", "must be the id of a GPU in the table (see `memfit --list-gpus`); got \"" + c.hardware.gpu + "\"");
-  }
-  return errors;
 }
 
 Json config_to_json(const Config& config) {

@@ -66,6 +66,101 @@ Json issues_to_json(const std::vector<Issue>& issues) {
   return list;
 }
 
+namespace {
+
+Json parameters_by_layer_json(const ParameterCount& p) {
+  Json layers = Json::object();
+  layers.set("blocks", bytes(p.block_count()));
+  layers.set("dense_layers", bytes(p.dense_layer_count));
+  layers.set("per_dense_layer", bytes(p.per_dense_layer_count));
+  layers.set("moe_layers", bytes(p.moe_layer_count));
+  layers.set("per_moe_layer", bytes(p.per_moe_layer_count));
+  return layers;
+}
+
+Json recipe_json(const PrecisionRecipe& r) {
+  Json recipe = Json::object();
+  recipe.set("name", Json::string(r.name));
+  recipe.set("description", Json::string(r.description));
+  recipe.set("weight_bytes", bytes(r.weights));
+  recipe.set("gradient_bytes", bytes(r.gradients));
+  recipe.set("master_bytes", bytes(r.master));
+  recipe.set("optimizer_state_element_bytes", bytes(r.optimizer_state));
+  recipe.set("activation_bytes", bytes(r.compute));
+  return recipe;
+}
+
+Json breakdown_json(const Breakdown& b) {
+  Json breakdown = Json::object();
+  breakdown.set("parameters", bytes(b.parameters));
+  breakdown.set("gradients", bytes(b.gradients));
+  breakdown.set("optimizer_states", bytes(b.optimizer_states));
+  breakdown.set("master_weights", bytes(b.master_weights));
+  breakdown.set("activations", bytes(b.activations));
+  breakdown.set("logits_and_loss", bytes(b.logits_and_loss));
+  breakdown.set("overhead", bytes(b.overhead));
+  breakdown.set("weight_copies", bytes(b.weight_copies));
+  breakdown.set("offloaded", bytes(b.offloaded_bytes));
+  return breakdown;
+}
+
+Json named_bytes_json(const char* key, const std::vector<NamedBytes>& list) {
+  Json out = Json::array();
+  for (const NamedBytes& t : list) {
+    Json term = Json::object();
+    term.set(key, Json::string(t.name));
+    term.set("bytes", bytes(t.bytes));
+    out.push(std::move(term));
+  }
+  return out;
+}
+
+Json phases_json(const std::vector<Phase>& phases) {
+  Json out = Json::array();
+  for (const Phase& p : phases) {
+    Json phase = Json::object();
+    phase.set("name", Json::string(p.name));
+    phase.set("label", Json::string(p.label));
+    phase.set("bytes", bytes(p.bytes));
+    out.push(std::move(phase));
+  }
+  return out;
+}
+
+Json range_json(Bytes low, Bytes high) {
+  Json range = Json::array();
+  range.push(bytes(low));
+  range.push(bytes(high));
+  return range;
+}
+
+// The peak and what the allocator and the card make of it.
+void peak_json(const Estimate& e, Json& j) {
+  j.set("peak_allocated_bytes", bytes(e.peak_allocated_bytes));
+  j.set("peak_reserved_bytes", bytes(e.peak_reserved_bytes));
+  j.set("peak_reserved_range_bytes", range_json(e.peak_reserved_low_bytes, e.peak_reserved_high_bytes));
+  j.set("device_total_bytes", bytes(e.device_total_bytes));
+  j.set("device_total_range_bytes", range_json(e.device_total_low_bytes, e.device_total_high_bytes));
+  if (e.measured_band_cases > 0) {
+    j.set("measured_band_bytes", range_json(e.measured_band_low_bytes, e.measured_band_high_bytes));
+    j.set("measured_band_cases", Json::integer(e.measured_band_cases));
+  }
+  j.set("fragmentation", Json::number(e.fragmentation));
+  j.set("static_bytes_per_parameter", Json::number(e.static_bytes_per_parameter));
+}
+
+void fits_json(const Estimate& e, Json& j) {
+  Json fits = fit_to_json(e.fit);
+  fits.set("budget_fraction", Json::number(e.config.hardware.budget_fraction));
+  fits.set("rule", Json::string(kBudgetRule));
+  j.set("fits", std::move(fits));
+  Json gpus = Json::array();
+  for (const Fit& f : e.fits) gpus.push(fit_to_json(f));
+  j.set("gpus", std::move(gpus));
+}
+
+}  // namespace
+
 Json estimate_to_json(const Estimate& e) {
   Json j = Json::object();
   j.set("ok", Json::boolean(e.ok()));
@@ -78,89 +173,15 @@ Json estimate_to_json(const Estimate& e) {
   j.set("trainable_parameter_count", bytes(e.trainable_parameter_count));
   j.set("architecture_parameter_count", bytes(e.parameters.total_count));
   j.set("active_parameter_count", bytes(e.parameters.active_count));
-
   j.set("parameters_by_component", parameters_by_component_json(e.parameters));
-  Json layers = Json::object();
-  layers.set("blocks", bytes(e.parameters.block_count()));
-  layers.set("dense_layers", bytes(e.parameters.dense_layer_count));
-  layers.set("per_dense_layer", bytes(e.parameters.per_dense_layer_count));
-  layers.set("moe_layers", bytes(e.parameters.moe_layer_count));
-  layers.set("per_moe_layer", bytes(e.parameters.per_moe_layer_count));
-  j.set("parameters_by_layer", std::move(layers));
-
-  const PrecisionRecipe& r = recipe_for(e.config.training.precision);
-  Json recipe = Json::object();
-  recipe.set("name", Json::string(r.name));
-  recipe.set("description", Json::string(r.description));
-  recipe.set("weight_bytes", bytes(r.weights));
-  recipe.set("gradient_bytes", bytes(r.gradients));
-  recipe.set("master_bytes", bytes(r.master));
-  recipe.set("optimizer_state_element_bytes", bytes(r.optimizer_state));
-  recipe.set("activation_bytes", bytes(r.compute));
-  j.set("recipe", std::move(recipe));
+  j.set("parameters_by_layer", parameters_by_layer_json(e.parameters));
+  j.set("recipe", recipe_json(recipe_for(e.config.training.precision)));
   j.set("implementation", implementation_to_json(e.implementation));
-
-  const Breakdown& b = e.breakdown;
-  Json breakdown = Json::object();
-  breakdown.set("parameters", bytes(b.parameters));
-  breakdown.set("gradients", bytes(b.gradients));
-  breakdown.set("optimizer_states", bytes(b.optimizer_states));
-  breakdown.set("master_weights", bytes(b.master_weights));
-  breakdown.set("activations", bytes(b.activations));
-  breakdown.set("logits_and_loss", bytes(b.logits_and_loss));
-  breakdown.set("overhead", bytes(b.overhead));
-  breakdown.set("weight_copies", bytes(b.weight_copies));
-  breakdown.set("offloaded", bytes(b.offloaded_bytes));
-  j.set("breakdown", std::move(breakdown));
-
-  Json terms = Json::array();
-  for (const NamedBytes& t : e.activation_terms_per_layer) {
-    Json term = Json::object();
-    term.set("name", Json::string(t.name));
-    term.set("bytes", bytes(t.bytes));
-    terms.push(std::move(term));
-  }
-  j.set("activation_terms_per_layer", std::move(terms));
-
-  Json phases = Json::array();
-  for (const Phase& p : e.phases) {
-    Json phase = Json::object();
-    phase.set("name", Json::string(p.name));
-    phase.set("label", Json::string(p.label));
-    phase.set("bytes", bytes(p.bytes));
-    phases.push(std::move(phase));
-  }
-  j.set("phases", std::move(phases));
-
-  j.set("peak_allocated_bytes", bytes(e.peak_allocated_bytes));
-  j.set("peak_reserved_bytes", bytes(e.peak_reserved_bytes));
-  Json reserved_range = Json::array();
-  reserved_range.push(bytes(e.peak_reserved_low_bytes));
-  reserved_range.push(bytes(e.peak_reserved_high_bytes));
-  j.set("peak_reserved_range_bytes", std::move(reserved_range));
-  j.set("device_total_bytes", bytes(e.device_total_bytes));
-  Json total_range = Json::array();
-  total_range.push(bytes(e.device_total_low_bytes));
-  total_range.push(bytes(e.device_total_high_bytes));
-  j.set("device_total_range_bytes", std::move(total_range));
-  if (e.measured_band_cases > 0) {
-    Json band = Json::array();
-    band.push(bytes(e.measured_band_low_bytes));
-    band.push(bytes(e.measured_band_high_bytes));
-    j.set("measured_band_bytes", std::move(band));
-    j.set("measured_band_cases", Json::integer(e.measured_band_cases));
-  }
-  j.set("fragmentation", Json::number(e.fragmentation));
-  j.set("static_bytes_per_parameter", Json::number(e.static_bytes_per_parameter));
-
-  Json fits = fit_to_json(e.fit);
-  fits.set("budget_fraction", Json::number(e.config.hardware.budget_fraction));
-  fits.set("rule", Json::string(kBudgetRule));
-  j.set("fits", std::move(fits));
-  Json gpus = Json::array();
-  for (const Fit& f : e.fits) gpus.push(fit_to_json(f));
-  j.set("gpus", std::move(gpus));
-
+  j.set("breakdown", breakdown_json(e.breakdown));
+  j.set("activation_terms_per_layer", named_bytes_json("name", e.activation_terms_per_layer));
+  j.set("phases", phases_json(e.phases));
+  peak_json(e, j);
+  fits_json(e, j);
   Json notes = Json::array();
   for (const std::string& n : e.notes) notes.push(Json::string(n));
   j.set("notes", std::move(notes));

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "text.hpp"
+
 namespace memfit::detail {
 
 namespace {
@@ -55,6 +57,7 @@ Field make_field(const char* path, FieldKind kind, const char* help) {
 constexpr std::int64_t kMillion = 1'000'000;
 constexpr std::int64_t kBillion = 1'000'000'000;
 
+// One row per field: a table, read top to bottom, not a procedure (hence its length).
 std::vector<Field> build_fields() {
   std::vector<Field> f = {
       // model: architecture (Hugging Face config.json names)
@@ -202,6 +205,14 @@ std::vector<Field> build_fields() {
 const std::vector<Field>& config_fields() {
   static const std::vector<Field> fields = build_fields();  // immutable after first use
   return fields;
+}
+
+std::string int_range_text(const Field& f) {
+  return "an integer from " + group_digits(f.min_int) + " to " + group_digits(f.max_int);
+}
+
+std::string real_range_text(const Field& f) {
+  return "a number from " + plain_number(f.min_real) + " to " + plain_number(f.max_real);
 }
 
 const Field* find_field(const char* path) {

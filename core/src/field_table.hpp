@@ -31,4 +31,8 @@ struct Field {
 const std::vector<Field>& config_fields();
 const Field* find_field(const char* path);
 
+// "an integer from 1 to 1,000,000" / "a number from 0 to 0.99": a field's range in words.
+std::string int_range_text(const Field& f);
+std::string real_range_text(const Field& f);
+
 }  // namespace memfit::detail

@@ -272,21 +272,8 @@ TEST(Suggestions, EveryChangeHelpsAndItsPatchReproducesIt) {
     const std::int64_t after = *s.find("device_total_bytes")->as_exact_integer();
     EXPECT_LT(after, now) << s.find("title")->as_string();
     // The patch, applied to the configuration, gives exactly the suggested estimate.
-    JsonParseResult config = parse_json(base);
-    Json merged = *config.value;
-    for (const auto& [section, fields] : s.find("patch")->members()) {
-      Json target = merged.find(section) ? *merged.find(section) : Json::object();
-      for (const auto& [key, value] : fields.members()) {
-        if (value.is_object() && target.find(key)) {
-          Json inner = *target.find(key);
-          for (const auto& [k2, v2] : value.members()) inner.set(k2, v2);
-          target.set(key, inner);
-        } else {
-          target.set(key, value);
-        }
-      }
-      merged.set(section, target);
-    }
+    Json merged = *parse_json(base).value;
+    merge_patch(merged, *s.find("patch"));
     EXPECT_EQ(*estimate_json(merged.dump()).find("device_total_bytes")->as_exact_integer(), after)
         << s.find("title")->as_string();
   }

@@ -1,0 +1,91 @@
+// The implementation (training.framework and its knobs) apart from the model's shape: one field
+// each, echoed in the result, and the model's type name never changes a number.
+#include <gtest/gtest.h>
+
+#include "memfit/memfit.hpp"
+
+namespace memfit {
+namespace {
+
+Json run(const std::string& config) {
+  const Json r = estimate_json(config);
+  EXPECT_TRUE(r.find("ok")->as_bool()) << r.dump();
+  return r;
+}
+
+std::int64_t field(const Json& r, const char* key) { return *r.find(key)->as_exact_integer(); }
+
+TEST(Implementation, ModelTypeIsInformational) {
+  // A GPT-2 shape called "llama" is still the same shape: every number stays.
+  const std::string gpt2 = R"({"model":{"preset":"gpt2"},"training":{"attention":"eager","dropout":0.1}})";
+  const std::string renamed =
+      R"({"model":{"preset":"gpt2","model_type":"llama"},"training":{"attention":"eager","dropout":0.1}})";
+  const Json a = run(gpt2), b = run(renamed);
+  EXPECT_EQ(field(a, "peak_allocated_bytes"), field(b, "peak_allocated_bytes"));
+  EXPECT_EQ(a.find("breakdown")->dump(), b.find("breakdown")->dump());
+}
+
+TEST(Implementation, TheDefaultProfileIsEchoedResolved) {
+  const Json r = run(R"({"model":{"preset":"llama-3-8b"}})");
+  const Json& impl = *r.find("implementation");
+  EXPECT_EQ(impl.find("framework")->as_string(), "hf");
+  EXPECT_EQ(impl.find("softmax_dtype")->as_string(), "fp32");  // auto → the hf profile
+  EXPECT_EQ(impl.find("logits_dtype")->as_string(), "fp32");
+  EXPECT_EQ(impl.find("attention_mask")->as_string(), "additive");
+  EXPECT_EQ(r.find("config")->find("training")->find("softmax_dtype")->as_string(), "auto");  // as given
+}
+
+TEST(Implementation, AGpt2PresetRunsAsTransformersGpt2Class) {
+  // The importer reads GPT-2's class once: softmax in the compute dtype, no per-layer mask tensor.
+  const Json r = run(R"({"model":{"preset":"gpt2"}})");
+  EXPECT_EQ(r.find("implementation")->find("softmax_dtype")->as_string(), "compute");
+  EXPECT_EQ(r.find("implementation")->find("attention_mask")->as_string(), "implicit");
+  // A knob given explicitly wins over the preset's class.
+  const Json s = run(R"({"model":{"preset":"gpt2"},"training":{"softmax_dtype":"fp32"}})");
+  EXPECT_EQ(s.find("implementation")->find("softmax_dtype")->as_string(), "fp32");
+  // An imported config.json hands the same knobs to the caller.
+  const Json imported = import_hf_json(R"({"model_type":"gpt2","n_embd":64,"n_head":4,"n_layer":2,)"
+                                       R"("n_positions":128,"vocab_size":1000})");
+  EXPECT_EQ(imported.find("training")->dump(), R"({"softmax_dtype":"compute","attention_mask":"implicit"})");
+  EXPECT_TRUE(imported.find("model")->find("residual_dropout")->as_bool());
+}
+
+TEST(Implementation, SoftmaxDtypeIsOneFieldWithTheExpectedBytes) {
+  // Pure bf16, eager attention, B = 1, T = 1024, Llama-2-7B (32 heads, 32 layers). An fp32
+  // softmax keeps its fp32 output (4 bytes per score) and P·V a bf16 copy (2); a compute-dtype
+  // softmax keeps one bf16 tensor for both, and the scale divisor (2 bytes, GPT-2's 0-dim tensor).
+  const std::string base = R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16","attention":"eager",)"
+                           R"("seq_len":1024,"softmax_dtype":)";
+  const Json fp32 = run(base + R"("fp32"}})"), compute = run(base + R"("compute"}})");
+  const std::int64_t scores_per_layer = 32LL * 1024 * 1024;
+  const std::int64_t per_layer = scores_per_layer * 4 - 2;
+  EXPECT_EQ(field(*fp32.find("breakdown"), "activations") - field(*compute.find("breakdown"), "activations"),
+            32 * per_layer);
+  // Under autocast the softmax is fp32 whatever the code asks: the knob changes nothing.
+  const std::string amp = R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)"
+                          R"("attention":"eager","seq_len":1024,"softmax_dtype":)";
+  EXPECT_EQ(field(*run(amp + R"("fp32"}})").find("breakdown"), "activations") -
+                field(*run(amp + R"("compute"}})").find("breakdown"), "activations"),
+            32 * -2);
+}
+
+TEST(Implementation, LogitsKeptInTheComputeDtype) {
+  // B·T = 4096 tokens, V = 128,256: an fp32 upcast is 4096 · V · 4 bytes more at the loss.
+  const std::string base = R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16","seq_len":4096,)"
+                           R"("logits_dtype":)";
+  const Json fp32 = run(base + R"("fp32"}})"), compute = run(base + R"("compute"}})");
+  EXPECT_GT(field(*fp32.find("breakdown"), "logits_and_loss"), field(*compute.find("breakdown"), "logits_and_loss"));
+  EXPECT_EQ(field(*fp32.find("breakdown"), "activations"), field(*compute.find("breakdown"), "activations"));
+}
+
+TEST(Implementation, TheAdditiveMaskIsKeptByFullCheckpointing) {
+  // Full checkpointing keeps each layer's tensor arguments: an additive T × T mask (bf16) once.
+  const std::string base = R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16","attention":"eager",)"
+                           R"("checkpointing":"full","seq_len":2048,"attention_mask":)";
+  const Json additive = run(base + R"("additive"}})"), implicit = run(base + R"("implicit"}})");
+  EXPECT_EQ(field(*additive.find("breakdown"), "activations") - field(*implicit.find("breakdown"), "activations"),
+            2048LL * 2048 * 2);
+}
+
+}  // namespace
+}  // namespace memfit
