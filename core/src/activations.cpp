@@ -320,6 +320,7 @@ Bytes outside_bytes(const Config& c, const Dims& d) {
 struct Blocks {
   Bytes dense, moe;          // one layer of each kind
   Bytes first_layer_saving;  // what the first block saves less under LoRA (see block_terms)
+  Bytes recomputed_core;     // under selective checkpointing: the attention core one block recomputes
   Count dense_layers, moe_layers, layers;  // on the busiest pipeline stage
 };
 
@@ -334,6 +335,14 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   b.moe_layers = b.layers - b.dense_layers;
   const bool first_is_moe = params.dense_layer_count.is_zero();
   b.first_layer_saving = (first_is_moe ? b.moe : b.dense) - sum(block_terms(c, d, first_is_moe, true));
+  if (c.training.checkpointing == Checkpointing::kSelective) {
+    // What selective recomputation drops from a block (the eager attention core, Korthikanti et
+    // al. §5) exists again, for one block at a time, while that block's backward runs.
+    Config kept = c;
+    kept.training.checkpointing = Checkpointing::kNone;
+    b.recomputed_core = max(sum(block_terms(kept, d, false)) - b.dense,
+                            m.num_experts > 0 ? sum(block_terms(kept, d, true)) - b.moe : Bytes{0});
+  }
   return b;
 }
 
@@ -372,6 +381,8 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
   if (tr.checkpointing == Checkpointing::kFull || tr.checkpointing == Checkpointing::kSelectiveOp) {
     working += max(b.dense, b.moe);  // the block recomputed for its backward
+  } else if (tr.checkpointing == Checkpointing::kSelective) {
+    working += b.recomputed_core;  // the attention core recomputed for its backward
   }
   return working;
 }
@@ -394,20 +405,6 @@ Bytes seed_activation_bytes(const Config& c) {
   return per_layer;
 }
 
-Bytes weight_copy_bytes(const Config& c, const ParameterCount& params) {
-  const PrecisionRecipe& r = recipe_for(c.training.precision);
-  // LoRA keeps a frozen 16-bit (or quantised) base: nothing to cast.
-  if (r.autocast_copy.is_zero() || is_lora(c)) return Bytes{0};
-  Count matmul_weights = 0;
-  for (const TensorGroup& g : params.groups) {
-    if (g.linear || g.component == Component::kHead) matmul_weights += g.elements();
-  }
-  if (c.model.output_head == OutputHead::kLm && c.model.tie_word_embeddings) {
-    matmul_weights += params.component_count(Component::kTokenEmbedding);
-  }
-  return matmul_weights * r.autocast_copy;
-}
-
 ActivationModel activation_model(const Config& c, const ParameterCount& params) {
   const ModelSpec& m = c.model;
   const Training& tr = c.training;
@@ -423,8 +420,11 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   const std::int64_t in_flight = c.parallel.pipeline > 1 ? std::min(c.parallel.pipeline, tr.grad_accum_steps) : 1;
   out.saved_bytes = (body_bytes(c, d, b) + out.embedding_saved_bytes) * in_flight;
   if (tr.activation_offload) {
-    // Offloading streams saved tensors to the host; about one layer's worth stays on the GPU.
-    out.saved_bytes = b.dense + out.embedding_saved_bytes;
+    // Offloading streams saved tensors to the host; one layer's worth is on the GPU while its
+    // backward runs. Under full or op-level checkpointing that layer is the one recomputed, which
+    // the backward working memory already holds, so only the embedding's tensors stay.
+    const bool recomputed = tr.checkpointing == Checkpointing::kFull || tr.checkpointing == Checkpointing::kSelectiveOp;
+    out.saved_bytes = (recomputed ? Bytes{0} : max(b.dense, b.moe)) + out.embedding_saved_bytes;
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b);

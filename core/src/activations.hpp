@@ -38,7 +38,4 @@ LossModel loss_model(const Config& config);
 // full checkpointing. 34 and 5 include the 2 bytes per fp16 element (Korthikanti et al. 2022).
 Bytes seed_activation_bytes(const Config& config);
 
-// Autocast's cached 16-bit copies (AMP) or Transformer Engine's FP8 copies of the matmul weights.
-Bytes weight_copy_bytes(const Config& config, const ParameterCount& params);
-
 }  // namespace memfit

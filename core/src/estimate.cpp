@@ -24,7 +24,7 @@ namespace {
 void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, Estimate& e) {
   const PrecisionRecipe& r = recipe_for(c.training.precision);
   e.notes.push_back(std::string(r.name) + ": " + r.description + ".");
-  const Placement place = placement(c, e.parameters, base_parameter_count, e.trainable_parameter_count);
+  const Placement place = placement(c, e.parameters, base_parameter_count);
   const StaticBytes st = static_bytes(c, e.parameters, place, e.trainable_parameter_count, r, e.notes);
   e.breakdown.parameters = st.weights;
   e.breakdown.gradients = st.gradients;
@@ -37,7 +37,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.breakdown.activations = act.saved_bytes;
   e.breakdown.logits_and_loss = loss.peak_bytes;
   e.activation_terms_per_layer = act.layer_terms;
-  e.breakdown.weight_copies = place.share_of(weight_copy_bytes(c, e.parameters));
+  e.breakdown.weight_copies = weight_copy_bytes(c, e.parameters, place);
   if (c.parallel.zero_stage >= 3) {
     e.notes.push_back("ZeRO-3 / FSDP gathers one block's full parameters at a time; that buffer is included "
                       "in the forward and backward phases.");
@@ -88,6 +88,7 @@ Estimate estimate(const Config& c) {
   e.config = c;
   e.errors = validate(c);
   if (!e.errors.empty()) return e;
+  e.warnings = advisories(c);
   e.implementation = resolve_implementation(c.training.implementation);
 
   e.parameters = count_parameters(c.model);

@@ -36,25 +36,27 @@ std::vector<Shape> trainable_shapes(const ParameterCount& params, bool lora, con
   return shapes;
 }
 
+Count lora_count_each(const TensorGroup& g, const Finetune& f) {
+  if (g.cols.is_zero() || !(g.lora_target & f.lora_targets)) return 0;
+  return f.lora_rank * (g.rows + g.cols);
+}
+
 Count lora_parameter_count(const ParameterCount& params, const Finetune& f) {
   Count total = 0;
-  for (const TensorGroup& g : params.groups) {
-    if (!g.cols.is_zero() && (g.lora_target & f.lora_targets)) total += g.count * f.lora_rank * (g.rows + g.cols);
-  }
+  for (const TensorGroup& g : params.groups) total += lora_count_each(g, f) * g.count;
   return total;
 }
 
 // Only the linear layers inside the blocks are quantised; embeddings, norms and the head stay in
 // 16 bit, as bitsandbytes / transformers leave them.
+Bytes frozen_bytes_each(const TensorGroup& g, std::int64_t base_bits, Bytes unquantized) {
+  if (!g.linear || base_bits == 16) return g.elements_each() * unquantized;
+  return base_bits == 8 ? int8_bytes(g) : nf4_bytes(g);
+}
+
 Bytes frozen_base_bytes(const ParameterCount& params, std::int64_t base_bits, Bytes unquantized) {
   Bytes total{0};
-  for (const TensorGroup& g : params.groups) {
-    Bytes each;
-    if (!g.linear || base_bits == 16) each = g.elements_each() * unquantized;
-    else if (base_bits == 8) each = int8_bytes(g);
-    else each = nf4_bytes(g);
-    total += each * g.count;
-  }
+  for (const TensorGroup& g : params.groups) total += frozen_bytes_each(g, base_bits, unquantized) * g.count;
   return total;
 }
 

@@ -21,11 +21,13 @@ struct Shape {
 // B [out, r] on each targeted linear layer otherwise (Hu et al. 2021).
 std::vector<Shape> trainable_shapes(const ParameterCount& params, bool lora, const Finetune& finetune);
 
-// LoRA's trainable parameters: r · (in + out) on every targeted linear layer.
+// LoRA's trainable parameters: r · (in + out) on every targeted linear layer; per tensor of a group.
 Count lora_parameter_count(const ParameterCount& params, const Finetune& finetune);
+Count lora_count_each(const TensorGroup& g, const Finetune& finetune);
 
-// The frozen base of a LoRA run: 16-bit (or fp32) weights, int8, or QLoRA's NF4.
+// The frozen base of a LoRA run: 16-bit (or fp32) weights, int8, or QLoRA's NF4; per tensor of a group.
 Bytes frozen_base_bytes(const ParameterCount& params, std::int64_t base_bits, Bytes unquantized);
+Bytes frozen_bytes_each(const TensorGroup& g, std::int64_t base_bits, Bytes unquantized);
 
 // The largest trainable tensor's elements (the per-parameter optimizer loop's temporary).
 Count largest_trainable_tensor(const ParameterCount& params, bool lora, const Finetune& finetune);

@@ -34,10 +34,12 @@ Bytes scale(Bytes bytes, double factor) {
 }
 
 void allocator_reserve(const Config& c, Estimate& e) {
-  e.fragmentation = c.hardware.fragmentation >= 0 ? c.hardware.fragmentation : kFragmentationPoint;
+  const bool given = c.hardware.fragmentation >= 0;
+  e.fragmentation = given ? c.hardware.fragmentation : kFragmentationPoint;
   e.peak_reserved_bytes = scale(e.peak_allocated_bytes, 1.0 + e.fragmentation);
-  e.peak_reserved_low_bytes = scale(e.peak_allocated_bytes, 1.0 + kFragmentationLow);
-  e.peak_reserved_high_bytes = scale(e.peak_allocated_bytes, 1.0 + kFragmentationHigh);
+  // A factor the user states is a statement, not an estimate: the range is that one point.
+  e.peak_reserved_low_bytes = given ? e.peak_reserved_bytes : scale(e.peak_allocated_bytes, 1.0 + kFragmentationLow);
+  e.peak_reserved_high_bytes = given ? e.peak_reserved_bytes : scale(e.peak_allocated_bytes, 1.0 + kFragmentationHigh);
 }
 
 Fit make_fit(const Gpu& gpu, Bytes need, double budget_fraction) {
@@ -62,7 +64,10 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
   }
   e.device_total_bytes = e.peak_reserved_bytes + e.breakdown.overhead;
   e.device_total_low_bytes = e.peak_reserved_low_bytes + e.breakdown.overhead;
-  e.device_total_high_bytes = e.peak_reserved_high_bytes + max(e.breakdown.overhead, kEagerContextBytes);
+  // Unless the overhead is given, the top of the range allows for a context loaded eagerly.
+  const bool overhead_given = c.hardware.overhead_bytes >= 0;
+  e.device_total_high_bytes =
+      e.peak_reserved_high_bytes + (overhead_given ? e.breakdown.overhead : max(e.breakdown.overhead, kEagerContextBytes));
   e.fit = make_fit(gpu, e.device_total_bytes, c.hardware.budget_fraction);
   for (const Gpu& g : gpu_table()) e.fits.push_back(make_fit(g, e.device_total_bytes, c.hardware.budget_fraction));
 }

@@ -10,14 +10,15 @@ namespace {
 // What every phase holds besides its own high point: the weights, master copy and states,
 // gradients kept across micro-batches, autocast's copies, the saved activations and, under
 // ZeRO-3 / FSDP, the one unit (a block) gathered at a time in the compute dtype.
-Bytes alive_through_step(const Config& c, const ParameterCount& params, const StaticBytes& st,
+Bytes alive_through_step(const Config& c, const ParameterCount& params, const Placement& p, const StaticBytes& st,
                          const ActivationModel& act, Bytes weight_copies, const PrecisionRecipe& r) {
   const Training& t = c.training;
   const Bytes grads_in_forward = t.grad_accum_steps > 1 && !t.optimizer_in_backward ? st.gradients : Bytes{0};
-  const Bytes gathered_layer = c.parallel.zero_stage >= 3
-                                   ? max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered /
-                                         c.parallel.tensor
-                                   : Bytes{0};
+  // With one data-parallel rank there is nothing to gather: the unit is already whole.
+  const Bytes gathered_layer =
+      c.parallel.zero_stage >= 3 && p.zero_shards > 1
+          ? p.as_nominal(max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered / c.parallel.tensor)
+          : Bytes{0};
   return st.weights + st.master + st.states + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer;
 }
 
@@ -56,7 +57,7 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
                                const StaticBytes& st, const ActivationModel& act, const LossModel& loss,
                                Bytes weight_copies, const PrecisionRecipe& r) {
   const Training& t = c.training;
-  const Bytes alive = alive_through_step(c, params, st, act, weight_copies, r);
+  const Bytes alive = alive_through_step(c, params, p, st, act, weight_copies, r);
   std::vector<Phase> phases = {
       {"forward", "End of forward (loss computed)", alive + loss.forward_bytes},
       {"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, r)}};

@@ -211,6 +211,8 @@ ConfigParse parse_config_text(std::string_view text);
 
 // Cross-field and range checks on an already-typed configuration.
 std::vector<Issue> validate(const Config& config);
+// Settings that run but do nothing or waste memory: warnings shown with the result.
+std::vector<Issue> advisories(const Config& config);
 
 // Writes every field (the normalised configuration).
 Json config_to_json(const Config& config);
