@@ -72,6 +72,7 @@ class Parser {
     Request& r = out_.request;
     if (a == "-h" || a == "--help") r.action = Action::kHelp;
     else if (a == "--json") r.json = true;
+    else if (a == "--batch") r.action = Action::kBatch;
     else if (a == "--list-presets") r.action = Action::kListPresets;
     else if (a == "--list-gpus") r.action = Action::kListGpus;
     else if (a == "--schema") r.action = Action::kSchema;

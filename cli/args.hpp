@@ -11,7 +11,7 @@
 
 namespace memfit::cli {
 
-enum class Action { kEstimate, kHelp, kListPresets, kListGpus, kSchema, kDefaultConfig };
+enum class Action { kEstimate, kBatch, kHelp, kListPresets, kListGpus, kSchema, kDefaultConfig };
 
 struct Request {
   Action action = Action::kEstimate;

@@ -25,6 +25,8 @@ Configuration (later options override earlier ones):
 
 Output:
   --json               the result as JSON (the fields of DESIGN.md "The result")
+  --batch              one configuration JSON per line on stdin, one compact result per line out
+                       (the same text the wasm module returns)
   --list-presets       model presets          --list-gpus   the GPU table
   --schema             every configuration field with its range and default
   --default-config     the default configuration as JSON
@@ -109,6 +111,17 @@ void list_gpus() {
   }
 }
 
+// One configuration per line (at most 16 MiB each), one result per line: memfit's JSON text, as
+// the wasm module returns it, so scripts and the parity tests compare the two byte for byte.
+int run_batch() {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.size() > memfit::cli::kMaxInputBytes) line.clear();  // answered as invalid JSON
+    std::cout << memfit::estimate_json(line).dump() << "\n";
+  }
+  return 0;
+}
+
 int run_estimate(const memfit::cli::Request& request) {
   const memfit::Json result = memfit::estimate_json(request.config.dump());
   if (!result.find("ok")->as_bool()) return print_issues(*result.find("errors"));
@@ -132,6 +145,7 @@ int main(int argc, char** argv) {
     case memfit::cli::Action::kSchema: std::cout << memfit::config_schema().dump(2) << "\n"; return 0;
     case memfit::cli::Action::kDefaultConfig: std::cout << memfit::default_config_json().dump(2) << "\n"; return 0;
     case memfit::cli::Action::kEstimate: return run_estimate(parsed.request);
+    case memfit::cli::Action::kBatch: return run_batch();
   }
   return 0;
 }
