@@ -113,6 +113,8 @@ def _hf_build(case):
     note = "transformers %s %s" % (transformers.__version__, type(model).__name__)
     if case.get("peft"):
         from peft import LoraConfig, get_peft_model
+        from compat import peft_without_torchao
+        peft_without_torchao()
         model = get_peft_model(model, LoraConfig(r=case["peft"]["r"], lora_alpha=2 * case["peft"]["r"],
                                                  target_modules=case["peft"]["targets"], lora_dropout=0.0))
         note += " + peft LoRA"
@@ -253,6 +255,10 @@ def _nanogpt_build(case):
             if hasattr(m, "flash"):
                 m.flash = False
                 m.register_buffer("bias", torch.tril(torch.ones(bs, bs)).view(1, 1, bs, bs))
+    if case.get("_attn_dropout_off"):   # see CUDA_RULES["sdpa_dropout"]
+        for m in model.modules():
+            if hasattr(m, "flash"):
+                m.dropout = 0.0
     if case["precision"] == "bf16":
         model.to(torch.bfloat16)
     model.train()
@@ -491,6 +497,11 @@ CUDA_RULES = {
                     "memory-efficient kernel, whose logsumexp is (B,h,ceil(T/32)*32) fp32; bf16 inputs "
                     "go to FlashAttention-2, same (B,h,T) fp32 logsumexp (+16 B philox seed/offset, "
                     "not counted)",
+    "sdpa_dropout": "on the CPU, SDPA with dropout_p > 0 falls back to the math path (T x T scores, "
+                    "softmax output, float dropout noise saved); on CUDA the flash / memory-efficient "
+                    "kernels apply dropout inside the kernel and save only the philox seed/offset: the "
+                    "CUDA-equivalent body is measured again with the attention's dropout_p = 0 (residual "
+                    "dropouts kept, their masks at 1 byte/element)",
 }
 
 
@@ -760,6 +771,17 @@ def run_case(case, memfit):
                                 "CPU (tools/frameworks/cuda_amp.py); 'cpu_raw' is torch.autocast('cpu')")
     else:
         res["measured"] = run_once(case, None)
+    if case.get("dropout") and case["attention"] in ("sdpa", "flash"):
+        c2 = dict(case, _attn_dropout_off=True)
+        alt = run_once(c2, "cuda" if case["precision"] == "bf16_mixed" else None)
+        sv = res["measured"]["saved"]
+        sv["body_bytes_cuda_cpu_math_path"] = sv["body_bytes_cuda"]
+        sv["head_bytes_cuda_cpu_math_path"] = sv["head_bytes_cuda"]
+        sv["body_bytes_cuda"] = alt["saved"]["body_bytes_cuda"]
+        sv["head_bytes_cuda"] = alt["saved"]["head_bytes_cuda"]
+        sv["total_bytes_cuda"] = alt["saved"]["total_bytes_cuda"]
+        sv["cuda_rule_deltas"]["sdpa_dropout"] = (alt["saved"]["body_bytes_cuda"] -
+                                                   sv["body_bytes_cuda_cpu_math_path"])
     res["memfit_today"] = run_memfit(memfit, today)
     m = res["measured"]["saved"]
     mf = res["memfit_today"] or {}
