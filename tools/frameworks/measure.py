@@ -150,6 +150,11 @@ def _torchtune_build(case):
     finally:
         torch.set_default_dtype(old)
     loss_fn = CEWithChunkedOutputLoss()   # recipes' default loss, 8 output chunks
+    if case.get("compile_loss"):
+        # recipe `compile: True` -> training.compile_loss(loss_fn): torch.compile of
+        # compute_cross_entropy only (the upcast + CE of one chunk)
+        from torchtune.training import compile_loss
+        compile_loss(loss_fn, verbose=False)
     model.set_num_output_chunks(loss_fn.num_output_chunks)
     model.train()
     B = V(s, "batch")
@@ -164,8 +169,9 @@ def _torchtune_build(case):
         del logits   # "free logits otherwise it peaks backward memory"
         return loss * num_tokens, []
     return Built(model, forward, modules={"": model, "loss": loss_fn},
-                 note="torchtune llama3%s builder, CEWithChunkedOutputLoss(8)" %
-                 (" LoRA" if case.get("peft") else ""))
+                 note="torchtune llama3%s builder, CEWithChunkedOutputLoss(8)%s" %
+                 (" LoRA" if case.get("peft") else "",
+                  ", compute_cross_entropy compiled (inductor)" if case.get("compile_loss") else ""))
 
 
 def _litgpt_build(case):
@@ -278,6 +284,7 @@ BUILDERS = {"hf": _hf_build, "torchtune": _torchtune_build, "litgpt": _litgpt_bu
 # --------------------------------------------------------------------------- cases
 def _mk(fw, family, size, attention, precision, **kw):
     name = "-".join([fw, family, size, attention, precision] +
+                    (["compiled_loss"] if kw.get("compile_loss") else []) +
                     (["lora"] if kw.get("peft") else []) +
                     (["drop%g" % kw["dropout"]] if kw.get("dropout") else []))
     c = dict(name=name, framework=fw, family=family, size=size, attention=attention,
@@ -307,6 +314,7 @@ def all_cases():
     for s in ("s1", "s2"):
         cs.append(_mk("torchtune", "llama", s, "sdpa", "bf16"))
     cs.append(_mk("torchtune", "llama", "s1", "sdpa", "fp32"))
+    cs.append(_mk("torchtune", "llama", "s1", "sdpa", "bf16", compile_loss=True))
     cs.append(_mk("torchtune", "llama", "s1", "sdpa", "bf16", peft={"r": 8, "targets": ["q_proj", "v_proj"]}))
     for fam in ("llama", "neox"):
         for prec in ("fp32", "bf16_mixed", "bf16"):
@@ -365,6 +373,7 @@ def knobs(case):
         k["logits_dtype"] = "fp32"            # per chunk: logits.float()
         k["loss"] = "chunked"
         k["loss_chunks"] = 8
+        k["loss_compiled"] = bool(case.get("compile_loss"))
     elif fw == "litgpt":
         k["softmax_dtype"] = None
         k["logits_dtype"] = "fp32" if prec in ("fp32", "bf16_mixed") else "compute"
