@@ -103,14 +103,14 @@ def load_config(name):
     return transformers.AutoConfig.for_model(mt, **d), "tests/fixtures/hf/%s.json" % name
 
 
-def build_meta(name):
+def build_meta(name, device="meta"):
     cfg, src = load_config(name)
     task = TASK.get(cfg.model_type, "CAUSAL_LM")
     auto = {"CAUSAL_LM": transformers.AutoModelForCausalLM, "SEQ_CLS": transformers.AutoModelForSequenceClassification,
             "SEQ_2_SEQ_LM": transformers.AutoModelForSeq2SeqLM}[task]
     if task == "SEQ_CLS":
         cfg.num_labels = 2
-    with torch.device("meta"):
+    with torch.device(device):
         model = auto.from_config(cfg)
     return model, cfg, task, src
 
@@ -196,14 +196,15 @@ def group_shapes(model):
     return groups
 
 
-def apply(name, method, label, cls, kw, task):
-    model, cfg, task, src = build_meta(name)
+def apply(name, method, label, cls, kw, task, meta_adapters=True, device="meta"):
+    model, cfg, task, src = build_meta(name, device)
     base_total = sum(p.numel() for p in model.parameters())
     kwargs = dict(kw)
     if cls not in (peft.LNTuningConfig, peft.TrainableTokensConfig) or True:
         kwargs.setdefault("task_type", task)
     pc = cls(**kwargs)
-    with torch.device("meta"):
+    import contextlib
+    with (torch.device("meta") if meta_adapters else contextlib.nullcontext()):
         pm = get_peft_model(model, pc)
         if method == "lora_fa":
             from peft.optimizers import create_lorafa_optimizer
@@ -243,8 +244,31 @@ def main():
                 continue
             t0 = time.time()
             try:
-                r = apply(name, method, label, cls, kw, task)
-                r.update(method=method, setting=label, note=note)
+                extra = ""
+                try:
+                    r = apply(name, method, label, cls, kw, task)
+                except ValueError as e:
+                    if "target_modules" not in str(e) or "target_modules" in kw:
+                        raise
+                    # PEFT has no default targets for this model type (e.g. AdaLoRA on Mistral)
+                    kw = dict(kw, target_modules=ARCH[arch]["qv"])
+                    r = apply(name, method, label, cls, kw, task)
+                    extra = "; PEFT has no default target_modules for %s: q/v given" % arch
+                except (RuntimeError, NotImplementedError) as e:
+                    # BOFT (Tensor.item() in its init) and SHiRA (random sparse indices) cannot
+                    # initialise adapters on the meta device: adapters on the CPU, base on meta
+                    try:
+                        r = apply(name, method, label, cls, kw, task, meta_adapters=False)
+                        extra = "; adapters initialised on the CPU (meta failed: %s)" % str(e)[:80]
+                    except (RuntimeError, NotImplementedError) as e2:
+                        # SHiRA sizes its sparse mask from the base weight (nonzero): real weights
+                        # needed; only for models small enough to build on the CPU
+                        if entry["base_parameter_count"] > 1_000_000_000:
+                            raise RuntimeError("needs real base weights (%s); model too large for "
+                                               "the CPU here" % str(e2)[:120])
+                        r = apply(name, method, label, cls, kw, task, meta_adapters=False, device="cpu")
+                        extra = "; model built on the CPU (meta failed: %s)" % str(e2)[:80]
+                r.update(method=method, setting=label, note=note + extra)
             except Exception as e:
                 r = {"method": method, "setting": label, "note": note, "kwargs": kw,
                      "error": "%s: %s" % (type(e).__name__, str(e)[:400])}
