@@ -109,6 +109,10 @@ def _hf_build(case):
             extra["sliding_window"] = None
         cfg = AutoConfig.for_model(fam, **common, **extra)
     dtype = torch.bfloat16 if case["precision"] == "bf16" else torch.float32
+    if case.get("peft"):
+        # PEFT's recipe: the frozen base loaded in bf16 (torch_dtype=torch.bfloat16), the
+        # adapters upcast to fp32 by get_peft_model (autocast_adapter_dtype=True), Trainer bf16=True
+        dtype = torch.bfloat16
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation=case["attention"], dtype=dtype)
     note = "transformers %s %s" % (transformers.__version__, type(model).__name__)
     if case.get("peft"):
@@ -368,6 +372,9 @@ def knobs(case):
         k["softmax_dtype"] = "fp32" if fam in ("llama", "mistral", "qwen2") else "compute"
         k["logits_dtype"] = "fp32"            # ForCausalLMLoss: logits.float()
         k["loss"] = "eager"
+        if case.get("peft"):
+            k["lora_base_dtype"] = "bf16"
+            k["lora_adapter_dtype"] = "fp32"
     elif fw == "torchtune":
         k["softmax_dtype"] = None             # SDPA only
         k["logits_dtype"] = "fp32"            # per chunk: logits.float()
@@ -380,6 +387,9 @@ def knobs(case):
         k["loss"] = "chunked"
         k["loss_chunk_size"] = 128
         k["loop_keeps_logits"] = True
+        if case.get("peft"):
+            k["lora_base_dtype"] = "fp32" if prec in ("fp32", "bf16_mixed") else "bf16"
+            k["lora_adapter_dtype"] = k["lora_base_dtype"]
     elif fw == "nanogpt":
         k["softmax_dtype"] = "compute" if att == "eager" else None
         k["logits_dtype"] = "fp32" if prec in ("fp32", "bf16_mixed") else "compute"

@@ -51,6 +51,14 @@ class SaveTracker:
                     self.param_shapes.setdefault(tuple(p.shape), set()).add(p.dtype)
                     self.param_shapes.setdefault(tuple(p.shape[::-1]), set()).add(p.dtype)
         self.head_patterns = head_patterns
+        # the model wrappers above the output head ("" and, under PEFT, "base_model",
+        # "base_model.model"): a save made directly in one of them (the loss computed in
+        # LlamaForCausalLM.forward) belongs to the head
+        self.top_names = {""}
+        for n in self.names.values():
+            parts = n.split(".")
+            if parts[-1] in ("lm_head", "output"):
+                self.top_names.update(".".join(parts[:i]) for i in range(len(parts)))
         self.stack = []
         self.records = []
         self.packed = {}       # record id -> tensor (keeps it alive, like autograd would)
@@ -132,7 +140,7 @@ class SaveTracker:
         return t
 
     def _region(self, module):
-        if module == "" or any(p in module.split(".") for p in self.head_patterns):
+        if module in self.top_names or any(p in module.split(".") for p in self.head_patterns):
             return "head"
         return "body"
 
