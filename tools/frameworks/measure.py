@@ -124,11 +124,18 @@ def _hf_build(case):
         note += " + peft LoRA"
     model.train()
 
+    call = model
+    if case["precision"] == "bf16_mixed":
+        # accelerate.prepare (HF Trainer, bf16=True): model.forward = convert_outputs_to_fp32(
+        # autocast(forward)) -- the returned bf16 logits get an fp32 copy (accelerator.py:1830)
+        from accelerate.utils import convert_outputs_to_fp32
+        call = convert_outputs_to_fp32(model.forward)
+
     def forward(ids, labels):
         # HF Trainer.compute_loss: outputs = model(**inputs); loss = outputs["loss"];
         # the outputs (and their logits) go out of scope before backward.
-        out = model(input_ids=ids, labels=labels)
-        return out.loss, []
+        out = call(input_ids=ids, labels=labels)
+        return out["loss"], []
     return Built(model, forward, note=note)
 
 
@@ -694,6 +701,12 @@ def run_once(case, amp):
     layers = [{"layer": i, "total": sum(v["bytes"] for v in per_layer[i].values()),
                "total_cuda": sum(v["cuda_bytes"] for v in per_layer[i].values()),
                "ops": per_layer[i]} for i in sorted(per_layer)]
+    # torchtune's RMSNorm calls F.rms_norm(x.float()): on the CPU the composite saves x, rstd
+    # and the normalised x; on CUDA F.rms_norm can use the fused _fused_rms_norm kernel, whose
+    # backward needs only x and rstd (inferred, not measured: see docs/frameworks.md)
+    fused_norm_delta = -sum(cuda_bytes(r, case["precision"])[0] for r in counted
+                            if r["module_type"] == "RMSNorm" and case["framework"] == "torchtune"
+                            and set(r["nodes"]) == {"MulBackward0"} and len(r["shape"]) == 3)
     saved_preexisting = sum(r["storage_bytes"] for r in counted if r["storage_ptr"] in pre_ptrs)
     saved_total = tot(counted)
     held_bytes = sum(storage_key(h)[1] for h in held)
@@ -709,6 +722,7 @@ def run_once(case, amp):
             "body_bytes_cuda": tot(body, True), "head_bytes_cuda": tot(head, True),
             "total_bytes": saved_total, "total_bytes_cuda": tot(counted, True),
             "cuda_rule_deltas": rules_used,
+            "body_bytes_cuda_if_fused_rms_norm": (tot(body, True) + fused_norm_delta) if fused_norm_delta else None,
             "per_layer": layers, "outside_layers": outside,
         },
         "autocast_weight_copies": {

@@ -60,6 +60,7 @@ class SaveTracker:
             if parts[-1] in ("lm_head", "output"):
                 self.top_names.update(".".join(parts[:i]) for i in range(len(parts)))
         self.stack = []
+        self.types = []
         self.records = []
         self.packed = {}       # record id -> tensor (keeps it alive, like autograd would)
         self.active = False
@@ -72,10 +73,12 @@ class SaveTracker:
     def _pre(self, module, args):
         if self.active:
             self.stack.append(self.names.get(id(module), type(module).__name__))
+            self.types.append(type(module).__name__)
 
     def _post(self, module, args, out):
         if self.active and self.stack:
             self.stack.pop()
+            self.types.pop()
 
     def pack(self, t):
         rid = len(self.records)
@@ -90,6 +93,7 @@ class SaveTracker:
         m = LAYER_RE.search(module)
         self.records.append({
             "module": module,
+            "module_type": self.types[-1] if self.types else "",
             "region": region,
             "layer": int(m.group(1)) if m else None,
             "shape": list(t.shape),
@@ -165,6 +169,7 @@ class SaveTracker:
         finally:
             self.active = False
             self.stack = []
+            self.types = []
             for h in self._hooks:
                 h.remove()
             self._hooks = []
