@@ -63,6 +63,12 @@ EXTRA = {
                                  "intermediate_size": 3072, "max_position_embeddings": 514,
                                  "type_vocab_size": 1, "layer_norm_eps": 1e-5, "pad_token_id": 1},
 }
+MODEL_NOTES = {
+    "google__flan-t5-base": "transformers 5.24's T5Config forces tie_word_embeddings=True "
+                            "(transformers/models/t5/configuration_t5.py:77-82), so the lm_head is tied "
+                            "here; the published Flan-T5-base checkpoint has an untied lm_head "
+                            "(247,577,856 parameters; 24,674,304 more than counted here)",
+}
 FIXTURES = ["meta-llama__Llama-2-7b-hf", "meta-llama__Meta-Llama-3-8B", "mistralai__Mistral-7B-v0.1",
             "Qwen__Qwen2.5-7B", "gpt2", "facebook__opt-125m", "bert-base-uncased"]
 MODELS = FIXTURES + list(EXTRA)
@@ -145,7 +151,7 @@ def methods(arch, cfg, task):
     add("lokr", "default", C.LoKrConfig, {"target_modules": a["qv"]})
     add("lokr", "r16_decompose_both", C.LoKrConfig, {"target_modules": a["qv"], "r": 16, "decompose_both": True})
     add("oft", "default", C.OFTConfig, {"target_modules": a["qv"]})
-    add("oft", "block32", C.OFTConfig, {"target_modules": a["qv"], "r": 0, "oft_block_size": 32})
+    add("oft", "block64", C.OFTConfig, {"target_modules": a["qv"], "r": 0, "oft_block_size": 64})
     add("boft", "default", C.BOFTConfig, {"target_modules": a["qv"], "boft_block_size": 4})
     add("boft", "block8_butterfly2", C.BOFTConfig, {"target_modules": a["qv"], "boft_block_size": 8,
                                                     "boft_n_butterfly_factor": 2})
@@ -238,6 +244,8 @@ def main():
         base_total = sum(p.numel() for p in model.parameters())
         entry = {"model": name, "model_type": arch, "task_type": task, "config_source": src,
                  "base_parameter_count": base_total, "methods": []}
+        if name in MODEL_NOTES:
+            entry["note"] = MODEL_NOTES[name]
         del model
         for method, label, cls, kw, note in methods(arch, cfg, task):
             if want and method not in want:
