@@ -109,6 +109,10 @@ def _hf_build(case):
             extra["sliding_window"] = None
         cfg = AutoConfig.for_model(fam, **common, **extra)
     dtype = torch.bfloat16 if case["precision"] == "bf16" else torch.float32
+    if case.get("weights") == "bf16":
+        # transformers 5: from_pretrained(dtype="auto") loads a bf16 checkpoint in bf16; with
+        # Trainer bf16=True that is bf16 weights (and AdamW states) + autocast
+        dtype = torch.bfloat16
     if case.get("peft"):
         # PEFT's recipe: the frozen base loaded in bf16 (torch_dtype=torch.bfloat16), the
         # adapters upcast to fp32 by get_peft_model (autocast_adapter_dtype=True), Trainer bf16=True
@@ -296,6 +300,7 @@ BUILDERS = {"hf": _hf_build, "torchtune": _torchtune_build, "litgpt": _litgpt_bu
 def _mk(fw, family, size, attention, precision, **kw):
     name = "-".join([fw, family, size, attention, precision] +
                     (["compiled_loss"] if kw.get("compile_loss") else []) +
+                    (["w16"] if kw.get("weights") == "bf16" else []) +
                     (["lora"] if kw.get("peft") else []) +
                     (["drop%g" % kw["dropout"]] if kw.get("dropout") else []))
     c = dict(name=name, framework=fw, family=family, size=size, attention=attention,
@@ -322,6 +327,8 @@ def all_cases():
     cs.append(_mk("hf", "llama", "s2", "sdpa", "bf16_mixed"))
     cs.append(_mk("hf", "gpt2", "s2", "eager", "bf16_mixed"))
     cs.append(_mk("hf", "llama", "s1", "sdpa", "bf16_mixed", peft=LORA))
+    cs.append(_mk("hf", "llama", "s1", "sdpa", "bf16_mixed", weights="bf16"))
+    cs.append(_mk("hf", "gpt2", "s1", "sdpa", "bf16_mixed", weights="bf16"))
     for s in ("s1", "s2"):
         cs.append(_mk("torchtune", "llama", s, "sdpa", "bf16"))
     cs.append(_mk("torchtune", "llama", "s1", "sdpa", "fp32"))
@@ -418,8 +425,12 @@ def memfit_configs(case):
         ft = {"method": "lora", "lora_rank": case["peft"]["r"],
               "lora_targets": [tg[x] for x in case["peft"]["targets"]], "lora_dropout": 0.0}
     kb = knobs(case)
+    if case.get("weights") == "bf16":
+        kb["weights_dtype"] = "bf16"   # autocast over bf16 weights (no fp32 master)
     planned = {"model": dict(m), "training": dict(t, finetune=ft, **{k: v for k, v in kb.items()
                                                                      if k != "autocast_note"})}
+    if case.get("weights") == "bf16":
+        t = dict(t, precision="bf16")   # today's closest recipe: pure bf16 (2+2+4 B/param)
     today_t = dict(t, finetune=ft, attention="eager" if case["attention"] == "eager" else "flash",
                    chunked_loss=kb["loss"] == "chunked")
     today_m = {k: v for k, v in m.items() if k not in ("rotary_pct",)}
