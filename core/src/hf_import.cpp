@@ -117,8 +117,10 @@ void read_qwen_moe_layers(Reader& r, ModelSpec& m, HfImport& out) {
   m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, true, 1);
   const std::int64_t step = r.integer({"decoder_sparse_step"}, 1, false, 1);
   const std::int64_t layers = m.num_hidden_layers;
+  const bool layers_known = std::none_of(out.errors.begin(), out.errors.end(),
+                                         [](const Issue& e) { return e.field == "num_hidden_layers"; });
   std::vector<std::int64_t> sparse_but_listed;  // listed indices that the step makes sparse
-  if (const Json* list = r.raw("mlp_only_layers"); list && !list->is_null()) {
+  if (const Json* list = r.raw("mlp_only_layers"); list && !list->is_null() && layers_known) {
     if (!list->is_array()) {
       out.errors.push_back({"mlp_only_layers", "must be a list of layer indices; got " + describe(*list)});
     } else if (static_cast<std::int64_t>(list->items().size()) > layers) {
