@@ -108,7 +108,10 @@ class Parser {
 
   bool parse_value(Json& out, int depth) {
     if (depth > kJsonMaxDepth) return fail("nesting deeper than 64 levels");
-    if (++values_ > kJsonMaxValues) return fail("more than 1,000,000 values in one document");
+    if (++values_ > kJsonMaxValues) {
+      return fail("more than " + detail::group_digits(static_cast<std::int64_t>(kJsonMaxValues)) +
+                  " values in one document");
+    }
     if (pos_ >= text_.size()) return fail("unexpected end of the document");
     const char c = text_[pos_];
     if (c == '{') return parse_object(out, depth);
