@@ -11,12 +11,14 @@ ctest --test-dir build --output-on-failure -j"$(nproc 2>/dev/null || echo 2)"
 echo "== wasm module, page unit tests and browser tests (node --test)"
 node --test tests/wasm/ tests/browser/
 
-echo "== fuzzing: 30 s of arbitrary input through parsing, validation and the estimate (ASan, UBSan)"
+echo "== fuzzing: 30 s of arbitrary input through the JSON reader and writer, the configuration and the"
+echo "   estimate, and the Hugging Face importer as every family (ASan, UBSan)"
 CXX=clang++-14 cmake -S . -B build-fuzz -DMEMFIT_FUZZ=ON -DMEMFIT_TESTS=OFF -DMEMFIT_BENCH=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc 2>/dev/null || echo 2)"
 mkdir -p build-fuzz/corpus
-build-fuzz/tests/fuzz/memfit_fuzz build-fuzz/corpus tests/fuzz/corpus -max_total_time=30 -max_len=4096 \
-  -print_final_stats=1 2>&1 | tail -3
+/usr/bin/python3 tests/fuzz/make_seeds.py --memfit build/cli/memfit build-fuzz/seeds
+build-fuzz/tests/fuzz/memfit_fuzz build-fuzz/corpus build-fuzz/seeds tests/fuzz/corpus -max_total_time=30 \
+  -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -3
 
 echo "== validation against PyTorch (tools/validate)"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
