@@ -23,8 +23,11 @@ build-fuzz/tests/fuzz/memfit_fuzz build-fuzz/corpus build-fuzz/seeds tests/fuzz/
 echo "== validation against PyTorch (tools/validate)"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
   /usr/bin/python3 -m unittest discover -s tools/validate -p 'test_*.py'
-  /usr/bin/python3 tools/validate/grid.py --memfit build/cli/memfit --report build/validation.md
-  echo "validation: 28 configurations match PyTorch (report: build/validation.md)"
+  /usr/bin/python3 tools/validate/grid.py --memfit build/cli/memfit --json-report build/validation.json \
+    --report build/validation.md
+  /usr/bin/python3 -c 'import json; r = json.load(open("build/validation.json"))
+print("validation: %d of %d configurations match PyTorch (report: build/validation.md)"
+      % (r["passing_count"], r["configuration_count"]))'
 else
   echo "SKIPPED: PyTorch is missing (apt-get install python3-torch); the validation grid did not run"
 fi
