@@ -11,7 +11,8 @@ docs/data/published_measurements.json (the measurements), runs every case throug
 (max_memory_allocated -> peak_allocated_bytes, max_memory_reserved -> peak_reserved_bytes,
 nvidia-smi -> device_total_bytes) and writes
 
-    docs/accuracy.md                    the report (also embeds tools/validate/grid.py's report)
+    docs/accuracy.md                    the report (also embeds tools/validate/grid.py's report, whose
+                                        numbers it reads from grid.py's JSON)
     docs/data/accuracy_summary.json     the statistics, for the page's uncertainty band
 
 Relative error = (memfit - measured) / measured. Standard library only; Debian's /usr/bin/python3.
@@ -29,6 +30,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools", "common"))
+
+import memfit_cli  # noqa: E402
 
 DEFAULT_MEMFIT = os.path.join("build", "cli", "memfit")
 CASES = os.path.join("tools", "accuracy", "cases.json")
@@ -161,24 +165,6 @@ def set_path(config, dotted, value):
     node[parts[-1]] = value
 
 
-def run_memfit(binary, config):
-    """Run `memfit --config FILE --json`; returns (exit status, parsed JSON or None, stderr)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(config, f)
-        path = f.name
-    try:
-        proc = subprocess.run([binary, "--config", path, "--json"], capture_output=True, text=True)
-    finally:
-        os.unlink(path)
-    result = None
-    if proc.stdout.strip():
-        try:
-            result = json.loads(proc.stdout)
-        except json.JSONDecodeError:
-            result = None
-    return proc.returncode, result, proc.stderr.strip()
-
-
 # ----------------------------------------------------------------------------- evaluation
 
 def evaluate(cases_doc, records, binary):
@@ -186,7 +172,7 @@ def evaluate(cases_doc, records, binary):
     rows, failures = [], []
     for case in cases_doc["cases"]:
         record = by_id[case["id"]]
-        rc, result, err = run_memfit(binary, case["config"])
+        rc, result, err, _ = memfit_cli.run(binary, case["config"])
         if rc != 0 or not result or not result.get("ok"):
             failures.append((case["id"], rc, err or (result or {}).get("errors")))
             continue
@@ -206,7 +192,7 @@ def evaluate(cases_doc, records, binary):
             cfg = json.loads(json.dumps(case["config"]))
             for k, v in alt["set"].items():
                 set_path(cfg, k, v)
-            rc2, res2, err2 = run_memfit(binary, cfg)
+            rc2, res2, _, _ = memfit_cli.run(binary, cfg)
             if rc2 == 0 and res2 and res2.get("ok"):
                 est2 = float(res2[case["quantity"]])
                 row["what_if"].append({"label": alt["label"], "estimate": est2, "error": rel_error(est2, measured)})
@@ -265,7 +251,10 @@ def measured_over_estimate(rows, quantity="peak_allocated_bytes"):
 # ----------------------------------------------------------------------------- the PyTorch grid
 
 def run_grid(binary, python=sys.executable):
-    """Run tools/validate/grid.py --reuse and return (exit status, report text, per-config summary)."""
+    """Run tools/validate/grid.py --reuse: (exit status, its Markdown report, its log, summary by configuration).
+
+    The numbers come from grid.py's JSON report (summarize_grid); its Markdown rendering is only
+    embedded as it is."""
     # grid.py writes its configurations next to grid.json; work on a copy so tools/validate/out stays untouched.
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
@@ -273,41 +262,31 @@ def run_grid(binary, python=sys.executable):
         src = os.path.join(ROOT, GRID_JSON)
         if os.path.exists(src):
             shutil.copy(src, os.path.join(out, "grid.json"))
-        report = os.path.join(tmp, "grid_report.md")
+        report_json = os.path.join(tmp, "grid_report.json")
+        report_md = os.path.join(tmp, "grid_report.md")
         proc = subprocess.run([python, os.path.join(ROOT, GRID), "--reuse", "--out", out, "--memfit", binary,
-                               "--report", report], capture_output=True, text=True, cwd=ROOT)
-        text = open(report).read() if os.path.exists(report) else ""
-    return proc.returncode, text, (proc.stdout + proc.stderr).strip(), parse_grid_report(text)
+                               "--json-report", report_json, "--report", report_md],
+                              capture_output=True, text=True, cwd=ROOT)
+        report = load_json(report_json) if os.path.exists(report_json) else None
+        text = open(report_md).read() if os.path.exists(report_md) else ""
+    return proc.returncode, text, (proc.stdout + proc.stderr).strip(), summarize_grid(report)
 
 
-def parse_grid_report(text):
-    """Per configuration: {'exact': [...], 'not_exact': [...], 'activation_error': float, 'status': ...}."""
-    configs, name = {}, None
-    exact_rows = ("parameter_count", "trainable_parameter_count", "parameters (bytes)", "gradients (bytes)",
-                  "optimizer_states (bytes)", "master_weights (bytes)")
-    for line in text.splitlines():
-        if line.startswith("## ") and line[3:].strip() != "Summary":
-            name = line[3:].strip()
-            configs[name] = {"exact": [], "not_exact": [], "activation_error": None, "activation_status": None,
-                             "activation_exact": None}
-            continue
-        if name is None or not line.startswith("| "):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 5 or cells[0] in ("quantity",) or cells[0].startswith("---"):
-            continue
-        q, measured, estimate, err, status = cells
-        if q in exact_rows:
-            (configs[name]["exact"] if status == "exact" else configs[name]["not_exact"]).append(q)
-        elif q == "activations (bytes)":
-            try:
-                configs[name]["activation_error"] = float(err.rstrip("%")) / 100.0
-            except ValueError:
-                pass
-            configs[name]["activation_status"] = status
-            configs[name]["activation_exact"] = measured == estimate
+def summarize_grid(report):
+    """Per configuration of grid.py's JSON report: {'exact': [...], 'not_exact': [...],
+    'activation_error': float, 'activation_status': str, 'activation_exact': bool}; {} without a report."""
+    configs = {}
+    for c in (report or {}).get("configurations", []):
+        entry = configs[c["name"]] = {"exact": [], "not_exact": [], "activation_error": None,
+                                      "activation_status": None, "activation_exact": None}
+        for row in c["rows"]:
+            if row["check"] == "exact":
+                (entry["exact"] if row["ok"] else entry["not_exact"]).append(row["quantity"])
+            elif row["check"] == "tolerance" and row["field"] == "breakdown.activations":
+                entry["activation_error"] = row["relative_error"]
+                entry["activation_status"] = row["status"]
+                entry["activation_exact"] = row["measured"] == row["memfit"]
     return configs
-
 
 
 RANGE_FIELD = {"peak_reserved_bytes": "peak_reserved_range_bytes", "device_total_bytes": "device_total_range_bytes"}
@@ -435,7 +414,8 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
     w("")
     w("Two kinds of evidence are on this page.")
     w("")
-    w("1. **The PyTorch grid** (`tools/validate`): 28 small configurations are built and trained one step in real "
+    grid_count = f"{len(grid[3])} small configurations are" if grid and grid[3] else "a grid of small configurations is"
+    w(f"1. **The PyTorch grid** (`tools/validate`): {grid_count} built and trained one step in real "
       "PyTorch on the CPU; parameters, gradients, optimizer states and every tensor autograd saves for backward are "
       "counted and compared with memfit's components. This checks memfit's *anatomy* term by term, exactly, but on "
       "toy models and without a GPU, so it says nothing about allocator behaviour, CUDA context, kernels' workspaces "

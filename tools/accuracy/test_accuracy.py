@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import accuracy as A  # noqa: E402
+import memfit_cli  # noqa: E402  (tools/common, on the path through accuracy)
 
 ROOT = A.ROOT
 MEMFIT = os.environ.get("MEMFIT", os.path.join(ROOT, A.DEFAULT_MEMFIT))
@@ -157,7 +158,7 @@ class CasesRunInMemfit(unittest.TestCase):
     def test_every_configuration_is_valid_for_memfit(self):
         for c in load_cases()["cases"]:
             with self.subTest(case=c["id"]):
-                rc, result, err = A.run_memfit(MEMFIT, c["config"])
+                rc, result, err, _ = memfit_cli.run(MEMFIT, c["config"])
                 self.assertEqual(rc, 0, f"memfit exited {rc}: {err}")
                 self.assertTrue(result and result.get("ok"), (result or {}).get("errors"))
                 self.assertGreater(result[c["quantity"]], 0)
@@ -169,12 +170,12 @@ class CasesRunInMemfit(unittest.TestCase):
                 for k, v in alt["set"].items():
                     A.set_path(cfg, k, v)
                 with self.subTest(case=c["id"], what_if=alt["label"]):
-                    rc, result, err = A.run_memfit(MEMFIT, cfg)
+                    rc, result, err, _ = memfit_cli.run(MEMFIT, cfg)
                     self.assertEqual(rc, 0, err)
                     self.assertTrue(result.get("ok"))
 
     def test_an_invalid_configuration_is_reported_as_such(self):
-        rc, result, err = A.run_memfit(MEMFIT, {"model": {"preset": "no-such-preset"}})
+        rc, result, err, _ = memfit_cli.run(MEMFIT, {"model": {"preset": "no-such-preset"}})
         self.assertNotEqual(rc, 0)
         self.assertIn("preset", err)
 
@@ -292,18 +293,28 @@ class Statistics(unittest.TestCase):
         with self.assertRaises(ValueError):
             A.measured_bytes({"id": "x", "measured_unit": "MiB"}, rec)  # GB cannot be read as MiB
 
-    def test_grid_report_parser(self):
-        text = "\n".join([
-            "# memfit vs measured", "", "## cfg_one", "",
-            "| quantity | measured | memfit | rel. error | status |", "|---|---:|---:|---:|---|",
-            "| parameter_count | 10 | 10 | +0.000% | exact |", "| gradients (bytes) | 40 | 44 | +10.000% | FAIL |",
-            "| activations (bytes) | 100 | 101 | +1.000% | ok |", "", "## Summary", "", "all pass"])
-        parsed = A.parse_grid_report(text)
-        self.assertEqual(list(parsed), ["cfg_one"])
-        self.assertEqual(parsed["cfg_one"]["exact"], ["parameter_count"])
+    def test_grid_summary_reads_the_json_report(self):
+        def row(quantity, field, measured, memfit, check, ok, rel=None, status="exact"):
+            return {"quantity": quantity, "field": field, "measured": measured, "memfit": memfit,
+                    "relative_error": rel, "status": status, "check": check, "ok": ok}
+        report = {"configurations": [
+            {"name": "cfg_one", "memfit_error": None, "pass": False, "failures": ["gradients"], "rows": [
+                row("parameter_count", "parameter_count", 10, 10, "exact", True, 0.0),
+                row("gradients (bytes)", "breakdown.gradients", 40, 44, "exact", False, 0.1, "MISMATCH"),
+                row("optimizer_states (bytes)", "breakdown.optimizer_states", 8, 12, "exact", True, 0.5,
+                    "exact (incl. 4 B of step scalars)"),
+                row("activations (bytes)", "breakdown.activations", 100, 101, "tolerance", True, 0.01, "ok"),
+                row("activations, raw torch 1.13 CPU (bytes)", "breakdown.activations", 90, 101, "info", True, 0.12,
+                    "info")]},
+            {"name": "cfg_two", "memfit_error": "memfit exited 2", "pass": False, "failures": ["x"], "rows": []}]}
+        parsed = A.summarize_grid(report)
+        self.assertEqual(list(parsed), ["cfg_one", "cfg_two"])
+        self.assertEqual(parsed["cfg_one"]["exact"], ["parameter_count", "optimizer_states (bytes)"])
         self.assertEqual(parsed["cfg_one"]["not_exact"], ["gradients (bytes)"])
         self.assertAlmostEqual(parsed["cfg_one"]["activation_error"], 0.01)
         self.assertFalse(parsed["cfg_one"]["activation_exact"])
+        self.assertIsNone(parsed["cfg_two"]["activation_error"])
+        self.assertEqual(A.summarize_grid(None), {})
 
 
 if __name__ == "__main__":
