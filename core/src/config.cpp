@@ -16,9 +16,16 @@ namespace {
 using detail::Field;
 using detail::FieldKind;
 
+// A value as a message quotes it; a long string is named by its length instead of echoed whole.
+constexpr std::size_t kMaxEchoedChars = 80;
+
 std::string describe(const Json& value) {
   switch (value.kind()) {
-    case Json::Kind::kString: return "\"" + value.as_string() + "\"";
+    case Json::Kind::kString:
+      if (value.as_string().size() > kMaxEchoedChars) {
+        return "a string of " + detail::group_digits(static_cast<std::int64_t>(value.as_string().size())) + " bytes";
+      }
+      return "\"" + value.as_string() + "\"";
     case Json::Kind::kNumber: return value.dump();
     case Json::Kind::kBool: return value.as_bool() ? "true" : "false";
     default: return Json::kind_name(value.kind());
@@ -155,15 +162,31 @@ bool is_known_path(const std::string& path) {
   return path == "training.finetune";
 }
 
-void collect_unknown(const Json& node, const std::string& prefix, std::vector<Issue>& warnings) {
+// Unknown keys are named, the first kMaxNamedUnknown of them; the rest are counted, so a document
+// of a million stray keys does not become a million warnings.
+constexpr std::size_t kMaxNamedUnknown = 20;
+
+void collect_unknown(const Json& node, const std::string& prefix, std::vector<Issue>& warnings, std::int64_t& more) {
   for (const auto& [key, value] : node.members()) {
     const std::string path = prefix.empty() ? key : prefix + "." + key;
     if (value.is_object() && (path == "model" || path == "training" || path == "parallel" ||
                               path == "hardware" || path == "training.finetune")) {
-      collect_unknown(value, path, warnings);
+      collect_unknown(value, path, warnings, more);
     } else if (!is_known_path(path) && path != "version") {
-      warnings.push_back({path, "is not a memfit field and was ignored"});
+      if (warnings.size() < kMaxNamedUnknown && path.size() <= kMaxEchoedChars) {
+        warnings.push_back({path, "is not a memfit field and was ignored"});
+      } else {
+        ++more;
+      }
     }
+  }
+}
+
+void collect_unknown(const Json& root, std::vector<Issue>& warnings) {
+  std::int64_t more = 0;
+  collect_unknown(root, "", warnings, more);
+  if (more > 0) {
+    warnings.push_back({"(configuration)", detail::group_digits(more) + " more keys are not memfit fields and were ignored"});
   }
 }
 
@@ -238,7 +261,7 @@ ConfigParse parse_config(const Json& json) {
     out.warnings.push_back({"training.seq_len", "not given; set to model.max_position_embeddings (" +
                                                     detail::group_digits(m.max_position_embeddings) + ")"});
   }
-  collect_unknown(json, "", out.warnings);
+  collect_unknown(json, out.warnings);
   if (out.errors.empty()) out.errors = validate(out.config);
   return out;
 }

@@ -25,7 +25,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   const PrecisionRecipe& r = recipe_for(c.training.precision);
   e.notes.push_back(std::string(r.name) + ": " + r.description + ".");
   const Placement place = placement(c, e.parameters, base_parameter_count);
-  const StaticBytes st = static_bytes(c, e.parameters, place, e.trainable_parameter_count, r, e.notes);
+  const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
   e.breakdown.parameters = st.weights;
   e.breakdown.gradients = st.gradients;
   e.breakdown.master_weights = st.master;

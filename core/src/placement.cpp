@@ -140,7 +140,7 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
   }));
 }
 
-StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p, Count trainable,
+StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                          const PrecisionRecipe& r, std::vector<std::string>& notes) {
   const bool lora = is_lora(c);
   StaticBytes s;

@@ -62,6 +62,6 @@ struct StaticBytes {
 
 // Weights, gradients, master weights and optimizer states on this GPU.
 StaticBytes static_bytes(const Config& config, const ParameterCount& params, const Placement& place,
-                         Count trainable, const PrecisionRecipe& recipe, std::vector<std::string>& notes);
+                         const PrecisionRecipe& recipe, std::vector<std::string>& notes);
 
 }  // namespace memfit

@@ -131,5 +131,18 @@ TEST(Reliability, TheDocumentedExceptionANominalCountSpreadThinner) {
   EXPECT_GE(counted(33), counted(32));
 }
 
+TEST(Reliability, StrayKeysAreNamedTwentyAtATimeAndLongValuesByTheirLength) {
+  std::string json = R"({"model":{)";
+  for (int i = 0; i < 50; ++i) json += (i ? "," : "") + std::string("\"k") + std::to_string(i) + "\":1";
+  json += "}}";
+  const ConfigParse parsed = parse_config_text(json);
+  ASSERT_TRUE(parsed.ok());
+  ASSERT_EQ(parsed.warnings.size(), 21u);
+  EXPECT_EQ(parsed.warnings.back().message, "30 more keys are not memfit fields and were ignored");
+  const ConfigParse long_value = parse_config_text(R"({"training":{"precision":")" + std::string(1000, 'x') + "\"}}");
+  ASSERT_FALSE(long_value.ok());
+  EXPECT_EQ(long_value.errors[0].message.substr(long_value.errors[0].message.size() - 25), "got a string of 1,000 bytes");
+}
+
 }  // namespace
 }  // namespace memfit
