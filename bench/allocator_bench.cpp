@@ -54,7 +54,9 @@ std::vector<AllocatorEvent> training_step_events(const StepShape& s) {
   };
   std::vector<std::int64_t> weights;  // element counts, in creation order
   weights.push_back(s.vocab * h);     // embedding
-  for (std::int64_t l = 0; l < s.layers; ++l) weights.insert(weights.end(), layer_weights.begin(), layer_weights.end());
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    weights.insert(weights.end(), layer_weights.begin(), layer_weights.end());
+  }
   weights.push_back(h);            // final norm
   weights.push_back(s.vocab * h);  // lm_head
 
@@ -135,7 +137,8 @@ std::vector<AllocatorEvent> training_step_events(const StepShape& s) {
   return e.take();
 }
 
-void replay_case(benchmark::State& state, const std::vector<AllocatorEvent>& events, memfit::SegmentMode mode) {
+void replay_case(benchmark::State& state, const std::vector<AllocatorEvent>& events,
+                 memfit::SegmentMode mode) {
   memfit::AllocatorOptions options;
   options.segment_mode = mode;
   memfit::ReplayResult last;
@@ -145,8 +148,9 @@ void replay_case(benchmark::State& state, const std::vector<AllocatorEvent>& eve
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(events.size()));
   state.counters["events"] = static_cast<double>(events.size());
-  state.counters["peak_alloc_GiB"] = static_cast<double>(last.stats.peak_allocated_bytes.value()) / (1LL << 30);
-  state.counters["peak_reserved_GiB"] = static_cast<double>(last.stats.peak_reserved_bytes.value()) / (1LL << 30);
+  constexpr double kGiB = 1 << 30;
+  state.counters["peak_alloc_GiB"] = static_cast<double>(last.stats.peak_allocated_bytes.value()) / kGiB;
+  state.counters["peak_reserved_GiB"] = static_cast<double>(last.stats.peak_reserved_bytes.value()) / kGiB;
 }
 
 // The 70B step: range(0) layers (80 for Llama-2-70B; 43 gives a step of about 5,000 events),

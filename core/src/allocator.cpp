@@ -71,9 +71,11 @@ AllocatorOptions sanitized(AllocatorOptions o) {
     return Bytes{b.overflow() ? INT64_MAX : std::max(b.value(), low)};
   };
   o.max_split_size_bytes = at_least(o.max_split_size_bytes, kLargeBuffer);
-  o.max_non_split_rounding_bytes = at_least(o.max_non_split_rounding_bytes, kLargeBuffer);
-  o.large_segment_bytes =
-      Bytes{round_up(std::min<std::int64_t>(at_least(o.large_segment_bytes, kMinLargeAlloc).value(), kLargestSegment), kRoundLarge)};
+  // Far above any request (< 1 EiB), so request + rounding never overflows.
+  o.max_non_split_rounding_bytes =
+      Bytes{std::min(at_least(o.max_non_split_rounding_bytes, kLargeBuffer).value(), kLargestRequest)};
+  const std::int64_t large = at_least(o.large_segment_bytes, kMinLargeAlloc).value();
+  o.large_segment_bytes = Bytes{round_up(std::min(large, kLargestSegment), kRoundLarge)};
   o.device_capacity_bytes = at_least(o.device_capacity_bytes, 0);
   for (auto& d : o.roundup_power2_divisions) {
     d = d <= 1 ? 0 : static_cast<std::int32_t>(std::bit_floor(static_cast<std::uint32_t>(d)));
@@ -242,8 +244,8 @@ std::int32_t CachingAllocator::get_free_block(Pool& pool, std::int64_t size) {
 // should_split.
 bool CachingAllocator::should_split(std::int32_t b, std::int64_t size) const {
   const std::int64_t remaining = blocks_[b].size - size;
-  if (segments_[blocks_[b].segment].small || options_.segment_mode == SegmentMode::kExpandable)
-    return remaining >= kMinBlockSize;
+  const bool small = segments_[blocks_[b].segment].small;
+  if (small || options_.segment_mode == SegmentMode::kExpandable) return remaining >= kMinBlockSize;
   return size < options_.max_split_size_bytes.value() && remaining > kSmallSize;
 }
 
@@ -388,7 +390,9 @@ std::int32_t CachingAllocator::find_expandable_block(Pool& pool, std::int64_t si
     std::int32_t b = c.block;
     if (available(blocks_[b].prev)) b = blocks_[b].prev;
     std::int64_t bytes = 0;
-    for (std::int32_t walk = b; bytes < size && available(walk); walk = blocks_[walk].next) bytes += blocks_[walk].size;
+    for (std::int32_t walk = b; bytes < size && available(walk); walk = blocks_[walk].next) {
+      bytes += blocks_[walk].size;
+    }
     if (bytes >= size) return b;
   }
   // Small pool pages are 2 MiB, large pool pages kLargeBuffer; the range covers 9/8 of the card.
@@ -615,7 +619,8 @@ AllocatorStats CachingAllocator::stats() const {
 std::string CachingAllocator::check_invariants() const {
   std::vector<std::vector<std::int32_t>> by_segment(segments_.size());
   for (std::size_t b = 0; b < blocks_.size(); ++b) {
-    if (blocks_[b].live) by_segment[static_cast<std::size_t>(blocks_[b].segment)].push_back(static_cast<std::int32_t>(b));
+    if (!blocks_[b].live) continue;
+    by_segment[static_cast<std::size_t>(blocks_[b].segment)].push_back(static_cast<std::int32_t>(b));
   }
   std::int64_t allocated = 0, requested = 0, mapped = 0, cached = 0, unmapped = 0, live_segments = 0;
   for (std::size_t s = 0; s < segments_.size(); ++s) {
@@ -627,7 +632,8 @@ std::string CachingAllocator::check_invariants() const {
     }
     ++live_segments;
     if (list.empty()) return "a live segment holds no block";
-    std::sort(list.begin(), list.end(), [this](std::int32_t a, std::int32_t b) { return blocks_[a].address < blocks_[b].address; });
+    std::sort(list.begin(), list.end(),
+              [this](std::int32_t a, std::int32_t b) { return blocks_[a].address < blocks_[b].address; });
     std::int64_t at = segment.base;
     for (std::size_t i = 0; i < list.size(); ++i) {
       const Block& b = blocks_[list[i]];
@@ -701,9 +707,9 @@ class LiveTable {
   // Takes a live id's handle out; false when the id is not live.
   bool remove(std::int64_t id, Handle& out) {
     if (dense_) {
-      if (id < 0 || static_cast<std::size_t>(id) >= slots_.size() || slots_[static_cast<std::size_t>(id)].block == kAbsent.block)
-        return false;
-      out = std::exchange(slots_[static_cast<std::size_t>(id)], kAbsent);
+      const auto index = static_cast<std::size_t>(id);
+      if (id < 0 || index >= slots_.size() || slots_[index].block == kAbsent.block) return false;
+      out = std::exchange(slots_[index], kAbsent);
       return true;
     }
     const auto it = map_.find(id);
@@ -734,7 +740,8 @@ ReplayResult replay(const std::vector<AllocatorEvent>& events, const AllocatorOp
   }
   CachingAllocator allocator(options);
   if (allocator.options_.timeline_stride > 0) {
-    allocator.timeline_.reserve(events.size() / static_cast<std::size_t>(allocator.options_.timeline_stride) + 1);
+    const auto stride = static_cast<std::size_t>(allocator.options_.timeline_stride);
+    allocator.timeline_.reserve(events.size() / stride + 1);
   }
   LiveTable live(events);
   const auto fail = [&result](ReplayStatus status, std::size_t index) {
@@ -751,7 +758,8 @@ ReplayResult replay(const std::vector<AllocatorEvent>& events, const AllocatorOp
       }
       *slot = allocator.allocate(e.bytes);
       if (!slot->ok()) {
-        fail(slot->error == AllocError::kOutOfMemory ? ReplayStatus::kOutOfMemory : ReplayStatus::kInvalidSize, i);
+        const bool oom = slot->error == AllocError::kOutOfMemory;
+        fail(oom ? ReplayStatus::kOutOfMemory : ReplayStatus::kInvalidSize, i);
         live.drop(e.id);
         break;
       }

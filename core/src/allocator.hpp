@@ -204,7 +204,9 @@ class CachingAllocator {
   using UnmappedSet = std::set<CachedBlock, ByAddress, ArenaAllocator<CachedBlock>>;
   struct Pool {
     Pool(bool is_small, NodeArena* arena)
-        : small(is_small), free_blocks(ArenaAllocator<CachedBlock>(arena)), unmapped(ArenaAllocator<CachedBlock>(arena)) {}
+        : small(is_small),
+          free_blocks(ArenaAllocator<CachedBlock>(arena)),
+          unmapped(ArenaAllocator<CachedBlock>(arena)) {}
     bool small;
     FreeSet free_blocks;   // BlockPool::blocks
     UnmappedSet unmapped;  // BlockPool::unmapped

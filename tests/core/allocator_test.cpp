@@ -87,8 +87,8 @@ TEST(AllocatorRounding, ALargeRequestReservesItsSizeRoundedUpToTwoMiB) {
   EXPECT_EQ(a.requested_bytes(), bytes(50000001));
 }
 
-// PyTorch's test_allocator_settings (test/test_cuda.py, and its ports to other backends): 21 Mi
-// floats = 84 MiB; with roundup_power2_divisions:4 memory_allocated grows by power2_div(84 MiB, 4).
+// test_allocator_settings, as in torch_mlu's port of PyTorch's test/test_cuda.py: 21 Mi floats =
+// 84 MiB; with roundup_power2_divisions:4 memory_allocated grows by power2_div(84 MiB, 4).
 TEST(AllocatorRounding, PowerOfTwoDivisions) {
   AllocatorOptions four;
   four.roundup_power2_divisions.fill(4);
