@@ -174,8 +174,12 @@ void CachingAllocator::cache(std::int32_t b) {
 
 void CachingAllocator::uncache(std::int32_t b) {
   Pool& pool = pool_of(blocks_[b]);
-  if (blocks_[b].mapped) pool.free_blocks.erase(blocks_[b].cached);
-  else pool.unmapped.erase(key(b));
+  if (blocks_[b].mapped) {
+    pool.free_blocks.erase(blocks_[b].cached);
+    blocks_[b].cached = {};  // an erased iterator may not even be copied (the slot vector grows)
+  } else {
+    pool.unmapped.erase(key(b));
+  }
 }
 
 // ---- malloc ---------------------------------------------------------------------------------
