@@ -18,7 +18,7 @@ constexpr std::int64_t kSmallSize = 1 * kMiB;        // the largest small-pool r
 constexpr std::int64_t kSmallBuffer = 2 * kMiB;      // small requests are packed in 2 MiB segments
 constexpr std::int64_t kMinLargeAlloc = 10 * kMiB;   // 1–10 MiB requests get a kLargeBuffer segment
 constexpr std::int64_t kRoundLarge = 2 * kMiB;       // larger segments are rounded up to 2 MiB
-constexpr std::int64_t kLargeBuffer = 20 * kMiB;     // default of large_segment_bytes
+constexpr std::int64_t kLargeBuffer = kLargeBufferBytes.value();  // 20 MiB
 // NativeCachingAllocator::allocate refuses anything from 1 EiB up as out of memory.
 constexpr std::int64_t kLargestRequest = 1LL << 60;
 // An expandable segment reserves address space for 9/8 of the card (find_expandable_block); with

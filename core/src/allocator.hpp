@@ -31,6 +31,8 @@ enum class SegmentMode : std::uint8_t {
 };
 
 inline constexpr Bytes kUnlimitedBytes{INT64_MAX};
+// kLargeBuffer: the segment a 1–10 MiB request gets, and PyTorch's default rounding limit.
+inline constexpr Bytes kLargeBufferBytes{std::int64_t{20} << 20};
 // roundup_power2_divisions is set per power-of-two interval of request sizes: interval i holds
 // sizes in [2^(20+i), 2^(21+i)) bytes, the first also everything below 1 MiB and the last
 // everything from 32 GiB up (AllocatorConfig::roundup_power2_divisions(size), 1 MiB .. 64 GiB).
@@ -44,13 +46,13 @@ struct AllocatorOptions {
   Bytes max_split_size_bytes = kUnlimitedBytes;
   // max_non_split_rounding_mb: a request >= max_split_size takes a cached block only if the block is
   // less than this much larger. PyTorch's default is kLargeBuffer (20 MiB); it accepts >= 20 MiB.
-  Bytes max_non_split_rounding_bytes{20LL << 20};
+  Bytes max_non_split_rounding_bytes = kLargeBufferBytes;
   // kLargeBuffer (large_segment_size in newer PyTorch): the segment cut for a 1–10 MiB request, and
   // the page the large pool maps at a time under expandable segments. A multiple of 2 MiB, >= 10 MiB.
-  Bytes large_segment_bytes{20LL << 20};
+  Bytes large_segment_bytes = kLargeBufferBytes;
   // roundup_power2_divisions, per interval (see kRoundupIntervalCount): 0 or 1 = plain 512-byte
-  // rounding; otherwise a power of two d, and a request rounds up to the next of d equal steps
-  // between the powers of two around it (1200 → 1280 for d = 4 once the request exceeds 512·d).
+  // rounding; otherwise a power of two d, and a request above 512·d bytes rounds up to the next of
+  // d equal steps between the powers of two around it (d = 4: 5000 → 5120, steps of 1024).
   std::array<std::int32_t, kRoundupIntervalCount> roundup_power2_divisions{};
   // What cudaMalloc / cuMemCreate may hand out in all (the card minus the CUDA context and anything
   // outside PyTorch). Past it the allocator frees its unused cached segments and retries, then
@@ -65,7 +67,7 @@ struct AllocatorOptions {
 std::string allocator_options_error(const AllocatorOptions& options);
 
 // The block size a request occupies (round_size): at least 512 bytes, a multiple of 512, or the
-// next power-of-two division when roundup_power2_divisions applies. `bytes` >= 1.
+// next power-of-two division when roundup_power2_divisions applies.
 Bytes allocator_block_bytes(Bytes request, const AllocatorOptions& options);
 // The segment cudaMalloc'ed when no cached block fits a block of `block_bytes` (get_allocation_size):
 // 2 MiB for the small pool (<= 1 MiB), large_segment_bytes below 10 MiB, else rounded up to 2 MiB.
