@@ -586,7 +586,7 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   LossModel out;
   if (m.output_head != OutputHead::kLm) return out;
   const PrecisionRecipe& r = recipe_for(c.training.precision);
-  LossShape s{make_dims(c)};
+  LossShape s{make_dims(c), Count(0), Bytes{0}, Bytes{0}, Bytes{0}, Bytes{0}};
   const Implementation& impl = s.d.impl;
   // The loss reads fp32 logits when the code upcasts them, or when autocast casts cross_entropy's
   // input to fp32.

@@ -14,6 +14,7 @@
 #include "phases.hpp"
 #include "placement.hpp"
 #include "seed_convention.hpp"
+#include "step_events.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -47,7 +48,13 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   for (const Phase& ph : e.phases) peak = max(peak, ph.bytes);
   e.peak_allocated_bytes = peak;
   e.breakdown.overhead = c.hardware.overhead_bytes >= 0 ? Bytes(c.hardware.overhead_bytes) : gpu.context_bytes;
-  allocator_reserve(c, e);
+  StepSimulation sim;
+  if (c.hardware.fragmentation < 0) {
+    sim = simulate_step(c, e.parameters, place, st, act, loss, e.breakdown.weight_copies,
+                        optimizer_temporaries(c, e.parameters, place, r), r,
+                        c.hardware.expandable_segments ? SegmentMode::kExpandable : SegmentMode::kCudaMalloc);
+  }
+  allocator_reserve(c, sim, e);
   e.notes.insert(e.notes.end(), act.notes.begin(), act.notes.end());
   e.notes.insert(e.notes.end(), loss.notes.begin(), loss.notes.end());
 }

@@ -145,6 +145,11 @@ void peak_json(const Estimate& e, Json& j) {
     j.set("measured_band_cases", Json::integer(e.measured_band_cases));
   }
   j.set("fragmentation", Json::number(e.fragmentation));
+  Json allocator = Json::object();
+  allocator.set("simulated", Json::boolean(e.fragmentation_simulated));
+  allocator.set("expandable_segments", Json::boolean(e.config.hardware.expandable_segments));
+  allocator.set("segments", Json::integer(e.allocator_segments.value()));
+  j.set("allocator", std::move(allocator));
   j.set("static_bytes_per_parameter", Json::number(e.static_bytes_per_parameter));
 }
 

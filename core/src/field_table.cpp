@@ -237,7 +237,10 @@ std::vector<Field> build_fields() {
              "CUDA context and workspaces; -1 = by convention and GPU"),
       MF_REAL("hardware.budget_fraction", hardware.budget_fraction, 0.1, 1.0, "plan to this share of the card"),
       MF_REAL("hardware.fragmentation", hardware.fragmentation, -1.0, 1.0,
-              "allocator overhead as a share of allocated memory (0 to 1); -1 = automatic"),
+              "allocator overhead as a share of allocated memory (0 to 1); -1 = simulated from the step's "
+              "allocations"),
+      MF_BOOL("hardware.expandable_segments", hardware.expandable_segments,
+              "PyTorch's allocator with expandable_segments:True (less fragmentation)"),
   };
   return f;
 }

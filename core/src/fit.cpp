@@ -1,5 +1,7 @@
 #include "fit.hpp"
 
+#include "step_events.hpp"
+
 #include <cmath>
 #include <cstdint>
 
@@ -16,6 +18,10 @@ namespace {
 constexpr double kFragmentationPoint = 0.08;
 constexpr double kFragmentationLow = 0.03;
 constexpr double kFragmentationHigh = 0.20;
+// What the allocator replay leaves out, as a share of the peak: blocks freed on one stream but
+// still in use on another (FSDP / ZeRO all-gathers, NCCL), and library workspaces inside the
+// allocator (cuBLAS's 4–32 MiB per stream).
+constexpr double kUnreplayedShare = 0.10;
 
 // The CUDA context without lazy module loading (CUDA < 11.7, or CUDA_MODULE_LOADING=EAGER): every
 // kernel image is loaded at start. Hugging Face measured 1343 MB (MiB) on a V100 for
@@ -33,13 +39,33 @@ Bytes scale(Bytes bytes, double factor) {
   return Bytes(static_cast<std::int64_t>(scaled));
 }
 
-void allocator_reserve(const Config& c, Estimate& e) {
+void allocator_reserve(const Config& c, const StepSimulation& sim, Estimate& e) {
   const bool given = c.hardware.fragmentation >= 0;
-  e.fragmentation = given ? c.hardware.fragmentation : kFragmentationPoint;
-  e.peak_reserved_bytes = scale(e.peak_allocated_bytes, 1.0 + e.fragmentation);
-  // A factor the user states is a statement, not an estimate: the range is that one point.
-  e.peak_reserved_low_bytes = given ? e.peak_reserved_bytes : scale(e.peak_allocated_bytes, 1.0 + kFragmentationLow);
-  e.peak_reserved_high_bytes = given ? e.peak_reserved_bytes : scale(e.peak_allocated_bytes, 1.0 + kFragmentationHigh);
+  if (given) {
+    // A factor the user states is a statement, not an estimate: the range is that one point.
+    e.fragmentation = c.hardware.fragmentation;
+    e.peak_reserved_bytes = e.peak_reserved_low_bytes = e.peak_reserved_high_bytes =
+        scale(e.peak_allocated_bytes, 1.0 + e.fragmentation);
+    return;
+  }
+  if (sim.ok && sim.peak_allocated_bytes.value() > 0) {
+    // The replayed allocator's reserve over its own allocated peak, applied to the step's peak.
+    // The range runs from no fragmentation at all to what the replay leaves out (other streams
+    // holding freed blocks, NCCL and cuBLAS workspaces): kUnreplayedShare of the peak.
+    e.fragmentation_simulated = true;
+    e.allocator_segments = sim.segment_count;
+    e.fragmentation = std::max(0.0, static_cast<double>(sim.peak_reserved_bytes.value()) /
+                                        static_cast<double>(sim.peak_allocated_bytes.value()) - 1.0);
+    e.fragmentation = std::round(e.fragmentation * 1e6) / 1e6;
+    e.peak_reserved_bytes = scale(e.peak_allocated_bytes, 1.0 + e.fragmentation);
+    e.peak_reserved_low_bytes = e.peak_allocated_bytes;
+    e.peak_reserved_high_bytes = scale(e.peak_allocated_bytes, 1.0 + e.fragmentation + kUnreplayedShare);
+    return;
+  }
+  e.fragmentation = kFragmentationPoint;
+  e.peak_reserved_bytes = scale(e.peak_allocated_bytes, 1.0 + kFragmentationPoint);
+  e.peak_reserved_low_bytes = scale(e.peak_allocated_bytes, 1.0 + kFragmentationLow);
+  e.peak_reserved_high_bytes = scale(e.peak_allocated_bytes, 1.0 + kFragmentationHigh);
 }
 
 Fit make_fit(const Gpu& gpu, Bytes need, double budget_fraction) {

@@ -80,6 +80,16 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
 
 }  // namespace
 
+Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const Placement& p,
+                            const PrecisionRecipe& r) {
+  const Training& t = c.training;
+  if (t.optimizer_in_backward) return Bytes{0};
+  const bool zero = c.parallel.zero_stage >= 1;
+  const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
+  const Count largest = zero ? Count(0) : largest_trainable_tensor(params, is_lora(c), t.finetune);
+  return optimizer_step_temporary_bytes(t, sharded_trainable, largest, r);
+}
+
 // The step in its steady state (optimizer states already exist).
 std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, const Placement& p,
                                const StaticBytes& st, const ActivationModel& act, const LossModel& loss,
@@ -92,12 +102,9 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
       {"forward", "End of forward (loss computed)", alive + loss.forward_bytes},
       {"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, r)}};
   if (!t.optimizer_in_backward) {
-    const bool zero = c.parallel.zero_stage >= 1;
-    const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
-    const Count largest = zero ? Count(0) : largest_trainable_tensor(params, is_lora(c), t.finetune);
     phases.push_back({"optimizer_step", "Optimizer step",
                       st.weights + st.master + st.states + st.gradients + loss.kept_bytes +
-                          optimizer_step_temporary_bytes(t, sharded_trainable, largest, r)});
+                          optimizer_temporaries(c, params, p, r)});
   }
   return phases;
 }

@@ -65,6 +65,9 @@ class Generator {
     p.zero_stage = static_cast<std::int64_t>(index(4));
     p.sequence_parallel = p.tensor > 1 && coin();
     c.hardware.gpu = pick(std::vector<std::string>{"a100-80gb", "h100-sxm-80gb", "rtx-4090-24gb", "l4-24gb"});
+    // The relations concern allocated bytes; a stated fragmentation skips the allocator replay,
+    // which would make a million estimates a matter of minutes.
+    c.hardware.fragmentation = 0.0;
     return c;
   }
 

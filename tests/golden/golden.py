@@ -35,8 +35,9 @@ IGNORED = {
         "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
                      "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load"],
         "parallel": ["fsdp_use_orig_params", "reduce_bucket_elements"],
+        "hardware": ["expandable_segments"],
     },
-    "result": ["implementation"],
+    "result": ["implementation", "allocator"],
 }
 SAMPLE_EVERY = 97  # keep the full output of every 97th case
 

@@ -240,7 +240,8 @@ struct Hardware {
   std::string gpu = "h100-sxm-80gb";
   std::int64_t overhead_bytes = -1;   // -1: by convention / GPU generation
   double budget_fraction = 0.85;      // plan to this share of the card (the seeds: 80–85 %)
-  double fragmentation = -1.0;        // -1: by convention (reserved / allocated − 1)
+  double fragmentation = -1.0;        // -1: simulated (the caching allocator replays the step); else reserved / allocated − 1
+  bool expandable_segments = false;   // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 };
 
 struct Config {

@@ -71,6 +71,8 @@ struct Estimate {
   Bytes device_total_low_bytes;
   Bytes device_total_high_bytes;
   double fragmentation = 0;         // reserved / allocated − 1 used for the point estimate
+  bool fragmentation_simulated = false;  // from the allocator replay (else the given or fixed factor)
+  Count allocator_segments;         // segments the replay's allocator held at its peak
   // Weights, gradients, optimizer states and master weights per (base) parameter, all GPUs
   // together: the seeds' "14x rule" number, 2–3 for LoRA.
   double static_bytes_per_parameter = 0;
