@@ -22,6 +22,10 @@ mkdir -p build-fuzz/corpus
 /usr/bin/python3 tests/fuzz/make_seeds.py --memfit build/cli/memfit build-fuzz/seeds
 build-fuzz/tests/fuzz/memfit_fuzz build-fuzz/corpus build-fuzz/seeds tests/fuzz/corpus -max_total_time=30 \
   -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -3
+echo "   the command line's argument parser (20 s)"
+mkdir -p build-fuzz/corpus_cli
+build-fuzz/tests/fuzz/memfit_fuzz_cli build-fuzz/corpus_cli tests/fuzz/corpus_cli -max_total_time=20 \
+  -max_len=2048 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -3
 
 echo "== validation against PyTorch (tools/validate)"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
