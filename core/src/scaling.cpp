@@ -17,6 +17,8 @@ Json scaling_row(const Config& training_settings, const char* id) {
   c.model = *preset_model(id);
   c.training.finetune.method = FinetuneMethod::kFull;
   c.parallel = Parallel{};
+  // The rows report allocated bytes only: no allocator replay is needed for them.
+  c.hardware.fragmentation = 0.0;
   // The seeds' models run as the seeds' code does (their preset's reference knobs), where the
   // configuration leaves the knobs to the framework.
   Implementation& impl = c.training.implementation;
