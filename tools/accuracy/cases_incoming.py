@@ -450,6 +450,10 @@ def swift(rec):
     if quant and gptq:
         c.note("GPTQ base: auto_gptq's QuantLinear dequantizes in its own kernels; what it keeps for backward differs "
                "from bitsandbytes' MatMul4Bit that memfit models")
+    if model_key == "chatglm3-6b" and seq >= 4096:
+        c.note("ChatGLM3's remote code passes an explicit attention mask to scaled_dot_product_attention; if torch 2.1 "
+               "dispatches that to the math kernel, each recomputed layer materialises heads x T x T scores and "
+               "probabilities (8192 tokens: 4 GiB per copy in bf16) - the 8192-token row is 37 GiB above the 4096-token one")
     if model_key == "baichuan2-13b":
         c.flag("unmodelled_alibi_bias")
         c.note("Baichuan2-13B builds an ALiBi bias of heads x T x T and passes it to every layer's attention "
@@ -1180,6 +1184,8 @@ def litgpt_tutorial(rec):
     if mixed:
         c.t("precision", "bf16_mixed", "'Default (bf16-mixed)': Lightning's bf16-mixed keeps fp32 weights and runs the "
             "forward under torch.autocast(bf16)")
+        c.t("lora_base_dtype", "fp32", "under bf16-mixed the frozen base stays in fp32 too (the checkpoint is loaded into "
+            "an fp32 model; only the autocast copies are bf16)")
     else:
         c.t("precision", "bf16", "--precision bf16-true: pure bf16 weights, gradients and states")
     c.ft("method", "lora", "finetune/lora.py")
@@ -1623,6 +1629,8 @@ def mezo(rec):
     c.t("precision", "fp16_mixed", "--fp16: HF Trainer AMP over fp32 weights (the fp32 weights, gradients and AdamW states "
         "of full FT; prefix tuning keeps the fp32 frozen base)")
     if prefix:
+        c.t("lora_base_dtype", "fp32", "the frozen OPT base is loaded in fp32 (no --load_float16 for prefix tuning) and "
+            "autocast to fp16")
         c.ft("method", "prefix_tuning", "MeZO's prefix tuning (--prefix_tuning): trainable key/value prefixes in every layer")
         c.ft("num_virtual_tokens", 5, "--num_prefix 5")
         c.ft("prefix_projection", False, "--no_reparam: the prefixes are trained directly, no MLP reparameterization")
