@@ -354,10 +354,18 @@ def swift_common(c, model_key, mbs=1, ga=16, seq=2048, ckpt=True, flash=True):
     c.t("dropout", 0.0, "attention/hidden dropout 0 in these models' configs")
     c.t("loss", "eager", "the model's own CrossEntropyLoss on the full logits")
     if fam == "qwen1":
-        c.t("logits_dtype", "compute", "Qwen's modeling_qwen.py passes the bf16 lm_head output to CrossEntropyLoss without "
-            "a float() upcast")
+        c.t("logits_dtype", "fp32", "Qwen's modeling_qwen.py hands the bf16 lm_head output to CrossEntropyLoss without a "
+            "float() upcast, but HF Trainer's bf16 autocast runs cross_entropy in fp32 (autocast's fp32 op list), so the "
+            "loss reads an fp32 copy of the logits")
     else:
-        c.t("logits_dtype", "auto", "the hf profile's default (not verified for this remote code)")
+        c.t("logits_dtype", "auto", "the hf profile's default (fp32 upcast; under autocast cross_entropy reads fp32 anyway)")
+    c.note(f"the logits path under bf16 autocast: cross_entropy is on autocast's fp32 list, so the bf16 logits (B x T x V, "
+           f"V = {c.cfg['model'].get('vocab_size', 'the vocabulary')}) are copied to fp32 and the log-softmax and its "
+           "gradient are fp32 too - several vocabulary-sized fp32 tensors per token, which dominate the per-token cost of "
+           "these large-vocabulary models; a build without bf16_autocast runs the case as pure bf16 without them")
+    c.note("the figure is the reserved peak of the whole run (1000 samples of varying length, truncated at max_length): "
+           "batches of every length leave cached segments of every size, so the allocator's slack is larger than the 8 % "
+           "memfit allows")
     c.t("precision", "bf16_autocast", "swift dtype AUTO loads the weights in bf16 on A100 and HF Trainer runs with bf16=True "
         "(torch.autocast over bf16 weights; full fine-tuning keeps bf16 AdamW states)")
     return c
@@ -709,6 +717,12 @@ def liger_hf_example(rec):
     if is_oom:
         c.oom("the README's chart marks this Hugging Face configuration as out of memory (no bar)")
     else:
+        c.note("the 512-token cap overstates the batch: Alpaca samples padded to the longest in each batch of "
+               f"{mbs} are mostly far shorter, and the logits term scales with the vocabulary "
+               f"({ {'qwen2-7b': '152,064', 'llama-3-8b': '128,256', 'gemma-7b': '256,000'}[model_key] } tokens)")
+        if not liger:
+            c.note("under bf16 autocast the cross-entropy reads an fp32 copy of the logits and keeps an fp32 log-softmax "
+                   "and gradient; a build without bf16_autocast runs the case as pure bf16 without them")
         c.measure("peak_allocated_bytes", "MiB", "callback.py records torch.cuda.max_memory_allocated() and divides by 2**20 "
                   "('binary system'), plotted as 'Peak Allocated Memory (MB)' -> peak_allocated_bytes in MiB")
         if rec["confidence"] == "low" or "llama" in rid or "gemma" in rid:
@@ -1050,6 +1064,11 @@ def llmc(rec):
                           if zero else "-z 0: plain data parallel")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
+    c.note("llm.c allocates every buffer once for the configured B and T, with no caching allocator: one bf16 logits buffer "
+           "(B x T x Vp) that its fused classifier overwrites with the logits' gradient, and bf16 activations for the "
+           "backward pass; a build without the llm_c profile counts fp32 logits, the cross-entropy's buffers and the "
+           "allocator's slack (the -z 1 run printed 13,629 MiB of activations, 237 MiB of parameters and 118 MiB for each "
+           "of m, v and the master copy)")
     if is_oom:
         c.oom("'with -r 0 I can only fit batch size 10' on an A100 40GB; recorded as out of memory at batch 12 (the batch "
               "that fits with -r 1)")
@@ -1290,6 +1309,14 @@ def ds_gist(rec):
     parallel_defaults(c, 8, zero, "8 GPUs", f"ZeRO stage {zero}")
     c.p("offload_optimizer", offopt, "'Optim. Off.' column")
     c.p("offload_params", offparam, "'Param. Off.' column")
+    if offopt:
+        c.note("with offload_optimizer DeepSpeed keeps the fp32 gradient partitions and AdamW states in pinned host "
+               "memory and moves each reduced gradient bucket there; the GPU keeps only the reduce buckets")
+    if offparam:
+        c.note("with offload_param the GPU holds only the parameters being gathered (stage3_max_live_parameters, the "
+               "prefetch bucket) besides the activations")
+    c.note("the two numbers of 'GPU Mem. x/y' are not named in the stored copy; if y is the reserved rather than the "
+           "allocated peak, memfit's comparison shifts by the allocator's slack")
     if zeropp:
         c.flag("unmodelled_zeropp")
         c.line("ZeRO++ (quantized weight all-gather, hierarchical partitioning): no memfit setting")
@@ -1644,6 +1671,12 @@ def mezo(rec):
                           "(FSDP) provided by PyTorch' (full shard)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
+    if gpus > 1 and not prefix:
+        c.note("a build that counts fp16 autocast copies of every weight under FSDP overstates them: full shard gathers "
+               "one wrapped layer at a time, so only that layer's fp16 copies exist (the planner branch fixes the ZeRO-3 "
+               "case)")
+    c.note("MultiRC is padded per batch; the peak step runs at the longest pair of candidate sequences, above the "
+           "400-token average used here")
     if is_oom:
         c.oom("inferred from Figure 4's 'largest OPT model that fits': the next OPT size up did not run 100 steps without an "
               "out-of-memory error on this many A100s")
@@ -1717,6 +1750,10 @@ def ttpaper(rec):
                "setting")
     c.gpu("h100-96gb", "'NVIDIA H100 GPUs with 95 GiB memory' (HBM2e SXM), not in memfit's GPU table; peak_reserved does not "
           "depend on the card", unmodelled=True)
+    if "405b" in rid:
+        c.note("with 16 pipeline stages, 1F1B keeps up to 16 micro-batches' stage inputs alive on the first stage (more "
+               "with the interleaved schedule), and the last stage also holds the 128,256 x 16,384 output layer and its "
+               "logits; torchtitan reports the maximum over ranks and the micro-batch count is not stated (16 assumed)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     c.measure("peak_reserved_bytes", "GiB", "'Memory (GiB)': torchtitan logs torch.cuda.max_memory_reserved() in GiB (max "
@@ -1768,7 +1805,16 @@ def qwen(rec):
     c.t("attention", "flash", "'Flash attention 2 is applied' (Qwen's remote code with flash_attn)")
     c.t("dropout", 0.0, "Qwen config attn_dropout_prob and emb_dropout_prob 0.0")
     c.t("loss", "eager", "QWenLMHeadModel's CrossEntropyLoss on the full logits")
-    c.t("logits_dtype", "compute", "modeling_qwen.py passes the 16-bit lm_head output to CrossEntropyLoss without upcasting")
+    if deepspeed:
+        c.t("logits_dtype", "compute", "modeling_qwen.py passes the 16-bit lm_head output to CrossEntropyLoss without "
+            "upcasting, and under DeepSpeed the Trainer does not autocast")
+    else:
+        c.t("logits_dtype", "fp32", "modeling_qwen.py does not upcast the logits, but HF Trainer's bf16 autocast runs "
+            "cross_entropy in fp32 (autocast's fp32 op list), so the loss reads an fp32 copy")
+        c.note("Qwen's 151,936-token vocabulary makes the logits path the largest per-token cost: under autocast the bf16 "
+               "logits, their fp32 copy for the loss, the fp32 log-softmax and its gradient coexist at the loss")
+    c.note("nvidia-smi (taken as the counter) includes the CUDA context and everything the caching allocator keeps, "
+           "including segments cached while the model was loaded and converted to bf16")
     if deepspeed:
         c.t("optimizer", "adamw", "the DeepSpeed configs' optimizer block (type AdamW)")
         c.t("optimizer_impl", "fused", "DeepSpeed's FusedAdam")
