@@ -34,6 +34,9 @@ print("validation: %d of %d configurations match PyTorch (report: build/validati
 else
   echo "SKIPPED: PyTorch is missing (apt-get install python3-torch); the validation grid did not run"
 fi
+echo "== the frameworks' real code (tools/frameworks: saved activations within 1 % per measured case)"
+/usr/bin/python3 tools/frameworks/compare.py --memfit build/cli/memfit --check | tail -3
+
 echo "== accuracy report checks (tools/accuracy: every case valid, statistics, the core's band up to date)"
 /usr/bin/python3 -m unittest discover -s tools/accuracy -p 'test_*.py'
 echo "memfit: all tests passed"

@@ -27,12 +27,15 @@ struct LossModel {
   Bytes backward_bytes;   // head + loss high point at the start of backward
   Bytes grad_bytes;       // the logits' gradient (and its cast) alive through the head's backward
   Bytes head_input_bytes; // the head's saved input (and the size of the gradient it returns)
+  Bytes head_grad_bytes;  // the head weight's gradient (or the tied embedding's)
+  bool head_grad_in_forward = false;  // a fused linear loss computes it during forward (in forward_bytes)
+  Bytes kept_bytes;       // logits the training loop holds through the whole step
   Bytes peak_bytes;       // the larger of the two high points (breakdown.logits_and_loss)
   std::vector<std::string> notes;
 };
 
 ActivationModel activation_model(const Config& config, const ParameterCount& params);
-LossModel loss_model(const Config& config);
+LossModel loss_model(const Config& config, const ParameterCount& params);
 
 // The seeds' formula (seeds/000, seeds/001): L·B·T·(34d + 5hT) bytes, or B·T·(34d + 5hT) with
 // full checkpointing. 34 and 5 include the 2 bytes per fp16 element (Korthikanti et al. 2022).

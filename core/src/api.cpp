@@ -62,9 +62,9 @@ Json import_hf_json(std::string_view text) {
   reference.training.implementation = imported.reference;
   const Json reference_json = config_to_json(reference);
   Json training = Json::object();
-  for (const char* key : {"softmax_dtype", "attention_mask"}) {
+  for (const char* key : kImplementationKeys) {
     const Json* value = reference_json.find("training")->find(key);
-    if (value->as_string() != "auto") training.set(key, *value);
+    if (value->as_string() != "auto" && std::string_view(key) != "framework") training.set(key, *value);
   }
   j.set("training", std::move(training));
   j.set("parameter_count", Json::integer(count.total_count.value()));

@@ -33,7 +33,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.breakdown.offloaded_bytes = st.offloaded;
 
   const ActivationModel act = activation_model(c, e.parameters);
-  const LossModel loss = loss_model(c);
+  const LossModel loss = loss_model(c, e.parameters);
   e.breakdown.activations = act.saved_bytes;
   e.breakdown.logits_and_loss = loss.peak_bytes;
   e.activation_terms_per_layer = act.layer_terms;

@@ -31,14 +31,13 @@ Json fit_to_json(const Fit& f) {
 
 // The implementation that ran, every `auto` resolved, with the profile's source.
 Json implementation_to_json(const Implementation& impl) {
-  const ImplementationProfile& profile = implementation_profile(impl.framework);
+  Config c;
+  c.training.implementation = impl;
+  const Json all = config_to_json(c);
+  const Json& training = *all.find("training");
   Json j = Json::object();
-  j.set("framework", Json::string(to_string(impl.framework)));
-  j.set("attention", Json::string(to_string(impl.attention)));
-  j.set("softmax_dtype", Json::string(to_string(impl.softmax_dtype)));
-  j.set("logits_dtype", Json::string(to_string(impl.logits_dtype)));
-  j.set("attention_mask", Json::string(to_string(impl.attention_mask)));
-  j.set("chunked_loss", Json::boolean(impl.chunked_loss));
+  for (const char* key : kImplementationKeys) j.set(key, *training.find(key));
+  const ImplementationProfile& profile = implementation_profile(impl.framework);
   j.set("description", Json::string(profile.description));
   j.set("source", Json::string(profile.source));
   return j;

@@ -73,6 +73,9 @@ std::vector<Field> build_fields() {
       MF_INT("model.intermediate_size", model.intermediate_size, 0, 100 * kMillion, "MLP inner size (d_ff)"),
       MF_ENUM("model.mlp", model.mlp, MlpKind, "plain: up, act, down; gated: SwiGLU/GeGLU (gate, up, down)",
               "plain", "gated"),
+      MF_ENUM("model.hidden_act", model.hidden_act, HiddenAct,
+              "the MLP's activation function (config.json hidden_act / activation_function)", "silu", "gelu",
+              "gelu_new", "gelu_pytorch_tanh", "relu"),
       MF_ENUM("model.norm", model.norm, NormKind, "normalisation layer", "layernorm", "rmsnorm"),
       MF_BOOL("model.norm_bias", model.norm_bias, "LayerNorm has a bias"),
       MF_ENUM("model.position_embedding", model.position_embedding, PositionKind,
@@ -125,7 +128,8 @@ std::vector<Field> build_fields() {
       MF_INT("training.seq_len", training.seq_len, 1, 100 * kMillion, "tokens per sequence (T)"),
       MF_INT("training.grad_accum_steps", training.grad_accum_steps, 1, kMillion, "micro-batches per optimizer step"),
       MF_ENUM("training.precision", training.precision, Precision, "precision recipe (bytes per parameter)", "fp32",
-              "fp16_mixed", "bf16_mixed", "fp16_master", "bf16_master", "bf16", "fp8_mixed", "seed_14p", "bf16_fsdp"),
+              "fp16_mixed", "bf16_mixed", "fp16_master", "bf16_master", "bf16", "fp8_mixed", "seed_14p", "bf16_fsdp",
+              "bf16_autocast"),
       MF_ENUM("training.optimizer", training.optimizer, Optimizer, "optimizer", "adamw", "adamw_8bit", "paged_adamw",
               "paged_adamw_8bit", "adafactor", "sgd", "sgd_momentum", "lion"),
       MF_ENUM("training.optimizer_impl", training.optimizer_impl, OptimizerImpl,
@@ -137,10 +141,12 @@ std::vector<Field> build_fields() {
               "inputs only), selective_op (torchtitan: every second matmul output and the attention output kept)",
               "none", "selective", "full", "selective_op"),
       MF_ENUM("training.attention", training.implementation.attention, AttentionImpl,
-              "flash: no T×T scores stored; eager: softmax scores stored", "flash", "eager"),
+              "attention kernel: flash (no T×T scores stored), eager (scores stored), sdpa (torch's: flash for "
+              "16-bit inputs, memory-efficient for fp32); auto = the framework's",
+              "auto", "flash", "eager", "sdpa"),
       MF_REAL("training.dropout", training.dropout, 0.0, 0.99, "dropout probability (masks stored when > 0)"),
       MF_BOOL("training.chunked_loss", training.implementation.chunked_loss,
-              "cross-entropy in chunks (no full fp32 logits)"),
+              "kept for old links: true means training.loss fused_linear_ce"),
       MF_BOOL("training.optimizer_in_backward", training.optimizer_in_backward,
               "optimizer step fused into backward (gradients freed per parameter)"),
       MF_BOOL("training.activation_offload", training.activation_offload, "saved activations offloaded to CPU"),
@@ -159,7 +165,8 @@ std::vector<Field> build_fields() {
              "frozen base weights: 16 (bf16/fp16), 8 (int8), 4 (QLoRA NF4)"),
       // The implementation: what the framework's code does (implementation.cpp's profiles).
       MF_ENUM("training.framework", training.implementation.framework, Framework,
-              "the code that runs the model: hf (transformers with Trainer / accelerate)", "hf"),
+              "the code that runs the model; its profile sets every knob left at auto", "hf", "torchtune",
+              "torchtitan", "litgpt", "megatron", "megatron_te", "deepspeed", "nanogpt", "llm_c", "unsloth", "liger"),
       MF_ENUM("training.softmax_dtype", training.implementation.softmax_dtype, SoftmaxDtype,
               "eager attention's softmax: fp32 (upcast) or compute (the matmuls' dtype); auto = the framework's",
               "auto", "fp32", "compute"),
@@ -167,9 +174,46 @@ std::vector<Field> build_fields() {
               "the logits the loss reads: fp32 (upcast) or compute; auto = the framework's", "auto", "fp32",
               "compute"),
       MF_ENUM("training.attention_mask", training.implementation.attention_mask, AttentionMask,
-              "eager attention's causal mask: additive (a T×T tensor passed to every layer) or implicit; auto = "
+              "eager attention's causal mask: additive (a T×T tensor passed to every layer), implicit, or boolean "
+              "(a T×T mask saved by every layer); auto = the framework's",
+              "auto", "additive", "implicit", "boolean"),
+      MF_ENUM("training.loss", training.implementation.loss, LossKernel,
+              "the loss: eager cross-entropy, chunked (per-chunk, log-probabilities kept), fused_ce (logits and "
+              "a log-sum-exp kept, gradient in place), fused_linear_ce (head and loss per chunk); auto = the "
+              "framework's",
+              "auto", "eager", "chunked", "fused_ce", "fused_linear_ce"),
+      MF_ENUM("training.norm_kernel", training.implementation.norm_kernel, NormKernel,
+              "what an RMSNorm saves: eager (fp32 x, rstd, normalised x), eager_fp32 (all fp32), fused (x, rstd), "
+              "fused_fp32 (fp32 x, rstd); auto = the framework's",
+              "auto", "eager", "eager_fp32", "fused", "fused_fp32"),
+      MF_ENUM("training.kv_saved", training.implementation.kv_saved, KvSaved,
+              "keys and values a fused attention kernel saves: at kv_heads or repeated to query_heads; auto = "
               "the framework's",
-              "auto", "additive", "implicit"),
+              "auto", "kv_heads", "query_heads"),
+      MF_ENUM("training.projections", training.implementation.projections, Projections,
+              "q/k/v and gate/up as separate matmuls (each saves its own autocast copy of its input), fused, or "
+              "qkv_fused (q/k/v fused, gate/up separate); auto = the framework's",
+              "auto", "separate", "fused", "qkv_fused"),
+      MF_ENUM("training.activation_kernel", training.implementation.activation_kernel, ActivationKernel,
+              "the MLP activation as Python arithmetic (eager: gelu_new saves four tensors) or one kernel (fused); "
+              "auto = the framework's",
+              "auto", "eager", "fused"),
+      MF_ENUM("training.loop_keeps_logits", training.implementation.loop_keeps_logits, Switch,
+              "the training loop holds the logits through backward and the next forward (LitGPT, nanoGPT); auto = "
+              "the framework's",
+              "auto", "yes", "no"),
+      MF_ENUM("training.lora_base_dtype", training.implementation.lora_base_dtype, LoraBaseDtype,
+              "a LoRA base's dtype: half (16-bit), fp32, or weights (the recipe's weight dtype, as LitGPT); auto = "
+              "the framework's",
+              "auto", "half", "fp32", "weights"),
+      MF_ENUM("training.lora_adapter_dtype", training.implementation.lora_adapter_dtype, LoraAdapterDtype,
+              "LoRA adapters' dtype: fp32 (PEFT's default; each adapter saves its own cast of its input) or "
+              "weights (the recipe's); auto = the framework's",
+              "auto", "fp32", "weights"),
+      MF_ENUM("training.load", training.implementation.load, LoadPath,
+              "how weights reach the GPU: direct, fp32_then_cast, or checkpoint_on_gpu (with optimizer states); "
+              "auto = the framework's",
+              "auto", "direct", "fp32_then_cast", "checkpoint_on_gpu"),
 
       // parallel
       MF_INT("parallel.num_gpus", parallel.num_gpus, 1, kMillion, "GPUs in the job"),
@@ -182,6 +226,10 @@ std::vector<Field> build_fields() {
       MF_BOOL("parallel.sequence_parallel", parallel.sequence_parallel, "Megatron sequence parallelism"),
       MF_BOOL("parallel.offload_optimizer", parallel.offload_optimizer, "optimizer states in CPU memory"),
       MF_BOOL("parallel.offload_params", parallel.offload_params, "parameters in CPU memory (ZeRO-3 offload)"),
+      MF_BOOL("parallel.fsdp_use_orig_params", parallel.fsdp_use_orig_params,
+              "FSDP use_orig_params=True: units mixing frozen and trainable parameters keep gradients for all"),
+      MF_INT("parallel.reduce_bucket_elements", parallel.reduce_bucket_elements, -1, 100 * kBillion,
+             "gradient reduce bucket size in elements (DeepSpeed reduce_bucket_size); -1 = the framework's"),
 
       // hardware
       MF_STRING("hardware.gpu", hardware.gpu, "GPU id from the table"),

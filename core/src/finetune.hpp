@@ -5,11 +5,24 @@
 
 #include "memfit/config.hpp"
 #include "memfit/parameters.hpp"
+#include "memfit/recipes.hpp"
 #include "memfit/units.hpp"
 
 namespace memfit {
 
 inline bool is_lora(const Config& c) { return c.training.finetune.method == FinetuneMethod::kLora; }
+
+// Bytes per element of a LoRA base that stays unquantised: 16-bit, fp32, or the recipe's weights
+// (training.lora_base_dtype; `implementation` resolved).
+inline Bytes lora_base_bytes(const PrecisionRecipe& r, const Implementation& implementation) {
+  switch (implementation.lora_base_dtype) {
+    case LoraBaseDtype::kFp32: return kFp32Bytes;
+    case LoraBaseDtype::kWeights: return r.weights;
+    case LoraBaseDtype::kAuto:
+    case LoraBaseDtype::kHalf: break;
+  }
+  return r.frozen_base;
+}
 
 // A trainable tensor shape, `count` times (cols 0: a vector).
 struct Shape {

@@ -313,6 +313,34 @@ void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& o
   }
 }
 
+// The MLP's activation function: config.json's activation_function (GPT-2, OPT), hidden_act or
+// hidden_activation (Gemma), else the class's default.
+HiddenAct default_hidden_act(const std::string& type) {
+  if (type == "gpt2" || type == "phi") return HiddenAct::kGeluNew;
+  if (type == "opt") return HiddenAct::kRelu;
+  if (type == "gemma" || type == "gemma2") return HiddenAct::kGeluPytorchTanh;
+  if (type == "bert" || type == "gpt_neox" || type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel") {
+    return HiddenAct::kGelu;
+  }
+  return HiddenAct::kSilu;
+}
+
+void read_hidden_act(const std::string& type, const Json& json, ModelSpec& m, HfImport& out) {
+  m.hidden_act = default_hidden_act(type);
+  for (const char* key : {"activation_function", "hidden_activation", "hidden_act"}) {
+    const Json* v = json.find(key);
+    if (!v || !v->is_string()) continue;
+    const std::string& name = v->as_string();
+    if (name == "silu" || name == "swish") m.hidden_act = HiddenAct::kSilu;
+    else if (name == "gelu") m.hidden_act = HiddenAct::kGelu;
+    else if (name == "gelu_new") m.hidden_act = HiddenAct::kGeluNew;
+    else if (name == "gelu_pytorch_tanh") m.hidden_act = HiddenAct::kGeluPytorchTanh;
+    else if (name == "relu") m.hidden_act = HiddenAct::kRelu;
+    else if (name.size() <= 40) out.warnings.push_back({key, "\"" + name + "\" is read as the class's default activation"});
+    return;
+  }
+}
+
 constexpr const char* kSupportedTypes[] = {
     "gpt2", "gpt_neox", "opt", "bert", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
     "gemma", "gemma2", "phi", "phi3", "falcon", "olmo2", "deepseek_v2", "deepseek_v3",
@@ -360,6 +388,12 @@ HfImport import_hf_config(const Json& json) {
     out.reference.softmax_dtype = SoftmaxDtype::kCompute;
     out.reference.attention_mask = AttentionMask::kImplicit;
   }
+  // Classes that project q, k and v with one matmul (GPT-2's c_attn, GPT-NeoX's and Falcon's
+  // query_key_value, Phi-3's qkv_proj and gate_up_proj).
+  if (t == "gpt2" || t == "gpt_neox" || t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "phi3") {
+    out.reference.projections = Projections::kFused;
+  }
+  read_hidden_act(t, json, m, out);
 
   // The same structural checks as a typed-in configuration, named by config.json keys.
   if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0 && m.attention_type == AttentionType::kStandard) {

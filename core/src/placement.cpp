@@ -1,6 +1,7 @@
 #include "placement.hpp"
 
 #include "finetune.hpp"
+#include "memfit/implementation.hpp"
 #include "optimizer_states.hpp"
 
 namespace memfit {
@@ -119,11 +120,11 @@ ParameterCount local_parameters(const ParameterCount& params, const Placement& p
 // shapes (8-bit blocks, Adafactor's factors), and for the rest the local trainable count. A
 // nominal count scales a full fine-tune's states like its weights.
 Bytes local_optimizer_state_bytes(const Config& c, const ParameterCount& params, const Placement& p,
-                                  const PrecisionRecipe& r) {
+                                  const PrecisionRecipe& r, Bytes lora_state_element) {
   const ParameterCount mine = local_parameters(params, p);
   const Training& t = c.training;
   if (is_lora(c)) {
-    return optimizer_state_bytes(t.optimizer, mine, p.local_trainable, true, t.finetune, r.optimizer_state);
+    return optimizer_state_bytes(t.optimizer, mine, p.local_trainable, true, t.finetune, lora_state_element);
   }
   return p.as_nominal(optimizer_state_bytes(t.optimizer, mine, p.local_count, false, t.finetune, r.optimizer_state));
 }
@@ -144,12 +145,22 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
                          const PrecisionRecipe& r, std::vector<std::string>& notes) {
   const bool lora = is_lora(c);
   StaticBytes s;
-  s.weights = lora ? p.as_nominal(local_frozen_base_bytes(p, params, c.training.finetune.base_bits, r.frozen_base)) +
-                         p.local_trainable * r.weights
+  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Bytes base_element = lora_base_bytes(r, impl);
+  // PEFT's fp32 adapters: fp32 weights, gradients and optimizer states whatever the recipe.
+  const bool fp32_adapters = lora && impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  s.weights = lora ? p.as_nominal(local_frozen_base_bytes(p, params, c.training.finetune.base_bits, base_element)) +
+                         p.local_trainable * (fp32_adapters ? kFp32Bytes : r.weights)
                    : p.local_params * r.weights;
-  s.gradients = p.local_trainable * r.gradients;
+  s.gradients = p.local_trainable * (fp32_adapters ? kFp32Bytes : r.gradients);
+  // FSDP1 with use_orig_params and a unit holding frozen and trainable parameters gives the whole
+  // flat parameter a gradient ("gradient memory ... higher than expected": torch/distributed/fsdp/
+  // _flat_param.py), in the base's dtype: LoRA under FSDP pays for the frozen base's gradients.
+  if (lora && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2) {
+    s.gradients += p.local_params * base_element;
+  }
   s.master = p.local_trainable * r.master;
-  s.states = local_optimizer_state_bytes(c, params, p, r);
+  s.states = local_optimizer_state_bytes(c, params, p, r, fp32_adapters ? kFp32Bytes : r.optimizer_state);
   shard(s, c.parallel.zero_stage, p.zero_shards);
   offload(c, s, notes);
   return s;

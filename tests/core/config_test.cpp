@@ -39,7 +39,7 @@ TEST(Config, ErrorsNameTheFieldAndTheRange) {
             "training.micro_batch_size must be an integer from 1 to 1,000,000; got 2.5");
   EXPECT_EQ(first_error(R"({"training":{"precision":"fp4"}})"),
             "training.precision must be one of fp32, fp16_mixed, bf16_mixed, fp16_master, bf16_master, bf16, "
-            "fp8_mixed, seed_14p or bf16_fsdp; got \"fp4\"");
+            "fp8_mixed, seed_14p, bf16_fsdp or bf16_autocast; got \"fp4\"");
   EXPECT_EQ(first_error(R"({"training":{"dropout":1.5}})"), "training.dropout must be a number from 0 to 0.99; got 1.5");
   EXPECT_EQ(first_error(R"({"training":{"chunked_loss":"yes"}})"), "training.chunked_loss must be true or false; got \"yes\"");
   EXPECT_EQ(first_error(R"({"model":{"preset":"gpt-5"}})").rfind("model.preset must be the id of a preset", 0), 0u);

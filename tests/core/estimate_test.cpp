@@ -164,6 +164,7 @@ TEST(Estimate, ResultJsonHasTheContractFields) {
   EXPECT_TRUE(verdict == "fits" || verdict == "tight" || verdict == "does_not_fit");
 }
 
+
 }  // namespace
 }  // namespace memfit
 
@@ -221,6 +222,7 @@ TEST(Finetuning, QloraQuantisesTheBlockLinearsOnly) {
   c.training.finetune.base_bits = 4;
   c.training.finetune.lora_rank = 8;
   c.training.finetune.lora_targets = kLoraQ | kLoraV;
+  c.training.implementation.lora_adapter_dtype = LoraAdapterDtype::kWeights;  // bf16 adapters, as torchtune's
   // NF4 per linear of n weights: n/2 + n/64 (8-bit absmax) + 4·ceil(blocks/256) + 68 (code, offset).
   //   q,k,v,o (4,096): 2,048 + 64 + 4 + 68 = 2,184; gate, up, down (8,192): 4,096 + 128 + 4 + 68 = 4,296.
   // 16-bit: embedding and head 6,400 each, norms 3 × 64: 12,992 parameters → 25,984 bytes.
@@ -359,6 +361,24 @@ TEST(Checkpointing, TorchtitanOpLevelPolicyKeepsEverySecondMatmul) {
   };
   EXPECT_LT(acts(Checkpointing::kSelectiveOp), acts(Checkpointing::kNone) / 2);
   EXPECT_GT(acts(Checkpointing::kSelectiveOp), acts(Checkpointing::kFull));
+}
+
+TEST(Finetuning, PeftKeepsAdaptersInFp32) {
+  // PEFT's default (autocast_adapter_dtype=True) upcasts adapters over a 16-bit base: fp32 weights,
+  // gradients and AdamW states, even under a pure bf16 recipe (peft/tuners/tuners_utils.py).
+  Config c = default_config();
+  c.model = tiny_linear_model();
+  c.training.precision = Precision::kBf16;
+  c.training.finetune.method = FinetuneMethod::kLora;
+  c.training.finetune.lora_rank = 8;
+  c.training.finetune.lora_targets = kLoraQ | kLoraV;
+  const Estimate peft = estimate(c);  // framework hf: fp32 adapters
+  c.training.implementation.lora_adapter_dtype = LoraAdapterDtype::kWeights;
+  const Estimate bf16 = estimate(c);
+  EXPECT_EQ(peft.breakdown.gradients.value(), 4 * 2'048);
+  EXPECT_EQ(bf16.breakdown.gradients.value(), 2 * 2'048);
+  EXPECT_EQ(peft.breakdown.optimizer_states.value(), 8 * 2'048);
+  EXPECT_EQ((peft.breakdown.parameters - bf16.breakdown.parameters).value(), 2 * 2'048);
 }
 
 }  // namespace

@@ -31,8 +31,10 @@ CHECKPOINTING = ["none", "selective", "full", "selective_op"]
 # a field (with a default that reproduces the old behaviour) does not count as a change.
 IGNORED = {
     "config": {
-        "model": ["residual_dropout"],
-        "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask"],
+        "model": ["residual_dropout", "hidden_act"],
+        "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
+                     "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load"],
+        "parallel": ["fsdp_use_orig_params", "reduce_bucket_elements"],
     },
     "result": ["implementation"],
 }

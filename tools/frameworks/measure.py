@@ -357,13 +357,16 @@ def shape_fields(case):
         m.update(num_key_value_heads=V(s, "num_attention_heads"), intermediate_size=4 * V(s, "hidden_size"),
                  mlp="plain", norm="layernorm", norm_bias=True, position_embedding="learned",
                  max_position_embeddings=2 * V(s, "seq_len"), tie_word_embeddings=True,
-                 attention_bias=True, mlp_bias=True, block="sequential", model_type="gpt2")
+                 attention_bias=True, mlp_bias=True, block="sequential", model_type="gpt2",
+                 # transformers' GPT2MLP uses activation_function "gelu_new" (Python arithmetic);
+                 # nanoGPT's MLP is nn.GELU(). Both drop out on the embeddings and residuals.
+                 hidden_act="gelu_new" if fw == "hf" else "gelu", residual_dropout=True)
     elif fam == "neox":
         m.update(num_key_value_heads=V(s, "num_attention_heads"), intermediate_size=4 * V(s, "hidden_size"),
                  mlp="plain", norm="layernorm", norm_bias=True, position_embedding="rotary",
                  max_position_embeddings=4 * V(s, "seq_len"), tie_word_embeddings=False,
                  attention_bias=True, mlp_bias=True, block="parallel", model_type="gpt_neox",
-                 rotary_pct=0.25)
+                 rotary_pct=0.25, hidden_act="gelu")
     else:
         m.update(num_key_value_heads=V(s, "num_key_value_heads"), intermediate_size=V(s, "intermediate_size"),
                  mlp="gated", norm="rmsnorm", position_embedding="rotary",
@@ -384,6 +387,9 @@ def knobs(case):
     k = {"framework": fw, "attention": att}
     if fw == "hf":
         k["softmax_dtype"] = "fp32" if fam in ("llama", "mistral", "qwen2") else "compute"
+        if fam == "gpt2":                     # GPT-2's class: one c_attn matmul, causality from a buffer
+            k["projections"] = "fused"
+            k["attention_mask"] = "implicit"
         k["logits_dtype"] = "fp32"            # ForCausalLMLoss: logits.float()
         k["loss"] = "eager"
         if case.get("peft"):

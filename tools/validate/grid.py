@@ -70,6 +70,9 @@ def grid():
     G = []
 
     def add(name, model, train):
+        if train["finetune"]["method"] == "lora":
+            # models.py's adapters take the model's dtype (not PEFT's fp32 adapters).
+            train = dict(train, lora_adapter_dtype="weights")
         if model["model_type"] == "gpt2":
             # models.py's GPT-2 blocks run attention as transformers' GPT-2 class does: softmax in
             # the compute dtype, causality from a buffer (no mask tensor per layer).

@@ -21,6 +21,9 @@ enum class AttentionType { kStandard, kMla };        // MLA: DeepSeek-V2/V3 mult
 enum class QkNorm { kNone, kPerHead, kFullWidth };   // Qwen3 / Gemma3 per head_dim; OLMo-2 over the projection
 enum class BlockLayout { kSequential, kParallel };   // parallel: attention and MLP read the same input
 enum class OutputHead { kLm, kNone };                // none: an encoder without a head (BertModel)
+// The MLP's activation function (config.json hidden_act / activation_function); gelu_new is the
+// tanh approximation as transformers writes it in Python.
+enum class HiddenAct { kSilu, kGelu, kGeluNew, kGeluPytorchTanh, kRelu };
 
 enum class Precision {
   kFp32,        // everything fp32
@@ -32,6 +35,8 @@ enum class Precision {
   kFp8Mixed,    // Transformer Engine FP8: bf16 weights + fp8 copies, fp32 master and grads
   kSeed14p,     // the seeds' convention: 2-byte params, 4-byte grads, 8-byte Adam, no master
   kBf16Fsdp,    // FSDP MixedPrecision(param_dtype=bf16): fp32 sharded weights, grads, states; bf16 compute
+  kBf16Autocast,  // bf16 weights, gradients and states, with torch.autocast (transformers ≥ 5 loads a
+                  // bf16 checkpoint in bf16; Trainer bf16=True adds autocast)
 };
 
 enum class Optimizer {
@@ -51,27 +56,79 @@ enum class FinetuneMethod { kFull, kLora };
 
 // The implementation: the code that runs the model, apart from the model's shape. A framework
 // names a profile (implementation.cpp, one row per framework); each knob below can override it,
-// and `kAuto` means "as the framework's profile says".
-enum class Framework { kHf };  // Hugging Face transformers (+ Trainer / accelerate)
-enum class AttentionImpl { kFlash, kEager };
+// and `kAuto` means "as the framework's profile says". docs/frameworks.md cites each behaviour.
+enum class Framework {
+  kHf,          // Hugging Face transformers (+ Trainer / accelerate)
+  kTorchtune,
+  kTorchtitan,
+  kLitgpt,
+  kMegatron,    // Megatron-LM, local (non-Transformer-Engine) layers
+  kMegatronTe,  // Megatron-LM with Transformer Engine layers
+  kDeepspeed,   // a transformers model under the DeepSpeed engine
+  kNanogpt,
+  kLlmC,
+  kUnsloth,
+  kLiger,       // transformers with Liger-Kernel's patches
+};
+// flash: FlashAttention; sdpa: torch's scaled_dot_product_attention (FlashAttention-2 for 16-bit
+// inputs, the memory-efficient kernel for fp32); eager: the matmul-softmax-matmul code.
+enum class AttentionImpl { kAuto, kFlash, kEager, kSdpa };
 // Eager attention's softmax: upcast to fp32 (transformers' Llama-era classes) or in the compute
-// dtype (GPT-2-era classes, nanoGPT's manual path).
+// dtype (GPT-2-era classes, nanoGPT's manual path, Megatron's fused kernel).
 enum class SoftmaxDtype { kAuto, kFp32, kCompute };
-// The logits before the loss: upcast to fp32 (transformers' ForCausalLMLoss) or kept in the
-// compute dtype.
+// The logits the loss reads: upcast to fp32 (transformers' ForCausalLMLoss) or in the compute dtype.
 enum class LogitsDtype { kAuto, kFp32, kCompute };
-// How eager attention learns causality: an additive T×T mask tensor passed to every layer
-// (transformers' Llama-era classes; full checkpointing keeps it as a layer argument) or an
-// implicit one (a registered buffer or is_causal, nothing per layer).
-enum class AttentionMask { kAuto, kAdditive, kImplicit };
+// How eager attention learns causality: an additive T×T mask passed to every layer (transformers'
+// Llama-era classes), an implicit one (a buffer or is_causal: nothing per layer), or a boolean
+// T×T mask that masked_fill saves in every layer (nanoGPT's manual path).
+enum class AttentionMask { kAuto, kAdditive, kImplicit, kBoolean };
+// The loss: eager cross-entropy over all logits; chunked (torchtune / LitGPT: per-chunk
+// cross-entropy, every chunk's log-probabilities kept); fused_ce (a fused kernel keeps the logits
+// and a log-sum-exp per row and writes the gradient in place: unsloth, llm.c, compiled CE);
+// fused_linear_ce (the head and the loss per chunk, gradients computed in forward: Liger,
+// torchtitan's chunked loss).
+enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe };
+// What an RMSNorm saves: eager (transformers: fp32 x, rstd, the normalised x in the input dtype),
+// eager_fp32 (LitGPT: fp32 x, fp32 normalised x, rstd), fused (Triton / TE kernels: x and rstd),
+// fused_fp32 (torch's fused rms_norm on an fp32 copy: fp32 x and rstd).
+enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32 };
+// Keys and values a fused attention kernel saves: at the key/value heads (GQA passed through) or
+// repeated to every query head first.
+enum class KvSaved { kAuto, kKvHeads, kQueryHeads };
+// q, k, v (and gate, up) as separate matmuls or one fused matmul each (qkv_fused: q, k, v fused,
+// gate and up separate): under autocast every separate matmul saves its own 16-bit cast of an fp32
+// input.
+enum class Projections { kAuto, kSeparate, kFused, kQkvFused };
+// An activation function written as Python arithmetic (transformers' gelu_new: four tensors
+// saved) or as one kernel (one tensor; Liger's SwiGLU keeps two of a gated MLP's three).
+enum class ActivationKernel { kAuto, kEager, kFused };
+// A LoRA base's dtype: 16-bit, fp32, or that of the recipe's weights (LitGPT materialises the
+// model in the precision's parameter dtype: fp32 under bf16-mixed).
+enum class LoraBaseDtype { kAuto, kHalf, kFp32, kWeights };
+// How the weights reach the GPU: directly in their dtype (meta init, shard by shard), as fp32
+// first then cast, or a checkpoint with its optimizer states loaded onto the GPU (nanoGPT resume).
+enum class LoadPath { kAuto, kDirect, kFp32ThenCast, kCheckpointOnGpu };
+// LoRA adapters' dtype: fp32 (PEFT's autocast_adapter_dtype default: adapter weights, gradients and
+// states in fp32, and each adapter casts its input to fp32 first) or the recipe's weights dtype.
+enum class LoraAdapterDtype { kAuto, kFp32, kWeights };
+enum class Switch { kAuto, kYes, kNo };
 
 struct Implementation {
-  Framework framework = Framework::kHf;            // training.framework
-  AttentionImpl attention = AttentionImpl::kFlash;  // training.attention
+  Framework framework = Framework::kHf;              // training.framework
+  AttentionImpl attention = AttentionImpl::kAuto;    // training.attention
   SoftmaxDtype softmax_dtype = SoftmaxDtype::kAuto;
   LogitsDtype logits_dtype = LogitsDtype::kAuto;
   AttentionMask attention_mask = AttentionMask::kAuto;
-  bool chunked_loss = false;  // cross-entropy in chunks: no full-size logits (training.chunked_loss)
+  LossKernel loss = LossKernel::kAuto;
+  NormKernel norm_kernel = NormKernel::kAuto;
+  KvSaved kv_saved = KvSaved::kAuto;
+  Projections projections = Projections::kAuto;
+  ActivationKernel activation_kernel = ActivationKernel::kAuto;
+  Switch loop_keeps_logits = Switch::kAuto;  // the loop holds the logits through backward and the next forward
+  LoraBaseDtype lora_base_dtype = LoraBaseDtype::kAuto;
+  LoraAdapterDtype lora_adapter_dtype = LoraAdapterDtype::kAuto;
+  LoadPath load = LoadPath::kAuto;
+  bool chunked_loss = false;  // before training.loss: true means loss fused_linear_ce (old links)
 };
 
 // LoRA target modules, as a bit set (names as PEFT users write them).
@@ -91,6 +148,7 @@ struct ModelSpec {
   std::int64_t head_dim = 0;             // 0: hidden_size / num_attention_heads
   std::int64_t intermediate_size = 11008;
   MlpKind mlp = MlpKind::kGated;
+  HiddenAct hidden_act = HiddenAct::kSilu;
   NormKind norm = NormKind::kRmsNorm;
   bool norm_bias = true;   // LayerNorm bias, as nn.LayerNorm has by default (ignored for RMSNorm)
   PositionKind position_embedding = PositionKind::kRotary;
@@ -172,6 +230,10 @@ struct Parallel {
   bool sequence_parallel = false;
   bool offload_optimizer = false;
   bool offload_params = false;
+  // FSDP1 with use_orig_params=True: a unit that mixes frozen and trainable parameters keeps
+  // gradients for all of them (torch/distributed/fsdp/_flat_param.py), so LoRA pays for the base.
+  bool fsdp_use_orig_params = false;
+  std::int64_t reduce_bucket_elements = -1;  // gradient reduce buckets; -1: the framework's
 };
 
 struct Hardware {
