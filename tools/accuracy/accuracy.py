@@ -260,6 +260,7 @@ PROVISIONAL_TARGETS = {"qkv": ["q", "k", "v"]}     # a fused q/k/v adapter as th
 # Cards this build lacks, run on the nearest card this build has (same memory where one exists: the A100/A800
 # aliases, H800, Titan RTX; nearest otherwise: H100 96 GB -> H100 80 GB, MI300X 192 GB -> B200 180 GB). The fit
 # verdict and the context allowance are then the listed card's, which is why such rows are provisional.
+GPU_ALIASES = {"a100-sxm4-40gb": "a100-40gb", "a100-sxm4-80gb": "a100-80gb"}  # the same card: not provisional
 PROVISIONAL_GPUS = {
     "a100-sxm4-40gb": "a100-40gb", "a100-sxm4-80gb": "a100-80gb", "a800-80gb": "a100-80gb",
     "h800": "h100-sxm-80gb", "h100-96gb": "h100-sxm-80gb", "titan-rtx-24gb": "rtx-3090-24gb",
@@ -327,7 +328,8 @@ def provisional_config(config, build):
                 alt = PROVISIONAL_GPUS.get(value)
                 if alt in build.gpus:
                     set_path(cfg, path, alt)
-                    changes.append(f"gpu {value} -> {alt}")
+                    if GPU_ALIASES.get(value) != alt:
+                        changes.append(f"hardware.gpu {value} -> {alt}")
                 else:
                     blockers.append(f"hardware.gpu {value!r} is not a card this build knows")
             continue
@@ -783,9 +785,10 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
     w(f"memfit binary: `{binary_display}`.")
     w("")
     if provisional or awaiting or broken:
-        w("> **This page was produced with a memfit build that does not yet know some configuration fields the cases use** "
-          "(implementation profiles `training.framework`, `training.attention` sdpa, `training.loss`, `precision` "
-          "bf16_autocast, PEFT methods beyond LoRA, optimizers such as GaLore and LOMO, GPU aliases). "
+        kinds_of = sorted({c.split(" ")[0] for p in provisional for c in p["provisional"]} |
+                          {str(e).split(": ", 1)[-1].split(" ")[0] for _, e in awaiting})
+        w("> **This page was produced with a memfit build that does not yet know some configuration fields or values the "
+          "cases use** (" + ", ".join(f"`{k}`" for k in kinds_of) + "). "
           f"{len(provisional)} cases ran **provisionally** with the closest setting this build knows (the rule is "
           "`PROVISIONAL_*` in `tools/accuracy/accuracy.py`, and each case's substitutions are listed in the table of "
           f"cases); {len(awaiting)} cases could not run at all and wait for the core"

@@ -657,8 +657,10 @@ def fms(rec):
         parallel_defaults(c, gpus, 3, "accelerate launch --num_processes 2", "accelerate.yaml: FSDP FULL_SHARD "
                           "(fsdp_sharding_strategy 1), TRANSFORMER_BASED_WRAP, BACKWARD_PRE prefetch, mixed_precision 'no'")
         if kind != "full":
-            c.p("fsdp_use_orig_params", True, "accelerate.yaml does not set fsdp_use_orig_params and `accelerate launch` "
-                "defaults it to true")
+            c.p("fsdp_use_orig_params", False, "`accelerate launch` defaults use_orig_params to true (accelerate.yaml does "
+                "not set it), but transformers 4.48's Trainer (_fsdp_qlora_plugin_updates) installs PEFT's "
+                "fsdp_auto_wrap_policy, which wraps every trainable LoRA layer in its own FSDP unit: no unit mixes frozen "
+                "and trainable parameters, which is the case memfit's field describes")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     if is_oom:
@@ -670,8 +672,6 @@ def fms(rec):
                   "torch.cuda.max_memory_allocated() -> peak_allocated_bytes",
                   note="HF Trainer memory tracker: running sum of allocation deltas plus the peaked delta per stage (about "
                        "max_memory_allocated), rank 0")
-    if kind != "full" and gpus > 1:
-        c.note("FSDP with use_orig_params keeps gradient buffers shaped like the frozen parameters in the flat parameter")
     training_defaults(c)
     return low_conf(c).done()
 

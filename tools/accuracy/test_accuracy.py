@@ -477,7 +477,10 @@ class ProvisionalRuns(unittest.TestCase):
         self.assertEqual(out["training"]["finetune"], {"method": "lora", "lora_targets": ["q", "k", "v", "o"]})
         self.assertEqual(out["hardware"]["gpu"], "a100-80gb")
         self.assertFalse(any("loss" in c for c in changes), "chunked -> chunked_loss true is the same setting")
-        self.assertEqual(len(changes), 6)
+        self.assertFalse(any("hardware.gpu" in c for c in changes), "an alias of the same card is not a substitution")
+        self.assertEqual(len(changes), 5)
+        out, changes = A.provisional_config({"hardware": {"gpu": "titan-rtx-24gb"}}, self.BUILD)
+        self.assertEqual((out["hardware"]["gpu"], len(changes)), ("rtx-3090-24gb", 1))
 
     def test_values_without_a_closest_setting_wait(self):
         cfg = {"training": {"optimizer": "galore_adamw", "finetune": {"method": "prefix_tuning"}},
@@ -488,6 +491,23 @@ class ProvisionalRuns(unittest.TestCase):
         self.assertTrue(A.blocker_is_pending(cfg, blockers[0]))
         self.assertTrue(A.blocker_is_pending(cfg, blockers[1]))
         self.assertFalse(A.blocker_is_pending(cfg, blockers[2]), "an unknown card name is not a pending alias")
+
+
+class HeadlineIsTheSameEverywhere(unittest.TestCase):
+    def test_readme_quotes_the_summary(self):
+        import re
+        root = pathlib.Path(__file__).resolve().parents[2]
+        summary = json.loads((root / "docs/data/accuracy_summary.json").read_text())
+        h = summary["headline"]["all"]
+        readme = " ".join((root / "README.md").read_text().split())
+        m = re.search(r"median \|error\| ([0-9.]+) %, 90th percentile ([0-9.]+) %, ([0-9]+) % within 15 %", readme)
+        self.assertIsNotNone(m, "README's Accuracy section states the headline")
+        self.assertEqual(m.group(1), f"{h['median_abs_error'] * 100:.1f}")
+        self.assertEqual(m.group(2), f"{h['p90_abs_error'] * 100:.1f}")
+        self.assertEqual(m.group(3), f"{h['share_within_15pct'] * 100:.0f}")
+        page = (root / "docs/accuracy.md").read_text()
+        self.assertIn(f"| all scored cases | {h['count']} | {h['median_abs_error'] * 100:.1f} % | "
+                      f"{h['p90_abs_error'] * 100:.1f} % |", page)
 
 
 class GeneratedCases(unittest.TestCase):
