@@ -247,6 +247,14 @@ class Case:
         return self
 
     def done(self):
+        quiet = []
+        for k, v in (("tensor", 1), ("pipeline", 1), ("context", 1), ("sequence_parallel", False),
+                     ("offload_optimizer", False), ("offload_params", False)):
+            if k not in self.cfg["parallel"]:
+                self.cfg["parallel"][k] = v
+                quiet.append(f"{k} {fmt(v)}")
+        if quiet:
+            self.assumptions.append(", ".join(quiet) + ": not used - the source states none of them")
         c = {"id": self.id, "kind": self.kind, "setup_summary": self.summary, "config": self.cfg,
              "quantity": self.quantity}
         if self.quantity != "fits.verdict":
@@ -279,9 +287,6 @@ def low_conf(c):
 def parallel_defaults(c, gpus=1, zero=0, why_gpus="one GPU", why_zero="no sharding"):
     c.p("num_gpus", gpus, why_gpus)
     c.p("zero_stage", zero, why_zero)
-    for k, v in (("tensor", 1), ("pipeline", 1), ("context", 1), ("sequence_parallel", False),
-                 ("offload_optimizer", False), ("offload_params", False)):
-        c.cfg["parallel"].setdefault(k, v)
     return c
 
 
@@ -2032,7 +2037,7 @@ FLAG_MEANINGS = {
                          "selective_ac_option 'op'); memfit's 'selective' recomputes the attention core only, so the "
                          "closest setting is kept and the case is flagged",
     "unmodelled_gpu": "unmodelled: the card is not in memfit's GPU table; its true name is kept (the lead adds cards), a "
-                      "build without it runs the listed card of the same memory (accuracy.py PROVISIONAL_GPUS)",
+                      "build without it runs the nearest card it has (accuracy.py PROVISIONAL_GPUS)",
     "unmodelled_gptq_base": "unmodelled: a GPTQ (auto-gptq) quantized base; memfit's 4/8-bit base is bitsandbytes, whose "
                             "storage is within a few per cent but whose kernels keep different tensors for backward",
     "unmodelled_naive_model_parallel": "unmodelled: transformers device_map='auto' splits the layers over GPUs in one process "
