@@ -2004,6 +2004,13 @@ def migrate_handwritten(case):
                 t["framework"] = fw
                 a.append(f"framework {fw}: {why} (set when the implementation profiles were introduced)")
                 break
+    par = case["config"].setdefault("parallel", {})
+    if (case["id"].startswith("lg-rt-") and case["kind"] in ("lora", "qlora") and par.get("zero_stage", 0) >= 2
+            and "fsdp_use_orig_params" not in par):
+        par["fsdp_use_orig_params"] = True
+        a.append("fsdp_use_orig_params true: Lightning Fabric's FSDPStrategy passes use_orig_params=True on torch >= 2.0 "
+                 "and LitGPT wraps whole Blocks, so every unit mixes the frozen base with the LoRA weights (the mechanism "
+                 "this case's discrepancy notes describe; set when memfit gained the field)")
     if "chunked_loss" in t:
         chunked = t.pop("chunked_loss")
         loss = "chunked" if chunked else "eager"
