@@ -13,9 +13,10 @@ Json bytes(Quantity<Unit> value) {
 }
 
 constexpr const char* kBudgetRule =
-    "A run fits when what nvidia-smi would show (the allocator's peak reserve plus the CUDA context) stays "
-    "within the budget share of the card (the seeds: plan to 80-85 %, keeping 10-20 % for fragmentation); "
-    "it is tight above that but still within the card, and does not fit beyond the card.";
+    "A run fits when what nvidia-smi would show (the allocator's peak reserve plus the CUDA context), raised "
+    "to the top of the band where published runs like it landed, stays within the budget share of the card "
+    "(the seeds: plan to 80-85 %); it is tight when the estimate fits the card but that band crosses the "
+    "budget, and does not fit when the estimate itself exceeds the card.";
 
 Json fit_to_json(const Fit& f) {
   Json j = Json::object();
@@ -25,6 +26,7 @@ Json fit_to_json(const Fit& f) {
   j.set("verdict", Json::string(to_string(f.verdict)));
   j.set("budget_bytes", bytes(f.budget_bytes));
   j.set("need_bytes", bytes(f.need_bytes));
+  j.set("need_high_bytes", bytes(f.need_high_bytes));
   j.set("headroom_bytes", bytes(f.headroom_bytes));
   return j;
 }
@@ -143,6 +145,8 @@ void peak_json(const Estimate& e, Json& j) {
   if (e.measured_band_cases > 0) {
     j.set("measured_band_bytes", range_json(e.measured_band_low_bytes, e.measured_band_high_bytes));
     j.set("measured_band_cases", Json::integer(e.measured_band_cases));
+    j.set("measured_band_population", Json::string(e.measured_band_population));
+    j.set("measured_band_fallback", Json::boolean(e.measured_band_fallback));
   }
   j.set("fragmentation", Json::number(e.fragmentation));
   Json allocator = Json::object();

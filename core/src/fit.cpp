@@ -2,8 +2,10 @@
 
 #include "step_events.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 namespace memfit {
 
@@ -68,25 +70,51 @@ void allocator_reserve(const Config& c, const StepSimulation& sim, Estimate& e) 
   e.peak_reserved_high_bytes = scale(e.peak_allocated_bytes, 1.0 + kFragmentationHigh);
 }
 
-Fit make_fit(const Gpu& gpu, Bytes need, double budget_fraction) {
+Fit make_fit(const Gpu& gpu, Bytes need, Bytes need_high, double budget_fraction) {
   Fit f;
   f.gpu = &gpu;
   f.budget_bytes = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu.memory_bytes.value()) * budget_fraction));
   f.need_bytes = need;
+  f.need_high_bytes = max(need, need_high);
   f.headroom_bytes = gpu.memory_bytes - need;
+  // Fits only when the top of the measured band stays within the budget; tight when the estimate
+  // fits the card but the band crosses the budget; does not fit when the estimate exceeds the card.
   if (need.overflow() || need > gpu.memory_bytes) f.verdict = Verdict::kDoesNotFit;
-  else if (need > f.budget_bytes) f.verdict = Verdict::kTight;
+  else if (f.need_high_bytes > f.budget_bytes) f.verdict = Verdict::kTight;
   else f.verdict = Verdict::kFits;
   return f;
 }
 
+namespace {
+
+// Which measured population a configuration belongs to: its implementation profile, its method
+// (full, LoRA, QLoRA / int8 base, another PEFT method) and one GPU or several
+// (tools/accuracy/band.py writes the table in that order).
+const MeasuredBand& measured_band(const Config& c, Estimate& e) {
+  const int framework = static_cast<int>(e.implementation.framework);
+  int method = 0;
+  if (c.training.finetune.method == FinetuneMethod::kLora) method = c.training.finetune.base_bits < 16 ? 2 : 1;
+  const bool multi = c.parallel.num_gpus > 1;
+  const int index = (framework * kMeasuredBandMethodCount + method) * 2 + (multi ? 1 : 0);
+  const MeasuredBand& band = kMeasuredBands[index];
+  e.measured_band_population = std::string(kMeasuredBandFrameworks[framework]) + " · " +
+                               kMeasuredBandMethods[method] + " · " + (multi ? "several GPUs" : "one GPU");
+  e.measured_band_fallback = band.fallback;
+  return band;
+}
+
+}  // namespace
+
 void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
-  // Where published GPU runs landed relative to memfit (docs/accuracy.md); not under the seeds'
-  // convention, whose numbers are the seeds' own.
+  // Where published GPU runs like this one landed relative to memfit (docs/accuracy.md); not under
+  // the seeds' convention, whose numbers are the seeds' own.
+  double high_ratio = 1.0;
   if (c.training.precision != Precision::kSeed14p) {
-    e.measured_band_low_bytes = scale(e.peak_allocated_bytes, kMeasuredBandLowRatio);
-    e.measured_band_high_bytes = scale(e.peak_allocated_bytes, kMeasuredBandHighRatio);
-    e.measured_band_cases = kMeasuredBandCases;
+    const MeasuredBand& band = measured_band(c, e);
+    e.measured_band_low_bytes = scale(e.peak_allocated_bytes, band.low_ratio);
+    e.measured_band_high_bytes = scale(e.peak_allocated_bytes, band.high_ratio);
+    e.measured_band_cases = band.fallback ? kMeasuredBandCases : band.cases;
+    high_ratio = std::max(1.0, band.high_ratio);
   }
   e.device_total_bytes = e.peak_reserved_bytes + e.breakdown.overhead;
   e.device_total_low_bytes = e.peak_reserved_low_bytes + e.breakdown.overhead;
@@ -94,8 +122,11 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
   const bool overhead_given = c.hardware.overhead_bytes >= 0;
   e.device_total_high_bytes =
       e.peak_reserved_high_bytes + (overhead_given ? e.breakdown.overhead : max(e.breakdown.overhead, kEagerContextBytes));
-  e.fit = make_fit(gpu, e.device_total_bytes, c.hardware.budget_fraction);
-  for (const Gpu& g : gpu_table()) e.fits.push_back(make_fit(g, e.device_total_bytes, c.hardware.budget_fraction));
+  const Bytes band_top = scale(e.device_total_bytes, high_ratio);
+  e.fit = make_fit(gpu, e.device_total_bytes, band_top, c.hardware.budget_fraction);
+  for (const Gpu& g : gpu_table()) {
+    e.fits.push_back(make_fit(g, e.device_total_bytes, band_top, c.hardware.budget_fraction));
+  }
 }
 
 const char* to_string(Verdict v) {

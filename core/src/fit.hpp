@@ -18,6 +18,8 @@ void allocator_reserve(const Config& config, const StepSimulation& simulation, E
 // The measured band, the device totals and the verdict on the chosen GPU and on every GPU.
 void fit_on_gpus(const Config& config, const Gpu& gpu, Estimate& e);
 
-Fit make_fit(const Gpu& gpu, Bytes need, double budget_fraction);
+// The verdict on one card: the estimate against the card, the top of the measured band against
+// the budget share of it.
+Fit make_fit(const Gpu& gpu, Bytes need, Bytes need_high, double budget_fraction);
 
 }  // namespace memfit

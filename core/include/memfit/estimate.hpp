@@ -47,6 +47,7 @@ struct Fit {
   Verdict verdict;
   Bytes budget_bytes;    // budget_fraction × memory
   Bytes need_bytes;      // device_total_bytes
+  Bytes need_high_bytes; // the top of the measured band on the device total
   Bytes headroom_bytes;  // memory − need (negative when it does not fit)
 };
 
@@ -82,6 +83,8 @@ struct Estimate {
   Bytes measured_band_low_bytes;
   Bytes measured_band_high_bytes;
   int measured_band_cases = 0;
+  std::string measured_band_population;  // "hf · lora · one GPU"
+  bool measured_band_fallback = false;   // the population has too few cases: the whole set's band
   Fit fit;                          // the configured GPU
   std::vector<Fit> fits;            // every GPU in the table
   bool ok() const { return errors.empty(); }
