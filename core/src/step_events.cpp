@@ -135,6 +135,7 @@ struct Program {
   const LossModel* loss;
   int states_per_tensor;
   bool grads_persist;  // accumulation: gradients live across micro-batches
+  bool forward_transients;  // forward allocates each saved tensor beside a temporary (no full recomputation)
 };
 
 // Gradients of layer `i`'s trainable tensors (or of the outside ones when i < 0), as sized.
@@ -154,7 +155,15 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
   for (auto& layer : saved) {
     const int gathered = r.take(pr.gathered);
     copies.push_back(r.take(pr.copies_per_layer.empty() ? Bytes{0} : pr.copies_per_layer.front()));
-    r.take(pr.saved, layer);
+    // Each saved tensor comes out of an op whose other results are temporaries (the scores before
+    // the softmax, the matmul output before the bias add, a dtype cast): one transient of the same
+    // size, freed once the saved tensor exists. Under checkpointing the block runs again in
+    // backward, so forward leaves no holes of its own.
+    for (Bytes b : pr.saved) {
+      const int transient = pr.forward_transients ? r.take(b) : -1;
+      layer.push_back(r.take(b));
+      r.give(transient);
+    }
     r.give(gathered);
   }
   const LossModel& l = *pr.loss;
@@ -177,6 +186,15 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     const int gathered = r.take(pr.gathered);
     const int working = r.take(pr.working);
     if (!pr.grads_persist) r.take(gradient_slice(pr, i), grads);
+    // Backward walks the block's ops in reverse: the gradient of each saved tensor's op output is
+    // made, used, and dropped as the next one is made.
+    int previous = -1;
+    for (auto it = pr.saved.rbegin(); it != pr.saved.rend(); ++it) {
+      const int grad = r.take(*it);
+      r.give(previous);
+      previous = grad;
+    }
+    r.give(previous);
     r.give(working);
     r.give(saved[static_cast<std::size_t>(i)]);
     r.give(copies[static_cast<std::size_t>(i)]);
@@ -230,6 +248,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
                                    c.parallel.tensor)
                     : Bytes{0};
   pr.working = act.layer_backward_working_bytes;
+  pr.forward_transients = c.training.checkpointing != Checkpointing::kFull;
   pr.embedding_saved = act.embedding_saved_bytes;
   pr.loss = &loss;
   return pr;
