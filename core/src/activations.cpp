@@ -58,7 +58,7 @@ Dims make_dims(const Config& c) {
     d.head_dim = d.v_head_dim = m.head_size();
   }
   d.ff = ceil_div(Count(m.intermediate_size), p.tensor);
-  d.lora = is_lora(c);
+  d.lora = is_peft(c);
   d.act = r.compute;
   // The stream takes the embedding's dtype: fp32 under AMP (fp32 weights, not autocast), and a
   // LoRA base loaded in 16 bit keeps it 16-bit even under autocast.
@@ -397,7 +397,7 @@ Bytes seed_activation_bytes(const Config& c) {
 Bytes weight_copy_bytes(const Config& c, const ParameterCount& params) {
   const PrecisionRecipe& r = recipe_for(c.training.precision);
   // LoRA keeps a frozen 16-bit (or quantised) base: nothing to cast.
-  if (r.autocast_copy.is_zero() || is_lora(c)) return Bytes{0};
+  if (r.autocast_copy.is_zero() || is_peft(c)) return Bytes{0};
   Count matmul_weights = 0;
   for (const TensorGroup& g : params.groups) {
     if (g.linear || g.component == Component::kHead) matmul_weights += g.elements();

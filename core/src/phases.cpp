@@ -13,7 +13,7 @@ namespace {
 Bytes alive_through_step(const Config& c, const ParameterCount& params, const StaticBytes& st,
                          const ActivationModel& act, Bytes weight_copies, const PrecisionRecipe& r) {
   const Training& t = c.training;
-  const Bytes grads_in_forward = t.grad_accum_steps > 1 && !t.optimizer_in_backward ? st.gradients : Bytes{0};
+  const Bytes grads_in_forward = t.grad_accum_steps > 1 && !updates_in_backward(t) ? st.gradients : Bytes{0};
   const Bytes gathered_layer = c.parallel.zero_stage >= 3
                                    ? max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered /
                                          c.parallel.tensor
@@ -23,7 +23,7 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const St
 
 // The gradient of the output head's weight (or of the tied embedding it shares).
 Bytes head_gradient_bytes(const Config& c, const ParameterCount& params, const PrecisionRecipe& r) {
-  if (is_lora(c) || c.model.output_head != OutputHead::kLm) return Bytes{0};
+  if (is_peft(c) || c.model.output_head != OutputHead::kLm) return Bytes{0};
   const Count head_elements = c.model.tie_word_embeddings ? params.component_count(Component::kTokenEmbedding)
                                                            : params.component_count(Component::kHead);
   return head_elements * r.gradients / c.parallel.tensor;
@@ -40,12 +40,16 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   const Bytes top_block = alive + head_grad + loss.head_input_bytes + act.layer_backward_working_bytes;
   // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
   // gradient already there, so for a moment both exist.
-  const Bytes embedding_grad = !is_lora(c) && c.model.tie_word_embeddings
+  const Bytes embedding_grad = !is_peft(c) && c.model.tie_word_embeddings
                                    ? params.component_count(Component::kTokenEmbedding) * r.gradients /
                                          c.parallel.tensor
                                    : Bytes{0};
-  const Bytes grads_at_end = c.training.optimizer_in_backward ? Bytes{0} : st.gradients;
-  const Bytes end = st.weights + st.master + st.states + grads_at_end + act.embedding_saved_bytes + embedding_grad;
+  const Bytes grads_at_end = updates_in_backward(c.training) ? Bytes{0} : st.gradients;
+  const Bytes fused = stores_gradients(c.training)
+                          ? Bytes{0}
+                          : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
+  const Bytes end =
+      st.weights + st.master + st.states + grads_at_end + act.embedding_saved_bytes + embedding_grad + fused;
   return max(max(loss_and_head, top_block), end);
 }
 
@@ -60,13 +64,13 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   std::vector<Phase> phases = {
       {"forward", "End of forward (loss computed)", alive + loss.forward_bytes},
       {"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, r)}};
-  if (!t.optimizer_in_backward) {
+  if (!updates_in_backward(t)) {
     const bool zero = c.parallel.zero_stage >= 1;
     const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
-    const Count largest = zero ? Count(0) : largest_trainable_tensor(params, is_lora(c), t.finetune);
+    const Count largest = zero ? Count(0) : largest_trainable_tensor(c, params);
     phases.push_back({"optimizer_step", "Optimizer step",
                       st.weights + st.master + st.states + st.gradients +
-                          optimizer_step_temporary_bytes(t, sharded_trainable, largest, r)});
+                          optimizer_step_temporary_bytes(c, params, sharded_trainable, largest, r)});
   }
   return phases;
 }

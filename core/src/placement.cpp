@@ -65,7 +65,10 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   p.total_count = max(params.total_count, Count(1));
   // A nominal count (the seeds' tables) is placed in the same proportions as the architecture.
   p.local_params = mul_div(base_count, p.local_count, p.total_count);
-  p.local_trainable = is_lora(c) ? trainable / par.tensor : p.local_params;
+  p.local_trainable = is_peft(c) ? trainable / par.tensor : p.local_params;
+  const TrainableCounts counts = trainable_counts(c, params, base_count);
+  p.local_added = counts.added / par.tensor;
+  p.buffer_bytes = counts.buffer_bytes;
   // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
   // (context-parallel ranks hold identical weights; torchtitan and Megatron's distributed
   // optimizer shard across both).
@@ -75,17 +78,16 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
 
 StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p, Count trainable,
                          const PrecisionRecipe& r, std::vector<std::string>& notes) {
-  const bool lora = is_lora(c);
   StaticBytes s;
-  s.weights = lora ? p.share_of(frozen_base_bytes(params, c.training.finetune.base_bits, r.frozen_base)) +
-                         p.local_trainable * r.weights
-                   : p.local_params * r.weights;
-  s.gradients = p.local_trainable * r.gradients;
+  s.weights = is_peft(c) ? p.share_of(frozen_base_bytes(params, c.training.finetune, r.frozen_base)) +
+                               p.local_added * r.weights
+                         : p.local_params * r.weights;
+  s.gradients = stores_gradients(c.training) ? p.local_trainable * r.gradients : Bytes{0};
   s.master = p.local_trainable * r.master;
-  s.states = mul_div(optimizer_state_bytes(c.training.optimizer, params, trainable, lora, c.training.finetune,
-                                           r.optimizer_state),
+  s.states = mul_div(optimizer_state_bytes(c, params, trainable, r.optimizer_state),
                      p.local_trainable, max(trainable, Count(1)));
   shard(s, c.parallel.zero_stage, p.zero_shards);
+  s.weights += p.buffer_bytes;  // module buffers: neither sharded nor offloaded
   offload(c, s, notes);
   return s;
 }

@@ -20,6 +20,8 @@ struct Placement {
   Count total_count;      // counted parameters of the whole model
   Count local_params;     // the (possibly nominal) base parameters on this GPU
   Count local_trainable;  // trainable parameters on this GPU before ZeRO
+  Count local_added;      // parameters a PEFT method adds, on this GPU (LoRA-FA: its frozen A too)
+  Bytes buffer_bytes;     // frozen buffers a PEFT method registers (not sharded)
   std::int64_t zero_shards = 1;  // 1 without ZeRO
   Bytes share_of(Bytes whole_model) const { return mul_div(whole_model, local_count, total_count); }
 };

@@ -6,6 +6,7 @@
 #include "field_table.hpp"
 #include "memfit/config.hpp"
 #include "memfit/gpus.hpp"
+#include "peft.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -19,6 +20,7 @@ using detail::group_digits;
 class Checks {
  public:
   void add(const char* field, std::string message) { errors_.push_back({field, std::move(message)}); }
+  void add_issue(Issue issue) { errors_.push_back(std::move(issue)); }
   std::vector<Issue> take() { return std::move(errors_); }
   bool empty() const { return errors_.empty(); }
 
@@ -85,12 +87,9 @@ void check_training(const Config& c, Checks& out) {
                                     group_digits(m.max_position_embeddings) + ") for learned positions; got " +
                                     group_digits(t.seq_len));
   }
-  if (t.finetune.method != FinetuneMethod::kLora) return;
-  if (t.finetune.lora_targets == 0) out.add("training.finetune.lora_targets", "must name at least one module for LoRA");
-  if (t.finetune.base_bits != 4 && t.finetune.base_bits != 8 && t.finetune.base_bits != 16) {
-    out.add("training.finetune.base_bits", "must be 16 (frozen 16-bit base), 8 (int8) or 4 (QLoRA NF4); got " +
-                                               group_digits(t.finetune.base_bits));
-  }
+  std::vector<Issue> peft;
+  validate_peft(c, peft);  // peft.cpp: what each method's PEFT implementation refuses
+  for (Issue& issue : peft) out.add_issue(std::move(issue));
 }
 
 void check_parallel(const Config& c, Checks& out) {

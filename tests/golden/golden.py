@@ -32,7 +32,12 @@ CHECKPOINTING = ["none", "selective", "full", "selective_op"]
 IGNORED = {
     "config": {
         "model": ["residual_dropout"],
-        "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask"],
+        "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask",
+                     "galore_rank", "galore_update_interval", "max_preconditioner_dim"],
+        "training.finetune": ["use_rslora", "quant_type", "double_quant", "quant_block_size",
+                              "num_virtual_tokens", "encoder_hidden_size", "prefix_projection",
+                              "encoder_reparameterization_type", "adapter_len", "adapter_start_layer",
+                              "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens"],
     },
     "result": ["implementation"],
 }
@@ -55,7 +60,9 @@ def normalise(text):
     for key in IGNORED["result"]:
         result.pop(key, None)
     for section, keys in IGNORED["config"].items():
-        node = result.get("config", {}).get(section, {})
+        node = result.get("config", {})
+        for part in section.split("."):
+            node = node.get(part, {})
         for key in keys:
             node.pop(key, None)
     return json.dumps(result, indent=1, sort_keys=False)
