@@ -18,6 +18,7 @@ constexpr std::int64_t kFourierFtFrequencies = 1000;  // FourierFTConfig.n_frequ
 constexpr std::int64_t kWaveFtFrequencies = 2592;     // WaveFTConfig.n_frequency
 constexpr std::int64_t kVbLoraVectors = 256;          // VBLoRAConfig.num_vectors
 constexpr std::int64_t kVbLoraVectorLength = 256;     // VBLoRAConfig.vector_length
+constexpr std::int64_t kVbLoraTopK = 2;               // VBLoRAConfig.topk
 constexpr std::int64_t kGraLoraBlocks = 2;            // GraloraConfig.gralora_k
 constexpr std::int64_t kTinyLoraU = 64;               // TinyLoraConfig.u (weight_tying 0: one per module)
 constexpr std::int64_t kRoadGroupSize = 64;           // RoadConfig.group_size (variant road_1)
@@ -321,10 +322,10 @@ std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigne
   const std::vector<TensorGroup>& g = params.groups;
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (g[i].cols.is_zero() || g[i].lora_target == 0) continue;
-    if (g[i].lora_target & targets) out.push_back({g[i].cols, g[i].rows, g[i].count, g[i].lora_target});
+    if (g[i].lora_target & targets) out.push_back({g[i].cols, g[i].rows, g[i].count, g[i].lora_target, g[i].component});
     // A fused q/k/v: this block's q with the k and v weights that follow it (parameters.cpp order).
     if ((targets & kLoraQkv) && g[i].lora_target == kLoraQ) {
-      AdaptedLinear fused{g[i].cols, g[i].rows, g[i].count, kLoraQkv};
+      AdaptedLinear fused{g[i].cols, g[i].rows, g[i].count, kLoraQkv, g[i].component};
       for (std::size_t j = i + 1; j < g.size() && g[j].component == g[i].component; ++j) {
         if (g[j].lora_target == kLoraQ) break;
         const bool kv = g[j].lora_target == kLoraK || g[j].lora_target == kLoraV;
@@ -378,7 +379,7 @@ PeftParameters peft_parameters(const ModelSpec& m, const ParameterCount& params,
 
 namespace {
 
-bool adapts_linears(FinetuneMethod m) {
+bool adapts_linears_method(FinetuneMethod m) {
   switch (m) {
     case FinetuneMethod::kFull:
     case FinetuneMethod::kPromptTuning:
@@ -391,6 +392,252 @@ bool adapts_linears(FinetuneMethod m) {
     default: return true;
   }
 }
+
+bool is_lora_style(FinetuneMethod m) {
+  switch (m) {
+    case FinetuneMethod::kLora:
+    case FinetuneMethod::kDora:
+    case FinetuneMethod::kAdaLora:
+    case FinetuneMethod::kGraLora:
+    case FinetuneMethod::kVbLora: return true;
+    default: return false;
+  }
+}
+
+// A fused qkv target's output is q's, k's and v's at once.
+unsigned expanded(unsigned targets) { return targets & kLoraQkv ? targets | kLoraQ | kLoraK | kLoraV : targets; }
+
+constexpr unsigned kEveryLinear = kLoraQ | kLoraK | kLoraV | kLoraO | kLoraGate | kLoraUp | kLoraDown;
+
+// One block's share of tensors over `count` instances of a layer across the model: an expert sees
+// tokens · k / E of the tokens.
+struct LayerShare {
+  const ModelSpec& m;
+  Count tokens;
+  Count per_layer(const AdaptedLinear& a, Count width) const {  // activation elements per layer
+    const bool expert = a.component == Component::kExperts && m.num_experts > 0;
+    const Count routed = expert ? tokens * m.num_experts_per_tok : tokens;
+    return a.count * routed * width / (Count(m.num_hidden_layers) * (expert ? m.num_experts : 1));
+  }
+  Count weights_per_layer(const AdaptedLinear& a, Count elements) const {
+    return a.count * elements / m.num_hidden_layers;
+  }
+};
+
+// Which tensor a layer reads: adapters on the same input save it once (one storage).
+int input_group(const AdaptedLinear& a) {
+  const int base = static_cast<int>(a.component) * 8;
+  if (a.target & (kLoraQ | kLoraK | kLoraV | kLoraQkv)) return base + 1;
+  if (a.target & (kLoraGate | kLoraUp)) return base + 2;
+  return base + 3 + static_cast<int>(a.target == kLoraDown);
+}
+
+// The per-target tensors of the methods that are not LoRA-style, in elements (those of the
+// compute dtype) and fp32 bytes. Sources: each method's forward in peft/tuners/<m>/layer.py.
+struct TargetSaved {
+  Count act_elements = 0;  // in the compute dtype
+  Bytes fp32_bytes{0};
+  bool saves_input = false;  // the layer's input, shared with the adapters on the same input
+};
+
+TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerShare& share) {
+  const Count r = f.lora_rank, in = a.in, out = a.out, weight = a.in * a.out;
+  TargetSaved t;
+  switch (f.method) {
+    case FinetuneMethod::kDora:  // dora.py: (m/‖W′‖ − 1)·base_result + m/‖W′‖·lora_result·s, ‖W′‖ [out]
+      t.act_elements = share.per_layer(a, out * 2);
+      t.fp32_bytes = share.weights_per_layer(a, out * 3) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kLoraFa: t.act_elements = share.per_layer(a, r); break;  // A frozen: only A x for B
+    case FinetuneMethod::kAdaLora:  // adalora/layer.py: x @ (A ⊙ E)ᵀ saves A ⊙ E [r, in], and ranknum + ε
+      t.fp32_bytes = share.weights_per_layer(a, r * in + 1) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kGraLora:  // gralora/layer.py: the k sub-blocks' r-wide outputs (k · t · r, not t · r)
+      t.act_elements = share.per_layer(a, r * (kGraLoraBlocks - 1));
+      break;
+    case FinetuneMethod::kVbLora:  // vblora/layer.py: top-k of the logits, the gathered vectors, A and B built
+      t.fp32_bytes = share.weights_per_layer(a, r * (in + out) * (1 + kVbLoraTopK)) * kFp32Bytes +
+                     share.weights_per_layer(a, r * (in + out) / kVbLoraVectorLength * kVbLoraTopK) *
+                         (kInt64Bytes + kFp32Bytes);
+      break;
+    case FinetuneMethod::kDeLora:  // delora/layer.py: its own copy of x, A x and its normalised copy, norms
+      t.act_elements = share.per_layer(a, in + r * 2);
+      t.fp32_bytes = share.weights_per_layer(a, r * 6 + 1) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kVera: t.act_elements = share.per_layer(a, r + out); break;  // λ_d ⊙ Ax, λ_b ⊙ B(·)
+    case FinetuneMethod::kTinyLora:  // tinylora/layer.py: R = Σ v_i P_i [r, r] and R A x
+      t.act_elements = share.per_layer(a, r);
+      t.fp32_bytes = share.weights_per_layer(a, r * r) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kIa3: {  // ia3/layer.py: the scaled tensor and the flattened scale
+      const Count width = a.target == kLoraDown ? in : out;
+      t.act_elements = share.per_layer(a, width);
+      t.fp32_bytes = share.weights_per_layer(a, width) * kFp32Bytes;
+      break;
+    }
+    case FinetuneMethod::kOft: {  // x cast and permuted for the block rotation; Cayley's four nb·b² pieces
+      const Count b = oft_block_size(in.value(), f.block_size > 0 ? f.block_size : kOftBlockSize);
+      t.act_elements = share.per_layer(a, in);
+      t.fp32_bytes = share.weights_per_layer(a, in * b * 4) * kFp32Bytes;
+      break;
+    }
+    case FinetuneMethod::kRoad:  // road/layer.py: the base output twice (θ, α) and six [out] rotation vectors
+      t.act_elements = share.per_layer(a, out * 2);
+      t.fp32_bytes = share.weights_per_layer(a, out * 6) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kMiss: t.act_elements = share.per_layer(a, r); break;    // x summed into r groups
+    case FinetuneMethod::kC3a: t.saves_input = true; break;  // c3a/layer.py: x in blocks, through the FFT
+    case FinetuneMethod::kRandLora: {  // randlora/layer.py: the [min, min] update and x through it
+      const Count side = min(in, out);
+      t.act_elements = share.per_layer(a, side) + share.weights_per_layer(a, side * side);
+      break;
+    }
+    case FinetuneMethod::kHra:  // hra/layer.py: the r Householder products (in × in, fp32) and the new weight
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.fp32_bytes = share.weights_per_layer(a, in * in * (r + 1) + in * (r + 1) + r) * kFp32Bytes;
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kBoft: {  // boft/layer.py: Cayley blocks, the butterfly products [in, in], scaled output
+      const Count b = f.block_size > 0 ? f.block_size : kBoftBlockSize;
+      t.act_elements = share.per_layer(a, out);
+      t.fp32_bytes = share.weights_per_layer(a, in * in * 2 + in * b * 3 + out * 2) * kFp32Bytes +
+                     share.weights_per_layer(a, in) * Bytes{4};  // int32 block indices
+      t.saves_input = true;
+      break;
+    }
+    case FinetuneMethod::kShira:  // shira/layer.py: the sparse delta's r(in + out) values and int64 indices
+      t.fp32_bytes = share.weights_per_layer(a, min(r * (in + out), weight)) * (kFp32Bytes + kInt64Bytes * 2);
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kWaveFt: {  // waveft/layer.py: the coefficient map [out, in], [2, n] indices, a mask
+      const Count n = f.n_frequency > 0 ? f.n_frequency : kWaveFtFrequencies;
+      t.fp32_bytes = share.weights_per_layer(a, weight) * kFp32Bytes +
+                     share.weights_per_layer(a, n) * (kInt64Bytes * 2 + kByte);
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.saves_input = true;
+      break;
+    }
+    case FinetuneMethod::kFourierFt:  // fourierft/layer.py: + the [2, n] int64 spectrum indices
+      t.fp32_bytes = share.weights_per_layer(a, Count(f.n_frequency > 0 ? f.n_frequency : kFourierFtFrequencies) * 2) *
+                     kInt64Bytes;
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kLoha:  // loha/layer.py: HadaWeight recomputes its factors in backward; a 0-dim scale
+      t.fp32_bytes = share.weights_per_layer(a, 1) * kFp32Bytes;
+      [[fallthrough]];
+    case FinetuneMethod::kLokr:
+    case FinetuneMethod::kHira:  // a dense delta (or new) weight built in forward, then F.linear(x, ·)
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.saves_input = true;
+      break;
+    default: break;
+  }
+  return t;
+}
+
+void adapter_terms(const Config& c, Count tokens, Bytes act, std::vector<NamedBytes>& terms) {
+  const Finetune& f = c.training.finetune;
+  const LayerShare share{c.model, tokens};
+  Bytes saved{0}, inputs{0};
+  std::vector<int> seen;
+  const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets)) {
+    const TargetSaved t = target_saved(f, a, share);
+    saved += t.act_elements * act + t.fp32_bytes;
+    const int group = input_group(a);
+    if (t.saves_input && !base_keeps_input && std::find(seen.begin(), seen.end(), group) == seen.end()) {
+      seen.push_back(group);
+      inputs += share.per_layer(a, a.in) * act;
+    }
+  }
+  if (!saved.is_zero()) terms.push_back({"peft.adapters", saved});
+  if (!inputs.is_zero()) terms.push_back({"peft.adapter_inputs", inputs});
+}
+
+// PEFT's adaption_prompt (adaption_prompt/layer.py forward) in each adapted layer: the prompt's
+// keys and values through k_proj and v_proj, fp32 scores of every query against them (softmax
+// output, and its cast for the value matmul), and the adapter output the gate scales. LitGPT's v2
+// also scales every linear output (adapter_scale: saved for its gradient).
+void llama_adapter_terms(const Config& c, Count batch, Count seq, Bytes act, std::vector<NamedBytes>& terms) {
+  const ModelSpec& m = c.model;
+  const Finetune& f = c.training.finetune;
+  const Count heads = m.num_attention_heads, len = f.adapter_len, tokens = batch * seq;
+  const Count scores = batch * heads * seq * len;
+  // Queries recomputed, keys and values repeated to every head, fp32 softmax and its cast, and the
+  // rotary tables the wrapped attention recomputes per layer.
+  terms.push_back({"peft.adaption_attention", scores * (kFp32Bytes + act) + tokens * heads * m.head_size() * act +
+                                                  batch * len * heads * m.head_size() * 2 * act +
+                                                  seq * m.head_size() * 2 * act});
+  if (f.method != FinetuneMethod::kLlamaAdapterV2) return;
+  Count outputs = 0;
+  const LayerShare share{m, tokens};
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(m), kEveryLinear)) outputs += share.per_layer(a, a.out);
+  terms.push_back({"peft.adapter_v2_scaled_outputs", outputs * act});
+}
+
+}  // namespace
+
+PeftActivation peft_activation(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  PeftActivation p;
+  if (f.method == FinetuneMethod::kFull) return p;
+  p.lora_style = is_lora_style(f.method);
+  p.grad_targets = adapts_linears_method(f.method) ? expanded(f.lora_targets) : 0;
+  switch (f.method) {
+    case FinetuneMethod::kPromptTuning:
+    case FinetuneMethod::kPTuning:
+      p.extra_tokens = f.num_virtual_tokens;
+      p.input_needs_grad = true;
+      break;
+    case FinetuneMethod::kPrefixTuning:
+      p.extra_keys = f.num_virtual_tokens;
+      p.input_needs_grad = true;  // the first block's keys and values carry trained prefixes
+      break;
+    case FinetuneMethod::kLlamaAdapter: p.frozen_bottom_layers = f.adapter_start_layer; break;
+    case FinetuneMethod::kLlamaAdapterV2:
+      p.grad_targets = kEveryLinear;
+      p.input_needs_grad = p.norms_trained = true;
+      break;
+    case FinetuneMethod::kLnTuning: p.input_needs_grad = p.norms_trained = true; break;
+    case FinetuneMethod::kTrainableTokens: p.input_needs_grad = true; break;
+    default: break;
+  }
+  return p;
+}
+
+std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq, Bytes act) {
+  std::vector<NamedBytes> terms;
+  const FinetuneMethod method = c.training.finetune.method;
+  if (method == FinetuneMethod::kFull || method == FinetuneMethod::kLora) return terms;
+  const ModelSpec& m = c.model;
+  if (method == FinetuneMethod::kPrefixTuning) {
+    // The prefix's keys and values join every layer's (past_key_values): flash attention saves k
+    // and v unrepeated, eager attention the copies repeated to every query head.
+    const bool flash = c.training.implementation.attention == AttentionImpl::kFlash;
+    const Count kv_heads = flash ? Count(m.kv_heads()) : Count(m.num_attention_heads);
+    // The rotary tables are recomputed for every layer when a cache carries the prefix.
+    terms.push_back({"peft.prefix_keys_values",
+                     batch * c.training.finetune.num_virtual_tokens * kv_heads * m.head_size() * 2 * act +
+                         seq * m.head_size() * 2 * act});
+  } else if (method == FinetuneMethod::kLlamaAdapter || method == FinetuneMethod::kLlamaAdapterV2) {
+    llama_adapter_terms(c, batch, seq, act, terms);
+  } else if (adapts_linears_method(method)) {
+    adapter_terms(c, batch * seq, act, terms);
+  }
+  return terms;
+}
+
+Bytes peft_outside_bytes(const Config& c, Count tokens, Bytes act) {
+  // LitGPT adapter_v2: the head is an AdapterV2Linear too; its scale's gradient needs the logits.
+  if (c.training.finetune.method != FinetuneMethod::kLlamaAdapterV2 || c.model.output_head != OutputHead::kLm) {
+    return Bytes{0};
+  }
+  return tokens * c.model.vocab_size * act;
+}
+
+namespace {
 
 // What each method's PEFT layer refuses (its update_layer raises ValueError), per adapted layer.
 std::string shape_problem(const Finetune& f, const AdaptedLinear& a) {
@@ -455,7 +702,7 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
 void validate_peft(const Config& c, std::vector<Issue>& errors) {
   const Finetune& f = c.training.finetune;
   if (f.method == FinetuneMethod::kFull) return;
-  if (adapts_linears(f.method)) check_targets(c, errors);
+  if (adapts_linears_method(f.method)) check_targets(c, errors);
   if (f.base_bits != 4 && f.base_bits != 8 && f.base_bits != 16) {
     errors.push_back({"training.finetune.base_bits", "must be 16 (frozen 16-bit base), 8 (int8) or 4 (QLoRA NF4); got " +
                                                          detail::group_digits(f.base_bits)});

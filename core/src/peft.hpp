@@ -29,6 +29,7 @@ struct Shape {
 struct AdaptedLinear {
   Count in, out, count;
   unsigned target;
+  Component component;
 };
 
 struct PeftParameters {
@@ -46,6 +47,29 @@ std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigne
 
 // What `finetune.method` adds and trains on this model (empty for a full fine-tune).
 PeftParameters peft_parameters(const ModelSpec& model, const ParameterCount& params, const Finetune& finetune);
+
+// What a method changes in the tensors a training step saves for backward (read by
+// activations.cpp; the per-layer terms below are added to each block's).
+struct PeftActivation {
+  Count extra_tokens = 0;          // prompt tuning / p-tuning: virtual tokens prepended to every sequence
+  Count extra_keys = 0;            // prefix tuning: key/value positions every layer attends to as well
+  bool lora_style = false;         // adapters that save their input and an r-wide intermediate (LoRA and kin)
+  unsigned grad_targets = 0;       // projections whose outputs need a gradient (a fused qkv as q | k | v)
+  bool input_needs_grad = false;   // the first block's input needs a gradient (trained prompts, norms, tokens)
+  bool norms_trained = false;      // norms keep their normalised input for their weight's gradient
+  Count frozen_bottom_layers = 0;  // LLaMA-Adapter: blocks below the first adapted one save nothing
+};
+PeftActivation peft_activation(const Config& config);
+
+// What one block saves for a method beyond the LoRA-style adapters activations.cpp models itself:
+// DoRA's base and adapter outputs, IA3's and RoAd's scaled activations, OFT's rotated inputs, the
+// dense delta weights that LoHa, LoKr, FourierFT, WaveFT, HRA, HiRA, SHiRA and BOFT build in
+// forward, prefix tuning's extra keys and values, LLaMA-Adapter's adaption attention. `seq` is the
+// query length on this GPU (virtual tokens included); averaged over the model's layers.
+std::vector<NamedBytes> peft_layer_terms(const Config& config, Count batch, Count seq, Bytes act);
+
+// What a method saves outside the blocks (LLaMA-Adapter v2's scaled head output).
+Bytes peft_outside_bytes(const Config& config, Count tokens, Bytes act);
 
 // Configuration rules a method's PEFT implementation enforces (block sizes dividing the features,
 // targets it needs), as issues naming the field.

@@ -66,6 +66,52 @@ TEST(Peft, EveryMethodMatchesPeftOnRealModels) {
   }
 }
 
+Json read_fixture(const char* name) {
+  std::ifstream in(std::string(MEMFIT_SOURCE_DIR) + "/tests/fixtures/peft/" + name);
+  std::ostringstream s;
+  s << in.rdbuf();
+  JsonParseResult parsed = parse_json(s.str());
+  EXPECT_TRUE(parsed.value.has_value()) << parsed.error;
+  return parsed.value ? *parsed.value : Json::object();
+}
+
+// What each method saves in one block, against PEFT's real layers (tools/frameworks/peft_saved.py:
+// saved_tensors_hooks on a tiny fp32 Llama with eager attention, the last block). Every method is
+// exact but three: OFT, whose per-target copy of its input memfit keeps as autocast makes it (fp32
+// on the CPU shares one), and HRA and WaveFT, within 0.3 % (small index and vector tensors).
+TEST(Peft, SavedTensorsMatchPeftLayers) {
+  const Json doc = read_fixture("peft_saved.json");
+  const Json* cases = doc.find("cases");
+  ASSERT_NE(cases, nullptr);
+  for (const Json& c : cases->items()) {
+    Json config = Json::object();
+    config.set("model", *doc.find("memfit_model"));
+    Json& training = config.set("training", Json::object());
+    training.set("precision", Json::string("fp32"));
+    training.set("attention", Json::string("eager"));
+    training.set("micro_batch_size", *doc.find("micro_batch_size"));
+    training.set("seq_len", *doc.find("seq_len"));
+    Json finetune = *c.find("finetune");
+    if (!finetune.find("lora_rank")) finetune.set("lora_rank", Json::integer(8));
+    training.set("finetune", finetune);
+    const ConfigParse parsed = parse_config(config);
+    ASSERT_TRUE(parsed.ok()) << finetune.dump() << ": " << parsed.errors[0].message;
+    const Estimate e = estimate(parsed.config);
+    std::int64_t layer = 0;
+    for (const NamedBytes& term : e.activation_terms_per_layer) layer += term.bytes.value();
+    const std::int64_t measured = *c.find("saved_bytes")->find("layer1")->as_exact_integer();
+    const std::string method = finetune.find("method")->as_string();
+    if (method == "oft") {
+      EXPECT_GE(layer, measured);
+      EXPECT_LE(layer, measured * 107 / 100);
+    } else if (method == "hra" || method == "waveft") {
+      EXPECT_NEAR(static_cast<double>(layer), static_cast<double>(measured), measured * 0.003) << finetune.dump();
+    } else {
+      EXPECT_EQ(layer, measured) << finetune.dump();
+    }
+  }
+}
+
 Config llama2(FinetuneMethod method) {
   Config c = default_config();
   c.model = *preset_model("llama-2-7b");
