@@ -183,6 +183,9 @@ std::vector<Field> build_fields() {
               "4-bit base: quantise the block scales again (bnb_4bit_use_double_quant)"),
       MF_INT("training.finetune.quant_block_size", training.finetune.quant_block_size, 16, 4096,
              "4-bit base: weights per quantisation block (bitsandbytes blocksize; a power of two)"),
+      MF_BOOL("training.finetune.prepare_kbit", training.finetune.prepare_kbit,
+              "8/4-bit base prepared by PEFT's prepare_model_for_kbit_training (TRL, axolotl, qlora.py): the "
+              "embeddings, norms and head upcast to fp32 (it also turns on checkpointing: set that apart)"),
       MF_INT("training.finetune.num_virtual_tokens", training.finetune.num_virtual_tokens, 1, kMillion,
              "prompt tuning, prefix tuning and p-tuning: virtual tokens"),
       MF_INT("training.finetune.encoder_hidden_size", training.finetune.encoder_hidden_size, 0, kMillion,

@@ -48,12 +48,17 @@ TrainableCounts trainable_counts(const Config& c, const ParameterCount& params, 
 }
 
 // Only the linear layers inside the blocks are quantised; embeddings, norms and the head stay in
-// 16 bit, as bitsandbytes / transformers leave them.
+// 16 bit, as bitsandbytes / transformers leave them, or in fp32 after PEFT's
+// prepare_model_for_kbit_training (peft/utils/other.py: every fp16 / bf16 parameter of a k-bit model
+// is cast with param.data.to(torch.float32)).
 Bytes frozen_base_bytes(const ParameterCount& params, const Finetune& f, Bytes unquantized) {
+  const bool upcast = f.prepare_kbit && f.base_bits != 16;
+  const Bytes kept = upcast ? max(unquantized, kFp32Bytes) : unquantized;
   Bytes total{0};
   for (const TensorGroup& g : params.groups) {
     Bytes each;
-    if (!g.linear || f.base_bits == 16) each = g.elements_each() * unquantized;
+    if (f.base_bits == 16) each = g.elements_each() * unquantized;
+    else if (!g.linear) each = g.elements_each() * kept;
     else if (f.base_bits == 8) each = int8_bytes(g);
     else each = four_bit_bytes(g, f);
     total += each * g.count;

@@ -240,6 +240,18 @@ TEST(Peft, FusedQkvTarget) {
   EXPECT_FALSE(estimate(c).ok());
 }
 
+// PEFT's prepare_model_for_kbit_training keeps the base's unquantised tensors in fp32: for a 4-bit
+// Llama-2-7B the embedding, the head and the norms (262,410,240 parameters) take 2 more bytes each.
+TEST(Peft, PrepareKbitUpcastsTheUnquantisedBase) {
+  Config c = llama2(FinetuneMethod::kLora);
+  c.training.precision = Precision::kBf16;
+  c.training.finetune.base_bits = 4;
+  const std::int64_t plain = estimate(c).breakdown.parameters.value();
+  c.training.finetune.prepare_kbit = true;
+  const std::int64_t norms = (32 * 2 + 1) * 4096;
+  EXPECT_EQ(estimate(c).breakdown.parameters.value() - plain, (2 * 32000 * 4096 + norms) * 2);
+}
+
 TEST(Peft, ValidationNamesTheField) {
   Config c = llama2(FinetuneMethod::kC3a);
   c.training.finetune.lora_targets = kLoraQ;

@@ -34,7 +34,7 @@ IGNORED = {
         "model": ["residual_dropout"],
         "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask",
                      "galore_rank", "galore_update_interval", "max_preconditioner_dim"],
-        "training.finetune": ["use_rslora", "quant_type", "double_quant", "quant_block_size",
+        "training.finetune": ["use_rslora", "quant_type", "double_quant", "quant_block_size", "prepare_kbit",
                               "num_virtual_tokens", "encoder_hidden_size", "prefix_projection",
                               "encoder_reparameterization_type", "adapter_len", "adapter_start_layer",
                               "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens"],

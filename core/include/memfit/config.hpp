@@ -180,6 +180,7 @@ struct Finetune {
   QuantType quant_type = QuantType::kNf4;   // bnb_4bit_quant_type
   bool double_quant = true;                 // bnb_4bit_use_double_quant
   std::int64_t quant_block_size = 64;       // bitsandbytes' 4-bit blocksize
+  bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training: non-quantised base parameters in fp32
   std::int64_t num_virtual_tokens = 20;     // prompt / prefix / p-tuning
   std::int64_t encoder_hidden_size = 0;     // p-tuning / prefix projection; 0 = the token dimension
   bool prefix_projection = false;           // prefix tuning through a two-layer MLP
