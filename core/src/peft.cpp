@@ -719,6 +719,14 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
                                                                    detail::group_digits(c.model.num_hidden_layers) +
                                                                    ") so that at least one layer is adapted"});
   }
+  const bool prompts = f.method == FinetuneMethod::kPromptTuning || f.method == FinetuneMethod::kPTuning;
+  const ModelSpec& m = c.model;
+  if (prompts && m.position_embedding == PositionKind::kLearned &&
+      c.training.seq_len + f.num_virtual_tokens > m.max_position_embeddings) {
+    errors.push_back({"training.finetune.num_virtual_tokens",
+                      "with training.seq_len must fit the learned positions (model.max_position_embeddings " +
+                          detail::group_digits(m.max_position_embeddings) + "): the virtual tokens lengthen every sequence"});
+  }
   if (f.method == FinetuneMethod::kTrainableTokens && f.num_trainable_tokens > c.model.vocab_size) {
     errors.push_back({"training.finetune.num_trainable_tokens",
                       "must be at most model.vocab_size (" + detail::group_digits(c.model.vocab_size) + ")"});
