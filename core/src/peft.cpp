@@ -432,7 +432,8 @@ int input_group(const AdaptedLinear& a) {
   return base + 3 + static_cast<int>(a.target == kLoraDown);
 }
 
-// The per-target tensors of the methods that are not LoRA-style, in elements (those of the
+// The per-target tensors of the methods that are not LoRA-style (a table, one case per method:
+// hence its length), in elements (those of the
 // compute dtype) and fp32 bytes. Sources: each method's forward in peft/tuners/<m>/layer.py.
 struct TargetSaved {
   Count act_elements = 0;  // in the compute dtype
