@@ -5,6 +5,7 @@
 #include "finetune.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
+#include "peft.hpp"
 
 namespace memfit {
 
@@ -41,6 +42,7 @@ struct Dims {
   Count rank;
   bool lora_dropout;
   bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
+  PeftActivation peft;              // what a PEFT method changes (peft.cpp)
 };
 
 Dims make_dims(const Config& c) {
@@ -50,8 +52,9 @@ Dims make_dims(const Config& c) {
   const Implementation impl = resolve_implementation(c.training.implementation);
   Dims d;
   d.batch = c.training.micro_batch_size;
-  d.full_seq = c.training.seq_len;
-  d.seq = ceil_div(Count(c.training.seq_len), p.context);
+  d.peft = peft_activation(c);
+  d.full_seq = Count(c.training.seq_len) + d.peft.extra_tokens + d.peft.extra_keys;
+  d.seq = ceil_div(Count(c.training.seq_len) + d.peft.extra_tokens, p.context);
   d.tokens = d.batch * d.seq;
   d.hidden = m.hidden_size;
   d.hidden_split = p.sequence_parallel ? ceil_div(Count(m.hidden_size), p.tensor) : Count(m.hidden_size);
@@ -65,7 +68,7 @@ Dims make_dims(const Config& c) {
     d.head_dim = d.v_head_dim = m.head_size();
   }
   d.ff = ceil_div(Count(m.intermediate_size), p.tensor);
-  d.lora = is_lora(c);
+  d.lora = is_peft(c);
   d.act = r.compute;
   // The stream takes the embedding's dtype: fp32 under AMP (fp32 weights, not autocast), and a
   // LoRA base keeps its own (16-bit, unless the implementation loads it in fp32).
@@ -91,7 +94,7 @@ Dims make_dims(const Config& c) {
   d.attention_output_copied = implementation_profile(impl.framework).attention_output_copied;
   d.dropout = c.training.dropout > 0.0;
   d.residual_dropout = d.dropout && m.residual_dropout;
-  d.targets = d.lora ? c.training.finetune.lora_targets : 0;
+  d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
   d.rank = c.training.finetune.lora_rank;
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
   // bitsandbytes' MatMul4Bit keeps its input A in ctx.tensors even though the 4-bit weight is
@@ -127,13 +130,13 @@ Bytes norm_bytes(const ModelSpec& m, const Dims& d) {
   }
   if (m.norm == NormKind::kLayerNorm) return td * d.stream + rstd * 2;
   switch (d.impl.norm_kernel) {
-    case NormKernel::kEagerFp32: return td * kFp32Bytes + rstd + (d.lora ? Bytes{0} : td * kFp32Bytes);
+    case NormKernel::kEagerFp32: return td * kFp32Bytes + rstd + (d.lora && !d.peft.norms_trained ? Bytes{0} : td * kFp32Bytes);
     case NormKernel::kFused: return td * d.stream + rstd;
     case NormKernel::kFusedFp32: return td * kFp32Bytes + rstd;
     case NormKernel::kAuto:
     case NormKernel::kEager: break;
   }
-  return td * kFp32Bytes + rstd + (d.lora ? Bytes{0} : td * d.stream);
+  return td * kFp32Bytes + rstd + (d.lora && !d.peft.norms_trained ? Bytes{0} : td * d.stream);
 }
 
 // A linear layer's saved input: its own weight gradient needs it. A frozen layer saves nothing
@@ -168,7 +171,8 @@ struct GradFlow {
 
 GradFlow grad_flow(const Dims& d, bool first_layer) {
   if (!(d.lora && first_layer)) return {};
-  return {(d.targets & kLoraQ) != 0, (d.targets & kLoraK) != 0, (d.targets & kLoraV) != 0, true};
+  const unsigned g = d.peft.grad_targets;
+  return {(g & kLoraQ) != 0, (g & kLoraK) != 0, (g & kLoraV) != 0, true};
 }
 
 // FlashAttention (Dao et al. 2022) saves q, k and v unrepeated, the output (also the o_proj
@@ -233,7 +237,7 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
     const Count latent = Count(m.q_lora_rank) + m.kv_lora_rank + m.qk_rope_head_dim;
     add(t, "attention.mla_latents", d.tokens * latent * (kFp32Bytes + d.act * 2));
   }
-  add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, kLoraQ | kLoraK | kLoraV, input_grad) * d.input_casts_qkv);
+  add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, kLoraQ | kLoraK | kLoraV | kLoraQkv, input_grad) * d.input_casts_qkv);
   if (d.impl.attention != AttentionImpl::kEager) {
     flash_attention_terms(d, g, t);
   } else {
@@ -293,11 +297,12 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
 
 std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bool first_layer = false) {
   const ModelSpec& m = c.model;
+  first_layer = first_layer && !d.peft.input_needs_grad;  // trained prompts, norms or tokens below it
   const GradFlow g = grad_flow(d, first_layer);
   std::vector<NamedBytes> t;
   // A norm saves only if its input needs a gradient: under LoRA, not the first block's first norm,
   // nor its second one when no attention projection is adapted.
-  const bool attention_adapted = d.targets & (kLoraQ | kLoraK | kLoraV | kLoraO);
+  const bool attention_adapted = d.peft.grad_targets & (kLoraQ | kLoraK | kLoraV | kLoraO);
   const bool frozen_first_attention = d.lora && first_layer && !attention_adapted;
   std::int64_t norms = m.norms_per_block;
   if (d.lora && first_layer) norms = std::max<std::int64_t>(0, norms - (attention_adapted ? 1 : 2));
@@ -312,10 +317,11 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   if (moe) moe_terms(c, d, t);
   else dense_mlp_terms(m, d, !frozen_first_attention, t);
   // A frozen MLP keeps its activation's tensors only if its input needs a gradient.
-  if (frozen_first_attention && !(d.targets & (kLoraGate | kLoraUp))) {
+  if (frozen_first_attention && !(d.peft.grad_targets & (kLoraGate | kLoraUp))) {
     std::erase_if(t, [](const NamedBytes& term) { return term.name == "mlp.inner"; });
   }
   if (d.residual_dropout) add(t, "mlp.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);
+  for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act)) add(t, term.name.c_str(), term.bytes);
   return t;
 }
 
@@ -389,7 +395,7 @@ Bytes outside_bytes(const Config& c, const Dims& d) {
     bytes += d.seq * d.head_dim * d.act * 2;
   }
   if (m.final_norm) bytes += norm_bytes(m, d);
-  return bytes;
+  return bytes + peft_outside_bytes(c, d.tokens, d.act);
 }
 
 // Per-layer saved bytes of each kind of block, and how many of each the busiest stage holds.
@@ -442,7 +448,9 @@ Bytes body_bytes(const Config& c, const Dims& d, const Blocks& b) {
     case Checkpointing::kSelective:
       break;
   }
-  return b.dense * b.dense_layers + b.moe * b.moe_layers - b.first_layer_saving;
+  // A method that trains nothing below some block (LLaMA-Adapter) saves nothing there.
+  const Count frozen = min(d.peft.frozen_bottom_layers, b.dense_layers);
+  return b.dense * (b.dense_layers - frozen) + b.moe * b.moe_layers - b.first_layer_saving;
 }
 
 // Backward working memory: the gradients of one layer's largest intermediates, plus, under full

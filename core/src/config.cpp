@@ -335,6 +335,9 @@ const char* to_string(Precision p) {
 const char* to_string(Optimizer o) {
   return detail::find_field("training.optimizer")->choices[static_cast<std::size_t>(o)];
 }
+const char* to_string(FinetuneMethod m) {
+  return detail::find_field("training.finetune.method")->choices[static_cast<std::size_t>(m)];
+}
 const char* to_string(Checkpointing c) {
   return detail::find_field("training.checkpointing")->choices[static_cast<std::size_t>(c)];
 }

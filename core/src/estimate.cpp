@@ -72,10 +72,12 @@ double static_bytes_per_parameter(const Estimate& e, Count base_parameter_count)
 std::string lora_note(const Estimate& e) {
   const PrecisionRecipe& r = recipe_for(e.config.training.precision);
   const Bytes full = r.weights + r.gradients + r.master + r.optimizer_state * 2;
-  char text[160];
+  char text[200];
   std::snprintf(text, sizeof text,
-                "LoRA: %.2f bytes of weights, gradients and optimizer states per base parameter (full "
+                "%s: %.2f bytes of weights, gradients and optimizer states per base parameter (full "
                 "fine-tuning with the same recipe needs %lld).",
+                e.config.training.finetune.method == FinetuneMethod::kLora ? "LoRA"
+                                                                           : to_string(e.config.training.finetune.method),
                 e.static_bytes_per_parameter, static_cast<long long>(full.value()));
   return text;
 }
@@ -101,11 +103,13 @@ Estimate estimate(const Config& c) {
   e.parameters = count_parameters(c.model);
   e.parameter_count = c.model.nominal_parameter_count > 0 ? Count(c.model.nominal_parameter_count)
                                                            : e.parameters.total_count;
-  const bool lora = is_lora(c);
-  e.trainable_parameter_count = lora ? lora_parameter_count(e.parameters, c.training.finetune) : e.parameter_count;
-  // With LoRA the model holds its base and the adapters: sum(p.numel()) counts both.
+  const bool peft = is_peft(c);
+  const TrainableCounts counts = trainable_counts(c, e.parameters, e.parameter_count);
+  e.trainable_parameter_count = counts.trainable;
+  // A parameter-efficient model holds its base and the method's parameters: sum(p.numel())
+  // counts both (PEFT's get_nb_trainable_parameters() "all params").
   const Count base_parameter_count = e.parameter_count;
-  if (lora) e.parameter_count += e.trainable_parameter_count;
+  if (peft) e.parameter_count += counts.added;
   if (c.model.nominal_parameter_count > 0) {
     e.notes.push_back("The memory model uses the nominal parameter count " +
                       detail::group_digits(c.model.nominal_parameter_count) + "; the architecture counts " +
@@ -117,7 +121,7 @@ Estimate estimate(const Config& c) {
   else estimate_step(c, gpu, base_parameter_count, e);
 
   e.static_bytes_per_parameter = static_bytes_per_parameter(e, base_parameter_count);
-  if (lora) e.notes.push_back(lora_note(e));
+  if (peft) e.notes.push_back(lora_note(e));
   fit_on_gpus(c, gpu, e);
   if (overflowed(e)) {
     e.errors.push_back({"(configuration)", "the estimate exceeds 9.2 EB (the largest exact byte count); reduce "

@@ -15,7 +15,7 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
                          const ActivationModel& act, const LossModel& loss, Bytes weight_copies,
                          const PrecisionRecipe& r) {
   const Training& t = c.training;
-  const Bytes grads_in_forward = t.grad_accum_steps > 1 && !t.optimizer_in_backward ? st.gradients : Bytes{0};
+  const Bytes grads_in_forward = t.grad_accum_steps > 1 && !updates_in_backward(t) ? st.gradients : Bytes{0};
   // With one data-parallel rank there is nothing to gather: the unit is already whole.
   const Bytes gathered_layer =
       c.parallel.zero_stage >= 3 && p.zero_shards > 1
@@ -52,7 +52,7 @@ Bytes load_bytes(const Config& c, const ParameterCount& params, const Placement&
     case LoadPath::kAuto:
     case LoadPath::kDirect: break;
   }
-  const bool quantised = is_lora(c) && c.training.finetune.base_bits < 16;
+  const bool quantised = is_peft(c) && c.training.finetune.base_bits < 16;
   return st.weights + (quantised ? largest * r.frozen_base : Bytes{0});
 }
 
@@ -68,13 +68,17 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   const Bytes top_block = alive + head_grad + loss.head_input_bytes + act.layer_backward_working_bytes;
   // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
   // gradient already there, so for a moment both exist.
-  const Bytes embedding_grad = !is_lora(c) && c.model.tie_word_embeddings
+  const Bytes embedding_grad = !is_peft(c) && c.model.tie_word_embeddings
                                    ? params.component_count(Component::kTokenEmbedding) * r.gradients /
                                          c.parallel.tensor
                                    : Bytes{0};
-  const Bytes grads_at_end = c.training.optimizer_in_backward ? Bytes{0} : st.gradients;
+  const Bytes grads_at_end = updates_in_backward(c.training) ? Bytes{0} : st.gradients;
+  // LOMO / AdaLomo update each parameter in backward: one gradient (and its fp32 copy) at a time.
+  const Bytes fused = stores_gradients(c.training)
+                          ? Bytes{0}
+                          : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
   const Bytes end = st.weights + st.master + st.states + grads_at_end + act.embedding_saved_bytes + embedding_grad +
-                    loss.kept_bytes;
+                    loss.kept_bytes + fused;
   return max(max(loss_and_head, top_block), end) + bucket;
 }
 
@@ -83,11 +87,11 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
 Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const Placement& p,
                             const PrecisionRecipe& r) {
   const Training& t = c.training;
-  if (t.optimizer_in_backward) return Bytes{0};
+  if (updates_in_backward(t)) return Bytes{0};
   const bool zero = c.parallel.zero_stage >= 1;
   const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
-  const Count largest = zero ? Count(0) : largest_trainable_tensor(params, is_lora(c), t.finetune);
-  return optimizer_step_temporary_bytes(t, sharded_trainable, largest, r);
+  const Count largest = zero ? Count(0) : largest_trainable_tensor(c, params);
+  return optimizer_step_temporary_bytes(c, local_parameters(params, p), sharded_trainable, largest, r);
 }
 
 // The step in its steady state (optimizer states already exist).
@@ -101,7 +105,7 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},
       {"forward", "End of forward (loss computed)", alive + loss.forward_bytes},
       {"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, r)}};
-  if (!t.optimizer_in_backward) {
+  if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
                       st.weights + st.master + st.states + st.gradients + loss.kept_bytes +
                           optimizer_temporaries(c, params, p, r)});

@@ -10,14 +10,8 @@ namespace {
 
 Count elements(const TensorGroup& g) { return g.elements_each(); }
 
-// LoRA's adapters on this GPU: r · (in + out) for each targeted tensor it holds.
-Count local_lora_count(const Placement& p, const ParameterCount& params, const Finetune& f) {
-  return p.local<CountUnit>(params, [&](const TensorGroup& g) { return lora_count_each(g, f); });
-}
-
-Bytes local_frozen_base_bytes(const Placement& p, const ParameterCount& params, std::int64_t base_bits,
-                              Bytes unquantized) {
-  return p.local<BytesUnit>(params, [&](const TensorGroup& g) { return frozen_bytes_each(g, base_bits, unquantized); });
+Bytes local_frozen_base_bytes(const Placement& p, const ParameterCount& params, const Finetune& f, Bytes unquantized) {
+  return p.local<BytesUnit>(params, [&](const TensorGroup& g) { return frozen_bytes_each(g, f, unquantized); });
 }
 
 // The busiest stage by parameters: the first (dense layers first, plus the embeddings) or the last
@@ -95,7 +89,14 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   p.total_count = max(params.total_count, Count(1));
   // A nominal count (the seeds' tables) is placed in the same proportions as the architecture.
   p.local_params = mul_div(base_count, p.local_count, p.total_count);
-  p.local_trainable = is_lora(c) ? local_lora_count(p, params, c.training.finetune) : p.local_params;
+  p.local_trainable = p.local_params;
+  if (is_peft(c)) {
+    // What the method adds and trains on this GPU's own tensors (its stage, its tensor slice).
+    const PeftParameters peft = peft_parameters(c.model, local_parameters(params, p), c.training.finetune);
+    p.local_trainable = peft.trainable_count();
+    p.local_added = peft.added_count();
+    p.buffer_bytes = peft.buffer_bytes;
+  }
   // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
   // (context-parallel ranks hold identical weights; torchtitan and Megatron's distributed
   // optimizer shard across both).
@@ -103,14 +104,12 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   return p;
 }
 
-// This GPU's tensors (before ZeRO): each group's count is how many this GPU's stage holds, and
-// tensor parallelism splits each matrix's rows (Megatron's column- and row-parallel linears
-// split one dimension each; which one does not change a state's size but for Adafactor's
-// factored rows and columns, where the difference is a vector per matrix).
 ParameterCount local_parameters(const ParameterCount& params, const Placement& p) {
   ParameterCount mine = params;
   for (TensorGroup& g : mine.groups) {
     g.count = p.held(params, g);
+    // Megatron's column- and row-parallel linears split one dimension each; which one does not
+    // change a state's size but for Adafactor's factored rows and columns (a vector per matrix).
     if (!g.cols.is_zero()) g.rows = ceil_div(g.rows, p.tensor);
   }
   return mine;
@@ -120,19 +119,16 @@ ParameterCount local_parameters(const ParameterCount& params, const Placement& p
 // shapes (8-bit blocks, Adafactor's factors), and for the rest the local trainable count. A
 // nominal count scales a full fine-tune's states like its weights.
 Bytes local_optimizer_state_bytes(const Config& c, const ParameterCount& params, const Placement& p,
-                                  const PrecisionRecipe& r, Bytes lora_state_element) {
+                                  Bytes state_element) {
   const ParameterCount mine = local_parameters(params, p);
-  const Training& t = c.training;
-  if (is_lora(c)) {
-    return optimizer_state_bytes(t.optimizer, mine, p.local_trainable, true, t.finetune, lora_state_element);
-  }
-  return p.as_nominal(optimizer_state_bytes(t.optimizer, mine, p.local_count, false, t.finetune, r.optimizer_state));
+  if (is_peft(c)) return optimizer_state_bytes(c, mine, p.local_trainable, state_element);
+  return p.as_nominal(optimizer_state_bytes(c, mine, p.local_count, state_element));
 }
 
 Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Placement& p) {
   const PrecisionRecipe& r = recipe_for(c.training.precision);
   // LoRA keeps a frozen 16-bit (or quantised) base: nothing to cast.
-  if (r.autocast_copy.is_zero() || is_lora(c)) return Bytes{0};
+  if (r.autocast_copy.is_zero() || is_peft(c)) return Bytes{0};
   const bool tied_head = c.model.output_head == OutputHead::kLm && c.model.tie_word_embeddings;
   return p.as_nominal(p.local<BytesUnit>(params, [&](const TensorGroup& g) {
     const bool matmul = g.linear || g.component == Component::kHead ||
@@ -143,25 +139,27 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
 
 StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                          const PrecisionRecipe& r, std::vector<std::string>& notes) {
-  const bool lora = is_lora(c);
-  StaticBytes s;
+  const bool peft = is_peft(c);
   const Implementation impl = resolve_implementation(c.training.implementation);
   const Bytes base_element = lora_base_bytes(r, impl);
   // PEFT's fp32 adapters: fp32 weights, gradients and optimizer states whatever the recipe.
-  const bool fp32_adapters = lora && impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
-  s.weights = lora ? p.as_nominal(local_frozen_base_bytes(p, params, c.training.finetune.base_bits, base_element)) +
-                         p.local_trainable * (fp32_adapters ? kFp32Bytes : r.weights)
+  const bool fp32_adapters = peft && impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  StaticBytes s;
+  s.weights = peft ? p.as_nominal(local_frozen_base_bytes(p, params, c.training.finetune, base_element)) +
+                         p.local_added * (fp32_adapters ? kFp32Bytes : r.weights)
                    : p.local_params * r.weights;
-  s.gradients = p.local_trainable * (fp32_adapters ? kFp32Bytes : r.gradients);
+  s.gradients = stores_gradients(c.training) ? p.local_trainable * (fp32_adapters ? kFp32Bytes : r.gradients)
+                                             : Bytes{0};
   // FSDP1 with use_orig_params and a unit holding frozen and trainable parameters gives the whole
   // flat parameter a gradient ("gradient memory ... higher than expected": torch/distributed/fsdp/
-  // _flat_param.py), in the base's dtype: LoRA under FSDP pays for the frozen base's gradients.
-  if (lora && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2) {
+  // _flat_param.py), in the base's dtype: a PEFT method under FSDP pays for the frozen base's gradients.
+  if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2) {
     s.gradients += p.local_params * base_element;
   }
   s.master = p.local_trainable * r.master;
-  s.states = local_optimizer_state_bytes(c, params, p, r, fp32_adapters ? kFp32Bytes : r.optimizer_state);
+  s.states = local_optimizer_state_bytes(c, params, p, fp32_adapters ? kFp32Bytes : r.optimizer_state);
   shard(s, c.parallel.zero_stage, p.zero_shards);
+  s.weights += p.buffer_bytes;  // module buffers: not sharded
   offload(c, s, notes);
   return s;
 }

@@ -25,6 +25,8 @@ struct Placement {
   Count total_count;      // counted parameters of the whole model
   Count local_params;     // the (possibly nominal) base parameters on this GPU
   Count local_trainable;  // trainable parameters on this GPU before ZeRO
+  Count local_added;      // parameters a PEFT method adds, on this GPU (LoRA-FA: its frozen A too)
+  Bytes buffer_bytes;     // frozen buffers a PEFT method registers (not sharded)
   std::int64_t zero_shards = 1;  // 1 without ZeRO
 
   // Σ each(g) over the tensors this GPU holds (before ZeRO), tensor by tensor group: layer groups
@@ -55,6 +57,10 @@ Placement placement(const Config& config, const ParameterCount& params, Count ba
 // Autocast's cached 16-bit copies (AMP) or Transformer Engine's FP8 copies of the matmul weights
 // this GPU holds: every linear layer and the head (or the tied embedding serving as the head).
 Bytes weight_copy_bytes(const Config& config, const ParameterCount& params, const Placement& place);
+
+// This GPU's tensors (before ZeRO): each group's count is how many this GPU's stage holds, and
+// tensor parallelism splits each matrix's rows.
+ParameterCount local_parameters(const ParameterCount& params, const Placement& place);
 
 struct StaticBytes {
   Bytes weights, gradients, master, states, offloaded;

@@ -87,17 +87,13 @@ struct Tensors {
   }
 };
 
-Tensors local_tensors(const ParameterCount& params, const Placement& p, bool adapters, const Finetune& f) {
+Tensors local_tensors(const ParameterCount& params, const Placement& p) {
   Tensors t;
   const Count layers = p.dense_layers + p.moe_layers;
   if (layers.value() > kMostReplayedLayers) return t;
   t.layers.resize(static_cast<std::size_t>(std::max<std::int64_t>(0, layers.value())));
   for (const TensorGroup& g : params.groups) {
-    Count each = g.elements_each() / p.tensor;
-    if (adapters) {
-      each = lora_count_each(g, f) / p.tensor;
-      if (each.is_zero()) continue;
-    }
+    const Count each = g.elements_each() / p.tensor;
     if (g.layer == LayerKind::kNone) {
       if (p.held(params, g).value() > 0) t.outside.push_back(each * p.held(params, g));
       continue;
@@ -112,6 +108,17 @@ Tensors local_tensors(const ParameterCount& params, const Placement& p, bool ada
       if (stacked) layer.push_back(each * per_layer);
       else for (std::int64_t k = 0; k < per_layer.value(); ++k) layer.push_back(each);
     }
+  }
+  return t;
+}
+
+// A parameter-efficient method's trainable tensors on this GPU (its adapters, prompts, ...), not
+// tied to layers: their gradients arrive with the first layers' backward (they are small).
+Tensors local_adapters(const Config& c, const ParameterCount& params, const Placement& p) {
+  Tensors t;
+  const PeftParameters peft = peft_parameters(c.model, local_parameters(params, p), c.training.finetune);
+  for (const Shape& s : peft.trainable) {
+    for (std::int64_t k = 0; k < s.count.value() && t.outside.size() < 20'000; ++k) t.outside.push_back(s.elements_each());
   }
   return t;
 }
@@ -140,6 +147,7 @@ struct Program {
 
 // Gradients of layer `i`'s trainable tensors (or of the outside ones when i < 0), as sized.
 std::vector<Bytes> gradient_slice(const Program& pr, std::int64_t i) {
+  if (i >= static_cast<std::int64_t>(pr.trainable.layers.size())) return {};
   std::size_t offset = pr.trainable.outside.size();
   for (std::int64_t k = 0; k < i; ++k) offset += pr.trainable.layers[static_cast<std::size_t>(k)].size();
   const std::size_t n = i < 0 ? pr.trainable.outside.size() : pr.trainable.layers[static_cast<std::size_t>(i)].size();
@@ -224,9 +232,9 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
                 const ActivationModel& act, const LossModel& loss, Bytes weight_copies, Bytes temporaries,
                 const PrecisionRecipe& r) {
   Program pr;
-  const bool lora = is_lora(c);
-  pr.model = local_tensors(params, p, false, c.training.finetune);
-  pr.trainable = lora ? local_tensors(params, p, true, c.training.finetune) : pr.model;
+  const bool lora = is_peft(c);
+  pr.model = local_tensors(params, p);
+  pr.trainable = lora ? local_adapters(c, params, p) : pr.model;
   const std::vector<Count> model = pr.model.all(), trainable = pr.trainable.all();
   std::vector<Count> held = model;
   if (lora) held.insert(held.end(), trainable.begin(), trainable.end());

@@ -7,6 +7,7 @@
 #include "field_table.hpp"
 #include "memfit/config.hpp"
 #include "memfit/gpus.hpp"
+#include "peft.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -20,6 +21,7 @@ using detail::group_digits;
 class Checks {
  public:
   void add(const char* field, std::string message) { errors_.push_back({field, std::move(message)}); }
+  void add_issue(Issue issue) { errors_.push_back(std::move(issue)); }
   std::vector<Issue> take() { return std::move(errors_); }
   bool empty() const { return errors_.empty(); }
 
@@ -104,6 +106,9 @@ void check_training(const Config& c, Checks& out) {
   if (t.finetune.method == FinetuneMethod::kLora && t.finetune.lora_targets == 0) {
     out.add("training.finetune.lora_targets", "must name at least one module for LoRA");
   }
+  std::vector<Issue> peft;
+  validate_peft(c, peft);  // peft.cpp: what each method's PEFT implementation refuses
+  for (Issue& issue : peft) out.add_issue(std::move(issue));
 }
 
 // Combinations no framework can run, named by both fields.

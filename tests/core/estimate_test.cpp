@@ -191,7 +191,8 @@ TEST(Optimizers, EightBitAdamKeepsSmallTensorsIn32Bit) {
   //   embedding 6,400: 12,800 + 8·25 = 13,000; head the same; q,k,v,o 4,096: 8,192 + 8·16 = 8,320 each;
   //   gate, up, down 8,192: 16,384 + 8·32 = 16,640 each.
   // < 4,096 elements: fp32 m and v, 8 bytes each: 3 norms × 64 → 1,536.
-  const std::int64_t expected = 2 * 13'000 + 4 * 8'320 + 3 * 16'640 + 1'536;
+  // The two 256-entry fp32 quantisation maps (qmap1, qmap2), shared by all tensors: 2,048.
+  const std::int64_t expected = 2 * 13'000 + 4 * 8'320 + 3 * 16'640 + 1'536 + 2'048;
   EXPECT_EQ(estimate(c).breakdown.optimizer_states.value(), expected);
 }
 
@@ -223,11 +224,13 @@ TEST(Finetuning, QloraQuantisesTheBlockLinearsOnly) {
   c.training.finetune.lora_rank = 8;
   c.training.finetune.lora_targets = kLoraQ | kLoraV;
   c.training.implementation.lora_adapter_dtype = LoraAdapterDtype::kWeights;  // bf16 adapters, as torchtune's
-  // NF4 per linear of n weights: n/2 + n/64 (8-bit absmax) + 4·ceil(blocks/256) + 68 (code, offset).
-  //   q,k,v,o (4,096): 2,048 + 64 + 4 + 68 = 2,184; gate, up, down (8,192): 4,096 + 128 + 4 + 68 = 4,296.
+  // NF4 with double quantisation per linear of n weights: n/2 + n/64 (8-bit absmax) +
+  // 4·ceil(blocks/256) (nested absmax) + 64 (the 16-entry code) + 4 (offset) + 1,024 (the nested
+  // state's own 256-entry code, bitsandbytes ≥ 0.46).
+  //   q,k,v,o (4,096): 2,048 + 64 + 4 + 1,092 = 3,208; gate, up, down (8,192): 4,096 + 128 + 4 + 1,092 = 5,320.
   // 16-bit: embedding and head 6,400 each, norms 3 × 64: 12,992 parameters → 25,984 bytes.
   // Adapters (bf16): q and v, r 8: 8·(64 + 64) = 1,024 each → 2,048 params · 2 bytes.
-  const std::int64_t expected = 4 * 2'184 + 3 * 4'296 + 25'984 + 2 * 2'048;
+  const std::int64_t expected = 4 * 3'208 + 3 * 5'320 + 25'984 + 2 * 2'048;
   const Estimate e = estimate(c);
   EXPECT_EQ(e.breakdown.parameters.value(), expected);
   EXPECT_EQ(e.trainable_parameter_count.value(), 2'048);

@@ -33,9 +33,14 @@ IGNORED = {
     "config": {
         "model": ["residual_dropout", "hidden_act"],
         "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
-                     "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load"],
+                     "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load",
+                     "lora_adapter_dtype", "galore_rank", "galore_update_interval", "max_preconditioner_dim"],
         "parallel": ["fsdp_use_orig_params", "reduce_bucket_elements"],
         "hardware": ["expandable_segments"],
+        "training.finetune": ["use_rslora", "quant_type", "double_quant", "quant_block_size", "prepare_kbit",
+                              "num_virtual_tokens", "encoder_hidden_size", "prefix_projection",
+                              "encoder_reparameterization_type", "adapter_len", "adapter_start_layer",
+                              "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens"],
     },
     "result": ["implementation", "allocator"],
 }
@@ -61,7 +66,9 @@ def normalise(text):
     for key in IGNORED["result"] + REPORT_STATISTICS:
         result.pop(key, None)
     for section, keys in IGNORED["config"].items():
-        node = result.get("config", {}).get(section, {})
+        node = result.get("config", {})
+        for part in section.split("."):
+            node = node.get(part, {})
         for key in keys:
             node.pop(key, None)
     return json.dumps(result, indent=1, sort_keys=False)

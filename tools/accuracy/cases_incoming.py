@@ -1473,7 +1473,9 @@ GALORE_COUNTER_NOTE = "unknown counter: taken as the device total (wandb/NVML or
 def galore_common(c, mbs, ckpt, why_ckpt):
     c.t("framework", "hf", "GaLore's torchrun_main.py: transformers LlamaForCausalLM in a plain PyTorch loop, single GPU")
     c.t("micro_batch_size", mbs, "--batch_size")
-    c.t("grad_accum_steps", 512 // mbs, "--total_batch_size 512 / --batch_size on one GPU")
+    c.t("grad_accum_steps", 1, "--total_batch_size 512 / --batch_size asks for accumulation, but the per-layer runs "
+        "update each parameter in its backward hook every micro-batch (torchrun_main.py: optimizer_hook steps and "
+        "zeroes the gradient), so nothing accumulates on the GPU")
     c.t("seq_len", 256, "--max_length default 256 with padding='max_length' (C4, T5 tokenizer): every sequence is 256 tokens")
     c.t("checkpointing", "full" if ckpt else "none", why_ckpt)
     c.t("attention", "flash", "GaLore's peft_pretraining/modeling_llama.py calls F.scaled_dot_product_attention(..., "

@@ -39,8 +39,23 @@ enum class Precision {
                   // bf16 checkpoint in bf16; Trainer bf16=True adds autocast)
 };
 
+// Optimizers, in the order of their JSON spellings (field_table.cpp). What each one keeps per
+// trainable parameter is derived from its library's code in optimizer_states.cpp.
 enum class Optimizer {
   kAdamW, kAdamW8bit, kPagedAdamW, kPagedAdamW8bit, kAdafactor, kSgd, kSgdMomentum, kLion,
+  kGaloreAdamW,      // GaLore (Zhao et al. 2024): Adam moments in a rank-r projection of each matrix
+  kGaloreAdamW8bit,  // the same with bitsandbytes 8-bit moments
+  kAdamMini,         // Adam-mini (Zhang et al. 2024): one second moment per block
+  kMuon,             // Muon (Jordan 2024): momentum only on hidden matrices, AdamW on the rest
+  kLomo,             // LOMO (Lv et al. 2023): fused SGD in backward, no state, no stored gradients
+  kAdaLomo,          // AdaLomo (Lv et al. 2023): fused, factored second moment, no stored gradients
+  kShampoo,          // distributed Shampoo (Shi et al. 2023): block-wise Kronecker preconditioners
+  kSoap,             // SOAP (Vyas et al. 2024): Adam in Shampoo's eigenbasis
+  kCame,             // CAME (Luo et al. 2023): Adafactor with a factored confidence
+  kSophia,           // Sophia-G (Liu et al. 2023): momentum and a diagonal Hessian estimate
+  kScheduleFreeAdamW,  // schedule-free AdamW (Defazio et al. 2024): z and v; y is the parameter
+  kLion8bit,         // bitsandbytes 8-bit Lion (block-wise, one state)
+  kSgdMomentum8bit,  // bitsandbytes 8-bit SGD with momentum
 };
 
 // How the optimizer step runs: PyTorch's multi-tensor (foreach) default keeps one state-sized
@@ -52,7 +67,18 @@ enum class OptimizerImpl { kForeach, kFused, kForLoop };
 // is recomputed; selective_op: torchtitan's op-level policy, which keeps only every second matmul
 // output and the attention kernel's output; full: each block's input only.
 enum class Checkpointing { kNone, kSelective, kFull, kSelectiveOp };
-enum class FinetuneMethod { kFull, kLora };
+// A fine-tuning method: full, or a parameter-efficient method of Hugging Face PEFT (or LitGPT's
+// LLaMA-Adapter v2), in the order of their JSON spellings. What each trains is in peft.cpp.
+enum class FinetuneMethod {
+  kFull, kLora, kDora, kLoraFa, kAdaLora, kVera, kIa3, kPromptTuning, kPrefixTuning, kPTuning,
+  kLlamaAdapter, kLlamaAdapterV2, kOft, kBoft, kLnTuning, kTrainableTokens, kLoha, kLokr,
+  kFourierFt, kHra, kMiss, kVbLora, kRandLora, kC3a, kRoad, kWaveFt, kDeLora, kGraLora, kTinyLora,
+  kShira, kHira,
+};
+// bitsandbytes' 4-bit data types (QLoRA): same storage, different code book.
+enum class QuantType { kNf4, kFp4 };
+// P-tuning's prompt encoder (PEFT PromptEncoderReparameterizationType).
+enum class PromptEncoder { kMlp, kLstm };
 
 // The implementation: the code that runs the model, apart from the model's shape. A framework
 // names a profile (implementation.cpp, one row per framework); each knob below can override it,
@@ -132,9 +158,12 @@ struct Implementation {
 };
 
 // LoRA target modules, as a bit set (names as PEFT users write them).
+// `qkv` is one fused q/k/v projection (GPT-2's c_attn, GPT-NeoX / Falcon query_key_value, Phi-3
+// qkv_proj): one adapter of d → (q + 2 kv) width where PEFT sees a single module.
 enum LoraTarget : unsigned {
   kLoraQ = 1u << 0, kLoraK = 1u << 1, kLoraV = 1u << 2, kLoraO = 1u << 3,
   kLoraGate = 1u << 4, kLoraUp = 1u << 5, kLoraDown = 1u << 6, kLoraHead = 1u << 7,
+  kLoraQkv = 1u << 8,
 };
 
 struct ModelSpec {
@@ -197,12 +226,29 @@ struct ModelSpec {
   }
 };
 
+// The fine-tuning method and its sizes (PEFT's config names where PEFT has one). Every size has a
+// default that reproduces the method's PEFT default or, where PEFT has none, its paper's.
 struct Finetune {
   FinetuneMethod method = FinetuneMethod::kFull;
-  std::int64_t lora_rank = 16;
-  unsigned lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO;
+  std::int64_t lora_rank = 16;  // r of every rank-based method (AdaLoRA: init_r)
+  unsigned lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO;  // the modules a method adapts
   double lora_dropout = 0.0;    // PEFT's lora_dropout on the adapters' input
-  std::int64_t base_bits = 16;  // 16: frozen 16-bit base; 8: int8 base; 4: QLoRA NF4
+  bool use_rslora = false;      // rsLoRA: scaling α/√r instead of α/r (no memory effect)
+  std::int64_t base_bits = 16;  // 16: frozen 16-bit base; 8: int8 base; 4: QLoRA 4-bit
+  QuantType quant_type = QuantType::kNf4;   // bnb_4bit_quant_type
+  bool double_quant = true;                 // bnb_4bit_use_double_quant
+  std::int64_t quant_block_size = 64;       // bitsandbytes' 4-bit blocksize
+  bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training: non-quantised base parameters in fp32
+  std::int64_t num_virtual_tokens = 20;     // prompt / prefix / p-tuning
+  std::int64_t encoder_hidden_size = 0;     // p-tuning / prefix projection; 0 = the token dimension
+  bool prefix_projection = false;           // prefix tuning through a two-layer MLP
+  PromptEncoder encoder_reparameterization_type = PromptEncoder::kMlp;  // p-tuning
+  std::int64_t adapter_len = 10;            // LLaMA-Adapter prompt length (LitGPT adapter_prompt_length)
+  std::int64_t adapter_start_layer = 2;     // LLaMA-Adapter: layers from here up are adapted
+  std::int64_t block_size = 0;              // OFT / BOFT / C3A block size; 0 = the method's default
+  std::int64_t boft_n_butterfly_factor = 1;  // BOFT butterfly factors
+  std::int64_t n_frequency = 0;             // FourierFT / WaveFT coefficients; 0 = the method's default
+  std::int64_t num_trainable_tokens = 10;   // trainable_tokens: rows of the embedding trained
 };
 
 struct Training {
@@ -212,6 +258,9 @@ struct Training {
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
   OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
+  std::int64_t galore_rank = 128;              // GaLore projection rank (galore-torch README default)
+  std::int64_t galore_update_interval = 200;   // GaLore update_proj_gap (steps between SVDs)
+  std::int64_t max_preconditioner_dim = 0;     // Shampoo / SOAP block size; 0 = the library's default
   Checkpointing checkpointing = Checkpointing::kNone;
   Implementation implementation;
   double dropout = 0.0;
@@ -288,5 +337,6 @@ Json config_schema();
 const char* to_string(Precision p);
 const char* to_string(Optimizer o);
 const char* to_string(Checkpointing c);
+const char* to_string(FinetuneMethod m);
 
 }  // namespace memfit
