@@ -39,21 +39,37 @@ for (const name of ['memfit.mjs', 'memfit.wasm']) {
 await rm(dist, { recursive: true, force: true });
 await mkdir(dist, { recursive: true });
 
-await build({
-  entryPoints: [join(web, 'src/main.jsx')],
-  outfile: join(dist, 'main.js'),
+const common = {
   bundle: true,
   minify: true,
   format: 'esm',
   target: ['es2020'],
-  jsx: 'automatic',
-  jsxImportSource: 'preact',
   legalComments: 'none',
   logLevel: 'warning',
+};
+// The page's script (no wasm in it: the core runs in the worker).
+await build({
+  ...common,
+  entryPoints: [join(web, 'src/main.jsx')],
+  outfile: join(dist, 'main.js'),
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
+});
+// The core's Web Worker: worker.js with the Emscripten loader (memfit.mjs) bundled in.
+const wasmModule = {
+  name: 'memfit-wasm-module',
+  setup(b) {
+    b.onResolve({ filter: /^memfit-wasm-module$/ }, () => ({ path: join(wasmDir, 'memfit.mjs') }));
+  },
+};
+await build({
+  ...common,
+  entryPoints: [join(web, 'src/worker.js')],
+  outfile: join(dist, 'worker.js'),
+  plugins: [wasmModule],
 });
 await copyFile(join(web, 'index.html'), join(dist, 'index.html'));
 await copyFile(join(web, 'src/styles.css'), join(dist, 'styles.css'));
-await copyFile(join(wasmDir, 'memfit.mjs'), join(dist, 'memfit.mjs'));
 await copyFile(join(wasmDir, 'memfit.wasm'), join(dist, 'memfit.wasm'));
 await writeFile(join(dist, 'accuracy.html'), accuracyPage(await readFile(ACCURACY_MD, 'utf8')));
 

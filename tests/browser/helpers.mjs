@@ -53,13 +53,12 @@ export function missingPrerequisites() {
   return '';
 }
 
-// The core in node, through the page's own wrapper (core.js), as the expected-value oracle.
+// The core in node, through the same engine the page's worker runs (web/src/engine.js), as the
+// expected-value oracle: every function synchronous.
 export async function loadNodeCore() {
-  const { loadCore } = await import(pathToFileURL(join(ROOT, 'web/src/core.js')).href);
-  return loadCore({
-    moduleUrl: pathToFileURL(join(WASM_DIR, 'memfit.mjs')).href,
-    wasmBinary: readFileSync(join(WASM_DIR, 'memfit.wasm')),
-  });
+  const { createEngine, loadModule } = await import(pathToFileURL(join(ROOT, 'web/src/engine.js')).href);
+  const { default: createMemfit } = await import(pathToFileURL(join(WASM_DIR, 'memfit.mjs')).href);
+  return createEngine(await loadModule(createMemfit, { wasmBinary: readFileSync(join(WASM_DIR, 'memfit.wasm')) }));
 }
 
 export async function launchBrowser() {

@@ -67,6 +67,8 @@ describe('what to change', { skip: missing || false, concurrency: false }, () =>
     const expected = core.suggestions(config);
     assert.equal(expected.ok, true, JSON.stringify(expected.errors));
     const items = p.getByTestId('suggestion-list').locator(':scope > li');
+    // The core's worker answers a moment after the estimate.
+    await items.first().waitFor({ timeout: 10000 });
     assert.equal(await items.count(), expected.suggestions.length);
     for (const [i, s] of expected.suggestions.entries()) {
       const item = items.nth(i);

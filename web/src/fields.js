@@ -131,30 +131,41 @@ export function formSections(schema) {
   return sections;
 }
 
-const INTEGER_TEXT = /^[+-]?\d+$/;
+// A number as typed: what the command line reads as a JSON number (integers in exponent form
+// included: "1e3" is 1000), plus a leading "+" or dot (".5"). Anything else stays text.
 const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+// Typed text → a number when it is one (any finite value: the core judges the range and whether
+// it is integral, as it does for the command line's flags), else the text as typed.
+function numberOrText(raw) {
+  if (typeof raw === 'number') return raw;
+  const text = String(raw).trim();
+  if (NUMBER_TEXT.test(text)) {
+    const n = Number(text);
+    if (Number.isFinite(n)) return n;
+  }
+  return String(raw);
+}
+
+// Fields whose value "automatic" is a number in the schema (-1 or 0): the form shows and accepts
+// the word "auto" for it.
+export const AUTO_VALUE = {
+  'hardware.overhead_bytes': -1,
+  'hardware.fragmentation': -1,
+};
+export const AUTO_TEXT = 'auto';
 
 // What the form holds (text typed, a checkbox's boolean, a list) → what the core is sent.
 // Text that is a well-formed number is sent as a number; anything else is sent exactly as typed
 // so that the core can name the problem ("must be an integer from 1 to 1,000,000; got \"abc\"").
 export function toConfigValue(field, raw) {
   if (raw === undefined || raw === null) return raw;
+  const auto = AUTO_VALUE[field?.field];
+  if (auto !== undefined && String(raw).trim().toLowerCase() === AUTO_TEXT) return auto;
   switch (field?.kind) {
-    case 'integer': {
-      if (typeof raw === 'number') return raw;
-      const text = String(raw).trim();
-      if (INTEGER_TEXT.test(text)) {
-        const n = Number(text);
-        if (Number.isSafeInteger(n)) return n;
-      }
-      return String(raw);
-    }
-    case 'number': {
-      if (typeof raw === 'number') return raw;
-      const text = String(raw).trim();
-      if (NUMBER_TEXT.test(text) && Number.isFinite(Number(text))) return Number(text);
-      return String(raw);
-    }
+    case 'integer':
+    case 'number':
+      return numberOrText(raw);
     case 'boolean':
       if (raw === 'true') return true;
       if (raw === 'false') return false;
@@ -166,14 +177,4 @@ export function toConfigValue(field, raw) {
   }
 }
 
-// Sets a dotted path in a nested object (creating objects on the way); returns the object.
-export function setPath(object, path, value) {
-  const keys = path.split('.');
-  let node = object;
-  for (const key of keys.slice(0, -1)) {
-    if (node[key] === null || typeof node[key] !== 'object' || Array.isArray(node[key])) node[key] = {};
-    node = node[key];
-  }
-  node[keys[keys.length - 1]] = value;
-  return object;
-}
+export { setPath } from './paths.js';

@@ -4,6 +4,7 @@ import { Header } from './Header.jsx';
 import { Results } from './results/Results.jsx';
 import { SummaryBar } from './results/SummaryBar.jsx';
 import { fieldDomId } from './form/Field.jsx';
+import { fieldLabel } from '../fields.js';
 import { formatBytes } from '../format.js';
 
 function focusField(path) {
@@ -15,7 +16,8 @@ function focusField(path) {
 
 // One sentence for screen readers, announced as the numbers change.
 function summary(result, shown, units) {
-  if (!result.ok) return `Input problem: ${result.errors.map((e) => `${e.field} ${e.message}`).join('; ')}`;
+  if (!result) return '';
+  if (!result.ok) return `Input problem: ${result.errors.map((e) => `${fieldLabel(e.field)} ${e.message}`).join('; ')}`;
   if (!shown) return '';
   const r = shown.result;
   const verdict = { fits: 'fits', tight: 'is tight', does_not_fit: 'does not fit' }[r.fits.verdict] ?? r.fits.verdict;
@@ -40,9 +42,15 @@ function ResultsSection({ state }) {
   const result = state.result.value;
   const shown = state.shown.value;
   const units = state.units.value;
+  const coreError = state.coreError.value;
   return (
     <section class="results" id="results" aria-label="Results">
-      {!result.ok && (
+      {coreError && (
+        <div class="banner" role="alert" data-testid="core-error">
+          <strong>The memfit core stopped: {coreError}.</strong> Reload the page to start it again.
+        </div>
+      )}
+      {result && !result.ok && (
         <ErrorBanner
           errors={result.errors}
           hasResult={shown !== null}
@@ -56,15 +64,16 @@ function ResultsSection({ state }) {
           result={shown.result}
           scaling={shown.scaling}
           units={units}
-          stale={!result.ok}
+          stale={!result?.ok}
           onSelectGpu={(id) => state.setField('hardware.gpu', id)}
           suggestions={state.suggestions}
+          onWantSuggestions={() => (state.suggestionsWanted.value = true)}
           applied={state.canUndo.value ? state.applied.value : null}
           onApply={state.applySuggestion}
           onUndo={state.undoSuggestion}
         />
       ) : (
-        <div class="empty-results">No result yet: fix the highlighted fields and the estimate appears here.</div>
+        <div class="empty-results">{result ? 'No result yet: fix the highlighted fields and the estimate appears here.' : 'Computing…'}</div>
       )}
     </section>
   );
@@ -73,7 +82,7 @@ function ResultsSection({ state }) {
 function SummarySlot({ state }) {
   const shown = state.shown.value;
   if (!shown) return null;
-  return <SummaryBar result={shown.result} stale={!state.result.value.ok} units={state.units.value} />;
+  return <SummaryBar result={shown.result} stale={!state.result.value?.ok} units={state.units.value} />;
 }
 
 export function App({ state }) {

@@ -10,7 +10,7 @@ import { Applied, WaysToSave, WhatToChange } from './Suggestions.jsx';
 // Everything the core answered, in reading order. `stale`: the input is invalid and this is the
 // last valid answer (greyed). When the run does not fit (or is tight), what to change comes right
 // after the headline; when it fits, the ways to save memory wait, folded, below the GPU table.
-export function Results({ result, scaling, units, stale, onSelectGpu, suggestions, applied, onApply, onUndo }) {
+export function Results({ result, scaling, units, stale, onSelectGpu, suggestions, onWantSuggestions, applied, onApply, onUndo }) {
   const fits = result.fits.verdict === 'fits';
   const change = { suggestions, units, stale, onApply };
   return (
@@ -24,7 +24,7 @@ export function Results({ result, scaling, units, stale, onSelectGpu, suggestion
         <Phases result={result} units={units} />
       </div>
       <GpuTable result={result} units={units} onSelectGpu={onSelectGpu} />
-      {fits && <WaysToSave {...change} />}
+      {fits && <WaysToSave {...change} onOpen={onWantSuggestions} />}
       <Parameters result={result} />
       <Scaling scaling={scaling} units={units} />
       <Notes result={result} />

@@ -25,7 +25,7 @@ function Changes({ patch }) {
 }
 
 function SuggestionList({ answer, units, disabled, onApply }) {
-  if (!answer) return null;
+  if (!answer) return <p class="card-note" aria-busy="true">The core is estimating the changes…</p>;
   if (!answer.ok) {
     return <p class="card-note">{(answer.errors ?? []).map((e) => e.message).join('; ')}</p>;
   }
@@ -82,10 +82,17 @@ export function WhatToChange({ result, suggestions, units, stale, onApply }) {
 }
 
 // The run fits: a folded list, computed only when opened.
-export function WaysToSave({ suggestions, units, stale, onApply }) {
+export function WaysToSave({ suggestions, units, stale, onApply, onOpen }) {
   const [open, setOpen] = useState(false);
   return (
-    <details class="card ways-to-save" data-testid="suggestions" onToggle={(e) => setOpen(e.currentTarget.open)}>
+    <details
+      class="card ways-to-save"
+      data-testid="suggestions"
+      onToggle={(e) => {
+        setOpen(e.currentTarget.open);
+        if (e.currentTarget.open) onOpen?.();
+      }}
+    >
       <summary>Ways to save memory <span class="summary-note">changes the core estimates for this run</span></summary>
       {open && <SuggestionList answer={suggestions.value} units={units} disabled={stale} onApply={onApply} />}
     </details>
