@@ -65,3 +65,13 @@ export async function launchBrowser() {
   const { chromium } = await import('playwright-core');
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }
+
+// Waits until the page shows the core's answer `expected` (an estimate): the core answers from its
+// Web Worker, a moment after the input.
+export async function waitForAnswer(p, expected, timeout = 10000) {
+  await p.waitForFunction(([peak, total]) => {
+    const get = (id) => document.querySelector(`[data-testid="${id}"]`)?.dataset.bytes;
+    const answer = document.querySelector('.answer');
+    return get('peak-allocated') === peak && get('device-total') === total && answer?.dataset.stale === 'false';
+  }, [String(expected.peak_allocated_bytes), String(expected.device_total_bytes)], { timeout });
+}

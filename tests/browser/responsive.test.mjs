@@ -64,49 +64,63 @@ describe('a responsive page', { skip: missing || false, concurrency: false }, ()
     await p.waitForFunction((b) => document.querySelector('[data-testid="peak-allocated"]')?.dataset.bytes === b, bytes, { timeout: 10000 });
   }
 
-  // The Long Tasks API measures wall-clock time: on a shared, loaded 2-core machine a task can be
-  // descheduled past 50 ms without doing more work. So the same typing is tried up to three times
-  // and one clean run passes; work on the main thread that grows with the core's (the core
-  // running there, a sweep, a stuck import) shows in every run.
+  // The Long Tasks API measures wall-clock time. On a shared, loaded machine (this project's has 2
+  // cores and often a load of 10) a task is descheduled far past 50 ms while doing 5 ms of work.
+  // So the page is traced meanwhile (Chromium's timeline, the main thread's tasks with their
+  // thread CPU time), and a long task counts when the main thread worked over 50 ms in it: what
+  // grows with the core's work (the core on this thread, a sweep, a stuck import) shows either way.
+  async function measured(p, act) {
+    const browserCtx = p.context().browser();
+    await browserCtx.startTracing(p, { categories: ['devtools.timeline'] });
+    await act();
+    const trace = JSON.parse((await browserCtx.stopTracing()).toString()).traceEvents;
+    const main = trace.find((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain' &&
+      trace.some((t) => t.pid === e.pid && t.name === 'RunTask'));
+    const cpu = trace.filter((e) => e.ph === 'X' && e.name === 'RunTask' && e.pid === main?.pid && e.tid === main?.tid)
+      .map((e) => Math.round((e.tdur ?? e.dur) / 1000));
+    return { wall: await longTasks(p), cpu: cpu.filter((ms) => ms > LONG_TASK_MS) };
+  }
+  const verdict = ({ wall, cpu }) => (wall.length === 0 ? [] : cpu);
+
   test('typing into fields makes no long task; the numbers follow', async () => {
-    const runs = [];
-    for (let run = 0; run < 3; run++) {
-      const p = await open();
+    const p = await open();
+    const result = await measured(p, async () => {
       for (const [path, text] of [['training.seq_len', '8192'], ['training.micro_batch_size', '16'], ['parallel.num_gpus', '64']]) {
         await p.locator(id(path)).fill('');
         await p.locator(id(path)).pressSequentially(text, { delay: 20 });
       }
       await p.selectOption(id('training.checkpointing'), 'full');
-      await p.locator(id('parallel.zero_stage')).fill('3');
+      await p.selectOption(id('parallel.zero_stage'), '3');
       const config = { model: { preset: 'llama-3-8b' }, training: { seq_len: 8192, micro_batch_size: 16, checkpointing: 'full' }, parallel: { num_gpus: 64, zero_stage: 3 } };
       await shows(p, config);
-      await p.waitForTimeout(300);
-      runs.push(await longTasks(p));
-      await p.context().close();
-      if (runs.at(-1).length === 0) break;
-    }
-    assert.deepEqual(runs.at(-1), [], `main-thread tasks over ${LONG_TASK_MS} ms in each of ${runs.length} runs: ${JSON.stringify(runs)}`);
+      await p.waitForTimeout(600);  // the sweep and the suggestions arrive after a pause
+    });
+    assert.deepEqual(verdict(result), [], `main-thread tasks over ${LONG_TASK_MS} ms of work (Long Tasks API, wall clock: ${JSON.stringify(result.wall)})`);
+    await p.context().close();
   });
 
   test('pasting a large config.json and the hostile one makes no long task', async () => {
     const p = await open();
     await p.locator('.import > summary').click();
     const area = p.locator('#hf-config-text');
-    // A large config: pasted, read by the core in its worker, the model follows.
-    await p.evaluate((text) => navigator.clipboard.writeText(text), largeConfig());
-    await area.focus();
-    await p.keyboard.press('Control+V');
-    await p.getByTestId('import-result').waitFor({ timeout: 15000 });
-    // The hostile one: the core works on it for seconds in its worker while the page answers.
-    await area.fill('');
-    await p.evaluate((text) => navigator.clipboard.writeText(text), HOSTILE);
-    await area.focus();
-    await p.keyboard.press('Control+V');
-    // Meanwhile the form still takes input at once.
-    await p.locator(id('training.micro_batch_size')).fill('2');
-    assert.equal(await p.inputValue(id('training.micro_batch_size')), '2');
-    await p.waitForTimeout(500);
-    assert.deepEqual(await longTasks(p), [], `main-thread tasks over ${LONG_TASK_MS} ms`);
+    const big = largeConfig();
+    await p.evaluate((text) => navigator.clipboard.writeText(text), big);
+    const result = await measured(p, async () => {
+      // A large config: pasted, read by the core in its worker, the model follows.
+      await area.focus();
+      await p.keyboard.press('Control+V');
+      await p.getByTestId('import-result').waitFor({ timeout: 15000 });
+      assert.match(await p.getByTestId('pasted-aside').textContent(), /too long to show/);
+      // The hostile one: the core works on it for seconds in its worker while the page answers.
+      await p.evaluate((text) => navigator.clipboard.writeText(text), HOSTILE);
+      await area.focus();
+      await p.keyboard.press('Control+V');
+      // Meanwhile the form still takes input at once.
+      await p.locator(id('training.micro_batch_size')).fill('2');
+      assert.equal(await p.inputValue(id('training.micro_batch_size')), '2');
+      await p.waitForTimeout(500);
+    });
+    assert.deepEqual(verdict(result), [], `main-thread tasks over ${LONG_TASK_MS} ms of work (Long Tasks API, wall clock: ${JSON.stringify(result.wall)})`);
     await p.context().close();
   });
 

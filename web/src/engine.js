@@ -26,6 +26,7 @@ export const SWEEPS = {
 
 // A sweep stops once the device total passes this many times the card's memory.
 const CLIP_CARDS = 2;
+const MIN_POINTS = 5;
 
 const clone = (x) => JSON.parse(JSON.stringify(x));
 
@@ -117,9 +118,10 @@ export function createEngine(module) {
       } else {
         firstMiss ??= value;
       }
-      // Far past the card (twice its memory) the curve says nothing more: stop there, once the
-      // configuration's own value is drawn.
-      if (r.device_total_bytes > CLIP_CARDS * here.fits.memory_bytes && value >= current) break;
+      // Far past the card and the configuration's own value (twice the larger) the curve says
+      // nothing more: stop there, once that value and a few others are drawn.
+      const far = CLIP_CARDS * Math.max(here.fits.memory_bytes, here.device_total_bytes);
+      if (r.device_total_bytes > far && value >= current && points.length >= MIN_POINTS) break;
     }
     // Bisection: lo fits, hi does not (or is refused).
     let largest = lastFit;

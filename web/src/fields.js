@@ -3,60 +3,11 @@
 // source of truth for ranges, choices and help text; this file only arranges and names.
 // Pure: no DOM, no wasm.
 
-// Friendlier labels for the most used fields; any other field is labelled from its key.
-const LABELS = {
-  'model.model_type': 'Model type',
-  'model.vocab_size': 'Vocabulary size',
-  'model.num_hidden_layers': 'Layers',
-  'model.num_attention_heads': 'Attention heads',
-  'model.num_key_value_heads': 'Key/value heads',
-  'model.head_dim': 'Head size',
-  'model.intermediate_size': 'MLP inner size',
-  'model.mlp': 'MLP',
-  'model.max_position_embeddings': 'Max positions',
-  'model.position_embedding': 'Positions',
-  'model.qk_norm': 'Q/K norm',
-  'model.qkv_bias': 'QKV bias',
-  'model.mlp_bias': 'MLP bias',
-  'model.lm_head_bias': 'Head bias',
-  'model.num_experts': 'Experts',
-  'model.num_experts_per_tok': 'Experts per token',
-  'model.num_shared_experts': 'Shared experts',
-  'model.moe_intermediate_size': 'Expert inner size',
-  'model.first_k_dense_replace': 'Leading dense layers',
-  'model.q_lora_rank': 'Q compression rank',
-  'model.kv_lora_rank': 'KV compression rank',
-  'model.qk_rope_head_dim': 'Q/K rotary head size',
-  'model.qk_nope_head_dim': 'Q/K non-rotary head size',
-  'model.v_head_dim': 'V head size',
-  'model.nominal_parameter_count': 'Nominal parameter count',
-  'training.micro_batch_size': 'Micro-batch size',
-  'training.seq_len': 'Sequence length',
-  'training.grad_accum_steps': 'Gradient accumulation',
-  'training.checkpointing': 'Activation checkpointing',
-  'training.chunked_loss': 'Chunked loss',
-  'training.optimizer_in_backward': 'Optimizer in backward',
-  'training.finetune.method': 'Method',
-  'training.finetune.lora_rank': 'LoRA rank',
-  'training.finetune.lora_targets': 'LoRA targets',
-  'training.finetune.base_bits': 'Base weight bits',
-  'parallel.num_gpus': 'GPUs',
-  'parallel.tensor': 'Tensor parallel',
-  'parallel.pipeline': 'Pipeline stages',
-  'parallel.context': 'Context parallel',
-  'parallel.expert': 'Expert parallel',
-  'parallel.zero_stage': 'ZeRO stage',
-  'parallel.offload_optimizer': 'Offload optimizer',
-  'parallel.offload_params': 'Offload parameters',
-  'hardware.gpu': 'GPU',
-  'hardware.budget_fraction': 'Budget fraction',
-  'hardware.overhead_bytes': 'Overhead bytes',
-};
+import { fieldWords } from './words.js';
 
+// A field's label, in words (words.js).
 export function fieldLabel(path) {
-  if (LABELS[path]) return LABELS[path];
-  const key = path.slice(path.lastIndexOf('.') + 1).replace(/_/g, ' ');
-  return key.charAt(0).toUpperCase() + key.slice(1);
+  return fieldWords(path).label;
 }
 
 // Sections and their groups, in page order. A field the core adds later and that is not listed

@@ -26,7 +26,10 @@ core.ready
     });
     root.textContent = '';
     render(<App state={state} />, root);
-    document.documentElement.dataset.ready = 'true';
+    // Ready once the core's first answer (numbers, or the input's problems) is on screen.
+    effect(() => {
+      if (state.result.value) document.documentElement.dataset.ready = 'true';
+    });
   })
   .catch((error) => {
     console.error(error);

@@ -1,11 +1,12 @@
 import { ConfigForm } from './form/ConfigForm.jsx';
 import { ErrorBanner } from './ErrorBanner.jsx';
 import { Header } from './Header.jsx';
-import { Results } from './results/Results.jsx';
+import { Answer, Details } from './results/Results.jsx';
 import { SummaryBar } from './results/SummaryBar.jsx';
 import { fieldDomId } from './form/Field.jsx';
 import { fieldLabel } from '../fields.js';
 import { formatBytes } from '../format.js';
+import { plainText } from '../words.js';
 
 function focusField(path) {
   const el = document.getElementById(fieldDomId(path));
@@ -38,13 +39,16 @@ function HeaderSlot({ state }) {
   );
 }
 
-function ResultsSection({ state }) {
+const modelName = (state) => plainText(state.presetLabel.value);
+
+// The answer: banners, the headline, what to change.
+function AnswerSection({ state }) {
   const result = state.result.value;
   const shown = state.shown.value;
   const units = state.units.value;
   const coreError = state.coreError.value;
   return (
-    <section class="results" id="results" aria-label="Results">
+    <section class="answer-area" id="results" aria-label="The answer" tabIndex={-1}>
       {coreError && (
         <div class="banner" role="alert" data-testid="core-error">
           <strong>The memfit core stopped: {coreError}.</strong> Reload the page to start it again.
@@ -60,14 +64,12 @@ function ResultsSection({ state }) {
       )}
       <p class="visually-hidden" aria-live="polite">{summary(result, shown, units)}</p>
       {shown ? (
-        <Results
+        <Answer
           result={shown.result}
-          scaling={shown.scaling}
           units={units}
           stale={!result?.ok}
-          onSelectGpu={(id) => state.setField('hardware.gpu', id)}
+          modelName={modelName(state)}
           suggestions={state.suggestions}
-          onWantSuggestions={() => (state.suggestionsWanted.value = true)}
           applied={state.canUndo.value ? state.applied.value : null}
           onApply={state.applySuggestion}
           onUndo={state.undoSuggestion}
@@ -79,24 +81,58 @@ function ResultsSection({ state }) {
   );
 }
 
+function DetailsSection({ state }) {
+  const shown = state.shown.value;
+  if (!shown) return <section class="details-area" id="details" aria-label="Details" />;
+  const view = {
+    tables: state.tables.value,
+    sweep: state.sweepName.value,
+    onTable: state.showAsTable,
+    onSweep: (s) => (state.sweepName.value = s),
+  };
+  return (
+    <section class="details-area" id="details" aria-label="Details">
+      <Details
+        result={shown.result}
+        scaling={shown.scaling}
+        sweep={state.sweep.value}
+        units={state.units.value}
+        stale={!state.result.value?.ok}
+        view={view}
+        onSelectGpu={(id) => state.setField('hardware.gpu', id)}
+        suggestions={state.suggestions}
+        onWantSuggestions={() => (state.suggestionsWanted.value = true)}
+        onApply={state.applySuggestion}
+      />
+    </section>
+  );
+}
+
 function SummarySlot({ state }) {
   const shown = state.shown.value;
   if (!shown) return null;
   return <SummaryBar result={shown.result} stale={!state.result.value?.ok} units={state.units.value} />;
 }
 
+// Page order: the answer, the form, the details. Wide screens put the form in a column on the
+// left; on a phone the answer comes first, then the form, then the charts.
 export function App({ state }) {
   return (
     <div class="page">
+      <nav class="skip-links" aria-label="Skip links">
+        <a href="#results" class="skip-link">Skip to the answer</a>
+        <a href="#preset-input" class="skip-link">Skip to the form</a>
+      </nav>
       <HeaderSlot state={state} />
-      <main class="layout">
+      <main class="layout" id="main">
+        <AnswerSection state={state} />
         <ConfigForm state={state} />
-        <ResultsSection state={state} />
+        <DetailsSection state={state} />
       </main>
       <SummarySlot state={state} />
       <footer class="footer">
         Every number on this page comes from the memfit core (C++ compiled to WebAssembly), computed in your
-        browser. GiB = 2<sup>30</sup> bytes, GB = 10<sup>9</sup> bytes.
+        browser. GiB = 2<sup>30</sup> bytes, GB = 10<sup>9</sup> bytes. <a href="accuracy.html">How accurate is it?</a>
       </footer>
     </div>
   );

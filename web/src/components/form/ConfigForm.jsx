@@ -2,7 +2,8 @@
 import { computed } from '@preact/signals';
 import { useMemo, useState } from 'preact/hooks';
 
-import { formatBytes } from '../../format.js';
+import { formatBytes, formatCount } from '../../format.js';
+import { plainText } from '../../words.js';
 import { Field } from './Field.jsx';
 import { HfImport } from './HfImport.jsx';
 import { PresetPicker } from './PresetPicker.jsx';
@@ -89,6 +90,40 @@ function Architecture({ section, state }) {
   );
 }
 
+
+// A preset's limits, shown before they bite: a learned position table caps the sequence length.
+// When the sequence is longer, the two ways out are offered.
+function Limits({ state }) {
+  const kind = state.fieldValue('model.position_embedding');
+  const max = Number(state.fieldValue('model.max_position_embeddings'));
+  if (kind !== 'learned' || !Number.isInteger(max)) return null;
+  const raw = state.fieldValue('training.seq_len');
+  const seq = Number(raw);
+  const over = Number.isFinite(seq) && seq > max;
+  return (
+    <div class={`limit-note${over ? ' over' : ''}`} data-testid="preset-limit" role={over ? 'alert' : undefined}>
+      {over ? (
+        <>
+          <p>
+            This model has a learned position table of {formatCount(max)} positions: it cannot read sequences of{' '}
+            {formatCount(seq)} tokens.
+          </p>
+          <div class="inline">
+            <button type="button" class="button small" data-testid="limit-use-max" onClick={() => state.setField('training.seq_len', String(max))}>
+              Use {formatCount(max)} tokens
+            </button>
+            <button type="button" class="button small ghost" data-testid="limit-extend" onClick={() => state.setField('model.max_position_embeddings', String(seq))}>
+              Extend the table to {formatCount(seq)} positions
+            </button>
+          </div>
+        </>
+      ) : (
+        <p>Learned positions: sequences of up to {formatCount(max)} tokens.</p>
+      )}
+    </div>
+  );
+}
+
 const NO_ERRORS = [];
 
 function PresetSlot({ state }) {
@@ -97,11 +132,13 @@ function PresetSlot({ state }) {
     <PresetPicker
       presets={state.presets}
       value={state.presetId.value}
-      label={state.presetLabel.value}
+      label={plainText(state.presetLabel.value)}
       edited={isEdited(state)}
       errors={errorsSignal.value?.errors ?? NO_ERRORS}
       onChange={state.selectPreset}
-    />
+    >
+      <Limits state={state} />
+    </PresetPicker>
   );
 }
 

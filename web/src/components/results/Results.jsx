@@ -5,26 +5,38 @@ import { ActivationTerms, Notes } from './Notes.jsx';
 import { Parameters } from './Parameters.jsx';
 import { Phases } from './Phases.jsx';
 import { Scaling } from './Scaling.jsx';
+import { Sweep } from './Sweep.jsx';
 import { Applied, WaysToSave, WhatToChange } from './Suggestions.jsx';
 
-// Everything the core answered, in reading order. `stale`: the input is invalid and this is the
-// last valid answer (greyed). When the run does not fit (or is tight), what to change comes right
-// after the headline; when it fits, the ways to save memory wait, folded, below the GPU table.
-export function Results({ result, scaling, units, stale, onSelectGpu, suggestions, onWantSuggestions, applied, onApply, onUndo }) {
+// The answer: the headline and, when the run does not fit (or is tight), what to change. First on
+// the page (and first on a phone); `stale`: the input is invalid and this is the last valid answer.
+export function Answer({ result, units, stale, modelName, suggestions, applied, onApply, onUndo }) {
   const fits = result.fits.verdict === 'fits';
-  const change = { suggestions, units, stale, onApply };
   return (
-    <div class={`results-body${stale ? ' stale' : ''}`} data-stale={stale ? 'true' : 'false'} aria-busy={stale}>
-      <Headline result={result} units={units} />
+    <div class={`results-body answer${stale ? ' stale' : ''}`} data-stale={stale ? 'true' : 'false'} aria-busy={stale}>
+      <Headline result={result} units={units} modelName={modelName} />
       <AccuracyLine />
       {applied && <Applied applied={applied} onUndo={onUndo} />}
-      {!fits && <WhatToChange result={result} {...change} />}
+      {!fits && <WhatToChange result={result} suggestions={suggestions} units={units} stale={stale} onApply={onApply} />}
+    </div>
+  );
+}
+
+// Everything else the core answered, in reading order: the charts (each with its table), the GPU
+// table, the ways to save memory when the run fits, the model, the scaling table, notes.
+export function Details({ result, scaling, sweep, units, stale, view, onSelectGpu, suggestions, onWantSuggestions, onApply }) {
+  const fits = result.fits.verdict === 'fits';
+  const asTable = (name) => view.tables.includes(name);
+  const onTable = (name) => (on) => view.onTable(name, on);
+  return (
+    <div class={`results-body details${stale ? ' stale' : ''}`} aria-busy={stale}>
       <div class="results-grid">
-        <Breakdown result={result} units={units} />
-        <Phases result={result} units={units} />
+        <Breakdown result={result} units={units} asTable={asTable('breakdown')} onTable={onTable('breakdown')} />
+        <Phases result={result} units={units} asTable={asTable('timeline')} onTable={onTable('timeline')} />
       </div>
-      <GpuTable result={result} units={units} onSelectGpu={onSelectGpu} />
-      {fits && <WaysToSave {...change} onOpen={onWantSuggestions} />}
+      <Sweep sweep={sweep} short={view.sweep} onShort={view.onSweep} units={units} asTable={asTable('sweep')} onTable={onTable('sweep')} />
+      <GpuTable result={result} units={units} onSelectGpu={onSelectGpu} asTable={asTable('gpus')} onTable={onTable('gpus')} />
+      {fits && <WaysToSave suggestions={suggestions} units={units} stale={stale} onApply={onApply} onOpen={onWantSuggestions} />}
       <Parameters result={result} />
       <Scaling scaling={scaling} units={units} />
       <Notes result={result} />

@@ -4,7 +4,8 @@
 import { useState } from 'preact/hooks';
 
 import { fieldLabel } from '../../fields.js';
-import { flatten, valueText } from '../../url.js';
+import { flatten } from '../../url.js';
+import { plainMessage, plainText, valueWords } from '../../words.js';
 import { Bytes } from './Bytes.jsx';
 import { VerdictBadge } from './Verdict.jsx';
 
@@ -17,7 +18,7 @@ function Changes({ patch }) {
       {items.map(([path, value], i) => (
         <span key={path}>
           {i > 0 && ' · '}
-          {fieldLabel(path)} <code>{valueText(value)}</code>
+          {fieldLabel(path)}: <strong>{valueWords(path, value)}</strong>
         </span>
       ))}
     </span>
@@ -38,8 +39,8 @@ function SuggestionList({ answer, units, disabled, onApply }) {
       {list.map((s, i) => (
         <li key={s.title} class={`suggestion${i === 0 ? ' best' : ''}`} data-title={s.title} data-verdict={s.verdict}>
           <div class="suggestion-text">
-            <span class="suggestion-title">{s.title}</span>
-            <span class="suggestion-detail">{s.detail}</span>
+            <span class="suggestion-title">{plainText(s.title)}</span>
+            <span class="suggestion-detail">{plainMessage(s.detail)}</span>
             <Changes patch={s.patch} />
           </div>
           <div class="suggestion-result">
