@@ -21,7 +21,7 @@ function Messages({ id, errors, warnings }) {
   );
 }
 
-function TextInput({ id, field, value, invalid, describedBy, onChange }) {
+function TextInput({ id, field, value, invalid, describedBy, onChange, disabled }) {
   const auto = AUTO_VALUE[field.field];
   const shown = auto !== undefined && value === auto ? AUTO_TEXT : text(value);
   return (
@@ -33,6 +33,7 @@ function TextInput({ id, field, value, invalid, describedBy, onChange }) {
       spellcheck={false}
       class="control"
       value={shown}
+      disabled={disabled}
       aria-invalid={invalid}
       aria-describedby={describedBy}
       onInput={(e) => onChange(e.currentTarget.value)}
@@ -40,7 +41,7 @@ function TextInput({ id, field, value, invalid, describedBy, onChange }) {
   );
 }
 
-function Select({ id, options, value, invalid, describedBy, onChange }) {
+function Select({ id, options, value, invalid, describedBy, onChange, disabled }) {
   const current = text(value);
   const known = options.some((o) => o.value === current);
   return (
@@ -48,6 +49,7 @@ function Select({ id, options, value, invalid, describedBy, onChange }) {
       id={id}
       class="control"
       value={current}
+      disabled={disabled}
       aria-invalid={invalid}
       aria-describedby={describedBy}
       onChange={(e) => onChange(e.currentTarget.value)}
@@ -74,7 +76,7 @@ function Toggle({ id, value, invalid, describedBy, onChange }) {
   );
 }
 
-function ListChoices({ id, field, value, describedBy, onChange }) {
+function ListChoices({ id, field, value, describedBy, onChange, disabled }) {
   const items = Array.isArray(value) ? value : text(value).split(',').filter(Boolean);
   const all = [...field.choices, ...items.filter((v) => !field.choices.includes(v))];
   const toggle = (choice, on) => {
@@ -85,7 +87,7 @@ function ListChoices({ id, field, value, describedBy, onChange }) {
     <div class="chips" id={id} role="group" tabIndex={-1} aria-labelledby={`${id}-label`} aria-describedby={describedBy}>
       {all.map((choice) => (
         <label class={`chip ${field.choices.includes(choice) ? '' : 'chip-bad'}`} key={choice}>
-          <input type="checkbox" checked={items.includes(choice)} onChange={(e) => toggle(choice, e.currentTarget.checked)} />
+          <input type="checkbox" disabled={disabled} checked={items.includes(choice)} onChange={(e) => toggle(choice, e.currentTarget.checked)} />
           <span>{field.choices.includes(choice) ? choiceWords(field.field, choice).label : `${choice} (not a choice)`}</span>
         </label>
       ))}
@@ -119,7 +121,8 @@ export function Field({ field, value, errors = [], warnings = [], options, inact
   const hint = chosen || words.explain;
   const hasHint = Boolean(hint);
   const describedBy = [invalid && errId, hasHint && hintId].filter(Boolean).join(' ') || undefined;
-  const common = { id, field, value, invalid, describedBy, onChange };
+  // A field that does not apply (LoRA settings of a full fine-tune) is disabled, not faded.
+  const common = { id, field, value, invalid, describedBy, onChange, disabled: inactive };
   const kind = field.kind === 'list' ? 'list' : options || asChoices ? 'select' : field.kind === 'boolean' ? 'toggle' : 'text';
 
   return (
@@ -133,7 +136,7 @@ export function Field({ field, value, errors = [], warnings = [], options, inact
         ) : (
           <label class="field-label" for={id}>{label}{changed && <span class="changed-mark" title="edited: differs from the preset"> • edited</span>}</label>
         )}
-        {hasHint && <span class="field-hint" id={hintId}>{hint}</span>}
+        {hasHint && <span class="field-hint" id={hintId}>{hint}{inactive ? ' (applies to LoRA)' : ''}</span>}
       </div>
       <div class="field-control">
         {kind === 'text' && <TextInput {...common} />}
