@@ -6,6 +6,8 @@
 // and prints a size report (gzip and brotli). Nothing here runs in the browser.
 //   node web/build.mjs            (npm run build:web)
 //   MEMFIT_WASM_DIR=... to take the wasm files from elsewhere
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { copyFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -53,7 +55,9 @@ const common = {
   jsxImportSource: 'preact',
 };
 // The page's script (no wasm in it: the core runs in the worker).
-await build({ ...common, entryPoints: [join(web, 'src/main.jsx')], outfile: join(dist, 'main.js') });
+// splitting: the details (charts, tables) and the Hugging Face import are chunks of their own,
+// loaded after the first view.
+await build({ ...common, entryPoints: [join(web, 'src/main.jsx')], outdir: dist, splitting: true, chunkNames: 'chunks/[name]-[hash]' });
 // The core's Web Worker: worker.js with the Emscripten loader (memfit.mjs) bundled in.
 const wasmModule = {
   name: 'memfit-wasm-module',
@@ -62,9 +66,9 @@ const wasmModule = {
   },
 };
 await build({ ...common, entryPoints: [join(web, 'src/worker.js')], outfile: join(dist, 'worker.js'), plugins: [wasmModule] });
-await copyFile(join(web, 'index.html'), join(dist, 'index.html'));
 await copyFile(join(web, 'src/styles.css'), join(dist, 'styles.css'));
 await copyFile(join(wasmDir, 'memfit.wasm'), join(dist, 'memfit.wasm'));
+for (const name of ['icon.svg', 'manifest.webmanifest']) await copyFile(join(web, name), join(dist, name));
 
 // --- build-time modules (run here in node, never shipped) -----------------------------------
 // The page components rendered to HTML, and the core (the same wasm the worker runs) for the
@@ -80,6 +84,28 @@ await build({
 });
 const pages = await import(`${pathToFileURL(join(tmp, 'render.mjs')).href}?${Date.now()}`);
 const core = await pages.loadEngine(join(wasmDir, 'memfit.wasm'));
+
+// --- the calculator, prerendered ---------------------------------------------------------------
+// index.html carries the default configuration's numbers, computed now by the native command line
+// (checked equal to the wasm core's), so they are on screen at first paint; once the core runs in
+// the page, the live page takes their place (main.jsx). A share link for another configuration hides them until the core has answered
+// (the small inline script below, allowed by its hash in the page's CSP).
+const cli = resolve(root, process.env.MEMFIT_CLI ?? 'build/cli/memfit');
+const nativeEstimate = (await exists(cli))
+  ? (config) => JSON.parse(execFileSync(cli, ['--config', '-', '--json'], { input: JSON.stringify(config) }).toString())
+  : (console.warn(`no native command line at ${cli}: the prerendered numbers come from the wasm core alone`), null);
+const data = core.staticData();
+const initial = pages.initialAnswers(core, data, nativeEstimate);
+const appHtml = pages.renderCalculator(data, initial);
+// Hide the prerendered numbers when the address asks for another configuration (or view): they
+// would be the wrong ones until the core answers.
+const linkScript = "if(location.search.replace(/^\\?(v=1)?$/,''))document.documentElement.classList.add('from-link')";
+const hash = (text) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+const indexHtml = (await readFile(join(web, 'index.html'), 'utf8'))
+  .replace('%SCRIPT_HASHES%', hash(linkScript))
+  .replace('%LINK_SCRIPT%', linkScript)
+  .replace('%APP%', appHtml);
+await writeFile(join(dist, 'index.html'), indexHtml);
 
 // --- the accuracy pages ---------------------------------------------------------------------
 const summary = JSON.parse(await readFile(join(root, 'docs/data/accuracy_summary.json'), 'utf8'));

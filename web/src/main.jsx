@@ -1,5 +1,8 @@
-// Entry point: start the core's worker, build the state from the address bar once the core has
-// sent its static data, and keep the address bar in step.
+// Entry point. index.html arrives with the default configuration's numbers already in it
+// (prerendered at build time), so they are on screen at first paint. Meanwhile this starts the
+// core's worker and loads the details (charts and tables); once the core has answered for the
+// address's configuration, the live page takes the prerendered one's place, keeping anything typed
+// into it and the focus. The address bar then follows the configuration.
 import { render } from 'preact';
 import { effect } from '@preact/signals';
 
@@ -9,11 +12,61 @@ import { createAppState } from './state.js';
 
 const root = document.getElementById('app');
 const URL_DELAY_MS = 150;
+const FIRST_ANSWERS_MS = 600;
 
+const details = import('./components/results/Details.jsx');
 const core = startPageCore();
-core.ready
-  .then((data) => {
+
+// What was typed into the prerendered form before the page came alive: [path, value].
+function typedBefore(container) {
+  const typed = [];
+  for (const el of container.querySelectorAll('.field [id^="field-"]')) {
+    const path = el.closest('.field')?.dataset.field;
+    if (!path) continue;
+    if (el.type === 'checkbox' && el.checked !== el.defaultChecked) typed.push([path, el.checked]);
+    else if (el.tagName === 'SELECT' && !el.options[el.selectedIndex]?.defaultSelected) typed.push([path, el.value]);
+    else if (el.tagName === 'INPUT' && el.type !== 'checkbox' && el.value !== el.defaultValue) typed.push([path, el.value]);
+  }
+  return typed;
+}
+
+// Resolves once the core's first answers are in (the estimate, then the sweep and, when the run
+// does not fit, the suggestions), or after FIRST_ANSWERS_MS.
+function firstAnswers(state) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done(), FIRST_ANSWERS_MS);
+    let stop = () => {};
+    const done = () => {
+      clearTimeout(timer);
+      queueMicrotask(() => stop());
+      resolve();
+    };
+    stop = effect(() => {
+      const result = state.result.value;
+      if (!result) return;
+      if (!result.ok) return done();
+      if (state.sweep.value === null) return;
+      if (result.fits.verdict !== 'fits' && state.suggestions.value === null) return;
+      done();
+    });
+  });
+}
+
+Promise.all([core.ready, details])
+  .then(async ([data, { Details }]) => {
     const state = createAppState(core, data, { search: location.search });
+    for (const [path, value] of typedBefore(root)) state.setField(path, value);
+    await firstAnswers(state);
+    const focused = root.contains(document.activeElement) ? document.activeElement : null;
+    const focus = focused?.id ? { id: focused.id, start: focused.selectionStart, end: focused.selectionEnd } : null;
+    root.textContent = '';
+    render(<App state={state} Details={Details} />, root);
+    document.documentElement.classList.remove('from-link');
+    if (focus) {
+      const el = document.getElementById(focus.id);
+      el?.focus();
+      if (el && typeof focus.start === 'number') el.setSelectionRange?.(focus.start, focus.end);
+    }
     // The address bar follows the configuration. replaceState is slow and rate-limited by
     // browsers, so typing updates it once the keystrokes pause (the Copy link button is exact).
     let timer = 0;
@@ -24,8 +77,6 @@ core.ready
         if (url !== `${location.pathname}${location.search}${location.hash}`) history.replaceState(history.state, '', url);
       }, URL_DELAY_MS);
     });
-    root.textContent = '';
-    render(<App state={state} />, root);
     // Ready once the core's first answer (numbers, or the input's problems) is on screen.
     effect(() => {
       if (state.result.value) document.documentElement.dataset.ready = 'true';
@@ -33,6 +84,7 @@ core.ready
   })
   .catch((error) => {
     console.error(error);
+    document.documentElement.classList.remove('from-link');
     root.textContent = '';
     render(<LoadError error={error} />, root);
   });

@@ -32,8 +32,9 @@ const keyOf = (config) => JSON.stringify(config);
 
 // core: the client of core.js ({ latest, call }). data: the core's static data ({ schema,
 // defaults, presets, gpus }). search: the page's location.search (the share link).
-// initial: an answer of the core's `view` for the link's configuration, when one is at hand
-// (the prerendered page's), so the first render needs no round trip.
+// initial: the core's answers for the link's configuration, when at hand (the prerendered page's):
+// { config, result, base, scaling, sweep: { field, answer }, suggestions }, so the first render
+// needs no round trip and matches the prerendered page.
 export function createAppState(core, data, { search = '', warn = (...args) => console.warn(...args), fetchImpl, initial = null, settleMs = 250 } = {}) {
   const { schema, defaults, presets, gpus } = data;
   const fieldByPath = new Map(schema.map((f) => [f.field, f]));
@@ -50,8 +51,10 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   for (const problem of linkView.problems) warn(`memfit: link: ${problem}`);
   const { [`${MODEL_PREFIX}preset`]: linkPreset, ...linkEdits } = link.values;
 
-  const presetId = signal(linkPreset ?? defaults.model.preset);  // '' when the model is custom
-  const edits = signal(linkEdits);            // field path → value as the user typed it
+  const linkPresetValue = linkPreset ?? defaults.model.preset;
+  const linkEditsValue = linkEdits;
+  const presetId = signal(linkPresetValue);  // '' when the model is custom
+  const edits = signal(linkEditsValue);       // field path → value as the user typed it
   const units = signal(linkView.view.units);  // 'GiB' (2^30) or 'GB' (10^9): display only
   const tables = signal(linkView.view.tables);  // charts shown as tables
   const sweepName = signal(linkView.view.sweep);  // the swept field's short name
@@ -80,11 +83,14 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   };
 
   const disposers = [];
+  // The first answers (for the address's configuration) are asked for at once; the wait below
+  // applies once the user edits.
+  let edited = false;
   // The slower answers (suggestions, sweeps: tens of estimates) are asked for once the form has
   // been still for a moment, so the core's worker does not compete with typing for the CPU.
   // Returns the effect's cleanup (a newer answer cancels the wait).
   const later = (ask) => {
-    if (!settleMs) {
+    if (!settleMs || !edited) {
       ask();
       return undefined;
     }
@@ -157,7 +163,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   // What to change (the core's suggestions) for the configuration on screen: asked for when the
   // run does not fit, or when the user opens the list. { key, answer } of the shown configuration.
   const suggestionsWanted = signal(false);
-  const suggestionsAnswer = signal(null);
+  const suggestionsAnswer = signal(initial?.suggestions ? { key: keyOf(initial.config), answer: initial.suggestions } : null);
   disposers.push(effect(() => {
     const s = shown.value;
     if (!s) return undefined;
@@ -180,7 +186,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   // Memory against micro-batch or sequence length (the core's sweep, in the worker), for the
   // configuration on screen. { key, field, answer }.
   const sweepField = computed(() => SWEEP_FIELDS[sweepName.value]);
-  const sweepAnswer = signal(null);
+  const sweepAnswer = signal(initial?.sweep ? { key: keyOf(initial.config), ...initial.sweep } : null);
   disposers.push(effect(() => {
     const s = shown.value;
     const field = sweepField.value;
@@ -207,6 +213,10 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   const isEdited = (path) => path in edits.value;
 
   // --- actions ------------------------------------------------------------------------------
+  disposers.push(effect(() => {
+    if (edits.value !== linkEditsValue || presetId.value !== linkPresetValue) edited = true;
+  }));
+
   function setField(path, raw) {
     const next = { ...edits.value };
     const fromPreset = isModelPath(path) && presetId.value !== ''

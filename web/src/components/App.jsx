@@ -1,7 +1,7 @@
 import { ConfigForm } from './form/ConfigForm.jsx';
 import { ErrorBanner } from './ErrorBanner.jsx';
 import { Header } from './Header.jsx';
-import { Answer, Details } from './results/Results.jsx';
+import { Answer } from './results/Answer.jsx';
 import { SummaryBar } from './results/SummaryBar.jsx';
 import { fieldDomId } from './form/Field.jsx';
 import { fieldLabel } from '../fields.js';
@@ -28,7 +28,9 @@ function summary(result, shown, units) {
 // Each part below reads the signals it shows, so a keystroke re-renders the results (and the one
 // field typed in), not the whole page.
 function HeaderSlot({ state }) {
-  const href = `${location.origin}${location.pathname}?${state.query.value}`;
+  // Prerendered at build time there is no address: the page's own is filled in once it runs.
+  const here = typeof location === 'undefined' ? '' : `${location.origin}${location.pathname}`;
+  const href = `${here}?${state.query.value}`;
   return (
     <Header
       units={state.units.value}
@@ -81,9 +83,11 @@ function AnswerSection({ state }) {
   );
 }
 
-function DetailsSection({ state }) {
+// Details: the charts and tables, drawn by `Details` (a module loaded next to the first view);
+// until it is there, an empty area.
+function DetailsSection({ state, Details }) {
   const shown = state.shown.value;
-  if (!shown) return <section class="details-area" id="details" aria-label="Details" />;
+  if (!shown || !Details) return <section class="details-area" id="details" aria-label="Details" />;
   const view = {
     tables: state.tables.value,
     sweep: state.sweepName.value,
@@ -116,7 +120,7 @@ function SummarySlot({ state }) {
 
 // Page order: the answer, the form, the details. Wide screens put the form in a column on the
 // left; on a phone the answer comes first, then the form, then the charts.
-export function App({ state }) {
+export function App({ state, Details = null }) {
   return (
     <div class="page">
       <nav class="skip-links" aria-label="Skip links">
@@ -127,7 +131,7 @@ export function App({ state }) {
       <main class="layout" id="main">
         <AnswerSection state={state} />
         <ConfigForm state={state} />
-        <DetailsSection state={state} />
+        <DetailsSection state={state} Details={Details} />
       </main>
       <SummarySlot state={state} />
       <footer class="footer">

@@ -1,7 +1,7 @@
 // A breakdown term with its glossary entry: what it is, how it is counted, where from. The entry
 // shows on hover and on keyboard focus of the "?" button (Escape hides it), and is the button's
 // description for screen readers.
-import { termWords } from '../words.js';
+import { termWords } from '../glossary.js';
 
 export function Term({ k, label }) {
   const w = termWords(k);

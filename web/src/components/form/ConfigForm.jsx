@@ -1,11 +1,10 @@
 // The configuration form: the preset picker and import, then every schema field by section.
 import { computed } from '@preact/signals';
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 
 import { formatBytes, formatCount } from '../../format.js';
 import { plainText } from '../../words.js';
 import { Field } from './Field.jsx';
-import { HfImport } from './HfImport.jsx';
 import { PresetPicker } from './PresetPicker.jsx';
 
 const LORA_ONLY = new Set(['training.finetune.lora_rank', 'training.finetune.lora_targets', 'training.finetune.base_bits']);
@@ -142,16 +141,33 @@ function PresetSlot({ state }) {
   );
 }
 
+// Import from Hugging Face: the fold is drawn at once; what is inside (the paste box, the Hub
+// fetch, the answer) is loaded when it is first opened (it is not part of the first view).
+let loadImport = null;
 function HfImportSlot({ state }) {
+  const [Body, setBody] = useState(null);
+  const [open, setOpen] = useState(false);
+  const busy = state.imported.value !== null || state.hub.value.status !== 'idle';
+  const shown = open || busy;
+  useEffect(() => {
+    if (!shown || Body) return;
+    loadImport ??= import('./HfImport.jsx');
+    loadImport.then((m) => setBody(() => m.HfImportBody));
+  }, [shown, Body]);
   return (
-    <HfImport
-      text={state.pasteText.value}
-      onText={(t) => (state.pasteText.value = t)}
-      onImport={(t) => state.importConfig(t)}
-      hub={state.hub.value}
-      onFetch={state.fetchFromHub}
-      answer={state.imported.value}
-    />
+    <details class="import" open={shown} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Import from Hugging Face</summary>
+      {shown && (Body ? (
+        <Body
+          text={state.pasteText.value}
+          onText={(t) => (state.pasteText.value = t)}
+          onImport={(t) => state.importConfig(t)}
+          hub={state.hub.value}
+          onFetch={state.fetchFromHub}
+          answer={state.imported.value}
+        />
+      ) : <p class="field-hint">Loading…</p>)}
+    </details>
   );
 }
 

@@ -4,22 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { formatCount } from '../../format.js';
 
-const COMPONENT_LABELS = {
-  token_embedding: 'Token embedding',
-  position_embedding: 'Position embedding',
-  token_type_embedding: 'Token-type embedding',
-  embedding_norm: 'Embedding norm',
-  attention: 'Attention',
-  mlp: 'MLP',
-  router: 'Router',
-  experts: 'Experts',
-  shared_experts: 'Shared experts',
-  block_norms: 'Block norms',
-  final_norm: 'Final norm',
-  head: 'Output head',
-  pooler: 'Pooler',
-};
-export const componentLabel = (key) => COMPONENT_LABELS[key] ?? key.replace(/_/g, ' ');
+import { componentLabel } from '../componentLabel.js';
 
 export function ComponentTable({ byComponent, total, caption }) {
   return (
@@ -85,10 +70,9 @@ const kib = (n) => `${Math.max(1, Math.round(n / 1024))} KiB`;
 
 // The paste box is uncontrolled: typing in it re-renders nothing. `text` (from the Hub) is put in
 // when it changes; a long text is kept aside and named instead of shown.
-export function HfImport({ text, onText, onImport, hub, onFetch, answer }) {
+export function HfImportBody({ text, onText, onImport, hub, onFetch, answer }) {
   const [modelId, setModelId] = useState('');
   const [dragging, setDragging] = useState(false);
-  const [open, setOpen] = useState(false);
   const [aside, setAside] = useState(null);  // { text, name } too long to show
   const [empty, setEmpty] = useState(true);
   const area = useRef(null);
@@ -130,8 +114,7 @@ export function HfImport({ text, onText, onImport, hub, onFetch, answer }) {
   const current = () => aside?.text ?? area.current?.value ?? '';
 
   return (
-    <details class="import" open={open || answer !== null || hub.status !== 'idle'} onToggle={(e) => setOpen(e.currentTarget.open)}>
-      <summary>Import from Hugging Face</summary>
+    <>
       <form
         class="hub-row"
         onSubmit={(e) => {
@@ -207,6 +190,6 @@ export function HfImport({ text, onText, onImport, hub, onFetch, answer }) {
         <button type="button" class="button" disabled={empty && !aside} onClick={() => take(current(), 'the config.json')}>Use this config</button>
       </div>
       <ImportAnswer answer={answer} />
-    </details>
+    </>
   );
 }

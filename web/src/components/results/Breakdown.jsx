@@ -1,7 +1,7 @@
 // Where the memory goes: result.breakdown as a stacked bar (SVG) and a table that is its legend
 // and its fallback. Each term has its glossary entry.
 import { formatBytes, share } from '../../format.js';
-import { termWords } from '../../words.js';
+import { termWords } from '../../glossary.js';
 import { ChartCard, useWidth } from '../charts/ChartCard.jsx';
 import { Term } from '../Term.jsx';
 import { Bytes } from './Bytes.jsx';

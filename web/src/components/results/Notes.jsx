@@ -1,6 +1,7 @@
 // The core's notes (conventions that applied) and warnings, as text.
 import { fieldLabel } from '../../fields.js';
-import { activationTermLabel, plainMessage, plainText } from '../../words.js';
+import { activationTermLabel } from '../../glossary.js';
+import { plainMessage, plainText } from '../../words.js';
 import { Bytes } from './Bytes.jsx';
 
 export function Notes({ result }) {

@@ -1,26 +1,13 @@
+// The details (charts and tables): loaded next to the first view, not in it (main.jsx imports
+// this module while the core starts).
 import { Breakdown } from './Breakdown.jsx';
 import { GpuTable } from './GpuTable.jsx';
-import { AccuracyLine, Headline } from './Headline.jsx';
 import { ActivationTerms, Notes } from './Notes.jsx';
 import { Parameters } from './Parameters.jsx';
 import { Phases } from './Phases.jsx';
 import { Scaling } from './Scaling.jsx';
 import { Sweep } from './Sweep.jsx';
-import { Applied, WaysToSave, WhatToChange } from './Suggestions.jsx';
-
-// The answer: the headline and, when the run does not fit (or is tight), what to change. First on
-// the page (and first on a phone); `stale`: the input is invalid and this is the last valid answer.
-export function Answer({ result, units, stale, modelName, suggestions, applied, onApply, onUndo }) {
-  const fits = result.fits.verdict === 'fits';
-  return (
-    <div class={`results-body answer${stale ? ' stale' : ''}`} data-stale={stale ? 'true' : 'false'} aria-busy={stale}>
-      <Headline result={result} units={units} modelName={modelName} />
-      <AccuracyLine />
-      {applied && <Applied applied={applied} onUndo={onUndo} />}
-      {!fits && <WhatToChange result={result} suggestions={suggestions} units={units} stale={stale} onApply={onApply} />}
-    </div>
-  );
-}
+import { WaysToSave } from './Suggestions.jsx';
 
 // Everything else the core answered, in reading order: the charts (each with its table), the GPU
 // table, the ways to save memory when the run fits, the model, the scaling table, notes.
