@@ -66,9 +66,12 @@ const wasmModule = {
   },
 };
 await build({ ...common, entryPoints: [join(web, 'src/worker.js')], outfile: join(dist, 'worker.js'), plugins: [wasmModule] });
+// The embed forms: the iframe card's script, and the web component (one file, its styles inside).
+await build({ ...common, entryPoints: [join(web, 'src/embed/embed-page.jsx')], outfile: join(dist, 'embed.js') });
+await build({ ...common, entryPoints: [join(web, 'src/embed/memfit-estimate.jsx')], outfile: join(dist, 'memfit-estimate.js'), loader: { '.css': 'text' } });
 await copyFile(join(web, 'src/styles.css'), join(dist, 'styles.css'));
 await copyFile(join(wasmDir, 'memfit.wasm'), join(dist, 'memfit.wasm'));
-for (const name of ['icon.svg', 'manifest.webmanifest']) await copyFile(join(web, name), join(dist, name));
+for (const name of ['icon.svg', 'manifest.webmanifest', 'embed.html']) await copyFile(join(web, name), join(dist, name));
 
 // --- build-time modules (run here in node, never shipped) -----------------------------------
 // The page components rendered to HTML, and the core (the same wasm the worker runs) for the

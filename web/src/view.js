@@ -5,7 +5,8 @@
 
 export const CHARTS = ['breakdown', 'timeline', 'sweep', 'gpus'];
 export const SWEEP_FIELDS = { micro_batch_size: 'training.micro_batch_size', seq_len: 'training.seq_len' };
-export const VIEW_PARAMS = new Set(['units', 'tables', 'sweep']);
+// view and theme belong to the embed forms (embed/link.js); the page ignores them quietly.
+export const VIEW_PARAMS = new Set(['units', 'tables', 'sweep', 'view', 'theme']);
 export const DEFAULT_VIEW = Object.freeze({ units: 'GiB', tables: Object.freeze([]), sweep: 'micro_batch_size' });
 
 // URLSearchParams-able text → { view, problems: [text] } (a bad value falls back to the default).

@@ -199,6 +199,7 @@ export function plainText(text) {
     return words ? `${words[0]}: ` : whole;
   });
   return out
+    .replace(/\s*\(see `memfit [^`]*`\)/g, '')
     .replace(/\s*\(seeds\/\d+(?:\s+seeds\/\d+)*\)/g, '')
     .replace(/seeds\/(\d+)/g, 'source document $1')
     .replace(/\bthe seeds'/gi, 'the source documents\'')

@@ -36,6 +36,7 @@ function HeaderSlot({ state }) {
       units={state.units.value}
       onUnits={(u) => (state.units.value = u)}
       href={href}
+      query={state.query.value}
       onReset={state.resetAll}
     />
   );
