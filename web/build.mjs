@@ -8,7 +8,7 @@
 //   MEMFIT_WASM_DIR=... to take the wasm files from elsewhere
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -102,7 +102,16 @@ const initial = pages.initialAnswers(core, data, nativeEstimate);
 const appHtml = pages.renderCalculator(data, initial);
 // Hide the prerendered numbers when the address asks for another configuration (or view): they
 // would be the wrong ones until the core answers.
-const linkScript = "if(location.search.replace(/^\\?(v=1)?$/,''))document.documentElement.classList.add('from-link')";
+// Opened from a file, the page's module does not run at all (browsers refuse module scripts and
+// workers from files): this classic script says so, in words, above the prerendered numbers.
+const fileNote = '<h2>memfit cannot compute from a file</h2><p>This page was opened from a file, and browsers do not run its core ' +
+  '(a Web Worker with WebAssembly) from files. The numbers below are for the default configuration. To change them, open ' +
+  '<strong>memfit.html</strong> (the single-file build) instead, or serve this folder (<code>python3 -m http.server</code>) ' +
+  'and open http://localhost:8000/.</p>';
+const linkScript = "if(location.search.replace(/^\\?(v=1)?$/,''))document.documentElement.classList.add('from-link');" +
+  "if(location.protocol=='file:')addEventListener('DOMContentLoaded',function(){if(document.getElementById('memfit-worker'))return;" +
+  "document.documentElement.classList.remove('from-link');var d=document.createElement('div');d.className='load-error';" +
+  `d.setAttribute('role','alert');d.innerHTML=${JSON.stringify(fileNote)};var a=document.getElementById('app');a.insertBefore(d,a.firstChild)})`;
 const hash = (text) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
 const indexHtml = (await readFile(join(web, 'index.html'), 'utf8'))
   .replace('%SCRIPT_HASHES%', hash(linkScript))
@@ -173,6 +182,55 @@ ${body}
 </body>
 </html>
 `;
+}
+
+// --- offline: the service worker, its file list written in -----------------------------------
+{
+  const files = (await readdir(dist, { recursive: true })).filter((f) => !f.endsWith('/') && f !== 'sw.js' && f !== 'memfit.html');
+  const listed = [];
+  const digest = createHash('sha256');
+  for (const f of files.sort()) {
+    const data = await readFile(join(dist, f)).catch(() => null);
+    if (!data) continue;  // a folder
+    listed.push(f);
+    digest.update(f).update(data);
+  }
+  const version = digest.digest('hex').slice(0, 16);
+  const sw = (await readFile(join(web, 'sw.js'), 'utf8'))
+    .replace('self.__MEMFIT_FILES__', JSON.stringify(listed))
+    .replace('self.__MEMFIT_VERSION__', JSON.stringify(version));
+  await writeFile(join(dist, 'sw.js'), sw);
+}
+
+// --- memfit.html: the whole calculator in one file, for opening from disk ----------------------
+// The page's script without chunks, the worker's code and the wasm (base64) inline; the worker
+// starts from a blob (core.js reads them); the CSP allows exactly these inline scripts by hash.
+{
+  const single = await build({ ...common, entryPoints: [join(web, 'src/main.jsx')], write: false, outdir: dist });
+  const mainCode = single.outputFiles.find((f) => f.path.endsWith('.js')).text;
+  // The worker as a classic script (a blob module worker does not start in a page opened from a
+  // file): the Emscripten loader's import.meta.url is only read when no wasm bytes are given.
+  const classic = await build({ ...common, format: 'iife', write: false, outfile: join(tmp, 'worker-classic.js'),
+    entryPoints: [join(web, 'src/worker.js')], plugins: [wasmModule], define: { 'import.meta.url': 'undefined' }, logLevel: 'error' });
+  const workerCode = classic.outputFiles[0].text;
+  const wasm64 = (await readFile(join(dist, 'memfit.wasm'))).toString('base64');
+  const css = await readFile(join(dist, 'styles.css'), 'utf8');
+  for (const [name, text] of [['the page script', mainCode], ['the worker', workerCode], ['the styles', css]]) {
+    if (/<\/(script|style)/i.test(text)) throw new Error(`${name} contains a closing tag: it cannot be inlined`);
+  }
+  const html = indexHtml
+    .replace(/<link rel="stylesheet" href="styles\.css">/, () => `<style>${css}</style>`)
+    .replace(/<script type="module" src="main\.js"><\/script>/, () => `<script type="module">${mainCode}</script>`)
+    .replace(/<link rel="manifest"[^>]*>\n\s*/, '')
+    .replace(/<link rel="icon"[^>]*>/, '<link rel="icon" href="data:,">')
+    .replace('</body>', () => `<script type="text/plain" id="memfit-worker">${workerCode}</script>\n<script type="text/plain" id="memfit-wasm">${wasm64}</script>\n</body>`)
+    .replace(/script-src [^;]*;/, `script-src 'wasm-unsafe-eval' ${hash(linkScript)} ${hash(mainCode)};`)
+    .replace(/connect-src [^;]*;/, "connect-src https://huggingface.co https://*.huggingface.co https://*.hf.co;")
+    .replace("default-src 'self';", "default-src 'none';")
+    .replace("style-src 'self' 'unsafe-inline';", "style-src 'unsafe-inline';")
+    .replace("img-src 'self' data:;", 'img-src data:;')
+    .replace("frame-src 'self';", '');
+  await writeFile(join(dist, 'memfit.html'), html);
 }
 
 const ok = await sizeReport(dist);

@@ -75,8 +75,17 @@ export function startCore({ createWorker, init = {} }) {
   };
 }
 
-// The page's worker: worker.js beside the page's script, the wasm beside it (or given as bytes).
-export function startPageCore({ workerUrl = new URL('./worker.js', import.meta.url), wasmUrl, wasmBinary } = {}) {
-  const init = wasmBinary ? { wasmBinary } : { wasmUrl: String(wasmUrl ?? new URL('./memfit.wasm', import.meta.url)) };
+// The page's worker: worker.js beside the page's script, the wasm beside it. In the single-file
+// build (memfit.html) both are in the page (#memfit-worker, #memfit-wasm): the worker starts from a
+// blob and gets the wasm's bytes.
+export function startPageCore({ workerUrl = new URL('./worker.js', import.meta.url), wasmUrl } = {}) {
+  const inlineWorker = globalThis.document?.getElementById('memfit-worker');
+  const inlineWasm = globalThis.document?.getElementById('memfit-wasm');
+  if (inlineWorker && inlineWasm) {
+    const bytes = Uint8Array.from(atob(inlineWasm.textContent.trim()), (c) => c.charCodeAt(0));
+    const blob = URL.createObjectURL(new Blob([inlineWorker.textContent], { type: 'text/javascript' }));
+    return startCore({ createWorker: () => new Worker(blob, { name: 'memfit-core' }), init: { wasmBinary: bytes } });
+  }
+  const init = { wasmUrl: String(wasmUrl ?? new URL('./memfit.wasm', import.meta.url)) };
   return startCore({ createWorker: () => new Worker(workerUrl, { type: 'module', name: 'memfit-core' }), init });
 }

@@ -9,9 +9,10 @@ import { setPath } from './paths.js';
 // The wasm module (createMemfit from memfit.mjs), instantiated from `wasmBinary` or fetched from
 // `wasmUrl` (streaming) or, with neither, from beside memfit.mjs.
 export async function loadModule(createMemfit, { wasmBinary, wasmUrl } = {}) {
-  const options = {};
+  // locateFile always: without it the Emscripten loader resolves the wasm against its own
+  // address, which a worker started from a blob does not have.
+  const options = { locateFile: (name) => (name.endsWith('.wasm') && wasmUrl ? wasmUrl : name) };
   if (wasmBinary) options.wasmBinary = wasmBinary;
-  else if (wasmUrl) options.locateFile = (name) => (name.endsWith('.wasm') ? wasmUrl : name);
   return createMemfit(options);
 }
 

@@ -84,17 +84,27 @@ Promise.all([core.ready, details])
   })
   .catch((error) => {
     console.error(error);
+    // The prerendered numbers stay (they are right for the default configuration); the reason the
+    // page cannot compute others goes above them.
+    const prerendered = root.querySelector('.page') && !document.documentElement.classList.contains('from-link');
     document.documentElement.classList.remove('from-link');
-    root.textContent = '';
-    render(<LoadError error={error} />, root);
+    if (!prerendered) root.textContent = '';
+    const box = document.createElement('div');
+    root.prepend(box);
+    render(<LoadError error={error} />, box);
   });
+
+// Offline: a service worker caches the site (not for a page opened from a file).
+if ('serviceWorker' in navigator && location.protocol.startsWith('http') && !document.getElementById('memfit-worker')) {
+  addEventListener('load', () => navigator.serviceWorker.register('sw.js').catch(() => {}));
+}
 
 // The core could not start: say so in words, and what to do.
 function LoadError({ error }) {
   const local = location.protocol === 'file:';
   return (
     <div class="load-error" role="alert">
-      <h1>memfit could not start</h1>
+      <h2>memfit could not start its core</h2>
       <p>The memfit core (WebAssembly, run in a Web Worker) did not load: {String(error?.message ?? error)}.</p>
       {local ? (
         <p>This page was opened from a file. Browsers do not run Web Workers and WebAssembly from files: open
