@@ -554,6 +554,10 @@ class Probe:
         if self.cuda:
             self.torch.cuda.synchronize()
 
+    def empty_cache(self):
+        if self.cuda:
+            self.torch.cuda.empty_cache()
+
     def reset(self):
         if self.cuda:
             self.torch.cuda.synchronize()
@@ -611,16 +615,16 @@ def _convert_outputs_to_fp32(forward):
         return wrapped, "local equivalent of accelerate's convert_outputs_to_fp32"
 
 
-def run_steps(c, device, tiny=False, steps=3, quant_dir=None):
+def run_steps(c, device, tiny=False, steps=3, quant_dir=None, probe=None):
     """Builds the configuration's model on `device` and runs `steps` training steps; returns the
-    measurement record (bytes are absolute torch.cuda numbers; None on a CPU)."""
+    measurement record (bytes are absolute torch.cuda numbers; None on a CPU). `probe`: the
+    statistics source (tests pass a stand-in)."""
     import torch
-    probe = Probe(device)
+    probe = probe or Probe(device)
     rec = {"sdpa_backend": sdpa_choice(c, device, tiny)}
     torch.manual_seed(0)
     gc.collect()
-    if probe.cuda:
-        torch.cuda.empty_cache()
+    probe.empty_cache()
     probe.reset()
     rec["baseline"] = {"allocated_bytes": probe.allocated(), "reserved_bytes": probe.reserved(),
                        "device_used_bytes": probe.device_used()}
@@ -701,9 +705,9 @@ def run_steps(c, device, tiny=False, steps=3, quant_dir=None):
     rec["use_cache"] = bool(getattr(getattr(model, "config", None), "use_cache", False))
     del model, opt, params, ids, labels, call
     gc.collect()
+    probe.empty_cache()
     if probe.cuda:
-        torch.cuda.empty_cache()
-        rec["after_cleanup_allocated_bytes"] = torch.cuda.memory_allocated()
+        rec["after_cleanup_allocated_bytes"] = probe.allocated()
         rec["leaked_bytes"] = rec["after_cleanup_allocated_bytes"] - rec["baseline"]["allocated_bytes"]
     rec["seconds"] = round(time.time() - t0, 3)
     return rec
@@ -809,10 +813,9 @@ def environment(device):
 
 # --------------------------------------------------------------------------- memfit
 def find_memfit(arg):
-    for cand in ([arg] if arg else []) + [os.path.join(ROOT, "build", "cli", "memfit")]:
-        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return None
+    """--memfit BIN exactly as given; else build/cli/memfit when it is built."""
+    cand = arg or os.path.join(ROOT, "build", "cli", "memfit")
+    return cand if os.path.isfile(cand) and os.access(cand, os.X_OK) else None
 
 
 def memfit_gpu_table(binary):
