@@ -1263,6 +1263,11 @@ def main(argv=None):
             print("cuda_grid: --reuse needs memfit (build it: cmake --build build --target memfit)", file=sys.stderr)
             return 2
         return reuse(args.reuse, args, memfit)
+    missing = [m for m in ("torch", "transformers", "peft") if not importable(m)]
+    if missing:
+        print("cuda_grid: this interpreter lacks %s (tools/validate/requirements-cuda.txt; on a CPU machine "
+              "tools/frameworks/setup_venv.sh makes .venv-frameworks)" % ", ".join(missing), file=sys.stderr)
+        return 2
     warnings.filterwarnings("ignore")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
