@@ -121,9 +121,9 @@ await writeFile(join(dist, 'index.html'), indexHtml);
 
 // --- the accuracy pages ---------------------------------------------------------------------
 const summary = JSON.parse(await readFile(join(root, 'docs/data/accuracy_summary.json'), 'utf8'));
-const cases = JSON.parse(await readFile(join(root, 'tools/accuracy/cases.json'), 'utf8'));
-const records = JSON.parse(await readFile(join(root, 'docs/data/published_measurements.json'), 'utf8'));
-const points = pages.accuracyPoints(core, cases, records);
+// The points are the report's: each published run's measurement and memfit's estimate of it, from
+// the same build that wrote docs/accuracy.md (tools/accuracy/accuracy.py).
+const { points } = JSON.parse(await readFile(join(root, 'docs/data/accuracy_points.json'), 'utf8'));
 await writeFile(join(dist, 'accuracy.html'), pageShell({
   title: 'How accurate is memfit?',
   description: 'How close memfit\'s estimates come to published GPU memory measurements of real training runs.',

@@ -243,8 +243,9 @@ ConfigParse parse_config(const Json& json) {
 
   // A preset supplies the model; explicit fields then override it. A model described without a
   // preset starts from the plain defaults, not from the default preset's hidden details.
-  if (json.find("model") && !find_path(json, "model.preset")) out.config.model = ModelSpec{};
   const Json* preset = find_path(json, "model.preset");
+  const bool no_preset = !preset || preset->is_null() || (preset->is_string() && preset->as_string().empty());
+  if (json.find("model") && no_preset) out.config.model = ModelSpec{};
   if (preset && !(preset->is_string() && preset->as_string().empty())) {
     const auto model = preset->is_string() ? preset_model(preset->as_string()) : std::nullopt;
     if (!model) {

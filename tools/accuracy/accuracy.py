@@ -39,6 +39,9 @@ CASES = os.path.join("tools", "accuracy", "cases.json")
 MEASUREMENTS = os.path.join("docs", "data", "published_measurements.json")
 OUT_MD = os.path.join("docs", "accuracy.md")
 OUT_JSON = os.path.join("docs", "data", "accuracy_summary.json")
+# Every scored case's measured value and memfit's estimate of it (bytes), for the page's scatter.
+OUT_POINTS = os.path.join("docs", "data", "accuracy_points.json")
+EXCLUDING = ("torch_compile", "float8", "padded_seq_cap", "screenshot_value")
 GRID = os.path.join("tools", "validate", "grid.py")
 GRID_JSON = os.path.join("tools", "validate", "out", "grid.json")
 
@@ -1224,6 +1227,23 @@ def build_summary(rows, cases_path, meas_path, binary_display, ooms=(), failures
     return out
 
 
+def write_points(path, rows):
+    """The scatter's points: what each published run measured and what memfit estimated (the build that
+    wrote the report), in bytes, with the case's kind, source and whether memfit can express it."""
+    points = []
+    for r in rows:
+        flags = r["case"].get("flags", [])
+        points.append({"id": r["case"]["id"], "kind": r["case"]["kind"], "label": r["case"].get("setup_summary", ""),
+                       "source": r["record"]["source"]["title"], "quantity": r["case"]["quantity"],
+                       "measured": round(r["measured"]), "predicted": round(r["estimate"]),
+                       "error": round(r["error"], 6), "provisional": bool(r["provisional"]),
+                       "expressible": not any(f in EXCLUDING or f.startswith("unmodelled_") for f in flags)})
+    with open(path, "w") as f:
+        json.dump({"about": "written by tools/accuracy/accuracy.py with the report; memfit's estimate of each "
+                            "published measurement", "points": points}, f, indent=0)
+        f.write("\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memfit", default=DEFAULT_MEMFIT, help="memfit binary (default build/cli/memfit, from the repo root)")
@@ -1259,6 +1279,8 @@ def main(argv=None):
     with open(at_root(args.out_json), "w") as f:
         json.dump(summary, f, indent=1)
         f.write("\n")
+    if os.path.abspath(at_root(args.out_json)) == os.path.abspath(os.path.join(ROOT, OUT_JSON)):
+        write_points(os.path.join(ROOT, OUT_POINTS), rows)
     h = summary["headline"]["all"]
     print(f"{len(rows)} cases scored, {len(ooms)} out-of-memory checks, {len(failures)} not run: "
           f"median |error| {h['median_abs_error'] * 100:.1f} %, p90 {h['p90_abs_error'] * 100:.1f} %, "

@@ -17,31 +17,6 @@ export async function loadEngine(wasmPath) {
 }
 
 // Flags that keep a published run out of "the cases memfit can express" (tools/accuracy).
-const NOT_EXPRESSIBLE = new Set(['torch_compile', 'float8', 'padded_seq_cap', 'screenshot_value']);
-
-// Every scored case (tools/accuracy/cases.json) → its measured bytes (the published value in the
-// unit the case resolved) and memfit's estimate of the same quantity (the core, now).
-export function accuracyPoints(core, cases, records) {
-  const byId = new Map(records.map((r) => [r.id, r]));
-  return cases.cases.map((c) => {
-    const record = byId.get(c.id);
-    const measured = Number(record.measured.value) * cases.units[c.measured_unit];
-    const answer = core.estimate(c.config);
-    if (!answer.ok) throw new Error(`${c.id}: the core refused its configuration: ${JSON.stringify(answer.errors)}`);
-    const predicted = answer[c.quantity];
-    return {
-      id: c.id,
-      kind: c.kind,
-      label: c.setup_summary,
-      source: record.source.title,
-      measured,
-      predicted,
-      error: (predicted - measured) / measured,
-      expressible: !(c.flags ?? []).some((f) => NOT_EXPRESSIBLE.has(f) || f.startsWith('unmodelled_')),
-    };
-  });
-}
-
 export function renderAccuracy({ summary, points }) {
   const counts = new Map();
   for (const p of points) counts.set(p.source, (counts.get(p.source) ?? 0) + 1);
