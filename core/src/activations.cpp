@@ -406,6 +406,7 @@ Bytes seed_activation_bytes(const Config& c) {
 }
 
 ActivationModel activation_model(const Config& c, const ParameterCount& params) {
+  if (uses_encoder_activation_model(c.model)) return encoder_activation_model(c, params);
   const ModelSpec& m = c.model;
   const Training& tr = c.training;
   const Dims d = make_dims(c);
@@ -436,6 +437,7 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
 // the saved log-probabilities, the incoming gradient and log_softmax's gradient: three V-wide
 // tensors at once.
 LossModel loss_model(const Config& c) {
+  if (uses_encoder_activation_model(c.model)) return encoder_loss_model(c);
   const ModelSpec& m = c.model;
   LossModel out;
   if (m.output_head != OutputHead::kLm) return out;

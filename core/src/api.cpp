@@ -62,7 +62,7 @@ Json import_hf_json(std::string_view text) {
   reference.training.implementation = imported.reference;
   const Json reference_json = config_to_json(reference);
   Json training = Json::object();
-  for (const char* key : {"softmax_dtype", "attention_mask"}) {
+  for (const char* key : {"softmax_dtype", "logits_dtype", "attention_mask"}) {
     const Json* value = reference_json.find("training")->find(key);
     if (value->as_string() != "auto") training.set(key, *value);
   }

@@ -201,6 +201,9 @@ void apply_preset_reference(const Json& json, const Implementation& reference, C
   if (reference.attention_mask != AttentionMask::kAuto && !find_path(json, "training.attention_mask")) {
     impl.attention_mask = reference.attention_mask;
   }
+  if (reference.logits_dtype != LogitsDtype::kAuto && !find_path(json, "training.logits_dtype")) {
+    impl.logits_dtype = reference.logits_dtype;
+  }
 }
 
 }  // namespace

@@ -31,8 +31,11 @@ CHECKPOINTING = ["none", "selective", "full", "selective_op"]
 # a field (with a default that reproduces the old behaviour) does not count as a change.
 IGNORED = {
     "config": {
-        "model": ["residual_dropout"],
-        "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask"],
+        "model": ["residual_dropout", "normalize_before", "activation_function", "num_labels", "lm_head_transform",
+                  "is_encoder_decoder", "num_decoder_layers", "decoder_attention_heads", "decoder_ffn_dim",
+                  "relative_attention_num_buckets", "position_buckets", "max_relative_positions", "pos_att_type",
+                  "share_att_key", "norm_rel_ebd"],
+        "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "target_len"],
     },
     "result": ["implementation"],
 }
