@@ -146,20 +146,27 @@ Bytes norm_output_element(const ModelSpec& m, const Run& r) {
   return m.norm == NormKind::kLayerNorm && r.autocast ? kFp32Bytes : r.stream;
 }
 
+// Whether each linear (or LoRA adapter) reading one norm output keeps a copy of its own (see
+// stream_input_bytes).
+bool copies_per_reader(const ModelSpec& m, const Run& r) {
+  return r.autocast && (r.lora || norm_output_element(m, r) != r.act);
+}
+
 // The saved input of `readers` linear layers reading one norm output: under autocast an fp32
 // tensor is cast by each linear to its own bf16 copy; otherwise they share the tensor. Under LoRA a
-// frozen linear keeps nothing and each adapter keeps its input (PEFT's lora_A) and its rank-r
-// output (lora_B's input).
+// frozen linear keeps nothing and each adapter keeps its input (lora_A's) and its rank-r output
+// (lora_B's); under autocast PEFT first casts the input to the fp32 adapter's dtype
+// (LoraLayer._cast_input_dtype) and autocast casts it back, so each adapter keeps its own copy.
 Bytes stream_input_bytes(const ModelSpec& m, const Run& r, Count tokens, Count width, std::int64_t readers,
                          unsigned target_bits) {
   const Bytes element = norm_output_element(m, r);
-  const bool casts = r.autocast && element != r.act;
   if (r.lora) {
     const Count adapters = static_cast<std::int64_t>(__builtin_popcount(r.targets & target_bits));
     if (adapters.is_zero()) return Bytes{0};
-    const Bytes input = tokens * width * (casts ? r.act : element);
-    return (casts ? input * adapters : input) + adapters * tokens * r.rank * r.act;
+    const Bytes input = tokens * width * (r.autocast ? r.act : element);
+    return (r.autocast ? input * adapters : input) + adapters * tokens * r.rank * r.act;
   }
+  const bool casts = r.autocast && element != r.act;
   return casts ? tokens * width * r.act * readers : tokens * width * element;
 }
 
@@ -227,7 +234,8 @@ void attention_terms(const ModelSpec& m, const Run& r, const Stack& st, std::vec
     fused_core(r, st, rows, rows, t);
     if (r.kernel == Kernel::kBiased) {
       add(t, "attention.position_bias", position_bias_bytes(r, st, rows, rows));
-      if (st.decoder) add(t, "attention.causal_mask", rows * rows * kMaskBytes);
+      // torch.where keeps its condition for the bias table's gradient (none when frozen, LoRA)
+      if (st.decoder && !r.lora) add(t, "attention.causal_mask", rows * rows * kMaskBytes);
     }
   }
 }
@@ -236,9 +244,9 @@ void cross_attention_terms(const ModelSpec& m, const Run& r, const Stack& dec, b
                            std::vector<NamedBytes>& t) {
   const Count tokens = dec.tokens(r);
   add(t, "cross_attention.q_input", stream_input_bytes(m, r, tokens, r.hidden, 1, kLoraQ));
-  // Under autocast k and v cast the encoder output in every decoder block; otherwise all blocks
-  // read the one tensor (counted once, outside the blocks).
-  if (r.autocast && norm_output_element(m, r) != r.act) {
+  // Under autocast k and v (or their adapters) copy the encoder output in every decoder block;
+  // otherwise all blocks read the one tensor (counted once, outside the blocks).
+  if (copies_per_reader(m, r)) {
     add(t, "cross_attention.kv_input", stream_input_bytes(m, r, r.batch * r.src, r.hidden, 2, kLoraK | kLoraV));
   }
   if (r.kernel == Kernel::kEager) {
@@ -443,9 +451,7 @@ Bytes outside_bytes(const ModelSpec& m, const Run& r, Checkpointing checkpointin
     if (r.residual_dropout) bytes += stacks_tokens * r.hidden * kMaskBytes;
   }
   if (decoder) {
-    if (!(r.autocast && norm_output_element(m, r) != r.act)) {
-      bytes += stream_input_bytes(m, r, src_tokens, r.hidden, 2, kLoraK | kLoraV);
-    }
+    if (!copies_per_reader(m, r)) bytes += stream_input_bytes(m, r, src_tokens, r.hidden, 2, kLoraK | kLoraV);
     if (r.kernel == Kernel::kBiased && r.src.value() % kBiasAlignment == 0) {
       bytes += position_bias_bytes(r, decoder_stack(m, r), r.tgt, r.src);
     }
@@ -456,8 +462,24 @@ Bytes outside_bytes(const ModelSpec& m, const Run& r, Checkpointing checkpointin
 // ---------------------------------------------------------------------------------------------
 // The whole step
 
+// Under LoRA the first block of each stack reads the frozen embedding's output, which needs no
+// gradient: a pre-norm block's first norm keeps nothing, and eager attention keeps the copy of q
+// only if k is adapted (for k's gradient) and the copy of k only if q is.
+Bytes first_block_saving(const ModelSpec& m, const Run& r, const Stack& st) {
+  if (!r.lora) return Bytes{0};
+  Bytes saving{0};
+  if (m.normalize_before) saving += norm_bytes(m, r, st.tokens(r));
+  if (r.kernel == Kernel::kEager && m.attention_type != AttentionType::kDisentangled) {
+    const Count per_row = r.batch * st.heads * st.head_dim;
+    if (!(r.targets & kLoraK)) saving += per_row * st.seq * r.act;
+    if (!(r.targets & kLoraQ)) saving += per_row * st.seq * r.act;
+  }
+  return saving;
+}
+
 struct Body {
   Bytes encoder_layer, decoder_layer;
+  Bytes first_block_saving;  // what the first block of each stack keeps less (LoRA)
   Count encoder_layers, decoder_layers;
   std::vector<NamedBytes> terms;  // one encoder block's and one decoder block's terms, named by stack
   Bytes largest_layer;
@@ -477,6 +499,8 @@ Body body(const Config& c, const Run& r) {
     for (const NamedBytes& t : dec) b.terms.push_back({"decoder." + t.name, t.bytes});
   }
   b.largest_layer = max(b.encoder_layer, b.decoder_layer);
+  b.first_block_saving = first_block_saving(m, r, encoder_stack(m, r)) +
+                         (b.decoder_layers.is_zero() ? Bytes{0} : first_block_saving(m, r, decoder_stack(m, r)));
   return b;
 }
 
@@ -528,7 +552,7 @@ Bytes checkpoint_argument_bytes(const ModelSpec& m, const Run& r, const Body& b)
   }
   if (!b.decoder_layers.is_zero()) {
     if (r.kernel == Kernel::kEager) bytes += r.batch * tgt * tgt * r.stream;
-    if (r.autocast && norm_output_element(m, r) != r.act) bytes += r.batch * src * r.hidden * norm_output_element(m, r);
+    if (copies_per_reader(m, r)) bytes += r.batch * src * r.hidden * norm_output_element(m, r);
   }
   if (m.attention_type == AttentionType::kDisentangled) {
     const Count rows = m.relative_embedding_rows();
@@ -556,7 +580,7 @@ Bytes blocks_bytes(const Config& c, const Run& r, const Body& b) {
       break;
     case Checkpointing::kNone: break;
   }
-  return b.encoder_layer * b.encoder_layers + b.decoder_layer * b.decoder_layers;
+  return b.encoder_layer * b.encoder_layers + b.decoder_layer * b.decoder_layers - b.first_block_saving;
 }
 
 // Backward's working memory: one layer's largest gradients (eager scores or the MLP), two
