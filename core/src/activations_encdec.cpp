@@ -488,7 +488,9 @@ struct Body {
 Body body(const Config& c, const Run& r) {
   const ModelSpec& m = c.model;
   Body b;
-  b.encoder_layers = m.num_hidden_layers;
+  // An encoder-only model's busiest pipeline stage holds ceil(L / pp) blocks (an encoder-decoder
+  // runs unsplit: validate.cpp).
+  b.encoder_layers = ceil_div(Count(m.num_hidden_layers), c.parallel.pipeline);
   b.decoder_layers = builds_decoder(m) ? m.decoder_layers() : 0;
   const std::vector<NamedBytes> enc = encoder_block_terms(m, r, encoder_stack(m, r));
   b.encoder_layer = sum(enc);
@@ -616,10 +618,21 @@ ActivationModel encoder_activation_model(const Config& c, const ParameterCount& 
   ActivationModel out;
   out.layer_terms = b.terms;
   out.embedding_saved_bytes = outside_bytes(c.model, r, c.training.checkpointing);
-  out.saved_bytes = blocks_bytes(c, r, b) + out.embedding_saved_bytes;
+  // Up to `pipeline` micro-batches are in flight on the first stage (1F1B).
+  const std::int64_t in_flight =
+      c.parallel.pipeline > 1 ? std::min(c.parallel.pipeline, c.training.grad_accum_steps) : 1;
+  out.saved_bytes = (blocks_bytes(c, r, b) + out.embedding_saved_bytes) * in_flight;
   if (c.training.activation_offload) {
-    const bool recomputed = c.training.checkpointing == Checkpointing::kFull;
-    out.saved_bytes = (recomputed ? Bytes{0} : b.largest_layer) + out.embedding_saved_bytes;
+    // One block's tensors stay on the GPU while its backward runs: none under full checkpointing
+    // (the recomputed block is backward's working memory), one block without its recomputed
+    // attention core under selective.
+    Bytes resident = b.largest_layer;
+    if (c.training.checkpointing == Checkpointing::kFull) resident = Bytes{0};
+    else if (c.training.checkpointing != Checkpointing::kNone && r.kernel == Kernel::kEager) {
+      const std::string enc_prefix = c.model.is_encoder_decoder ? "encoder." : "";
+      resident = max(without_core(b.terms, enc_prefix), without_core(b.terms, "decoder."));
+    }
+    out.saved_bytes = resident + out.embedding_saved_bytes;
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
   out.layer_backward_working_bytes = backward_working_bytes(c, r, b);
