@@ -5,7 +5,7 @@
 // modeling_bart.py, modeling_roberta.py, modeling_deberta_v2.py) and checked against what they
 // really save (tools/frameworks/measure_encdec.py: saved_tensors_hooks on tiny models, CUDA autocast
 // emulated, CUDA's sdpa kernels emulated where the CPU takes another path; the results are in
-// tools/frameworks/out/encdec.json and pinned by tests/core/encdec_activations_test.cpp).
+// tools/frameworks/out/encdec.json and pinned by tests/core/encdec_test.cpp).
 //
 // Symbols: B sequences, S source tokens (the encoder), T target tokens (the decoder), d hidden,
 // h heads of size k (D = h·k), f the MLP inner size, V the vocabulary; s the compute element
@@ -221,8 +221,8 @@ Bytes position_bias_bytes(const Run& r, const Stack& st, Count rows, Count cols)
   return st.heads * rows * round_up(cols, kBiasAlignment) * r.act;
 }
 
-// The attention sublayer of one block (self-attention; for a decoder block also the
-// cross-attention over the encoder output, whose k and v inputs are counted by the caller).
+// The self-attention sublayer of one block: the q/k/v input, the kernel's tensors, the o input
+// (T5 under sdpa: its bias, and the decoder's causal condition).
 void attention_terms(const ModelSpec& m, const Run& r, const Stack& st, std::vector<NamedBytes>& t) {
   const Count tokens = st.tokens(r);
   const Count rows = st.seq;
@@ -240,6 +240,8 @@ void attention_terms(const ModelSpec& m, const Run& r, const Stack& st, std::vec
   }
 }
 
+// A decoder block's cross-attention: queries from the decoder (T rows) over the encoder output
+// (S rows), whose k and v inputs are counted here only when each block keeps its own copy.
 void cross_attention_terms(const ModelSpec& m, const Run& r, const Stack& dec, bool shared_bias,
                            std::vector<NamedBytes>& t) {
   const Count tokens = dec.tokens(r);
