@@ -296,15 +296,32 @@ void read_deberta_v2(Reader& r, ModelSpec& m, HfImport& out) {
     if (m.max_relative_positions < 1) m.max_relative_positions = -1;
     m.share_att_key = r.boolean("share_att_key", false);
     m.norm_rel_ebd = r.text("norm_rel_ebd", "none").find("layer_norm") != std::string::npos;
-    bool c2p = false, p2c = false;
+    bool c2p = false, p2c = false, valid = true;
     if (const Json* types = r.raw("pos_att_type"); types && !types->is_null()) {
-      // A list (["p2c", "c2p"]) or, in older configs, a "p2c|c2p" string.
-      const std::string joined = types->is_string() ? types->as_string() : types->is_array() ? types->dump() : "";
-      c2p = joined.find("c2p") != std::string::npos;
-      p2c = joined.find("p2c") != std::string::npos;
+      // A list (["p2c", "c2p"]) or, in older configs, a "p2c|c2p" string; a list is refused unread
+      // when longer than the two names it can hold.
+      const auto name = [&](std::string_view s) {
+        if (s == "c2p") c2p = true;
+        else if (s == "p2c") p2c = true;
+        else valid = false;
+      };
+      if (types->is_string()) {
+        const std::string& text = types->as_string();
+        const std::size_t bar = text.find('|');
+        name(std::string_view(text).substr(0, bar));
+        if (bar != std::string::npos) name(std::string_view(text).substr(bar + 1));
+      } else if (types->is_array() && types->items().size() <= 2) {
+        for (const Json& item : types->items()) {
+          if (item.is_string()) name(item.as_string());
+          else valid = false;
+        }
+      } else {
+        valid = false;
+      }
     }
-    if (!c2p && !p2c) {
-      out.errors.push_back({"pos_att_type", "must name c2p, p2c or both when relative_attention is true"});
+    if (!valid || (!c2p && !p2c)) {
+      out.errors.push_back({"pos_att_type", "must name c2p, p2c or both (a list, or \"p2c|c2p\") when "
+                                            "relative_attention is true"});
     }
     m.pos_att_type = c2p && p2c ? PosAttType::kC2pP2c : c2p ? PosAttType::kC2p : PosAttType::kP2c;
   }

@@ -236,6 +236,9 @@ TEST(EncoderDecoder, ImporterRefusesWhatItDoesNotModel) {
   std::string deberta = read_fixture("microsoft__deberta-v3-base.json");
   deberta.insert(deberta.find('{') + 1, R"("conv_kernel_size":3,)");
   EXPECT_NE(errors(deberta).find("conv_kernel_size"), std::string::npos);
+  std::string long_list = read_fixture("microsoft__deberta-v3-base.json");
+  long_list.replace(long_list.find("\"p2c\","), 6, R"("p2c","c2p","c2p",)");
+  EXPECT_NE(errors(long_list).find("pos_att_type"), std::string::npos);
   std::string roberta = read_fixture("FacebookAI__roberta-base.json");
   roberta.replace(roberta.find("514"), 3, "2");
   EXPECT_NE(errors(roberta).find("max_position_embeddings"), std::string::npos);
