@@ -430,7 +430,7 @@ Bytes outside_bytes(const ModelSpec& m, const Run& r, Checkpointing checkpointin
       }
     }
     if (m.type_vocab_size > 0) bytes += (positions_per_token ? src_tokens : Count(r.src)) * kInt64Bytes;
-    // (inside the first block, which full checkpointing recomputes)
+    // T5's bucket indices are saved inside the first block, which full checkpointing recomputes.
     if (m.position_embedding == PositionKind::kRelativeBias && checkpointing != Checkpointing::kFull) {
       bytes += Count(r.src) * r.src * kInt64Bytes;
       if (decoder) bytes += Count(r.tgt) * r.tgt * kInt64Bytes;
