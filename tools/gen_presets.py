@@ -20,6 +20,19 @@ KEYS_READ = {
     "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "n_routed_experts",
     "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "topk_method", "num_nextn_predict_layers",
 }
+# Keys only the encoder-decoder (T5, BART) and encoder (RoBERTa, DeBERTa) families read.
+T5_KEYS = {"d_model", "num_layers", "num_decoder_layers", "num_heads", "d_kv", "d_ff", "feed_forward_proj",
+           "relative_attention_num_buckets", "n_positions"}
+BERT_LIKE_KEYS = {"hidden_act", "position_embedding_type"}
+FAMILY_KEYS = {
+    "t5": T5_KEYS, "mt5": T5_KEYS,
+    "bart": {"d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
+             "encoder_ffn_dim", "decoder_ffn_dim", "activation_function", "normalize_before", "add_final_layer_norm"},
+    "roberta": BERT_LIKE_KEYS, "xlm-roberta": BERT_LIKE_KEYS,
+    "deberta-v2": BERT_LIKE_KEYS | {"position_biased_input", "relative_attention", "position_buckets",
+                                    "max_relative_positions", "share_att_key", "norm_rel_ebd", "pos_att_type",
+                                    "conv_kernel_size", "embedding_size"},
+}
 
 
 def main():
@@ -30,7 +43,8 @@ def main():
     ]
     for p in presets:
         config = json.loads((ROOT / "tests/fixtures/hf" / p["fixture"]).read_text())
-        kept = {k: v for k, v in config.items() if k in KEYS_READ}
+        keys = KEYS_READ | FAMILY_KEYS.get(config.get("model_type"), set())
+        kept = {k: v for k, v in config.items() if k in keys}
         text = json.dumps(kept, separators=(",", ":"))
         count = f"{p['published']:_}".replace("_", "'")
         lines.append(f'{{{json.dumps(p["id"])}, {json.dumps(p["name"])}, {json.dumps(p["family"])},')

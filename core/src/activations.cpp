@@ -489,6 +489,7 @@ Bytes seed_activation_bytes(const Config& c) {
 }
 
 ActivationModel activation_model(const Config& c, const ParameterCount& params) {
+  if (uses_encoder_activation_model(c.model)) return encoder_activation_model(c, params);
   const ModelSpec& m = c.model;
   const Training& tr = c.training;
   const Dims d = make_dims(c);
@@ -589,8 +590,22 @@ void fused_linear_loss(const LossShape& s, const ImplementationProfile& p, const
 
 }  // namespace
 
+// The gradient of the head's weight (or of the tied embedding it shares), made in backward.
+Bytes head_weight_grad_bytes(const Config& c, const ParameterCount& params) {
+  const ModelSpec& m = c.model;
+  if (m.output_head != OutputHead::kLm || is_peft(c)) return Bytes{0};
+  const Count head = m.tie_word_embeddings ? params.component_count(Component::kTokenEmbedding)
+                                           : params.component_count(Component::kHead);
+  return head * recipe_for(c.training.precision).gradients / c.parallel.tensor;
+}
+
 LossModel loss_model(const Config& c, const ParameterCount& params) {
   const ModelSpec& m = c.model;
+  if (uses_encoder_activation_model(m)) {
+    LossModel out = encoder_loss_model(c);
+    out.head_grad_bytes = head_weight_grad_bytes(c, params);
+    return out;
+  }
   LossModel out;
   if (m.output_head != OutputHead::kLm) return out;
   const PrecisionRecipe& r = recipe_for(c.training.precision);
@@ -605,12 +620,7 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   s.labels = s.d.tokens * kInt64Bytes;
   s.logits = s.d.tokens * s.vocab * s.d.act;
   out.head_input_bytes = s.d.tokens * s.d.hidden_split * s.d.act;
-  // The gradient of the head's weight (or of the tied embedding it shares).
-  if (!s.d.lora) {
-    const Count head = m.tie_word_embeddings ? params.component_count(Component::kTokenEmbedding)
-                                             : params.component_count(Component::kHead);
-    out.head_grad_bytes = head * r.gradients / c.parallel.tensor;
-  }
+  out.head_grad_bytes = head_weight_grad_bytes(c, params);
   const ImplementationProfile& profile = implementation_profile(impl.framework);
   switch (impl.loss) {
     case LossKernel::kChunked: chunked_loss(s, profile, out); break;

@@ -37,6 +37,12 @@ struct LossModel {
 ActivationModel activation_model(const Config& config, const ParameterCount& params);
 LossModel loss_model(const Config& config, const ParameterCount& params);
 
+// Encoder-decoder models (T5, BART) and post-norm encoders (RoBERTa, XLM-R, DeBERTa):
+// activations_encdec.cpp, which activation_model and loss_model hand such a model to.
+bool uses_encoder_activation_model(const ModelSpec& model);
+ActivationModel encoder_activation_model(const Config& config, const ParameterCount& params);
+LossModel encoder_loss_model(const Config& config);
+
 // The seeds' formula (seeds/000, seeds/001): L·B·T·(34d + 5hT) bytes, or B·T·(34d + 5hT) with
 // full checkpointing. 34 and 5 include the 2 bytes per fp16 element (Korthikanti et al. 2022).
 Bytes seed_activation_bytes(const Config& config);

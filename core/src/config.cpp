@@ -204,6 +204,9 @@ void apply_preset_reference(const Json& json, const Implementation& reference, C
   if (reference.projections != Projections::kAuto && !find_path(json, "training.projections")) {
     impl.projections = reference.projections;
   }
+  if (reference.logits_dtype != LogitsDtype::kAuto && !find_path(json, "training.logits_dtype")) {
+    impl.logits_dtype = reference.logits_dtype;
+  }
 }
 
 }  // namespace

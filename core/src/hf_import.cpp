@@ -69,6 +69,17 @@ class Reader {
     return v->as_bool();
   }
 
+  // A string key: the fallback when absent; an error naming the key when not a string.
+  std::string text(const char* key, const char* fallback) {
+    const Json* v = json_.find(key);
+    if (!v || v->is_null()) return fallback;
+    if (!v->is_string()) {
+      out_.errors.push_back({key, "must be a string; got " + describe(*v)});
+      return fallback;
+    }
+    return v->as_string();
+  }
+
   bool has(const char* key) const {
     const Json* v = json_.find(key);
     return v && !v->is_null();
@@ -145,6 +156,185 @@ void read_qwen_moe_layers(Reader& r, ModelSpec& m, HfImport& out) {
   m.first_k_dense_replace = layers - sparse;
 }
 
+// transformers' ACT2FN names, by what the activation saves for backward (config.hpp HiddenAct).
+// gelu_pytorch_tanh (F.gelu(approximate="tanh")) saves its input as the erf GELU does.
+bool hidden_act_from_name(const std::string& name, HiddenAct& act) {
+  if (name == "gelu" || name == "gelu_fast") act = HiddenAct::kGelu;
+  else if (name == "gelu_pytorch_tanh") act = HiddenAct::kGeluPytorchTanh;
+  else if (name == "gelu_new") act = HiddenAct::kGeluNew;
+  else if (name == "relu") act = HiddenAct::kRelu;
+  else if (name == "silu" || name == "swish") act = HiddenAct::kSilu;
+  else return false;
+  return true;
+}
+
+void read_hidden_act(Reader& r, const char* key, const char* fallback, ModelSpec& m, HfImport& out) {
+  const std::string name = r.text(key, fallback);
+  if (!hidden_act_from_name(name, m.hidden_act)) {
+    out.errors.push_back({key, describe(Json::string(name)) + " is not supported; supported: gelu, gelu_new, "
+                                                              "gelu_pytorch_tanh, relu, silu"});
+  }
+}
+
+// T5 / T5 v1.1 / Flan-T5 / mT5 (Raffel et al. 2020; transformers' T5Config): an encoder and a
+// decoder of pre-norm blocks with RMS-style T5LayerNorm (no mean, no bias), no biases anywhere, a
+// relative position bias table in the first block of each stack, and feed_forward_proj "relu"
+// (v1.0) or "gated-gelu" (v1.1, Flan: wi_0 / wi_1 with gelu_new). transformers 5 ties lm_head to
+// the shared embedding whatever tie_word_embeddings says (T5Config.__post_init__ keeps the flag only
+// as scale_decoder_outputs), but loading a checkpoint that stores its own lm_head.weight unties it
+// again (PreTrainedModel.tie_weights: two different stored values are not tied); v1.1, Flan-T5 and
+// mT5 store one, so tie_word_embeddings false counts it, as their published sizes do.
+void read_t5(Reader& r, ModelSpec& m, HfImport& out) {
+  m.vocab_size = r.integer({"vocab_size"}, 32128, true, 1);
+  m.hidden_size = r.integer({"d_model", "hidden_size"}, 512, true, 1);
+  m.num_hidden_layers = r.integer({"num_layers", "num_hidden_layers"}, 6, true, 1, max_layers());
+  m.num_decoder_layers = r.integer({"num_decoder_layers"}, m.num_hidden_layers, false, 1, max_layers());
+  m.num_attention_heads = r.integer({"num_heads", "num_attention_heads"}, 8, true, 1);
+  m.head_dim = r.integer({"d_kv", "head_dim"}, 64, false, 1);
+  m.intermediate_size = r.integer({"d_ff"}, 2048, false, 1);
+  m.relative_attention_num_buckets = r.integer({"relative_attention_num_buckets"}, 32, false, 1);
+  m.max_position_embeddings = r.integer({"n_positions"}, 512, false, 1, 1'000'000'000);
+  const std::string proj = r.text("feed_forward_proj", "relu");
+  const bool gated = proj.rfind("gated-", 0) == 0;
+  const std::string act = gated ? proj.substr(6) : proj;
+  // T5Config maps "gated-gelu" to gelu_new (the tanh approximation v1.1 was trained with).
+  if (!hidden_act_from_name(gated && act == "gelu" ? "gelu_new" : act, m.hidden_act)) {
+    out.errors.push_back({"feed_forward_proj", describe(Json::string(proj)) + " is not supported; supported: relu, "
+                                                                             "gelu, gelu_new, silu, each optionally gated-"});
+  }
+  m.mlp = gated ? MlpKind::kGated : MlpKind::kPlain;
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+  m.is_encoder_decoder = true;
+  m.norm = NormKind::kRmsNorm;
+  m.norm_bias = false;
+  m.position_embedding = PositionKind::kRelativeBias;
+  m.attention_bias = m.mlp_bias = false;
+  m.norms_per_block = 2;
+  m.final_norm = true;
+}
+
+// BART (Lewis et al. 2020; transformers' BartConfig): post-norm encoder and decoder blocks with
+// biased projections and LayerNorm, learned positions with 2 extra rows per stack
+// (BartLearnedPositionalEmbedding's offset), layernorm_embedding in each stack, a GELU MLP and an
+// lm_head tied to the shared embedding (final_logits_bias is a buffer, not a parameter).
+void read_bart(Reader& r, ModelSpec& m, HfImport& out) {
+  m.vocab_size = r.integer({"vocab_size"}, 50265, true, 1);
+  m.hidden_size = r.integer({"d_model", "hidden_size"}, 1024, true, 1);
+  m.num_hidden_layers = r.integer({"encoder_layers"}, 12, true, 1, max_layers());
+  m.num_decoder_layers = r.integer({"decoder_layers"}, 12, true, 1, max_layers());
+  m.num_attention_heads = r.integer({"encoder_attention_heads"}, 16, true, 1);
+  m.decoder_attention_heads = r.integer({"decoder_attention_heads"}, 16, true, 1);
+  m.intermediate_size = r.integer({"encoder_ffn_dim"}, 4096, true, 1);
+  m.decoder_ffn_dim = r.integer({"decoder_ffn_dim"}, 4096, true, 1);
+  m.max_position_embeddings = r.integer({"max_position_embeddings"}, 1024, true, 1);
+  m.position_embedding_offset = 2;
+  read_hidden_act(r, "activation_function", "gelu", m, out);
+  m.normalize_before = r.boolean("normalize_before", false);
+  if (m.normalize_before) {
+    out.errors.push_back({"normalize_before", "true (mBART-style pre-norm BART) is not supported for model_type "
+                                              "\"bart\""});
+  }
+  m.final_norm = r.boolean("add_final_layer_norm", false);
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+  m.is_encoder_decoder = true;
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.position_embedding = PositionKind::kLearned;
+  m.attention_bias = m.mlp_bias = true;
+  m.embedding_norm = true;
+  m.norms_per_block = 2;
+}
+
+// BERT-style encoders (RoBERTa, XLM-RoBERTa, DeBERTa-v2/v3): word, position and token-type
+// embeddings and their LayerNorm, post-norm blocks (two LayerNorms each), a pooler on the bare
+// model, and a masked-LM head (dense, GELU, LayerNorm, decoder tied to the word embeddings, a
+// vocabulary bias) when output_head is lm.
+void read_bert_like(Reader& r, ModelSpec& m, HfImport& out) {
+  m.vocab_size = r.integer({"vocab_size"}, 30522, true, 1);
+  m.hidden_size = r.integer({"hidden_size"}, 768, true, 1);
+  m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1, max_layers());
+  m.num_attention_heads = r.integer({"num_attention_heads"}, 12, true, 1);
+  m.intermediate_size = r.integer({"intermediate_size"}, 3072, true, 1);
+  m.max_position_embeddings = r.integer({"max_position_embeddings"}, 512, true, 1);
+  m.type_vocab_size = r.integer({"type_vocab_size"}, 2, false, 0);
+  read_hidden_act(r, "hidden_act", "gelu", m, out);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.position_embedding = PositionKind::kLearned;
+  m.attention_bias = m.mlp_bias = true;
+  m.embedding_norm = true;
+  m.final_norm = false;
+  m.normalize_before = false;
+  m.pooler = true;
+  m.output_head = OutputHead::kNone;
+  m.lm_head_transform = true;
+  m.lm_head_bias = true;
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+  const std::string position_type = r.text("position_embedding_type", "absolute");
+  if (position_type != "absolute") {
+    out.errors.push_back({"position_embedding_type", describe(Json::string(position_type)) +
+                                                         " is not supported; supported: absolute"});
+  }
+}
+
+// DeBERTa-v2 / v3 (He et al. 2021, 2023; transformers' DebertaV2Model): disentangled attention
+// over content and log-bucketed relative positions (one relative embedding table shared by all
+// layers, with its LayerNorm when norm_rel_ebd is "layer_norm"), absolute positions only when
+// position_biased_input, no pooler on the bare model (ContextPooler belongs to the
+// classification head).
+void read_deberta_v2(Reader& r, ModelSpec& m, HfImport& out) {
+  read_bert_like(r, m, out);
+  m.type_vocab_size = r.integer({"type_vocab_size"}, 0, false, 0);
+  m.pooler = false;
+  if (!r.boolean("position_biased_input", true)) m.position_embedding = PositionKind::kNone;
+  if (r.boolean("relative_attention", false)) {
+    m.attention_type = AttentionType::kDisentangled;
+    m.position_buckets = r.integer({"position_buckets"}, 0, false, -1);
+    if (m.position_buckets < 0) m.position_buckets = 0;
+    m.max_relative_positions = r.integer({"max_relative_positions"}, -1, false, -1'000'000'000, 1'000'000'000);
+    if (m.max_relative_positions < 1) m.max_relative_positions = -1;
+    m.share_att_key = r.boolean("share_att_key", false);
+    m.norm_rel_ebd = r.text("norm_rel_ebd", "none").find("layer_norm") != std::string::npos;
+    bool c2p = false, p2c = false, valid = true;
+    if (const Json* types = r.raw("pos_att_type"); types && !types->is_null()) {
+      // A list (["p2c", "c2p"]) or, in older configs, a "p2c|c2p" string; a list is refused unread
+      // when longer than the two names it can hold.
+      const auto name = [&](std::string_view s) {
+        if (s == "c2p") c2p = true;
+        else if (s == "p2c") p2c = true;
+        else valid = false;
+      };
+      if (types->is_string()) {
+        const std::string& text = types->as_string();
+        const std::size_t bar = text.find('|');
+        name(std::string_view(text).substr(0, bar));
+        if (bar != std::string::npos) name(std::string_view(text).substr(bar + 1));
+      } else if (types->is_array() && types->items().size() <= 2) {
+        for (const Json& item : types->items()) {
+          if (item.is_string()) name(item.as_string());
+          else valid = false;
+        }
+      } else {
+        valid = false;
+      }
+    }
+    if (!valid || (!c2p && !p2c)) {
+      out.errors.push_back({"pos_att_type", "must name c2p, p2c or both (a list, or \"p2c|c2p\") when "
+                                            "relative_attention is true"});
+    }
+    m.pos_att_type = c2p && p2c ? PosAttType::kC2pP2c : c2p ? PosAttType::kC2p : PosAttType::kP2c;
+  }
+  if (r.integer({"conv_kernel_size"}, 0, false, 0) > 0) {
+    out.errors.push_back({"conv_kernel_size", "greater than 0 (the convolution of deberta-v2-xlarge) is not "
+                                              "supported yet"});
+  }
+  if (r.integer({"embedding_size"}, m.hidden_size, false, 1) != m.hidden_size) {
+    out.errors.push_back({"embedding_size", "differs from hidden_size (an embed_proj projection); not supported yet"});
+  }
+}
+
 void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
   if (type == "gpt2") {
     // GPT-2 (Radford et al. 2019): Conv1D projections with bias, learned positions, tied head.
@@ -210,6 +400,25 @@ void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& o
     m.final_norm = false;
     m.pooler = true;
     m.output_head = OutputHead::kNone;
+  } else if (type == "t5" || type == "mt5") {
+    read_t5(r, m, out);
+  } else if (type == "bart") {
+    read_bart(r, m, out);
+  } else if (type == "roberta" || type == "xlm-roberta") {
+    // RoBERTa (Liu et al. 2019): BERT's shape; positions start after padding_idx + 1, which its
+    // config already counts in max_position_embeddings (514 = 512 + 2); one token type.
+    read_bert_like(r, m, out);
+    m.type_vocab_size = r.integer({"type_vocab_size"}, 1, false, 0);
+    if (m.max_position_embeddings <= 2) {
+      out.errors.push_back({"max_position_embeddings", "must be more than 2 for model_type \"" + type +
+                                                           "\" (its first two rows are the padding offset)"});
+    } else {
+      // The table's first padding_idx + 1 = 2 rows are never a real position.
+      m.max_position_embeddings -= 2;
+      m.position_embedding_offset = 2;
+    }
+  } else if (type == "deberta-v2") {
+    read_deberta_v2(r, m, out);
   } else if (type == "llama" || type == "mistral") {
     read_llama_like(r, m, false);
   } else if (type == "mixtral") {
@@ -325,7 +534,7 @@ HiddenAct default_hidden_act(const std::string& type) {
   return HiddenAct::kSilu;
 }
 
-void read_hidden_act(const std::string& type, const Json& json, ModelSpec& m, HfImport& out) {
+void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec& m, HfImport& out) {
   m.hidden_act = default_hidden_act(type);
   for (const char* key : {"activation_function", "hidden_activation", "hidden_act"}) {
     const Json* v = json.find(key);
@@ -342,7 +551,7 @@ void read_hidden_act(const std::string& type, const Json& json, ModelSpec& m, Hf
 }
 
 constexpr const char* kSupportedTypes[] = {
-    "gpt2", "gpt_neox", "opt", "bert", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+    "gpt2", "gpt_neox", "opt", "bert", "roberta", "xlm-roberta", "deberta-v2", "t5", "mt5", "bart", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
     "gemma", "gemma2", "phi", "phi3", "falcon", "olmo2", "deepseek_v2", "deepseek_v3",
     "RefinedWeb", "RefinedWebModel",  // Falcon's original remote-code spellings
 };
@@ -350,8 +559,8 @@ constexpr const char* kSupportedTypes[] = {
 }  // namespace
 
 const char* supported_hf_model_types() {
-  return "gpt2, gpt_neox, opt, bert, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, "
-         "phi, phi3, falcon, olmo2, deepseek_v2, deepseek_v3";
+  return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
+         "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi, phi3, falcon, olmo2, deepseek_v2, deepseek_v3";
 }
 
 HfImport import_hf_config(const Json& json) {
@@ -388,18 +597,31 @@ HfImport import_hf_config(const Json& json) {
     out.reference.softmax_dtype = SoftmaxDtype::kCompute;
     out.reference.attention_mask = AttentionMask::kImplicit;
   }
+  // The encoder-decoder and encoder families (modeling_t5.py, modeling_bart.py, modeling_roberta.py,
+  // modeling_deberta_v2.py) drop out on the embeddings and residual branches, run eager softmax in
+  // the compute dtype, and give the logits to CrossEntropyLoss as they are (no fp32 upcast).
+  if (m.is_encoder_decoder || t == "roberta" || t == "xlm-roberta" || t == "deberta-v2") {
+    m.residual_dropout = true;
+    out.reference.softmax_dtype = SoftmaxDtype::kCompute;
+    out.reference.logits_dtype = LogitsDtype::kCompute;
+  }
   // Classes that project q, k and v with one matmul (GPT-2's c_attn, GPT-NeoX's and Falcon's
   // query_key_value, Phi-3's qkv_proj and gate_up_proj).
   if (t == "gpt2" || t == "gpt_neox" || t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "phi3") {
     out.reference.projections = Projections::kFused;
   }
-  read_hidden_act(t, json, m, out);
+  if (m.hidden_act == HiddenAct::kAuto) read_class_hidden_act(t, json, m, out);
 
   // The same structural checks as a typed-in configuration, named by config.json keys.
-  if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0 && m.attention_type == AttentionType::kStandard) {
+  if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0 && m.attention_type != AttentionType::kMla) {
     out.errors.push_back({"num_attention_heads", "must divide hidden_size (" + detail::group_digits(m.hidden_size) +
                                                      ") when head_dim is not given; got " +
                                                      detail::group_digits(m.num_attention_heads)});
+  }
+  if (m.is_encoder_decoder && m.head_dim == 0 && m.hidden_size % m.decoder_heads() != 0) {
+    out.errors.push_back({"decoder_attention_heads", "must divide the hidden size (" +
+                                                         detail::group_digits(m.hidden_size) + "); got " +
+                                                         detail::group_digits(m.decoder_heads())});
   }
   if (m.num_key_value_heads > 0 && m.num_attention_heads % m.num_key_value_heads != 0) {
     out.errors.push_back({"num_key_value_heads", "must divide num_attention_heads (" +

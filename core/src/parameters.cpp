@@ -36,16 +36,38 @@ class GroupBuilder {
   LayerKind layer_ = LayerKind::kNone;
 };
 
+// The heads of one attention: how many query and key/value heads, and the size of each.
+struct HeadShape {
+  Count heads, kv_heads, head_dim;
+};
+
+HeadShape self_attention_heads(const ModelSpec& m) {
+  return {m.num_attention_heads, m.kv_heads(), m.head_size()};
+}
+
+// An encoder-decoder's decoder heads: decoder_attention_heads (BART), with T5's explicit d_kv
+// (head_dim) or else hidden / heads.
+HeadShape decoder_attention_heads(const ModelSpec& m) {
+  const std::int64_t heads = m.decoder_heads();
+  return {heads, heads, m.head_dim > 0 ? Count(m.head_dim) : Count(m.hidden_size / std::max<std::int64_t>(heads, 1))};
+}
+
 // Standard multi-head / grouped-query attention (Vaswani et al. 2017; Ainslie et al. 2023 for GQA):
-// q: d → h·d_head, k and v: d → h_kv·d_head, o: h·d_head → d.
-void attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
-  const Count d = m.hidden_size, q_width = Count(m.num_attention_heads) * m.head_size(),
-              kv_width = Count(m.kv_heads()) * m.head_size();
+// q: d → h·d_head, k and v: d → h_kv·d_head, o: h·d_head → d. A decoder's cross-attention has the
+// same four projections, reading the encoder output for k and v.
+void projection_parameters(const ModelSpec& m, Component c, const HeadShape& shape, Count layers, GroupBuilder& b) {
+  const Count d = m.hidden_size, q_width = shape.heads * shape.head_dim, kv_width = shape.kv_heads * shape.head_dim;
   const bool qkv_bias = m.attention_bias || m.qkv_bias;
-  b.linear(Component::kAttention, "q_proj", q_width, d, layers, qkv_bias, kLoraQ);
-  b.linear(Component::kAttention, "k_proj", kv_width, d, layers, qkv_bias, kLoraK);
-  b.linear(Component::kAttention, "v_proj", kv_width, d, layers, qkv_bias, kLoraV);
-  b.linear(Component::kAttention, "o_proj", d, q_width, layers, m.attention_bias, kLoraO);
+  b.linear(c, "q_proj", q_width, d, layers, qkv_bias, kLoraQ);
+  b.linear(c, "k_proj", kv_width, d, layers, qkv_bias, kLoraK);
+  b.linear(c, "v_proj", kv_width, d, layers, qkv_bias, kLoraV);
+  b.linear(c, "o_proj", d, q_width, layers, m.attention_bias, kLoraO);
+}
+
+void attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
+  const HeadShape shape = self_attention_heads(m);
+  projection_parameters(m, Component::kAttention, shape, layers, b);
+  const Count q_width = shape.heads * shape.head_dim, kv_width = shape.kv_heads * shape.head_dim;
   if (m.qk_norm == QkNorm::kPerHead) {  // Qwen3: RMSNorm over each head's d_head
     b.norm(m, Component::kAttention, "q_norm", m.head_size(), layers);
     b.norm(m, Component::kAttention, "k_norm", m.head_size(), layers);
@@ -53,6 +75,18 @@ void attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
     b.norm(m, Component::kAttention, "q_norm", q_width, layers);
     b.norm(m, Component::kAttention, "k_norm", kv_width, layers);
   }
+}
+
+// DeBERTa's disentangled attention (He et al. 2021, §3.1; transformers' DisentangledSelfAttention):
+// content q, k, v (with bias) and the output dense; without share_att_key, separate projections of
+// the relative embeddings: pos_key_proj for content-to-position, pos_query_proj for
+// position-to-content.
+void disentangled_attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
+  projection_parameters(m, Component::kAttention, self_attention_heads(m), layers, b);
+  if (m.share_att_key) return;
+  const Count d = m.hidden_size, width = Count(m.num_attention_heads) * m.head_size();
+  if (m.pos_att_type != PosAttType::kP2c) b.linear(Component::kAttention, "pos_key_proj", width, d, layers, true, 0);
+  if (m.pos_att_type != PosAttType::kC2p) b.linear(Component::kAttention, "pos_query_proj", width, d, layers, true, 0);
 }
 
 // DeepSeek-V2/V3 multi-head latent attention (DeepSeek-V2 report, §2.1): queries through an
@@ -100,16 +134,138 @@ void moe_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
 void block_parameters(const ModelSpec& m, Count layers, bool moe, GroupBuilder& b) {
   if (layers.value() == 0) return;
   if (m.attention_type == AttentionType::kMla) latent_attention_parameters(m, layers, b);
+  else if (m.attention_type == AttentionType::kDisentangled) disentangled_attention_parameters(m, layers, b);
   else attention_parameters(m, layers, b);
   if (moe) moe_parameters(m, layers, b);
   else mlp_parameters(m, Component::kMlp, m.intermediate_size, layers, b);
   if (m.norms_per_block > 0) b.norm(m, Component::kBlockNorms, "block_norm", m.hidden_size, layers * m.norms_per_block);
 }
 
+// An encoder-decoder's decoder block: self-attention, cross-attention over the encoder output
+// (each with its own norm: T5LayerCrossAttention, BART's encoder_attn_layer_norm) and the MLP.
+void decoder_block_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
+  if (layers.value() == 0) return;
+  const HeadShape heads = decoder_attention_heads(m);
+  projection_parameters(m, Component::kAttention, heads, layers, b);
+  projection_parameters(m, Component::kCrossAttention, heads, layers, b);
+  mlp_parameters(m, Component::kMlp, m.decoder_ff(), layers, b);
+  b.norm(m, Component::kBlockNorms, "block_norm", m.hidden_size, layers * (m.norms_per_block + 1));
+}
+
 Count sum(const std::vector<TensorGroup>& groups) {
   Count total = 0;
   for (const TensorGroup& g : groups) total += g.elements();
   return total;
+}
+
+// How many stacks an encoder-decoder builds: both, or the encoder alone under a token
+// classification head (T5ForTokenClassification is T5EncoderModel + a classifier).
+bool builds_decoder(const ModelSpec& m) {
+  return m.is_encoder_decoder && m.output_head != OutputHead::kTokenClassification;
+}
+
+// The token embedding (one table: an encoder-decoder's encoder and decoder share it, as
+// transformers ties encoder.embed_tokens and decoder.embed_tokens to `shared`), and per stack the
+// learned position table (BART: max_position_embeddings + 2 rows each), token types and the
+// embedding norm.
+void embedding_parameters(const ModelSpec& m, Count stacks, GroupBuilder& b) {
+  const Count d = m.hidden_size;
+  b.matrix(Component::kTokenEmbedding, "embed_tokens", m.vocab_size, d, 1);
+  if (m.position_embedding == PositionKind::kLearned) {
+    b.matrix(Component::kPositionEmbedding, "embed_positions",
+             Count(m.max_position_embeddings) + m.position_embedding_offset, d, stacks);
+  }
+  if (m.type_vocab_size > 0) b.matrix(Component::kTokenTypeEmbedding, "token_type_embeddings", m.type_vocab_size, d, 1);
+  if (m.embedding_norm) b.norm(m, Component::kEmbeddingNorm, "embedding_norm", d, stacks);
+}
+
+// Relative positions: T5's bias table (buckets × heads, in the first block of each stack: the
+// encoder's bidirectional one and the decoder's causal one); DeBERTa's relative embeddings
+// (2 × span rows of hidden size, shared by every layer) and their LayerNorm.
+void relative_position_parameters(const ModelSpec& m, GroupBuilder& b) {
+  if (m.position_embedding == PositionKind::kRelativeBias) {
+    b.matrix(Component::kRelativePosition, "relative_attention_bias", m.relative_attention_num_buckets,
+             m.num_attention_heads, 1);
+    if (builds_decoder(m)) {
+      b.matrix(Component::kRelativePosition, "decoder_relative_attention_bias", m.relative_attention_num_buckets,
+               m.decoder_heads(), 1);
+    }
+  }
+  if (m.attention_type == AttentionType::kDisentangled) {
+    b.matrix(Component::kRelativePosition, "rel_embeddings", m.relative_embedding_rows(), m.hidden_size, 1);
+    if (m.norm_rel_ebd) b.norm(m, Component::kRelativePosition, "rel_embeddings_norm", m.hidden_size, 1);
+  }
+}
+
+// The task head. lm: the vocabulary projection (absent when tied to the token embedding), its
+// bias, and an encoder's masked-LM transform (dense with bias, then a norm); none: the pooler of
+// the bare model; sequence classification: dense d→d and out_proj d→num_labels, both with bias
+// (BERT's pooler + classifier count the same); token classification: d→num_labels with bias.
+void head_parameters(const ModelSpec& m, GroupBuilder& b) {
+  const Count d = m.hidden_size;
+  switch (m.output_head) {
+    case OutputHead::kLm:
+      if (m.lm_head_transform) {
+        b.linear(Component::kHead, "lm_head.transform", d, d, 1, true, 0, false);
+        b.norm(m, Component::kHead, "lm_head.transform_norm", d, 1);
+      }
+      if (!m.tie_word_embeddings) b.linear(Component::kHead, "lm_head", m.vocab_size, d, 1, false, kLoraHead, false);
+      if (m.lm_head_bias) b.vector(Component::kHead, "lm_head.bias", m.vocab_size, 1);
+      break;
+    case OutputHead::kNone:
+      if (m.pooler) b.linear(Component::kPooler, "pooler", d, d, 1, true, 0, false);
+      break;
+    case OutputHead::kSequenceClassification:
+      b.linear(Component::kClassifier, "classifier.dense", d, d, 1, true, 0, false);
+      b.linear(Component::kClassifier, "classifier.out_proj", m.num_labels, d, 1, true, 0, false);
+      break;
+    case OutputHead::kTokenClassification:
+      b.linear(Component::kClassifier, "classifier", m.num_labels, d, 1, true, 0, false);
+      break;
+  }
+}
+
+// An encoder-decoder's two stacks: L_e encoder blocks and L_d decoder blocks, each stack with its
+// final norm (T5; BART has none). Per-layer sizes are reported per stack; the larger one is the
+// unit ZeRO-3 gathers.
+void encoder_decoder_blocks(const ModelSpec& m, ParameterCount& out, GroupBuilder& b) {
+  out.encoder_layer_count = m.num_hidden_layers;
+  out.decoder_layer_count = builds_decoder(m) ? m.decoder_layers() : 0;
+  std::vector<TensorGroup> one;
+  GroupBuilder one_builder(one);
+  block_parameters(m, 1, false, one_builder);
+  out.per_encoder_layer_count = sum(one);
+  one.clear();
+  decoder_block_parameters(m, 1, one_builder);
+  out.per_decoder_layer_count = out.decoder_layer_count.is_zero() ? Count(0) : sum(one);
+  out.dense_layer_count = out.encoder_layer_count + out.decoder_layer_count;
+  out.per_dense_layer_count = max(out.per_encoder_layer_count, out.per_decoder_layer_count);
+  block_parameters(m, out.encoder_layer_count, false, b);
+  decoder_block_parameters(m, out.decoder_layer_count, b);
+}
+
+// A decoder-only or encoder-only stack: dense blocks, then mixture-of-experts blocks.
+void single_stack_blocks(const ModelSpec& m, ParameterCount& out, GroupBuilder& b) {
+  const std::int64_t dense_layers =
+      m.num_experts > 0 ? std::min(m.first_k_dense_replace, m.num_hidden_layers) : m.num_hidden_layers;
+  out.dense_layer_count = dense_layers;
+  out.moe_layer_count = Count(m.num_hidden_layers) - dense_layers;
+
+  // One layer of each kind, to report per-layer sizes; then the whole stack.
+  std::vector<TensorGroup> one;
+  GroupBuilder one_builder(one);
+  block_parameters(m, 1, false, one_builder);
+  out.per_dense_layer_count = sum(one);
+  if (m.num_experts > 0) {
+    one.clear();
+    block_parameters(m, 1, true, one_builder);
+    out.per_moe_layer_count = sum(one);
+  }
+  b.set_layer(LayerKind::kDense);
+  block_parameters(m, out.dense_layer_count, false, b);
+  b.set_layer(LayerKind::kMoe);
+  block_parameters(m, out.moe_layer_count, true, b);
+  b.set_layer(LayerKind::kNone);
 }
 
 }  // namespace
@@ -128,6 +284,9 @@ const char* to_string(Component c) {
     case Component::kBlockNorms: return "block_norms";
     case Component::kFinalNorm: return "final_norm";
     case Component::kHead: return "head";
+    case Component::kCrossAttention: return "cross_attention";
+    case Component::kRelativePosition: return "relative_position";
+    case Component::kClassifier: return "classifier";
     case Component::kPooler: return "pooler";
   }
   return "unknown";
@@ -136,6 +295,7 @@ const char* to_string(Component c) {
 bool is_block_component(Component c) {
   switch (c) {
     case Component::kAttention:
+    case Component::kCrossAttention:
     case Component::kMlp:
     case Component::kRouter:
     case Component::kExperts:
@@ -173,43 +333,13 @@ Count ParameterCount::block_count() const {
 ParameterCount count_parameters(const ModelSpec& m) {
   ParameterCount out;
   GroupBuilder b(out.groups);
-  const Count d = m.hidden_size;
-
-  b.matrix(Component::kTokenEmbedding, "embed_tokens", m.vocab_size, d, 1);
-  if (m.position_embedding == PositionKind::kLearned) {
-    b.matrix(Component::kPositionEmbedding, "embed_positions",
-             Count(m.max_position_embeddings) + m.position_embedding_offset, d, 1);
-  }
-  if (m.type_vocab_size > 0) b.matrix(Component::kTokenTypeEmbedding, "token_type_embeddings", m.type_vocab_size, d, 1);
-  if (m.embedding_norm) b.norm(m, Component::kEmbeddingNorm, "embedding_norm", d, 1);
-
-  const std::int64_t dense_layers =
-      m.num_experts > 0 ? std::min(m.first_k_dense_replace, m.num_hidden_layers) : m.num_hidden_layers;
-  out.dense_layer_count = dense_layers;
-  out.moe_layer_count = Count(m.num_hidden_layers) - dense_layers;
-
-  // One layer of each kind, to report per-layer sizes; then the whole stack.
-  std::vector<TensorGroup> one;
-  GroupBuilder one_builder(one);
-  block_parameters(m, 1, false, one_builder);
-  out.per_dense_layer_count = sum(one);
-  if (m.num_experts > 0) {
-    one.clear();
-    block_parameters(m, 1, true, one_builder);
-    out.per_moe_layer_count = sum(one);
-  }
-  b.set_layer(LayerKind::kDense);
-  block_parameters(m, out.dense_layer_count, false, b);
-  b.set_layer(LayerKind::kMoe);
-  block_parameters(m, out.moe_layer_count, true, b);
-  b.set_layer(LayerKind::kNone);
-
-  if (m.final_norm) b.norm(m, Component::kFinalNorm, "final_norm", d, 1);
-  if (m.output_head == OutputHead::kLm) {
-    if (!m.tie_word_embeddings) b.linear(Component::kHead, "lm_head", m.vocab_size, d, 1, false, kLoraHead, false);
-    if (m.lm_head_bias) b.vector(Component::kHead, "lm_head.bias", m.vocab_size, 1);
-  }
-  if (m.pooler) b.linear(Component::kPooler, "pooler", d, d, 1, true, 0, false);
+  const Count stacks = builds_decoder(m) ? 2 : 1;
+  embedding_parameters(m, stacks, b);
+  if (m.is_encoder_decoder) encoder_decoder_blocks(m, out, b);
+  else single_stack_blocks(m, out, b);
+  if (m.final_norm) b.norm(m, Component::kFinalNorm, "final_norm", m.hidden_size, stacks);
+  relative_position_parameters(m, b);
+  head_parameters(m, b);
 
   out.total_count = sum(out.groups);
   // Per token, an MoE layer runs experts_per_tok of its experts.

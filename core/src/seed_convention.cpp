@@ -26,7 +26,10 @@ void estimate_seed_convention(const Config& c, Estimate& e) {
   e.breakdown.parameters = e.parameter_count * r.weights;
   e.breakdown.gradients = trainable * r.gradients;
   e.breakdown.optimizer_states = seed_optimizer_state_bytes(c.training.optimizer, trainable);
-  e.breakdown.activations = seed_activation_bytes(c);
+  // The seeds' L counts every block: an encoder-decoder's encoder and decoder blocks both.
+  Config blocks = c;
+  if (c.model.is_encoder_decoder) blocks.model.num_hidden_layers += c.model.decoder_layers();
+  e.breakdown.activations = seed_activation_bytes(blocks);
   e.breakdown.overhead = c.hardware.overhead_bytes >= 0 ? Bytes(c.hardware.overhead_bytes) : kSeedOverheadBytes;
   const Bytes allocated =
       e.breakdown.parameters + e.breakdown.gradients + e.breakdown.optimizer_states + e.breakdown.activations;

@@ -42,7 +42,7 @@ void check_ranges(const Config& c, Checks& out) {
 }
 
 void check_attention(const ModelSpec& m, Checks& out) {
-  if (m.attention_type == AttentionType::kStandard) {
+  if (m.attention_type != AttentionType::kMla) {
     if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0) {
       out.add("model.num_attention_heads", "must divide model.hidden_size (" + group_digits(m.hidden_size) +
                                                ") when model.head_dim is not given; got " +
@@ -79,6 +79,39 @@ void check_mlp(const ModelSpec& m, Checks& out) {
   }
 }
 
+// Encoder-decoder models (T5, BART): the decoder's heads must split the hidden size, and the two
+// stacks are placed whole (memfit does not model a pipeline or context split of an encoder and a
+// decoder with cross-attention between them). DeBERTa's attention is an encoder's.
+void check_encoder_decoder(const Config& c, Checks& out) {
+  const ModelSpec& m = c.model;
+  if (m.attention_type == AttentionType::kDisentangled && m.is_encoder_decoder) {
+    out.add("model.attention_type", "disentangled (DeBERTa) is an encoder's attention; it cannot be combined with "
+                                    "model.is_encoder_decoder");
+  }
+  if (!m.is_encoder_decoder) return;
+  if (m.attention_type == AttentionType::kMla) {
+    out.add("model.attention_type", "mla is not supported for an encoder-decoder (model.is_encoder_decoder)");
+  }
+  if (m.num_experts > 0) out.add("model.num_experts", "must be 0 for an encoder-decoder (model.is_encoder_decoder)");
+  if (m.head_dim == 0 && m.hidden_size % m.decoder_heads() != 0) {
+    out.add("model.decoder_attention_heads", "must divide model.hidden_size (" + group_digits(m.hidden_size) +
+                                                 ") when model.head_dim is not given; got " +
+                                                 group_digits(m.decoder_heads()));
+  }
+  if (c.parallel.pipeline > 1) {
+    out.add("parallel.pipeline", "must be 1 for an encoder-decoder (model.is_encoder_decoder): memfit does not "
+                                 "split its encoder and decoder into pipeline stages; got " +
+                                     group_digits(c.parallel.pipeline));
+  }
+  if (c.parallel.context > 1) {
+    out.add("parallel.context", "must be 1 for an encoder-decoder (model.is_encoder_decoder); got " +
+                                    group_digits(c.parallel.context));
+  }
+  if (m.decoder_heads() % c.parallel.tensor != 0) {
+    out.add("parallel.tensor", "must divide the decoder's attention heads (" + group_digits(m.decoder_heads()) + ")");
+  }
+}
+
 void check_training(const Config& c, Checks& out) {
   const ModelSpec& m = c.model;
   const Training& t = c.training;
@@ -87,6 +120,12 @@ void check_training(const Config& c, Checks& out) {
     out.add("training.seq_len", "must be at most model.max_position_embeddings (" +
                                     group_digits(m.max_position_embeddings) + ") for learned positions; got " +
                                     group_digits(t.seq_len));
+  }
+  if (m.is_encoder_decoder && m.position_embedding == PositionKind::kLearned &&
+      t.decoder_len() > m.max_position_embeddings) {
+    out.add("training.target_len", "must be at most model.max_position_embeddings (" +
+                                       group_digits(m.max_position_embeddings) + ") for learned positions; got " +
+                                       group_digits(t.decoder_len()));
   }
   if (t.optimizer_in_backward && t.grad_accum_steps > 1) {
     // The step runs inside backward, per parameter: there is no gradient to accumulate into
@@ -144,7 +183,7 @@ void check_parallel(const Config& c, Checks& out) {
   if (p.pipeline > m.num_hidden_layers) {
     out.add("parallel.pipeline", "must be at most model.num_hidden_layers (" + group_digits(m.num_hidden_layers) + ")");
   }
-  if (m.attention_type == AttentionType::kStandard && m.num_attention_heads % p.tensor != 0) {
+  if (m.attention_type != AttentionType::kMla && m.num_attention_heads % p.tensor != 0) {
     out.add("parallel.tensor", "must divide model.num_attention_heads (" + group_digits(m.num_attention_heads) + ")");
   }
   if (p.expert > 1 && (m.num_experts == 0 || m.num_experts % p.expert != 0)) {
@@ -172,6 +211,7 @@ std::vector<Issue> validate(const Config& c) {
   if (!checks.empty()) return checks.take();
   check_attention(c.model, checks);
   check_mlp(c.model, checks);
+  check_encoder_decoder(c, checks);
   check_training(c, checks);
   check_parallel(c, checks);
   check_hardware(c.hardware, checks);
@@ -194,6 +234,9 @@ std::vector<Issue> advisories(const Config& c) {
   }
   if (c.training.implementation.chunked_loss && c.model.output_head == OutputHead::kNone) {
     out.push_back({"training.chunked_loss", "has no effect: the model has no output head (model.output_head none)"});
+  }
+  if (c.training.target_len > 0 && !c.model.is_encoder_decoder) {
+    out.push_back({"training.target_len", "has no effect: the model has no decoder (model.is_encoder_decoder false)"});
   }
   return out;
 }

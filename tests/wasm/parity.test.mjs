@@ -68,7 +68,7 @@ test('Hugging Face import, presets and the schema cross the boundary', () => {
   const imported = JSON.parse(memfit.import_hf_config(gpt2));
   assert.equal(imported.ok, true);
   assert.equal(imported.parameter_count, 124439808);
-  const bad = JSON.parse(memfit.import_hf_config('{"model_type":"t5"}'));
+  const bad = JSON.parse(memfit.import_hf_config('{"model_type":"whisper"}'));
   assert.equal(bad.ok, false);
   assert.match(bad.errors[0].message, /not supported; supported: gpt2/);
   const presets = JSON.parse(memfit.presets());

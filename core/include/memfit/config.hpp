@@ -16,14 +16,28 @@ namespace memfit {
 
 enum class MlpKind { kPlain, kGated };               // gated: SwiGLU / GeGLU (gate, up, down)
 enum class NormKind { kLayerNorm, kRmsNorm };        // LayerNorm has a bias when norm_bias is set
-enum class PositionKind { kLearned, kRotary, kNone };  // rotary / none have no parameters
-enum class AttentionType { kStandard, kMla };        // MLA: DeepSeek-V2/V3 multi-head latent attention
+// rotary / none have no parameters; relative_bias: T5's bucketed bias table added to the scores
+// (relative_attention_num_buckets × heads, in the first block of each stack).
+enum class PositionKind { kLearned, kRotary, kNone, kRelativeBias };
+// MLA: DeepSeek-V2/V3 multi-head latent attention; disentangled: DeBERTa-v2/v3 (content and
+// relative-position scores, He et al. 2021, eq. 2–4).
+enum class AttentionType { kStandard, kMla, kDisentangled };
 enum class QkNorm { kNone, kPerHead, kFullWidth };   // Qwen3 / Gemma3 per head_dim; OLMo-2 over the projection
 enum class BlockLayout { kSequential, kParallel };   // parallel: attention and MLP read the same input
-enum class OutputHead { kLm, kNone };                // none: an encoder without a head (BertModel)
-// The MLP's activation function (config.json hidden_act / activation_function); gelu_new is the
-// tanh approximation as transformers writes it in Python.
-enum class HiddenAct { kSilu, kGelu, kGeluNew, kGeluPytorchTanh, kRelu };
+// The task head. lm: a vocabulary projection (a causal LM, a seq2seq LM, or an encoder's masked-LM
+// head); none: the bare model (BertModel, with its pooler); sequence_classification: a dense
+// layer with tanh over one token then num_labels outputs (BERT's pooler + classifier, RoBERTa's and
+// BART's classification head, DeBERTa's ContextPooler + classifier); token_classification: a
+// num_labels projection of every token (on an encoder-decoder: the encoder alone, as
+// T5ForTokenClassification).
+enum class OutputHead { kLm, kNone, kSequenceClassification, kTokenClassification };
+// The MLP's activation (config.json hidden_act / activation_function), for what it saves: gelu
+// (erf), gelu_pytorch_tanh and silu keep their input; relu keeps its output; gelu_new is
+// transformers' NewGELUActivation written in Python ops (four saved tensors). auto: the MLP kind's
+// usual activation (GELU or SiLU: one saved input).
+enum class HiddenAct { kAuto, kGelu, kRelu, kGeluNew, kSilu, kGeluPytorchTanh };  // model.hidden_act
+// DeBERTa's relative-position score terms: content-to-position, position-to-content, or both.
+enum class PosAttType { kC2pP2c, kC2p, kP2c };
 
 enum class Precision {
   kFp32,        // everything fp32
@@ -177,7 +191,7 @@ struct ModelSpec {
   std::int64_t head_dim = 0;             // 0: hidden_size / num_attention_heads
   std::int64_t intermediate_size = 11008;
   MlpKind mlp = MlpKind::kGated;
-  HiddenAct hidden_act = HiddenAct::kSilu;
+  HiddenAct hidden_act = HiddenAct::kAuto;
   NormKind norm = NormKind::kRmsNorm;
   bool norm_bias = true;   // LayerNorm bias, as nn.LayerNorm has by default (ignored for RMSNorm)
   PositionKind position_embedding = PositionKind::kRotary;
@@ -199,7 +213,29 @@ struct ModelSpec {
   // Encoders (BERT).
   std::int64_t type_vocab_size = 0;  // token-type embedding rows
   bool embedding_norm = false;       // a norm right after the embeddings
-  bool pooler = false;               // BERT pooler: dense hidden→hidden with bias
+  bool pooler = false;               // BERT pooler: dense hidden→hidden with bias (output_head none)
+  // Post-norm blocks (BERT, RoBERTa, DeBERTa, BART: normalize_before false) add the residual and
+  // then normalise; pre-norm blocks (GPT-2, Llama, T5, mBART) normalise each sublayer's input.
+  bool normalize_before = true;
+  // Task heads.
+  std::int64_t num_labels = 2;       // sequence / token classification outputs (transformers' default)
+  // An encoder's masked-LM head: dense hidden→hidden, activation and LayerNorm before the
+  // vocabulary projection (BertLMPredictionHead, RobertaLMHead, DeBERTa's LMPredictionHead).
+  bool lm_head_transform = false;
+  // Encoder-decoder models (T5, BART). num_hidden_layers, num_attention_heads, intermediate_size
+  // describe the encoder; the decoder's are below (0: as the encoder's). Each decoder block adds a
+  // cross-attention over the encoder output, with its own norm.
+  bool is_encoder_decoder = false;
+  std::int64_t num_decoder_layers = 0;
+  std::int64_t decoder_attention_heads = 0;
+  std::int64_t decoder_ffn_dim = 0;
+  std::int64_t relative_attention_num_buckets = 32;  // T5's bias table rows (position_embedding relative_bias)
+  // DeBERTa-v2/v3 disentangled attention (attention_type disentangled).
+  std::int64_t position_buckets = 0;         // log-bucketed relative positions; 0: max_relative_positions
+  std::int64_t max_relative_positions = -1;  // < 1: max_position_embeddings
+  PosAttType pos_att_type = PosAttType::kC2pP2c;
+  bool share_att_key = false;                // position projections reuse the content q/k projections
+  bool norm_rel_ebd = false;                 // a LayerNorm on the relative embeddings (norm_rel_ebd "layer_norm")
   // Mixture of experts. num_experts == 0: every layer is dense.
   std::int64_t num_experts = 0;
   std::int64_t num_experts_per_tok = 0;
@@ -221,6 +257,18 @@ struct ModelSpec {
   std::int64_t nominal_parameter_count = 0;
 
   std::int64_t kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
+  std::int64_t decoder_layers() const { return num_decoder_layers > 0 ? num_decoder_layers : num_hidden_layers; }
+  std::int64_t decoder_heads() const {
+    return decoder_attention_heads > 0 ? decoder_attention_heads : num_attention_heads;
+  }
+  std::int64_t decoder_ff() const { return decoder_ffn_dim > 0 ? decoder_ffn_dim : intermediate_size; }
+  // Rows of DeBERTa's relative embedding table: 2 × (position_buckets, or the relative span).
+  std::int64_t relative_embedding_rows() const {
+    const std::int64_t span = position_buckets > 0            ? position_buckets
+                              : max_relative_positions > 0 ? max_relative_positions
+                                                           : max_position_embeddings;
+    return 2 * span;
+  }
   std::int64_t head_size() const {
     return head_dim > 0 ? head_dim : (num_attention_heads > 0 ? hidden_size / num_attention_heads : 0);
   }
@@ -253,7 +301,8 @@ struct Finetune {
 
 struct Training {
   std::int64_t micro_batch_size = 1;
-  std::int64_t seq_len = 2048;
+  std::int64_t seq_len = 2048;     // tokens per sequence; an encoder-decoder's source length
+  std::int64_t target_len = 0;     // an encoder-decoder's target (decoder) length; 0: seq_len
   std::int64_t grad_accum_steps = 1;
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
@@ -267,6 +316,8 @@ struct Training {
   bool optimizer_in_backward = false;
   bool activation_offload = false;
   Finetune finetune;
+
+  std::int64_t decoder_len() const { return target_len > 0 ? target_len : seq_len; }
 };
 
 struct Parallel {

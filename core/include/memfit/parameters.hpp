@@ -15,13 +15,19 @@ namespace memfit {
 enum class Component {
   kTokenEmbedding, kPositionEmbedding, kTokenTypeEmbedding, kEmbeddingNorm,
   kAttention, kMlp, kRouter, kExperts, kSharedExperts, kBlockNorms,
-  kFinalNorm, kHead, kPooler,
+  kFinalNorm, kHead,
+  kCrossAttention,    // an encoder-decoder's decoder attending to the encoder output
+  kRelativePosition,  // T5's relative bias tables, DeBERTa's relative embeddings (and their norm)
+  kClassifier,        // a classification head (its dense layer and its output projection)
+  kPooler,            // keep last: the JSON lists components up to it
 };
 const char* to_string(Component c);
 bool is_block_component(Component c);  // inside the transformer blocks
 
 // Which blocks a tensor group belongs to: none (embeddings, final norm, head), the dense blocks or
-// the mixture-of-experts blocks; its count is then layers × tensors per layer.
+// the mixture-of-experts blocks; its count is then layers × tensors per layer. An encoder-decoder's
+// blocks are of two shapes (the decoder's have a cross-attention) and are all kNone: such a model
+// is placed whole (validate.cpp refuses pipeline parallelism for it).
 enum class LayerKind { kNone, kDense, kMoe };
 
 // A set of identical parameter tensors: `count` tensors of shape [rows, cols] (cols == 0: a
@@ -47,6 +53,10 @@ struct ParameterCount {
   Count moe_layer_count;        // blocks with experts
   Count per_dense_layer_count;  // parameters in one dense block
   Count per_moe_layer_count;    // parameters in one MoE block
+  Count encoder_layer_count;    // an encoder-decoder's stacks (0 otherwise)
+  Count decoder_layer_count;
+  Count per_encoder_layer_count;
+  Count per_decoder_layer_count;
   Count active_count;           // parameters used per token (MoE: routed experts_per_tok only)
   bool overflow = false;
 
