@@ -49,6 +49,10 @@ enum class OptimizerImpl { kForeach, kFused, kForLoop };
 enum class Checkpointing { kNone, kSelective, kFull, kSelectiveOp };
 enum class FinetuneMethod { kFull, kLora };
 
+// What the run is for: it decides which changes memfit may suggest (no LoRA for pre-training)
+// and what the planner searches. auto: peft when finetune.method is lora, else full_finetune.
+enum class Goal { kAuto, kPretrain, kFullFinetune, kPeft };
+
 // The implementation: the code that runs the model, apart from the model's shape. A framework
 // names a profile (implementation.cpp, one row per framework); each knob below can override it,
 // and `kAuto` means "as the framework's profile says".
@@ -159,6 +163,7 @@ struct Training {
   double dropout = 0.0;
   bool optimizer_in_backward = false;
   bool activation_offload = false;
+  Goal goal = Goal::kAuto;
   Finetune finetune;
 };
 
@@ -168,7 +173,13 @@ struct Parallel {
   std::int64_t pipeline = 1;
   std::int64_t context = 1;
   std::int64_t expert = 1;
+  // Interleaved 1F1B: model chunks per pipeline stage (Megatron's virtual pipeline size); 1 = plain 1F1B.
+  std::int64_t virtual_stages = 1;
   std::int64_t zero_stage = 0;
+  // Ranks ZeRO / FSDP shard over; 0 = every rank holding the same layers (full sharding). Smaller
+  // is hybrid sharding (FSDP HYBRID_SHARD, torchtitan dp_shard, DeepSpeed MiCS): shards within a
+  // group, replicated across groups.
+  std::int64_t shard_degree = 0;
   bool sequence_parallel = false;
   bool offload_optimizer = false;
   bool offload_params = false;
@@ -179,6 +190,8 @@ struct Hardware {
   std::int64_t overhead_bytes = -1;   // -1: by convention / GPU generation
   double budget_fraction = 0.85;      // plan to this share of the card (the seeds: 80–85 %)
   double fragmentation = -1.0;        // -1: by convention (reserved / allocated − 1)
+  std::int64_t gpus_per_node = 0;     // 0: the card's usual server (the GPU table)
+  double price_per_gpu_hour = -1.0;   // USD; -1: the GPU table's default price
 };
 
 struct Config {
@@ -223,5 +236,9 @@ Json config_schema();
 const char* to_string(Precision p);
 const char* to_string(Optimizer o);
 const char* to_string(Checkpointing c);
+const char* to_string(Goal g);
+
+// The goal with `auto` resolved (peft for LoRA, else full_finetune).
+Goal resolved_goal(const Training& training);
 
 }  // namespace memfit
