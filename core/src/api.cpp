@@ -106,11 +106,15 @@ Json gpus_json() {
     j.set("peak_fp16_tflops", Json::number(g.peak_fp16_tflops));
     j.set("peak_bf16_tflops", Json::number(g.peak_bf16_tflops));
     j.set("peak_fp8_tflops", Json::number(g.peak_fp8_tflops));
+    j.set("peak_fp32_tflops", Json::number(g.peak_fp32_tflops));
+    j.set("ceiling_16bit", Json::number(g.ceiling_16bit));
+    j.set("ceiling_fp8", Json::number(g.ceiling_fp8));
     j.set("bf16", Json::boolean(g.has_bf16()));
     j.set("fp8", Json::boolean(g.has_fp8()));
     j.set("memory_bandwidth_gb_per_s", Json::number(g.memory_bandwidth_gb_per_s));
     j.set("intra_node_gb_per_s", Json::number(g.intra_node_gb_per_s));
     j.set("inter_node_gb_per_s", Json::number(g.inter_node_gb_per_s));
+    j.set("host_link_gb_per_s", Json::number(g.host_link_gb_per_s));
     j.set("gpus_per_node", Json::integer(g.gpus_per_node));
     j.set("price_per_hour", Json::number(g.price_per_hour));
     j.set("spec_source", Json::string(g.spec_source));

@@ -29,12 +29,19 @@ struct Gpu {
   double peak_fp16_tflops;
   double peak_bf16_tflops;
   double peak_fp8_tflops;
+  double peak_fp32_tflops;           // plain fp32 (no TF32): what an fp32 recipe's matmuls run at
+  // The step-time model's ceiling: the share of the 16-bit (and of the FP8) peak that well-tuned
+  // training reaches on this card in published runs, matmuls and attention together (see
+  // gpus.cpp for the runs; "assumed" where none was found).
+  double ceiling_16bit;
+  double ceiling_fp8;
   double memory_bandwidth_gb_per_s;  // HBM / GDDR, 10^9 bytes per second
   // One direction, per GPU, 10^9 bytes per second: to the GPUs of the same node (NVLink,
   // Infinity Fabric, or PCIe where there is no GPU link), and to other nodes (the typical
   // network of a cluster built from this card: one NIC per GPU on SXM / OAM systems).
   double intra_node_gb_per_s;
   double inter_node_gb_per_s;
+  double host_link_gb_per_s;   // to the CPU's memory (PCIe x16 generation): offloaded states cross it
   std::int64_t gpus_per_node;  // the usual server: 8 for SXM / OAM baseboards
   double price_per_hour;       // USD per GPU-hour, on demand; 0: no price sourced (set your own)
   const char* spec_source;     // where the compute, bandwidth and price figures come from
