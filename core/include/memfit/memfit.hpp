@@ -15,6 +15,7 @@
 #include "memfit/patch.hpp"
 #include "memfit/presets.hpp"
 #include "memfit/recipes.hpp"
+#include "memfit/step_time.hpp"
 #include "memfit/suggest.hpp"
 
 namespace memfit {
