@@ -64,9 +64,12 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
     const bool zero = c.parallel.zero_stage >= 1;
     const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
     const Count largest = zero ? Count(0) : largest_trainable_tensor(params, is_lora(c), t.finetune);
+    // An offloaded optimizer steps on the CPU (DeepSpeed's CPU Adam): no temporaries on the GPU.
+    const Bytes temporaries = c.parallel.offload_optimizer
+                                  ? Bytes{0}
+                                  : optimizer_step_temporary_bytes(t, sharded_trainable, largest, r);
     phases.push_back({"optimizer_step", "Optimizer step",
-                      st.weights + st.master + st.states + st.gradients +
-                          optimizer_step_temporary_bytes(t, sharded_trainable, largest, r)});
+                      st.weights + st.master + st.states + st.gradients + temporaries});
   }
   return phases;
 }

@@ -1,0 +1,566 @@
+// The planner (plan.hpp): branch and bound over layouts, exact in memory.
+//
+// For each GPU count, largest first, the structures (precision, tensor, pipeline, virtual stages,
+// context, expert degrees, checkpointing) are visited in order of their compute time, which no
+// layout of the structure can beat; a structure is skipped once that bound is no better than
+// what has been found. Within a structure, each ZeRO / offload variant is first held to a lower
+// bound on memory (weights, master weights and optimizer states after sharding, plus one
+// micro-batch's saved activations and the CUDA context: all alive at the end of forward), then
+// its micro-batches are tried fastest first against full estimates. Memory never falls as the
+// micro-batch grows (with the accumulation that keeps the global batch: in-flight micro-batches
+// × micro-batch size never shrinks) and never rises as GPUs are added, so one estimate decides
+// many layouts: a failure at some micro-batch on N GPUs fails it, and every larger one, on
+// fewer GPUs.
+#include "memfit/plan.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "activations.hpp"
+#include "finetune.hpp"
+#include "memfit/gpus.hpp"
+#include "memfit/recipes.hpp"
+#include "placement.hpp"
+
+namespace memfit {
+
+namespace {
+
+// Default global batches when the configuration's is too small to spread over the GPUs: Llama 3
+// pre-trained with 4M-token batches at first (Dubey et al. 2024, §3.4.1); fine-tuning runs are
+// commonly around a million tokens per step (128 sequences of 8k). Assumptions, always echoed.
+constexpr std::int64_t kPretrainBatchTokens = std::int64_t{1} << 22;
+constexpr std::int64_t kFinetuneBatchTokens = std::int64_t{1} << 20;
+// Context parallelism only where each rank keeps at least this many tokens of a sequence: below
+// it the ring's per-hop latency outweighs the attention it hides behind (assumed).
+constexpr std::int64_t kMinTokensPerContextRank = 1024;
+// Interleaving candidates: chunks per stage (Megatron needs layers divisible by stages × chunks).
+constexpr std::int64_t kVirtualStageChoices[] = {2, 4, 5, 8, 10, 20};
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// A short list without heap allocation (the search makes millions of them).
+template <class T, std::size_t N>
+struct Small {
+  std::array<T, N> items{};
+  std::size_t count = 0;
+  void push_back(T v) {
+    if (count < N) items[count++] = v;
+  }
+  std::size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  const T& front() const { return items[0]; }
+  const T& back() const { return items[count - 1]; }
+  const T& operator[](std::size_t i) const { return items[i]; }
+  const T* begin() const { return items.data(); }
+  const T* end() const { return items.data() + count; }
+};
+
+using MicroBatches = Small<std::int64_t, 40>;  // powers of two up to 2^39 sequences
+
+struct Structure {
+  Precision precision;
+  std::int64_t tensor, pipeline, virtual_stages, context, expert;
+  Checkpointing checkpointing;
+  double compute_bound_s = 0;  // compute time of the step: no layout of the structure is faster
+  MicroBatches batches;        // its micro-batches (filled by the search)
+  std::size_t variant_count = 0;
+};
+
+struct Variant {
+  std::int64_t zero_stage = 0, shard_degree = 0;
+  bool offload_optimizer = false, offload_params = false;
+};
+using Variants = Small<Variant, 8>;
+
+// A layout that fits, with its time.
+struct Candidate {
+  Layout layout;
+  double step_time_s = 0;
+  double metric = 0;  // what the ranking sorts by
+};
+
+// What the memory search remembers per structure and variant across GPU counts: the smallest
+// micro-batch known not to fit on a larger GPU count (so not on this one either).
+using MemoryKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
+                             std::int64_t, std::int64_t, bool, bool>;
+
+std::vector<std::int64_t> powers_of_two(std::int64_t limit) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = 1; v <= limit; v *= 2) out.push_back(v);
+  return out;
+}
+
+// The precision recipes a run may use on this card: Megatron / DeepSpeed's master-weight bf16,
+// FSDP's and AMP's mixed precision, pure bf16 for fine-tuning only (torchtune; risky for
+// pre-training), FP8 where the card has it; fp16 counterparts on cards without bf16. LoRA keeps
+// the recipes PEFT users run (AMP and pure bf16).
+std::vector<Precision> precisions_for(const Config& c, const Gpu& g, bool keep) {
+  if (keep) return {c.training.precision};
+  const Goal goal = resolved_goal(c.training);
+  std::vector<Precision> out;
+  if (!g.has_bf16()) {
+    out = {Precision::kFp16Master, Precision::kFp16Mixed};
+    return out;
+  }
+  if (goal == Goal::kPeft) return {Precision::kBf16Mixed, Precision::kBf16};
+  out = {Precision::kBf16Master, Precision::kBf16Fsdp, Precision::kBf16Mixed};
+  if (goal == Goal::kFullFinetune) out.push_back(Precision::kBf16);
+  if (g.has_fp8()) out.push_back(Precision::kFp8Mixed);
+  return out;
+}
+
+// The GPU counts searched: the given range's powers of two and whole multiples of a node whose
+// node count is a power of two, plus both ends.
+std::vector<std::int64_t> gpu_counts(std::int64_t lo, std::int64_t hi, std::int64_t per_node) {
+  std::vector<std::int64_t> out = {lo, hi};
+  for (std::int64_t n = 1; n <= hi; n *= 2) {
+    if (n >= lo) out.push_back(n);
+    if (n * per_node >= lo && n * per_node <= hi) out.push_back(n * per_node);
+  }
+  std::sort(out.begin(), out.end(), std::greater<>());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+class Planner {
+ public:
+  Planner(const Config& base, const PlanOptions& options)
+      : base_(base), options_(options), params_(count_parameters(base.model)),
+        model_(step_time_model(base, params_, options.step_time)), gpu_(*find_gpu(base.hardware.gpu)) {
+    per_node_ = model_.gpus_per_node;
+    overhead_ = base.hardware.overhead_bytes >= 0 ? Bytes(base.hardware.overhead_bytes) : gpu_.context_bytes;
+    budget_ = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu_.memory_bytes.value()) *
+                                              base.hardware.budget_fraction));
+    base_count_ = base.model.nominal_parameter_count > 0 ? Count(base.model.nominal_parameter_count)
+                                                         : params_.total_count;
+    trainable_ = is_lora(base) ? lora_parameter_count(params_, base.training.finetune) : base_count_;
+  }
+
+  PlanResult run();
+
+ private:
+  void search_gpu_count(std::int64_t gpus);
+  std::vector<Structure> structures(std::int64_t gpus);
+  Variants variants(const Structure& s, std::int64_t gpus) const;
+  MicroBatches micro_batches(const Structure& s, std::int64_t gpus) const;
+  void search_structure(const Structure& s, std::int64_t gpus);
+  bool below_memory_bound(const Structure& s, const Variant& v, std::int64_t gpus, const MicroBatches& batches);
+  Bytes memory_bound(const Layout& l) const;
+  bool fits(const Layout& l, const MemoryKey& key);
+  bool over_budget(const Layout& l) const;
+  Layout layout(const Structure& s, const Variant& v, std::int64_t gpus, std::int64_t micro_batch) const;
+  Config config_for(const Layout& l) const;
+  double metric(double step_time_s, std::int64_t gpus) const {
+    return options_.rank_by == RankBy::kCost ? step_time_s * double(gpus) : step_time_s;
+  }
+  double threshold(std::int64_t gpus) const;
+  void keep(const Candidate& c);
+  Plan finish(const Candidate& c);
+
+  const Config& base_;
+  const PlanOptions& options_;
+  ParameterCount params_;
+  StepTimeModel model_;
+  const Gpu& gpu_;
+  std::int64_t per_node_ = 8, global_sequences_ = 0;
+  Bytes overhead_, budget_;
+  Count base_count_, trainable_;
+  std::vector<Precision> precisions_;
+  PlanSearchCounts counts_;
+  std::vector<Candidate> found_;               // the best layout of each structure × count
+  struct Timed {
+    double metric;
+    std::size_t variant;
+    Layout layout;
+  };
+  std::vector<Timed> timed_;                   // scratch, reused
+  std::map<std::int64_t, Candidate> best_per_count_;
+  std::vector<double> top_metrics_;            // the best `top` metrics so far, kept sorted
+  std::map<MemoryKey, std::int64_t> fails_from_;  // smallest micro-batch known not to fit
+  std::map<std::pair<MemoryKey, std::pair<std::int64_t, std::int64_t>>, bool> fits_seen_;  // (gpus, micro-batch)
+};
+
+Layout Planner::layout(const Structure& s, const Variant& v, std::int64_t gpus, std::int64_t micro_batch) const {
+  Layout l;
+  l.num_gpus = gpus;
+  l.tensor = s.tensor;
+  l.pipeline = s.pipeline;
+  l.virtual_stages = s.virtual_stages;
+  l.context = s.context;
+  l.expert = s.expert;
+  l.sequence_parallel = s.tensor > 1;  // same traffic as plain TP, less memory: always on with TP
+  l.precision = s.precision;
+  l.checkpointing = s.checkpointing;
+  l.zero_stage = v.zero_stage;
+  l.shard_degree = v.shard_degree;
+  l.offload_optimizer = v.offload_optimizer;
+  l.offload_params = v.offload_params;
+  l.micro_batch_size = micro_batch;
+  l.grad_accum_steps = global_sequences_ / (l.data_parallel() * micro_batch);
+  return l;
+}
+
+Config Planner::config_for(const Layout& l) const {
+  Config c = base_;
+  apply_layout(l, c);
+  return c;
+}
+
+// Every structure of `gpus` GPUs with its compute bound. Tensor parallelism stays inside a node
+// and divides the heads (and the key/value heads); pipelines of powers of two up to the layer
+// count, interleaved where the layers divide evenly; context parallelism for long sequences only;
+// expert parallelism inside the data-parallel ranks; the data-parallel degree divides the batch.
+std::vector<Structure> Planner::structures(std::int64_t gpus) {
+  const ModelSpec& m = base_.model;
+  const std::int64_t layers = m.num_hidden_layers, seq = base_.training.seq_len;
+  const bool standard = m.attention_type == AttentionType::kStandard;
+  std::vector<Structure> out;
+  for (std::int64_t tp : powers_of_two(std::min(per_node_, gpus))) {
+    if (m.num_attention_heads % tp != 0 || (standard && m.kv_heads() % tp != 0)) continue;
+    for (std::int64_t pp : powers_of_two(std::min(layers, gpus / tp))) {
+      std::vector<std::int64_t> chunks = {1};
+      for (std::int64_t v : kVirtualStageChoices) {
+        if (pp > 1 && layers % (pp * v) == 0) chunks.push_back(v);
+      }
+      for (std::int64_t cp : powers_of_two(gpus / (tp * pp))) {
+        if (cp > 1 && (seq % (2 * cp) != 0 || seq / cp < kMinTokensPerContextRank)) continue;
+        if (gpus % (tp * pp * cp) != 0 || global_sequences_ % (gpus / (tp * pp * cp)) != 0) continue;
+        const std::int64_t data_ranks = gpus / (tp * pp);
+        for (std::int64_t ep : powers_of_two(m.num_experts > 0 ? data_ranks : 1)) {
+          if (ep > 1 && (m.num_experts % ep != 0 || data_ranks % ep != 0)) continue;
+          for (std::int64_t v : chunks) {
+            for (Precision p : precisions_) {
+              for (Checkpointing c : {Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kSelectiveOp,
+                                      Checkpointing::kFull}) {
+                out.push_back({p, tp, pp, v, cp, ep, c, 0, {}, 0});
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// The micro-batches of a structure: powers of two that divide each data-parallel rank's share of
+// the global batch (the accumulation makes up the rest); interleaving needs the micro-batch count
+// to be a multiple of the pipeline degree (Megatron-LM).
+MicroBatches Planner::micro_batches(const Structure& s, std::int64_t gpus) const {
+  const std::int64_t per_rank = global_sequences_ / (gpus / (s.tensor * s.pipeline * s.context));
+  MicroBatches out;
+  for (std::int64_t b = 1; b <= per_rank; b *= 2) {
+    if (per_rank % b != 0) continue;
+    if (s.virtual_stages > 1 && (per_rank / b) % s.pipeline != 0) continue;
+    out.push_back(b);
+  }
+  return out;
+}
+
+// ZeRO / FSDP variants: none (DDP / Megatron), stage 1 (distributed optimizer), 2 (shard-grad-op),
+// 3 (full shard), 3 sharded inside each node and replicated across (hybrid), and the offloads
+// (optimizer states to the CPU with stage 2 or 3; parameters too with stage 3). FSDP's mixed
+// precision exists only with FSDP's sharding.
+Variants Planner::variants(const Structure& s, std::int64_t gpus) const {
+  const std::int64_t data_ranks = gpus / (s.tensor * s.pipeline);
+  const bool fsdp = s.precision == Precision::kBf16Fsdp;
+  Variants out;
+  if (!fsdp) out.push_back({0, 0, false, false});
+  if (data_ranks > 1 || fsdp) {
+    if (!fsdp && data_ranks > 1) {
+      out.push_back({1, 0, false, false});
+      out.push_back({2, 0, false, false});
+    }
+    out.push_back({3, 0, false, false});
+    const std::int64_t in_node = per_node_ / s.tensor;
+    if (in_node > 1 && in_node < data_ranks && data_ranks % in_node == 0) out.push_back({3, in_node, false, false});
+  }
+  if (!fsdp) out.push_back({2, 0, true, false});
+  out.push_back({3, 0, true, false});
+  out.push_back({3, 0, true, true});
+  return out;
+}
+
+// What a layout certainly holds, whatever the step's peak turns out to be: at the end of
+// forward, the weights, master weights and optimizer states after sharding and offload (the
+// core's own placement), the gradients waiting between micro-batches, the saved activations of
+// the micro-batches in flight and the logits and loss; at the optimizer step, the statics and
+// every gradient. Plus the CUDA context.
+Bytes Planner::memory_bound(const Layout& l) const {
+  const Config c = config_for(l);
+  const Placement place = placement(c, params_, base_count_, trainable_);
+  std::vector<std::string> notes;
+  const StaticBytes st = static_bytes(c, params_, place, trainable_, recipe_for(l.precision), notes);
+  const bool in_backward = c.training.optimizer_in_backward;
+  const Bytes statics = st.weights + st.master + st.states;
+  const Bytes waiting = l.grad_accum_steps > 1 && !in_backward ? st.gradients : Bytes{0};
+  const Bytes forward = statics + waiting + activation_model(c, params_).saved_bytes + loss_model(c).forward_bytes;
+  const Bytes optimizer = statics + (in_backward ? Bytes{0} : st.gradients);
+  return max(forward, optimizer) + overhead_;
+}
+
+bool Planner::over_budget(const Layout& l) const {
+  const Bytes bound = memory_bound(l);
+  return bound.overflow() || bound > budget_;
+}
+
+// True when no micro-batch of this variant can fit: by the bound, neither the smallest one (the
+// least memory of those that accumulate) nor the one without accumulation.
+bool Planner::below_memory_bound(const Structure& s, const Variant& v, std::int64_t gpus,
+                                 const MicroBatches& batches) {
+  if (!over_budget(layout(s, v, gpus, batches.front()))) return false;
+  const Layout largest = layout(s, v, gpus, batches.back());
+  return largest.grad_accum_steps > 1 || batches.size() == 1 || over_budget(largest);
+}
+
+bool Planner::fits(const Layout& l, const MemoryKey& key) {
+  auto [known, inserted] = fails_from_.emplace(key, std::numeric_limits<std::int64_t>::max());
+  (void)inserted;
+  if (l.grad_accum_steps > 1 && l.micro_batch_size >= known->second) return false;
+  const auto memo = std::make_pair(key, std::make_pair(l.num_gpus, l.micro_batch_size));
+  if (const auto seen = fits_seen_.find(memo); seen != fits_seen_.end()) return seen->second;
+  // The bound first: cheaper than an estimate, and what fails most layouts that fail.
+  if (over_budget(l)) {
+    if (l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
+    return fits_seen_[memo] = false;
+  }
+  const Estimate e = estimate(config_for(l));
+  ++counts_.estimates;
+  const bool ok = e.ok() && e.fit.verdict == Verdict::kFits;
+  // Without accumulation no gradients wait between micro-batches, so the largest micro-batch can
+  // need less than a smaller one: only failures with accumulation bound the larger ones.
+  if (!ok && l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
+  return fits_seen_[memo] = ok;
+}
+
+double Planner::threshold(std::int64_t gpus) const {
+  const auto best = best_per_count_.find(gpus);
+  const double own = best == best_per_count_.end() ? kInfinity : best->second.metric;
+  const std::size_t top = static_cast<std::size_t>(std::max(1, options_.top));
+  const double kth = top_metrics_.size() >= top ? top_metrics_[top - 1] : kInfinity;
+  return std::max(own, kth);
+}
+
+void Planner::keep(const Candidate& c) {
+  found_.push_back(c);
+  auto best = best_per_count_.find(c.layout.num_gpus);
+  if (best == best_per_count_.end() || c.metric < best->second.metric) best_per_count_[c.layout.num_gpus] = c;
+  top_metrics_.insert(std::upper_bound(top_metrics_.begin(), top_metrics_.end(), c.metric), c.metric);
+  if (top_metrics_.size() > static_cast<std::size_t>(std::max(1, options_.top))) top_metrics_.pop_back();
+}
+
+MemoryKey memory_key(const Structure& s, const Variant& v) {
+  return {static_cast<int>(s.precision), s.tensor, s.pipeline, s.virtual_stages, s.context, s.expert,
+          static_cast<int>(s.checkpointing), v.zero_stage, v.shard_degree, v.offload_optimizer, v.offload_params};
+}
+
+// One structure: every variant × micro-batch timed, then tried fastest first until one fits —
+// the structure's plan. A variant is held to its memory bound once, when first reached.
+void Planner::search_structure(const Structure& s, std::int64_t gpus) {
+  const MicroBatches& batches = s.batches;
+  const Variants list = variants(s, gpus);
+  std::vector<Timed>& timed = timed_;
+  timed.clear();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    for (std::int64_t b : batches) {
+      const Layout l = layout(s, list[i], gpus, b);
+      const StepTime t = step_time(model_, l);
+      ++counts_.timed;
+      if (t.ok()) timed.push_back({metric(t.step_time_s, gpus), i, l});
+    }
+  }
+  counts_.layouts += static_cast<std::int64_t>(batches.size() * list.size());
+  std::sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.metric < b.metric; });
+  enum class State { kUnknown, kPossible, kImpossible };
+  std::array<State, 8> state;
+  state.fill(State::kUnknown);
+  std::size_t decided = 0;
+  for (const Timed& t : timed) {
+    if (t.metric >= threshold(gpus)) break;
+    ++decided;
+    const Variant& v = list[t.variant];
+    if (state[t.variant] == State::kUnknown) {
+      state[t.variant] = below_memory_bound(s, v, gpus, batches) ? State::kImpossible : State::kPossible;
+      if (state[t.variant] == State::kImpossible) counts_.pruned_by_memory += static_cast<std::int64_t>(batches.size());
+    }
+    if (state[t.variant] == State::kImpossible) continue;
+    const MemoryKey key = memory_key(s, v);
+    if (fits(t.layout, key)) {
+      keep({t.layout, t.metric * (options_.rank_by == RankBy::kCost ? 1.0 / double(gpus) : 1.0), t.metric});
+      break;
+    }
+  }
+  counts_.pruned_by_time += static_cast<std::int64_t>(timed.size() - decided);
+}
+
+void Planner::search_gpu_count(std::int64_t gpus) {
+  std::vector<Structure> list = structures(gpus);
+  for (Structure& s : list) {
+    s.batches = micro_batches(s, gpus);
+    s.variant_count = variants(s, gpus).size();
+    if (s.batches.empty()) {
+      s.compute_bound_s = kInfinity;
+      continue;
+    }
+    const StepTime t = step_time(model_, layout(s, Variant{}, gpus, s.batches.back()));
+    s.compute_bound_s = t.ok() ? t.parts.compute_s : kInfinity;
+  }
+  std::vector<std::uint32_t> order(list.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::sort(order.begin(), order.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return list[a].compute_bound_s < list[b].compute_bound_s; });
+  for (std::uint32_t i : order) {
+    const Structure& s = list[i];
+    if (s.compute_bound_s == kInfinity) continue;
+    if (metric(s.compute_bound_s, gpus) >= threshold(gpus)) {
+      const std::int64_t n = static_cast<std::int64_t>(s.batches.size() * s.variant_count);
+      counts_.layouts += n;
+      counts_.pruned_by_time += n;
+      continue;
+    }
+    search_structure(s, gpus);
+  }
+}
+
+Plan Planner::finish(const Candidate& c) {
+  Plan p;
+  p.config = config_for(c.layout);
+  p.estimate = estimate(p.config);
+  p.time = step_time(model_, c.layout);
+  return p;
+}
+
+// The global batch, in sequences: as given, else the configuration's when it gives every GPU of
+// the largest count at least one sequence, else the default for the goal.
+std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_t max_gpus, PlanResult& r) {
+  const Training& t = c.training;
+  const std::int64_t data = c.parallel.num_gpus / (c.parallel.tensor * c.parallel.pipeline * c.parallel.context);
+  std::int64_t tokens = o.global_batch_tokens;
+  if (tokens <= 0) {
+    tokens = t.micro_batch_size * t.grad_accum_steps * data * t.seq_len;
+    if (tokens / t.seq_len < max_gpus) {
+      tokens = resolved_goal(t) == Goal::kPretrain ? kPretrainBatchTokens : kFinetuneBatchTokens;
+      r.notes.push_back("global batch not given: " + std::to_string(tokens) + " tokens (the default for the goal; "
+                        "set global_batch_tokens)");
+    }
+  }
+  const std::int64_t sequences = std::max<std::int64_t>(1, tokens / t.seq_len);
+  if (sequences * t.seq_len != tokens) {
+    r.notes.push_back("global batch rounded to whole sequences: " + std::to_string(sequences * t.seq_len) + " tokens");
+  }
+  return sequences;
+}
+
+PlanResult Planner::run() {
+  PlanResult r;
+  const std::int64_t lo = options_.gpus_min > 0 ? options_.gpus_min : base_.parallel.num_gpus;
+  const std::int64_t hi = std::max(lo, options_.gpus_max > 0 ? options_.gpus_max : lo);
+  global_sequences_ = global_sequences(base_, options_, hi, r);
+  r.global_batch_tokens = global_sequences_ * base_.training.seq_len;
+  precisions_ = precisions_for(base_, gpu_, options_.keep_precision);
+  if (resolved_goal(base_.training) == Goal::kPretrain && is_lora(base_)) {
+    r.notes.push_back("the goal is pre-training but the configuration trains LoRA adapters; planned as given");
+  }
+  for (std::int64_t gpus : gpu_counts(lo, hi, per_node_)) search_gpu_count(gpus);
+  std::sort(found_.begin(), found_.end(), [](const Candidate& a, const Candidate& b) { return a.metric < b.metric; });
+  const std::size_t top = static_cast<std::size_t>(std::max(1, options_.top));
+  for (std::size_t i = 0; i < found_.size() && i < top; ++i) r.plans.push_back(finish(found_[i]));
+  for (const auto& [gpus, c] : best_per_count_) r.best_per_gpu_count.push_back(finish(c));
+  if (found_.empty()) {
+    r.notes.push_back("no layout fits " + std::string(gpu_.name) + " within the budget on " + std::to_string(lo) +
+                      (hi > lo ? "–" + std::to_string(hi) : "") + " GPUs");
+  }
+  counts_.estimates += static_cast<std::int64_t>(r.plans.size() + r.best_per_gpu_count.size());
+  r.counts = counts_;
+  return r;
+}
+
+}  // namespace
+
+PlanResult plan(const Config& config, const PlanOptions& options) {
+  PlanResult r;
+  r.errors = validate(config);
+  if (options.gpus_min < 0 || options.gpus_max < 0 || options.gpus_max > 1'000'000 ||
+      (options.gpus_max > 0 && options.gpus_min > options.gpus_max)) {
+    r.errors.push_back({"gpus_max", "must be from gpus_min to 1,000,000"});
+  }
+  if (!r.errors.empty()) return r;
+  return Planner(config, options).run();
+}
+
+std::vector<Issue> read_plan_options(const Json& json, PlanOptions& o) {
+  std::vector<Issue> errors;
+  if (!json.is_object()) return {{"(options)", "must be a JSON object"}};
+  const auto integer = [&](const std::string& key, const Json& v, std::int64_t lo, std::int64_t hi) -> std::int64_t {
+    const auto n = v.as_exact_integer();
+    if (!v.is_number() || !n || *n < lo || *n > hi) {
+      errors.push_back({key, "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi)});
+      return lo;
+    }
+    return *n;
+  };
+  for (const auto& [key, v] : json.members()) {
+    if (key == "gpus_min") o.gpus_min = integer(key, v, 1, 1'000'000);
+    else if (key == "gpus_max") o.gpus_max = integer(key, v, 1, 1'000'000);
+    else if (key == "global_batch_tokens") o.global_batch_tokens = integer(key, v, 1, std::int64_t{1} << 40);
+    else if (key == "top") o.top = static_cast<int>(integer(key, v, 1, 1000));
+    else if (key == "train_tokens" && v.is_number() && v.as_double() > 0 && v.as_double() < 1e18) {
+      o.step_time.train_tokens = v.as_double();
+    } else if (key == "train_tokens") {
+      errors.push_back({key, "must be a number of tokens above 0"});
+    } else if (key == "rank_by" && v.is_string() && (v.as_string() == "step_time" || v.as_string() == "cost")) {
+      o.rank_by = v.as_string() == "cost" ? RankBy::kCost : RankBy::kStepTime;
+    } else if (key == "rank_by") {
+      errors.push_back({key, "must be step_time or cost"});
+    } else if ((key == "keep_precision" || key == "tp_comm_overlap") && v.is_bool()) {
+      (key == "keep_precision" ? o.keep_precision : o.step_time.tp_comm_overlap) = v.as_bool();
+    } else {
+      errors.push_back({key, v.is_bool() || key == "keep_precision" || key == "tp_comm_overlap"
+                                 ? "must be true or false"
+                                 : "is not a planner option (gpus_min, gpus_max, global_batch_tokens, train_tokens, "
+                                   "top, rank_by, keep_precision, tp_comm_overlap)"});
+    }
+  }
+  return errors;
+}
+
+Json plan_to_json(const Plan& p) {
+  Json j = step_time_to_json(p.time);
+  j.set("config", config_to_json(p.config));
+  const Json estimate = estimate_to_json(p.estimate);
+  for (const char* key : {"peak_allocated_bytes", "peak_reserved_bytes", "device_total_bytes", "breakdown", "phases", "fits"}) {
+    if (const Json* v = estimate.find(key)) j.set(key, *v);
+  }
+  return j;
+}
+
+Json plan_result_to_json(const PlanResult& r) {
+  Json j = Json::object();
+  j.set("ok", Json::boolean(r.ok()));
+  j.set("errors", issues_to_json(r.errors));
+  if (!r.ok()) return j;
+  j.set("global_batch_tokens", Json::integer(r.global_batch_tokens));
+  Json plans = Json::array();
+  for (const Plan& p : r.plans) plans.push(plan_to_json(p));
+  j.set("plans", std::move(plans));
+  Json per_count = Json::array();
+  for (const Plan& p : r.best_per_gpu_count) per_count.push(plan_to_json(p));
+  j.set("best_per_gpu_count", std::move(per_count));
+  Json search = Json::object();
+  search.set("layouts", Json::integer(r.counts.layouts));
+  search.set("timed", Json::integer(r.counts.timed));
+  search.set("pruned_by_time", Json::integer(r.counts.pruned_by_time));
+  search.set("pruned_by_memory", Json::integer(r.counts.pruned_by_memory));
+  search.set("estimates", Json::integer(r.counts.estimates));
+  j.set("search", std::move(search));
+  Json notes = Json::array();
+  for (const std::string& n : r.notes) notes.push(Json::string(n));
+  j.set("notes", std::move(notes));
+  return j;
+}
+
+}  // namespace memfit
