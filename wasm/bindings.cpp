@@ -1,4 +1,4 @@
-// The embind boundary: plain functions taking and returning JSON text. No classes are bound, so
+// The embind boundary: plain functions taking and returning JSON text (fourteen of them). No classes are bound, so
 // JavaScript never has to call .delete(); no exception crosses (errors come back as data in the
 // `errors` list of every answer). web/src/core.js is the only module that calls these.
 #include <emscripten/bind.h>
@@ -21,6 +21,16 @@ std::string suggestions(const std::string& config) { return memfit::suggestions_
 std::string merge_patch(const std::string& config, const std::string& patch) {
   return memfit::merge_patch_json(config, patch).dump();
 }
+std::string solve(const std::string& config, const std::string& target, const std::string& family) {
+  return memfit::solve_json(config, target, family).dump();
+}
+std::string step_time(const std::string& config, const std::string& options) {
+  return memfit::step_time_json(config, options).dump();
+}
+std::string plan(const std::string& config, const std::string& options) { return memfit::plan_json(config, options).dump(); }
+std::string export_plan(const std::string& config, const std::string& engine) {
+  return memfit::export_json(config, engine).dump();
+}
 
 }  // namespace
 
@@ -35,4 +45,8 @@ EMSCRIPTEN_BINDINGS(memfit) {
   emscripten::function("scaling_table", &scaling_table);
   emscripten::function("suggestions", &suggestions);
   emscripten::function("merge_patch", &merge_patch);
+  emscripten::function("solve", &solve);
+  emscripten::function("step_time", &step_time);
+  emscripten::function("plan", &plan);
+  emscripten::function("export_plan", &export_plan);
 }

@@ -17,17 +17,6 @@ constexpr const char* kBudgetRule =
     "within the budget share of the card (the seeds: plan to 80-85 %, keeping 10-20 % for fragmentation); "
     "it is tight above that but still within the card, and does not fit beyond the card.";
 
-Json fit_to_json(const Fit& f) {
-  Json j = Json::object();
-  j.set("gpu", Json::string(f.gpu->id));
-  j.set("name", Json::string(f.gpu->name));
-  j.set("memory_bytes", bytes(f.gpu->memory_bytes));
-  j.set("verdict", Json::string(to_string(f.verdict)));
-  j.set("budget_bytes", bytes(f.budget_bytes));
-  j.set("need_bytes", bytes(f.need_bytes));
-  j.set("headroom_bytes", bytes(f.headroom_bytes));
-  return j;
-}
 
 // The implementation that ran, every `auto` resolved, with the profile's source.
 Json implementation_to_json(const Implementation& impl) {
@@ -90,19 +79,6 @@ Json recipe_json(const PrecisionRecipe& r) {
   return recipe;
 }
 
-Json breakdown_json(const Breakdown& b) {
-  Json breakdown = Json::object();
-  breakdown.set("parameters", bytes(b.parameters));
-  breakdown.set("gradients", bytes(b.gradients));
-  breakdown.set("optimizer_states", bytes(b.optimizer_states));
-  breakdown.set("master_weights", bytes(b.master_weights));
-  breakdown.set("activations", bytes(b.activations));
-  breakdown.set("logits_and_loss", bytes(b.logits_and_loss));
-  breakdown.set("overhead", bytes(b.overhead));
-  breakdown.set("weight_copies", bytes(b.weight_copies));
-  breakdown.set("offloaded", bytes(b.offloaded_bytes));
-  return breakdown;
-}
 
 Json named_bytes_json(const char* key, const std::vector<NamedBytes>& list) {
   Json out = Json::array();
@@ -115,17 +91,6 @@ Json named_bytes_json(const char* key, const std::vector<NamedBytes>& list) {
   return out;
 }
 
-Json phases_json(const std::vector<Phase>& phases) {
-  Json out = Json::array();
-  for (const Phase& p : phases) {
-    Json phase = Json::object();
-    phase.set("name", Json::string(p.name));
-    phase.set("label", Json::string(p.label));
-    phase.set("bytes", bytes(p.bytes));
-    out.push(std::move(phase));
-  }
-  return out;
-}
 
 Json range_json(Bytes low, Bytes high) {
   Json range = Json::array();
@@ -161,6 +126,44 @@ void fits_json(const Estimate& e, Json& j) {
 
 }  // namespace
 
+Json fit_to_json(const Fit& f) {
+  Json j = Json::object();
+  j.set("gpu", Json::string(f.gpu->id));
+  j.set("name", Json::string(f.gpu->name));
+  j.set("memory_bytes", bytes(f.gpu->memory_bytes));
+  j.set("verdict", Json::string(to_string(f.verdict)));
+  j.set("budget_bytes", bytes(f.budget_bytes));
+  j.set("need_bytes", bytes(f.need_bytes));
+  j.set("headroom_bytes", bytes(f.headroom_bytes));
+  return j;
+}
+
+Json breakdown_to_json(const Breakdown& b) {
+  Json breakdown = Json::object();
+  breakdown.set("parameters", bytes(b.parameters));
+  breakdown.set("gradients", bytes(b.gradients));
+  breakdown.set("optimizer_states", bytes(b.optimizer_states));
+  breakdown.set("master_weights", bytes(b.master_weights));
+  breakdown.set("activations", bytes(b.activations));
+  breakdown.set("logits_and_loss", bytes(b.logits_and_loss));
+  breakdown.set("overhead", bytes(b.overhead));
+  breakdown.set("weight_copies", bytes(b.weight_copies));
+  breakdown.set("offloaded", bytes(b.offloaded_bytes));
+  return breakdown;
+}
+
+Json phases_to_json(const std::vector<Phase>& phases) {
+  Json out = Json::array();
+  for (const Phase& p : phases) {
+    Json phase = Json::object();
+    phase.set("name", Json::string(p.name));
+    phase.set("label", Json::string(p.label));
+    phase.set("bytes", bytes(p.bytes));
+    out.push(std::move(phase));
+  }
+  return out;
+}
+
 Json estimate_to_json(const Estimate& e) {
   Json j = Json::object();
   j.set("ok", Json::boolean(e.ok()));
@@ -177,9 +180,9 @@ Json estimate_to_json(const Estimate& e) {
   j.set("parameters_by_layer", parameters_by_layer_json(e.parameters));
   j.set("recipe", recipe_json(recipe_for(e.config.training.precision)));
   j.set("implementation", implementation_to_json(e.implementation));
-  j.set("breakdown", breakdown_json(e.breakdown));
+  j.set("breakdown", breakdown_to_json(e.breakdown));
   j.set("activation_terms_per_layer", named_bytes_json("name", e.activation_terms_per_layer));
-  j.set("phases", phases_json(e.phases));
+  j.set("phases", phases_to_json(e.phases));
   peak_json(e, j);
   fits_json(e, j);
   Json notes = Json::array();

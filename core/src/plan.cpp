@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <unordered_map>
 #include <tuple>
 
 #include "activations.hpp"
@@ -45,7 +46,7 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // A short list without heap allocation (the search makes millions of them).
 template <class T, std::size_t N>
 struct Small {
-  std::array<T, N> items{};
+  std::array<T, N> items;  // only the first `count` are meaningful
   std::size_t count = 0;
   void push_back(T v) {
     if (count < N) items[count++] = v;
@@ -59,13 +60,33 @@ struct Small {
   const T* end() const { return items.data() + count; }
 };
 
-using MicroBatches = Small<std::int64_t, 40>;  // powers of two up to 2^39 sequences
+// A structure's micro-batches: 1, 2, 4, ... 2^(count − 1) — always the first powers of two (see
+// micro_batches()), so a count says them all.
+struct MicroBatches {
+  int count = 0;
+  struct Iterator {
+    int i;
+    std::int64_t operator*() const { return std::int64_t{1} << i; }
+    Iterator& operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return i != o.i; }
+  };
+  std::size_t size() const { return static_cast<std::size_t>(count); }
+  bool empty() const { return count == 0; }
+  std::int64_t front() const { return 1; }
+  std::int64_t back() const { return std::int64_t{1} << (count - 1); }
+  std::int64_t operator[](std::size_t i) const { return std::int64_t{1} << i; }
+  Iterator begin() const { return {0}; }
+  Iterator end() const { return {count}; }
+};
 
 struct Structure {
   Precision precision;
   std::int64_t tensor, pipeline, virtual_stages, context, expert;
   Checkpointing checkpointing;
-  double compute_bound_s = 0;  // compute time of the step: no layout of the structure is faster
+  double compute_bound_s = 0;  // a step time no layout of the structure beats (time_bound)
   MicroBatches batches;        // its micro-batches (filled by the search)
   std::size_t variant_count = 0;
 };
@@ -87,6 +108,16 @@ struct Candidate {
 // micro-batch known not to fit on a larger GPU count (so not on this one either).
 using MemoryKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
                              std::int64_t, std::int64_t, bool, bool>;
+
+// Hash of a tuple of integers (the search's cache keys), boost's hash_combine.
+struct TupleHash {
+  template <class... T>
+  std::size_t operator()(const std::tuple<T...>& t) const {
+    std::size_t h = 0;
+    std::apply([&h](const auto&... v) { ((h ^= std::hash<std::int64_t>{}(static_cast<std::int64_t>(v)) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)), ...); }, t);
+    return h;
+  }
+};
 
 std::vector<std::int64_t> powers_of_two(std::int64_t limit) {
   std::vector<std::int64_t> out;
@@ -130,7 +161,8 @@ class Planner {
  public:
   Planner(const Config& base, const PlanOptions& options)
       : base_(base), options_(options), params_(count_parameters(base.model)),
-        model_(step_time_model(base, params_, options.step_time)), gpu_(*find_gpu(base.hardware.gpu)) {
+        model_(step_time_model(base, params_, options.step_time)), gpu_(*find_gpu(base.hardware.gpu)),
+        scratch_(base) {
     per_node_ = model_.gpus_per_node;
     overhead_ = base.hardware.overhead_bytes >= 0 ? Bytes(base.hardware.overhead_bytes) : gpu_.context_bytes;
     budget_ = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu_.memory_bytes.value()) *
@@ -151,9 +183,11 @@ class Planner {
   bool below_memory_bound(const Structure& s, const Variant& v, std::int64_t gpus, const MicroBatches& batches);
   Bytes memory_bound(const Layout& l) const;
   bool fits(const Layout& l, const MemoryKey& key);
+  double time_bound(const Structure& s, std::int64_t gpus) const;
   bool over_budget(const Layout& l) const;
   Layout layout(const Structure& s, const Variant& v, std::int64_t gpus, std::int64_t micro_batch) const;
   Config config_for(const Layout& l) const;
+  const Config& scratch(const Layout& l) const;
   double metric(double step_time_s, std::int64_t gpus) const {
     return options_.rank_by == RankBy::kCost ? step_time_s * double(gpus) : step_time_s;
   }
@@ -170,17 +204,25 @@ class Planner {
   Bytes overhead_, budget_;
   Count base_count_, trainable_;
   std::vector<Precision> precisions_;
+  std::vector<Checkpointing> checkpointing_;
   PlanSearchCounts counts_;
   std::vector<Candidate> found_;               // the best layout of each structure × count
   struct Timed {
     double metric;
-    std::size_t variant;
-    Layout layout;
+    std::uint8_t variant, batch;  // indexes into the structure's variants and micro-batches
   };
   std::vector<Timed> timed_;                   // scratch, reused
   std::map<std::int64_t, Candidate> best_per_count_;
   std::vector<double> top_metrics_;            // the best `top` metrics so far, kept sorted
+  double best_here_ = kInfinity;               // the best metric of the GPU count being searched
   std::map<MemoryKey, std::int64_t> fails_from_;  // smallest micro-batch known not to fit
+  using StaticsKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool,
+                                std::int64_t>;
+  using ActivationKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, std::int64_t,
+                                   std::int64_t>;
+  mutable std::unordered_map<StaticsKey, StaticBytes, TupleHash> statics_;
+  mutable std::unordered_map<ActivationKey, Bytes, TupleHash> activations_;  // saved + logits and loss (forward)
+  mutable Config scratch_;
   std::map<std::pair<MemoryKey, std::pair<std::int64_t, std::int64_t>>, bool> fits_seen_;  // (gpus, micro-batch)
 };
 
@@ -219,6 +261,7 @@ std::vector<Structure> Planner::structures(std::int64_t gpus) {
   const std::int64_t layers = m.num_hidden_layers, seq = base_.training.seq_len;
   const bool standard = m.attention_type == AttentionType::kStandard;
   std::vector<Structure> out;
+  out.reserve(4096);
   for (std::int64_t tp : powers_of_two(std::min(per_node_, gpus))) {
     if (m.num_attention_heads % tp != 0 || (standard && m.kv_heads() % tp != 0)) continue;
     for (std::int64_t pp : powers_of_two(std::min(layers, gpus / tp))) {
@@ -234,10 +277,7 @@ std::vector<Structure> Planner::structures(std::int64_t gpus) {
           if (ep > 1 && (m.num_experts % ep != 0 || data_ranks % ep != 0)) continue;
           for (std::int64_t v : chunks) {
             for (Precision p : precisions_) {
-              for (Checkpointing c : {Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kSelectiveOp,
-                                      Checkpointing::kFull}) {
-                out.push_back({p, tp, pp, v, cp, ep, c, 0, {}, 0});
-              }
+              for (Checkpointing c : checkpointing_) out.push_back({p, tp, pp, v, cp, ep, c, 0, MicroBatches{}, 0});
             }
           }
         }
@@ -253,10 +293,11 @@ std::vector<Structure> Planner::structures(std::int64_t gpus) {
 MicroBatches Planner::micro_batches(const Structure& s, std::int64_t gpus) const {
   const std::int64_t per_rank = global_sequences_ / (gpus / (s.tensor * s.pipeline * s.context));
   MicroBatches out;
-  for (std::int64_t b = 1; b <= per_rank; b *= 2) {
-    if (per_rank % b != 0) continue;
-    if (s.virtual_stages > 1 && (per_rank / b) % s.pipeline != 0) continue;
-    out.push_back(b);
+  // b divides per_rank, and with interleaving b × pipeline does: both hold for a prefix of the
+  // powers of two (the pipeline degree is one too).
+  for (std::int64_t b = 1; b <= per_rank && per_rank % b == 0; b *= 2) {
+    if (s.virtual_stages > 1 && (per_rank / b) % s.pipeline != 0) break;
+    ++out.count;
   }
   return out;
 }
@@ -291,16 +332,42 @@ Variants Planner::variants(const Structure& s, std::int64_t gpus) const {
 // the micro-batches in flight and the logits and loss; at the optimizer step, the statics and
 // every gradient. Plus the CUDA context.
 Bytes Planner::memory_bound(const Layout& l) const {
-  const Config c = config_for(l);
-  const Placement place = placement(c, params_, base_count_, trainable_);
-  std::vector<std::string> notes;
-  const StaticBytes st = static_bytes(c, params_, place, trainable_, recipe_for(l.precision), notes);
-  const bool in_backward = c.training.optimizer_in_backward;
-  const Bytes statics = st.weights + st.master + st.states;
-  const Bytes waiting = l.grad_accum_steps > 1 && !in_backward ? st.gradients : Bytes{0};
-  const Bytes forward = statics + waiting + activation_model(c, params_).saved_bytes + loss_model(c).forward_bytes;
-  const Bytes optimizer = statics + (in_backward ? Bytes{0} : st.gradients);
-  return max(forward, optimizer) + overhead_;
+  const bool in_backward = base_.training.optimizer_in_backward;
+  // Statics depend on the sharding and the GPU count, the activations and logits on the batch
+  // and the model-parallel split: each is computed once per distinct key.
+  const StaticsKey sk{static_cast<int>(l.precision), l.tensor, l.pipeline, l.expert, l.zero_stage, l.shard_degree,
+                      l.offload_optimizer, l.offload_params, l.num_gpus};
+  auto st = statics_.find(sk);
+  if (st == statics_.end()) {
+    const Config& c = scratch(l);
+    const Placement place = placement(c, params_, base_count_, trainable_);
+    std::vector<std::string> notes;
+    st = statics_.emplace(sk, static_bytes(c, params_, place, trainable_, recipe_for(l.precision), notes)).first;
+  }
+  // The accumulation matters to the activations only through the micro-batches a pipeline keeps
+  // in flight (pipeline_in_flight, activations.cpp), so that is the key, not the accumulation.
+  Parallel split;
+  split.pipeline = l.pipeline;
+  split.virtual_stages = l.virtual_stages;
+  const PipelineInFlight flight = pipeline_in_flight(split, l.grad_accum_steps);
+  const ActivationKey ak{static_cast<int>(l.precision), l.tensor, l.pipeline, l.pipeline > 1 ? l.virtual_stages : 1,
+                         l.context, static_cast<int>(l.checkpointing), l.micro_batch_size, flight.chunks.value()};
+  auto act = activations_.find(ak);
+  if (act == activations_.end()) {
+    const Config& c = scratch(l);
+    act = activations_.emplace(ak, activation_model(c, params_).saved_bytes + loss_model(c).forward_bytes).first;
+  }
+  const StaticBytes& b = st->second;
+  const Bytes statics = b.weights + b.master + b.states;
+  const Bytes waiting = l.grad_accum_steps > 1 && !in_backward ? b.gradients : Bytes{0};
+  const Bytes optimizer = statics + (in_backward ? Bytes{0} : b.gradients);
+  return max(statics + waiting + act->second, optimizer) + overhead_;
+}
+
+// The base configuration with a layout written into it, without copying the configuration.
+const Config& Planner::scratch(const Layout& l) const {
+  apply_layout(l, scratch_);
+  return scratch_;
 }
 
 bool Planner::over_budget(const Layout& l) const {
@@ -338,14 +405,14 @@ bool Planner::fits(const Layout& l, const MemoryKey& key) {
 }
 
 double Planner::threshold(std::int64_t gpus) const {
-  const auto best = best_per_count_.find(gpus);
-  const double own = best == best_per_count_.end() ? kInfinity : best->second.metric;
+  (void)gpus;  // the count being searched: its best so far is kept in best_here_
   const std::size_t top = static_cast<std::size_t>(std::max(1, options_.top));
   const double kth = top_metrics_.size() >= top ? top_metrics_[top - 1] : kInfinity;
-  return std::max(own, kth);
+  return std::max(best_here_, kth);
 }
 
 void Planner::keep(const Candidate& c) {
+  best_here_ = std::min(best_here_, c.metric);
   found_.push_back(c);
   auto best = best_per_count_.find(c.layout.num_gpus);
   if (best == best_per_count_.end() || c.metric < best->second.metric) best_per_count_[c.layout.num_gpus] = c;
@@ -366,11 +433,12 @@ void Planner::search_structure(const Structure& s, std::int64_t gpus) {
   std::vector<Timed>& timed = timed_;
   timed.clear();
   for (std::size_t i = 0; i < list.size(); ++i) {
-    for (std::int64_t b : batches) {
-      const Layout l = layout(s, list[i], gpus, b);
-      const StepTime t = step_time(model_, l);
+    for (std::size_t k = 0; k < batches.size(); ++k) {
+      const double seconds = step_seconds(model_, layout(s, list[i], gpus, batches[k]));
       ++counts_.timed;
-      if (t.ok()) timed.push_back({metric(t.step_time_s, gpus), i, l});
+      if (seconds < kInfinity) {
+        timed.push_back({metric(seconds, gpus), static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(k)});
+      }
     }
   }
   counts_.layouts += static_cast<std::int64_t>(batches.size() * list.size());
@@ -388,16 +456,29 @@ void Planner::search_structure(const Structure& s, std::int64_t gpus) {
       if (state[t.variant] == State::kImpossible) counts_.pruned_by_memory += static_cast<std::int64_t>(batches.size());
     }
     if (state[t.variant] == State::kImpossible) continue;
-    const MemoryKey key = memory_key(s, v);
-    if (fits(t.layout, key)) {
-      keep({t.layout, t.metric * (options_.rank_by == RankBy::kCost ? 1.0 / double(gpus) : 1.0), t.metric});
+    const Layout l = layout(s, v, gpus, batches[t.batch]);
+    if (fits(l, memory_key(s, v))) {
+      keep({l, t.metric * (options_.rank_by == RankBy::kCost ? 1.0 / double(gpus) : 1.0), t.metric});
       break;
     }
   }
   counts_.pruned_by_time += static_cast<std::int64_t>(timed.size() - decided);
 }
 
+// A time no layout of the structure beats: its compute and its tensor / context / expert
+// communication (the same for every ZeRO variant, and least with the largest micro-batch, which
+// has the fewest per-collective latencies), and its bubble (about proportional to the
+// micro-batch, so least with the smallest). Data-parallel communication, pipeline sends and the
+// optimizer step only add.
+double Planner::time_bound(const Structure& s, std::int64_t gpus) const {
+  StepTimeParts p;
+  if (!(step_seconds(model_, layout(s, Variant{}, gpus, s.batches.back()), &p) < kInfinity)) return kInfinity;
+  const double bubble = p.pipeline_bubble_s * double(s.batches.front()) / double(s.batches.back());
+  return p.compute_s + p.tensor_parallel_s + p.context_parallel_s + p.expert_parallel_s + bubble;
+}
+
 void Planner::search_gpu_count(std::int64_t gpus) {
+  best_here_ = kInfinity;
   std::vector<Structure> list = structures(gpus);
   for (Structure& s : list) {
     s.batches = micro_batches(s, gpus);
@@ -406,8 +487,7 @@ void Planner::search_gpu_count(std::int64_t gpus) {
       s.compute_bound_s = kInfinity;
       continue;
     }
-    const StepTime t = step_time(model_, layout(s, Variant{}, gpus, s.batches.back()));
-    s.compute_bound_s = t.ok() ? t.parts.compute_s : kInfinity;
+    s.compute_bound_s = time_bound(s, gpus);
   }
   std::vector<std::uint32_t> order(list.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
@@ -462,6 +542,10 @@ PlanResult Planner::run() {
   global_sequences_ = global_sequences(base_, options_, hi, r);
   r.global_batch_tokens = global_sequences_ * base_.training.seq_len;
   precisions_ = precisions_for(base_, gpu_, options_.keep_precision);
+  // Megatron's selective recomputation drops eager attention's scores; FlashAttention stores none,
+  // so with it selective saves nothing over none and only adds the recomputed attention.
+  checkpointing_ = {Checkpointing::kNone, Checkpointing::kSelectiveOp, Checkpointing::kFull};
+  if (base_.training.implementation.attention == AttentionImpl::kEager) checkpointing_.push_back(Checkpointing::kSelective);
   if (resolved_goal(base_.training) == Goal::kPretrain && is_lora(base_)) {
     r.notes.push_back("the goal is pre-training but the configuration trains LoRA adapters; planned as given");
   }
@@ -528,12 +612,51 @@ std::vector<Issue> read_plan_options(const Json& json, PlanOptions& o) {
   return errors;
 }
 
+namespace {
+
+// The memory of a plan, from its full estimate.
+void memory_json(const Estimate& e, Json& j) {
+  j.set("peak_allocated_bytes", Json::integer(e.peak_allocated_bytes.value()));
+  j.set("peak_reserved_bytes", Json::integer(e.peak_reserved_bytes.value()));
+  j.set("device_total_bytes", Json::integer(e.device_total_bytes.value()));
+  j.set("fits", fit_to_json(e.fit));
+}
+
+// The fields a plan sets, as a patch on the configuration it was planned from (patch.hpp).
+Json layout_patch(const Config& c) {
+  const Json all = config_to_json(c);
+  Json patch = Json::object();
+  Json parallel = *all.find("parallel");
+  patch.set("parallel", std::move(parallel));
+  Json training = Json::object();
+  for (const char* key : {"precision", "checkpointing", "micro_batch_size", "grad_accum_steps"}) {
+    training.set(key, *all.find("training")->find(key));
+  }
+  patch.set("training", std::move(training));
+  return patch;
+}
+
+}  // namespace
+
 Json plan_to_json(const Plan& p) {
   Json j = step_time_to_json(p.time);
   j.set("config", config_to_json(p.config));
-  const Json estimate = estimate_to_json(p.estimate);
-  for (const char* key : {"peak_allocated_bytes", "peak_reserved_bytes", "device_total_bytes", "breakdown", "phases", "fits"}) {
-    if (const Json* v = estimate.find(key)) j.set(key, *v);
+  memory_json(p.estimate, j);
+  j.set("breakdown", breakdown_to_json(p.estimate.breakdown));
+  j.set("phases", phases_to_json(p.estimate.phases));
+  return j;
+}
+
+// A GPU count's best plan, briefly: the patch that makes it, its memory and its time.
+Json plan_summary_json(const Plan& p) {
+  Json j = Json::object();
+  j.set("num_gpus", Json::integer(p.config.parallel.num_gpus));
+  j.set("patch", layout_patch(p.config));
+  memory_json(p.estimate, j);
+  const Json t = step_time_to_json(p.time);
+  for (const char* key : {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "train_time_s", "gpu_hours",
+                          "cost_usd"}) {
+    if (const Json* v = t.find(key)) j.set(key, *v);
   }
   return j;
 }
@@ -548,7 +671,7 @@ Json plan_result_to_json(const PlanResult& r) {
   for (const Plan& p : r.plans) plans.push(plan_to_json(p));
   j.set("plans", std::move(plans));
   Json per_count = Json::array();
-  for (const Plan& p : r.best_per_gpu_count) per_count.push(plan_to_json(p));
+  for (const Plan& p : r.best_per_gpu_count) per_count.push(plan_summary_json(p));
   j.set("best_per_gpu_count", std::move(per_count));
   Json search = Json::object();
   search.set("layouts", Json::integer(r.counts.layouts));

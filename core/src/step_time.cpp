@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "finetune.hpp"
 #include "memfit/estimate.hpp"
@@ -474,19 +475,15 @@ Json step_time_to_json(const StepTime& t) {
   return j;
 }
 
-StepTime step_time(const StepTimeModel& m, const Layout& l) {
-  StepTime t;
+double step_seconds(const StepTimeModel& m, const Layout& l, StepTimeParts* parts) {
   const Rates rates = rates_for(*m.gpu, l.precision);
-  if (rates.missing) {
-    t.errors.push_back({"training.precision", std::string(to_string(l.precision)) + " needs " + rates.missing +
-                                                  " tensor cores, which the " + m.gpu->name + " does not have"});
-    return t;
-  }
+  if (rates.missing) return std::numeric_limits<double>::infinity();
   const PrecisionRecipe& r = recipe_for(l.precision);
   const StageShape s = shape_of(m, l);
   const MicroBatch mb = micro_batch(m, l, s, rates);
   const double act = activation_bytes(l.precision);
-  StepTimeParts& p = t.parts;
+  StepTimeParts local;
+  StepTimeParts& p = parts ? *parts : local;
   const double tp = tensor_parallel_s(m, l, s, mb, act), cp = context_parallel_s(m, l, s, mb, act),
                ep = expert_parallel_s(m, l, s, act), z3 = zero3_micro_batch_s(m, l, s, r, mb.total());
   const double micro_batch_s = mb.total() + tp + cp + ep + z3;
@@ -499,8 +496,19 @@ StepTime step_time(const StepTimeModel& m, const Layout& l) {
   p.data_parallel_s = micro_batches * z3 + data_parallel_s(m, l, s, r, mb);
   pipeline(m, l, micro_batch_s, act, p);
   p.optimizer_s = optimizer_s(m, l, s, r);
-  t.step_time_s = p.compute_s + p.tensor_parallel_s + p.context_parallel_s + p.expert_parallel_s + p.data_parallel_s +
-                  p.pipeline_bubble_s + p.pipeline_p2p_s + p.optimizer_s;
+  return p.compute_s + p.tensor_parallel_s + p.context_parallel_s + p.expert_parallel_s + p.data_parallel_s +
+         p.pipeline_bubble_s + p.pipeline_p2p_s + p.optimizer_s;
+}
+
+StepTime step_time(const StepTimeModel& m, const Layout& l) {
+  StepTime t;
+  if (rates_for(*m.gpu, l.precision).missing) {
+    t.errors.push_back({"training.precision", std::string(to_string(l.precision)) + " needs " +
+                                                  rates_for(*m.gpu, l.precision).missing +
+                                                  " tensor cores, which the " + m.gpu->name + " does not have"});
+    return t;
+  }
+  t.step_time_s = step_seconds(m, l, &t.parts);
   totals(m, l, recompute_passes(l.checkpointing), t);
   return t;
 }

@@ -68,8 +68,9 @@ PlanResult plan(const Config& config, const PlanOptions& options);
 std::vector<Issue> read_plan_options(const Json& json, PlanOptions& out);
 
 // {"ok", "errors", "global_batch_tokens", "plans": [{"config", "peak_allocated_bytes",
-// "device_total_bytes", "breakdown", "step_time_s", "tokens_per_s", "mfu", "cost_usd", ...}],
-// "best_per_gpu_count": [...], "search": {...}, "notes": [...]}.
+// "device_total_bytes", "fits", "breakdown", "phases", "step_time_s", "tokens_per_s", "mfu",
+// "cost_usd", "parts", ...}], "best_per_gpu_count": [{"num_gpus", "patch", "device_total_bytes",
+// "step_time_s", "tokens_per_s", "mfu", "cost_usd", ...}], "search": {...}, "notes": [...]}.
 Json plan_result_to_json(const PlanResult& r);
 Json plan_to_json(const Plan& p);
 

@@ -100,6 +100,9 @@ struct StepTimeModel {
 
 StepTimeModel step_time_model(const Config& config, const ParameterCount& params, const StepTimeOptions& options);
 StepTime step_time(const StepTimeModel& model, const Layout& layout);
+// The step time alone, without the totals (the planner's inner loop); infinity when the card
+// cannot run the layout's precision. `parts`, when given, receives where the time goes.
+double step_seconds(const StepTimeModel& model, const Layout& layout, StepTimeParts* parts = nullptr);
 StepTime step_time(const Config& config, const StepTimeOptions& options = {});
 
 // {"ok", "errors", "step_time_s", "tokens_per_s", ..., "parts": {...}, "assumptions": [...]}.
