@@ -242,8 +242,15 @@ int run_plan(const memfit::cli::Request& request) {
 int run_export(const memfit::cli::Request& request) {
   const memfit::Json r = memfit::export_json(request.config.dump(), request.target);
   if (!r.find("ok")->as_bool()) return print_issues(*r.find("errors"));
-  if (request.json) std::cout << r.dump(2) << "\n";
-  else std::cout << r.find("text")->as_string();
+  if (request.json) {
+    std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  const std::string& file = r.find("filename")->as_string();
+  if (!file.empty()) std::cout << "# " << file << "\n" << r.find("text")->as_string() << "\n";
+  std::cout << "# launch" << (file.empty() ? "" : " (with " + file + " beside it)") << "\n"
+            << r.find("command")->as_string() << "\n";
+  for (const memfit::Json& n : r.find("notes")->items()) std::cout << "# note: " << n.as_string() << "\n";
   return 0;
 }
 
