@@ -173,8 +173,10 @@ class Planner {
   }
 
   PlanResult run();
+  std::vector<Layout> space(std::int64_t gpus);
 
  private:
+  void setup(std::int64_t lo, std::int64_t hi, PlanResult& r);
   void search_gpu_count(std::int64_t gpus);
   std::vector<Structure> structures(std::int64_t gpus);
   Variants variants(const Structure& s, std::int64_t gpus) const;
@@ -535,10 +537,9 @@ std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_
   return sequences;
 }
 
-PlanResult Planner::run() {
-  PlanResult r;
-  const std::int64_t lo = options_.gpus_min > 0 ? options_.gpus_min : base_.parallel.num_gpus;
-  const std::int64_t hi = std::max(lo, options_.gpus_max > 0 ? options_.gpus_max : lo);
+// What every search shares: the global batch, the precisions and checkpointing modes to try.
+void Planner::setup(std::int64_t lo, std::int64_t hi, PlanResult& r) {
+  (void)lo;
   global_sequences_ = global_sequences(base_, options_, hi, r);
   r.global_batch_tokens = global_sequences_ * base_.training.seq_len;
   precisions_ = precisions_for(base_, gpu_, options_.keep_precision);
@@ -546,6 +547,26 @@ PlanResult Planner::run() {
   // so with it selective saves nothing over none and only adds the recomputed attention.
   checkpointing_ = {Checkpointing::kNone, Checkpointing::kSelectiveOp, Checkpointing::kFull};
   if (base_.training.implementation.attention == AttentionImpl::kEager) checkpointing_.push_back(Checkpointing::kSelective);
+}
+
+std::vector<Layout> Planner::space(std::int64_t gpus) {
+  PlanResult r;
+  setup(gpus, std::max(gpus, options_.gpus_max), r);
+  std::vector<Layout> out;
+  for (Structure& s : structures(gpus)) {
+    s.batches = micro_batches(s, gpus);
+    for (const Variant& v : variants(s, gpus)) {
+      for (std::int64_t b : s.batches) out.push_back(layout(s, v, gpus, b));
+    }
+  }
+  return out;
+}
+
+PlanResult Planner::run() {
+  PlanResult r;
+  const std::int64_t lo = options_.gpus_min > 0 ? options_.gpus_min : base_.parallel.num_gpus;
+  const std::int64_t hi = std::max(lo, options_.gpus_max > 0 ? options_.gpus_max : lo);
+  setup(lo, hi, r);
   if (resolved_goal(base_.training) == Goal::kPretrain && is_lora(base_)) {
     r.notes.push_back("the goal is pre-training but the configuration trains LoRA adapters; planned as given");
   }
@@ -574,6 +595,11 @@ PlanResult plan(const Config& config, const PlanOptions& options) {
   }
   if (!r.errors.empty()) return r;
   return Planner(config, options).run();
+}
+
+std::vector<Layout> plan_space(const Config& config, const PlanOptions& options, std::int64_t gpus) {
+  if (!validate(config).empty()) return {};
+  return Planner(config, options).space(gpus);
 }
 
 std::vector<Issue> read_plan_options(const Json& json, PlanOptions& o) {

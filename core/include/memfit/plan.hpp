@@ -63,6 +63,10 @@ struct PlanResult {
 
 PlanResult plan(const Config& config, const PlanOptions& options);
 
+// Every layout of `gpus` GPUs in the planner's search space, with no bound applied: what the
+// tests check the search against by brute force.
+std::vector<Layout> plan_space(const Config& config, const PlanOptions& options, std::int64_t gpus);
+
 // Reads {"gpus_min", "gpus_max", "global_batch_tokens", "train_tokens", "top", "rank_by",
 // "keep_precision", "tp_comm_overlap"}; unknown keys are errors.
 std::vector<Issue> read_plan_options(const Json& json, PlanOptions& out);
