@@ -444,7 +444,9 @@ void Planner::search_structure(const Structure& s, std::int64_t gpus) {
     }
   }
   counts_.layouts += static_cast<std::int64_t>(batches.size() * list.size());
-  std::sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.metric < b.metric; });
+  // Stable sorts throughout: ties keep the enumeration's order, so every build (native, wasm)
+  // returns the same plans.
+  std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.metric < b.metric; });
   enum class State { kUnknown, kPossible, kImpossible };
   std::array<State, 8> state;
   state.fill(State::kUnknown);
@@ -493,7 +495,7 @@ void Planner::search_gpu_count(std::int64_t gpus) {
   }
   std::vector<std::uint32_t> order(list.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
-  std::sort(order.begin(), order.end(),
+  std::stable_sort(order.begin(), order.end(),
             [&](std::uint32_t a, std::uint32_t b) { return list[a].compute_bound_s < list[b].compute_bound_s; });
   for (std::uint32_t i : order) {
     const Structure& s = list[i];
@@ -571,7 +573,7 @@ PlanResult Planner::run() {
     r.notes.push_back("the goal is pre-training but the configuration trains LoRA adapters; planned as given");
   }
   for (std::int64_t gpus : gpu_counts(lo, hi, per_node_)) search_gpu_count(gpus);
-  std::sort(found_.begin(), found_.end(), [](const Candidate& a, const Candidate& b) { return a.metric < b.metric; });
+  std::stable_sort(found_.begin(), found_.end(), [](const Candidate& a, const Candidate& b) { return a.metric < b.metric; });
   const std::size_t top = static_cast<std::size_t>(std::max(1, options_.top));
   for (std::size_t i = 0; i < found_.size() && i < top; ++i) r.plans.push_back(finish(found_[i]));
   for (const auto& [gpus, c] : best_per_count_) r.best_per_gpu_count.push_back(finish(c));
