@@ -137,6 +137,9 @@ Json suggestions_json(std::string_view config_text) {
     j.set("patch", s.patch);
     j.set("device_total_bytes", Json::integer(s.device_total_bytes.value()));
     j.set("verdict", Json::string(to_string(s.verdict)));
+    j.set("saved_bytes", Json::integer(s.saved_bytes.value()));
+    j.set("step_time_s", s.timed ? Json::number(s.step_time_s) : Json::null());
+    j.set("time_per_token_change", s.timed ? Json::number(s.time_per_token_change) : Json::null());
     list.push(std::move(j));
   }
   Json j = Json::object();
