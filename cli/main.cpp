@@ -195,7 +195,8 @@ int run_time(const memfit::cli::Request& request) {
 }
 
 void print_plan_row(const memfit::Json& p, int rank) {
-  const memfit::Json& c = *p.find("config");
+  // A full plan carries its configuration; a per-count summary the patch that makes it.
+  const memfit::Json& c = p.find("config") ? *p.find("config") : *p.find("patch");
   const memfit::Json& par = *c.find("parallel");
   const memfit::Json& tr = *c.find("training");
   const std::int64_t zero = integer(par, "zero_stage"), shard = integer(par, "shard_degree");

@@ -74,5 +74,17 @@ TEST(CliSubcommands, JsonShapesEndToEnd) {
   EXPECT_NE(e.find("command")->as_string().find("torchrun --standalone --nproc_per_node=8"), std::string::npos);
 }
 
+// The human-readable tables of every subcommand print and exit 0 (a GPU range prints the
+// per-count table too).
+TEST(CliSubcommands, TablesPrint) {
+  for (const char* args : {"solve min-gpus --preset llama-3-70b --checkpointing full", "solve max-seq-len",
+                           "plan --preset llama-3-8b --gpus-min 1 --gpus-max 16 --top 3", "time --num-gpus 8",
+                           "export megatron --precision bf16_master --num-gpus 8 --zero-stage 1"}) {
+    FILE* pipe = popen((std::string(MEMFIT_CLI) + " " + args + " > /dev/null 2>&1").c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    EXPECT_EQ(pclose(pipe), 0) << args;
+  }
+}
+
 }  // namespace
 }  // namespace memfit::cli
