@@ -8,8 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { default: createMemfit } = await import(path.join(root, 'build-wasm/wasm/memfit.mjs'));
-const memfit = await createMemfit({ wasmBinary: fs.readFileSync(path.join(root, 'build-wasm/wasm/memfit.wasm')) });
+// The planner's module (memfit-planner.mjs: the page loads it when the planner opens).
+const { default: createMemfit } = await import(path.join(root, 'build-wasm/wasm/memfit-planner.mjs'));
+const memfit = await createMemfit({ wasmBinary: fs.readFileSync(path.join(root, 'build-wasm/wasm/memfit-planner.wasm')) });
 
 // The same JSON as bench/plan_bench.cpp's kPlanCases, in the same order.
 const cases = [

@@ -1,6 +1,10 @@
-// The embind boundary: plain functions taking and returning JSON text (fourteen of them). No classes are bound, so
+// The embind boundary: plain functions taking and returning JSON text. No classes are bound, so
 // JavaScript never has to call .delete(); no exception crosses (errors come back as data in the
 // `errors` list of every answer). web/src/core.js is the only module that calls these.
+//
+// Built twice: memfit.mjs (the page's first view: estimate ... solve, step_time) and
+// memfit-planner.mjs (MEMFIT_WASM_PLANNER: the same plus plan and export_plan), so the planner's
+// code is fetched only when the planner is opened.
 #include <emscripten/bind.h>
 
 #include <string>
@@ -27,10 +31,12 @@ std::string solve(const std::string& config, const std::string& target, const st
 std::string step_time(const std::string& config, const std::string& options) {
   return memfit::step_time_json(config, options).dump();
 }
+#ifdef MEMFIT_WASM_PLANNER
 std::string plan(const std::string& config, const std::string& options) { return memfit::plan_json(config, options).dump(); }
 std::string export_plan(const std::string& config, const std::string& engine) {
   return memfit::export_json(config, engine).dump();
 }
+#endif
 
 }  // namespace
 
@@ -47,6 +53,8 @@ EMSCRIPTEN_BINDINGS(memfit) {
   emscripten::function("merge_patch", &merge_patch);
   emscripten::function("solve", &solve);
   emscripten::function("step_time", &step_time);
+#ifdef MEMFIT_WASM_PLANNER
   emscripten::function("plan", &plan);
   emscripten::function("export_plan", &export_plan);
+#endif
 }

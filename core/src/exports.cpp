@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 
 #include "memfit/estimate.hpp"
 #include "memfit/gpus.hpp"
@@ -15,6 +14,32 @@ namespace memfit {
 namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
+
+// Text built piece by piece (iostreams would more than double the wasm module).
+struct Text {
+  std::string s;
+  Text& operator<<(std::string_view v) {
+    s += v;
+    return *this;
+  }
+  Text& operator<<(const char* v) { return *this << std::string_view(v); }
+  Text& operator<<(const std::string& v) { return *this << std::string_view(v); }
+  Text& operator<<(std::int64_t v) { return *this << std::string_view(std::to_string(v)); }
+  Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
+  std::string str() const { return s; }
+};
+
+// The lines of a text.
+std::vector<std::string> lines_of(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    out.emplace_back(text.substr(0, end));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return out;
+}
 
 std::int64_t per_node(const Config& c) {
   const Gpu* gpu = find_gpu(c.hardware.gpu);
@@ -190,7 +215,7 @@ Export accelerate_fsdp(const Config& c) {
   const FsdpMesh m = fsdp_mesh(c, e, "accelerate");
   const bool offload = fsdp_offload(c, e, "FSDP");
   const std::int64_t k = per_node(c);
-  std::ostringstream y;
+  Text y;
   y << "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n"
     << "mixed_precision: " << (t.precision == Precision::kBf16Fsdp ? "bf16" : "'no'") << "\n"
     << "num_machines: " << (p.num_gpus + k - 1) / k << "\nnum_processes: " << p.num_gpus << "\nmachine_rank: 0\n"
@@ -245,7 +270,7 @@ std::string torchtitan_parallelism(const Config& c, Export& e) {
   } else {
     m = fsdp_mesh(c, e, "torchtitan");
   }
-  std::ostringstream t;
+  Text t;
   t << "[parallelism]\ndata_parallel_replicate_degree = " << m.replicate
     << "\ndata_parallel_shard_degree = " << m.shard
     << "\nfsdp_reshard_after_forward = \"" << (m.reshard_after_forward ? "default" : "never") << "\""
@@ -278,7 +303,7 @@ Export torchtitan(const Config& c) {
   // With a pipeline, torchtitan splits each rank's local batch into micro-batches; without one it
   // accumulates local batches up to the global batch.
   const std::int64_t local = p.pipeline > 1 ? t.micro_batch_size * t.grad_accum_steps : t.micro_batch_size;
-  std::ostringstream toml;
+  Text toml;
   const char* flavor = torchtitan_flavor(c.model.preset);
   toml << "[job]\ndump_folder = \"./outputs\"\n\n[model]\nname = \"llama3\"\nflavor = \""
        << (flavor ? flavor : "set-me") << "\"\n\n[training]\nlocal_batch_size = " << local
@@ -447,10 +472,16 @@ Export torchtune(const Config& c) {
 // The words of a command line ("\" line continuations dropped).
 std::vector<std::string> words_of(std::string_view command) {
   std::vector<std::string> out;
-  std::istringstream in{std::string(command)};
-  for (std::string w; in >> w;) {
-    if (w != "\\") out.push_back(w);
+  std::string w;
+  for (char c : command) {
+    if (c != ' ' && c != '\n' && c != '\t') {
+      w += c;
+    } else if (!w.empty()) {
+      if (w != "\\") out.push_back(w);
+      w.clear();
+    }
   }
+  if (!w.empty() && w != "\\") out.push_back(w);
   return out;
 }
 
@@ -483,9 +514,8 @@ std::int64_t world_size(const std::vector<std::string>& words) {
 // "key = value" lines (TOML as torchtitan reads it): path → value, quotes removed.
 std::map<std::string, std::string> read_settings(std::string_view text, bool toml) {
   std::map<std::string, std::string> out;
-  std::istringstream in{std::string(text)};
   std::string section;
-  for (std::string line; std::getline(in, line);) {
+  for (const std::string& line : lines_of(text)) {
     if (line.empty() || line[0] == '#') continue;
     if (toml && line[0] == '[') {
       section = line.substr(1, line.find(']') - 1);

@@ -225,7 +225,9 @@ class Planner {
   mutable std::unordered_map<StaticsKey, StaticBytes, TupleHash> statics_;
   mutable std::unordered_map<ActivationKey, Bytes, TupleHash> activations_;  // saved + logits and loss (forward)
   mutable Config scratch_;
-  std::map<std::pair<MemoryKey, std::pair<std::int64_t, std::int64_t>>, bool> fits_seen_;  // (gpus, micro-batch)
+  using SeenKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
+                             std::int64_t, std::int64_t, bool, bool, std::int64_t, std::int64_t>;
+  std::unordered_map<SeenKey, bool, TupleHash> fits_seen_;  // memory key + (gpus, micro-batch)
 };
 
 Layout Planner::layout(const Structure& s, const Variant& v, std::int64_t gpus, std::int64_t micro_batch) const {
@@ -352,7 +354,13 @@ Bytes Planner::memory_bound(const Layout& l) const {
   split.pipeline = l.pipeline;
   split.virtual_stages = l.virtual_stages;
   const PipelineInFlight flight = pipeline_in_flight(split, l.grad_accum_steps);
-  const ActivationKey ak{static_cast<int>(l.precision), l.tensor, l.pipeline, l.pipeline > 1 ? l.virtual_stages : 1,
+  // Recipes differ in what activations keep only through their element sizes and autocast (the
+  // recipe fields activations.cpp reads); recipes alike there share the entry
+  // (tests/core/plan_test.cpp checks that they save the same bytes).
+  const PrecisionRecipe& r = recipe_for(l.precision);
+  const int dtypes = static_cast<int>(r.compute.value() * 1000 + r.stream.value() * 100 + r.frozen_base.value() * 10 +
+                                      (r.autocast ? 1 : 0));
+  const ActivationKey ak{dtypes, l.tensor, l.pipeline, l.pipeline > 1 ? l.virtual_stages : 1,
                          l.context, static_cast<int>(l.checkpointing), l.micro_batch_size, flight.chunks.value()};
   auto act = activations_.find(ak);
   if (act == activations_.end()) {
@@ -390,7 +398,7 @@ bool Planner::fits(const Layout& l, const MemoryKey& key) {
   auto [known, inserted] = fails_from_.emplace(key, std::numeric_limits<std::int64_t>::max());
   (void)inserted;
   if (l.grad_accum_steps > 1 && l.micro_batch_size >= known->second) return false;
-  const auto memo = std::make_pair(key, std::make_pair(l.num_gpus, l.micro_batch_size));
+  const SeenKey memo = std::tuple_cat(key, std::make_tuple(l.num_gpus, l.micro_batch_size));
   if (const auto seen = fits_seen_.find(memo); seen != fits_seen_.end()) return seen->second;
   // The bound first: cheaper than an estimate, and what fails most layouts that fail.
   if (over_budget(l)) {

@@ -91,6 +91,32 @@ TEST(Plan, RespectsTheGoalAndTheCard) {
   for (const Plan& p : a100.plans) EXPECT_NE(p.config.training.precision, Precision::kBf16);
 }
 
+// The planner's memory bound shares one activation entry between recipes with the same element
+// sizes and autocast; they must save the same bytes (if a recipe ever adds another difference,
+// this fails and the planner's key must grow).
+TEST(Plan, RecipesAlikeInActivationsSaveTheSame) {
+  for (const char* ckpt : {"none", "selective_op", "full"}) {
+    Config c = config(R"({"model":{"preset":"mixtral-8x7b"},"training":{"seq_len":4096,"micro_batch_size":2},"parallel":{"num_gpus":16,"tensor":2,"sequence_parallel":true,"pipeline":2,"zero_stage":1}})");
+    c.training.checkpointing = ckpt == std::string("none") ? Checkpointing::kNone
+                               : ckpt == std::string("full") ? Checkpointing::kFull : Checkpointing::kSelectiveOp;
+    Bytes reference;
+    bool first = true;
+    for (Precision p : {Precision::kBf16Master, Precision::kFp8Mixed, Precision::kBf16Fsdp, Precision::kBf16}) {
+      c.training.precision = p;
+      const Estimate e = estimate(c);
+      ASSERT_TRUE(e.ok());
+      const PrecisionRecipe& r = recipe_for(p);
+      ASSERT_EQ(r.compute, kHalfBytes);
+      ASSERT_EQ(r.stream, kHalfBytes);
+      ASSERT_FALSE(r.autocast);
+      const Bytes saved = e.breakdown.activations + e.breakdown.logits_and_loss;
+      if (!first) EXPECT_EQ(saved, reference) << to_string(p) << " " << ckpt;
+      reference = saved;
+      first = false;
+    }
+  }
+}
+
 TEST(Plan, OptionsAreReadAndChecked) {
   PlanOptions o;
   EXPECT_TRUE(read_plan_options(*parse_json(R"({"gpus_min":2,"gpus_max":64,"top":3,"rank_by":"cost"})").value, o).empty());

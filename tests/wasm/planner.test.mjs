@@ -10,8 +10,11 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const wasmDir = path.join(root, 'build-wasm/wasm');
 const cli = path.join(root, 'build/cli/memfit');
-const { default: createMemfit } = await import(path.join(wasmDir, 'memfit.mjs'));
-const memfit = await createMemfit({ wasmBinary: fs.readFileSync(path.join(wasmDir, 'memfit.wasm')) });
+// The planner's module; solve and step_time are in the page's main module too.
+const { default: createMemfit } = await import(path.join(wasmDir, 'memfit-planner.mjs'));
+const memfit = await createMemfit({ wasmBinary: fs.readFileSync(path.join(wasmDir, 'memfit-planner.wasm')) });
+const { default: createMain } = await import(path.join(wasmDir, 'memfit.mjs'));
+const main = await createMain({ wasmBinary: fs.readFileSync(path.join(wasmDir, 'memfit.wasm')) });
 
 function native(args, config) {
   return JSON.parse(execFileSync(cli, [...args, '--config', '-', '--json'], { input: JSON.stringify(config) }).toString());
@@ -50,6 +53,15 @@ test('exports: wasm = native', () => {
     else assert.equal(fromWasm.ok, false, engine);  // TP + PP + master weights: Megatron-LM only
     if (fromWasm.ok) assert.deepEqual(fromWasm, native(['export', engine], config));
   }
+});
+
+test('the main module has solve and step_time, not the planner', () => {
+  assert.equal(typeof main.solve, 'function');
+  assert.equal(typeof main.step_time, 'function');
+  assert.equal(main.plan, undefined);
+  assert.equal(main.export_plan, undefined);
+  const config = JSON.stringify({ model: { preset: 'llama-3-8b' }, training: { seq_len: 4096 } });
+  assert.equal(main.solve(config, 'max-micro-batch', ''), memfit.solve(config, 'max-micro-batch', ''));
 });
 
 test('bad input comes back as data, never as a throw', () => {
