@@ -117,8 +117,11 @@ void list_presets() {
 void list_gpus() {
   const memfit::Json list = memfit::gpus_json();
   for (const memfit::Json& g : list.items()) {
-    std::printf("%-18s %-34s %s\n", g.find("id")->as_string().c_str(), g.find("name")->as_string().c_str(),
-                gib(g.find("memory_bytes")->as_exact_integer().value_or(0)).c_str());
+    const double price = g.find("price_per_hour")->as_double();
+    std::printf("%-18s %-38s %s  bf16 %7.1f  fp8 %7.1f TFLOP/s  %s\n", g.find("id")->as_string().c_str(),
+                g.find("name")->as_string().c_str(), gib(g.find("memory_bytes")->as_exact_integer().value_or(0)).c_str(),
+                g.find("peak_bf16_tflops")->as_double(), g.find("peak_fp8_tflops")->as_double(),
+                price > 0 ? ("$" + std::to_string(price).substr(0, std::to_string(price).find('.') + 3) + "/h").c_str() : "");
   }
 }
 
@@ -184,6 +187,11 @@ int run_time(const memfit::cli::Request& request) {
               group(static_cast<std::int64_t>(number(t, "tokens_per_s"))).c_str(),
               group(static_cast<std::int64_t>(number(t, "tokens_per_s_per_gpu"))).c_str(), 100 * number(t, "mfu"));
   print_time_parts(t);
+  const memfit::Json e = memfit::estimate_json(request.config.dump());
+  if (e.find("ok")->as_bool() && e.find("fits")->find("verdict")->as_string() != "fits") {
+    std::printf("  note: this configuration does not fit the card (%s); `memfit` with the same options shows why\n",
+                e.find("fits")->find("verdict")->as_string().c_str());
+  }
   std::printf("  %.3g tokens: %.1f days, %s GPU-hours", number(t, "train_tokens"), number(t, "train_time_s") / 86400,
               group(static_cast<std::int64_t>(number(t, "gpu_hours"))).c_str());
   if (number(t, "price_per_gpu_hour") > 0) {
