@@ -115,6 +115,7 @@ class Parser {
     if (subcommand(a) || plan_option(a)) return;
     if (a == "-h" || a == "--help") r.action = Action::kHelp;
     else if (a == "--json") r.json = true;
+    else if (a == "--batch") r.action = Action::kBatch;
     else if (a == "--list-presets") r.action = Action::kListPresets;
     else if (a == "--list-gpus") r.action = Action::kListGpus;
     else if (a == "--schema") r.action = Action::kSchema;
@@ -128,7 +129,7 @@ class Parser {
 
   void config_file(const std::string& path) {
     const Input in = read_(path);
-    if (!in.error.empty()) return fail(1, "cannot read " + path + ": " + in.error);
+    if (!in.error.empty()) return fail(in.invalid ? 2 : 1, "cannot read " + path + ": " + in.error);
     const JsonParseResult parsed = parse_json(in.text);
     if (!parsed.value || !parsed.value->is_object()) {
       return fail(2, path + " is not a JSON object" + (parsed.value ? "" : ": " + parsed.error));
@@ -139,7 +140,7 @@ class Parser {
 
   void hf_config_file(const std::string& path) {
     const Input in = read_(path);
-    if (!in.error.empty()) return fail(1, "cannot read " + path + ": " + in.error);
+    if (!in.error.empty()) return fail(in.invalid ? 2 : 1, "cannot read " + path + ": " + in.error);
     const Json imported = import_hf_json(in.text);
     if (!imported.find("ok")->as_bool()) {
       out_.status = 2;

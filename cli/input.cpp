@@ -19,7 +19,7 @@ Input read_stream(std::FILE* f) {
     if (n < sizeof buffer) break;
   }
   if (std::ferror(f)) in.error = std::strerror(errno);
-  else if (in.text.size() > kMaxInputBytes) in.error = "is larger than 16 MiB";
+  else if (in.text.size() > kMaxInputBytes) in.error = "is larger than 16 MiB", in.invalid = true;
   if (!in.error.empty()) in.text.clear();
   return in;
 }
@@ -30,7 +30,7 @@ Input read_input(const std::string& path) {
   if (path == "-") return read_stream(stdin);
   struct stat info{};
   if (::stat(path.c_str(), &info) != 0) return {"", std::strerror(errno)};
-  if (S_ISDIR(info.st_mode)) return {"", "is a directory"};
+  if (S_ISDIR(info.st_mode)) return {"", "is a directory", true};
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return {"", std::strerror(errno)};
   Input in = read_stream(f);

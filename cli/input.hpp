@@ -11,7 +11,8 @@ inline constexpr std::size_t kMaxInputBytes = 16u << 20;  // 16 MiB, the JSON re
 
 struct Input {
   std::string text;
-  std::string error;  // empty on success: "is a directory", "is larger than 16 MiB", ...
+  std::string error;     // empty on success: "is a directory", "is larger than 16 MiB", ...
+  bool invalid = false;  // the input itself is refused (too large, a directory): exit status 2, not 1
 };
 
 // '-' reads stdin.

@@ -38,6 +38,8 @@ Planning (solve, plan, time):
 
 Output:
   --json               the result as JSON (the fields of DESIGN.md "The result")
+  --batch              one configuration JSON per line on stdin, one compact result per line out
+                       (the same text the wasm module returns)
   --list-presets       model presets          --list-gpus   the GPU table
   --schema             every configuration field with its range and default
   --default-config     the default configuration as JSON
@@ -123,6 +125,17 @@ void list_gpus() {
                 g.find("peak_bf16_tflops")->as_double(), g.find("peak_fp8_tflops")->as_double(),
                 price > 0 ? ("$" + std::to_string(price).substr(0, std::to_string(price).find('.') + 3) + "/h").c_str() : "");
   }
+}
+
+// One configuration per line (at most 16 MiB each), one result per line: memfit's JSON text, as
+// the wasm module returns it, so scripts and the parity tests compare the two byte for byte.
+int run_batch() {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.size() > memfit::cli::kMaxInputBytes) line.clear();  // answered as invalid JSON
+    std::cout << memfit::estimate_json(line).dump() << "\n";
+  }
+  return 0;
 }
 
 int run_estimate(const memfit::cli::Request& request) {
@@ -282,6 +295,7 @@ int main(int argc, char** argv) {
     case memfit::cli::Action::kPlan: return run_plan(parsed.request);
     case memfit::cli::Action::kTime: return run_time(parsed.request);
     case memfit::cli::Action::kExport: return run_export(parsed.request);
+    case memfit::cli::Action::kBatch: return run_batch();
   }
   return 0;
 }

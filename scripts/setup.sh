@@ -22,6 +22,13 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
+# MkDocs (Material) for the browser test of memfit's web component in a generated documentation
+# site (examples/mkdocs). Optional: without it that one test is skipped and says so.
+if [ ! -x .venv-docs/bin/mkdocs ] && [ -z "${MEMFIT_NO_MKDOCS:-}" ]; then
+  (python3 -m venv .venv-docs && .venv-docs/bin/pip install -q "mkdocs-material==9.5.*") >/dev/null 2>&1 \
+    || echo "memfit: MkDocs could not be installed; the generated-site embed test will be skipped"
+fi
+
 jobs=$(nproc 2>/dev/null || echo 2)
 # Native: core, command line, GoogleTest suite, benchmarks.
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -5,6 +5,7 @@
 #include "finetune.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
+#include "peft.hpp"
 
 namespace memfit {
 
@@ -27,6 +28,13 @@ struct Dims {
   Bytes stream;   // the residual stream element (fp32 under AMP)
   Bytes softmax;  // the softmax output element
   bool compute_softmax;  // GPT-2-style eager code: softmax in the compute dtype, scores scaled by a 0-dim tensor
+  Implementation impl;   // every knob resolved
+  bool autocast;         // torch.autocast: fp32 ops (softmax, pow, layer_norm) keep fp32 results
+  std::int64_t input_casts_qkv;  // copies of an attention input that q, k, v save (autocast casts per matmul)
+  std::int64_t input_casts_mlp;  // copies of an MLP input that gate and up save
+  bool adapter_input_copies;     // each LoRA adapter saves its own cast of its input (PEFT's fp32 adapters)
+  Bytes adapter_element;         // an element of what an adapter's matmuls save
+  bool attention_output_copied;  // a copy of the attention output feeds the output projection (LitGPT)
   bool dropout;
   bool residual_dropout;  // dropout masks on the embeddings and both residual branches
   bool lora;
@@ -34,6 +42,7 @@ struct Dims {
   Count rank;
   bool lora_dropout;
   bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
+  PeftActivation peft;              // what a PEFT method changes (peft.cpp)
 };
 
 Dims make_dims(const Config& c) {
@@ -43,8 +52,9 @@ Dims make_dims(const Config& c) {
   const Implementation impl = resolve_implementation(c.training.implementation);
   Dims d;
   d.batch = c.training.micro_batch_size;
-  d.full_seq = c.training.seq_len;
-  d.seq = ceil_div(Count(c.training.seq_len), p.context);
+  d.peft = peft_activation(c);
+  d.full_seq = Count(c.training.seq_len) + d.peft.extra_tokens + d.peft.extra_keys;
+  d.seq = ceil_div(Count(c.training.seq_len) + d.peft.extra_tokens, p.context);
   d.tokens = d.batch * d.seq;
   d.hidden = m.hidden_size;
   d.hidden_split = p.sequence_parallel ? ceil_div(Count(m.hidden_size), p.tensor) : Count(m.hidden_size);
@@ -58,17 +68,33 @@ Dims make_dims(const Config& c) {
     d.head_dim = d.v_head_dim = m.head_size();
   }
   d.ff = ceil_div(Count(m.intermediate_size), p.tensor);
-  d.lora = is_lora(c);
+  d.lora = is_peft(c);
   d.act = r.compute;
   // The stream takes the embedding's dtype: fp32 under AMP (fp32 weights, not autocast), and a
-  // LoRA base loaded in 16 bit keeps it 16-bit even under autocast.
-  d.stream = d.lora ? r.frozen_base : r.stream;
+  // LoRA base keeps its own (16-bit, unless the implementation loads it in fp32).
+  d.stream = d.lora ? lora_base_bytes(r, impl) : r.stream;
+  d.impl = impl;
+  d.autocast = r.autocast;
   d.compute_softmax = impl.softmax_dtype == SoftmaxDtype::kCompute;
   // Autocast runs softmax in fp32 whatever the model code asks for.
   d.softmax = (!d.compute_softmax || r.autocast) ? kFp32Bytes : d.act;
+  // Under autocast, an fp32 input (the fp32 residual stream's norm output) is cast to 16 bit by
+  // every matmul that reads it; autocast caches casts of weights only, so separate q, k and v
+  // projections save three copies, separate gate and up two (docs/frameworks.md, finding 1).
+  const bool casts = r.autocast && d.stream == kFp32Bytes;
+  d.input_casts_qkv =
+      casts && impl.projections == Projections::kSeparate && m.attention_type == AttentionType::kStandard ? 3 : 1;
+  d.input_casts_mlp = casts && impl.projections != Projections::kFused && m.mlp == MlpKind::kGated ? 2 : 1;
+  // PEFT keeps adapters in fp32 and casts each adapter's input to the adapter's dtype
+  // (peft/tuners/lora/layer.py, _cast_input_dtype): one copy per adapter, 16-bit again under
+  // autocast, fp32 without it.
+  const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  d.adapter_input_copies = fp32_adapters && d.stream != kFp32Bytes;
+  d.adapter_element = fp32_adapters && !r.autocast ? kFp32Bytes : d.act;
+  d.attention_output_copied = implementation_profile(impl.framework).attention_output_copied;
   d.dropout = c.training.dropout > 0.0;
   d.residual_dropout = d.dropout && m.residual_dropout;
-  d.targets = d.lora ? c.training.finetune.lora_targets : 0;
+  d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
   d.rank = c.training.finetune.lora_rank;
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
   // bitsandbytes' MatMul4Bit keeps its input A in ctx.tensors even though the 4-bit weight is
@@ -88,13 +114,29 @@ Bytes sum(const std::vector<NamedBytes>& terms) {
 }
 
 // One hidden-size norm. LayerNorm (native kernel) saves its input and an fp32 mean and rstd per
-// token. Hugging Face's RMSNorm (x.float(); x · rsqrt(mean(x²) + ε); weight · x.to(dtype)) saves
-// the fp32 input (an upcast copy when the stream is 16-bit), the fp32 rsqrt, and the normalised
-// x for the weight's gradient, which a frozen (LoRA) norm does not need.
+// token. An RMSNorm saves what its implementation keeps (training.norm_kernel): transformers'
+// Python RMSNorm (x.float(); x · rsqrt(mean(x²) + ε); weight · x.to(dtype)) keeps the fp32 input
+// (an upcast copy when the stream is 16-bit), the fp32 rsqrt, and the normalised x for the
+// weight's gradient, which a frozen (LoRA) norm does not need; LitGPT's keeps the normalised x in
+// fp32 too; fused kernels keep the input and the rsqrt only (on an fp32 copy for torch's
+// F.rms_norm(x.float())).
 Bytes norm_bytes(const ModelSpec& m, const Dims& d) {
   const Count td = d.tokens * d.hidden_split;
-  if (m.norm == NormKind::kLayerNorm) return td * d.stream + d.tokens * kFp32Bytes * 2;
-  return td * kFp32Bytes + d.tokens * kFp32Bytes + (d.lora ? Bytes{0} : td * d.stream);
+  const Bytes rstd = d.tokens * kFp32Bytes;
+  // Autocast runs layer_norm in fp32 (its fp32 op list): a 16-bit input is saved as an fp32 copy,
+  // and the weight's fp32 cast with it.
+  if (m.norm == NormKind::kLayerNorm && d.autocast && d.stream != kFp32Bytes) {
+    return td * kFp32Bytes + rstd * 2 + Count(m.hidden_size) * kFp32Bytes;
+  }
+  if (m.norm == NormKind::kLayerNorm) return td * d.stream + rstd * 2;
+  switch (d.impl.norm_kernel) {
+    case NormKernel::kEagerFp32: return td * kFp32Bytes + rstd + (d.lora && !d.peft.norms_trained ? Bytes{0} : td * kFp32Bytes);
+    case NormKernel::kFused: return td * d.stream + rstd;
+    case NormKernel::kFusedFp32: return td * kFp32Bytes + rstd;
+    case NormKernel::kAuto:
+    case NormKernel::kEager: break;
+  }
+  return td * kFp32Bytes + rstd + (d.lora && !d.peft.norms_trained ? Bytes{0} : td * d.stream);
 }
 
 // A linear layer's saved input: its own weight gradient needs it. A frozen layer saves nothing
@@ -111,8 +153,12 @@ Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, 
   // Adapter dropout keeps a bool mask only when its input needs a gradient, and a dropped copy of
   // the input per adapter; without dropout all adapters (and a 4-bit base) share the input.
   const Bytes mask = input_needs_grad ? d.tokens * width * kMaskBytes : Bytes{0};
-  const Bytes bytes = d.lora_dropout ? adapters * (input + mask) + (base_keeps_input ? input : Bytes{0}) : input;
-  return bytes + adapters * d.tokens * d.rank * d.act;
+  const Bytes adapter_input = d.tokens * width * d.adapter_element;
+  const Bytes kept_base = base_keeps_input ? input : Bytes{0};
+  Bytes bytes = input;
+  if (d.lora_dropout) bytes = adapters * (adapter_input + mask) + kept_base;
+  else if (d.adapter_input_copies) bytes = adapters * adapter_input + kept_base;
+  return bytes + adapters * d.tokens * d.rank * d.adapter_element;
 }
 
 // Which of q, k and v need a gradient. Every block after the first gets a gradient through its
@@ -125,19 +171,29 @@ struct GradFlow {
 
 GradFlow grad_flow(const Dims& d, bool first_layer) {
   if (!(d.lora && first_layer)) return {};
-  return {(d.targets & kLoraQ) != 0, (d.targets & kLoraK) != 0, (d.targets & kLoraV) != 0, true};
+  const unsigned g = d.peft.grad_targets;
+  return {(g & kLoraQ) != 0, (g & kLoraK) != 0, (g & kLoraV) != 0, true};
 }
 
 // FlashAttention (Dao et al. 2022) saves q, k and v unrepeated, the output (also the o_proj
 // input) and an fp32 log-sum-exp per query row.
+// torch's SDPA takes FlashAttention-2 for 16-bit inputs and the memory-efficient kernel for fp32,
+// whose log-sum-exp rows are padded to a multiple of 32 (tools/frameworks: cuda_rules.sdpa_lse_pad).
+// Keys and values are saved as the kernel receives them: at the key/value heads, or repeated to
+// every query head by code that expands them first (training.kv_saved).
 void flash_attention_terms(const Dims& d, const GradFlow& g, std::vector<NamedBytes>& t) {
   const Count q_width = d.heads * d.head_dim, v_width = d.heads * d.v_head_dim;
+  const Count kv_heads = d.impl.kv_saved == KvSaved::kQueryHeads ? d.heads : d.kv_heads;
+  constexpr std::int64_t kMemEfficientLseRows = 32;
+  const bool padded = d.impl.attention == AttentionImpl::kSdpa && d.act == kFp32Bytes;
+  const Count lse_rows = padded ? ceil_div(d.seq, kMemEfficientLseRows) * kMemEfficientLseRows : d.seq;
   if (g.q || g.k || g.v) {
-    add(t, "attention.flash_qkv", d.tokens * (q_width + d.kv_heads * (d.head_dim + d.v_head_dim)) * d.act);
+    add(t, "attention.flash_qkv", d.tokens * (q_width + kv_heads * (d.head_dim + d.v_head_dim)) * d.act);
     add(t, "attention.flash_output", d.tokens * v_width * d.act);
-    add(t, "attention.flash_logsumexp", d.batch * d.heads * d.seq * kFp32Bytes);
+    add(t, "attention.flash_logsumexp", d.batch * d.heads * lse_rows * kFp32Bytes);
   }
   if (d.lora) add(t, "attention.o_input", linear_inputs(d, v_width, kLoraO));
+  else if (d.attention_output_copied) add(t, "attention.o_input", d.tokens * v_width * d.act);
 }
 
 // Eager attention (Korthikanti et al. 2022 §4.1, for eager PyTorch code with GQA). Q·Kᵀ saves a
@@ -151,6 +207,10 @@ void eager_attention_terms(const Dims& d, const GradFlow& g, bool selective, std
   const bool scores_grad = g.q || g.k;
   if (!selective) {
     add(t, "attention.q_k_copies", d.tokens * q_width * d.act * (int(g.q) + int(g.k)));
+    // masked_fill with a boolean T × T mask saves the mask (nanoGPT's manual path).
+    if (d.impl.attention_mask == AttentionMask::kBoolean && scores_grad) {
+      add(t, "attention.causal_mask", d.seq * d.full_seq * kMaskBytes);
+    }
     // GPT-2 divides the scores by a 0-dim tensor, which the division saves.
     if (d.compute_softmax && scores_grad) add(t, "attention.scale_divisor", d.act);
     // Softmax saves its output for its own gradient; P·V saves the probabilities in the compute
@@ -177,8 +237,8 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
     const Count latent = Count(m.q_lora_rank) + m.kv_lora_rank + m.qk_rope_head_dim;
     add(t, "attention.mla_latents", d.tokens * latent * (kFp32Bytes + d.act * 2));
   }
-  add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, kLoraQ | kLoraK | kLoraV, input_grad));
-  if (c.training.implementation.attention == AttentionImpl::kFlash) {
+  add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, kLoraQ | kLoraK | kLoraV | kLoraQkv, input_grad) * d.input_casts_qkv);
+  if (d.impl.attention != AttentionImpl::kEager) {
     flash_attention_terms(d, g, t);
   } else {
     eager_attention_terms(d, g, c.training.checkpointing == Checkpointing::kSelective, t);
@@ -188,14 +248,24 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
 
 // The MLP: plain (up → GELU → down) saves GELU's input and output; gated (down(act(gate x)·up x))
 // saves gate x, act(gate x), up x and the product (the down projection's input, unless frozen).
+// A fused SwiGLU (Liger) keeps gate x and up x and recomputes the SiLU. transformers' gelu_new is
+// Python arithmetic, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): pow keeps x, tanh its output, the
+// last product both factors (0.5·x and 1 + tanh): four tensors, three of them fp32 under autocast,
+// whose fp32 op list holds pow (activations.py NewGELUActivation; docs/frameworks.md finding 2).
 Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
-  const std::int64_t kept = m.mlp == MlpKind::kGated ? 3 : 1;
-  return tokens * ff * d.act * kept;
+  const Count elements = tokens * ff;
+  const bool eager = d.impl.activation_kernel != ActivationKernel::kFused;
+  if (m.mlp == MlpKind::kGated) return elements * d.act * (eager ? 3 : 2);
+  if (eager && m.hidden_act == HiddenAct::kGeluNew) {
+    const Bytes promoted = d.autocast ? kFp32Bytes : d.act;
+    return elements * (promoted * 3 + d.act);
+  }
+  return elements * d.act;
 }
 
 void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::vector<NamedBytes>& t) {
   const unsigned input_targets = m.mlp == MlpKind::kGated ? (kLoraGate | kLoraUp) : kLoraUp;
-  add(t, "mlp.input", linear_inputs(d, d.hidden_split, input_targets, input_grad));
+  add(t, "mlp.input", linear_inputs(d, d.hidden_split, input_targets, input_grad) * d.input_casts_mlp);
   add(t, "mlp.inner", mlp_inner(m, d, d.tokens, d.ff));
   add(t, "mlp.down_input", linear_inputs(d, d.ff, kLoraDown));
 }
@@ -227,23 +297,31 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
 
 std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bool first_layer = false) {
   const ModelSpec& m = c.model;
+  first_layer = first_layer && !d.peft.input_needs_grad;  // trained prompts, norms or tokens below it
   const GradFlow g = grad_flow(d, first_layer);
   std::vector<NamedBytes> t;
   // A norm saves only if its input needs a gradient: under LoRA, not the first block's first norm,
   // nor its second one when no attention projection is adapted.
-  const bool attention_adapted = d.targets & (kLoraQ | kLoraK | kLoraV | kLoraO);
+  const bool attention_adapted = d.peft.grad_targets & (kLoraQ | kLoraK | kLoraV | kLoraO);
   const bool frozen_first_attention = d.lora && first_layer && !attention_adapted;
   std::int64_t norms = m.norms_per_block;
   if (d.lora && first_layer) norms = std::max<std::int64_t>(0, norms - (attention_adapted ? 1 : 2));
-  add(t, "norms", norm_bytes(m, d) * norms);
+  Bytes norm_total = norm_bytes(m, d) * norms;
+  // A parallel block whose two LayerNorms read the same input (GPT-NeoX / Pythia) saves that
+  // input once: the second norm adds its statistics only.
+  if (m.block == BlockLayout::kParallel && m.norm == NormKind::kLayerNorm && norms == 2 && !d.autocast) {
+    norm_total = norm_total - d.tokens * d.hidden_split * d.stream;
+  }
+  add(t, "norms", norm_total);
   if (!frozen_first_attention) attention_terms(c, d, g, t);
   if (moe) moe_terms(c, d, t);
   else dense_mlp_terms(m, d, !frozen_first_attention, t);
   // A frozen MLP keeps its activation's tensors only if its input needs a gradient.
-  if (frozen_first_attention && !(d.targets & (kLoraGate | kLoraUp))) {
+  if (frozen_first_attention && !(d.peft.grad_targets & (kLoraGate | kLoraUp))) {
     std::erase_if(t, [](const NamedBytes& term) { return term.name == "mlp.inner"; });
   }
   if (d.residual_dropout) add(t, "mlp.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);
+  for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act)) add(t, term.name.c_str(), term.bytes);
   return t;
 }
 
@@ -292,7 +370,7 @@ std::vector<NamedBytes> selective_op_terms(const Config& c, const Dims& d, bool 
   std::vector<NamedBytes> t;
   add(t, "selective_op.block_input", d.tokens * d.hidden_split * d.stream);
   add(t, "selective_op.attention_matmul_outputs", attention_side);
-  if (c.training.implementation.attention == AttentionImpl::kFlash) {
+  if (d.impl.attention != AttentionImpl::kEager) {
     add(t, "selective_op.attention_output",
         d.tokens * d.heads * d.v_head_dim * d.act + d.batch * d.heads * d.seq * kFp32Bytes);
   }
@@ -311,15 +389,20 @@ Bytes outside_bytes(const Config& c, const Dims& d) {
     if (m.position_embedding == PositionKind::kLearned) bytes += d.seq * kInt64Bytes;
     if (d.residual_dropout) bytes += d.tokens * d.hidden_split * kMaskBytes;
   }
-  if (m.position_embedding == PositionKind::kRotary) bytes += d.seq * d.head_dim * d.act * 2;
+  // transformers computes the rotary cos/sin (1, T, d_head) every forward and the q·cos / k·sin
+  // products save them; frameworks that index a precomputed buffer save nothing new.
+  if (m.position_embedding == PositionKind::kRotary && implementation_profile(d.impl.framework).rotary_saved) {
+    bytes += d.seq * d.head_dim * d.act * 2;
+  }
   if (m.final_norm) bytes += norm_bytes(m, d);
-  return bytes;
+  return bytes + peft_outside_bytes(c, d.tokens, d.act);
 }
 
 // Per-layer saved bytes of each kind of block, and how many of each the busiest stage holds.
 struct Blocks {
   Bytes dense, moe;          // one layer of each kind
   Bytes first_layer_saving;  // what the first block saves less under LoRA (see block_terms)
+  Bytes recomputed_core;     // under selective checkpointing: the attention core one block recomputes
   Count dense_layers, moe_layers, layers;  // on the busiest pipeline stage
 };
 
@@ -334,6 +417,14 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   b.moe_layers = b.layers - b.dense_layers;
   const bool first_is_moe = params.dense_layer_count.is_zero();
   b.first_layer_saving = (first_is_moe ? b.moe : b.dense) - sum(block_terms(c, d, first_is_moe, true));
+  if (c.training.checkpointing == Checkpointing::kSelective) {
+    // What selective recomputation drops from a block (the eager attention core, Korthikanti et
+    // al. §5) exists again, for one block at a time, while that block's backward runs.
+    Config kept = c;
+    kept.training.checkpointing = Checkpointing::kNone;
+    b.recomputed_core = max(sum(block_terms(kept, d, false)) - b.dense,
+                            m.num_experts > 0 ? sum(block_terms(kept, d, true)) - b.moe : Bytes{0});
+  }
   return b;
 }
 
@@ -348,8 +439,7 @@ Bytes body_bytes(const Config& c, const Dims& d, const Blocks& b) {
       // Full recomputation keeps each block's input (Chen et al. 2016) and its other tensor
       // arguments: eager attention's additive causal mask (T × T in the compute dtype).
       Bytes body = d.tokens * d.hidden_split * d.stream * b.layers;
-      const Implementation impl = resolve_implementation(tr.implementation);
-      if (impl.attention == AttentionImpl::kEager && impl.attention_mask == AttentionMask::kAdditive) {
+      if (d.impl.attention == AttentionImpl::kEager && d.impl.attention_mask == AttentionMask::kAdditive) {
         body += d.seq * d.full_seq * d.act;
       }
       return body;
@@ -358,7 +448,9 @@ Bytes body_bytes(const Config& c, const Dims& d, const Blocks& b) {
     case Checkpointing::kSelective:
       break;
   }
-  return b.dense * b.dense_layers + b.moe * b.moe_layers - b.first_layer_saving;
+  // A method that trains nothing below some block (LLaMA-Adapter) saves nothing there.
+  const Count frozen = min(d.peft.frozen_bottom_layers, b.dense_layers);
+  return b.dense * (b.dense_layers - frozen) + b.moe * b.moe_layers - b.first_layer_saving;
 }
 
 // Backward working memory: the gradients of one layer's largest intermediates, plus, under full
@@ -367,11 +459,13 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   const Training& tr = c.training;
   const Count scores = d.batch * d.heads * d.seq * d.full_seq;
   const Bytes attention_grads =
-      tr.implementation.attention == AttentionImpl::kEager ? scores * kFp32Bytes * 2 : Bytes{0};
+      d.impl.attention == AttentionImpl::kEager ? scores * kFp32Bytes * 2 : Bytes{0};
   const Bytes mlp_grads = d.tokens * d.ff * d.act * 3;
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
   if (tr.checkpointing == Checkpointing::kFull || tr.checkpointing == Checkpointing::kSelectiveOp) {
     working += max(b.dense, b.moe);  // the block recomputed for its backward
+  } else if (tr.checkpointing == Checkpointing::kSelective) {
+    working += b.recomputed_core;  // the attention core recomputed for its backward
   }
   return working;
 }
@@ -405,20 +499,6 @@ Bytes seed_activation_bytes(const Config& c) {
   return per_layer;
 }
 
-Bytes weight_copy_bytes(const Config& c, const ParameterCount& params) {
-  const PrecisionRecipe& r = recipe_for(c.training.precision);
-  // LoRA keeps a frozen 16-bit (or quantised) base: nothing to cast.
-  if (r.autocast_copy.is_zero() || is_lora(c)) return Bytes{0};
-  Count matmul_weights = 0;
-  for (const TensorGroup& g : params.groups) {
-    if (g.linear || g.component == Component::kHead) matmul_weights += g.elements();
-  }
-  if (c.model.output_head == OutputHead::kLm && c.model.tie_word_embeddings) {
-    matmul_weights += params.component_count(Component::kTokenEmbedding);
-  }
-  return matmul_weights * r.autocast_copy;
-}
-
 ActivationModel activation_model(const Config& c, const ParameterCount& params) {
   const ModelSpec& m = c.model;
   const Training& tr = c.training;
@@ -433,49 +513,129 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   const PipelineInFlight in_flight = pipeline_in_flight(c.parallel, tr.grad_accum_steps);
   out.saved_bytes = mul_div(body_bytes(c, d, b) + out.embedding_saved_bytes, in_flight.chunks, in_flight.chunks_per_stage);
   if (tr.activation_offload) {
-    // Offloading streams saved tensors to the host; about one layer's worth stays on the GPU.
-    out.saved_bytes = b.dense + out.embedding_saved_bytes;
+    // Offloading streams saved tensors to the host; one layer's worth is on the GPU while its
+    // backward runs. Under full or op-level checkpointing that layer is the one recomputed, which
+    // the backward working memory already holds, so only the embedding's tensors stay.
+    const bool recomputed = tr.checkpointing == Checkpointing::kFull || tr.checkpointing == Checkpointing::kSelectiveOp;
+    out.saved_bytes = (recomputed ? Bytes{0} : max(b.dense, b.moe)) + out.embedding_saved_bytes;
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b);
   return out;
 }
 
-// Logits and loss (Hugging Face ForCausalLMLoss, transformers ≥ 4.46): logits in the compute
-// dtype, an fp32 upcast, log_softmax's output (the one tensor saved), int64 labels. Backward holds
-// the saved log-probabilities, the incoming gradient and log_softmax's gradient: three V-wide
-// tensors at once.
-LossModel loss_model(const Config& c) {
+namespace {
+
+// What every loss kernel shares: the sizes of one step's logits on this GPU.
+struct LossShape {
+  Dims d;
+  Count vocab;           // V on this GPU (vocab-parallel under tensor parallelism)
+  Bytes loss_element;    // an element of what the loss reads: fp32 when upcast or under autocast
+  Bytes head_input;      // the head's saved input (nothing when the head is frozen)
+  Bytes labels;          // int64 labels
+  Bytes logits;          // all logits in the compute dtype
+};
+
+// Eager cross-entropy (transformers' ForCausalLMLoss): logits, their fp32 upcast, log_softmax's
+// output (the one tensor saved), labels. Backward holds the saved log-probabilities, the incoming
+// gradient and log_softmax's gradient (three V-wide tensors); then the logits' gradient and its
+// cast to the compute dtype stay for the head's matmul backward.
+void eager_loss(const LossShape& s, LossModel& out) {
+  const Bytes log_probs = s.d.tokens * s.vocab * s.loss_element;
+  const bool cast = s.loss_element != s.d.act;
+  const Bytes upcast = cast ? log_probs : Bytes{0};
+  out.forward_bytes = s.head_input + s.logits + upcast + log_probs + s.labels;
+  out.grad_bytes = log_probs + (cast ? s.logits : Bytes{0});
+  out.backward_bytes = s.head_input + s.labels + max(log_probs * 3, out.grad_bytes);
+}
+
+// Per-chunk cross-entropy that keeps every chunk's log-probabilities (torchtune's
+// CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy): the saved total is the eager one, the
+// fp32 transient is one chunk's. LitGPT first copies the shifted logits.
+void chunked_loss(const LossShape& s, const ImplementationProfile& p, LossModel& out) {
+  const Count chunk_rows = p.loss_chunk_rows > 0 ? min(Count(p.loss_chunk_rows), s.d.tokens)
+                                                 : ceil_div(s.d.tokens, std::max<std::int64_t>(1, p.loss_chunks));
+  const Bytes log_probs = s.d.tokens * s.vocab * s.loss_element;
+  const Bytes chunk = chunk_rows * s.vocab * s.loss_element;
+  const Bytes copy = p.loss_copies_logits ? s.logits : Bytes{0};
+  const Bytes upcast = s.loss_element != s.d.act && p.loss_copies_logits ? chunk : Bytes{0};
+  out.forward_bytes = s.head_input + s.logits + copy + upcast + log_probs + s.labels;
+  out.grad_bytes = s.logits + (s.loss_element != s.d.act ? chunk : Bytes{0});
+  out.backward_bytes = s.head_input + s.labels + log_probs + chunk * 2;
+}
+
+// A fused cross-entropy kernel (unsloth, llm.c's fused classifier, a compiled loss): it keeps the
+// logits and one fp32 log-sum-exp per row, and writes the logits' gradient into the logits.
+void fused_loss(const LossShape& s, LossModel& out) {
+  const Bytes lse = s.d.tokens * kFp32Bytes;
+  out.forward_bytes = s.head_input + s.logits + lse + s.labels;
+  out.grad_bytes = s.logits;
+  out.backward_bytes = out.forward_bytes;
+}
+
+// Fused linear cross-entropy (Liger-Kernel; torchtitan's chunked loss with per-chunk backward):
+// the head and the loss run one chunk of rows at a time, next_power_of_2(ceil(B·T / ceil(V / d)))
+// rows (Liger's rule, ops/fused_linear_cross_entropy.py) or the framework's chunk count; the
+// head's input gradient (B·T·d) and weight gradient are computed during forward and kept.
+void fused_linear_loss(const LossShape& s, const ImplementationProfile& p, const ModelSpec& m, Bytes head_grad,
+                       LossModel& out) {
+  Count rows = ceil_div(s.d.tokens, ceil_div(Count(m.vocab_size), Count(m.hidden_size)));
+  if (p.loss_chunks > 0) {
+    rows = ceil_div(s.d.tokens, p.loss_chunks);
+  } else {
+    Count pow2 = 1;
+    while (pow2 < rows) pow2 = pow2 * 2;
+    rows = min(pow2, s.d.tokens);
+  }
+  // Liger's kernel writes the chunk's gradient into its logits (one tensor); a chunked loss in
+  // PyTorch (torchtitan) upcasts the chunk and keeps its log-probabilities until the chunk's backward.
+  const Bytes chunk = rows * s.vocab * s.d.act + (p.loss_chunks > 0 ? rows * s.vocab * s.loss_element * 2 : Bytes{0});
+  const Bytes input_grad = s.d.tokens * s.d.hidden_split * s.d.act;
+  out.forward_bytes = s.head_input + chunk + s.labels + input_grad + head_grad;
+  out.backward_bytes = s.head_input + s.labels + input_grad + head_grad;
+  out.grad_bytes = Bytes{0};
+  out.head_grad_in_forward = true;
+}
+
+}  // namespace
+
+LossModel loss_model(const Config& c, const ParameterCount& params) {
   const ModelSpec& m = c.model;
   LossModel out;
   if (m.output_head != OutputHead::kLm) return out;
-  const Dims d = make_dims(c);
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const PrecisionRecipe& r = recipe_for(c.training.precision);
+  LossShape s{make_dims(c), Count(0), Bytes{0}, Bytes{0}, Bytes{0}, Bytes{0}};
+  const Implementation& impl = s.d.impl;
   // The loss reads fp32 logits when the code upcasts them, or when autocast casts cross_entropy's
   // input to fp32.
-  const Bytes loss_element =
-      impl.logits_dtype == LogitsDtype::kFp32 || recipe_for(c.training.precision).autocast ? kFp32Bytes : d.act;
-  const Count vocab = ceil_div(Count(m.vocab_size), c.parallel.tensor);
-  Count rows = d.tokens;
-  if (impl.chunked_loss) {
-    // Chunked / fused linear cross-entropy (Liger-Kernel's rule): chunks of
-    // B·T / ceil(V / d) rows, so a chunk's logits are about as large as the hidden states.
-    rows = ceil_div(d.tokens, ceil_div(Count(m.vocab_size), Count(m.hidden_size)));
-    out.notes.push_back("Chunked loss: logits exist one chunk at a time.");
+  s.loss_element = impl.logits_dtype == LogitsDtype::kFp32 || r.autocast ? kFp32Bytes : s.d.act;
+  s.vocab = ceil_div(Count(m.vocab_size), c.parallel.tensor);
+  const bool head_trainable = !s.d.lora || (s.d.targets & kLoraHead);
+  s.head_input = head_trainable ? s.d.tokens * s.d.hidden_split * s.d.act : Bytes{0};
+  s.labels = s.d.tokens * kInt64Bytes;
+  s.logits = s.d.tokens * s.vocab * s.d.act;
+  out.head_input_bytes = s.d.tokens * s.d.hidden_split * s.d.act;
+  // The gradient of the head's weight (or of the tied embedding it shares).
+  if (!s.d.lora) {
+    const Count head = m.tie_word_embeddings ? params.component_count(Component::kTokenEmbedding)
+                                             : params.component_count(Component::kHead);
+    out.head_grad_bytes = head * r.gradients / c.parallel.tensor;
   }
-  const bool head_trainable = !d.lora || (d.targets & kLoraHead);
-  const Bytes head_input = head_trainable ? d.tokens * d.hidden_split * d.act : Bytes{0};
-  const Bytes labels = d.tokens * kInt64Bytes;
-  const Bytes log_probs = rows * vocab * loss_element;
-  const Bytes upcast = loss_element == d.act ? Bytes{0} : rows * vocab * loss_element;
-  out.forward_bytes = head_input + rows * vocab * d.act + upcast + log_probs + labels;
-  // log_softmax's backward holds its saved output, the incoming gradient and its result (three
-  // V-wide tensors); then only the logits' gradient (and its cast to the compute dtype) stays for
-  // the head's matmul backward.
-  const Bytes grad_cast = loss_element == d.act ? Bytes{0} : rows * vocab * d.act;
-  out.grad_bytes = log_probs + grad_cast;
-  out.head_input_bytes = d.tokens * d.hidden_split * d.act;
-  out.backward_bytes = head_input + labels + max(log_probs * 3, out.grad_bytes);
+  const ImplementationProfile& profile = implementation_profile(impl.framework);
+  switch (impl.loss) {
+    case LossKernel::kChunked: chunked_loss(s, profile, out); break;
+    case LossKernel::kFusedCe: fused_loss(s, out); break;
+    case LossKernel::kFusedLinearCe:
+      fused_linear_loss(s, profile, m, out.head_grad_bytes, out);
+      out.notes.push_back("Fused linear cross-entropy: logits exist one chunk at a time; the head's gradients "
+                          "are computed during forward.");
+      break;
+    case LossKernel::kAuto:
+    case LossKernel::kEager: eager_loss(s, out); break;
+  }
+  // LitGPT's and nanoGPT's loops hold the logits through backward and until the next forward
+  // replaces them (litgpt/finetune/full.py; nanoGPT train.py).
+  if (impl.loop_keeps_logits == Switch::kYes && impl.loss != LossKernel::kFusedLinearCe) out.kept_bytes = s.logits;
   out.peak_bytes = max(out.forward_bytes, out.backward_bytes);
   return out;
 }

@@ -27,6 +27,9 @@ struct LossModel {
   Bytes backward_bytes;   // head + loss high point at the start of backward
   Bytes grad_bytes;       // the logits' gradient (and its cast) alive through the head's backward
   Bytes head_input_bytes; // the head's saved input (and the size of the gradient it returns)
+  Bytes head_grad_bytes;  // the head weight's gradient (or the tied embedding's)
+  bool head_grad_in_forward = false;  // a fused linear loss computes it during forward (in forward_bytes)
+  Bytes kept_bytes;       // logits the training loop holds through the whole step
   Bytes peak_bytes;       // the larger of the two high points (breakdown.logits_and_loss)
   std::vector<std::string> notes;
 };
@@ -40,13 +43,10 @@ struct PipelineInFlight {
   std::int64_t chunks_per_stage;
 };
 PipelineInFlight pipeline_in_flight(const Parallel& parallel, std::int64_t micro_batches);
-LossModel loss_model(const Config& config);
+LossModel loss_model(const Config& config, const ParameterCount& params);
 
 // The seeds' formula (seeds/000, seeds/001): L·B·T·(34d + 5hT) bytes, or B·T·(34d + 5hT) with
 // full checkpointing. 34 and 5 include the 2 bytes per fp16 element (Korthikanti et al. 2022).
 Bytes seed_activation_bytes(const Config& config);
-
-// Autocast's cached 16-bit copies (AMP) or Transformer Engine's FP8 copies of the matmul weights.
-Bytes weight_copy_bytes(const Config& config, const ParameterCount& params);
 
 }  // namespace memfit

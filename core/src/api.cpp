@@ -60,10 +60,11 @@ Json import_hf_json(std::string_view text) {
   // to apply to its configuration's training section unless the user set them.
   Config reference;
   reference.training.implementation = imported.reference;
+  const Json reference_json = config_to_json(reference);
   Json training = Json::object();
-  for (const char* key : {"softmax_dtype", "attention_mask"}) {
-    const Json* value = config_to_json(reference).find("training")->find(key);
-    if (value->as_string() != "auto") training.set(key, *value);
+  for (const char* key : kImplementationKeys) {
+    const Json* value = reference_json.find("training")->find(key);
+    if (value->as_string() != "auto" && std::string_view(key) != "framework") training.set(key, *value);
   }
   j.set("training", std::move(training));
   j.set("parameter_count", Json::integer(count.total_count.value()));

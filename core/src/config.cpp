@@ -16,9 +16,16 @@ namespace {
 using detail::Field;
 using detail::FieldKind;
 
+// A value as a message quotes it; a long string is named by its length instead of echoed whole.
+constexpr std::size_t kMaxEchoedChars = 80;
+
 std::string describe(const Json& value) {
   switch (value.kind()) {
-    case Json::Kind::kString: return "\"" + value.as_string() + "\"";
+    case Json::Kind::kString:
+      if (value.as_string().size() > kMaxEchoedChars) {
+        return "a string of " + detail::group_digits(static_cast<std::int64_t>(value.as_string().size())) + " bytes";
+      }
+      return "\"" + value.as_string() + "\"";
     case Json::Kind::kNumber: return value.dump();
     case Json::Kind::kBool: return value.as_bool() ? "true" : "false";
     default: return Json::kind_name(value.kind());
@@ -155,15 +162,31 @@ bool is_known_path(const std::string& path) {
   return path == "training.finetune";
 }
 
-void collect_unknown(const Json& node, const std::string& prefix, std::vector<Issue>& warnings) {
+// Unknown keys are named, the first kMaxNamedUnknown of them; the rest are counted, so a document
+// of a million stray keys does not become a million warnings.
+constexpr std::size_t kMaxNamedUnknown = 20;
+
+void collect_unknown(const Json& node, const std::string& prefix, std::vector<Issue>& warnings, std::int64_t& more) {
   for (const auto& [key, value] : node.members()) {
     const std::string path = prefix.empty() ? key : prefix + "." + key;
     if (value.is_object() && (path == "model" || path == "training" || path == "parallel" ||
                               path == "hardware" || path == "training.finetune")) {
-      collect_unknown(value, path, warnings);
+      collect_unknown(value, path, warnings, more);
     } else if (!is_known_path(path) && path != "version") {
-      warnings.push_back({path, "is not a memfit field and was ignored"});
+      if (warnings.size() < kMaxNamedUnknown && path.size() <= kMaxEchoedChars) {
+        warnings.push_back({path, "is not a memfit field and was ignored"});
+      } else {
+        ++more;
+      }
     }
+  }
+}
+
+void collect_unknown(const Json& root, std::vector<Issue>& warnings) {
+  std::int64_t more = 0;
+  collect_unknown(root, "", warnings, more);
+  if (more > 0) {
+    warnings.push_back({"(configuration)", detail::group_digits(more) + " more keys are not memfit fields and were ignored"});
   }
 }
 
@@ -177,6 +200,9 @@ void apply_preset_reference(const Json& json, const Implementation& reference, C
   }
   if (reference.attention_mask != AttentionMask::kAuto && !find_path(json, "training.attention_mask")) {
     impl.attention_mask = reference.attention_mask;
+  }
+  if (reference.projections != Projections::kAuto && !find_path(json, "training.projections")) {
+    impl.projections = reference.projections;
   }
 }
 
@@ -217,8 +243,9 @@ ConfigParse parse_config(const Json& json) {
 
   // A preset supplies the model; explicit fields then override it. A model described without a
   // preset starts from the plain defaults, not from the default preset's hidden details.
-  if (json.find("model") && !find_path(json, "model.preset")) out.config.model = ModelSpec{};
   const Json* preset = find_path(json, "model.preset");
+  const bool no_preset = !preset || preset->is_null() || (preset->is_string() && preset->as_string().empty());
+  if (json.find("model") && no_preset) out.config.model = ModelSpec{};
   if (preset && !(preset->is_string() && preset->as_string().empty())) {
     const auto model = preset->is_string() ? preset_model(preset->as_string()) : std::nullopt;
     if (!model) {
@@ -240,7 +267,7 @@ ConfigParse parse_config(const Json& json) {
     out.warnings.push_back({"training.seq_len", "not given; set to model.max_position_embeddings (" +
                                                     detail::group_digits(m.max_position_embeddings) + ")"});
   }
-  collect_unknown(json, "", out.warnings);
+  collect_unknown(json, out.warnings);
   if (out.errors.empty()) out.errors = validate(out.config);
   return out;
 }
@@ -311,6 +338,9 @@ const char* to_string(Precision p) {
 const char* to_string(Optimizer o) {
   return detail::find_field("training.optimizer")->choices[static_cast<std::size_t>(o)];
 }
+const char* to_string(FinetuneMethod m) {
+  return detail::find_field("training.finetune.method")->choices[static_cast<std::size_t>(m)];
+}
 const char* to_string(Checkpointing c) {
   return detail::find_field("training.checkpointing")->choices[static_cast<std::size_t>(c)];
 }
@@ -320,7 +350,7 @@ const char* to_string(Goal g) {
 
 Goal resolved_goal(const Training& t) {
   if (t.goal != Goal::kAuto) return t.goal;
-  return t.finetune.method == FinetuneMethod::kLora ? Goal::kPeft : Goal::kFullFinetune;
+  return t.finetune.method != FinetuneMethod::kFull ? Goal::kPeft : Goal::kFullFinetune;
 }
 
 }  // namespace memfit

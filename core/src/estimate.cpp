@@ -14,6 +14,7 @@
 #include "phases.hpp"
 #include "placement.hpp"
 #include "seed_convention.hpp"
+#include "step_events.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -28,18 +29,19 @@ namespace {
 // (FSDP with fp32 parameters under plain autocast would keep them; FSDP's own mixed precision,
 // `bf16_fsdp`, gathers in bf16 and makes none.)
 Bytes weight_copies_on_gpu(const Config& c, const ParameterCount& params, const Placement& place) {
-  const Bytes whole_model = weight_copy_bytes(c, params);
-  if (c.parallel.zero_stage < 3 || whole_model.is_zero()) return place.share_of(whole_model);
+  const Bytes held = weight_copy_bytes(c, params, place);  // every weight this GPU holds
+  if (c.parallel.zero_stage < 3 || held.is_zero()) return held;
+  // One unit (the largest block, its tensor-parallel slice) of what this GPU holds.
   const Count unit = max(params.per_dense_layer_count, params.per_moe_layer_count);
-  return mul_div(whole_model, unit, max(params.total_count, Count(1))) / c.parallel.tensor;
+  return min(held, mul_div(held, unit, max(place.local_count * place.tensor, Count(1))));
 }
 
 // The measured-recipe path: what one training step allocates on the busiest GPU.
 void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, Estimate& e) {
   const PrecisionRecipe& r = recipe_for(c.training.precision);
   e.notes.push_back(std::string(r.name) + ": " + r.description + ".");
-  const Placement place = placement(c, e.parameters, base_parameter_count, e.trainable_parameter_count);
-  const StaticBytes st = static_bytes(c, e.parameters, place, e.trainable_parameter_count, r, e.notes);
+  const Placement place = placement(c, e.parameters, base_parameter_count);
+  const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
   e.breakdown.parameters = st.weights;
   e.breakdown.gradients = st.gradients;
   e.breakdown.master_weights = st.master;
@@ -47,7 +49,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.breakdown.offloaded_bytes = st.offloaded;
 
   const ActivationModel act = activation_model(c, e.parameters);
-  const LossModel loss = loss_model(c);
+  const LossModel loss = loss_model(c, e.parameters);
   e.breakdown.activations = act.saved_bytes;
   e.breakdown.logits_and_loss = loss.peak_bytes;
   e.activation_terms_per_layer = act.layer_terms;
@@ -61,7 +63,13 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   for (const Phase& ph : e.phases) peak = max(peak, ph.bytes);
   e.peak_allocated_bytes = peak;
   e.breakdown.overhead = c.hardware.overhead_bytes >= 0 ? Bytes(c.hardware.overhead_bytes) : gpu.context_bytes;
-  allocator_reserve(c, e);
+  StepSimulation sim;
+  if (c.hardware.fragmentation < 0) {
+    sim = simulate_step(c, e.parameters, place, st, act, loss, e.breakdown.weight_copies,
+                        optimizer_temporaries(c, e.parameters, place, r), r,
+                        c.hardware.expandable_segments ? SegmentMode::kExpandable : SegmentMode::kCudaMalloc);
+  }
+  allocator_reserve(c, sim, e);
   e.notes.insert(e.notes.end(), act.notes.begin(), act.notes.end());
   e.notes.insert(e.notes.end(), loss.notes.begin(), loss.notes.end());
 }
@@ -79,10 +87,12 @@ double static_bytes_per_parameter(const Estimate& e, Count base_parameter_count)
 std::string lora_note(const Estimate& e) {
   const PrecisionRecipe& r = recipe_for(e.config.training.precision);
   const Bytes full = r.weights + r.gradients + r.master + r.optimizer_state * 2;
-  char text[160];
+  char text[200];
   std::snprintf(text, sizeof text,
-                "LoRA: %.2f bytes of weights, gradients and optimizer states per base parameter (full "
+                "%s: %.2f bytes of weights, gradients and optimizer states per base parameter (full "
                 "fine-tuning with the same recipe needs %lld).",
+                e.config.training.finetune.method == FinetuneMethod::kLora ? "LoRA"
+                                                                           : to_string(e.config.training.finetune.method),
                 e.static_bytes_per_parameter, static_cast<long long>(full.value()));
   return text;
 }
@@ -102,16 +112,19 @@ Estimate estimate(const Config& c) {
   e.config = c;
   e.errors = validate(c);
   if (!e.errors.empty()) return e;
+  e.warnings = advisories(c);
   e.implementation = resolve_implementation(c.training.implementation);
 
   e.parameters = count_parameters(c.model);
   e.parameter_count = c.model.nominal_parameter_count > 0 ? Count(c.model.nominal_parameter_count)
                                                            : e.parameters.total_count;
-  const bool lora = is_lora(c);
-  e.trainable_parameter_count = lora ? lora_parameter_count(e.parameters, c.training.finetune) : e.parameter_count;
-  // With LoRA the model holds its base and the adapters: sum(p.numel()) counts both.
+  const bool peft = is_peft(c);
+  const TrainableCounts counts = trainable_counts(c, e.parameters, e.parameter_count);
+  e.trainable_parameter_count = counts.trainable;
+  // A parameter-efficient model holds its base and the method's parameters: sum(p.numel())
+  // counts both (PEFT's get_nb_trainable_parameters() "all params").
   const Count base_parameter_count = e.parameter_count;
-  if (lora) e.parameter_count += e.trainable_parameter_count;
+  if (peft) e.parameter_count += counts.added;
   if (c.model.nominal_parameter_count > 0) {
     e.notes.push_back("The memory model uses the nominal parameter count " +
                       detail::group_digits(c.model.nominal_parameter_count) + "; the architecture counts " +
@@ -123,7 +136,7 @@ Estimate estimate(const Config& c) {
   else estimate_step(c, gpu, base_parameter_count, e);
 
   e.static_bytes_per_parameter = static_bytes_per_parameter(e, base_parameter_count);
-  if (lora) e.notes.push_back(lora_note(e));
+  if (peft) e.notes.push_back(lora_note(e));
   fit_on_gpus(c, gpu, e);
   if (overflowed(e)) {
     e.errors.push_back({"(configuration)", "the estimate exceeds 9.2 EB (the largest exact byte count); reduce "

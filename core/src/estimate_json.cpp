@@ -13,21 +13,21 @@ Json bytes(Quantity<Unit> value) {
 }
 
 constexpr const char* kBudgetRule =
-    "A run fits when what nvidia-smi would show (the allocator's peak reserve plus the CUDA context) stays "
-    "within the budget share of the card (the seeds: plan to 80-85 %, keeping 10-20 % for fragmentation); "
-    "it is tight above that but still within the card, and does not fit beyond the card.";
+    "A run fits when what nvidia-smi would show (the allocator's peak reserve plus the CUDA context), raised "
+    "to the top of the band where published runs like it landed, stays within the budget share of the card "
+    "(the seeds: plan to 80-85 %); it is tight when the estimate fits the card but that band crosses the "
+    "budget, and does not fit when the estimate itself exceeds the card.";
 
 
 // The implementation that ran, every `auto` resolved, with the profile's source.
 Json implementation_to_json(const Implementation& impl) {
-  const ImplementationProfile& profile = implementation_profile(impl.framework);
+  Config c;
+  c.training.implementation = impl;
+  const Json all = config_to_json(c);
+  const Json& training = *all.find("training");
   Json j = Json::object();
-  j.set("framework", Json::string(to_string(impl.framework)));
-  j.set("attention", Json::string(to_string(impl.attention)));
-  j.set("softmax_dtype", Json::string(to_string(impl.softmax_dtype)));
-  j.set("logits_dtype", Json::string(to_string(impl.logits_dtype)));
-  j.set("attention_mask", Json::string(to_string(impl.attention_mask)));
-  j.set("chunked_loss", Json::boolean(impl.chunked_loss));
+  for (const char* key : kImplementationKeys) j.set(key, *training.find(key));
+  const ImplementationProfile& profile = implementation_profile(impl.framework);
   j.set("description", Json::string(profile.description));
   j.set("source", Json::string(profile.source));
   return j;
@@ -109,8 +109,15 @@ void peak_json(const Estimate& e, Json& j) {
   if (e.measured_band_cases > 0) {
     j.set("measured_band_bytes", range_json(e.measured_band_low_bytes, e.measured_band_high_bytes));
     j.set("measured_band_cases", Json::integer(e.measured_band_cases));
+    j.set("measured_band_population", Json::string(e.measured_band_population));
+    j.set("measured_band_fallback", Json::boolean(e.measured_band_fallback));
   }
   j.set("fragmentation", Json::number(e.fragmentation));
+  Json allocator = Json::object();
+  allocator.set("simulated", Json::boolean(e.fragmentation_simulated));
+  allocator.set("expandable_segments", Json::boolean(e.config.hardware.expandable_segments));
+  allocator.set("segments", Json::integer(e.allocator_segments.value()));
+  j.set("allocator", std::move(allocator));
   j.set("static_bytes_per_parameter", Json::number(e.static_bytes_per_parameter));
 }
 
@@ -134,6 +141,7 @@ Json fit_to_json(const Fit& f) {
   j.set("verdict", Json::string(to_string(f.verdict)));
   j.set("budget_bytes", bytes(f.budget_bytes));
   j.set("need_bytes", bytes(f.need_bytes));
+  j.set("need_high_bytes", bytes(f.need_high_bytes));
   j.set("headroom_bytes", bytes(f.headroom_bytes));
   return j;
 }

@@ -73,6 +73,9 @@ std::vector<Field> build_fields() {
       MF_INT("model.intermediate_size", model.intermediate_size, 0, 100 * kMillion, "MLP inner size (d_ff)"),
       MF_ENUM("model.mlp", model.mlp, MlpKind, "plain: up, act, down; gated: SwiGLU/GeGLU (gate, up, down)",
               "plain", "gated"),
+      MF_ENUM("model.hidden_act", model.hidden_act, HiddenAct,
+              "the MLP's activation function (config.json hidden_act / activation_function)", "silu", "gelu",
+              "gelu_new", "gelu_pytorch_tanh", "relu"),
       MF_ENUM("model.norm", model.norm, NormKind, "normalisation layer", "layernorm", "rmsnorm"),
       MF_BOOL("model.norm_bias", model.norm_bias, "LayerNorm has a bias"),
       MF_ENUM("model.position_embedding", model.position_embedding, PositionKind,
@@ -125,9 +128,20 @@ std::vector<Field> build_fields() {
       MF_INT("training.seq_len", training.seq_len, 1, 100 * kMillion, "tokens per sequence (T)"),
       MF_INT("training.grad_accum_steps", training.grad_accum_steps, 1, kMillion, "micro-batches per optimizer step"),
       MF_ENUM("training.precision", training.precision, Precision, "precision recipe (bytes per parameter)", "fp32",
-              "fp16_mixed", "bf16_mixed", "fp16_master", "bf16_master", "bf16", "fp8_mixed", "seed_14p", "bf16_fsdp"),
-      MF_ENUM("training.optimizer", training.optimizer, Optimizer, "optimizer", "adamw", "adamw_8bit", "paged_adamw",
-              "paged_adamw_8bit", "adafactor", "sgd", "sgd_momentum", "lion"),
+              "fp16_mixed", "bf16_mixed", "fp16_master", "bf16_master", "bf16", "fp8_mixed", "seed_14p", "bf16_fsdp",
+              "bf16_autocast"),
+      MF_ENUM("training.optimizer", training.optimizer, Optimizer,
+              "optimizer (states derived from each library's code: torch.optim, bitsandbytes, galore-torch, "
+              "Adam-mini, Muon, LOMO/AdaLomo, distributed Shampoo, SOAP, CAME, Sophia, schedule_free)",
+              "adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "adafactor", "sgd", "sgd_momentum", "lion",
+              "galore_adamw", "galore_adamw_8bit", "adam_mini", "muon", "lomo", "adalomo", "shampoo", "soap", "came",
+              "sophia", "schedule_free_adamw", "lion_8bit", "sgd_momentum_8bit"),
+      MF_INT("training.galore_rank", training.galore_rank, 1, 100'000, "GaLore projection rank r"),
+      MF_INT("training.galore_update_interval", training.galore_update_interval, 1, kMillion,
+             "GaLore update_proj_gap: optimizer steps between projection updates (SVDs)"),
+      MF_INT("training.max_preconditioner_dim", training.max_preconditioner_dim, 0, kMillion,
+             "Shampoo / SOAP: largest preconditioner side (blocks of this size); 0 = the library's default "
+             "(distributed Shampoo 1024, SOAP 10000)"),
       MF_ENUM("training.optimizer_impl", training.optimizer_impl, OptimizerImpl,
               "foreach: PyTorch's default multi-tensor step (one state-sized temporary); fused: in-place "
               "kernels (fused=True, DeepSpeed FusedAdam, 8-bit); for_loop: one parameter at a time",
@@ -137,33 +151,75 @@ std::vector<Field> build_fields() {
               "inputs only), selective_op (torchtitan: every second matmul output and the attention output kept)",
               "none", "selective", "full", "selective_op"),
       MF_ENUM("training.attention", training.implementation.attention, AttentionImpl,
-              "flash: no T×T scores stored; eager: softmax scores stored", "flash", "eager"),
+              "attention kernel: flash (no T×T scores stored), eager (scores stored), sdpa (torch's: flash for "
+              "16-bit inputs, memory-efficient for fp32); auto = the framework's",
+              "auto", "flash", "eager", "sdpa"),
       MF_REAL("training.dropout", training.dropout, 0.0, 0.99, "dropout probability (masks stored when > 0)"),
       MF_BOOL("training.chunked_loss", training.implementation.chunked_loss,
-              "cross-entropy in chunks (no full fp32 logits)"),
+              "kept for old links: true means training.loss fused_linear_ce"),
       MF_BOOL("training.optimizer_in_backward", training.optimizer_in_backward,
               "optimizer step fused into backward (gradients freed per parameter)"),
       MF_BOOL("training.activation_offload", training.activation_offload, "saved activations offloaded to CPU"),
       MF_ENUM("training.goal", training.goal, Goal,
               "what the run is for (decides the changes suggested and the planner's search); auto = peft for "
-              "LoRA, else full_finetune",
+              "a parameter-efficient method, else full_finetune",
               "auto", "pretrain", "full_finetune", "peft"),
-      MF_ENUM("training.finetune.method", training.finetune.method, FinetuneMethod, "full fine-tune or LoRA adapters",
-              "full", "lora"),
-      MF_INT("training.finetune.lora_rank", training.finetune.lora_rank, 1, 100'000, "LoRA rank r"),
+      MF_ENUM("training.finetune.method", training.finetune.method, FinetuneMethod,
+              "full fine-tune, or a parameter-efficient method of Hugging Face PEFT (llama_adapter_v2: LitGPT)",
+              "full", "lora", "dora", "lora_fa", "adalora", "vera", "ia3", "prompt_tuning", "prefix_tuning",
+              "p_tuning", "llama_adapter", "llama_adapter_v2", "oft", "boft", "ln_tuning", "trainable_tokens", "loha",
+              "lokr", "fourierft", "hra", "miss", "vblora", "randlora", "c3a", "road", "waveft", "delora", "gralora",
+              "tinylora", "shira", "hira"),
+      MF_INT("training.finetune.lora_rank", training.finetune.lora_rank, 1, 100'000,
+             "rank r of the method (LoRA, DoRA, LoRA-FA, AdaLoRA init_r, VeRA, LoHa, LoKr, HRA, MiSS, VB-LoRA, "
+             "RandLoRA, DeLoRA, GraLoRA, TinyLoRA, SHiRA)"),
       [] {
-        Field f = make_field("training.finetune.lora_targets", FieldKind::kTargets, "modules that get LoRA adapters");
-        f.choices = {"q", "k", "v", "o", "gate", "up", "down", "head"};
+        Field f = make_field("training.finetune.lora_targets", FieldKind::kTargets,
+                             "modules a method adapts (qkv: one fused q/k/v projection, as GPT-2's c_attn; IA3 "
+                             "scales down's input and the others' output)");
+        f.choices = {"q", "k", "v", "o", "gate", "up", "down", "head", "qkv"};
         f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.lora_targets; };
         return f;
       }(),
       MF_REAL("training.finetune.lora_dropout", training.finetune.lora_dropout, 0.0, 0.99,
               "dropout on the LoRA adapters' input (PEFT lora_dropout)"),
+      MF_BOOL("training.finetune.use_rslora", training.finetune.use_rslora,
+              "rsLoRA scaling (alpha / sqrt(r)); changes no memory"),
       MF_INT("training.finetune.base_bits", training.finetune.base_bits, 4, 16,
-             "frozen base weights: 16 (bf16/fp16), 8 (int8), 4 (QLoRA NF4)"),
+             "frozen base weights: 16 (bf16/fp16), 8 (int8), 4 (QLoRA 4-bit)"),
+      MF_ENUM("training.finetune.quant_type", training.finetune.quant_type, QuantType,
+              "4-bit base data type (bnb_4bit_quant_type); nf4 and fp4 store the same bytes", "nf4", "fp4"),
+      MF_BOOL("training.finetune.double_quant", training.finetune.double_quant,
+              "4-bit base: quantise the block scales again (bnb_4bit_use_double_quant)"),
+      MF_INT("training.finetune.quant_block_size", training.finetune.quant_block_size, 16, 4096,
+             "4-bit base: weights per quantisation block (bitsandbytes blocksize; a power of two)"),
+      MF_BOOL("training.finetune.prepare_kbit", training.finetune.prepare_kbit,
+              "8/4-bit base prepared by PEFT's prepare_model_for_kbit_training (TRL, axolotl, qlora.py): the "
+              "embeddings, norms and head upcast to fp32 (it also turns on checkpointing: set that apart)"),
+      MF_INT("training.finetune.num_virtual_tokens", training.finetune.num_virtual_tokens, 1, kMillion,
+             "prompt tuning, prefix tuning and p-tuning: virtual tokens"),
+      MF_INT("training.finetune.encoder_hidden_size", training.finetune.encoder_hidden_size, 0, kMillion,
+             "p-tuning's prompt encoder and prefix tuning's projection: hidden size; 0 = the token dimension"),
+      MF_BOOL("training.finetune.prefix_projection", training.finetune.prefix_projection,
+              "prefix tuning through a two-layer MLP (PEFT prefix_projection)"),
+      MF_ENUM("training.finetune.encoder_reparameterization_type", training.finetune.encoder_reparameterization_type,
+              PromptEncoder, "p-tuning's prompt encoder", "mlp", "lstm"),
+      MF_INT("training.finetune.adapter_len", training.finetune.adapter_len, 1, kMillion,
+             "LLaMA-Adapter: adaption prompt length"),
+      MF_INT("training.finetune.adapter_start_layer", training.finetune.adapter_start_layer, 0, 100'000,
+             "LLaMA-Adapter: first adapted layer (PEFT adapter_layers = layers - this)"),
+      MF_INT("training.finetune.block_size", training.finetune.block_size, 0, kMillion,
+             "OFT, BOFT, C3A block size; 0 = the method's PEFT default (OFT 32, BOFT 4, C3A 256)"),
+      MF_INT("training.finetune.boft_n_butterfly_factor", training.finetune.boft_n_butterfly_factor, 1, 64,
+             "BOFT: butterfly factors"),
+      MF_INT("training.finetune.n_frequency", training.finetune.n_frequency, 0, 100 * kMillion,
+             "FourierFT / WaveFT: trained coefficients per module; 0 = the PEFT default (1000 / 2592)"),
+      MF_INT("training.finetune.num_trainable_tokens", training.finetune.num_trainable_tokens, 1, 10 * kMillion,
+             "trainable_tokens: embedding rows trained"),
       // The implementation: what the framework's code does (implementation.cpp's profiles).
       MF_ENUM("training.framework", training.implementation.framework, Framework,
-              "the code that runs the model: hf (transformers with Trainer / accelerate)", "hf"),
+              "the code that runs the model; its profile sets every knob left at auto", "hf", "torchtune",
+              "torchtitan", "litgpt", "megatron", "megatron_te", "deepspeed", "nanogpt", "llm_c", "unsloth", "liger"),
       MF_ENUM("training.softmax_dtype", training.implementation.softmax_dtype, SoftmaxDtype,
               "eager attention's softmax: fp32 (upcast) or compute (the matmuls' dtype); auto = the framework's",
               "auto", "fp32", "compute"),
@@ -171,9 +227,46 @@ std::vector<Field> build_fields() {
               "the logits the loss reads: fp32 (upcast) or compute; auto = the framework's", "auto", "fp32",
               "compute"),
       MF_ENUM("training.attention_mask", training.implementation.attention_mask, AttentionMask,
-              "eager attention's causal mask: additive (a T×T tensor passed to every layer) or implicit; auto = "
+              "eager attention's causal mask: additive (a T×T tensor passed to every layer), implicit, or boolean "
+              "(a T×T mask saved by every layer); auto = the framework's",
+              "auto", "additive", "implicit", "boolean"),
+      MF_ENUM("training.loss", training.implementation.loss, LossKernel,
+              "the loss: eager cross-entropy, chunked (per-chunk, log-probabilities kept), fused_ce (logits and "
+              "a log-sum-exp kept, gradient in place), fused_linear_ce (head and loss per chunk); auto = the "
+              "framework's",
+              "auto", "eager", "chunked", "fused_ce", "fused_linear_ce"),
+      MF_ENUM("training.norm_kernel", training.implementation.norm_kernel, NormKernel,
+              "what an RMSNorm saves: eager (fp32 x, rstd, normalised x), eager_fp32 (all fp32), fused (x, rstd), "
+              "fused_fp32 (fp32 x, rstd); auto = the framework's",
+              "auto", "eager", "eager_fp32", "fused", "fused_fp32"),
+      MF_ENUM("training.kv_saved", training.implementation.kv_saved, KvSaved,
+              "keys and values a fused attention kernel saves: at kv_heads or repeated to query_heads; auto = "
               "the framework's",
-              "auto", "additive", "implicit"),
+              "auto", "kv_heads", "query_heads"),
+      MF_ENUM("training.projections", training.implementation.projections, Projections,
+              "q/k/v and gate/up as separate matmuls (each saves its own autocast copy of its input), fused, or "
+              "qkv_fused (q/k/v fused, gate/up separate); auto = the framework's",
+              "auto", "separate", "fused", "qkv_fused"),
+      MF_ENUM("training.activation_kernel", training.implementation.activation_kernel, ActivationKernel,
+              "the MLP activation as Python arithmetic (eager: gelu_new saves four tensors) or one kernel (fused); "
+              "auto = the framework's",
+              "auto", "eager", "fused"),
+      MF_ENUM("training.loop_keeps_logits", training.implementation.loop_keeps_logits, Switch,
+              "the training loop holds the logits through backward and the next forward (LitGPT, nanoGPT); auto = "
+              "the framework's",
+              "auto", "yes", "no"),
+      MF_ENUM("training.lora_base_dtype", training.implementation.lora_base_dtype, LoraBaseDtype,
+              "a LoRA base's dtype: half (16-bit), fp32, or weights (the recipe's weight dtype, as LitGPT); auto = "
+              "the framework's",
+              "auto", "half", "fp32", "weights"),
+      MF_ENUM("training.lora_adapter_dtype", training.implementation.lora_adapter_dtype, LoraAdapterDtype,
+              "LoRA adapters' dtype: fp32 (PEFT's default; each adapter saves its own cast of its input) or "
+              "weights (the recipe's); auto = the framework's",
+              "auto", "fp32", "weights"),
+      MF_ENUM("training.load", training.implementation.load, LoadPath,
+              "how weights reach the GPU: direct, fp32_then_cast, or checkpoint_on_gpu (with optimizer states); "
+              "auto = the framework's",
+              "auto", "direct", "fp32_then_cast", "checkpoint_on_gpu"),
 
       // parallel
       MF_INT("parallel.num_gpus", parallel.num_gpus, 1, kMillion, "GPUs in the job"),
@@ -191,6 +284,10 @@ std::vector<Field> build_fields() {
       MF_BOOL("parallel.sequence_parallel", parallel.sequence_parallel, "Megatron sequence parallelism"),
       MF_BOOL("parallel.offload_optimizer", parallel.offload_optimizer, "optimizer states in CPU memory"),
       MF_BOOL("parallel.offload_params", parallel.offload_params, "parameters in CPU memory (ZeRO-3 offload)"),
+      MF_BOOL("parallel.fsdp_use_orig_params", parallel.fsdp_use_orig_params,
+              "FSDP use_orig_params=True: units mixing frozen and trainable parameters keep gradients for all"),
+      MF_INT("parallel.reduce_bucket_elements", parallel.reduce_bucket_elements, -1, 100 * kBillion,
+             "gradient reduce bucket size in elements (DeepSpeed reduce_bucket_size); -1 = the framework's"),
 
       // hardware
       MF_STRING("hardware.gpu", hardware.gpu, "GPU id from the table"),
@@ -198,7 +295,10 @@ std::vector<Field> build_fields() {
              "CUDA context and workspaces; -1 = by convention and GPU"),
       MF_REAL("hardware.budget_fraction", hardware.budget_fraction, 0.1, 1.0, "plan to this share of the card"),
       MF_REAL("hardware.fragmentation", hardware.fragmentation, -1.0, 1.0,
-              "allocator overhead as a share of allocated memory; -1 = by convention"),
+              "allocator overhead as a share of allocated memory (0 to 1); -1 = simulated from the step's "
+              "allocations"),
+      MF_BOOL("hardware.expandable_segments", hardware.expandable_segments,
+              "PyTorch's allocator with expandable_segments:True (less fragmentation)"),
       MF_INT("hardware.gpus_per_node", hardware.gpus_per_node, 0, 1024,
              "GPUs per server (links inside a node are fast); 0 = the card's usual server"),
       MF_REAL("hardware.price_per_gpu_hour", hardware.price_per_gpu_hour, -1.0, 10000.0,

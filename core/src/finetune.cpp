@@ -4,63 +4,70 @@ namespace memfit {
 
 namespace {
 
-// QLoRA's NF4 storage (Dettmers et al. 2023; bitsandbytes Params4bit with double quantisation):
-// half a byte per weight, an 8-bit absmax per 64-weight block, an fp32 second-level absmax per
-// 256 blocks, and per tensor a 16-entry fp32 code table plus an fp32 offset.
-constexpr std::int64_t kNf4BlockElements = 64;
-constexpr std::int64_t kNf4SecondLevelBlocks = 256;
-constexpr Bytes kNf4PerTensorBytes{16 * 4 + 4};
+// bitsandbytes 4-bit storage (Dettmers et al. 2023, QLoRA; bitsandbytes/functional.py
+// quantize_4bit, ≥ 0.46): two weights per byte, an fp32 absmax per `blocksize` weights and a
+// 16-entry fp32 code book per tensor. Double quantisation (compress_statistics) stores the absmax
+// as uint8 instead, with an fp32 offset (their mean) and a nested QuantState of blocks of 256
+// (quantize_blockwise): an fp32 absmax per 256 absmax values and its own copy of the 256-entry
+// fp32 dynamic code (`code.to(A.device, copy=True)`, since bitsandbytes 0.46.0).
+constexpr std::int64_t k4bitCodeEntries = 16;           // get_4bit_type: NF4 / FP4 tables
+constexpr std::int64_t kNestedBlockElements = 256;      // quantize_blockwise(blocksize=256)
+constexpr std::int64_t kNestedCodeEntries = 256;        // create_dynamic_map(): 8-bit dynamic map
+constexpr Bytes kCodeBookBytes = Count(k4bitCodeEntries) * kFp32Bytes;
+constexpr Bytes kNestedCodeBytes = Count(kNestedCodeEntries) * kFp32Bytes;
 
 // LLM.int8() (Dettmers et al. 2022): one byte per weight and an fp32 scale per output row.
 Bytes int8_bytes(const TensorGroup& g) { return g.elements_each() * kByte + g.rows * kFp32Bytes; }
 
-Bytes nf4_bytes(const TensorGroup& g) {
+Bytes four_bit_bytes(const TensorGroup& g, const Finetune& f) {
   const Count n = g.elements_each();
-  const Count blocks = ceil_div(n, kNf4BlockElements);
-  return ceil_div(n, 2) * kByte + blocks * kByte + ceil_div(blocks, kNf4SecondLevelBlocks) * kFp32Bytes +
-         kNf4PerTensorBytes;
+  const Count blocks = ceil_div(n, f.quant_block_size);
+  const Bytes packed = ceil_div(n, 2) * kByte + kCodeBookBytes;
+  if (!f.double_quant) return packed + blocks * kFp32Bytes;
+  const Bytes nested = ceil_div(blocks, kNestedBlockElements) * kFp32Bytes + kNestedCodeBytes;
+  return packed + blocks * kByte + kFp32Bytes + nested;
+}
+
+std::vector<Shape> all_parameters(const ParameterCount& params) {
+  std::vector<Shape> shapes;
+  for (const TensorGroup& g : params.groups) shapes.push_back({g.rows, g.cols, g.count});
+  return shapes;
 }
 
 }  // namespace
 
-std::vector<Shape> trainable_shapes(const ParameterCount& params, bool lora, const Finetune& f) {
-  std::vector<Shape> shapes;
-  for (const TensorGroup& g : params.groups) {
-    if (!lora) {
-      shapes.push_back({g.rows, g.cols, g.count});
-    } else if (!g.cols.is_zero() && (g.lora_target & f.lora_targets)) {
-      shapes.push_back({f.lora_rank, g.cols, g.count});
-      shapes.push_back({g.rows, f.lora_rank, g.count});
-    }
-  }
-  return shapes;
+std::vector<Shape> trainable_shapes(const Config& c, const ParameterCount& params) {
+  if (!is_peft(c)) return all_parameters(params);
+  return peft_parameters(c.model, params, c.training.finetune).trainable;
 }
 
-Count lora_parameter_count(const ParameterCount& params, const Finetune& f) {
-  Count total = 0;
-  for (const TensorGroup& g : params.groups) {
-    if (!g.cols.is_zero() && (g.lora_target & f.lora_targets)) total += g.count * f.lora_rank * (g.rows + g.cols);
-  }
-  return total;
+TrainableCounts trainable_counts(const Config& c, const ParameterCount& params, Count base_parameter_count) {
+  if (!is_peft(c)) return {base_parameter_count, Count(0), Bytes{0}};
+  const PeftParameters p = peft_parameters(c.model, params, c.training.finetune);
+  return {p.trainable_count(), p.added_count(), p.buffer_bytes};
 }
 
 // Only the linear layers inside the blocks are quantised; embeddings, norms and the head stay in
-// 16 bit, as bitsandbytes / transformers leave them.
-Bytes frozen_base_bytes(const ParameterCount& params, std::int64_t base_bits, Bytes unquantized) {
+// 16 bit, as bitsandbytes / transformers leave them, or in fp32 after PEFT's
+// prepare_model_for_kbit_training (peft/utils/other.py: every fp16 / bf16 parameter of a k-bit model
+// is cast with param.data.to(torch.float32)).
+Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantized) {
+  const bool upcast = f.prepare_kbit && f.base_bits != 16;
+  const Bytes kept = upcast ? max(unquantized, kFp32Bytes) : unquantized;
+  if (f.base_bits == 16) return g.elements_each() * unquantized;
+  if (!g.linear) return g.elements_each() * kept;
+  return f.base_bits == 8 ? int8_bytes(g) : four_bit_bytes(g, f);
+}
+
+Bytes frozen_base_bytes(const ParameterCount& params, const Finetune& f, Bytes unquantized) {
   Bytes total{0};
-  for (const TensorGroup& g : params.groups) {
-    Bytes each;
-    if (!g.linear || base_bits == 16) each = g.elements_each() * unquantized;
-    else if (base_bits == 8) each = int8_bytes(g);
-    else each = nf4_bytes(g);
-    total += each * g.count;
-  }
+  for (const TensorGroup& g : params.groups) total += frozen_bytes_each(g, f, unquantized) * g.count;
   return total;
 }
 
-Count largest_trainable_tensor(const ParameterCount& params, bool lora, const Finetune& f) {
+Count largest_trainable_tensor(const Config& c, const ParameterCount& params) {
   Count largest = 0;
-  for (const Shape& s : trainable_shapes(params, lora, f)) largest = max(largest, s.elements_each());
+  for (const Shape& s : trainable_shapes(c, params)) largest = max(largest, s.elements_each());
   return largest;
 }
 

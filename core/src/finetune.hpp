@@ -1,33 +1,51 @@
-// What a fine-tuning method trains and what it keeps frozen (core-internal).
+// What a fine-tuning method trains and what it keeps frozen (core-internal): the trainable tensors
+// the optimizer sees, the parameters a method adds, and the bytes of a frozen (possibly quantised)
+// base. What each PEFT method adds is in peft.cpp.
 #pragma once
 
 #include <vector>
 
 #include "memfit/config.hpp"
 #include "memfit/parameters.hpp"
+#include "memfit/recipes.hpp"
 #include "memfit/units.hpp"
+#include "peft.hpp"
 
 namespace memfit {
 
-inline bool is_lora(const Config& c) { return c.training.finetune.method == FinetuneMethod::kLora; }
+// A parameter-efficient method: the base is frozen and the method's own parameters are trained.
+inline bool is_peft(const Config& c) { return c.training.finetune.method != FinetuneMethod::kFull; }
 
-// A trainable tensor shape, `count` times (cols 0: a vector).
-struct Shape {
-  Count rows, cols, count;
-  Count elements_each() const { return cols.is_zero() ? rows : rows * cols; }
+// Bytes per element of a parameter-efficient base that stays unquantised: 16-bit, fp32, or the
+// recipe's weights (training.lora_base_dtype; `implementation` resolved).
+inline Bytes lora_base_bytes(const PrecisionRecipe& r, const Implementation& implementation) {
+  switch (implementation.lora_base_dtype) {
+    case LoraBaseDtype::kFp32: return kFp32Bytes;
+    case LoraBaseDtype::kWeights: return r.weights;
+    case LoraBaseDtype::kAuto:
+    case LoraBaseDtype::kHalf: break;
+  }
+  return r.frozen_base;
+}
+
+// The tensors the optimizer sees: every parameter for a full fine-tune, the method's otherwise.
+std::vector<Shape> trainable_shapes(const Config& config, const ParameterCount& params);
+
+// What the method trains, and what it adds to sum(p.numel()) (a full fine-tune: every parameter,
+// nothing added).
+struct TrainableCounts {
+  Count trainable;
+  Count added;
+  Bytes buffer_bytes;  // frozen buffers a method registers (see PeftParameters)
 };
+TrainableCounts trainable_counts(const Config& config, const ParameterCount& params, Count base_parameter_count);
 
-// The tensors the optimizer sees: every parameter for a full fine-tune; LoRA's A [r, in] and
-// B [out, r] on each targeted linear layer otherwise (Hu et al. 2021).
-std::vector<Shape> trainable_shapes(const ParameterCount& params, bool lora, const Finetune& finetune);
-
-// LoRA's trainable parameters: r · (in + out) on every targeted linear layer.
-Count lora_parameter_count(const ParameterCount& params, const Finetune& finetune);
-
-// The frozen base of a LoRA run: 16-bit (or fp32) weights, int8, or QLoRA's NF4.
-Bytes frozen_base_bytes(const ParameterCount& params, std::int64_t base_bits, Bytes unquantized);
+// The frozen base of a parameter-efficient run: 16-bit (or fp32) weights, int8, or 4-bit
+// (bitsandbytes NF4 / FP4, with or without double quantisation).
+Bytes frozen_base_bytes(const ParameterCount& params, const Finetune& finetune, Bytes unquantized);
+Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized);  // one tensor of a group
 
 // The largest trainable tensor's elements (the per-parameter optimizer loop's temporary).
-Count largest_trainable_tensor(const ParameterCount& params, bool lora, const Finetune& finetune);
+Count largest_trainable_tensor(const Config& config, const ParameterCount& params);
 
 }  // namespace memfit

@@ -1,7 +1,11 @@
 #include "fit.hpp"
 
+#include "step_events.hpp"
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 namespace memfit {
 
@@ -16,6 +20,10 @@ namespace {
 constexpr double kFragmentationPoint = 0.08;
 constexpr double kFragmentationLow = 0.03;
 constexpr double kFragmentationHigh = 0.20;
+// What the allocator replay leaves out, as a share of the peak: blocks freed on one stream but
+// still in use on another (FSDP / ZeRO all-gathers, NCCL), and library workspaces inside the
+// allocator (cuBLAS's 4–32 MiB per stream).
+constexpr double kUnreplayedShare = 0.10;
 
 // The CUDA context without lazy module loading (CUDA < 11.7, or CUDA_MODULE_LOADING=EAGER): every
 // kernel image is loaded at start. Hugging Face measured 1343 MB (MiB) on a V100 for
@@ -33,38 +41,92 @@ Bytes scale(Bytes bytes, double factor) {
   return Bytes(static_cast<std::int64_t>(scaled));
 }
 
-void allocator_reserve(const Config& c, Estimate& e) {
-  e.fragmentation = c.hardware.fragmentation >= 0 ? c.hardware.fragmentation : kFragmentationPoint;
-  e.peak_reserved_bytes = scale(e.peak_allocated_bytes, 1.0 + e.fragmentation);
+void allocator_reserve(const Config& c, const StepSimulation& sim, Estimate& e) {
+  const bool given = c.hardware.fragmentation >= 0;
+  if (given) {
+    // A factor the user states is a statement, not an estimate: the range is that one point.
+    e.fragmentation = c.hardware.fragmentation;
+    e.peak_reserved_bytes = e.peak_reserved_low_bytes = e.peak_reserved_high_bytes =
+        scale(e.peak_allocated_bytes, 1.0 + e.fragmentation);
+    return;
+  }
+  if (sim.ok && sim.peak_allocated_bytes.value() > 0) {
+    // The replayed allocator's reserve over its own allocated peak, applied to the step's peak.
+    // The range runs from no fragmentation at all to what the replay leaves out (other streams
+    // holding freed blocks, NCCL and cuBLAS workspaces): kUnreplayedShare of the peak.
+    e.fragmentation_simulated = true;
+    e.allocator_segments = sim.segment_count;
+    e.fragmentation = std::max(0.0, static_cast<double>(sim.peak_reserved_bytes.value()) /
+                                        static_cast<double>(sim.peak_allocated_bytes.value()) - 1.0);
+    e.fragmentation = std::round(e.fragmentation * 1e6) / 1e6;
+    e.peak_reserved_bytes = scale(e.peak_allocated_bytes, 1.0 + e.fragmentation);
+    e.peak_reserved_low_bytes = e.peak_allocated_bytes;
+    e.peak_reserved_high_bytes = scale(e.peak_allocated_bytes, 1.0 + e.fragmentation + kUnreplayedShare);
+    return;
+  }
+  e.fragmentation = kFragmentationPoint;
+  e.peak_reserved_bytes = scale(e.peak_allocated_bytes, 1.0 + kFragmentationPoint);
   e.peak_reserved_low_bytes = scale(e.peak_allocated_bytes, 1.0 + kFragmentationLow);
   e.peak_reserved_high_bytes = scale(e.peak_allocated_bytes, 1.0 + kFragmentationHigh);
 }
 
-Fit make_fit(const Gpu& gpu, Bytes need, double budget_fraction) {
+Fit make_fit(const Gpu& gpu, Bytes need, Bytes need_high, double budget_fraction) {
   Fit f;
   f.gpu = &gpu;
   f.budget_bytes = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu.memory_bytes.value()) * budget_fraction));
   f.need_bytes = need;
+  f.need_high_bytes = max(need, need_high);
   f.headroom_bytes = gpu.memory_bytes - need;
+  // Fits only when the top of the measured band stays within the budget; tight when the estimate
+  // fits the card but the band crosses the budget; does not fit when the estimate exceeds the card.
   if (need.overflow() || need > gpu.memory_bytes) f.verdict = Verdict::kDoesNotFit;
-  else if (need > f.budget_bytes) f.verdict = Verdict::kTight;
+  else if (f.need_high_bytes > f.budget_bytes) f.verdict = Verdict::kTight;
   else f.verdict = Verdict::kFits;
   return f;
 }
 
+namespace {
+
+// Which measured population a configuration belongs to: its implementation profile, its method
+// (full, LoRA, QLoRA / int8 base, another PEFT method) and one GPU or several
+// (tools/accuracy/band.py writes the table in that order).
+const MeasuredBand& measured_band(const Config& c, Estimate& e) {
+  const int framework = static_cast<int>(e.implementation.framework);
+  int method = 0;
+  if (c.training.finetune.method == FinetuneMethod::kLora) method = c.training.finetune.base_bits < 16 ? 2 : 1;
+  const bool multi = c.parallel.num_gpus > 1;
+  const int index = (framework * kMeasuredBandMethodCount + method) * 2 + (multi ? 1 : 0);
+  const MeasuredBand& band = kMeasuredBands[index];
+  e.measured_band_population = std::string(kMeasuredBandFrameworks[framework]) + " · " +
+                               kMeasuredBandMethods[method] + " · " + (multi ? "several GPUs" : "one GPU");
+  e.measured_band_fallback = band.fallback;
+  return band;
+}
+
+}  // namespace
+
 void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
-  // Where published GPU runs landed relative to memfit (docs/accuracy.md); not under the seeds'
-  // convention, whose numbers are the seeds' own.
+  // Where published GPU runs like this one landed relative to memfit (docs/accuracy.md); not under
+  // the seeds' convention, whose numbers are the seeds' own.
+  double high_ratio = 1.0;
   if (c.training.precision != Precision::kSeed14p) {
-    e.measured_band_low_bytes = scale(e.peak_allocated_bytes, kMeasuredBandLowRatio);
-    e.measured_band_high_bytes = scale(e.peak_allocated_bytes, kMeasuredBandHighRatio);
-    e.measured_band_cases = kMeasuredBandCases;
+    const MeasuredBand& band = measured_band(c, e);
+    e.measured_band_low_bytes = scale(e.peak_allocated_bytes, band.low_ratio);
+    e.measured_band_high_bytes = scale(e.peak_allocated_bytes, band.high_ratio);
+    e.measured_band_cases = band.fallback ? kMeasuredBandCases : band.cases;
+    high_ratio = std::max(1.0, band.high_ratio);
   }
   e.device_total_bytes = e.peak_reserved_bytes + e.breakdown.overhead;
   e.device_total_low_bytes = e.peak_reserved_low_bytes + e.breakdown.overhead;
-  e.device_total_high_bytes = e.peak_reserved_high_bytes + max(e.breakdown.overhead, kEagerContextBytes);
-  e.fit = make_fit(gpu, e.device_total_bytes, c.hardware.budget_fraction);
-  for (const Gpu& g : gpu_table()) e.fits.push_back(make_fit(g, e.device_total_bytes, c.hardware.budget_fraction));
+  // Unless the overhead is given, the top of the range allows for a context loaded eagerly.
+  const bool overhead_given = c.hardware.overhead_bytes >= 0;
+  e.device_total_high_bytes =
+      e.peak_reserved_high_bytes + (overhead_given ? e.breakdown.overhead : max(e.breakdown.overhead, kEagerContextBytes));
+  const Bytes band_top = scale(e.device_total_bytes, high_ratio);
+  e.fit = make_fit(gpu, e.device_total_bytes, band_top, c.hardware.budget_fraction);
+  for (const Gpu& g : gpu_table()) {
+    e.fits.push_back(make_fit(g, e.device_total_bytes, band_top, c.hardware.budget_fraction));
+  }
 }
 
 const char* to_string(Verdict v) {

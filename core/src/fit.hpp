@@ -9,12 +9,17 @@ namespace memfit {
 // `bytes` × factor, rounded up; an overflowed or too large result keeps the overflow flag.
 Bytes scale(Bytes bytes, double factor);
 
-// Peak reserved (point and range) from the allocated peak, for the measured-recipe path.
-void allocator_reserve(const Config& config, Estimate& e);
+struct StepSimulation;
+
+// Peak reserved (point and range) from the allocated peak: the user's factor, else the replayed
+// allocator's, else a fixed one.
+void allocator_reserve(const Config& config, const StepSimulation& simulation, Estimate& e);
 
 // The measured band, the device totals and the verdict on the chosen GPU and on every GPU.
 void fit_on_gpus(const Config& config, const Gpu& gpu, Estimate& e);
 
-Fit make_fit(const Gpu& gpu, Bytes need, double budget_fraction);
+// The verdict on one card: the estimate against the card, the top of the measured band against
+// the budget share of it.
+Fit make_fit(const Gpu& gpu, Bytes need, Bytes need_high, double budget_fraction);
 
 }  // namespace memfit

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "field_table.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -10,6 +11,27 @@ namespace memfit {
 namespace {
 
 constexpr std::int64_t kMaxSize = 100'000'000;  // any single dimension; the config's own ranges apply after
+
+// The schema's upper bound for a memfit field. Counts that the importer or the estimate work
+// through (layers, experts) are held to it here, when read, so that no work in proportion to
+// a hostile count is done before the configuration's own range check would refuse it.
+std::int64_t schema_max(const char* path) {
+  const detail::Field* field = detail::find_field(path);
+  return field ? field->max_int : kMaxSize;
+}
+std::int64_t max_layers() { return schema_max("model.num_hidden_layers"); }
+std::int64_t max_experts() { return schema_max("model.num_experts"); }
+
+// A value named in a message: scalars and short strings as JSON, anything longer by its kind,
+// so that a hostile value (a 16 MiB string, a million-entry list) is not echoed back whole.
+std::string describe(const Json& value) {
+  constexpr std::size_t kMaxEchoedStringBytes = 64;
+  if (value.is_array() || value.is_object()) return Json::kind_name(value.kind());
+  if (value.is_string() && value.as_string().size() > kMaxEchoedStringBytes) {
+    return "a string of " + detail::group_digits(static_cast<std::int64_t>(value.as_string().size())) + " bytes";
+  }
+  return value.dump();
+}
 
 // Reads typed keys from a config.json object, recording a named error for each bad one.
 class Reader {
@@ -26,7 +48,7 @@ class Reader {
       const auto n = v->as_exact_integer();
       if (!n || *n < min || *n > max) {
         out_.errors.push_back({key, "must be an integer from " + detail::group_digits(min) + " to " +
-                                        detail::group_digits(max) + "; got " + v->dump()});
+                                        detail::group_digits(max) + "; got " + describe(*v)});
         return fallback;
       }
       return *n;
@@ -41,7 +63,7 @@ class Reader {
     const Json* v = json_.find(key);
     if (!v || v->is_null()) return fallback;
     if (!v->is_bool()) {
-      out_.errors.push_back({key, "must be true or false; got " + v->dump()});
+      out_.errors.push_back({key, "must be true or false; got " + describe(*v)});
       return fallback;
     }
     return v->as_bool();
@@ -66,7 +88,7 @@ class Reader {
 void read_llama_like(Reader& r, ModelSpec& m, bool tie_default) {
   m.vocab_size = r.integer({"vocab_size"}, m.vocab_size, true, 1);
   m.hidden_size = r.integer({"hidden_size"}, m.hidden_size, true, 1);
-  m.num_hidden_layers = r.integer({"num_hidden_layers"}, m.num_hidden_layers, true, 1);
+  m.num_hidden_layers = r.integer({"num_hidden_layers"}, m.num_hidden_layers, true, 1, max_layers());
   m.num_attention_heads = r.integer({"num_attention_heads"}, m.num_attention_heads, true, 1);
   m.num_key_value_heads = r.integer({"num_key_value_heads"}, 0, false, 1);
   m.head_dim = r.integer({"head_dim"}, 0, false, 1);
@@ -84,30 +106,43 @@ void read_llama_like(Reader& r, ModelSpec& m, bool tie_default) {
 }
 
 // Qwen2-MoE / Qwen3-MoE: a layer is sparse when (index + 1) % decoder_sparse_step == 0 and the
-// index is not in mlp_only_layers; the rest are dense. Only the number of each matters here.
+// index is not in mlp_only_layers; the rest are dense. Only the number of each matters here, and
+// it is counted without visiting the layers: floor(L / step) layers are sparse by the step, less
+// the distinct listed indices among them. The list is refused unread when it is longer than the
+// layer count (already bounded by the schema); indices outside the model have no effect, as in
+// transformers' Qwen2MoeDecoderLayer.
 void read_qwen_moe_layers(Reader& r, ModelSpec& m, HfImport& out) {
-  m.num_experts = r.integer({"num_experts"}, 0, true, 1);
-  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, true, 1);
+  m.num_experts = r.integer({"num_experts"}, 0, true, 1, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, true, 1, max_experts());
   m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, true, 1);
   const std::int64_t step = r.integer({"decoder_sparse_step"}, 1, false, 1);
-  std::vector<std::int64_t> mlp_only;
-  if (const Json* list = r.raw("mlp_only_layers"); list && !list->is_null()) {
+  const std::int64_t layers = m.num_hidden_layers;
+  const bool layers_known = std::none_of(out.errors.begin(), out.errors.end(),
+                                         [](const Issue& e) { return e.field == "num_hidden_layers"; });
+  std::vector<std::int64_t> sparse_but_listed;  // listed indices that the step makes sparse
+  if (const Json* list = r.raw("mlp_only_layers"); list && !list->is_null() && layers_known) {
     if (!list->is_array()) {
-      out.errors.push_back({"mlp_only_layers", "must be a list of layer indices; got " + list->dump()});
+      out.errors.push_back({"mlp_only_layers", "must be a list of layer indices; got " + describe(*list)});
+    } else if (static_cast<std::int64_t>(list->items().size()) > layers) {
+      out.errors.push_back({"mlp_only_layers", "holds " + detail::group_digits(static_cast<std::int64_t>(
+                                                              list->items().size())) +
+                                                   " layer indices; the model has " + detail::group_digits(layers) +
+                                                   " layers (num_hidden_layers)"});
     } else {
       for (const Json& item : list->items()) {
         const auto n = item.as_exact_integer();
-        if (n) mlp_only.push_back(*n);
-        else out.errors.push_back({"mlp_only_layers", "must hold integer layer indices; got " + item.dump()});
+        if (!n) {
+          out.errors.push_back({"mlp_only_layers", "must hold integer layer indices; got " + describe(item)});
+          return;
+        }
+        if (*n >= 0 && *n < layers && (*n + 1) % step == 0) sparse_but_listed.push_back(*n);
       }
     }
   }
-  std::int64_t dense = 0;
-  for (std::int64_t i = 0; i < m.num_hidden_layers; ++i) {
-    const bool sparse = (i + 1) % step == 0 && std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end();
-    if (!sparse) ++dense;
-  }
-  m.first_k_dense_replace = dense;
+  std::sort(sparse_but_listed.begin(), sparse_but_listed.end());
+  const auto listed = std::unique(sparse_but_listed.begin(), sparse_but_listed.end()) - sparse_but_listed.begin();
+  const std::int64_t sparse = layers / step - static_cast<std::int64_t>(listed);
+  m.first_k_dense_replace = layers - sparse;
 }
 
 void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
@@ -115,7 +150,7 @@ void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& o
     // GPT-2 (Radford et al. 2019): Conv1D projections with bias, learned positions, tied head.
     m.vocab_size = r.integer({"vocab_size"}, 50257, true, 1);
     m.hidden_size = r.integer({"n_embd", "hidden_size"}, 768, true, 1);
-    m.num_hidden_layers = r.integer({"n_layer", "num_hidden_layers"}, 12, true, 1);
+    m.num_hidden_layers = r.integer({"n_layer", "num_hidden_layers"}, 12, true, 1, max_layers());
     m.num_attention_heads = r.integer({"n_head", "num_attention_heads"}, 12, true, 1);
     m.intermediate_size = r.integer({"n_inner"}, 4 * m.hidden_size, false, 1);
     m.max_position_embeddings = r.integer({"n_positions", "max_position_embeddings"}, 1024, true, 1);
@@ -139,7 +174,7 @@ void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& o
     // OPT: learned positions with 2 extra rows (the padding offset), biased projections, tied head.
     m.vocab_size = r.integer({"vocab_size"}, 50272, true, 1);
     m.hidden_size = r.integer({"hidden_size"}, 768, true, 1);
-    m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1);
+    m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1, max_layers());
     m.num_attention_heads = r.integer({"num_attention_heads"}, 12, true, 1);
     m.intermediate_size = r.integer({"ffn_dim"}, 3072, true, 1);
     m.max_position_embeddings = r.integer({"max_position_embeddings"}, 2048, true, 1);
@@ -161,7 +196,7 @@ void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& o
     // post-norm blocks (two LayerNorms each), a pooler, no language-model head.
     m.vocab_size = r.integer({"vocab_size"}, 30522, true, 1);
     m.hidden_size = r.integer({"hidden_size"}, 768, true, 1);
-    m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1);
+    m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1, max_layers());
     m.num_attention_heads = r.integer({"num_attention_heads"}, 12, true, 1);
     m.intermediate_size = r.integer({"intermediate_size"}, 3072, true, 1);
     m.max_position_embeddings = r.integer({"max_position_embeddings"}, 512, true, 1);
@@ -180,8 +215,8 @@ void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& o
   } else if (type == "mixtral") {
     // Mixtral: every layer's MLP is num_local_experts gated experts of intermediate_size.
     read_llama_like(r, m, false);
-    m.num_experts = r.integer({"num_local_experts"}, 8, true, 1);
-    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1);
+    m.num_experts = r.integer({"num_local_experts"}, 8, true, 1, max_experts());
+    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1, max_experts());
     m.moe_intermediate_size = m.intermediate_size;
   } else if (type == "qwen2") {
     // Qwen2: bias on q, k and v only.
@@ -225,7 +260,7 @@ void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& o
     // the "new decoder architecture" (40B/180B) has two LayerNorms and num_kv_heads groups.
     m.vocab_size = r.integer({"vocab_size"}, 65024, true, 1);
     m.hidden_size = r.integer({"hidden_size", "n_embed"}, 4544, true, 1);
-    m.num_hidden_layers = r.integer({"num_hidden_layers", "n_layer"}, 32, true, 1);
+    m.num_hidden_layers = r.integer({"num_hidden_layers", "n_layer"}, 32, true, 1, max_layers());
     m.num_attention_heads = r.integer({"num_attention_heads", "n_head"}, 71, true, 1);
     m.intermediate_size = r.integer({"ffn_hidden_size"}, 4 * m.hidden_size, false, 1);
     m.max_position_embeddings = r.integer({"max_position_embeddings"}, 2048, false, 1);
@@ -260,8 +295,8 @@ void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& o
     m.qk_rope_head_dim = r.integer({"qk_rope_head_dim"}, 0, true, 0);
     m.qk_nope_head_dim = r.integer({"qk_nope_head_dim"}, 0, true, 0);
     m.v_head_dim = r.integer({"v_head_dim"}, 0, true, 1);
-    m.num_experts = r.integer({"n_routed_experts"}, 0, false, 0);
-    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, m.num_experts > 0, 0);
+    m.num_experts = r.integer({"n_routed_experts"}, 0, false, 0, max_experts());
+    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, m.num_experts > 0, 0, max_experts());
     m.num_shared_experts = r.integer({"n_shared_experts"}, 0, false, 0);
     m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, m.num_experts > 0, 0);
     m.first_k_dense_replace = r.integer({"first_k_dense_replace"}, 0, false, 0);
@@ -275,6 +310,34 @@ void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& o
                               "the multi-token-prediction layer is not part of the trained model's "
                               "forward pass and is not counted"});
     }
+  }
+}
+
+// The MLP's activation function: config.json's activation_function (GPT-2, OPT), hidden_act or
+// hidden_activation (Gemma), else the class's default.
+HiddenAct default_hidden_act(const std::string& type) {
+  if (type == "gpt2" || type == "phi") return HiddenAct::kGeluNew;
+  if (type == "opt") return HiddenAct::kRelu;
+  if (type == "gemma" || type == "gemma2") return HiddenAct::kGeluPytorchTanh;
+  if (type == "bert" || type == "gpt_neox" || type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel") {
+    return HiddenAct::kGelu;
+  }
+  return HiddenAct::kSilu;
+}
+
+void read_hidden_act(const std::string& type, const Json& json, ModelSpec& m, HfImport& out) {
+  m.hidden_act = default_hidden_act(type);
+  for (const char* key : {"activation_function", "hidden_activation", "hidden_act"}) {
+    const Json* v = json.find(key);
+    if (!v || !v->is_string()) continue;
+    const std::string& name = v->as_string();
+    if (name == "silu" || name == "swish") m.hidden_act = HiddenAct::kSilu;
+    else if (name == "gelu") m.hidden_act = HiddenAct::kGelu;
+    else if (name == "gelu_new") m.hidden_act = HiddenAct::kGeluNew;
+    else if (name == "gelu_pytorch_tanh") m.hidden_act = HiddenAct::kGeluPytorchTanh;
+    else if (name == "relu") m.hidden_act = HiddenAct::kRelu;
+    else if (name.size() <= 40) out.warnings.push_back({key, "\"" + name + "\" is read as the class's default activation"});
+    return;
   }
 }
 
@@ -307,7 +370,7 @@ HfImport import_hf_config(const Json& json) {
   const bool known = std::any_of(std::begin(kSupportedTypes), std::end(kSupportedTypes),
                                  [&](const char* s) { return t == s; });
   if (!known) {
-    out.errors.push_back({"model_type", "\"" + t + "\" is not supported; supported: " + supported_hf_model_types()});
+    out.errors.push_back({"model_type", describe(*type) + " is not supported; supported: " + supported_hf_model_types()});
     return out;
   }
   Reader reader(json, out);
@@ -325,6 +388,12 @@ HfImport import_hf_config(const Json& json) {
     out.reference.softmax_dtype = SoftmaxDtype::kCompute;
     out.reference.attention_mask = AttentionMask::kImplicit;
   }
+  // Classes that project q, k and v with one matmul (GPT-2's c_attn, GPT-NeoX's and Falcon's
+  // query_key_value, Phi-3's qkv_proj and gate_up_proj).
+  if (t == "gpt2" || t == "gpt_neox" || t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "phi3") {
+    out.reference.projections = Projections::kFused;
+  }
+  read_hidden_act(t, json, m, out);
 
   // The same structural checks as a typed-in configuration, named by config.json keys.
   if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0 && m.attention_type == AttentionType::kStandard) {

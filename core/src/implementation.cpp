@@ -9,50 +9,171 @@ namespace memfit {
 
 namespace {
 
-// One row per framework, in the Framework enum's order (checked below).
-constexpr std::array<ImplementationProfile, 1> kProfiles = {{
-    {.framework = Framework::kHf,
-     .name = "hf",
-     .description = "Hugging Face transformers with Trainer / accelerate: eager attention upcasts its softmax "
-                    "to fp32 and receives an additive causal mask; the loss upcasts the logits to fp32",
-     .source = "transformers/models/llama/modeling_llama.py eager_attention_forward (softmax dtype=float32); "
-               "transformers/loss/loss_utils.py ForCausalLMLoss (logits.float())",
-     .softmax_dtype = SoftmaxDtype::kFp32,
-     .logits_dtype = LogitsDtype::kFp32,
-     .attention_mask = AttentionMask::kAdditive},
+// Knob values shorthand for the table below.
+using A = AttentionImpl;
+using S = SoftmaxDtype;
+using L = LogitsDtype;
+using M = AttentionMask;
+using X = LossKernel;
+using N = NormKernel;
+using K = KvSaved;
+using P = Projections;
+using G = ActivationKernel;
+using B = LoraBaseDtype;
+using D = LoadPath;
+using F = LoraAdapterDtype;
+
+constexpr Implementation knobs(Framework f, A attention, S softmax, L logits, M mask, X loss, N norm, K kv,
+                               P projections, G activation, Switch keeps_logits, B lora_base, F adapters, D load) {
+  Implementation i;
+  i.framework = f;
+  i.attention = attention;
+  i.softmax_dtype = softmax;
+  i.logits_dtype = logits;
+  i.attention_mask = mask;
+  i.loss = loss;
+  i.norm_kernel = norm;
+  i.kv_saved = kv;
+  i.projections = projections;
+  i.activation_kernel = activation;
+  i.loop_keeps_logits = keeps_logits;
+  i.lora_base_dtype = lora_base;
+  i.lora_adapter_dtype = adapters;
+  i.load = load;
+  return i;
+}
+
+constexpr std::int64_t kDeepspeedReduceBucketElements = 500'000'000;  // deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8
+
+// One row per framework, in the Framework enum's order (checked below). Sources: docs/frameworks.md,
+// which cites the file and line of every cell; measured on the CPU where the framework runs there
+// (tools/frameworks/out/measurements.json).
+const std::array<ImplementationProfile, 11> kProfiles = {{
+    {Framework::kHf, "hf",
+     "transformers with Trainer / accelerate: torch SDPA (GQA passed through), an eager Python RMSNorm, the "
+     "loss on fp32 logits, separate q/k/v and gate/up projections",
+     "transformers/modeling_utils.py (default sdpa); models/llama/modeling_llama.py (RMSNorm, eager softmax in "
+     "fp32); loss/loss_utils.py ForCausalLMLoss (logits.float()); integrations/sdpa_attention.py (enable_gqa)",
+     knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
+           P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+     0, 0, false, false, true, 0},
+    {Framework::kTorchtune, "torchtune",
+     "torchtune recipes: SDPA with K/V expanded to every head, F.rms_norm on an fp32 copy, "
+     "CEWithChunkedOutputLoss (8 chunks, every chunk's fp32 log-probabilities kept)",
+     "torchtune/modules/attention.py (expand before SDPA); modules/rms_norm.py (F.rms_norm(x.float())); "
+     "modules/loss/ce_chunked_output_loss.py (num_output_chunks=8)",
+     knobs(Framework::kTorchtune, A::kSdpa, S::kFp32, L::kFp32, M::kImplicit, X::kChunked, N::kFusedFp32,
+           K::kQueryHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kWeights, D::kDirect),
+     8, 0, false, false, false, 0},
+    {Framework::kTorchtitan, "torchtitan",
+     "torchtitan: FSDP2 mixed precision, flash/flex attention after repeat_kv, nn.RMSNorm (fused), the "
+     "chunked loss wrapper (head and loss per chunk, backward per chunk)",
+     "torchtitan/components/loss.py (ChunkedLossWrapper, num_chunks 8); models/common/nn_modules.py (nn.RMSNorm)",
+     knobs(Framework::kTorchtitan, A::kFlash, S::kFp32, L::kFp32, M::kImplicit, X::kFusedLinearCe, N::kFused,
+           K::kQueryHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kWeights, D::kDirect),
+     8, 0, false, false, false, 0},
+    {Framework::kLitgpt, "litgpt",
+     "LitGPT: SDPA after repeat_interleave, a fused qkv projection, an all-fp32 RMSNorm, 128-row chunked "
+     "cross-entropy on a shifted copy of the logits, the loop keeps the logits",
+     "litgpt/model.py (qkv, repeat_interleave, RMSNorm in fp32); litgpt/utils.py chunked_cross_entropy; "
+     "litgpt/finetune/full.py (logits held through backward)",
+     knobs(Framework::kLitgpt, A::kSdpa, S::kFp32, L::kCompute, M::kImplicit, X::kChunked, N::kEagerFp32,
+           K::kQueryHeads, P::kQkvFused, G::kEager, Switch::kYes, B::kWeights, F::kWeights, D::kDirect),
+     0, 128, true, true, false, 0},
+    {Framework::kMegatron, "megatron",
+     "Megatron-LM local layers: unfused core attention with the fused masked softmax (16-bit probabilities), "
+     "fused QKV and FC1, vocab-parallel cross-entropy on fp32 logits",
+     "megatron/core/fusions/fused_softmax.py; megatron/core/tensor_parallel/cross_entropy.py",
+     knobs(Framework::kMegatron, A::kEager, S::kCompute, L::kFp32, M::kImplicit, X::kEager, N::kFused,
+           K::kQueryHeads, P::kFused, G::kFused, Switch::kNo, B::kHalf, F::kWeights, D::kDirect),
+     0, 0, false, false, false, 0},
+    {Framework::kMegatronTe, "megatron_te",
+     "Megatron-LM with Transformer Engine: TE's flash/fused attention (GQA native), LayerNorm fused into the "
+     "QKV and FC1 GEMMs, vocab-parallel cross-entropy on fp32 logits",
+     "megatron/core/extensions/transformer_engine.py (TELayerNormColumnParallelLinear, TEDotProductAttention)",
+     knobs(Framework::kMegatronTe, A::kFlash, S::kFp32, L::kFp32, M::kImplicit, X::kEager, N::kFused,
+           K::kKvHeads, P::kFused, G::kFused, Switch::kNo, B::kHalf, F::kWeights, D::kDirect),
+     0, 0, false, false, false, 0},
+    {Framework::kDeepspeed, "deepspeed",
+     "a transformers model under the DeepSpeed engine: as hf, plus ZeRO 1/2's gradient reduce bucket of 5e8 "
+     "elements",
+     "deepspeed/runtime/zero/config.py (reduce_bucket_size 5e8); runtime/zero/stage_1_and_2.py (IPG bucket)",
+     knobs(Framework::kDeepspeed, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager,
+           K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+     0, 0, false, false, true, kDeepspeedReduceBucketElements},
+    {Framework::kNanogpt, "nanogpt",
+     "nanoGPT: SDPA (flash) or a manual path whose masked_fill keeps a boolean mask per layer, a fused c_attn, "
+     "nn.GELU, cross-entropy on the logits as computed, the loop keeps the logits",
+     "karpathy/nanoGPT model.py (CausalSelfAttention, masked_fill, nn.GELU); train.py (logits, loss = model(X, Y))",
+     knobs(Framework::kNanogpt, A::kSdpa, S::kCompute, L::kCompute, M::kBoolean, X::kEager, N::kEager,
+           K::kKvHeads, P::kFused, G::kFused, Switch::kYes, B::kHalf, F::kWeights, D::kDirect),
+     0, 0, false, false, false, 0},
+    {Framework::kLlmC, "llm_c",
+     "llm.c: cuDNN flash attention, fused LayerNorm, GeLU recomputed, a fused classifier that writes the "
+     "logits' gradient in place",
+     "karpathy/llm.c train_gpt2.cu (fill_in_activation_sizes, recompute, fused_classifier)",
+     knobs(Framework::kLlmC, A::kFlash, S::kFp32, L::kCompute, M::kImplicit, X::kFusedCe, N::kFused,
+           K::kKvHeads, P::kFused, G::kFused, Switch::kNo, B::kHalf, F::kWeights, D::kDirect),
+     0, 0, false, false, false, 0},
+    {Framework::kUnsloth, "unsloth",
+     "unsloth: flash attention, Triton RMSNorm and RoPE, a fused cross-entropy that keeps the logits and a "
+     "log-sum-exp and writes the gradient in place",
+     "unsloth/kernels/cross_entropy_loss.py; kernels/rms_layernorm.py; kernels/rope_embedding.py",
+     knobs(Framework::kUnsloth, A::kFlash, S::kFp32, L::kCompute, M::kImplicit, X::kFusedCe, N::kFused,
+           K::kKvHeads, P::kSeparate, G::kFused, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+     0, 0, false, false, true, 0},
+    {Framework::kLiger, "liger",
+     "transformers with Liger-Kernel: fused RMSNorm, RoPE and SwiGLU, fused linear cross-entropy (no full "
+     "logits; the head's gradients computed in forward)",
+     "linkedin/Liger-Kernel src/liger_kernel/transformers/monkey_patch.py; ops/fused_linear_cross_entropy.py",
+     knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
+           K::kKvHeads, P::kSeparate, G::kFused, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+     0, 0, false, false, true, 0},
 }};
 
-constexpr bool rows_in_enum_order() {
+bool rows_in_enum_order() {
   for (std::size_t i = 0; i < kProfiles.size(); ++i) {
     if (static_cast<std::size_t>(kProfiles[i].framework) != i) return false;
   }
   return true;
 }
-static_assert(rows_in_enum_order(), "kProfiles rows must follow the Framework enum");
 
-const char* choice(const char* path, int value) {
-  return detail::find_field(path)->choices[static_cast<std::size_t>(value)];
+template <class E>
+E pick(E requested, E profile) {
+  return requested == E::kAuto ? profile : requested;
 }
 
 }  // namespace
 
 const ImplementationProfile& implementation_profile(Framework framework) {
+  static const bool ordered = rows_in_enum_order();
+  (void)ordered;  // checked by tests/core/implementation_test.cpp as well
   return kProfiles[static_cast<std::size_t>(framework)];
 }
 
-Implementation resolve_implementation(const Implementation& requested) {
-  const ImplementationProfile& profile = implementation_profile(requested.framework);
-  Implementation out = requested;
-  if (out.softmax_dtype == SoftmaxDtype::kAuto) out.softmax_dtype = profile.softmax_dtype;
-  if (out.logits_dtype == LogitsDtype::kAuto) out.logits_dtype = profile.logits_dtype;
-  if (out.attention_mask == AttentionMask::kAuto) out.attention_mask = profile.attention_mask;
+Implementation resolve_implementation(const Implementation& r) {
+  const Implementation& p = implementation_profile(r.framework).knobs;
+  Implementation out = r;
+  out.attention = pick(r.attention, p.attention);
+  out.softmax_dtype = pick(r.softmax_dtype, p.softmax_dtype);
+  out.logits_dtype = pick(r.logits_dtype, p.logits_dtype);
+  out.attention_mask = pick(r.attention_mask, p.attention_mask);
+  // chunked_loss (before training.loss existed) asked for the fused linear cross-entropy.
+  out.loss = r.loss == LossKernel::kAuto && r.chunked_loss ? LossKernel::kFusedLinearCe : pick(r.loss, p.loss);
+  out.norm_kernel = pick(r.norm_kernel, p.norm_kernel);
+  out.kv_saved = pick(r.kv_saved, p.kv_saved);
+  out.projections = pick(r.projections, p.projections);
+  out.activation_kernel = pick(r.activation_kernel, p.activation_kernel);
+  out.loop_keeps_logits = pick(r.loop_keeps_logits, p.loop_keeps_logits);
+  out.lora_base_dtype = pick(r.lora_base_dtype, p.lora_base_dtype);
+  out.lora_adapter_dtype = pick(r.lora_adapter_dtype, p.lora_adapter_dtype);
+  out.load = pick(r.load, p.load);
+  out.chunked_loss = out.loss == LossKernel::kFusedLinearCe;
   return out;
 }
 
-const char* to_string(Framework f) { return choice("training.framework", static_cast<int>(f)); }
-const char* to_string(AttentionImpl a) { return choice("training.attention", static_cast<int>(a)); }
-const char* to_string(SoftmaxDtype s) { return choice("training.softmax_dtype", static_cast<int>(s)); }
-const char* to_string(LogitsDtype l) { return choice("training.logits_dtype", static_cast<int>(l)); }
-const char* to_string(AttentionMask m) { return choice("training.attention_mask", static_cast<int>(m)); }
+const char* to_string(Framework f) {
+  return detail::find_field("training.framework")->choices[static_cast<std::size_t>(f)];
+}
 
 }  // namespace memfit

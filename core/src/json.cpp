@@ -6,13 +6,46 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 
 namespace memfit {
 
 namespace {
 
-constexpr int kMaxDepth = 64;
-constexpr std::size_t kMaxDocumentBytes = 16u << 20;  // 16 MiB
+// The length of the well-formed UTF-8 sequence at the start of `s` (1 to 4 bytes), or 0 when
+// it is not one: a stray continuation byte, an overlong form, a surrogate, a code point past
+// U+10FFFF, or a truncated sequence (Unicode 15, table 3-7).
+std::size_t utf8_sequence_length(std::string_view s) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const auto continuation = [&](std::size_t i, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
+    return i < s.size() && byte(i) >= lo && byte(i) <= hi;
+  };
+  if (s.empty()) return 0;
+  const unsigned char b = byte(0);
+  if (b < 0x80) return 1;
+  if (b >= 0xC2 && b <= 0xDF) return continuation(1) ? 2 : 0;
+  if (b >= 0xE0 && b <= 0xEF) {
+    const unsigned char lo = b == 0xE0 ? 0xA0 : 0x80;  // E0: no overlong forms
+    const unsigned char hi = b == 0xED ? 0x9F : 0xBF;  // ED: no surrogates
+    return continuation(1, lo, hi) && continuation(2) ? 3 : 0;
+  }
+  if (b >= 0xF0 && b <= 0xF4) {
+    const unsigned char lo = b == 0xF0 ? 0x90 : 0x80;  // F0: no overlong forms
+    const unsigned char hi = b == 0xF4 ? 0x8F : 0xBF;  // F4: nothing past U+10FFFF
+    return continuation(1, lo, hi) && continuation(2) && continuation(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+// A byte named in an error message: printable ASCII as itself, anything else by its value, so
+// that a message never carries a byte that is not valid UTF-8.
+std::string describe_byte(char c) {
+  const auto b = static_cast<unsigned char>(c);
+  if (b > 0x20 && b < 0x7F) return std::string("'") + c + "'";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "byte 0x%02X", static_cast<unsigned>(b));
+  return buf;
+}
 
 class Parser {
  public:
@@ -20,8 +53,10 @@ class Parser {
 
   JsonParseResult run() {
     JsonParseResult result;
-    if (text_.size() > kMaxDocumentBytes) {
-      result.error = "the document is larger than 16 MiB";
+    if (text_.size() > kJsonMaxDocumentBytes) {
+      result.error = "the document is " + detail::group_digits(static_cast<std::int64_t>(text_.size())) +
+                     " bytes; the limit is 16 MiB (" +
+                     detail::group_digits(static_cast<std::int64_t>(kJsonMaxDocumentBytes)) + " bytes)";
       return result;
     }
     skip_space();
@@ -72,7 +107,11 @@ class Parser {
   }
 
   bool parse_value(Json& out, int depth) {
-    if (depth > kMaxDepth) return fail("nesting deeper than 64 levels");
+    if (depth > kJsonMaxDepth) return fail("nesting deeper than 64 levels");
+    if (++values_ > kJsonMaxValues) {
+      return fail("more than " + detail::group_digits(static_cast<std::int64_t>(kJsonMaxValues)) +
+                  " values in one document");
+    }
     if (pos_ >= text_.size()) return fail("unexpected end of the document");
     const char c = text_[pos_];
     if (c == '{') return parse_object(out, depth);
@@ -100,7 +139,7 @@ class Parser {
     if (literal("NaN") || literal("Infinity") || literal("-Infinity")) {
       return fail("NaN and Infinity are not valid JSON numbers");
     }
-    return fail(std::string("unexpected character '") + c + "'");
+    return fail("unexpected " + describe_byte(c));
   }
 
   bool parse_object(Json& out, int depth) {
@@ -194,44 +233,63 @@ class Parser {
     return true;
   }
 
+  bool parse_escape(std::string& out) {
+    if (pos_ >= text_.size()) return fail("unterminated string");
+    const char e = text_[pos_++];
+    switch (e) {
+      case '"': out += '"'; return true;
+      case '\\': out += '\\'; return true;
+      case '/': out += '/'; return true;
+      case 'b': out += '\b'; return true;
+      case 'f': out += '\f'; return true;
+      case 'n': out += '\n'; return true;
+      case 'r': out += '\r'; return true;
+      case 't': out += '\t'; return true;
+      case 'u': {
+        std::uint32_t cp = 0;
+        if (!parse_hex4(cp)) return false;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          std::uint32_t low = 0;
+          if (!literal("\\u") || !parse_hex4(low) || low < 0xDC00 || low > 0xDFFF) {
+            return fail("unpaired surrogate in a \\u escape");
+          }
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          return fail("unpaired surrogate in a \\u escape");
+        }
+        append_utf8(out, cp);
+        return true;
+      }
+      default: --pos_; return fail("invalid escape: \\ followed by " + describe_byte(e));
+    }
+  }
+
+  // Copies each run of plain characters whole, checking that its bytes are UTF-8 on the way.
   bool parse_string(std::string& out) {
     ++pos_;  // opening quote
     while (pos_ < text_.size()) {
-      const char c = text_[pos_++];
-      if (c == '"') return true;
-      if (static_cast<unsigned char>(c) < 0x20) return fail("control character inside a string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= text_.size()) break;
-      const char e = text_[pos_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          std::uint32_t cp = 0;
-          if (!parse_hex4(cp)) return false;
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            std::uint32_t low = 0;
-            if (!literal("\\u") || !parse_hex4(low) || low < 0xDC00 || low > 0xDFFF) {
-              return fail("unpaired surrogate in a \\u escape");
-            }
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            return fail("unpaired surrogate in a \\u escape");
-          }
-          append_utf8(out, cp);
-          break;
+      const std::size_t run = pos_;
+      while (pos_ < text_.size()) {
+        const auto c = static_cast<unsigned char>(text_[pos_]);
+        if (c == '"' || c == '\\' || c < 0x20) break;
+        if (c < 0x80) {
+          ++pos_;
+          continue;
         }
-        default: return fail(std::string("invalid escape '\\") + e + "'");
+        const std::size_t length = utf8_sequence_length(text_.substr(pos_));
+        if (length == 0) return fail("invalid UTF-8 inside a string (" + describe_byte(text_[pos_]) + ")");
+        pos_ += length;
       }
+      out.append(text_.data() + run, pos_ - run);
+      if (pos_ >= text_.size()) break;
+      const char c = text_[pos_];
+      if (c == '"') {
+        ++pos_;
+        return true;
+      }
+      if (c != '\\') return fail("control character inside a string");
+      ++pos_;
+      if (!parse_escape(out)) return false;
     }
     return fail("unterminated string");
   }
@@ -276,21 +334,25 @@ class Parser {
 
   std::string_view text_;
   std::size_t pos_ = 0;
+  std::size_t values_ = 0;
   std::string error_;
 };
 
-void append_escaped(std::string& out, const std::string& s) {
-  out += '"';
-  std::size_t plain = 0;  // most strings need no escaping: copy them whole
-  while (plain < s.size() && s[plain] != '"' && s[plain] != '\\' && static_cast<unsigned char>(s[plain]) >= 0x20) {
-    ++plain;
-  }
-  if (plain == s.size()) {
-    out += s;
-    out += '"';
-    return;
-  }
-  for (const char c : s) {
+void append_escaped_slow(std::string& out, std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x80) {
+      const std::size_t length = utf8_sequence_length(s.substr(i));
+      if (length == 0) {
+        out += "\\ufffd";  // not UTF-8: the replacement character, never the byte itself
+        ++i;
+      } else {
+        out.append(s.data() + i, length);
+        i += length;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -298,15 +360,35 @@ void append_escaped(std::string& out, const std::string& s) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
+        if (b < 0x20) {
           char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(b));
           out += buf;
         } else {
           out += c;
         }
     }
+    ++i;
   }
+}
+
+void append_escaped(std::string& out, std::string_view s) {
+  out += '"';
+  // Most strings need no escaping and are UTF-8 already: copy them whole.
+  std::size_t plain = 0;
+  while (plain < s.size()) {
+    const auto b = static_cast<unsigned char>(s[plain]);
+    if (b == '"' || b == '\\' || b < 0x20) break;
+    if (b < 0x80) {
+      ++plain;
+      continue;
+    }
+    const std::size_t length = utf8_sequence_length(s.substr(plain));
+    if (length == 0) break;
+    plain += length;
+  }
+  out.append(s.data(), plain);
+  if (plain < s.size()) append_escaped_slow(out, s.substr(plain));
   out += '"';
 }
 
@@ -316,7 +398,131 @@ void newline(std::string& out, int indent, int depth) {
   out.append(static_cast<std::size_t>(indent * depth), ' ');
 }
 
+// What an absent string, array or object reads as. Function-local constants, never written.
+const std::string& empty_string() {
+  static const std::string empty;
+  return empty;
+}
+const std::vector<Json>& empty_items() {
+  static const std::vector<Json> empty;
+  return empty;
+}
+const std::vector<Json::Member>& empty_members() {
+  static const std::vector<Json::Member> empty;
+  return empty;
+}
+
 }  // namespace
+
+struct Json::Object {
+  std::vector<Member> members;
+  detail::KeyIndex index;
+};
+
+// ---- detail::KeyIndex
+
+std::size_t detail::KeyIndex::find(std::string_view key, const std::vector<Json::Member>& members) const {
+  if (slots_.empty()) {
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      ++key_comparisons_;
+      if (members[i].first == key) return i;
+    }
+    return members.size();
+  }
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t slot = std::hash<std::string_view>{}(key) & mask;; slot = (slot + 1) & mask) {
+    const std::uint32_t entry = slots_[slot];
+    if (entry == 0) return members.size();
+    ++key_comparisons_;
+    if (members[entry - 1].first == key) return entry - 1;
+  }
+}
+
+void detail::KeyIndex::appended(const std::vector<Json::Member>& members) {
+  const std::size_t count = members.size();
+  if (count <= kScanMembers) return;
+  if (slots_.empty() || 2 * count > slots_.size()) {
+    rebuild(members);
+    return;
+  }
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t slot = std::hash<std::string_view>{}(members.back().first) & mask;
+  while (slots_[slot] != 0) slot = (slot + 1) & mask;
+  slots_[slot] = static_cast<std::uint32_t>(count);
+}
+
+void detail::KeyIndex::rebuild(const std::vector<Json::Member>& members) {
+  std::size_t size = 16;
+  while (size < 4 * members.size()) size *= 2;  // a quarter full now, rebuilt at half full
+  slots_.assign(size, 0);
+  const std::size_t mask = size - 1;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    std::size_t slot = std::hash<std::string_view>{}(members[i].first) & mask;
+    while (slots_[slot] != 0) slot = (slot + 1) & mask;
+    slots_[slot] = static_cast<std::uint32_t>(i + 1);
+  }
+}
+
+// ---- Json: construction, copy, move
+
+Json::Json(const Json& other) : integer_(0) { copy_from(other); }
+
+Json::Json(Json&& other) noexcept : kind_(other.kind_), integral_(other.integral_), integer_(other.integer_) {
+  other.kind_ = Kind::kNull;
+  other.integral_ = false;
+  other.integer_ = 0;
+}
+
+Json& Json::operator=(const Json& other) {
+  if (this != &other) {
+    Json copy(other);  // `other` may live inside this value
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+Json& Json::operator=(Json&& other) noexcept {
+  if (this != &other) {
+    // Take the payload before releasing ours: `other` may live inside this value.
+    const Kind kind = other.kind_;
+    const bool integral = other.integral_;
+    const std::int64_t bits = other.integer_;
+    other.kind_ = Kind::kNull;
+    other.integral_ = false;
+    other.integer_ = 0;
+    destroy();
+    kind_ = kind;
+    integral_ = integral;
+    integer_ = bits;
+  }
+  return *this;
+}
+
+Json::~Json() { destroy(); }
+
+void Json::destroy() noexcept {
+  switch (kind_) {
+    case Kind::kString: delete string_; break;
+    case Kind::kArray: delete items_; break;
+    case Kind::kObject: delete object_; break;
+    default: break;
+  }
+  kind_ = Kind::kNull;
+  integral_ = false;
+  integer_ = 0;
+}
+
+void Json::copy_from(const Json& other) {
+  kind_ = other.kind_;
+  integral_ = other.integral_;
+  integer_ = other.integer_;  // every scalar's bits; pointers are replaced below
+  switch (kind_) {
+    case Kind::kString: string_ = other.string_ ? new std::string(*other.string_) : nullptr; break;
+    case Kind::kArray: items_ = other.items_ ? new std::vector<Json>(*other.items_) : nullptr; break;
+    case Kind::kObject: object_ = other.object_ ? new Object(*other.object_) : nullptr; break;
+    default: break;
+  }
+}
 
 Json Json::boolean(bool value) {
   Json j;
@@ -337,27 +543,35 @@ Json Json::integer(std::int64_t value) {
   j.kind_ = Kind::kNumber;
   j.integral_ = true;
   j.integer_ = value;
-  j.number_ = static_cast<double>(value);
   return j;
 }
 
 Json Json::string(std::string value) {
   Json j;
   j.kind_ = Kind::kString;
-  j.string_ = std::move(value);
+  j.string_ = value.empty() ? nullptr : new std::string(std::move(value));
   return j;
 }
 
 Json Json::array() {
   Json j;
   j.kind_ = Kind::kArray;
+  j.items_ = nullptr;
   return j;
 }
 
 Json Json::object() {
   Json j;
   j.kind_ = Kind::kObject;
+  j.object_ = nullptr;
   return j;
+}
+
+// ---- Json: reading
+
+double Json::as_double() const {
+  if (kind_ != Kind::kNumber) return 0.0;
+  return integral_ ? static_cast<double>(integer_) : number_;
 }
 
 std::optional<std::int64_t> Json::as_exact_integer() const {
@@ -370,28 +584,43 @@ std::optional<std::int64_t> Json::as_exact_integer() const {
   return std::nullopt;
 }
 
-const Json* Json::find(std::string_view key) const {
-  if (kind_ != Kind::kObject) return nullptr;
-  for (const auto& [k, v] : members_) {
-    if (k == key) return &v;
-  }
-  return nullptr;
+const std::string& Json::as_string() const {
+  return kind_ == Kind::kString && string_ ? *string_ : empty_string();
 }
 
+const std::vector<Json>& Json::items() const { return kind_ == Kind::kArray && items_ ? *items_ : empty_items(); }
+
+const std::vector<Json::Member>& Json::members() const {
+  return kind_ == Kind::kObject && object_ ? object_->members : empty_members();
+}
+
+const Json* Json::find(std::string_view key) const {
+  if (kind_ != Kind::kObject || !object_) return nullptr;
+  const std::size_t at = object_->index.find(key, object_->members);
+  return at < object_->members.size() ? &object_->members[at].second : nullptr;
+}
+
+// ---- Json: building
+
 Json& Json::push(Json value) {
-  items_.push_back(std::move(value));
-  return items_.back();
+  if (kind_ != Kind::kArray) *this = array();
+  if (!items_) items_ = new std::vector<Json>();
+  items_->push_back(std::move(value));
+  return items_->back();
 }
 
 Json& Json::set(std::string key, Json value) {
-  for (auto& [k, v] : members_) {
-    if (k == key) {  // a repeated key: the last one wins, as in JavaScript and Python
-      v = std::move(value);
-      return v;
-    }
+  if (kind_ != Kind::kObject) *this = object();
+  if (!object_) object_ = new Object();
+  std::vector<Member>& members = object_->members;
+  const std::size_t at = object_->index.find(key, members);
+  if (at < members.size()) {  // a repeated key: the last one wins, as in JavaScript and Python
+    members[at].second = std::move(value);
+    return members[at].second;
   }
-  members_.emplace_back(std::move(key), std::move(value));
-  return members_.back().second;
+  members.emplace_back(std::move(key), std::move(value));
+  object_->index.appended(members);
+  return members.back().second;
 }
 
 const char* Json::kind_name(Kind kind) {
@@ -405,6 +634,8 @@ const char* Json::kind_name(Kind kind) {
   }
   return "a value";
 }
+
+// ---- Json: writing
 
 std::string Json::dump(int indent) const {
   std::string out;
@@ -428,28 +659,30 @@ void Json::dump_to(std::string& out, int indent, int depth) const {
       }
       break;
     }
-    case Kind::kString: append_escaped(out, string_); break;
+    case Kind::kString: append_escaped(out, as_string()); break;
     case Kind::kArray: {
+      const std::vector<Json>& list = items();
       out += '[';
-      for (std::size_t i = 0; i < items_.size(); ++i) {
+      for (std::size_t i = 0; i < list.size(); ++i) {
         if (i) out += ',';
         newline(out, indent, depth + 1);
-        items_[i].dump_to(out, indent, depth + 1);
+        list[i].dump_to(out, indent, depth + 1);
       }
-      if (!items_.empty()) newline(out, indent, depth);
+      if (!list.empty()) newline(out, indent, depth);
       out += ']';
       break;
     }
     case Kind::kObject: {
+      const std::vector<Member>& list = members();
       out += '{';
-      for (std::size_t i = 0; i < members_.size(); ++i) {
+      for (std::size_t i = 0; i < list.size(); ++i) {
         if (i) out += ',';
         newline(out, indent, depth + 1);
-        append_escaped(out, members_[i].first);
+        append_escaped(out, list[i].first);
         out += indent < 0 ? ":" : ": ";
-        members_[i].second.dump_to(out, indent, depth + 1);
+        list[i].second.dump_to(out, indent, depth + 1);
       }
-      if (!members_.empty()) newline(out, indent, depth);
+      if (!list.empty()) newline(out, indent, depth);
       out += '}';
       break;
     }

@@ -1,4 +1,7 @@
-// Optimizer state bytes, exactly as the implementations allocate them (core-internal).
+// Optimizer state bytes, exactly as the implementations allocate them, and the step's temporaries
+// (core-internal). Every optimizer's states are derived from its library's code (cited per
+// function in optimizer_states.cpp) and checked against the libraries themselves run on a tiny
+// model (tests/fixtures/optimizers/, tests/core/optimizer_test.cpp).
 #pragma once
 
 #include "memfit/config.hpp"
@@ -10,17 +13,25 @@ namespace memfit {
 
 // State bytes for all trainable tensors (before sharding). `state_element` is one 32-bit
 // optimizer state element as the recipe keeps it (fp32 4; 2 when the parameters are pure bf16).
-Bytes optimizer_state_bytes(Optimizer optimizer, const ParameterCount& params, Count trainable, bool lora,
-                            const Finetune& finetune, Bytes state_element);
+Bytes optimizer_state_bytes(const Config& config, const ParameterCount& params, Count trainable,
+                            Bytes state_element);
 
 // The seeds' multipliers (seeds/001 optim_multipliers × 4 bytes): adam 2, lion 1, sgd 1 (momentum),
-// adafactor 0.1 (the seeds' own approximation).
+// adafactor 0.1 (the seeds' own approximation); optimizers the seeds do not name take the nearest.
 Bytes seed_optimizer_state_bytes(Optimizer optimizer, Count parameters);
 
-// Temporary buffers of the step itself: foreach AdamW keeps one state-sized intermediate for all
-// (local, sharded) parameters; the per-parameter loop one for the largest tensor; fused none.
-Bytes optimizer_step_temporary_bytes(const Training& training, Count sharded_trainable, Count largest_tensor,
-                                     const PrecisionRecipe& recipe);
+// Temporary buffers of the optimizer step itself, on top of the states: foreach AdamW keeps one
+// state-sized intermediate for all (local, sharded) parameters; the per-parameter loop one for the
+// largest tensor; fused none; GaLore its SVD and back-projection, Muon its Newton–Schulz iterates.
+Bytes optimizer_step_temporary_bytes(const Config& config, const ParameterCount& params, Count sharded_trainable,
+                                     Count largest_tensor, const PrecisionRecipe& recipe);
+
+// LOMO and AdaLomo update each parameter inside backward, as its gradient arrives, and free that
+// gradient at once: no gradients are stored and there is no separate optimizer step.
+bool updates_in_backward(const Training& training);
+bool stores_gradients(const Training& training);
+// The one gradient (and LOMO's fp32 copy of it) alive while a fused update runs in backward.
+Bytes fused_update_temporary_bytes(const Training& training, Count largest_tensor, const PrecisionRecipe& recipe);
 
 bool is_paged(Optimizer optimizer);
 

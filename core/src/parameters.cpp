@@ -14,14 +14,14 @@ class GroupBuilder {
   // the transformer blocks (the ones QLoRA quantises and autocast casts).
   void linear(Component c, const char* name, Count out_features, Count in_features, Count count, bool bias,
               unsigned lora_target, bool in_block = true) {
-    out_.push_back({c, name, out_features, in_features, count, in_block, lora_target});
-    if (bias) out_.push_back({c, name, out_features, 0, count, false, 0});
+    out_.push_back({c, name, out_features, in_features, count, in_block, lora_target, layer_});
+    if (bias) out_.push_back({c, name, out_features, 0, count, false, 0, layer_});
   }
   void vector(Component c, const char* name, Count size, Count count) {
-    out_.push_back({c, name, size, 0, count, false, 0});
+    out_.push_back({c, name, size, 0, count, false, 0, layer_});
   }
   void matrix(Component c, const char* name, Count rows, Count cols, Count count) {
-    out_.push_back({c, name, rows, cols, count, false, 0});
+    out_.push_back({c, name, rows, cols, count, false, 0, layer_});
   }
   // LayerNorm has weight and (optionally) bias; RMSNorm has a weight only.
   void norm(const ModelSpec& m, Component c, const char* name, Count size, Count count) {
@@ -29,8 +29,11 @@ class GroupBuilder {
     if (m.norm == NormKind::kLayerNorm && m.norm_bias) vector(c, name, size, count);
   }
 
+  void set_layer(LayerKind kind) { layer_ = kind; }
+
  private:
   std::vector<TensorGroup>& out_;
+  LayerKind layer_ = LayerKind::kNone;
 };
 
 // Standard multi-head / grouped-query attention (Vaswani et al. 2017; Ainslie et al. 2023 for GQA):
@@ -150,6 +153,15 @@ Count ParameterCount::component_count(Component c) const {
   return total;
 }
 
+Count ParameterCount::per_layer(const TensorGroup& g) const {
+  switch (g.layer) {
+    case LayerKind::kDense: return g.count / max(dense_layer_count, Count(1));
+    case LayerKind::kMoe: return g.count / max(moe_layer_count, Count(1));
+    case LayerKind::kNone: break;
+  }
+  return g.count;
+}
+
 Count ParameterCount::block_count() const {
   Count total = 0;
   for (const TensorGroup& g : groups) {
@@ -186,8 +198,11 @@ ParameterCount count_parameters(const ModelSpec& m) {
     block_parameters(m, 1, true, one_builder);
     out.per_moe_layer_count = sum(one);
   }
+  b.set_layer(LayerKind::kDense);
   block_parameters(m, out.dense_layer_count, false, b);
+  b.set_layer(LayerKind::kMoe);
   block_parameters(m, out.moe_layer_count, true, b);
+  b.set_layer(LayerKind::kNone);
 
   if (m.final_norm) b.norm(m, Component::kFinalNorm, "final_norm", d, 1);
   if (m.output_head == OutputHead::kLm) {

@@ -1,6 +1,7 @@
 #include "phases.hpp"
 
 #include "finetune.hpp"
+#include "memfit/implementation.hpp"
 #include "optimizer_states.hpp"
 
 namespace memfit {
@@ -10,23 +11,49 @@ namespace {
 // What every phase holds besides its own high point: the weights, master copy and states,
 // gradients kept across micro-batches, autocast's copies, the saved activations and, under
 // ZeRO-3 / FSDP, the one unit (a block) gathered at a time in the compute dtype.
-Bytes alive_through_step(const Config& c, const ParameterCount& params, const StaticBytes& st,
-                         const ActivationModel& act, Bytes weight_copies, const PrecisionRecipe& r) {
+Bytes alive_through_step(const Config& c, const ParameterCount& params, const Placement& p, const StaticBytes& st,
+                         const ActivationModel& act, const LossModel& loss, Bytes weight_copies,
+                         const PrecisionRecipe& r) {
   const Training& t = c.training;
-  const Bytes grads_in_forward = t.grad_accum_steps > 1 && !t.optimizer_in_backward ? st.gradients : Bytes{0};
-  const Bytes gathered_layer = c.parallel.zero_stage >= 3
-                                   ? max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered /
-                                         c.parallel.tensor
-                                   : Bytes{0};
-  return st.weights + st.master + st.states + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer;
+  const Bytes grads_in_forward = t.grad_accum_steps > 1 && !updates_in_backward(t) ? st.gradients : Bytes{0};
+  // With one data-parallel rank there is nothing to gather: the unit is already whole.
+  const Bytes gathered_layer =
+      c.parallel.zero_stage >= 3 && p.zero_shards > 1
+          ? p.as_nominal(max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered / c.parallel.tensor)
+          : Bytes{0};
+  return st.weights + st.master + st.states + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer +
+         loss.kept_bytes;
 }
 
-// The gradient of the output head's weight (or of the tied embedding it shares).
-Bytes head_gradient_bytes(const Config& c, const ParameterCount& params, const PrecisionRecipe& r) {
-  if (is_lora(c) || c.model.output_head != OutputHead::kLm) return Bytes{0};
-  const Count head_elements = c.model.tie_word_embeddings ? params.component_count(Component::kTokenEmbedding)
-                                                           : params.component_count(Component::kHead);
-  return head_elements * r.gradients / c.parallel.tensor;
+// DeepSpeed ZeRO 1/2 reduce gradients through a contiguous bucket of reduce_bucket_size elements
+// in the gradients' dtype, alive through backward (deepspeed/runtime/zero/stage_1_and_2.py, IPG
+// buffer); one bucket unless overlap_comm, which ZeRO 1/2 leave off by default.
+Bytes reduce_bucket_bytes(const Config& c, const Placement& p, const PrecisionRecipe& r) {
+  const Parallel& par = c.parallel;
+  if (par.zero_stage < 1 || par.zero_stage > 2 || p.zero_shards <= 1) return Bytes{0};
+  const std::int64_t elements = par.reduce_bucket_elements >= 0
+                                    ? par.reduce_bucket_elements
+                                    : implementation_profile(c.training.implementation.framework).reduce_bucket_elements;
+  return min(Count(elements), p.local_trainable) * r.gradients;
+}
+
+// Loading the model, before the first step: the weights as the framework brings them in (their
+// own dtype; or fp32 first and then cast tensor by tensor; or, resuming nanoGPT, a checkpoint with
+// its optimizer states put on the GPU before the model is built). A quantised base is loaded in
+// 16 bit and quantised one tensor at a time (bitsandbytes' Params4bit / Int8Params).
+Bytes load_bytes(const Config& c, const ParameterCount& params, const Placement& p, const StaticBytes& st,
+                 const PrecisionRecipe& r) {
+  Count largest = 0;
+  for (const TensorGroup& g : params.groups) largest = max(largest, g.elements_each());
+  largest = largest / c.parallel.tensor;
+  switch (resolve_implementation(c.training.implementation).load) {
+    case LoadPath::kFp32ThenCast: return p.local_params * kFp32Bytes + largest * r.weights;
+    case LoadPath::kCheckpointOnGpu: return st.weights * 2 + st.master + st.states;
+    case LoadPath::kAuto:
+    case LoadPath::kDirect: break;
+  }
+  const bool quantised = is_peft(c) && c.training.finetune.base_bits < 16;
+  return st.weights + (quantised ? largest * r.frozen_base : Bytes{0});
 }
 
 // Backward passes three high points: the loss and head (every saved tensor alive, the loss's
@@ -34,42 +61,55 @@ Bytes head_gradient_bytes(const Config& c, const ParameterCount& params, const P
 // (its working memory, and its recomputation under checkpointing); and the end (every
 // gradient, plus a tied embedding's gradient before it is added to the head's).
 Bytes backward_high_point(const Config& c, const ParameterCount& params, const StaticBytes& st,
-                          const ActivationModel& act, const LossModel& loss, Bytes alive, const PrecisionRecipe& r) {
-  const Bytes head_grad = head_gradient_bytes(c, params, r);
+                          const ActivationModel& act, const LossModel& loss, Bytes alive, Bytes bucket,
+                          const PrecisionRecipe& r) {
+  const Bytes head_grad = loss.head_grad_bytes;
   const Bytes loss_and_head = alive + max(loss.backward_bytes, loss.grad_bytes + head_grad + loss.head_input_bytes * 2);
   const Bytes top_block = alive + head_grad + loss.head_input_bytes + act.layer_backward_working_bytes;
   // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
   // gradient already there, so for a moment both exist.
-  const Bytes embedding_grad = !is_lora(c) && c.model.tie_word_embeddings
+  const Bytes embedding_grad = !is_peft(c) && c.model.tie_word_embeddings
                                    ? params.component_count(Component::kTokenEmbedding) * r.gradients /
                                          c.parallel.tensor
                                    : Bytes{0};
-  const Bytes grads_at_end = c.training.optimizer_in_backward ? Bytes{0} : st.gradients;
-  const Bytes end = st.weights + st.master + st.states + grads_at_end + act.embedding_saved_bytes + embedding_grad;
-  return max(max(loss_and_head, top_block), end);
+  const Bytes grads_at_end = updates_in_backward(c.training) ? Bytes{0} : st.gradients;
+  // LOMO / AdaLomo update each parameter in backward: one gradient (and its fp32 copy) at a time.
+  const Bytes fused = stores_gradients(c.training)
+                          ? Bytes{0}
+                          : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
+  const Bytes end = st.weights + st.master + st.states + grads_at_end + act.embedding_saved_bytes + embedding_grad +
+                    loss.kept_bytes + fused;
+  return max(max(loss_and_head, top_block), end) + bucket;
 }
 
 }  // namespace
+
+Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const Placement& p,
+                            const PrecisionRecipe& r) {
+  const Training& t = c.training;
+  // An offloaded optimizer steps on the CPU (DeepSpeed's CPU Adam): no temporaries on the GPU.
+  if (updates_in_backward(t) || c.parallel.offload_optimizer) return Bytes{0};
+  const bool zero = c.parallel.zero_stage >= 1;
+  const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
+  const Count largest = zero ? Count(0) : largest_trainable_tensor(c, params);
+  return optimizer_step_temporary_bytes(c, local_parameters(params, p), sharded_trainable, largest, r);
+}
 
 // The step in its steady state (optimizer states already exist).
 std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, const Placement& p,
                                const StaticBytes& st, const ActivationModel& act, const LossModel& loss,
                                Bytes weight_copies, const PrecisionRecipe& r) {
   const Training& t = c.training;
-  const Bytes alive = alive_through_step(c, params, st, act, weight_copies, r);
+  const Bytes alive = alive_through_step(c, params, p, st, act, loss, weight_copies, r);
+  const Bytes bucket = reduce_bucket_bytes(c, p, r);
   std::vector<Phase> phases = {
+      {"load", "Loading the model", load_bytes(c, params, p, st, r)},
       {"forward", "End of forward (loss computed)", alive + loss.forward_bytes},
-      {"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, r)}};
-  if (!t.optimizer_in_backward) {
-    const bool zero = c.parallel.zero_stage >= 1;
-    const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
-    const Count largest = zero ? Count(0) : largest_trainable_tensor(params, is_lora(c), t.finetune);
-    // An offloaded optimizer steps on the CPU (DeepSpeed's CPU Adam): no temporaries on the GPU.
-    const Bytes temporaries = c.parallel.offload_optimizer
-                                  ? Bytes{0}
-                                  : optimizer_step_temporary_bytes(t, sharded_trainable, largest, r);
+      {"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, r)}};
+  if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
-                      st.weights + st.master + st.states + st.gradients + temporaries});
+                      st.weights + st.master + st.states + st.gradients + loss.kept_bytes +
+                          optimizer_temporaries(c, params, p, r)});
   }
   return phases;
 }

@@ -10,6 +10,10 @@
 
 namespace memfit {
 
+// The optimizer step's temporaries on this GPU (foreach's per-tensor intermediates, ...).
+Bytes optimizer_temporaries(const Config& config, const ParameterCount& params, const Placement& place,
+                            const PrecisionRecipe& recipe);
+
 std::vector<Phase> step_phases(const Config& config, const ParameterCount& params, const Placement& place,
                                const StaticBytes& statics, const ActivationModel& activations,
                                const LossModel& loss, Bytes weight_copies, const PrecisionRecipe& recipe);

@@ -1,21 +1,36 @@
 #include "placement.hpp"
 
 #include "finetune.hpp"
+#include "memfit/implementation.hpp"
 #include "optimizer_states.hpp"
 
 namespace memfit {
 
 namespace {
 
-// Parameters held by the busiest pipeline stage, divided by tensor parallelism. Blocks are split
-// evenly by layer; the first stage holds the embeddings, the last the head (Megatron's layout).
-Count stage_share(Count block, Count first_stage_extra, Count last_stage_extra, const Parallel& p,
-                  const ModelSpec& m) {
-  const Count layers_per_stage = ceil_div(Count(m.num_hidden_layers), p.pipeline);
-  const Count block_share = mul_div(block, layers_per_stage, m.num_hidden_layers);
-  const Count stage = p.pipeline == 1 ? block_share + first_stage_extra + last_stage_extra
-                                      : block_share + max(first_stage_extra, last_stage_extra);
-  return stage / p.tensor;
+Count elements(const TensorGroup& g) { return g.elements_each(); }
+
+Bytes local_frozen_base_bytes(const Placement& p, const ParameterCount& params, const Finetune& f, Bytes unquantized) {
+  return p.local<BytesUnit>(params, [&](const TensorGroup& g) { return frozen_bytes_each(g, f, unquantized); });
+}
+
+// The busiest stage by parameters: the first (dense layers first, plus the embeddings) or the last
+// (MoE layers, plus the final norm and head). Counted layer by layer, so one more layer never
+// lowers a stage's count.
+void choose_stage(const ParameterCount& params, const Parallel& par, const ModelSpec& m, Placement& p) {
+  const Count layers_per_stage = ceil_div(Count(m.num_hidden_layers), par.pipeline);
+  p.dense_layers = min(params.dense_layer_count, layers_per_stage);
+  p.moe_layers = layers_per_stage - p.dense_layers;
+  p.first_stage = true;
+  p.last_stage = par.pipeline == 1;
+  if (par.pipeline == 1) return;
+  const Count first = p.local<CountUnit>(params, elements);
+  Placement last = p;
+  last.moe_layers = min(params.moe_layer_count, layers_per_stage);
+  last.dense_layers = layers_per_stage - last.moe_layers;
+  last.first_stage = false;
+  last.last_stage = true;
+  if (last.local<CountUnit>(params, elements) > first) p = last;
 }
 
 // ZeRO stage 3 / FSDP shard the weights, stage 2 also the gradients, stage 1 the optimizer states
@@ -50,22 +65,38 @@ void offload(const Config& c, StaticBytes& s, std::vector<std::string>& notes) {
 
 }  // namespace
 
-Placement placement(const Config& c, const ParameterCount& params, Count base_count, Count trainable) {
+Count Placement::held(const ParameterCount& params, const TensorGroup& g) const {
+  switch (g.layer) {
+    case LayerKind::kDense: return params.per_layer(g) * dense_layers;
+    case LayerKind::kMoe: {
+      const Count per_layer = g.component == Component::kExperts ? params.per_layer(g) / expert : params.per_layer(g);
+      return per_layer * moe_layers;
+    }
+    case LayerKind::kNone: break;
+  }
+  const bool embedding = g.component == Component::kTokenEmbedding || g.component == Component::kPositionEmbedding ||
+                         g.component == Component::kTokenTypeEmbedding || g.component == Component::kEmbeddingNorm;
+  return (embedding ? first_stage : last_stage) ? g.count : Count(0);
+}
+
+Placement placement(const Config& c, const ParameterCount& params, Count base_count) {
   const Parallel& par = c.parallel;
-  // Expert parallelism places num_experts / expert of each layer's routed experts on a GPU.
-  const Count routed_experts = params.component_count(Component::kExperts);
-  const Count block_params = params.block_count() - routed_experts + routed_experts / par.expert;
-  const Count first_extra = params.component_count(Component::kTokenEmbedding) +
-                            params.component_count(Component::kPositionEmbedding) +
-                            params.component_count(Component::kTokenTypeEmbedding) +
-                            params.component_count(Component::kEmbeddingNorm);
-  const Count last_extra = params.total_count - params.block_count() - first_extra;
   Placement p;
-  p.local_count = stage_share(block_params, first_extra, last_extra, par, c.model);
+  p.tensor = par.tensor;
+  p.expert = par.expert;
+  choose_stage(params, par, c.model, p);
+  p.local_count = p.local<CountUnit>(params, elements);
   p.total_count = max(params.total_count, Count(1));
   // A nominal count (the seeds' tables) is placed in the same proportions as the architecture.
   p.local_params = mul_div(base_count, p.local_count, p.total_count);
-  p.local_trainable = is_lora(c) ? trainable / par.tensor : p.local_params;
+  p.local_trainable = p.local_params;
+  if (is_peft(c)) {
+    // What the method adds and trains on this GPU's own tensors (its stage, its tensor slice).
+    const PeftParameters peft = peft_parameters(c.model, local_parameters(params, p), c.training.finetune);
+    p.local_trainable = peft.trainable_count();
+    p.local_added = peft.added_count();
+    p.buffer_bytes = peft.buffer_bytes;
+  }
   // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
   // (context-parallel ranks hold identical weights; torchtitan and Megatron's distributed
   // optimizer shard across both).
@@ -76,19 +107,62 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   return p;
 }
 
-StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p, Count trainable,
+ParameterCount local_parameters(const ParameterCount& params, const Placement& p) {
+  ParameterCount mine = params;
+  for (TensorGroup& g : mine.groups) {
+    g.count = p.held(params, g);
+    // Megatron's column- and row-parallel linears split one dimension each; which one does not
+    // change a state's size but for Adafactor's factored rows and columns (a vector per matrix).
+    if (!g.cols.is_zero()) g.rows = ceil_div(g.rows, p.tensor);
+  }
+  return mine;
+}
+
+// Optimizer states on this GPU, from its own tensors: exact for state layouts that depend on
+// shapes (8-bit blocks, Adafactor's factors), and for the rest the local trainable count. A
+// nominal count scales a full fine-tune's states like its weights.
+Bytes local_optimizer_state_bytes(const Config& c, const ParameterCount& params, const Placement& p,
+                                  Bytes state_element) {
+  const ParameterCount mine = local_parameters(params, p);
+  if (is_peft(c)) return optimizer_state_bytes(c, mine, p.local_trainable, state_element);
+  return p.as_nominal(optimizer_state_bytes(c, mine, p.local_count, state_element));
+}
+
+Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Placement& p) {
+  const PrecisionRecipe& r = recipe_for(c.training.precision);
+  // LoRA keeps a frozen 16-bit (or quantised) base: nothing to cast.
+  if (r.autocast_copy.is_zero() || is_peft(c)) return Bytes{0};
+  const bool tied_head = c.model.output_head == OutputHead::kLm && c.model.tie_word_embeddings;
+  return p.as_nominal(p.local<BytesUnit>(params, [&](const TensorGroup& g) {
+    const bool matmul = g.linear || g.component == Component::kHead ||
+                        (tied_head && g.component == Component::kTokenEmbedding);
+    return matmul ? g.elements_each() * r.autocast_copy : Bytes{0};
+  }));
+}
+
+StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                          const PrecisionRecipe& r, std::vector<std::string>& notes) {
-  const bool lora = is_lora(c);
+  const bool peft = is_peft(c);
+  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Bytes base_element = lora_base_bytes(r, impl);
+  // PEFT's fp32 adapters: fp32 weights, gradients and optimizer states whatever the recipe.
+  const bool fp32_adapters = peft && impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
   StaticBytes s;
-  s.weights = lora ? p.share_of(frozen_base_bytes(params, c.training.finetune.base_bits, r.frozen_base)) +
-                         p.local_trainable * r.weights
+  s.weights = peft ? p.as_nominal(local_frozen_base_bytes(p, params, c.training.finetune, base_element)) +
+                         p.local_added * (fp32_adapters ? kFp32Bytes : r.weights)
                    : p.local_params * r.weights;
-  s.gradients = p.local_trainable * r.gradients;
+  s.gradients = stores_gradients(c.training) ? p.local_trainable * (fp32_adapters ? kFp32Bytes : r.gradients)
+                                             : Bytes{0};
+  // FSDP1 with use_orig_params and a unit holding frozen and trainable parameters gives the whole
+  // flat parameter a gradient ("gradient memory ... higher than expected": torch/distributed/fsdp/
+  // _flat_param.py), in the base's dtype: a PEFT method under FSDP pays for the frozen base's gradients.
+  if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2) {
+    s.gradients += p.local_params * base_element;
+  }
   s.master = p.local_trainable * r.master;
-  s.states = mul_div(optimizer_state_bytes(c.training.optimizer, params, trainable, lora, c.training.finetune,
-                                           r.optimizer_state),
-                     p.local_trainable, max(trainable, Count(1)));
+  s.states = local_optimizer_state_bytes(c, params, p, fp32_adapters ? kFp32Bytes : r.optimizer_state);
   shard(s, c.parallel.zero_stage, p.zero_shards);
+  s.weights += p.buffer_bytes;  // module buffers: not sharded
   offload(c, s, notes);
   return s;
 }

@@ -13,18 +13,54 @@
 
 namespace memfit {
 
-// Where the parameters sit on the busiest GPU: its share of the counted architecture (pipeline
-// stage, tensor and expert parallelism) and how many ways ZeRO / FSDP shard what it shards.
+// Where the parameters sit on the busiest GPU: the layers of its pipeline stage (every stage
+// holds ceil(L / pp) layers, dense ones first; the first stage also the embeddings, the last the
+// final norm and head: Megatron's layout), its slice of tensor and expert parallelism, and how
+// many ways ZeRO / FSDP shard what it shards.
 struct Placement {
+  Count dense_layers, moe_layers;       // blocks of each kind on this GPU's stage
+  bool first_stage = true, last_stage = true;
+  std::int64_t tensor = 1, expert = 1;
   Count local_count;      // counted parameters on this GPU before ZeRO
   Count total_count;      // counted parameters of the whole model
   Count local_params;     // the (possibly nominal) base parameters on this GPU
   Count local_trainable;  // trainable parameters on this GPU before ZeRO
+  Count local_added;      // parameters a PEFT method adds, on this GPU (LoRA-FA: its frozen A too)
+  Bytes buffer_bytes;     // frozen buffers a PEFT method registers (not sharded)
   std::int64_t zero_shards = 1;  // 1 without ZeRO
-  Bytes share_of(Bytes whole_model) const { return mul_div(whole_model, local_count, total_count); }
+
+  // Σ each(g) over the tensors this GPU holds (before ZeRO), tensor by tensor group: layer groups
+  // count per layer × the stage's layers of that kind, routed experts / expert parallelism, the
+  // embeddings and head where the stage holds them; all divided by tensor parallelism.
+  template <class Unit, class Each>
+  Quantity<Unit> local(const ParameterCount& params, Each each) const {
+    Quantity<Unit> total{Exact(0)};
+    for (const TensorGroup& g : params.groups) {
+      const Quantity<Unit> per_tensor = each(g);
+      if (per_tensor.is_zero()) continue;
+      total += per_tensor * held(params, g);
+    }
+    return total / tensor;
+  }
+  // How many of a group's tensors this GPU's stage holds (before tensor parallelism).
+  Count held(const ParameterCount& params, const TensorGroup& g) const;
+
+  // Bytes of an architecture-counted quantity on this GPU, scaled to the (possibly nominal)
+  // parameter count the memory model uses.
+  Bytes as_nominal(Bytes architecture_bytes) const {
+    return mul_div(architecture_bytes, local_params, max(local_count, Count(1)));
+  }
 };
 
-Placement placement(const Config& config, const ParameterCount& params, Count base_count, Count trainable);
+Placement placement(const Config& config, const ParameterCount& params, Count base_count);
+
+// Autocast's cached 16-bit copies (AMP) or Transformer Engine's FP8 copies of the matmul weights
+// this GPU holds: every linear layer and the head (or the tied embedding serving as the head).
+Bytes weight_copy_bytes(const Config& config, const ParameterCount& params, const Placement& place);
+
+// This GPU's tensors (before ZeRO): each group's count is how many this GPU's stage holds, and
+// tensor parallelism splits each matrix's rows.
+ParameterCount local_parameters(const ParameterCount& params, const Placement& place);
 
 struct StaticBytes {
   Bytes weights, gradients, master, states, offloaded;
@@ -32,6 +68,6 @@ struct StaticBytes {
 
 // Weights, gradients, master weights and optimizer states on this GPU.
 StaticBytes static_bytes(const Config& config, const ParameterCount& params, const Placement& place,
-                         Count trainable, const PrecisionRecipe& recipe, std::vector<std::string>& notes);
+                         const PrecisionRecipe& recipe, std::vector<std::string>& notes);
 
 }  // namespace memfit

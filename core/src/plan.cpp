@@ -24,6 +24,7 @@
 #include "activations.hpp"
 #include "finetune.hpp"
 #include "memfit/gpus.hpp"
+#include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "placement.hpp"
 
@@ -169,7 +170,7 @@ class Planner {
                                               base.hardware.budget_fraction));
     base_count_ = base.model.nominal_parameter_count > 0 ? Count(base.model.nominal_parameter_count)
                                                          : params_.total_count;
-    trainable_ = is_lora(base) ? lora_parameter_count(params_, base.training.finetune) : base_count_;
+    trainable_ = trainable_counts(base, params_, base_count_).trainable;
   }
 
   PlanResult run();
@@ -344,9 +345,9 @@ Bytes Planner::memory_bound(const Layout& l) const {
   auto st = statics_.find(sk);
   if (st == statics_.end()) {
     const Config& c = scratch(l);
-    const Placement place = placement(c, params_, base_count_, trainable_);
+    const Placement place = placement(c, params_, base_count_);
     std::vector<std::string> notes;
-    st = statics_.emplace(sk, static_bytes(c, params_, place, trainable_, recipe_for(l.precision), notes)).first;
+    st = statics_.emplace(sk, static_bytes(c, params_, place, recipe_for(l.precision), notes)).first;
   }
   // The accumulation matters to the activations only through the micro-batches a pipeline keeps
   // in flight (pipeline_in_flight, activations.cpp), so that is the key, not the accumulation.
@@ -365,7 +366,7 @@ Bytes Planner::memory_bound(const Layout& l) const {
   auto act = activations_.find(ak);
   if (act == activations_.end()) {
     const Config& c = scratch(l);
-    act = activations_.emplace(ak, activation_model(c, params_).saved_bytes + loss_model(c).forward_bytes).first;
+    act = activations_.emplace(ak, activation_model(c, params_).saved_bytes + loss_model(c, params_).forward_bytes).first;
   }
   const StaticBytes& b = st->second;
   const Bytes statics = b.weights + b.master + b.states;
@@ -556,7 +557,9 @@ void Planner::setup(std::int64_t lo, std::int64_t hi, PlanResult& r) {
   // Megatron's selective recomputation drops eager attention's scores; FlashAttention stores none,
   // so with it selective saves nothing over none and only adds the recomputed attention.
   checkpointing_ = {Checkpointing::kNone, Checkpointing::kSelectiveOp, Checkpointing::kFull};
-  if (base_.training.implementation.attention == AttentionImpl::kEager) checkpointing_.push_back(Checkpointing::kSelective);
+  if (resolve_implementation(base_.training.implementation).attention == AttentionImpl::kEager) {
+    checkpointing_.push_back(Checkpointing::kSelective);
+  }
 }
 
 std::vector<Layout> Planner::space(std::int64_t gpus) {
@@ -577,7 +580,7 @@ PlanResult Planner::run() {
   const std::int64_t lo = options_.gpus_min > 0 ? options_.gpus_min : base_.parallel.num_gpus;
   const std::int64_t hi = std::max(lo, options_.gpus_max > 0 ? options_.gpus_max : lo);
   setup(lo, hi, r);
-  if (resolved_goal(base_.training) == Goal::kPretrain && is_lora(base_)) {
+  if (resolved_goal(base_.training) == Goal::kPretrain && is_peft(base_)) {
     r.notes.push_back("the goal is pre-training but the configuration trains LoRA adapters; planned as given");
   }
   for (std::int64_t gpus : gpu_counts(lo, hi, per_node_)) search_gpu_count(gpus);

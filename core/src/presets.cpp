@@ -12,7 +12,7 @@ namespace {
 #define MF_SEED_GPT(vocab, hidden, layers, heads, ff, positions, nominal)                                    \
   "{\"model_type\":\"seed_gpt\",\"vocab_size\":" #vocab ",\"hidden_size\":" #hidden                         \
   ",\"num_hidden_layers\":" #layers ",\"num_attention_heads\":" #heads ",\"intermediate_size\":" #ff        \
-  ",\"mlp\":\"plain\",\"norm\":\"layernorm\",\"norm_bias\":true,\"position_embedding\":\"learned\""          \
+  ",\"mlp\":\"plain\",\"hidden_act\":\"gelu\",\"norm\":\"layernorm\",\"norm_bias\":true,\"position_embedding\":\"learned\""          \
   ",\"max_position_embeddings\":" #positions ",\"tie_word_embeddings\":false,\"attention_bias\":true"       \
   ",\"mlp_bias\":true,\"norms_per_block\":2,\"final_norm\":true,\"residual_dropout\":true"                \
   ",\"nominal_parameter_count\":" #nominal "}"

@@ -9,7 +9,7 @@ namespace {
 constexpr Bytes kNone{0};
 
 // One row per recipe, in the Precision enum's order (checked below).
-constexpr std::array<PrecisionRecipe, 9> kRecipes = {{
+constexpr std::array<PrecisionRecipe, 10> kRecipes = {{
     {.id = Precision::kFp32,
      .name = "fp32",
      .description = "fp32 weights, gradients and optimizer states",
@@ -79,6 +79,17 @@ constexpr std::array<PrecisionRecipe, 9> kRecipes = {{
      .weights = kFp32Bytes, .master = kNone, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
      .compute = kHalfBytes, .stream = kHalfBytes, .autocast_copy = kNone, .gathered = kHalfBytes,
      .frozen_base = kHalfBytes, .autocast = false},
+    // transformers ≥ 5 keeps a bf16 checkpoint in bf16 (from_pretrained dtype="auto"), and
+    // Trainer bf16=True runs it under torch.autocast: bf16 weights, gradients and AdamW states
+    // (they take the parameters' dtype), nothing to cast for the matmuls, but autocast's fp32 ops
+    // (softmax, layer_norm, pow) still save fp32 tensors (docs/frameworks.md, finding 7).
+    {.id = Precision::kBf16Autocast,
+     .name = "bf16_autocast",
+     .description = "bf16 weights, gradients and optimizer states under torch.autocast (transformers 5 default "
+                    "loading with Trainer bf16=True)",
+     .weights = kHalfBytes, .master = kNone, .gradients = kHalfBytes, .optimizer_state = kHalfBytes,
+     .compute = kHalfBytes, .stream = kHalfBytes, .autocast_copy = kNone, .gathered = kHalfBytes,
+     .frozen_base = kHalfBytes, .autocast = true},
 }};
 
 constexpr bool rows_in_enum_order() {

@@ -17,6 +17,8 @@ Json scaling_row(const Config& training_settings, const char* id) {
   c.model = *preset_model(id);
   c.training.finetune.method = FinetuneMethod::kFull;
   c.parallel = Parallel{};
+  // The rows report allocated bytes only: no allocator replay is needed for them.
+  c.hardware.fragmentation = 0.0;
   // The seeds' models run as the seeds' code does (their preset's reference knobs), where the
   // configuration leaves the knobs to the framework.
   Implementation& impl = c.training.implementation;
@@ -26,6 +28,9 @@ Json scaling_row(const Config& training_settings, const char* id) {
   }
   if (impl.framework == Framework::kHf && impl.attention_mask == AttentionMask::kAuto) {
     impl.attention_mask = reference.attention_mask;
+  }
+  if (impl.framework == Framework::kHf && impl.projections == Projections::kAuto) {
+    impl.projections = reference.projections;
   }
   // Learned positions cap T; the seeds' table ignores that (GPT-2 at T = 2048), as does this one.
   c.model.max_position_embeddings = std::max(c.model.max_position_embeddings, c.training.seq_len);

@@ -19,10 +19,13 @@ constexpr double kSeedFragmentationHigh = 0.20;
 
 void estimate_seed_convention(const Config& c, Estimate& e) {
   const PrecisionRecipe& r = recipe_for(Precision::kSeed14p);
-  const Count p = e.parameter_count;
-  e.breakdown.parameters = p * r.weights;
-  e.breakdown.gradients = p * r.gradients;
-  e.breakdown.optimizer_states = seed_optimizer_state_bytes(c.training.optimizer, p);
+  // seeds/002: "In LoRA fine-tuning, only the adapter parameters receive gradients and optimizer
+  // states, while the base model parameters are frozen ... (2P bytes for FP16)". The model holds
+  // base and adapters; gradients and states are the adapters' only.
+  const Count trainable = e.trainable_parameter_count;
+  e.breakdown.parameters = e.parameter_count * r.weights;
+  e.breakdown.gradients = trainable * r.gradients;
+  e.breakdown.optimizer_states = seed_optimizer_state_bytes(c.training.optimizer, trainable);
   e.breakdown.activations = seed_activation_bytes(c);
   e.breakdown.overhead = c.hardware.overhead_bytes >= 0 ? Bytes(c.hardware.overhead_bytes) : kSeedOverheadBytes;
   const Bytes allocated =

@@ -406,10 +406,12 @@ StepTimeModel step_time_model(const Config& c, const ParameterCount& p, const St
   m.block_parameters = double(p.block_count().value());
   m.expert_parameters = double(p.component_count(Component::kExperts).value());
   m.outside_parameters = double(p.total_count.value()) - m.block_parameters;
-  m.lora = is_lora(c);
+  // A parameter-efficient method trains a small part and leaves the base frozen (its matmuls need
+  // input gradients only).
+  m.lora = is_peft(c);
   m.base_bits = c.training.finetune.base_bits;
   if (m.lora) {
-    m.trainable_fraction = double(lora_parameter_count(p, c.training.finetune).value()) /
+    m.trainable_fraction = double(trainable_counts(c, p, p.total_count).trainable.value()) /
                            std::max(1.0, double(p.total_count.value()));
   }
   m.optimizer_states = optimizer_state_tensors(c.training.optimizer);

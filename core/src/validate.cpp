@@ -1,11 +1,13 @@
 // Checks on a typed configuration: each field's range (as JSON input is held to), then the rules
 // between fields. Every message names the field and what is allowed.
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "field_table.hpp"
 #include "memfit/config.hpp"
 #include "memfit/gpus.hpp"
+#include "peft.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -19,6 +21,7 @@ using detail::group_digits;
 class Checks {
  public:
   void add(const char* field, std::string message) { errors_.push_back({field, std::move(message)}); }
+  void add_issue(Issue issue) { errors_.push_back(std::move(issue)); }
   std::vector<Issue> take() { return std::move(errors_); }
   bool empty() const { return errors_.empty(); }
 
@@ -85,11 +88,48 @@ void check_training(const Config& c, Checks& out) {
                                     group_digits(m.max_position_embeddings) + ") for learned positions; got " +
                                     group_digits(t.seq_len));
   }
-  if (t.finetune.method != FinetuneMethod::kLora) return;
-  if (t.finetune.lora_targets == 0) out.add("training.finetune.lora_targets", "must name at least one module for LoRA");
+  if (t.optimizer_in_backward && t.grad_accum_steps > 1) {
+    // The step runs inside backward, per parameter: there is no gradient to accumulate into
+    // (torchtune refuses optimizer_in_bwd with gradient_accumulation_steps > 1).
+    out.add("training.optimizer_in_backward", "cannot be combined with training.grad_accum_steps > 1 (" +
+                                                  group_digits(t.grad_accum_steps) +
+                                                  "): the update happens during backward");
+  }
   if (t.finetune.base_bits != 4 && t.finetune.base_bits != 8 && t.finetune.base_bits != 16) {
     out.add("training.finetune.base_bits", "must be 16 (frozen 16-bit base), 8 (int8) or 4 (QLoRA NF4); got " +
                                                group_digits(t.finetune.base_bits));
+  } else if (t.finetune.method == FinetuneMethod::kFull && t.finetune.base_bits != 16) {
+    out.add("training.finetune.base_bits", "must be 16 with training.finetune.method full: a quantised base is "
+                                           "frozen, so only adapters (lora) can train on it; got " +
+                                               group_digits(t.finetune.base_bits));
+  }
+  if (t.finetune.method == FinetuneMethod::kLora && t.finetune.lora_targets == 0) {
+    out.add("training.finetune.lora_targets", "must name at least one module for LoRA");
+  }
+  std::vector<Issue> peft;
+  validate_peft(c, peft);  // peft.cpp: what each method's PEFT implementation refuses
+  for (Issue& issue : peft) out.add_issue(std::move(issue));
+}
+
+// Combinations no framework can run, named by both fields.
+void check_layout_sense(const Config& c, Checks& out) {
+  const Parallel& p = c.parallel;
+  if (p.context > 1 && c.training.seq_len % p.context != 0) {
+    out.add("parallel.context", "must divide training.seq_len (" + group_digits(c.training.seq_len) +
+                                    "): each context-parallel rank holds an equal slice; got " + group_digits(p.context));
+  }
+  const std::int64_t data_parallel = p.num_gpus / std::max<std::int64_t>(1, p.tensor * p.pipeline * p.context);
+  if (p.expert > 1 && data_parallel % p.expert != 0) {
+    out.add("parallel.expert", "must divide the data-parallel size (parallel.num_gpus / (tensor × pipeline × "
+                               "context) = " + group_digits(data_parallel) + "); got " + group_digits(p.expert));
+  }
+  if (p.offload_params && p.zero_stage < 3) {
+    out.add("parallel.offload_params", "needs parallel.zero_stage 3 (parameter offload is ZeRO-3 / FSDP's); got "
+                                       "zero_stage " + group_digits(p.zero_stage));
+  }
+  if (p.offload_optimizer && p.zero_stage < 1) {
+    out.add("parallel.offload_optimizer", "needs parallel.zero_stage 1 or more (DeepSpeed's ZeRO-Offload); got "
+                                          "zero_stage 0");
   }
 }
 
@@ -120,6 +160,19 @@ void check_parallel(const Config& c, Checks& out) {
                                      "pipeline) = " + group_digits(data_ranks) + "); got " +
                                      group_digits(p.shard_degree));
   }
+  check_layout_sense(c, out);
+}
+
+void check_hardware(const Hardware& h, Checks& out) {
+  if (!find_gpu(h.gpu)) {
+    out.add("hardware.gpu", "must be the id of a GPU in the table (see `memfit --list-gpus`); got \"" + h.gpu + "\"" +
+                                gpu_suggestion_text(h.gpu));
+  }
+  // -1 is the one spelling of "automatic"; any other negative number is a mistake, not a request.
+  if (h.fragmentation < 0 && h.fragmentation != -1.0) {
+    out.add("hardware.fragmentation",
+            "must be -1 (automatic) or a number from 0 to 1; got " + detail::plain_number(h.fragmentation));
+  }
 }
 
 }  // namespace
@@ -132,12 +185,28 @@ std::vector<Issue> validate(const Config& c) {
   check_mlp(c.model, checks);
   check_training(c, checks);
   check_parallel(c, checks);
-  if (!find_gpu(c.hardware.gpu)) {
-    checks.add("hardware.gpu",
-               "must be the id of a GPU in the table (see `memfit --list-gpus`); got \"" + c.hardware.gpu + "\"" +
-                   gpu_suggestion_text(c.hardware.gpu));
-  }
+  check_hardware(c.hardware, checks);
   return checks.take();
+}
+
+std::vector<Issue> advisories(const Config& c) {
+  std::vector<Issue> out;
+  const Parallel& p = c.parallel;
+  const std::int64_t data_parallel = p.num_gpus / std::max<std::int64_t>(1, p.tensor * p.pipeline);
+  if (p.sequence_parallel && p.tensor == 1) {
+    out.push_back({"parallel.sequence_parallel", "has no effect without tensor parallelism (parallel.tensor 1)"});
+  }
+  if (p.zero_stage > 0 && data_parallel == 1) {
+    out.push_back({"parallel.zero_stage", "shards nothing: one data-parallel rank (parallel.num_gpus / (tensor × "
+                                          "pipeline) = 1)"});
+  }
+  if (c.training.finetune.method == FinetuneMethod::kFull && c.training.finetune.lora_dropout > 0) {
+    out.push_back({"training.finetune.lora_dropout", "has no effect with training.finetune.method full"});
+  }
+  if (c.training.implementation.chunked_loss && c.model.output_head == OutputHead::kNone) {
+    out.push_back({"training.chunked_loss", "has no effect: the model has no output head (model.output_head none)"});
+  }
+  return out;
 }
 
 }  // namespace memfit

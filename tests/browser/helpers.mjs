@@ -22,6 +22,8 @@ const TYPES = {
   '.css': 'text/css; charset=utf-8',
   '.wasm': 'application/wasm',
   '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.webmanifest': 'application/manifest+json',
 };
 
 // A tiny static server on 127.0.0.1 (port 0: the system picks one).
@@ -53,16 +55,25 @@ export function missingPrerequisites() {
   return '';
 }
 
-// The core in node, through the page's own wrapper (core.js), as the expected-value oracle.
+// The core in node, through the same engine the page's worker runs (web/src/engine.js), as the
+// expected-value oracle: every function synchronous.
 export async function loadNodeCore() {
-  const { loadCore } = await import(pathToFileURL(join(ROOT, 'web/src/core.js')).href);
-  return loadCore({
-    moduleUrl: pathToFileURL(join(WASM_DIR, 'memfit.mjs')).href,
-    wasmBinary: readFileSync(join(WASM_DIR, 'memfit.wasm')),
-  });
+  const { createEngine, loadModule } = await import(pathToFileURL(join(ROOT, 'web/src/engine.js')).href);
+  const { default: createMemfit } = await import(pathToFileURL(join(WASM_DIR, 'memfit.mjs')).href);
+  return createEngine(await loadModule(createMemfit, { wasmBinary: readFileSync(join(WASM_DIR, 'memfit.wasm')) }));
 }
 
 export async function launchBrowser() {
   const { chromium } = await import('playwright-core');
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}
+
+// Waits until the page shows the core's answer `expected` (an estimate): the core answers from its
+// Web Worker, a moment after the input.
+export async function waitForAnswer(p, expected, timeout = 10000) {
+  await p.waitForFunction(([peak, total]) => {
+    const get = (id) => document.querySelector(`[data-testid="${id}"]`)?.dataset.bytes;
+    const answer = document.querySelector('.answer');
+    return get('peak-allocated') === peak && get('device-total') === total && answer?.dataset.stale === 'false';
+  }, [String(expected.peak_allocated_bytes), String(expected.device_total_bytes)], { timeout });
 }

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { formatBytes, formatCount } from '../../web/src/format.js';
-import { RESULTS_DIR, ROOT, launchBrowser, loadNodeCore, missingPrerequisites, startServer } from './helpers.mjs';
+import { plainText } from '../../web/src/words.js';
+import { RESULTS_DIR, ROOT, launchBrowser, loadNodeCore, missingPrerequisites, startServer, waitForAnswer } from './helpers.mjs';
 
 const missing = missingPrerequisites();
 if (missing) console.warn(`browser tests skipped: ${missing}`);
@@ -26,7 +27,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
 
   before(async () => {
     [server, browser, core] = await Promise.all([startServer(), launchBrowser(), loadNodeCore()]);
-    TOY_NAME = core.presets().find((p) => p.id === 'seed-toy-70m').name;
+    TOY_NAME = plainText(core.presets().find((p) => p.id === 'seed-toy-70m').name);
   });
   after(async () => {
     await browser?.close();
@@ -49,6 +50,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   async function assertShows(p, config) {
     const expected = core.estimate(config);
     assert.equal(expected.ok, true, JSON.stringify(expected.errors));
+    await waitForAnswer(p, expected);
     for (const [key, bytes] of Object.entries(expected.breakdown)) {
       const cell = p.getByTestId(`breakdown-${key}`);
       assert.equal(await cell.getAttribute('data-bytes'), String(bytes), `breakdown.${key} bytes`);
@@ -67,7 +69,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
       assert.equal(await gpuRows.nth(i).getAttribute('data-gpu'), g.gpu);
       assert.equal(await gpuRows.nth(i).locator('[data-verdict]').getAttribute('data-verdict'), g.verdict);
     }
-    assert.equal(await p.locator('.results-body').getAttribute('data-stale'), 'false');
+    assert.equal(await p.locator('.answer').getAttribute('data-stale'), 'false');
     return expected;
   }
 
@@ -85,7 +87,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     // The seeds' own numbers (seeds/000): 1.85 GiB on the device; 1.49 GiB with full checkpointing.
     assert.equal(formatBytes(expected.device_total_bytes), '1.85 GiB');
     assert.equal((await page.getByTestId('device-total').textContent()).trim(), '1.85 GiB');
-    assert.match(await page.getByTestId('recipe').textContent(), /seed_14p/);
+    assert.match(await page.getByTestId('recipe').textContent(), /14 bytes per parameter/);
     assert.match(await page.getByTestId('budget-rule').textContent(), /80.85\s%/);
 
     await page.selectOption(id('training.checkpointing'), 'full');
@@ -149,7 +151,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
       assert.equal(await box.getAttribute('aria-invalid'), 'true');
       assert.equal((await field.locator('.field-error').textContent()).trim(), message);
       assert.match(await page.getByTestId('error-banner').textContent(), /Micro-batch size/);
-      assert.equal(await page.locator('.results-body').getAttribute('data-stale'), 'true');
+      assert.equal(await page.locator('.answer').getAttribute('data-stale'), 'true');
       const text = await page.locator('body').innerText();
       assert.doesNotMatch(text, /\bNaN\b|\bundefined\b|\bInfinity\b/);
       // The link keeps the bad value as typed, so it reopens the same problem.
@@ -209,7 +211,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.getByRole('button', { name: 'Fetch' }).click();
     await p.getByTestId('import-parameter-count').filter({ hasText: '124,439,808' }).waitFor({ timeout: 5000 });
     // The page kept working throughout.
-    assert.equal(await p.locator('.results-body').getAttribute('data-stale'), 'false');
+    assert.equal(await p.locator('.answer').getAttribute('data-stale'), 'false');
     await p.close();
   });
 

@@ -115,9 +115,15 @@ describe('fields.js', () => {
     assert.equal(toConfigValue(int, ' 12 '), 12);
     assert.equal(toConfigValue(int, '-3'), -3);
     assert.equal(toConfigValue(int, 'abc'), 'abc');
-    assert.equal(toConfigValue(int, '4.5'), '4.5');
+    assert.equal(toConfigValue(int, '4.5'), 4.5);  // a number: the core says it is not an integer
+    assert.equal(toConfigValue(int, '1e3'), 1000);  // as the command line reads --seq-len 1e3
+    assert.equal(toConfigValue(int, '1E3'), 1000);
+    assert.equal(toConfigValue(int, '1e400'), '1e400');  // not a finite number: sent as typed
     assert.equal(toConfigValue(int, ''), '');
-    assert.equal(toConfigValue(int, '99999999999999999999'), '99999999999999999999');
+    assert.equal(toConfigValue(int, '99999999999999999999'), 1e20);  // the core names the range
+    assert.equal(toConfigValue({ kind: 'number', field: 'hardware.fragmentation' }, 'auto'), -1);
+    assert.equal(toConfigValue({ kind: 'integer', field: 'hardware.overhead_bytes' }, ' Auto '), -1);
+    assert.equal(toConfigValue(int, 'auto'), 'auto');
     assert.equal(toConfigValue(num, '0.85'), 0.85);
     assert.equal(toConfigValue(num, '.5'), 0.5);
     assert.equal(toConfigValue(num, '1e-2'), 0.01);

@@ -206,7 +206,8 @@ TEST(Exports, AccelerateFsdpRoundTrips) {
   const char* cases[] = {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","micro_batch_size":2,"grad_accum_steps":4},"parallel":{"num_gpus":16,"zero_stage":3}})",
       R"({"model":{"preset":"llama-3-70b"},"training":{"precision":"bf16_fsdp","checkpointing":"full"},"parallel":{"num_gpus":32,"tensor":2,"sequence_parallel":true,"zero_stage":3,"shard_degree":4}})",
-      R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"precision":"fp32"},"parallel":{"num_gpus":8,"zero_stage":2,"context":2,"offload_optimizer":true,"offload_params":true}})",
+      R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"precision":"fp32"},"parallel":{"num_gpus":8,"zero_stage":3,"context":2,"offload_optimizer":true,"offload_params":true}})",
+      R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"precision":"bf16_fsdp"},"parallel":{"num_gpus":8,"zero_stage":2,"context":2}})",
   };
   for (const char* c : cases) expect_round_trip(config(c), Engine::kFsdp);
 }

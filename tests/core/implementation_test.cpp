@@ -46,7 +46,7 @@ TEST(Implementation, AGpt2PresetRunsAsTransformersGpt2Class) {
   // An imported config.json hands the same knobs to the caller.
   const Json imported = import_hf_json(R"({"model_type":"gpt2","n_embd":64,"n_head":4,"n_layer":2,)"
                                        R"("n_positions":128,"vocab_size":1000})");
-  EXPECT_EQ(imported.find("training")->dump(), R"({"softmax_dtype":"compute","attention_mask":"implicit"})");
+  EXPECT_EQ(imported.find("training")->dump(), R"({"softmax_dtype":"compute","attention_mask":"implicit","projections":"fused"})");
   EXPECT_TRUE(imported.find("model")->find("residual_dropout")->as_bool());
 }
 

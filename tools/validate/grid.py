@@ -2,13 +2,14 @@
 """Grid of small memfit configurations: measure them, and compare memfit.
 
     /usr/bin/python3 tools/validate/grid.py                 # measure -> out/grid.json
-    /usr/bin/python3 tools/validate/grid.py --memfit BIN [--report FILE.md]
+    /usr/bin/python3 tools/validate/grid.py --memfit BIN [--json-report FILE.json] [--report FILE.md]
     /usr/bin/python3 tools/validate/grid.py --only NAME[,NAME] --list
 
 Measuring writes every configuration to out/configs/NAME.json and all
 results to out/grid.json.  With --memfit, each configuration is also run
 through `BIN --config out/configs/NAME.json --json` and compared with the
-measurement; the exit status is 1 if parameters, gradients, optimizer states
+measurement, into a JSON report (--json-report; its Markdown rendering with
+--report); the exit status is 1 if parameters, gradients, optimizer states
 or master weights are not exact to the byte, or activations are off by more
 than --tolerance (default 3 %), and 2 for usage errors (missing binary...).
 """
@@ -16,13 +17,17 @@ than --tolerance (default 3 %), and 2 for usage errors (missing binary...).
 import argparse
 import copy
 import json
+import math
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
+
+import memfit_cli  # noqa: E402
+from memfit_cli import MemfitError  # noqa: E402
 
 OUT = os.path.join(HERE, "out")
 
@@ -65,6 +70,9 @@ def grid():
     G = []
 
     def add(name, model, train):
+        if train["finetune"]["method"] == "lora":
+            # models.py's adapters take the model's dtype (not PEFT's fp32 adapters).
+            train = dict(train, lora_adapter_dtype="weights")
         if model["model_type"] == "gpt2":
             # models.py's GPT-2 blocks run attention as transformers' GPT-2 class does: softmax in
             # the compute dtype, causality from a buffer (no mask tensor per layer).
@@ -163,10 +171,6 @@ INFO = [
 ]
 
 
-class MemfitError(Exception):
-    pass
-
-
 def _get(d, path):
     for k in path:
         if not isinstance(d, dict) or k not in d:
@@ -175,55 +179,48 @@ def _get(d, path):
     return d
 
 
-def run_memfit(binary, cfg_path, timeout=60):
-    try:
-        p = subprocess.run([binary, "--config", cfg_path, "--json"], capture_output=True, text=True,
-                           timeout=timeout)
-    except FileNotFoundError:
-        raise MemfitError("memfit binary not found: %s" % binary)
-    except PermissionError:
-        raise MemfitError("memfit binary is not executable: %s" % binary)
-    except subprocess.TimeoutExpired:
-        raise MemfitError("memfit timed out after %ds on %s" % (timeout, cfg_path))
-    if p.returncode != 0:
-        raise MemfitError("memfit exited %d on %s: %s" % (p.returncode, cfg_path, (p.stderr or p.stdout).strip()[:500]))
-    try:
-        return json.loads(p.stdout)
-    except ValueError as e:
-        raise MemfitError("memfit printed no valid JSON for %s (%s): %r" % (cfg_path, e, p.stdout[:300]))
-
-
 def _rel(meas, est):
     if meas == 0:
         return 0.0 if est == 0 else float("inf")
     return (est - meas) / meas
 
 
+def _row(quantity, measured, memfit, status, check, ok=True, field=None):
+    """One compared quantity. check: "exact" (must be equal), "tolerance" (within --tolerance) or
+    "info" (shown only). relative_error is (memfit - measured) / measured, null where undefined."""
+    rel = _rel(measured, memfit) if measured is not None and memfit is not None else None
+    return {"quantity": quantity, "field": field, "measured": measured, "memfit": memfit,
+            "relative_error": rel if rel is not None and math.isfinite(rel) else None,
+            "status": status, "check": check, "ok": ok}
+
+
 def compare_one(meas, est, tolerance):
-    """Returns (rows, failures). A row: label, measured, estimated, rel, status."""
+    """Returns (rows, failures): the rows as in the JSON report, failures as sentences."""
     rows, fails = [], []
     for label, mkey, path in EXACT:
         mv, ev = meas.get(mkey), _get(est, path)
+        field = ".".join(path)
         if ev is None:
-            rows.append((label, mv, None, None, "MISSING"))
-            fails.append("%s: memfit field %s is absent" % (label, ".".join(path)))
+            rows.append(_row(label, mv, None, "MISSING", "exact", False, field))
+            fails.append("%s: memfit field %s is absent" % (label, field))
             continue
         ok = ev == mv
         status = "exact" if ok else "MISMATCH"
         if not ok and mkey == "optimizer_state_bytes" and ev == mv + meas.get("optimizer_step_scalar_bytes", 0):
             ok, status = True, "exact (incl. %d B of step scalars)" % meas["optimizer_step_scalar_bytes"]
-        rows.append((label, mv, ev, _rel(mv, ev), status))
+        rows.append(_row(label, mv, ev, status, "exact", ok, field))
         if not ok:
             fails.append("%s: measured %s, memfit %s" % (label, mv, ev))
     for label, mkey, path in APPROX:
         mv, ev = meas.get(mkey), _get(est, path)
+        field = ".".join(path)
         if ev is None:
-            rows.append((label, mv, None, None, "MISSING"))
-            fails.append("%s: memfit field %s is absent" % (label, ".".join(path)))
+            rows.append(_row(label, mv, None, "MISSING", "tolerance", False, field))
+            fails.append("%s: memfit field %s is absent" % (label, field))
             continue
         r = _rel(mv, ev)
         ok = abs(r) <= tolerance
-        rows.append((label, mv, ev, r, "ok" if ok else "OFF > %g%%" % (tolerance * 100)))
+        rows.append(_row(label, mv, ev, "ok" if ok else "OFF > %g%%" % (tolerance * 100), "tolerance", ok, field))
         if not ok:
             fails.append("%s: measured %s, memfit %s (%+.2f%%)" % (label, mv, ev, 100 * r))
     tl = meas.get("memory_timeline")
@@ -238,19 +235,41 @@ def compare_one(meas, est, tolerance):
         for label, mkey, phase in (("forward peak (CPU allocator timeline)", "forward_peak_bytes", "forward"),
                                    ("backward peak (CPU allocator timeline)", "backward_peak_bytes", "backward")):
             if phase in phases and mkey in tl:
-                mv = tl[mkey] - cpu_only
-                rows.append((label, mv, phases[phase], _rel(mv, phases[phase]), "info"))
+                rows.append(_row(label, tl[mkey] - cpu_only, phases[phase], "info", "info", field="phases." + phase))
     if "cuda_step" in meas:  # a real step on a GPU (grid.py --device cuda): information
-        mv = meas["cuda_step"]["max_memory_allocated_bytes"]
-        ev = _get(est, ["peak_allocated_bytes"])
-        rows.append(("torch.cuda.max_memory_allocated vs peak_allocated_bytes", mv, ev,
-                     _rel(mv, ev) if ev is not None else None, "info (GPU step)"))
+        rows.append(_row("torch.cuda.max_memory_allocated vs peak_allocated_bytes",
+                         meas["cuda_step"]["max_memory_allocated_bytes"], _get(est, ["peak_allocated_bytes"]),
+                         "info (GPU step)", "info", field="peak_allocated_bytes"))
     for label, mkey, path in INFO:
-        mv = meas.get(mkey) if mkey else None
         ev = _get(est, path)
-        rows.append((label, mv, ev, _rel(mv, ev) if (mv is not None and ev is not None) else None,
-                     "info" if ev is not None else "absent (info)"))
+        rows.append(_row(label, meas.get(mkey) if mkey else None, ev, "info" if ev is not None else "absent (info)",
+                         "info", field=".".join(path)))
     return rows, fails
+
+
+def compare(results, binary, tolerance, cfg_paths):
+    """Runs memfit on every configuration: the comparison as a JSON-ready dict (see render_markdown)."""
+    memfit_cli.check_binary(binary)
+    configurations = []
+    for r in results:
+        name = r["name"]
+        entry = {"name": name, "memfit_error": None, "rows": [], "failures": []}
+        try:
+            est = memfit_cli.estimate(binary, cfg_paths[name])
+        except MemfitError as e:
+            entry["memfit_error"] = str(e)
+            entry["failures"] = [str(e)]
+        else:
+            entry["rows"], entry["failures"] = compare_one(r["measured"], est, tolerance)
+        entry["pass"] = not entry["failures"]
+        configurations.append(entry)
+    return {
+        "torch_version": results[0]["measured"].get("torch_version", "?"),
+        "tolerance": tolerance,
+        "configuration_count": len(configurations),
+        "passing_count": sum(1 for c in configurations if c["pass"]),
+        "configurations": configurations,
+    }
 
 
 def _fmt(v):
@@ -265,49 +284,42 @@ def _fmtr(r):
     return "%+.3f%%" % (100 * r)
 
 
-def compare(results, binary, tolerance, cfg_paths):
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-        raise MemfitError("memfit binary not found or not executable: %s (build it first, or pass "
-                          "--memfit PATH)" % binary)
-    lines = ["# memfit vs measured (PyTorch %s, CPU)" % results[0]["measured"].get("torch_version", "?"), "",
+def render_markdown(report):
+    """The comparison as Markdown, from the JSON report alone."""
+    lines = ["# memfit vs measured (PyTorch %s, CPU)" % report["torch_version"], "",
              "Exact: parameters, gradients, optimizer states, master weights. Activations: within %g %% "
              "(measured = CUDA-equivalent saved bytes of the body). logits_and_loss and overhead: "
-             "information only." % (tolerance * 100), ""]
-    all_fails = {}
-    for r in results:
-        name = r["name"]
-        lines.append("## %s" % name)
-        lines.append("")
-        try:
-            est = run_memfit(binary, cfg_paths[name])
-        except MemfitError as e:
-            lines += ["memfit failed: %s" % e, ""]
-            all_fails[name] = [str(e)]
+             "information only." % (report["tolerance"] * 100), ""]
+    for c in report["configurations"]:
+        lines += ["## %s" % c["name"], ""]
+        if c["memfit_error"] is not None:
+            lines += ["memfit failed: %s" % c["memfit_error"], ""]
             continue
-        rows, fails = compare_one(r["measured"], est, tolerance)
         lines.append("| quantity | measured | memfit | rel. error | status |")
         lines.append("|---|---:|---:|---:|---|")
-        for label, mv, ev, rel, st in rows:
-            lines.append("| %s | %s | %s | %s | %s |" % (label, _fmt(mv), _fmt(ev), _fmtr(rel), st))
+        for row in c["rows"]:
+            mv, ev = row["measured"], row["memfit"]
+            rel = _rel(mv, ev) if mv is not None and ev is not None else None
+            lines.append("| %s | %s | %s | %s | %s |" % (row["quantity"], _fmt(mv), _fmt(ev), _fmtr(rel), row["status"]))
         lines.append("")
-        if fails:
-            all_fails[name] = fails
-    lines.append("## Summary")
-    lines.append("")
-    if all_fails:
-        lines.append("%d of %d configurations FAIL:" % (len(all_fails), len(results)))
-        for n, fs in all_fails.items():
-            for f in fs:
-                lines.append("- %s: %s" % (n, f))
+    lines += ["## Summary", ""]
+    failing = [c for c in report["configurations"] if not c["pass"]]
+    if failing:
+        lines.append("%d of %d configurations FAIL:" % (len(failing), report["configuration_count"]))
+        for c in failing:
+            for f in c["failures"]:
+                lines.append("- %s: %s" % (c["name"], f))
     else:
-        lines.append("all %d configurations pass" % len(results))
-    return "\n".join(lines) + "\n", all_fails
+        lines.append("all %d configurations pass" % report["configuration_count"])
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memfit", help="path to the memfit binary: compare its estimates")
-    ap.add_argument("--report", help="markdown report file (with --memfit); default: stdout")
+    ap.add_argument("--json-report", help="the comparison as JSON (with --memfit)")
+    ap.add_argument("--report", help="the comparison as Markdown, rendered from the JSON (with --memfit); "
+                                     "default: stdout when --json-report is not given")
     ap.add_argument("--tolerance", type=float, default=0.03, help="relative tolerance on activations")
     ap.add_argument("--only", help="comma-separated configuration names")
     ap.add_argument("--list", action="store_true", help="list configuration names and exit")
@@ -376,17 +388,22 @@ def main(argv=None):
     if not a.memfit:
         return 0
     try:
-        report, fails = compare(results, a.memfit, a.tolerance, cfg_paths)
+        report = compare(results, a.memfit, a.tolerance, cfg_paths)
     except MemfitError as e:
         print("grid.py: %s" % e, file=sys.stderr)
         return 2
+    if a.json_report:
+        with open(a.json_report, "w") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
+        print("wrote %s" % a.json_report, file=sys.stderr)
     if a.report:
         with open(a.report, "w") as f:
-            f.write(report)
+            f.write(render_markdown(report))
         print("wrote %s" % a.report, file=sys.stderr)
-    else:
-        sys.stdout.write(report)
-    return 1 if fails else 0
+    elif not a.json_report:
+        sys.stdout.write(render_markdown(report))
+    return 0 if report["passing_count"] == report["configuration_count"] else 1
 
 
 if __name__ == "__main__":

@@ -266,22 +266,41 @@ class Compare(unittest.TestCase):
     ONLY = "gpt2_fp32_tied_adamw,llama_bf16_ckpt_adamw"
 
     def run_grid(self, mode, *extra, binary=FAKE):
+        """(exit status, Markdown report, stderr); the JSON report is left in self.report."""
         with tempfile.TemporaryDirectory() as tmp:
             rep = os.path.join(tmp, "report.md")
+            rep_json = os.path.join(tmp, "report.json")
             env = dict(os.environ, FAKE_MEMFIT_MODE=mode)
             p = subprocess.run([PY, os.path.join(HERE, "grid.py"), "--only", self.ONLY, "--out", tmp,
-                                "--no-profile", "--memfit", binary, "--report", rep] + list(extra),
-                               capture_output=True, text=True, env=env)
+                                "--no-profile", "--memfit", binary, "--report", rep, "--json-report", rep_json]
+                               + list(extra), capture_output=True, text=True, env=env)
             text = ""
             if os.path.exists(rep):
                 with open(rep) as f:
                     text = f.read()
+            self.report = None
+            if os.path.exists(rep_json):
+                with open(rep_json) as f:
+                    self.report = json.load(f)
         return p.returncode, text, p.stderr
+
+    def test_the_markdown_is_rendered_from_the_json(self):
+        rc, text, err = self.run_grid("opt_plus_1")
+        self.assertEqual(text, grid.render_markdown(self.report))
+        self.assertEqual(self.report["configuration_count"], 2)
+        self.assertEqual(self.report["passing_count"], 0)
+        rows = {r["field"]: r for r in self.report["configurations"][0]["rows"] if r["check"] != "info"}
+        opt = rows["breakdown.optimizer_states"]
+        self.assertEqual((opt["check"], opt["ok"], opt["status"]), ("exact", False, "MISMATCH"))
+        self.assertEqual(opt["memfit"], opt["measured"] + 1)
+        self.assertEqual(rows["breakdown.activations"]["check"], "tolerance")
+        self.assertTrue(rows["breakdown.activations"]["ok"])
 
     def test_exact(self):
         rc, text, err = self.run_grid("exact")
         self.assertEqual(rc, 0, err + text)
         self.assertIn("all 2 configurations pass", text)
+        self.assertEqual(self.report["passing_count"], 2)
         self.assertIn("| optimizer_states (bytes) |", text)
 
     def test_one_byte_off_fails(self):
@@ -309,6 +328,7 @@ class Compare(unittest.TestCase):
         rc, text, _ = self.run_grid("fail")
         self.assertEqual(rc, 1)
         self.assertIn("memfit exited 3", text)
+        self.assertIn("memfit exited 3", self.report["configurations"][0]["memfit_error"])
         rc, text, _ = self.run_grid("garbage")
         self.assertEqual(rc, 1)
         self.assertIn("no valid JSON", text)

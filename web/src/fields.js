@@ -3,60 +3,11 @@
 // source of truth for ranges, choices and help text; this file only arranges and names.
 // Pure: no DOM, no wasm.
 
-// Friendlier labels for the most used fields; any other field is labelled from its key.
-const LABELS = {
-  'model.model_type': 'Model type',
-  'model.vocab_size': 'Vocabulary size',
-  'model.num_hidden_layers': 'Layers',
-  'model.num_attention_heads': 'Attention heads',
-  'model.num_key_value_heads': 'Key/value heads',
-  'model.head_dim': 'Head size',
-  'model.intermediate_size': 'MLP inner size',
-  'model.mlp': 'MLP',
-  'model.max_position_embeddings': 'Max positions',
-  'model.position_embedding': 'Positions',
-  'model.qk_norm': 'Q/K norm',
-  'model.qkv_bias': 'QKV bias',
-  'model.mlp_bias': 'MLP bias',
-  'model.lm_head_bias': 'Head bias',
-  'model.num_experts': 'Experts',
-  'model.num_experts_per_tok': 'Experts per token',
-  'model.num_shared_experts': 'Shared experts',
-  'model.moe_intermediate_size': 'Expert inner size',
-  'model.first_k_dense_replace': 'Leading dense layers',
-  'model.q_lora_rank': 'Q compression rank',
-  'model.kv_lora_rank': 'KV compression rank',
-  'model.qk_rope_head_dim': 'Q/K rotary head size',
-  'model.qk_nope_head_dim': 'Q/K non-rotary head size',
-  'model.v_head_dim': 'V head size',
-  'model.nominal_parameter_count': 'Nominal parameter count',
-  'training.micro_batch_size': 'Micro-batch size',
-  'training.seq_len': 'Sequence length',
-  'training.grad_accum_steps': 'Gradient accumulation',
-  'training.checkpointing': 'Activation checkpointing',
-  'training.chunked_loss': 'Chunked loss',
-  'training.optimizer_in_backward': 'Optimizer in backward',
-  'training.finetune.method': 'Method',
-  'training.finetune.lora_rank': 'LoRA rank',
-  'training.finetune.lora_targets': 'LoRA targets',
-  'training.finetune.base_bits': 'Base weight bits',
-  'parallel.num_gpus': 'GPUs',
-  'parallel.tensor': 'Tensor parallel',
-  'parallel.pipeline': 'Pipeline stages',
-  'parallel.context': 'Context parallel',
-  'parallel.expert': 'Expert parallel',
-  'parallel.zero_stage': 'ZeRO stage',
-  'parallel.offload_optimizer': 'Offload optimizer',
-  'parallel.offload_params': 'Offload parameters',
-  'hardware.gpu': 'GPU',
-  'hardware.budget_fraction': 'Budget fraction',
-  'hardware.overhead_bytes': 'Overhead bytes',
-};
+import { fieldWords } from './words.js';
 
+// A field's label, in words (words.js).
 export function fieldLabel(path) {
-  if (LABELS[path]) return LABELS[path];
-  const key = path.slice(path.lastIndexOf('.') + 1).replace(/_/g, ' ');
-  return key.charAt(0).toUpperCase() + key.slice(1);
+  return fieldWords(path).label;
 }
 
 // Sections and their groups, in page order. A field the core adds later and that is not listed
@@ -131,30 +82,41 @@ export function formSections(schema) {
   return sections;
 }
 
-const INTEGER_TEXT = /^[+-]?\d+$/;
+// A number as typed: what the command line reads as a JSON number (integers in exponent form
+// included: "1e3" is 1000), plus a leading "+" or dot (".5"). Anything else stays text.
 const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+// Typed text → a number when it is one (any finite value: the core judges the range and whether
+// it is integral, as it does for the command line's flags), else the text as typed.
+function numberOrText(raw) {
+  if (typeof raw === 'number') return raw;
+  const text = String(raw).trim();
+  if (NUMBER_TEXT.test(text)) {
+    const n = Number(text);
+    if (Number.isFinite(n)) return n;
+  }
+  return String(raw);
+}
+
+// Fields whose value "automatic" is a number in the schema (-1 or 0): the form shows and accepts
+// the word "auto" for it.
+export const AUTO_VALUE = {
+  'hardware.overhead_bytes': -1,
+  'hardware.fragmentation': -1,
+};
+export const AUTO_TEXT = 'auto';
 
 // What the form holds (text typed, a checkbox's boolean, a list) → what the core is sent.
 // Text that is a well-formed number is sent as a number; anything else is sent exactly as typed
 // so that the core can name the problem ("must be an integer from 1 to 1,000,000; got \"abc\"").
 export function toConfigValue(field, raw) {
   if (raw === undefined || raw === null) return raw;
+  const auto = AUTO_VALUE[field?.field];
+  if (auto !== undefined && String(raw).trim().toLowerCase() === AUTO_TEXT) return auto;
   switch (field?.kind) {
-    case 'integer': {
-      if (typeof raw === 'number') return raw;
-      const text = String(raw).trim();
-      if (INTEGER_TEXT.test(text)) {
-        const n = Number(text);
-        if (Number.isSafeInteger(n)) return n;
-      }
-      return String(raw);
-    }
-    case 'number': {
-      if (typeof raw === 'number') return raw;
-      const text = String(raw).trim();
-      if (NUMBER_TEXT.test(text) && Number.isFinite(Number(text))) return Number(text);
-      return String(raw);
-    }
+    case 'integer':
+    case 'number':
+      return numberOrText(raw);
     case 'boolean':
       if (raw === 'true') return true;
       if (raw === 'false') return false;
@@ -166,14 +128,4 @@ export function toConfigValue(field, raw) {
   }
 }
 
-// Sets a dotted path in a nested object (creating objects on the way); returns the object.
-export function setPath(object, path, value) {
-  const keys = path.split('.');
-  let node = object;
-  for (const key of keys.slice(0, -1)) {
-    if (node[key] === null || typeof node[key] !== 'object' || Array.isArray(node[key])) node[key] = {};
-    node = node[key];
-  }
-  node[keys[keys.length - 1]] = value;
-  return object;
-}
+export { setPath } from './paths.js';

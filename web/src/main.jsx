@@ -1,17 +1,72 @@
-// Entry point: load the core, build the state from the address bar, keep the address bar in step.
+// Entry point. index.html arrives with the default configuration's numbers already in it
+// (prerendered at build time), so they are on screen at first paint. Meanwhile this starts the
+// core's worker and loads the details (charts and tables); once the core has answered for the
+// address's configuration, the live page takes the prerendered one's place, keeping anything typed
+// into it and the focus. The address bar then follows the configuration.
 import { render } from 'preact';
 import { effect } from '@preact/signals';
 
 import { App } from './components/App.jsx';
-import { loadCore } from './core.js';
+import { startPageCore } from './core.js';
 import { createAppState } from './state.js';
 
 const root = document.getElementById('app');
 const URL_DELAY_MS = 150;
+const FIRST_ANSWERS_MS = 600;
 
-loadCore()
-  .then((core) => {
-    const state = createAppState(core, { search: location.search });
+const details = import('./components/results/Details.jsx');
+const core = startPageCore();
+
+// What was typed into the prerendered form before the page came alive: [path, value].
+function typedBefore(container) {
+  const typed = [];
+  for (const el of container.querySelectorAll('.field [id^="field-"]')) {
+    const path = el.closest('.field')?.dataset.field;
+    if (!path) continue;
+    if (el.type === 'checkbox' && el.checked !== el.defaultChecked) typed.push([path, el.checked]);
+    else if (el.tagName === 'SELECT' && !el.options[el.selectedIndex]?.defaultSelected) typed.push([path, el.value]);
+    else if (el.tagName === 'INPUT' && el.type !== 'checkbox' && el.value !== el.defaultValue) typed.push([path, el.value]);
+  }
+  return typed;
+}
+
+// Resolves once the core's first answers are in (the estimate, then the sweep and, when the run
+// does not fit, the suggestions), or after FIRST_ANSWERS_MS.
+function firstAnswers(state) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done(), FIRST_ANSWERS_MS);
+    let stop = () => {};
+    const done = () => {
+      clearTimeout(timer);
+      queueMicrotask(() => stop());
+      resolve();
+    };
+    stop = effect(() => {
+      const result = state.result.value;
+      if (!result) return;
+      if (!result.ok) return done();
+      if (state.sweep.value === null) return;
+      if (result.fits.verdict !== 'fits' && state.suggestions.value === null) return;
+      done();
+    });
+  });
+}
+
+Promise.all([core.ready, details])
+  .then(async ([data, { Details }]) => {
+    const state = createAppState(core, data, { search: location.search });
+    for (const [path, value] of typedBefore(root)) state.setField(path, value);
+    await firstAnswers(state);
+    const focused = root.contains(document.activeElement) ? document.activeElement : null;
+    const focus = focused?.id ? { id: focused.id, start: focused.selectionStart, end: focused.selectionEnd } : null;
+    root.textContent = '';
+    render(<App state={state} Details={Details} />, root);
+    document.documentElement.classList.remove('from-link');
+    if (focus) {
+      const el = document.getElementById(focus.id);
+      el?.focus();
+      if (el && typeof focus.start === 'number') el.setSelectionRange?.(focus.start, focus.end);
+    }
     // The address bar follows the configuration. replaceState is slow and rate-limited by
     // browsers, so typing updates it once the keystrokes pause (the Copy link button is exact).
     let timer = 0;
@@ -22,19 +77,43 @@ loadCore()
         if (url !== `${location.pathname}${location.search}${location.hash}`) history.replaceState(history.state, '', url);
       }, URL_DELAY_MS);
     });
-    root.textContent = '';
-    render(<App state={state} />, root);
-    document.documentElement.dataset.ready = 'true';
+    // Ready once the core's first answer (numbers, or the input's problems) is on screen.
+    effect(() => {
+      if (state.result.value) document.documentElement.dataset.ready = 'true';
+    });
   })
   .catch((error) => {
     console.error(error);
-    root.textContent = '';
-    render(
-      <div class="load-error" role="alert">
-        <h1>memfit could not start</h1>
-        <p>The WebAssembly core did not load: {String(error?.message ?? error)}</p>
-        <p>Reload the page; if it persists, your browser may block WebAssembly.</p>
-      </div>,
-      root,
-    );
+    // The prerendered numbers stay (they are right for the default configuration); the reason the
+    // page cannot compute others goes above them.
+    const prerendered = root.querySelector('.page') && !document.documentElement.classList.contains('from-link');
+    document.documentElement.classList.remove('from-link');
+    if (!prerendered) root.textContent = '';
+    const box = document.createElement('div');
+    root.prepend(box);
+    render(<LoadError error={error} />, box);
   });
+
+// Offline: a service worker caches the site (not for a page opened from a file).
+if ('serviceWorker' in navigator && location.protocol.startsWith('http') && !document.getElementById('memfit-worker')) {
+  addEventListener('load', () => navigator.serviceWorker.register('sw.js').catch(() => {}));
+}
+
+// The core could not start: say so in words, and what to do.
+function LoadError({ error }) {
+  const local = location.protocol === 'file:';
+  return (
+    <div class="load-error" role="alert">
+      <h2>memfit could not start its core</h2>
+      <p>The memfit core (WebAssembly, run in a Web Worker) did not load: {String(error?.message ?? error)}.</p>
+      {local ? (
+        <p>This page was opened from a file. Browsers do not run Web Workers and WebAssembly from files: open
+          <strong> memfit.html</strong> (the single-file build) instead, or serve this folder, e.g.
+          <code> python3 -m http.server</code>, and open http://localhost:8000/.</p>
+      ) : (
+        <p>Reload the page. If it persists, your browser or an extension may block WebAssembly or Web Workers:
+          memfit needs both (any current Chrome, Edge, Firefox or Safari has them).</p>
+      )}
+    </div>
+  );
+}

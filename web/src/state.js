@@ -1,12 +1,15 @@
 // The application state: one factory, so each page (and each test) gets a fresh, independent
-// state. Inputs are signals; everything derived (the configuration sent to the core, the result,
-// field errors, the share link) is `computed`. The state never computes memory: it asks the core.
+// state. Inputs are signals; what derives from them alone (the configuration, the share link) is
+// `computed`; what the core answers arrives from its Web Worker (core.js) and is set into signals
+// when it comes, the newest request only. The state never computes memory: it asks the core.
 
 import { batch, computed, effect, signal } from '@preact/signals';
 
+import { STALE } from './core.js';
 import { formSections, setPath, toConfigValue } from './fields.js';
 import { fetchHubConfig } from './hub.js';
 import { URL_VERSION, decode, encode, flatten, getPath, valueText } from './url.js';
+import { SWEEP_FIELDS, VIEW_PARAMS, decodeView, encodeView } from './view.js';
 
 const MODEL_PREFIX = 'model.';
 const isModelPath = (path) => path.startsWith(MODEL_PREFIX);
@@ -25,45 +28,92 @@ export function buildConfig(presetId, edits, fieldByPath) {
 // would type, everything else as it is.
 const formValue = (value) => (typeof value === 'number' ? String(value) : value);
 
-// core: the API of core.js. search: the page's location.search (the share link).
-export function createAppState(core, { search = '', warn = (...args) => console.warn(...args), fetchImpl } = {}) {
-  const schema = core.schema();
+const keyOf = (config) => JSON.stringify(config);
+
+// core: the client of core.js ({ latest, call }). data: the core's static data ({ schema,
+// defaults, presets, gpus }). search: the page's location.search (the share link).
+// initial: the core's answers for the link's configuration, when at hand (the prerendered page's):
+// { config, result, base, scaling, sweep: { field, answer }, suggestions }, so the first render
+// needs no round trip and matches the prerendered page.
+export function createAppState(core, data, { search = '', warn = (...args) => console.warn(...args), fetchImpl, initial = null, settleMs = 250 } = {}) {
+  const { schema, defaults, presets, gpus } = data;
   const fieldByPath = new Map(schema.map((f) => [f.field, f]));
   const sections = formSections(schema);
-  const defaults = core.defaultConfig();
-  const presets = core.presets();
   const presetById = new Map(presets.map((p) => [p.id, p]));
-  const gpus = core.gpus();
 
   // --- inputs -------------------------------------------------------------------------------
   const link = decode(search, defaults);
-  for (const name of link.unknown) warn(`memfit: ignoring unknown link parameter "${name}"`);
+  for (const name of link.unknown) if (!VIEW_PARAMS.has(name)) warn(`memfit: ignoring unknown link parameter "${name}"`);
   if (link.version !== null && link.version !== URL_VERSION) {
     warn(`memfit: link version ${link.version} is not ${URL_VERSION}; reading it as version ${URL_VERSION}`);
   }
+  const linkView = decodeView(search);
+  for (const problem of linkView.problems) warn(`memfit: link: ${problem}`);
   const { [`${MODEL_PREFIX}preset`]: linkPreset, ...linkEdits } = link.values;
 
-  const presetId = signal(linkPreset ?? defaults.model.preset);  // '' when the model is custom
-  const edits = signal(linkEdits);            // field path → value as the user typed it
-  const units = signal('GiB');                // 'GiB' (2^30) or 'GB' (10^9): display only
+  const linkPresetValue = linkPreset ?? defaults.model.preset;
+  const linkEditsValue = linkEdits;
+  const presetId = signal(linkPresetValue);  // '' when the model is custom
+  const edits = signal(linkEditsValue);       // field path → value as the user typed it
+  const units = signal(linkView.view.units);  // 'GiB' (2^30) or 'GB' (10^9): display only
+  const tables = signal(linkView.view.tables);  // charts shown as tables
+  const sweepName = signal(linkView.view.sweep);  // the swept field's short name
   const pasteText = signal('');
   const imported = signal(null);              // the last import_hf_config answer
   const hub = signal({ status: 'idle', message: '' });
 
-  // --- derived ------------------------------------------------------------------------------
+  // --- derived from the inputs alone -------------------------------------------------------
   const preset = computed(() => presetById.get(presetId.value) ?? null);
   // The model the preset supplies (custom models start from the default model, as the core does).
   const presetModel = computed(() => preset.value?.model ?? defaults.model);
   const config = computed(() => buildConfig(presetId.value, edits.value, fieldByPath));
-  const result = computed(() => core.estimate(config.value));
+  const configKey = computed(() => keyOf(config.value));
+  const modelKey = computed(() => keyOf(config.value.model));
 
-  // The defaults after applying the preset and the model edits, as the core resolves them
-  // (e.g. the sequence length defaults to a learned-position model's longest). Keyed by the model
-  // part's text, so typing in a training field does not ask the core again.
-  const modelKey = computed(() => JSON.stringify(config.value.model));
+  // --- the core's answers --------------------------------------------------------------------
+  // answer: the newest `view` answer: { key, modelKey, result, base, scaling } (null until the
+  // first arrives). pending: the form holds something the core has not answered yet.
+  const answer = signal(initial ? { key: keyOf(initial.config), modelKey: keyOf(initial.config.model), ...initial } : null);
+  const pending = computed(() => answer.value?.key !== configKey.value);
+  const result = computed(() => answer.value?.result ?? null);
+  const coreError = signal('');  // the worker failed: said in words, with what to do
+
+  const failed = (error) => {
+    coreError.value = String(error?.message ?? error);
+  };
+
+  const disposers = [];
+  // The first answers (for the address's configuration) are asked for at once; the wait below
+  // applies once the user edits.
+  let edited = false;
+  // The slower answers (suggestions, sweeps: tens of estimates) are asked for once the form has
+  // been still for a moment, so the core's worker does not compete with typing for the CPU.
+  // Returns the effect's cleanup (a newer answer cancels the wait).
+  const later = (ask) => {
+    if (!settleMs || !edited) {
+      ask();
+      return undefined;
+    }
+    const timer = setTimeout(ask, settleMs);
+    return () => clearTimeout(timer);
+  };
+  disposers.push(effect(() => {
+    const c = config.value;
+    const key = configKey.value;
+    const mKey = modelKey.value;
+    if (answer.peek()?.key === key) return;
+    core.latest('view', 'view', [c]).then((a) => {
+      if (a === STALE) return;
+      answer.value = { key, modelKey: mKey, config: c, ...a };
+    }, failed);
+  }));
+
+  // The defaults after applying the preset and the model edits, as the core resolves them (e.g.
+  // the sequence length defaults to a learned-position model's longest). Until the core has
+  // answered for this model: the preset's model and the plain defaults.
   const base = computed(() => {
-    const resolved = core.estimate({ model: JSON.parse(modelKey.value) });
-    if (resolved.ok) return resolved.config;
+    const a = answer.value;
+    if (a && a.modelKey === modelKey.value && a.base) return a.base;
     return { ...defaults, model: { ...presetModel.value, preset: presetId.value } };
   });
 
@@ -94,33 +144,68 @@ export function createAppState(core, { search = '', warn = (...args) => console.
       if (!byField.has(issue.field)) byField.set(issue.field, { errors: [], warnings: [] });
       byField.get(issue.field)[kind].push(issue.message);
     };
-    for (const e of result.value.errors ?? []) add(e, 'errors');
-    for (const w of result.value.warnings ?? []) add(w, 'warnings');
+    const r = result.value;
+    for (const e of r?.errors ?? []) add(e, 'errors');
+    for (const w of r?.warnings ?? []) add(w, 'warnings');
     return { byField, general };
   });
 
-  // The seeds' scaling table depends on the training settings only (the core swaps the model).
-  const scalingKey = computed(() => JSON.stringify({ ...config.value, model: undefined }));
-  const scaling = computed(() => core.scalingTable(JSON.parse(scalingKey.value)));
-
   // The last valid answer stays on screen (greyed) while the input is invalid.
-  const shown = signal(null);
-  const dispose = effect(() => {
-    const r = result.value;
-    if (r.ok) shown.value = { result: r, scaling: scaling.value, config: config.value };
+  let lastShown = null;
+  const shown = computed(() => {
+    const a = answer.value;
+    if (a?.result?.ok && a.key !== lastShown?.key) {
+      lastShown = { result: a.result, scaling: a.scaling, config: a.config, key: a.key };
+    }
+    return lastShown;
   });
 
-  // What to change (the core's suggestions) for the configuration on screen. Computed only when
-  // read: the page reads it when the run does not fit, or when the user opens the list.
-  const suggestions = computed(() => (shown.value ? core.suggestions(shown.value.config) : null));
+  // What to change (the core's suggestions) for the configuration on screen: asked for when the
+  // run does not fit, or when the user opens the list. { key, answer } of the shown configuration.
+  const suggestionsWanted = signal(false);
+  const suggestionsAnswer = signal(initial?.suggestions ? { key: keyOf(initial.config), answer: initial.suggestions } : null);
+  disposers.push(effect(() => {
+    const s = shown.value;
+    if (!s) return undefined;
+    const want = s.result.fits.verdict !== 'fits' || suggestionsWanted.value;
+    if (!want || suggestionsAnswer.peek()?.key === s.key) return undefined;
+    return later(() => core.latest('suggestions', 'suggestions', [s.config], { priority: 2 }).then((a) => {
+      if (a !== STALE) suggestionsAnswer.value = { key: s.key, answer: a };
+    }, failed));
+  }));
+  // The suggestions for what is on screen, or null while the core works on them.
+  const suggestions = computed(() => {
+    const a = suggestionsAnswer.value;
+    return a && a.key === shown.value?.key ? a.answer : null;
+  });
   // The last suggestion applied: { title, before: the form's state before, after: the edits it
   // made }. Undo is offered while the form is still exactly what the suggestion made it.
   const applied = signal(null);
   const canUndo = computed(() => applied.value !== null && applied.value.after === edits.value);
 
-  // The share link: fields that differ from the defaults after applying the preset.
+  // Memory against micro-batch or sequence length (the core's sweep, in the worker), for the
+  // configuration on screen. { key, field, answer }.
+  const sweepField = computed(() => SWEEP_FIELDS[sweepName.value]);
+  const sweepAnswer = signal(initial?.sweep ? { key: keyOf(initial.config), ...initial.sweep } : null);
+  disposers.push(effect(() => {
+    const s = shown.value;
+    const field = sweepField.value;
+    if (!s) return undefined;
+    const current = sweepAnswer.peek();
+    if (current?.key === s.key && current.field === field) return undefined;
+    return later(() => core.latest('sweep', 'sweep', [s.config, field], { priority: 3 }).then((a) => {
+      if (a !== STALE) sweepAnswer.value = { key: s.key, field, answer: a };
+    }, failed));
+  }));
+  const sweep = computed(() => {
+    const a = sweepAnswer.value;
+    return a && a.key === shown.value?.key && a.field === sweepField.value ? a.answer : null;
+  });
+
+  // The share link: fields that differ from the defaults after applying the preset, then the view.
   const query = computed(() =>
-    encode(config.value, defaults, presetId.value === '' ? null : presetModel.value, base.value));
+    encode(config.value, defaults, presetId.value === '' ? null : presetModel.value, base.value) +
+    encodeView({ units: units.value, tables: tables.value, sweep: sweepName.value }));
 
   // --- reading fields -----------------------------------------------------------------------
   // What a field shows: what the user typed, else the resolved default.
@@ -128,6 +213,10 @@ export function createAppState(core, { search = '', warn = (...args) => console.
   const isEdited = (path) => path in edits.value;
 
   // --- actions ------------------------------------------------------------------------------
+  disposers.push(effect(() => {
+    if (edits.value !== linkEditsValue || presetId.value !== linkPresetValue) edited = true;
+  }));
+
   function setField(path, raw) {
     const next = { ...edits.value };
     const fromPreset = isModelPath(path) && presetId.value !== ''
@@ -154,6 +243,13 @@ export function createAppState(core, { search = '', warn = (...args) => console.
     });
   }
 
+  function showAsTable(chart, on) {
+    const set = new Set(tables.value);
+    if (on) set.add(chart);
+    else set.delete(chart);
+    tables.value = [...set];
+  }
+
   // A suggestion's patch (a partial configuration: training / parallel / hardware, never the
   // model) merged into the form, field by field, as if typed.
   function applySuggestion(suggestion) {
@@ -178,9 +274,17 @@ export function createAppState(core, { search = '', warn = (...args) => console.
     });
   }
 
-  // A Hugging Face config.json → the model fields (the preset becomes custom).
-  function importConfig(text = pasteText.value) {
-    const answer = core.importHfConfig(text);
+  // A Hugging Face config.json → the model fields (the preset becomes custom). The core reads it
+  // in its worker; the answer arrives later (a promise of it is returned).
+  async function importConfig(text = pasteText.value) {
+    imported.value = { pending: true };
+    let answer;
+    try {
+      answer = await core.latest('import', 'importHfConfig', [text], { priority: 1 });
+    } catch (error) {
+      answer = { ok: false, errors: [{ field: 'config.json', message: String(error?.message ?? error) }] };
+    }
+    if (answer === STALE) return answer;
     batch(() => {
       imported.value = answer;
       if (!answer.ok) return;
@@ -196,29 +300,29 @@ export function createAppState(core, { search = '', warn = (...args) => console.
 
   async function fetchFromHub(modelId) {
     hub.value = { status: 'loading', message: `Fetching config.json for ${String(modelId).trim()}…` };
-    const answer = await fetchHubConfig(modelId, fetchImpl ? { fetchImpl } : undefined);
-    if (!answer.ok) {
-      hub.value = { status: 'error', message: answer.message };
-      return answer;
+    const fetched = await fetchHubConfig(modelId, fetchImpl ? { fetchImpl } : undefined);
+    if (!fetched.ok) {
+      hub.value = { status: 'error', message: fetched.message };
+      return fetched;
     }
-    pasteText.value = answer.text;
-    const imported = importConfig(answer.text);
-    hub.value = imported.ok
-      ? { status: 'done', message: `Loaded ${answer.url}` }
+    pasteText.value = fetched.text;
+    const answer = await importConfig(fetched.text);
+    hub.value = answer?.ok
+      ? { status: 'done', message: `Loaded ${fetched.url}` }
       : { status: 'error', message: 'The Hub sent a config.json that memfit cannot read (see below).' };
-    return answer;
+    return fetched;
   }
 
   return {
     // static data from the core
     schema, fieldByPath, sections, defaults, presets, gpus,
     // inputs
-    presetId, edits, units, pasteText, imported, hub,
-    // derived
-    preset, presetModel, config, result, base, presetLabel, issues, shown, query, suggestions,
-    applied, canUndo, fieldValue, isEdited,
+    presetId, edits, units, tables, sweepName, pasteText, imported, hub, suggestionsWanted,
+    // derived and answered
+    preset, presetModel, config, result, pending, base, presetLabel, issues, shown, query, suggestions,
+    sweep, sweepField, applied, canUndo, coreError, fieldValue, isEdited,
     // actions
-    setField, selectPreset, resetAll, importConfig, fetchFromHub, applySuggestion, undoSuggestion,
-    dispose,
+    setField, selectPreset, resetAll, importConfig, fetchFromHub, applySuggestion, undoSuggestion, showAsTable,
+    dispose: () => disposers.forEach((d) => d()),
   };
 }

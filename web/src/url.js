@@ -15,25 +15,8 @@ export const URL_VERSION = 1;
 
 const PRESET_PATH = 'model.preset';
 
-// [path, value] for every leaf of a configuration object, in its order. Arrays are leaves.
-export function flatten(config, prefix = '') {
-  const out = [];
-  for (const [key, value] of Object.entries(config ?? {})) {
-    const path = prefix ? `${prefix}.${key}` : key;
-    if (value !== null && typeof value === 'object' && !Array.isArray(value)) out.push(...flatten(value, path));
-    else out.push([path, value]);
-  }
-  return out;
-}
-
-export function getPath(object, path) {
-  let node = object;
-  for (const key of path.split('.')) {
-    if (node === null || typeof node !== 'object') return undefined;
-    node = node[key];
-  }
-  return node;
-}
+export { flatten, getPath } from './paths.js';
+import { flatten, getPath } from './paths.js';
 
 // Field path → parameter name: the last segment, or the full path where last segments collide.
 export function paramNames(paths) {

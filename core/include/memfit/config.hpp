@@ -21,6 +21,9 @@ enum class AttentionType { kStandard, kMla };        // MLA: DeepSeek-V2/V3 mult
 enum class QkNorm { kNone, kPerHead, kFullWidth };   // Qwen3 / Gemma3 per head_dim; OLMo-2 over the projection
 enum class BlockLayout { kSequential, kParallel };   // parallel: attention and MLP read the same input
 enum class OutputHead { kLm, kNone };                // none: an encoder without a head (BertModel)
+// The MLP's activation function (config.json hidden_act / activation_function); gelu_new is the
+// tanh approximation as transformers writes it in Python.
+enum class HiddenAct { kSilu, kGelu, kGeluNew, kGeluPytorchTanh, kRelu };
 
 enum class Precision {
   kFp32,        // everything fp32
@@ -32,10 +35,27 @@ enum class Precision {
   kFp8Mixed,    // Transformer Engine FP8: bf16 weights + fp8 copies, fp32 master and grads
   kSeed14p,     // the seeds' convention: 2-byte params, 4-byte grads, 8-byte Adam, no master
   kBf16Fsdp,    // FSDP MixedPrecision(param_dtype=bf16): fp32 sharded weights, grads, states; bf16 compute
+  kBf16Autocast,  // bf16 weights, gradients and states, with torch.autocast (transformers ≥ 5 loads a
+                  // bf16 checkpoint in bf16; Trainer bf16=True adds autocast)
 };
 
+// Optimizers, in the order of their JSON spellings (field_table.cpp). What each one keeps per
+// trainable parameter is derived from its library's code in optimizer_states.cpp.
 enum class Optimizer {
   kAdamW, kAdamW8bit, kPagedAdamW, kPagedAdamW8bit, kAdafactor, kSgd, kSgdMomentum, kLion,
+  kGaloreAdamW,      // GaLore (Zhao et al. 2024): Adam moments in a rank-r projection of each matrix
+  kGaloreAdamW8bit,  // the same with bitsandbytes 8-bit moments
+  kAdamMini,         // Adam-mini (Zhang et al. 2024): one second moment per block
+  kMuon,             // Muon (Jordan 2024): momentum only on hidden matrices, AdamW on the rest
+  kLomo,             // LOMO (Lv et al. 2023): fused SGD in backward, no state, no stored gradients
+  kAdaLomo,          // AdaLomo (Lv et al. 2023): fused, factored second moment, no stored gradients
+  kShampoo,          // distributed Shampoo (Shi et al. 2023): block-wise Kronecker preconditioners
+  kSoap,             // SOAP (Vyas et al. 2024): Adam in Shampoo's eigenbasis
+  kCame,             // CAME (Luo et al. 2023): Adafactor with a factored confidence
+  kSophia,           // Sophia-G (Liu et al. 2023): momentum and a diagonal Hessian estimate
+  kScheduleFreeAdamW,  // schedule-free AdamW (Defazio et al. 2024): z and v; y is the parameter
+  kLion8bit,         // bitsandbytes 8-bit Lion (block-wise, one state)
+  kSgdMomentum8bit,  // bitsandbytes 8-bit SGD with momentum
 };
 
 // How the optimizer step runs: PyTorch's multi-tensor (foreach) default keeps one state-sized
@@ -47,41 +67,107 @@ enum class OptimizerImpl { kForeach, kFused, kForLoop };
 // is recomputed; selective_op: torchtitan's op-level policy, which keeps only every second matmul
 // output and the attention kernel's output; full: each block's input only.
 enum class Checkpointing { kNone, kSelective, kFull, kSelectiveOp };
-enum class FinetuneMethod { kFull, kLora };
+// A fine-tuning method: full, or a parameter-efficient method of Hugging Face PEFT (or LitGPT's
+// LLaMA-Adapter v2), in the order of their JSON spellings. What each trains is in peft.cpp.
+enum class FinetuneMethod {
+  kFull, kLora, kDora, kLoraFa, kAdaLora, kVera, kIa3, kPromptTuning, kPrefixTuning, kPTuning,
+  kLlamaAdapter, kLlamaAdapterV2, kOft, kBoft, kLnTuning, kTrainableTokens, kLoha, kLokr,
+  kFourierFt, kHra, kMiss, kVbLora, kRandLora, kC3a, kRoad, kWaveFt, kDeLora, kGraLora, kTinyLora,
+  kShira, kHira,
+};
+// bitsandbytes' 4-bit data types (QLoRA): same storage, different code book.
+enum class QuantType { kNf4, kFp4 };
+// P-tuning's prompt encoder (PEFT PromptEncoderReparameterizationType).
+enum class PromptEncoder { kMlp, kLstm };
 
 // What the run is for: it decides which changes memfit may suggest (no LoRA for pre-training)
-// and what the planner searches. auto: peft when finetune.method is lora, else full_finetune.
+// and what the planner searches. auto: peft for a parameter-efficient method, else full_finetune.
 enum class Goal { kAuto, kPretrain, kFullFinetune, kPeft };
 
 // The implementation: the code that runs the model, apart from the model's shape. A framework
 // names a profile (implementation.cpp, one row per framework); each knob below can override it,
-// and `kAuto` means "as the framework's profile says".
-enum class Framework { kHf };  // Hugging Face transformers (+ Trainer / accelerate)
-enum class AttentionImpl { kFlash, kEager };
+// and `kAuto` means "as the framework's profile says". docs/frameworks.md cites each behaviour.
+enum class Framework {
+  kHf,          // Hugging Face transformers (+ Trainer / accelerate)
+  kTorchtune,
+  kTorchtitan,
+  kLitgpt,
+  kMegatron,    // Megatron-LM, local (non-Transformer-Engine) layers
+  kMegatronTe,  // Megatron-LM with Transformer Engine layers
+  kDeepspeed,   // a transformers model under the DeepSpeed engine
+  kNanogpt,
+  kLlmC,
+  kUnsloth,
+  kLiger,       // transformers with Liger-Kernel's patches
+};
+// flash: FlashAttention; sdpa: torch's scaled_dot_product_attention (FlashAttention-2 for 16-bit
+// inputs, the memory-efficient kernel for fp32); eager: the matmul-softmax-matmul code.
+enum class AttentionImpl { kAuto, kFlash, kEager, kSdpa };
 // Eager attention's softmax: upcast to fp32 (transformers' Llama-era classes) or in the compute
-// dtype (GPT-2-era classes, nanoGPT's manual path).
+// dtype (GPT-2-era classes, nanoGPT's manual path, Megatron's fused kernel).
 enum class SoftmaxDtype { kAuto, kFp32, kCompute };
-// The logits before the loss: upcast to fp32 (transformers' ForCausalLMLoss) or kept in the
-// compute dtype.
+// The logits the loss reads: upcast to fp32 (transformers' ForCausalLMLoss) or in the compute dtype.
 enum class LogitsDtype { kAuto, kFp32, kCompute };
-// How eager attention learns causality: an additive T×T mask tensor passed to every layer
-// (transformers' Llama-era classes; full checkpointing keeps it as a layer argument) or an
-// implicit one (a registered buffer or is_causal, nothing per layer).
-enum class AttentionMask { kAuto, kAdditive, kImplicit };
+// How eager attention learns causality: an additive T×T mask passed to every layer (transformers'
+// Llama-era classes), an implicit one (a buffer or is_causal: nothing per layer), or a boolean
+// T×T mask that masked_fill saves in every layer (nanoGPT's manual path).
+enum class AttentionMask { kAuto, kAdditive, kImplicit, kBoolean };
+// The loss: eager cross-entropy over all logits; chunked (torchtune / LitGPT: per-chunk
+// cross-entropy, every chunk's log-probabilities kept); fused_ce (a fused kernel keeps the logits
+// and a log-sum-exp per row and writes the gradient in place: unsloth, llm.c, compiled CE);
+// fused_linear_ce (the head and the loss per chunk, gradients computed in forward: Liger,
+// torchtitan's chunked loss).
+enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe };
+// What an RMSNorm saves: eager (transformers: fp32 x, rstd, the normalised x in the input dtype),
+// eager_fp32 (LitGPT: fp32 x, fp32 normalised x, rstd), fused (Triton / TE kernels: x and rstd),
+// fused_fp32 (torch's fused rms_norm on an fp32 copy: fp32 x and rstd).
+enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32 };
+// Keys and values a fused attention kernel saves: at the key/value heads (GQA passed through) or
+// repeated to every query head first.
+enum class KvSaved { kAuto, kKvHeads, kQueryHeads };
+// q, k, v (and gate, up) as separate matmuls or one fused matmul each (qkv_fused: q, k, v fused,
+// gate and up separate): under autocast every separate matmul saves its own 16-bit cast of an fp32
+// input.
+enum class Projections { kAuto, kSeparate, kFused, kQkvFused };
+// An activation function written as Python arithmetic (transformers' gelu_new: four tensors
+// saved) or as one kernel (one tensor; Liger's SwiGLU keeps two of a gated MLP's three).
+enum class ActivationKernel { kAuto, kEager, kFused };
+// A LoRA base's dtype: 16-bit, fp32, or that of the recipe's weights (LitGPT materialises the
+// model in the precision's parameter dtype: fp32 under bf16-mixed).
+enum class LoraBaseDtype { kAuto, kHalf, kFp32, kWeights };
+// How the weights reach the GPU: directly in their dtype (meta init, shard by shard), as fp32
+// first then cast, or a checkpoint with its optimizer states loaded onto the GPU (nanoGPT resume).
+enum class LoadPath { kAuto, kDirect, kFp32ThenCast, kCheckpointOnGpu };
+// LoRA adapters' dtype: fp32 (PEFT's autocast_adapter_dtype default: adapter weights, gradients and
+// states in fp32, and each adapter casts its input to fp32 first) or the recipe's weights dtype.
+enum class LoraAdapterDtype { kAuto, kFp32, kWeights };
+enum class Switch { kAuto, kYes, kNo };
 
 struct Implementation {
-  Framework framework = Framework::kHf;            // training.framework
-  AttentionImpl attention = AttentionImpl::kFlash;  // training.attention
+  Framework framework = Framework::kHf;              // training.framework
+  AttentionImpl attention = AttentionImpl::kAuto;    // training.attention
   SoftmaxDtype softmax_dtype = SoftmaxDtype::kAuto;
   LogitsDtype logits_dtype = LogitsDtype::kAuto;
   AttentionMask attention_mask = AttentionMask::kAuto;
-  bool chunked_loss = false;  // cross-entropy in chunks: no full-size logits (training.chunked_loss)
+  LossKernel loss = LossKernel::kAuto;
+  NormKernel norm_kernel = NormKernel::kAuto;
+  KvSaved kv_saved = KvSaved::kAuto;
+  Projections projections = Projections::kAuto;
+  ActivationKernel activation_kernel = ActivationKernel::kAuto;
+  Switch loop_keeps_logits = Switch::kAuto;  // the loop holds the logits through backward and the next forward
+  LoraBaseDtype lora_base_dtype = LoraBaseDtype::kAuto;
+  LoraAdapterDtype lora_adapter_dtype = LoraAdapterDtype::kAuto;
+  LoadPath load = LoadPath::kAuto;
+  bool chunked_loss = false;  // before training.loss: true means loss fused_linear_ce (old links)
 };
 
 // LoRA target modules, as a bit set (names as PEFT users write them).
+// `qkv` is one fused q/k/v projection (GPT-2's c_attn, GPT-NeoX / Falcon query_key_value, Phi-3
+// qkv_proj): one adapter of d → (q + 2 kv) width where PEFT sees a single module.
 enum LoraTarget : unsigned {
   kLoraQ = 1u << 0, kLoraK = 1u << 1, kLoraV = 1u << 2, kLoraO = 1u << 3,
   kLoraGate = 1u << 4, kLoraUp = 1u << 5, kLoraDown = 1u << 6, kLoraHead = 1u << 7,
+  kLoraQkv = 1u << 8,
 };
 
 struct ModelSpec {
@@ -95,6 +181,7 @@ struct ModelSpec {
   std::int64_t head_dim = 0;             // 0: hidden_size / num_attention_heads
   std::int64_t intermediate_size = 11008;
   MlpKind mlp = MlpKind::kGated;
+  HiddenAct hidden_act = HiddenAct::kSilu;
   NormKind norm = NormKind::kRmsNorm;
   bool norm_bias = true;   // LayerNorm bias, as nn.LayerNorm has by default (ignored for RMSNorm)
   PositionKind position_embedding = PositionKind::kRotary;
@@ -143,12 +230,29 @@ struct ModelSpec {
   }
 };
 
+// The fine-tuning method and its sizes (PEFT's config names where PEFT has one). Every size has a
+// default that reproduces the method's PEFT default or, where PEFT has none, its paper's.
 struct Finetune {
   FinetuneMethod method = FinetuneMethod::kFull;
-  std::int64_t lora_rank = 16;
-  unsigned lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO;
+  std::int64_t lora_rank = 16;  // r of every rank-based method (AdaLoRA: init_r)
+  unsigned lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO;  // the modules a method adapts
   double lora_dropout = 0.0;    // PEFT's lora_dropout on the adapters' input
-  std::int64_t base_bits = 16;  // 16: frozen 16-bit base; 8: int8 base; 4: QLoRA NF4
+  bool use_rslora = false;      // rsLoRA: scaling α/√r instead of α/r (no memory effect)
+  std::int64_t base_bits = 16;  // 16: frozen 16-bit base; 8: int8 base; 4: QLoRA 4-bit
+  QuantType quant_type = QuantType::kNf4;   // bnb_4bit_quant_type
+  bool double_quant = true;                 // bnb_4bit_use_double_quant
+  std::int64_t quant_block_size = 64;       // bitsandbytes' 4-bit blocksize
+  bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training: non-quantised base parameters in fp32
+  std::int64_t num_virtual_tokens = 20;     // prompt / prefix / p-tuning
+  std::int64_t encoder_hidden_size = 0;     // p-tuning / prefix projection; 0 = the token dimension
+  bool prefix_projection = false;           // prefix tuning through a two-layer MLP
+  PromptEncoder encoder_reparameterization_type = PromptEncoder::kMlp;  // p-tuning
+  std::int64_t adapter_len = 10;            // LLaMA-Adapter prompt length (LitGPT adapter_prompt_length)
+  std::int64_t adapter_start_layer = 2;     // LLaMA-Adapter: layers from here up are adapted
+  std::int64_t block_size = 0;              // OFT / BOFT / C3A block size; 0 = the method's default
+  std::int64_t boft_n_butterfly_factor = 1;  // BOFT butterfly factors
+  std::int64_t n_frequency = 0;             // FourierFT / WaveFT coefficients; 0 = the method's default
+  std::int64_t num_trainable_tokens = 10;   // trainable_tokens: rows of the embedding trained
 };
 
 struct Training {
@@ -158,6 +262,9 @@ struct Training {
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
   OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
+  std::int64_t galore_rank = 128;              // GaLore projection rank (galore-torch README default)
+  std::int64_t galore_update_interval = 200;   // GaLore update_proj_gap (steps between SVDs)
+  std::int64_t max_preconditioner_dim = 0;     // Shampoo / SOAP block size; 0 = the library's default
   Checkpointing checkpointing = Checkpointing::kNone;
   Implementation implementation;
   double dropout = 0.0;
@@ -183,13 +290,18 @@ struct Parallel {
   bool sequence_parallel = false;
   bool offload_optimizer = false;
   bool offload_params = false;
+  // FSDP1 with use_orig_params=True: a unit that mixes frozen and trainable parameters keeps
+  // gradients for all of them (torch/distributed/fsdp/_flat_param.py), so LoRA pays for the base.
+  bool fsdp_use_orig_params = false;
+  std::int64_t reduce_bucket_elements = -1;  // gradient reduce buckets; -1: the framework's
 };
 
 struct Hardware {
   std::string gpu = "h100-sxm-80gb";
   std::int64_t overhead_bytes = -1;   // -1: by convention / GPU generation
   double budget_fraction = 0.85;      // plan to this share of the card (the seeds: 80–85 %)
-  double fragmentation = -1.0;        // -1: by convention (reserved / allocated − 1)
+  double fragmentation = -1.0;        // -1: simulated (the caching allocator replays the step); else reserved / allocated − 1
+  bool expandable_segments = false;   // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
   std::int64_t gpus_per_node = 0;     // 0: the card's usual server (the GPU table)
   double price_per_gpu_hour = -1.0;   // USD; -1: the GPU table's default price
 };
@@ -224,6 +336,8 @@ ConfigParse parse_config_text(std::string_view text);
 
 // Cross-field and range checks on an already-typed configuration.
 std::vector<Issue> validate(const Config& config);
+// Settings that run but do nothing or waste memory: warnings shown with the result.
+std::vector<Issue> advisories(const Config& config);
 
 // Writes every field (the normalised configuration).
 Json config_to_json(const Config& config);
@@ -240,5 +354,6 @@ const char* to_string(Goal g);
 
 // The goal with `auto` resolved (peft for LoRA, else full_finetune).
 Goal resolved_goal(const Training& training);
+const char* to_string(FinetuneMethod m);
 
 }  // namespace memfit

@@ -47,6 +47,7 @@ struct Fit {
   Verdict verdict;
   Bytes budget_bytes;    // budget_fraction × memory
   Bytes need_bytes;      // device_total_bytes
+  Bytes need_high_bytes; // the top of the measured band on the device total
   Bytes headroom_bytes;  // memory − need (negative when it does not fit)
 };
 
@@ -71,6 +72,8 @@ struct Estimate {
   Bytes device_total_low_bytes;
   Bytes device_total_high_bytes;
   double fragmentation = 0;         // reserved / allocated − 1 used for the point estimate
+  bool fragmentation_simulated = false;  // from the allocator replay (else the given or fixed factor)
+  Count allocator_segments;         // segments the replay's allocator held at its peak
   // Weights, gradients, optimizer states and master weights per (base) parameter, all GPUs
   // together: the seeds' "14x rule" number, 2–3 for LoRA.
   double static_bytes_per_parameter = 0;
@@ -80,6 +83,8 @@ struct Estimate {
   Bytes measured_band_low_bytes;
   Bytes measured_band_high_bytes;
   int measured_band_cases = 0;
+  std::string measured_band_population;  // "hf · lora · one GPU"
+  bool measured_band_fallback = false;   // the population has too few cases: the whole set's band
   Fit fit;                          // the configured GPU
   std::vector<Fit> fits;            // every GPU in the table
   bool ok() const { return errors.empty(); }

@@ -1,8 +1,11 @@
 // Implementation profiles: how the code that runs the model behaves, one row per framework
 // (implementation.cpp). A configuration names a framework (training.framework); each knob of
-// the profile can be overridden on its own (training.softmax_dtype, ...); `auto` takes the
-// profile's value. The result echoes the resolved values.
+// the profile can be overridden on its own (training.softmax_dtype, training.loss, ...); `auto`
+// takes the profile's value. The result echoes the resolved values. docs/frameworks.md cites the
+// framework code behind every cell.
 #pragma once
+
+#include <cstdint>
 
 #include "memfit/config.hpp"
 
@@ -13,20 +16,27 @@ struct ImplementationProfile {
   const char* name;         // "hf"
   const char* description;  // in words
   const char* source;       // where the behaviour is in the framework's code
-  SoftmaxDtype softmax_dtype;
-  LogitsDtype logits_dtype;
-  AttentionMask attention_mask;
+  Implementation knobs;     // every knob's value (never kAuto)
+  // Facts of the framework that are not knobs of their own.
+  std::int64_t loss_chunks;      // chunked losses: chunks of B·T (0: by loss_chunk_rows or Liger's rule)
+  std::int64_t loss_chunk_rows;  // chunked losses: rows per chunk (0: by loss_chunks)
+  bool loss_copies_logits;       // the loss input is a shifted copy of the logits (LitGPT)
+  bool attention_output_copied;  // the attention output is transposed into a copy for the output projection (LitGPT)
+  bool rotary_saved;             // rotary cos/sin computed per forward and saved (transformers), not a buffer
+  std::int64_t reduce_bucket_elements;  // gradient reduce bucket under ZeRO 1/2 (DeepSpeed: 5e8)
 };
 
 const ImplementationProfile& implementation_profile(Framework framework);
 
-// The implementation with every `auto` resolved (never kAuto).
+// The implementation with every `auto` resolved (never kAuto; chunked_loss folded into loss).
 Implementation resolve_implementation(const Implementation& requested);
 
 const char* to_string(Framework f);
-const char* to_string(AttentionImpl a);
-const char* to_string(SoftmaxDtype s);
-const char* to_string(LogitsDtype l);
-const char* to_string(AttentionMask m);
+
+// The knobs' JSON keys (all under training.), in the order the result echoes them.
+inline constexpr const char* kImplementationKeys[] = {
+    "framework", "attention", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
+    "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "lora_adapter_dtype",
+    "load"};
 
 }  // namespace memfit

@@ -20,6 +20,10 @@ enum class Component {
 const char* to_string(Component c);
 bool is_block_component(Component c);  // inside the transformer blocks
 
+// Which blocks a tensor group belongs to: none (embeddings, final norm, head), the dense blocks or
+// the mixture-of-experts blocks; its count is then layers × tensors per layer.
+enum class LayerKind { kNone, kDense, kMoe };
+
 // A set of identical parameter tensors: `count` tensors of shape [rows, cols] (cols == 0: a
 // vector of `rows`). Shapes matter beyond the count: Adafactor factors by rows and columns,
 // 8-bit optimizers keep small tensors in 32 bit, LoRA attaches to linear layers by shape.
@@ -31,6 +35,7 @@ struct TensorGroup {
   Count count;             // how many such tensors in the whole model
   bool linear = false;     // a matmul weight inside the blocks (quantised by QLoRA, cast by autocast)
   unsigned lora_target = 0;  // the LoraTarget bit this weight answers to, 0 if none
+  LayerKind layer = LayerKind::kNone;
   Count elements_each() const { return cols.is_zero() ? rows : rows * cols; }
   Count elements() const { return elements_each() * count; }
 };
@@ -47,6 +52,8 @@ struct ParameterCount {
 
   Count component_count(Component c) const;
   Count block_count() const;  // everything inside the transformer blocks
+  // How many of a block group's tensors one layer holds (its count over the layers of its kind).
+  Count per_layer(const TensorGroup& g) const;
 };
 
 ParameterCount count_parameters(const ModelSpec& model);

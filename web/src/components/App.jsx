@@ -1,10 +1,12 @@
 import { ConfigForm } from './form/ConfigForm.jsx';
 import { ErrorBanner } from './ErrorBanner.jsx';
 import { Header } from './Header.jsx';
-import { Results } from './results/Results.jsx';
+import { Answer } from './results/Answer.jsx';
 import { SummaryBar } from './results/SummaryBar.jsx';
 import { fieldDomId } from './form/Field.jsx';
+import { fieldLabel } from '../fields.js';
 import { formatBytes } from '../format.js';
+import { plainText } from '../words.js';
 
 function focusField(path) {
   const el = document.getElementById(fieldDomId(path));
@@ -15,7 +17,8 @@ function focusField(path) {
 
 // One sentence for screen readers, announced as the numbers change.
 function summary(result, shown, units) {
-  if (!result.ok) return `Input problem: ${result.errors.map((e) => `${e.field} ${e.message}`).join('; ')}`;
+  if (!result) return '';
+  if (!result.ok) return `Input problem: ${result.errors.map((e) => `${fieldLabel(e.field)} ${e.message}`).join('; ')}`;
   if (!shown) return '';
   const r = shown.result;
   const verdict = { fits: 'fits', tight: 'is tight', does_not_fit: 'does not fit' }[r.fits.verdict] ?? r.fits.verdict;
@@ -25,24 +28,36 @@ function summary(result, shown, units) {
 // Each part below reads the signals it shows, so a keystroke re-renders the results (and the one
 // field typed in), not the whole page.
 function HeaderSlot({ state }) {
-  const href = `${location.origin}${location.pathname}?${state.query.value}`;
+  // Prerendered at build time there is no address: the page's own is filled in once it runs.
+  const here = typeof location === 'undefined' ? '' : `${location.origin}${location.pathname}`;
+  const href = `${here}?${state.query.value}`;
   return (
     <Header
       units={state.units.value}
       onUnits={(u) => (state.units.value = u)}
       href={href}
+      query={state.query.value}
       onReset={state.resetAll}
     />
   );
 }
 
-function ResultsSection({ state }) {
+const modelName = (state) => plainText(state.presetLabel.value);
+
+// The answer: banners, the headline, what to change.
+function AnswerSection({ state }) {
   const result = state.result.value;
   const shown = state.shown.value;
   const units = state.units.value;
+  const coreError = state.coreError.value;
   return (
-    <section class="results" id="results" aria-label="Results">
-      {!result.ok && (
+    <section class="answer-area" id="results" aria-label="The answer" tabIndex={-1}>
+      {coreError && (
+        <div class="banner" role="alert" data-testid="core-error">
+          <strong>The memfit core stopped: {coreError}.</strong> Reload the page to start it again.
+        </div>
+      )}
+      {result && !result.ok && (
         <ErrorBanner
           errors={result.errors}
           hasResult={shown !== null}
@@ -52,20 +67,48 @@ function ResultsSection({ state }) {
       )}
       <p class="visually-hidden" aria-live="polite">{summary(result, shown, units)}</p>
       {shown ? (
-        <Results
+        <Answer
           result={shown.result}
-          scaling={shown.scaling}
           units={units}
-          stale={!result.ok}
-          onSelectGpu={(id) => state.setField('hardware.gpu', id)}
+          stale={!result?.ok}
+          modelName={modelName(state)}
           suggestions={state.suggestions}
           applied={state.canUndo.value ? state.applied.value : null}
           onApply={state.applySuggestion}
           onUndo={state.undoSuggestion}
         />
       ) : (
-        <div class="empty-results">No result yet: fix the highlighted fields and the estimate appears here.</div>
+        <div class="empty-results">{result ? 'No result yet: fix the highlighted fields and the estimate appears here.' : 'Computing…'}</div>
       )}
+    </section>
+  );
+}
+
+// Details: the charts and tables, drawn by `Details` (a module loaded next to the first view);
+// until it is there, an empty area.
+function DetailsSection({ state, Details }) {
+  const shown = state.shown.value;
+  if (!shown || !Details) return <section class="details-area" id="details" aria-label="Details" />;
+  const view = {
+    tables: state.tables.value,
+    sweep: state.sweepName.value,
+    onTable: state.showAsTable,
+    onSweep: (s) => (state.sweepName.value = s),
+  };
+  return (
+    <section class="details-area" id="details" aria-label="Details">
+      <Details
+        result={shown.result}
+        scaling={shown.scaling}
+        sweep={state.sweep.value}
+        units={state.units.value}
+        stale={!state.result.value?.ok}
+        view={view}
+        onSelectGpu={(id) => state.setField('hardware.gpu', id)}
+        suggestions={state.suggestions}
+        onWantSuggestions={() => (state.suggestionsWanted.value = true)}
+        onApply={state.applySuggestion}
+      />
     </section>
   );
 }
@@ -73,21 +116,28 @@ function ResultsSection({ state }) {
 function SummarySlot({ state }) {
   const shown = state.shown.value;
   if (!shown) return null;
-  return <SummaryBar result={shown.result} stale={!state.result.value.ok} units={state.units.value} />;
+  return <SummaryBar result={shown.result} stale={!state.result.value?.ok} units={state.units.value} />;
 }
 
-export function App({ state }) {
+// Page order: the answer, the form, the details. Wide screens put the form in a column on the
+// left; on a phone the answer comes first, then the form, then the charts.
+export function App({ state, Details = null }) {
   return (
     <div class="page">
+      <nav class="skip-links" aria-label="Skip links">
+        <a href="#results" class="skip-link">Skip to the answer</a>
+        <a href="#preset-input" class="skip-link">Skip to the form</a>
+      </nav>
       <HeaderSlot state={state} />
-      <main class="layout">
+      <main class="layout" id="main">
+        <AnswerSection state={state} />
         <ConfigForm state={state} />
-        <ResultsSection state={state} />
+        <DetailsSection state={state} Details={Details} />
       </main>
       <SummarySlot state={state} />
       <footer class="footer">
         Every number on this page comes from the memfit core (C++ compiled to WebAssembly), computed in your
-        browser. GiB = 2<sup>30</sup> bytes, GB = 10<sup>9</sup> bytes.
+        browser. GiB = 2<sup>30</sup> bytes, GB = 10<sup>9</sup> bytes. <a href="accuracy.html">How accurate is it?</a>
       </footer>
     </div>
   );

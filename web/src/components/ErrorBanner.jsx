@@ -1,5 +1,7 @@
 import { fieldLabel } from '../fields.js';
 
+// The inputs the core refused, each named in words: a form field is a button that takes the
+// focus to it; anything else (the configuration as a whole, a link parameter) is its message alone.
 export function ErrorBanner({ errors, hasResult, fieldByPath, onFocusField }) {
   return (
     <div class="banner" role="alert" data-testid="error-banner">
@@ -11,16 +13,26 @@ export function ErrorBanner({ errors, hasResult, fieldByPath, onFocusField }) {
         {errors.map((e) => (
           <li key={`${e.field}:${e.message}`}>
             {fieldByPath.has(e.field) ? (
-              <button type="button" class="link" onClick={() => onFocusField(e.field)}>
-                {fieldLabel(e.field)}
-              </button>
+              <>
+                <button type="button" class="link" onClick={() => onFocusField(e.field)}>
+                  {fieldLabel(e.field)}
+                </button>{' '}
+              </>
             ) : (
-              <code>{e.field}</code>
-            )}{' '}
-            <span class="muted">({e.field})</span> {e.message}
+              issueName(e.field)
+            )}
+            {e.message}
           </li>
         ))}
       </ul>
     </div>
   );
+}
+
+// A problem outside the form's fields: named once, in words ("Configuration: …"), never as a
+// path twice over.
+function issueName(field) {
+  const name = String(field ?? '').trim();
+  if (!name || name === 'configuration' || name === '(configuration)') return 'Configuration: ';
+  return `${fieldLabel(name)}: `;
 }

@@ -1,3 +1,5 @@
+import { useState } from 'preact/hooks';
+
 import { ShareLink } from './ShareLink.jsx';
 
 export function UnitToggle({ value, onChange }) {
@@ -19,7 +21,27 @@ export function UnitToggle({ value, onChange }) {
   );
 }
 
-export function Header({ units, onUnits, href, onReset }) {
+// The Embed dialog is a chunk of its own, loaded on the first click.
+let loadEmbed = null;
+function EmbedButton({ query }) {
+  const [Dialog, setDialog] = useState(null);
+  const [open, setOpen] = useState(false);
+  const show = () => {
+    loadEmbed ??= import('./EmbedDialog.jsx');
+    loadEmbed.then((m) => {
+      setDialog(() => m.EmbedDialog);
+      setOpen(true);
+    });
+  };
+  return (
+    <>
+      <button type="button" class="button ghost" onClick={show} data-testid="embed-button">Embed</button>
+      {open && Dialog && <Dialog query={query} onClose={() => setOpen(false)} />}
+    </>
+  );
+}
+
+export function Header({ units, onUnits, href, onReset, query }) {
   return (
     <header class="header">
       <div class="brand">
@@ -37,6 +59,7 @@ export function Header({ units, onUnits, href, onReset }) {
       <div class="header-actions">
         <UnitToggle value={units} onChange={onUnits} />
         <button type="button" class="button ghost" onClick={onReset}>Reset</button>
+        {query !== undefined && <EmbedButton query={query} />}
         <ShareLink href={href} />
       </div>
     </header>

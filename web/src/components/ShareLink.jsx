@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 
-async function copyText(text) {
+// Copies text; true only when the browser says it copied.
+export async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);
     return true;

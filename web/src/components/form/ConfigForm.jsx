@@ -1,10 +1,10 @@
 // The configuration form: the preset picker and import, then every schema field by section.
 import { computed } from '@preact/signals';
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 
-import { formatBytes } from '../../format.js';
+import { formatBytes, formatCount } from '../../format.js';
+import { plainText } from '../../words.js';
 import { Field } from './Field.jsx';
-import { HfImport } from './HfImport.jsx';
 import { PresetPicker } from './PresetPicker.jsx';
 
 const LORA_ONLY = new Set(['training.finetune.lora_rank', 'training.finetune.lora_targets', 'training.finetune.base_bits']);
@@ -89,6 +89,40 @@ function Architecture({ section, state }) {
   );
 }
 
+
+// A preset's limits, shown before they bite: a learned position table caps the sequence length.
+// When the sequence is longer, the two ways out are offered.
+function Limits({ state }) {
+  const kind = state.fieldValue('model.position_embedding');
+  const max = Number(state.fieldValue('model.max_position_embeddings'));
+  if (kind !== 'learned' || !Number.isInteger(max)) return null;
+  const raw = state.fieldValue('training.seq_len');
+  const seq = Number(raw);
+  const over = Number.isFinite(seq) && seq > max;
+  return (
+    <div class={`limit-note${over ? ' over' : ''}`} data-testid="preset-limit" role={over ? 'alert' : undefined}>
+      {over ? (
+        <>
+          <p>
+            This model has a learned position table of {formatCount(max)} positions: it cannot read sequences of{' '}
+            {formatCount(seq)} tokens.
+          </p>
+          <div class="inline">
+            <button type="button" class="button small" data-testid="limit-use-max" onClick={() => state.setField('training.seq_len', String(max))}>
+              Use {formatCount(max)} tokens
+            </button>
+            <button type="button" class="button small ghost" data-testid="limit-extend" onClick={() => state.setField('model.max_position_embeddings', String(seq))}>
+              Extend the table to {formatCount(seq)} positions
+            </button>
+          </div>
+        </>
+      ) : (
+        <p>Learned positions: sequences of up to {formatCount(max)} tokens.</p>
+      )}
+    </div>
+  );
+}
+
 const NO_ERRORS = [];
 
 function PresetSlot({ state }) {
@@ -97,24 +131,43 @@ function PresetSlot({ state }) {
     <PresetPicker
       presets={state.presets}
       value={state.presetId.value}
-      label={state.presetLabel.value}
+      label={plainText(state.presetLabel.value)}
       edited={isEdited(state)}
       errors={errorsSignal.value?.errors ?? NO_ERRORS}
       onChange={state.selectPreset}
-    />
+    >
+      <Limits state={state} />
+    </PresetPicker>
   );
 }
 
+// Import from Hugging Face: the fold is drawn at once; what is inside (the paste box, the Hub
+// fetch, the answer) is loaded when it is first opened (it is not part of the first view).
+let loadImport = null;
 function HfImportSlot({ state }) {
+  const [Body, setBody] = useState(null);
+  const [open, setOpen] = useState(false);
+  const busy = state.imported.value !== null || state.hub.value.status !== 'idle';
+  const shown = open || busy;
+  useEffect(() => {
+    if (!shown || Body) return;
+    loadImport ??= import('./HfImport.jsx');
+    loadImport.then((m) => setBody(() => m.HfImportBody));
+  }, [shown, Body]);
   return (
-    <HfImport
-      text={state.pasteText.value}
-      onText={(t) => (state.pasteText.value = t)}
-      onImport={(t) => state.importConfig(t)}
-      hub={state.hub.value}
-      onFetch={state.fetchFromHub}
-      answer={state.imported.value}
-    />
+    <details class="import" open={shown} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Import from Hugging Face</summary>
+      {shown && (Body ? (
+        <Body
+          text={state.pasteText.value}
+          onText={(t) => (state.pasteText.value = t)}
+          onImport={(t) => state.importConfig(t)}
+          hub={state.hub.value}
+          onFetch={state.fetchFromHub}
+          answer={state.imported.value}
+        />
+      ) : <p class="field-hint">Loading…</p>)}
+    </details>
   );
 }
 

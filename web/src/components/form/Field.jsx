@@ -1,6 +1,8 @@
 // One configuration field, drawn from its schema entry: { value, onChange } and the core's
-// messages. Text inputs hold exactly what was typed; the core decides whether it is valid.
-import { fieldLabel } from '../../fields.js';
+// messages. Text inputs hold exactly what was typed; the core decides whether it is valid. Labels,
+// explanations and choices are in words (words.js), never the core's ids.
+import { AUTO_TEXT, AUTO_VALUE } from '../../fields.js';
+import { CHOICES, CHOICE_INTEGERS, choiceWords, fieldWords, plainMessage } from '../../words.js';
 
 export const fieldDomId = (path) => (path === 'model.preset' ? 'preset-input' : `field-${path.replace(/\./g, '-')}`);
 
@@ -10,25 +12,28 @@ function Messages({ id, errors, warnings }) {
   return (
     <>
       {errors.map((m, i) => (
-        <p class="field-error" id={i === 0 ? id : undefined} key={m}>{m}</p>
+        <p class="field-error" id={i === 0 ? id : undefined} key={m}>{plainMessage(m)}</p>
       ))}
       {errors.length === 0 && warnings.map((m) => (
-        <p class="field-warning" key={m}>{m}</p>
+        <p class="field-warning" key={m}>{plainMessage(m)}</p>
       ))}
     </>
   );
 }
 
-function TextInput({ id, field, value, invalid, describedBy, onChange }) {
+function TextInput({ id, field, value, invalid, describedBy, onChange, disabled }) {
+  const auto = AUTO_VALUE[field.field];
+  const shown = auto !== undefined && value === auto ? AUTO_TEXT : text(value);
   return (
     <input
       id={id}
       type="text"
-      inputMode={field.kind === 'integer' ? 'numeric' : field.kind === 'number' ? 'decimal' : 'text'}
+      inputMode={auto !== undefined ? 'text' : field.kind === 'integer' ? 'numeric' : field.kind === 'number' ? 'decimal' : 'text'}
       autoComplete="off"
       spellcheck={false}
       class="control"
-      value={text(value)}
+      value={shown}
+      disabled={disabled}
       aria-invalid={invalid}
       aria-describedby={describedBy}
       onInput={(e) => onChange(e.currentTarget.value)}
@@ -36,7 +41,7 @@ function TextInput({ id, field, value, invalid, describedBy, onChange }) {
   );
 }
 
-function Select({ id, options, value, invalid, describedBy, onChange }) {
+function Select({ id, options, value, invalid, describedBy, onChange, disabled }) {
   const current = text(value);
   const known = options.some((o) => o.value === current);
   return (
@@ -44,6 +49,7 @@ function Select({ id, options, value, invalid, describedBy, onChange }) {
       id={id}
       class="control"
       value={current}
+      disabled={disabled}
       aria-invalid={invalid}
       aria-describedby={describedBy}
       onChange={(e) => onChange(e.currentTarget.value)}
@@ -70,7 +76,7 @@ function Toggle({ id, value, invalid, describedBy, onChange }) {
   );
 }
 
-function ListChoices({ id, field, value, describedBy, onChange }) {
+function ListChoices({ id, field, value, describedBy, onChange, disabled }) {
   const items = Array.isArray(value) ? value : text(value).split(',').filter(Boolean);
   const all = [...field.choices, ...items.filter((v) => !field.choices.includes(v))];
   const toggle = (choice, on) => {
@@ -81,12 +87,23 @@ function ListChoices({ id, field, value, describedBy, onChange }) {
     <div class="chips" id={id} role="group" tabIndex={-1} aria-labelledby={`${id}-label`} aria-describedby={describedBy}>
       {all.map((choice) => (
         <label class={`chip ${field.choices.includes(choice) ? '' : 'chip-bad'}`} key={choice}>
-          <input type="checkbox" checked={items.includes(choice)} onChange={(e) => toggle(choice, e.currentTarget.checked)} />
-          <span>{choice}</span>
+          <input type="checkbox" disabled={disabled} checked={items.includes(choice)} onChange={(e) => toggle(choice, e.currentTarget.checked)} />
+          <span>{field.choices.includes(choice) ? choiceWords(field.field, choice).label : `${choice} (not a choice)`}</span>
         </label>
       ))}
     </div>
   );
+}
+
+// The options of a field with choices (or an integer field shown as choices), in words.
+export function choiceOptions(field) {
+  if (CHOICE_INTEGERS.has(field.field)) {
+    // Object keys that are integers come in ascending order; bits read best largest first.
+    const keys = Object.keys(CHOICES[field.field]);
+    if (field.field === 'training.finetune.base_bits') keys.reverse();
+    return keys.map((c) => ({ value: c, label: choiceWords(field.field, c).label }));
+  }
+  return (field.choices ?? []).map((c) => ({ value: c, label: choiceWords(field.field, c).label }));
 }
 
 // field: schema entry; value: what the form holds; errors / warnings: the core's messages for it.
@@ -96,12 +113,17 @@ export function Field({ field, value, errors = [], warnings = [], options, inact
   const hintId = `${id}-hint`;
   const errId = `${id}-error`;
   const invalid = errors.length > 0;
-  const label = fieldLabel(field.field);
-  const hasHint = Boolean(field.help) && field.help.toLowerCase() !== label.toLowerCase();
+  const words = fieldWords(field.field, field.help);
+  const label = words.label;
+  const asChoices = field.kind === 'choice' || CHOICE_INTEGERS.has(field.field);
+  // A choice's own explanation replaces the field's when it has one.
+  const chosen = asChoices ? choiceWords(field.field, text(value)).explain : '';
+  const hint = chosen || words.explain;
+  const hasHint = Boolean(hint);
   const describedBy = [invalid && errId, hasHint && hintId].filter(Boolean).join(' ') || undefined;
-  const common = { id, field, value, invalid, describedBy, onChange };
-  const choiceOptions = options ?? (field.choices ?? []).map((c) => ({ value: c, label: c }));
-  const kind = field.kind === 'list' ? 'list' : options || field.kind === 'choice' ? 'select' : field.kind === 'boolean' ? 'toggle' : 'text';
+  // A field that does not apply (LoRA settings of a full fine-tune) is disabled, not faded.
+  const common = { id, field, value, invalid, describedBy, onChange, disabled: inactive };
+  const kind = field.kind === 'list' ? 'list' : options || asChoices ? 'select' : field.kind === 'boolean' ? 'toggle' : 'text';
 
   return (
     <div
@@ -114,11 +136,11 @@ export function Field({ field, value, errors = [], warnings = [], options, inact
         ) : (
           <label class="field-label" for={id}>{label}{changed && <span class="changed-mark" title="edited: differs from the preset"> • edited</span>}</label>
         )}
-        {hasHint && <span class="field-hint" id={hintId}>{field.help}</span>}
+        {hasHint && <span class="field-hint" id={hintId}>{hint}{inactive ? ' (applies to LoRA)' : ''}</span>}
       </div>
       <div class="field-control">
         {kind === 'text' && <TextInput {...common} />}
-        {kind === 'select' && <Select {...common} options={choiceOptions} />}
+        {kind === 'select' && <Select {...common} options={options ?? choiceOptions(field)} />}
         {kind === 'toggle' && <Toggle {...common} />}
         {kind === 'list' && <ListChoices {...common} />}
       </div>

@@ -1,25 +1,10 @@
 // Import a model from a Hugging Face config.json: pasted, dropped as a file, or fetched from the
 // Hub. The core reads it (import_hf_config); the page only shows what the core answered.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { formatCount } from '../../format.js';
 
-const COMPONENT_LABELS = {
-  token_embedding: 'Token embedding',
-  position_embedding: 'Position embedding',
-  token_type_embedding: 'Token-type embedding',
-  embedding_norm: 'Embedding norm',
-  attention: 'Attention',
-  mlp: 'MLP',
-  router: 'Router',
-  experts: 'Experts',
-  shared_experts: 'Shared experts',
-  block_norms: 'Block norms',
-  final_norm: 'Final norm',
-  head: 'Output head',
-  pooler: 'Pooler',
-};
-export const componentLabel = (key) => COMPONENT_LABELS[key] ?? key.replace(/_/g, ' ');
+import { componentLabel } from '../componentLabel.js';
 
 export function ComponentTable({ byComponent, total, caption }) {
   return (
@@ -47,13 +32,14 @@ export function ComponentTable({ byComponent, total, caption }) {
 
 function ImportAnswer({ answer }) {
   if (!answer) return null;
+  if (answer.pending) return <p class="field-hint" role="status">Reading the config.json…</p>;
   if (!answer.ok) {
     return (
       <div class="import-errors" role="alert" data-testid="import-errors">
         <strong>memfit could not read this config.json:</strong>
         <ul>
           {answer.errors.map((e) => (
-            <li key={`${e.field}${e.message}`}><code>{e.field}</code> {e.message}</li>
+            <li key={`${e.field}${e.message}`}>{e.field ? <><code>{e.field}</code> </> : null}{e.message}</li>
           ))}
         </ul>
       </div>
@@ -76,21 +62,59 @@ function ImportAnswer({ answer }) {
   );
 }
 
-export function HfImport({ text, onText, onImport, hub, onFetch, answer }) {
+// Text longer than this is not put into the text box (a browser lays out half a megabyte of
+// text for most of a second): it is read as it is and said in words.
+export const SHOWN_TEXT_LIMIT = 32 * 1024;
+
+const kib = (n) => `${Math.max(1, Math.round(n / 1024))} KiB`;
+
+// The paste box is uncontrolled: typing in it re-renders nothing. `text` (from the Hub) is put in
+// when it changes; a long text is kept aside and named instead of shown.
+export function HfImportBody({ text, onText, onImport, hub, onFetch, answer }) {
   const [modelId, setModelId] = useState('');
   const [dragging, setDragging] = useState(false);
-  const [open, setOpen] = useState(false);
+  const [aside, setAside] = useState(null);  // { text, name } too long to show
+  const [empty, setEmpty] = useState(true);
+  const area = useRef(null);
+  const shownText = useRef('');
 
-  const readFile = async (file) => {
-    if (!file) return;
-    const content = await file.text();
+  // A text from outside (the Hub): into the box, or aside when long.
+  useEffect(() => {
+    if (!area.current || text === shownText.current) return;
+    shownText.current = text;
+    if (text.length > SHOWN_TEXT_LIMIT) {
+      area.current.value = '';
+      setAside({ text, name: 'the config.json from the Hub' });
+    } else {
+      area.current.value = text;
+      setAside(null);
+    }
+    setEmpty(text.trim() === '');
+  }, [text]);
+
+  const take = (content, name) => {
+    shownText.current = content;
     onText(content);
+    if (content.length > SHOWN_TEXT_LIMIT) {
+      if (area.current) area.current.value = '';
+      setAside({ text: content, name });
+    } else {
+      if (area.current) area.current.value = content;
+      setAside(null);
+    }
+    setEmpty(content.trim() === '');
     onImport(content);
   };
 
+  const readFile = async (file) => {
+    if (!file) return;
+    take(await file.text(), file.name);
+  };
+
+  const current = () => aside?.text ?? area.current?.value ?? '';
+
   return (
-    <details class="import" open={open || answer !== null || hub.status !== 'idle'} onToggle={(e) => setOpen(e.currentTarget.open)}>
-      <summary>Import from Hugging Face</summary>
+    <>
       <form
         class="hub-row"
         onSubmit={(e) => {
@@ -119,17 +143,33 @@ export function HfImport({ text, onText, onImport, hub, onFetch, answer }) {
         )}
       </form>
       <label class="field-label" for="hf-config-text">…or paste its config.json</label>
+      {aside && (
+        <p class="field-hint pasted-aside" data-testid="pasted-aside">
+          Read {aside.name} ({kib(aside.text.length)}, too long to show here).{' '}
+          <button type="button" class="link" onClick={() => { setAside(null); setEmpty(true); }}>Clear</button>
+        </p>
+      )}
       <textarea
+        ref={area}
         id="hf-config-text"
         class={`control code${dragging ? ' dragging' : ''}`}
         rows={6}
         spellcheck={false}
         placeholder='{ "model_type": "llama", "hidden_size": 4096, … }  (or drop a .json file here)'
-        value={text}
-        onInput={(e) => onText(e.currentTarget.value)}
+        onInput={(e) => {
+          const isEmpty = e.currentTarget.value.trim() === '';
+          if (isEmpty !== empty) setEmpty(isEmpty);
+          if (aside) setAside(null);
+        }}
         onPaste={(e) => {
-          const area = e.currentTarget;
-          setTimeout(() => onImport(area.value), 0);
+          const pasted = e.clipboardData?.getData('text') ?? '';
+          const box = e.currentTarget;
+          if (pasted.length > SHOWN_TEXT_LIMIT) {
+            e.preventDefault();
+            take(pasted, 'the pasted config.json');
+          } else {
+            setTimeout(() => take(box.value, 'the pasted config.json'), 0);
+          }
         }}
         onDragOver={(e) => {
           e.preventDefault();
@@ -147,9 +187,9 @@ export function HfImport({ text, onText, onImport, hub, onFetch, answer }) {
           Choose file…
           <input type="file" accept=".json,application/json" class="visually-hidden" onChange={(e) => readFile(e.currentTarget.files?.[0])} />
         </label>
-        <button type="button" class="button" disabled={text.trim() === ''} onClick={() => onImport(text)}>Use this config</button>
+        <button type="button" class="button" disabled={empty && !aside} onClick={() => take(current(), 'the config.json')}>Use this config</button>
       </div>
       <ImportAnswer answer={answer} />
-    </details>
+    </>
   );
 }

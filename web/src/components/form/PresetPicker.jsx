@@ -1,45 +1,32 @@
-// The preset picker: a combobox with a search box over the core's presets, grouped by family.
+// The preset picker: a combobox with a search box over the core's presets. With nothing typed:
+// real models first, grouped by family, each with its size; the source documents' idealised
+// configurations in their own group, last. Typed words rank the presets by name, family and size
+// (presets.js), best first.
 import { useMemo, useRef, useState } from 'preact/hooks';
 
 import { formatCount, formatCountShort } from '../../format.js';
+import { TEXTBOOK_GROUP, groupPresets, isTextbook, rankPresets } from '../../presets.js';
+import { plainText } from '../../words.js';
 
-const norm = (s) => String(s ?? '').toLowerCase();
-
-export function filterPresets(presets, query) {
-  const words = norm(query).split(/\s+/).filter(Boolean);
-  if (words.length === 0) return presets;
-  return presets.filter((p) => {
-    const hay = `${norm(p.name)} ${norm(p.id)} ${norm(p.family)} ${norm(p.model?.model_type)}`;
-    return words.every((w) => hay.includes(w));
-  });
-}
-
-function byFamily(list) {
-  const groups = new Map();
-  for (const p of list) {
-    if (!groups.has(p.family)) groups.set(p.family, []);
-    groups.get(p.family).push(p);
-  }
-  return [...groups.entries()];
-}
-
+export const presetName = (p) => plainText(p.name);
 const optionId = (id) => `preset-option-${id}`;
 
-export function PresetPicker({ presets, value, label, edited = false, errors = [], onChange }) {
+export function PresetPicker({ presets, value, label, edited = false, errors = [], onChange, children }) {
   const [open, setOpen] = useState(false);
   const [query, setQuery] = useState('');
   const [active, setActive] = useState(-1);
-  const input = useRef(null);
   const list = useRef(null);
 
-  const filtered = useMemo(() => filterPresets(presets, query), [presets, query]);
-  const groups = useMemo(() => byFamily(filtered), [filtered]);
+  const searching = query.trim() !== '';
+  const groups = useMemo(() => (searching
+    ? [['Best matches', rankPresets(presets, query).map((r) => r.preset)]]
+    : groupPresets(presets)), [presets, query, searching]);
   const flat = useMemo(() => groups.flatMap(([, items]) => items), [groups]);
   const current = presets.find((p) => p.id === value);
 
   const openList = () => {
     setQuery('');
-    setActive(Math.max(0, presets.findIndex((p) => p.id === value)));
+    setActive(Math.max(0, groupPresets(presets).flatMap(([, items]) => items).findIndex((p) => p.id === value)));
     setOpen(true);
   };
   const choose = (id) => {
@@ -52,6 +39,7 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
     const next = flat.length === 0 ? -1 : (active + delta + flat.length) % flat.length;
     setActive(next);
     if (next >= 0) list.current?.querySelector(`#${CSS.escape(optionId(flat[next].id))}`)?.scrollIntoView({ block: 'nearest' });
+    return undefined;
   };
   const onKeyDown = (e) => {
     if (e.key === 'ArrowDown') { e.preventDefault(); move(1); }
@@ -61,15 +49,15 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
       if (open && flat[active]) choose(flat[active].id);
       else if (!open) openList();
     } else if (e.key === 'Escape') { setOpen(false); setQuery(''); }
+    else if (e.key === 'Tab') setOpen(false);
   };
 
   const invalid = errors.length > 0;
   return (
     <div class={`picker${invalid ? ' invalid' : ''}`}>
-      <label class="field-label" for="preset-input">Preset</label>
+      <label class="field-label" for="preset-input">Model</label>
       <div class="picker-box">
         <input
-          ref={input}
           id="preset-input"
           class="control picker-input"
           role="combobox"
@@ -81,7 +69,7 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
           aria-describedby="preset-detail"
           autoComplete="off"
           spellcheck={false}
-          placeholder={open ? `Search ${presets.length} presets by name, family or id` : ''}
+          placeholder={open ? 'Search by name, family or size: "llama 70b"' : ''}
           value={open ? query : label}
           onFocus={openList}
           onClick={() => !open && openList()}
@@ -95,10 +83,12 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
         />
         <span class="picker-chevron" aria-hidden="true">▾</span>
         {open && (
-          <div id="preset-list" role="listbox" class="picker-list" ref={list} aria-label="Model presets">
-            {groups.map(([family, items]) => (
-              <div role="group" aria-label={family} key={family}>
-                <div class="picker-family" aria-hidden="true">{family}</div>
+          // tabIndex -1: a scrolling list is otherwise a Tab stop, and Tab from the box would land
+          // on it just as it closes (and drop the focus to the page).
+          <div id="preset-list" role="listbox" class="picker-list" ref={list} aria-label="Model presets" tabIndex={-1}>
+            {groups.map(([group, items]) => (
+              <div role="group" aria-label={group} key={group} class={group === TEXTBOOK_GROUP ? 'picker-group textbook' : 'picker-group'}>
+                <div class="picker-family" aria-hidden="true">{group}</div>
                 {items.map((p) => {
                   const index = flat.indexOf(p);
                   return (
@@ -113,8 +103,8 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
                       onMouseMove={() => index !== active && setActive(index)}
                       onClick={() => choose(p.id)}
                     >
-                      <span class="picker-name">{p.name}</span>
-                      <span class="picker-id">{p.id}</span>
+                      <span class="picker-name">{presetName(p)}</span>
+                      <span class="picker-id">{searching ? (isTextbook(p) ? 'source documents' : p.family) : ''}</span>
                       <span class="picker-count num">{formatCountShort(p.parameter_count)}</span>
                     </div>
                   );
@@ -126,11 +116,12 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
         )}
       </div>
       <p class="field-hint" id="preset-detail">
-        {current && edited && <>Started from {current.name}; the edited architecture fields are marked.</>}
+        {current && edited && <>Started from {presetName(current)}; the edited architecture fields are marked.</>}
         {current && !edited
-          ? <>{formatCount(current.parameter_count)} parameters · {current.family} · source: {current.source}</>
+          ? <>{formatCount(current.parameter_count)} parameters · {isTextbook(current) ? 'idealised configuration from the source documents' : current.family} · source: {plainText(current.source)}</>
           : !current && 'A model of your own: choose a preset to start over.'}
       </p>
+      {children}
       {errors.map((m) => <p class="field-error" key={m}>{m}</p>)}
     </div>
   );

@@ -1,55 +1,106 @@
-// How the run fits on every GPU in the core's table (result.gpus), and the budget rule used.
-import { formatPercent } from '../../format.js';
+// How the run fits on every GPU in the core's table (result.gpus): a fit bar per card (what
+// nvidia-smi would show against the card's memory, the budget marked) in a table that is also
+// the chart's fallback, and the budget rule used.
+import { formatBytes, formatPercent, share } from '../../format.js';
+import { plainText } from '../../words.js';
+import { ChartCard } from '../charts/ChartCard.jsx';
 import { Bytes } from './Bytes.jsx';
 import { VerdictBadge } from './Verdict.jsx';
 
 const NBSP = '\u00a0';
 
-export function GpuTable({ result, units, onSelectGpu }) {
+export function gpuSummary(result, units) {
+  const gpus = result.gpus ?? [];
+  const fitting = gpus.filter((g) => g.verdict === 'fits');
+  const need = formatBytes(result.fits.need_bytes, units);
+  if (fitting.length === 0) {
+    const tight = gpus.filter((g) => g.verdict === 'tight');
+    return `Needs ${need} per GPU: it fits within the budget on none of the ${gpus.length} cards${tight.length ? `; over the budget but within the card on ${tight.map((g) => g.name).join(', ')}` : ''}.`;
+  }
+  const smallest = fitting.reduce((a, g) => (g.memory_bytes < a.memory_bytes ? g : a));
+  return `Needs ${need} per GPU: fits on ${fitting.length} of ${gpus.length} cards; the smallest that fits is the ${smallest.name}.`;
+}
+
+// need against memory: the bar fills to need / memory (capped, with an arrow when over the card).
+function FitBar({ g, need }) {
+  const over = need > g.memory_bytes;
+  return (
+    <span class="fitbar" aria-hidden="true">
+      <span class={`fitbar-fill verdict-${g.verdict}`} style={{ width: `${over ? 100 : share(need, g.memory_bytes)}%` }} />
+      <span class="fitbar-budget" style={{ left: `${g.budget_bytes / g.memory_bytes * 100}%` }} />
+      {over && <span class="fitbar-over">{`×${(need / g.memory_bytes).toFixed(1)}`}</span>}
+    </span>
+  );
+}
+
+export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
   const fit = result.fits;
   const [lo, hi] = result.device_total_range_bytes ?? [];
-  return (
-    <section class="card" aria-labelledby="h-gpus">
-      <h2 id="h-gpus">Which GPUs it fits</h2>
-      <p class="card-note">
-        Needs <Bytes bytes={fit.need_bytes} units={units} /> per GPU (device total); budget {formatPercent(fit.budget_fraction)} of each card.
-        Choose a card to make it the configuration's GPU.
-      </p>
-      <div class="table-scroll">
-        <table class="table gpus" data-testid="gpu-table">
-          <thead>
-            <tr>
-              <th scope="col">GPU</th>
-              <th scope="col" class="num col-memory">Memory</th>
-              <th scope="col" class="num col-budget">Budget</th>
-              <th scope="col" class="num">Headroom</th>
-              <th scope="col">Verdict</th>
+  const table = (bars) => (
+    <div class="table-scroll" tabIndex={0} role="region" aria-label="GPUs: memory, budget, headroom and verdict">
+      <table class="table gpus" data-testid="gpu-table">
+        <thead>
+          <tr>
+            <th scope="col">GPU</th>
+            {bars && <th scope="col" class="col-bar"><span class="visually-hidden">Share of the card used</span></th>}
+            <th scope="col" class="num col-memory">Memory</th>
+            <th scope="col" class="num col-budget">Budget</th>
+            <th scope="col" class="num">Headroom</th>
+            <th scope="col">Verdict</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(result.gpus ?? []).map((g) => (
+            <tr key={g.gpu} data-gpu={g.gpu} class={g.gpu === fit.gpu ? 'selected' : ''} aria-current={g.gpu === fit.gpu ? 'true' : undefined}>
+              <th scope="row">
+                <button type="button" class="link" onClick={() => onSelectGpu(g.gpu)} title={`Use the ${g.name}`}>{g.name}</button>
+              </th>
+              {bars && <td class="col-bar"><FitBar g={g} need={g.need_bytes ?? fit.need_bytes} /></td>}
+              <td class="num col-memory"><Bytes bytes={g.memory_bytes} units={units} /></td>
+              <td class="num col-budget"><Bytes bytes={g.budget_bytes} units={units} /></td>
+              <td class={`num ${g.headroom_bytes < 0 ? 'negative' : ''}`}><Bytes bytes={g.headroom_bytes} units={units} /></td>
+              <td><VerdictBadge verdict={g.verdict} /></td>
             </tr>
-          </thead>
-          <tbody>
-            {(result.gpus ?? []).map((g) => (
-              <tr key={g.gpu} data-gpu={g.gpu} class={g.gpu === fit.gpu ? 'selected' : ''} aria-current={g.gpu === fit.gpu ? 'true' : undefined}>
-                <th scope="row">
-                  <button type="button" class="link" onClick={() => onSelectGpu(g.gpu)} title={`Use ${g.name}`}>{g.name}</button>
-                </th>
-                <td class="num col-memory"><Bytes bytes={g.memory_bytes} units={units} /></td>
-                <td class="num col-budget"><Bytes bytes={g.budget_bytes} units={units} /></td>
-                <td class={`num ${g.headroom_bytes < 0 ? 'negative' : ''}`}><Bytes bytes={g.headroom_bytes} units={units} /></td>
-                <td><VerdictBadge verdict={g.verdict} /></td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      <div class="rule" data-testid="budget-rule">
-        <h3 class="group-title">Budget rule</h3>
-        <p>{fit.rule}</p>
-        <p>
-          The seeds plan to 80–85{NBSP}% of the card and keep a 10–20{NBSP}% fragmentation margin. This estimate uses
-          fragmentation {formatPercent(result.fragmentation)} of the allocated memory for its point value; the
-          device-total range <Bytes bytes={lo} units={units} /> – <Bytes bytes={hi} units={units} /> spans the margin.
-        </p>
-      </div>
-    </section>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+  return (
+    <ChartCard
+      id="gpus"
+      title="Which GPUs it fits"
+      note={<>Needs <Bytes bytes={fit.need_bytes} units={units} /> per GPU (what nvidia-smi would show); budget {formatPercent(fit.budget_fraction)} of each card. Choose a card to make it the configuration's GPU.</>}
+      summary={gpuSummary(result, units)}
+      asTable={asTable}
+      onTable={onTable}
+      testid="gpu-card"
+      chart={() => (
+        <>
+          {table(true)}
+          <BudgetRule result={result} units={units} lo={lo} hi={hi} />
+        </>
+      )}
+      table={(
+        <>
+          {table(false)}
+          <BudgetRule result={result} units={units} lo={lo} hi={hi} />
+        </>
+      )}
+    />
+  );
+}
+
+function BudgetRule({ result, units, lo, hi }) {
+  return (
+    <div class="rule" data-testid="budget-rule">
+      <h3 class="group-title">Budget rule</h3>
+      <p>{plainText(result.fits.rule)}</p>
+      <p>
+        The source documents plan to 80–85{NBSP}% of the card and keep a 10–20{NBSP}% fragmentation margin. This estimate
+        uses fragmentation {formatPercent(result.fragmentation)} of the allocated memory for its point value; the
+        device-total range <Bytes bytes={lo} units={units} /> – <Bytes bytes={hi} units={units} /> spans the margin.
+      </p>
+    </div>
   );
 }

@@ -1,6 +1,7 @@
 // The answer first: the peak, what nvidia-smi would show, and the verdict on the chosen GPU.
 import { ACCURACY_PAGE, count, medianAbsError } from '../../accuracy.js';
 import { formatBytes, formatCount, formatExactBytes, formatPercent, share } from '../../format.js';
+import { choiceWords } from '../../words.js';
 import { Bytes } from './Bytes.jsx';
 import { VerdictBadge } from './Verdict.jsx';
 
@@ -50,10 +51,29 @@ export function AccuracyLine() {
   );
 }
 
-export function Headline({ result, units }) {
+// The run in one line of words: model, batch, precision, optimizer, GPUs.
+export function runLine(result, modelName) {
+  const c = result.config;
+  const t = c.training;
+  const p = c.parallel;
+  const parts = [
+    modelName,
+    `micro-batch ${formatCount(t.micro_batch_size)} × ${formatCount(t.seq_len)} tokens`,
+    t.finetune?.method === 'lora' ? `${t.finetune.base_bits === 4 ? 'QLoRA' : 'LoRA'} rank ${t.finetune.lora_rank}` : 'full fine-tune',
+    choiceWords('training.precision', t.precision).label,
+    choiceWords('training.optimizer', t.optimizer).label,
+    t.checkpointing !== 'none' ? `${choiceWords('training.checkpointing', t.checkpointing).label.toLowerCase()} checkpointing` : null,
+    p.num_gpus > 1 ? `${formatCount(p.num_gpus)} GPUs${p.zero_stage ? `, ZeRO-${p.zero_stage}` : ''}` : '1 GPU',
+  ];
+  return parts.filter(Boolean).join(' · ');
+}
+
+export function Headline({ result, units, modelName }) {
   const fit = result.fits;
   const [lo, hi] = result.device_total_range_bytes ?? [];
   return (
+    <div class="headline-wrap">
+    <p class="run-line" data-testid="run-line">{runLine(result, modelName)}</p>
     <div class="headline">
       <div class="stat">
         <div class="stat-label">Peak allocated</div>
@@ -74,6 +94,7 @@ export function Headline({ result, units }) {
         <Gauge fit={fit} units={units} />
         <div class="stat-note"><Headroom fit={fit} units={units} /></div>
       </div>
+    </div>
     </div>
   );
 }

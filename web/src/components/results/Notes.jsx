@@ -1,5 +1,7 @@
 // The core's notes (conventions that applied) and warnings, as text.
 import { fieldLabel } from '../../fields.js';
+import { activationTermLabel } from '../../glossary.js';
+import { plainMessage, plainText } from '../../words.js';
 import { Bytes } from './Bytes.jsx';
 
 export function Notes({ result }) {
@@ -12,10 +14,10 @@ export function Notes({ result }) {
       <ul class="notes" data-testid="notes">
         {warnings.map((w) => (
           <li key={`w${w.field}${w.message}`} class="warning">
-            <strong>{fieldLabel(w.field)}</strong> <span class="muted">({w.field})</span> {w.message}
+            <strong>{fieldLabel(w.field)}:</strong> {plainMessage(w.message)}
           </li>
         ))}
-        {notes.map((n) => <li key={n}>{n}</li>)}
+        {notes.map((n) => <li key={n}>{plainMessage(n)}</li>)}
       </ul>
     </section>
   );
@@ -27,13 +29,13 @@ export function ActivationTerms({ result, units }) {
     <details class="card terms">
       <summary>Activation terms per layer <span class="summary-note">one block, one micro-batch</span></summary>
       {terms.length === 0 ? (
-        <p class="card-note">The core itemises no per-layer terms for this recipe (the seeds' convention uses their closed formula).</p>
+        <p class="card-note">The core itemises no per-layer terms for this recipe (the textbook convention uses a closed formula).</p>
       ) : (
         <table class="table compact" data-testid="activation-terms">
           <tbody>
             {terms.map((t) => (
               <tr key={t.name}>
-                <th scope="row"><code>{t.name}</code></th>
+                <th scope="row" data-term={t.name}>{activationTermLabel(t.name)}</th>
                 <td class="num"><Bytes bytes={t.bytes} units={units} /></td>
               </tr>
             ))}

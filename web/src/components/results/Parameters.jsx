@@ -1,6 +1,6 @@
 // Parameter counts (exact) and by component.
 import { formatCount, formatCountShort, share } from '../../format.js';
-import { componentLabel } from '../form/HfImport.jsx';
+import { componentLabel } from '../componentLabel.js';
 import { Recipe } from './Recipe.jsx';
 
 export function Parameters({ result }) {

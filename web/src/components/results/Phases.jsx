@@ -1,23 +1,110 @@
-// The step's phases (result.phases): memory allocated at each phase's high point.
+// One training step as a timeline: the memory allocated at each of the core's phases (result.phases),
+// against the card's memory and the budget, with the peak marked; what nvidia-smi would show at
+// the peak (allocator reserve and CUDA context) is the dotted line. The table is the fallback.
+import { formatBytes, formatPercent } from '../../format.js';
+import { ChartCard, useWidth } from '../charts/ChartCard.jsx';
+import { byteTicks, linear, tickLabel } from '../charts/scale.js';
 import { Bytes } from './Bytes.jsx';
-import { share } from '../../format.js';
 
-export function Phases({ result, units }) {
+const PHASE_WORDS = { forward: 'Forward', backward: 'Backward', optimizer_step: 'Optimizer step' };
+const phaseName = (p) => PHASE_WORDS[p.name] ?? p.label;
+
+export function timelineSummary(result, units) {
   const phases = result.phases ?? [];
-  const top = Math.max(0, ...phases.map((p) => p.bytes));
+  const peak = phases.reduce((a, p) => (p.bytes > (a?.bytes ?? -1) ? p : a), null);
+  const fit = result.fits;
+  if (!peak) return '';
+  const over = fit.need_bytes > fit.memory_bytes;
+  return `Memory allocated peaks at ${formatBytes(result.peak_allocated_bytes, units)} during the ${phaseName(peak).toLowerCase()} phase; ` +
+    `with the allocator's reserve and the CUDA context the GPU shows ${formatBytes(fit.need_bytes, units)}, ` +
+    `${over ? 'more than' : 'within'} the ${fit.name}'s ${formatBytes(fit.memory_bytes, units)}` +
+    ` (budget ${formatPercent(fit.budget_fraction)}: ${formatBytes(fit.budget_bytes, units)}).`;
+}
+
+function Timeline({ result, units, summaryId }) {
+  const [ref, width] = useWidth();
+  const phases = result.phases ?? [];
+  const fit = result.fits;
+  const h = 220;
+  const m = { l: 64, r: 16, t: 16, b: 30 };
+  const top = Math.max(fit.memory_bytes, fit.need_bytes, ...phases.map((p) => p.bytes)) * 1.06;
+  const { ticks, unit, name } = byteTicks(top, units);
+  const yMax = ticks[ticks.length - 1];
+  const y = linear(0, yMax, h - m.b, m.t);
+  const n = phases.length;
+  const x = (i) => m.l + ((i + 0.5) / Math.max(n, 1)) * (width - m.l - m.r);
+  const peakIndex = phases.findIndex((p) => p.bytes === result.peak_allocated_bytes);
+  const line = phases.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(p.bytes).toFixed(1)}`).join(' ');
+  const area = n ? `${line} L${x(n - 1).toFixed(1)},${y(0)} L${x(0).toFixed(1)},${y(0)} Z` : '';
+  // Labels sit at the right (the card), left (the budget) and middle (nvidia-smi) so they do not
+  // overlap when the lines are close.
+  const hLine = (bytes, cls, label, testid, anchor) => {
+    const tx = anchor === 'end' ? width - m.r - 4 : anchor === 'start' ? m.l + 4 : (m.l + width - m.r) / 2;
+    return (
+      <g class={cls} data-testid={testid} data-bytes={bytes}>
+        <line x1={m.l} x2={width - m.r} y1={y(bytes)} y2={y(bytes)} />
+        <text x={tx} y={anchor === 'start' ? y(bytes) + 14 : y(bytes) - 5} text-anchor={anchor}>{label}</text>
+      </g>
+    );
+  };
   return (
-    <section class="card" aria-labelledby="h-phases">
-      <h2 id="h-phases">One training step</h2>
-      <p class="card-note">Memory allocated at each phase of the step; the highest is the peak.</p>
-      <ol class="phases" data-testid="phases">
-        {phases.map((p) => (
-          <li key={p.name} class={p.bytes === result.peak_allocated_bytes ? 'peak' : ''} data-phase={p.name}>
-            <span class="phase-label">{p.label}{p.bytes === result.peak_allocated_bytes && phases.length > 1 && <span class="peak-tag">peak</span>}</span>
-            <span class="phase-track"><span class="phase-bar" style={{ width: `${share(p.bytes, top)}%` }} /></span>
-            <span class="num"><Bytes bytes={p.bytes} units={units} /></span>
-          </li>
+    <div ref={ref} class="chart-box">
+      <svg class="chart" width={width} height={h} viewBox={`0 0 ${width} ${h}`} role="img"
+        aria-label="Memory over one training step" aria-describedby={summaryId} data-testid="timeline-chart">
+        {ticks.map((t) => (
+          <g key={t} class="grid">
+            <line x1={m.l} x2={width - m.r} y1={y(t)} y2={y(t)} />
+            <text x={m.l - 6} y={y(t) + 4} text-anchor="end">{tickLabel(t, unit, name)}</text>
+          </g>
         ))}
-      </ol>
-    </section>
+        <path class="area" d={area} />
+        <path class="line" d={line} />
+        {hLine(fit.memory_bytes, 'limit', `${fit.name}: ${formatBytes(fit.memory_bytes, units)}`, 'timeline-limit', 'end')}
+        {hLine(fit.budget_bytes, 'budget', `budget ${formatPercent(fit.budget_fraction)}`, 'timeline-budget', 'start')}
+        {hLine(fit.need_bytes, 'device', `nvidia-smi at the peak: ${formatBytes(fit.need_bytes, units)}`, 'timeline-device', 'middle')}
+        {phases.map((p, i) => (
+          <g key={p.name} class={i === peakIndex ? 'point peak' : 'point'} data-phase={p.name} data-bytes={p.bytes}>
+            <circle cx={x(i)} cy={y(p.bytes)} r={i === peakIndex ? 6 : 4} />
+            {i === peakIndex && <text class="peak-label" x={x(i)} y={y(p.bytes) + 20} text-anchor="middle">peak {formatBytes(p.bytes, units)}</text>}
+            <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{phaseName(p)}</text>
+          </g>
+        ))}
+      </svg>
+    </div>
+  );
+}
+
+function PhaseTable({ result, units }) {
+  const phases = result.phases ?? [];
+  return (
+    <table class="table compact" data-testid="phases">
+      <thead><tr><th scope="col">Phase</th><th scope="col" class="num">Allocated</th></tr></thead>
+      <tbody>
+        {phases.map((p) => (
+          <tr key={p.name} data-phase={p.name} class={p.bytes === result.peak_allocated_bytes ? 'peak' : ''}>
+            <th scope="row">{p.label}{p.bytes === result.peak_allocated_bytes && phases.length > 1 && <span class="peak-tag">peak</span>}</th>
+            <td class="num"><Bytes bytes={p.bytes} units={units} /></td>
+          </tr>
+        ))}
+      </tbody>
+      <tfoot>
+        <tr><th scope="row">What nvidia-smi would show at the peak</th><td class="num"><Bytes bytes={result.fits.need_bytes} units={units} /></td></tr>
+        <tr><th scope="row">{result.fits.name}</th><td class="num"><Bytes bytes={result.fits.memory_bytes} units={units} /></td></tr>
+      </tfoot>
+    </table>
+  );
+}
+
+export function Phases({ result, units, asTable, onTable }) {
+  return (
+    <ChartCard
+      id="timeline"
+      title="One training step"
+      summary={timelineSummary(result, units)}
+      asTable={asTable}
+      onTable={onTable}
+      chart={(summaryId) => <Timeline result={result} units={units} summaryId={summaryId} />}
+      table={<PhaseTable result={result} units={units} />}
+    />
   );
 }

@@ -1,4 +1,6 @@
 // The precision recipe, with its bytes per parameter stated.
+import { choiceWords, plainText } from '../../words.js';
+
 export function Recipe({ recipe }) {
   if (!recipe) return null;
   const items = [
@@ -11,7 +13,7 @@ export function Recipe({ recipe }) {
   return (
     <div class="recipe" data-testid="recipe">
       <p>
-        <span class="recipe-name">{recipe.name}</span> {recipe.description}.
+        <span class="recipe-name">{choiceWords('training.precision', recipe.name).label}</span>: {plainText(recipe.description)}.
       </p>
       <ul class="recipe-bytes">
         {items.map(([what, value, unit]) => (

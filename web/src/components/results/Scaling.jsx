@@ -1,20 +1,21 @@
 // The seeds' scaling table (scaling_table()): their five models at this page's training settings.
 import { formatCountShort, formatCount } from '../../format.js';
+import { plainMessage, plainText } from '../../words.js';
 import { Bytes } from './Bytes.jsx';
 
 export function Scaling({ scaling, units }) {
   if (!scaling) return null;
   return (
     <section class="card" aria-labelledby="h-scaling">
-      <h2 id="h-scaling">Scaling: the seeds' five models</h2>
+      <h2 id="h-scaling">Scaling: the source documents' five models</h2>
       <p class="card-note">
-        The same training settings (micro-batch, sequence length, precision, optimizer) applied to the seeds'
-        models at their nominal sizes, without and with full activation checkpointing.
+        The same training settings (micro-batch, sequence length, precision, optimizer) applied to the idealised models
+        of the source documents at their nominal sizes, without and with full activation checkpointing.
       </p>
       {!scaling.ok ? (
-        <ul class="warnings">{scaling.errors.map((e) => <li key={e.message}><code>{e.field}</code> {e.message}</li>)}</ul>
+        <ul class="warnings">{scaling.errors.map((e) => <li key={e.message}>{plainMessage(e.message)}</li>)}</ul>
       ) : (
-        <div class="table-scroll">
+        <div class="table-scroll" tabIndex={0} role="region" aria-label="Scaling table">
           <table class="table scaling" data-testid="scaling-table">
             <thead>
               <tr>
@@ -30,9 +31,9 @@ export function Scaling({ scaling, units }) {
             <tbody>
               {scaling.rows.map((row) => (
                 <tr key={row.preset} data-preset={row.preset}>
-                  <th scope="row">{row.name}</th>
+                  <th scope="row">{plainText(row.name)}</th>
                   {row.errors ? (
-                    <td colSpan={6} class="muted">{row.errors.map((e) => e.message).join('; ')}</td>
+                    <td colSpan={6} class="muted">{row.errors.map((e) => plainMessage(e.message)).join('; ')}</td>
                   ) : (
                     <>
                       <td class="num" title={formatCount(row.parameter_count)}>{formatCountShort(row.parameter_count)}</td>

@@ -4,7 +4,8 @@
 import { useState } from 'preact/hooks';
 
 import { fieldLabel } from '../../fields.js';
-import { flatten, valueText } from '../../url.js';
+import { flatten } from '../../url.js';
+import { plainMessage, plainText, valueWords } from '../../words.js';
 import { Bytes } from './Bytes.jsx';
 import { VerdictBadge } from './Verdict.jsx';
 
@@ -17,7 +18,7 @@ function Changes({ patch }) {
       {items.map(([path, value], i) => (
         <span key={path}>
           {i > 0 && ' · '}
-          {fieldLabel(path)} <code>{valueText(value)}</code>
+          {fieldLabel(path)}: <strong>{valueWords(path, value)}</strong>
         </span>
       ))}
     </span>
@@ -25,7 +26,7 @@ function Changes({ patch }) {
 }
 
 function SuggestionList({ answer, units, disabled, onApply }) {
-  if (!answer) return null;
+  if (!answer) return <p class="card-note" aria-busy="true">The core is estimating the changes…</p>;
   if (!answer.ok) {
     return <p class="card-note">{(answer.errors ?? []).map((e) => e.message).join('; ')}</p>;
   }
@@ -38,8 +39,8 @@ function SuggestionList({ answer, units, disabled, onApply }) {
       {list.map((s, i) => (
         <li key={s.title} class={`suggestion${i === 0 ? ' best' : ''}`} data-title={s.title} data-verdict={s.verdict}>
           <div class="suggestion-text">
-            <span class="suggestion-title">{s.title}</span>
-            <span class="suggestion-detail">{s.detail}</span>
+            <span class="suggestion-title">{plainText(s.title)}</span>
+            <span class="suggestion-detail">{plainMessage(s.detail)}</span>
             <Changes patch={s.patch} />
           </div>
           <div class="suggestion-result">
@@ -82,10 +83,17 @@ export function WhatToChange({ result, suggestions, units, stale, onApply }) {
 }
 
 // The run fits: a folded list, computed only when opened.
-export function WaysToSave({ suggestions, units, stale, onApply }) {
+export function WaysToSave({ suggestions, units, stale, onApply, onOpen }) {
   const [open, setOpen] = useState(false);
   return (
-    <details class="card ways-to-save" data-testid="suggestions" onToggle={(e) => setOpen(e.currentTarget.open)}>
+    <details
+      class="card ways-to-save"
+      data-testid="suggestions"
+      onToggle={(e) => {
+        setOpen(e.currentTarget.open);
+        if (e.currentTarget.open) onOpen?.();
+      }}
+    >
       <summary>Ways to save memory <span class="summary-note">changes the core estimates for this run</span></summary>
       {open && <SuggestionList answer={suggestions.value} units={units} disabled={stale} onApply={onApply} />}
     </details>

@@ -1,0 +1,737 @@
+#include "peft.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "text.hpp"
+
+namespace memfit {
+
+namespace {
+
+// PEFT 0.21 defaults where memfit's configuration leaves a size at 0 (peft/tuners/<m>/config.py).
+constexpr std::int64_t kOftBlockSize = 32;            // OFTConfig.oft_block_size
+constexpr std::int64_t kBoftBlockSize = 4;            // BOFTConfig.boft_block_size
+constexpr std::int64_t kC3aBlockSize = 256;           // C3AConfig.block_size
+constexpr std::int64_t kFourierFtFrequencies = 1000;  // FourierFTConfig.n_frequency
+constexpr std::int64_t kWaveFtFrequencies = 2592;     // WaveFTConfig.n_frequency
+constexpr std::int64_t kVbLoraVectors = 256;          // VBLoRAConfig.num_vectors
+constexpr std::int64_t kVbLoraVectorLength = 256;     // VBLoRAConfig.vector_length
+constexpr std::int64_t kVbLoraTopK = 2;               // VBLoRAConfig.topk
+constexpr std::int64_t kGraLoraBlocks = 2;            // GraloraConfig.gralora_k
+constexpr std::int64_t kTinyLoraU = 64;               // TinyLoraConfig.u (weight_tying 0: one per module)
+constexpr std::int64_t kRoadGroupSize = 64;           // RoadConfig.group_size (variant road_1)
+constexpr Bytes kBufferElement = kFp32Bytes;          // random projections are created in fp32
+
+struct Builder {
+  PeftParameters& out;
+  void train(Count rows, Count cols, Count count, Count lead = 1) { out.trainable.push_back({rows, cols, count, lead}); }
+  void freeze(Count rows, Count cols, Count count) { out.frozen_added.push_back({rows, cols, count}); }
+};
+
+Count linear_count(const std::vector<AdaptedLinear>& linears) {
+  Count n = 0;
+  for (const AdaptedLinear& a : linears) n += a.count;
+  return n;
+}
+
+// LoRA (Hu et al. 2021; peft/tuners/lora/layer.py update_layer): A [r, in] and B [out, r]; DoRA
+// adds a magnitude vector [out] (lora/dora.py); LoRA-FA freezes A (peft/optimizers/lorafa.py);
+// DeLoRA adds a scalar λ (delora/layer.py); AdaLoRA an SVD-style E [r, 1] (adalora/layer.py);
+// HiRA (hira/layer.py) has LoRA's A and B, applied as a Hadamard product with the weight.
+void low_rank(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  const Count r = f.lora_rank;
+  for (const AdaptedLinear& a : linears) {
+    if (f.method == FinetuneMethod::kLoraFa) b.freeze(r, a.in, a.count);
+    else b.train(r, a.in, a.count);
+    b.train(a.out, r, a.count);
+    if (f.method == FinetuneMethod::kDora) b.train(a.out, 0, a.count);
+    if (f.method == FinetuneMethod::kAdaLora) {
+      b.train(r, 1, a.count);
+      // ranknum [1]: created with requires_grad=False, but PEFT moves new adapters to the base
+      // layer's device and nn.ParameterDict re-wraps the moved tensor as a Parameter that requires
+      // grad (tuners_utils.py _move_adapter_to_device_of_base_layer): trained in practice.
+      b.train(1, 0, a.count);
+    }
+    if (f.method == FinetuneMethod::kDeLora) b.train(1, 0, a.count);
+  }
+}
+
+// VeRA (Kopiczko et al. 2024; vera/layer.py): λ_b [out] and λ_d [r] per layer; the shared random
+// A [r, max in] and B [max out, r] are buffers (vera/model.py _init_vera_A_vera_B).
+void vera(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  Count max_in = 0, max_out = 0;
+  for (const AdaptedLinear& a : linears) {
+    b.train(a.out, 0, a.count);
+    b.train(f.lora_rank, 0, a.count);
+    max_in = max(max_in, a.in);
+    max_out = max(max_out, a.out);
+  }
+  b.out.buffer_bytes += Count(f.lora_rank) * (max_in + max_out) * kBufferElement;
+}
+
+// IA3 (Liu et al. 2022; ia3/layer.py): a learned vector scaling the output [out, 1], or, on a
+// feed-forward module (memfit: `down`, PEFT's default feedforward_modules), the input [1, in].
+void ia3(const std::vector<AdaptedLinear>& linears, Builder& b) {
+  for (const AdaptedLinear& a : linears) {
+    if (a.target == kLoraDown) b.train(1, a.in, a.count);
+    else b.train(a.out, 1, a.count);
+  }
+}
+
+// OFT's block size when `in` is not a multiple of the one asked for (oft/layer.py
+// adjust_oft_parameters): the nearest divisor of `in`, the smaller one on a tie.
+std::int64_t oft_block_size(std::int64_t in, std::int64_t wanted) {
+  if (wanted >= in) return in;
+  std::int64_t higher = wanted;
+  while (higher <= in && in % higher != 0) ++higher;
+  std::int64_t lower = wanted;
+  while (lower > 1 && in % lower != 0) --lower;
+  return wanted - lower <= higher - wanted ? lower : higher;
+}
+
+// OFT (Qiu et al. 2023, PEFT ≥ 0.15; oft/layer.py OFTRotationModule): per layer in / b blocks,
+// each a skew-symmetric b × b generator stored as its b(b−1)/2 upper entries.
+void oft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  for (const AdaptedLinear& a : linears) {
+    const std::int64_t size = oft_block_size(a.in.value(), f.block_size > 0 ? f.block_size : kOftBlockSize);
+    b.train(a.in / size, Count(size) * (size - 1) / 2, a.count);
+  }
+}
+
+// BOFT (Liu et al. 2024; boft/layer.py update_layer): R [m, in / b, b, b] and a scale s [out, 1],
+// with m butterfly factors; the m permutation matrices [m, in, in] are an fp32 buffer per layer.
+void boft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  const std::int64_t size = f.block_size > 0 ? f.block_size : kBoftBlockSize;
+  const Count m = f.boft_n_butterfly_factor;
+  for (const AdaptedLinear& a : linears) {
+    b.train(size, size, a.count, m * (a.in / size));
+    b.train(a.out, 1, a.count);
+    b.out.buffer_bytes += m * a.in * a.in * a.count * kBufferElement;
+  }
+}
+
+// LoKr's factorization (lokr/layer.py factorization, decompose_factor −1): the divisor pair of
+// `dimension` with the smallest sum, the smaller first.
+std::pair<std::int64_t, std::int64_t> lokr_factors(std::int64_t dimension) {
+  std::int64_t m = 1, n = dimension;
+  while (m < n) {
+    std::int64_t next = m + 1;
+    while (dimension % next != 0) ++next;
+    const std::int64_t other = dimension / next;
+    if (next + other > m + n) break;
+    m = next;
+    n = other;
+  }
+  return {std::min(m, n), std::max(m, n)};
+}
+
+// LoKr (Edalati et al. 2022; lokr/layer.py update_layer, decompose_both false): W = w1 ⊗ w2 with
+// out = a·b and in = c·d; w1 [a, c] kept whole; w2 [b, d] whole when r ≥ max(b, d) / 2, else
+// w2_a [b, r] · w2_b [r, d].
+void lokr(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  for (const AdaptedLinear& a : linears) {
+    const auto [out_a, out_b] = lokr_factors(a.out.value());
+    const auto [in_c, in_d] = lokr_factors(a.in.value());
+    b.train(out_a, in_c, a.count);
+    if (2 * f.lora_rank >= std::max(out_b, in_d)) {
+      b.train(out_b, in_d, a.count);
+    } else {
+      b.train(out_b, f.lora_rank, a.count);
+      b.train(f.lora_rank, in_d, a.count);
+    }
+  }
+}
+
+// RandLoRA (Albert et al. 2025; randlora/layer.py, model.py): per layer λ [r, n] and γ [n, min]
+// with n = ceil(min(in, out) / r) bases; the shared random bases A [r, 1, min] and
+// B [max, n, r] (from the largest layer's sides) are buffers.
+void randlora(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  const Count r = f.lora_rank;
+  Count largest_in = 0, largest_out = 0;
+  for (const AdaptedLinear& a : linears) {
+    const Count side = min(a.in, a.out);
+    const Count bases = ceil_div(side, r);
+    b.train(r, bases, a.count);
+    b.train(bases, side, a.count);
+    largest_in = max(largest_in, a.in);
+    largest_out = max(largest_out, a.out);
+  }
+  const Count small = min(largest_in, largest_out), large = max(largest_in, largest_out);
+  b.out.buffer_bytes += (r * small + large * ceil_div(small, r) * r) * kBufferElement;
+}
+
+// Methods with one fixed shape per adapted layer.
+void per_linear(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  const Count r = f.lora_rank;
+  for (const AdaptedLinear& a : linears) {
+    switch (f.method) {
+      case FinetuneMethod::kLoha:  // LoHa (Hyeon-Woo et al. 2022; loha/layer.py): two low-rank pairs
+        b.train(a.out, r, a.count * 2);
+        b.train(r, a.in, a.count * 2);
+        break;
+      case FinetuneMethod::kHra: b.train(a.in, r, a.count); break;   // HRA (hra/layer.py): u [in, r]
+      case FinetuneMethod::kMiss: b.train(r, a.out, a.count); break;  // MiSS/Bone (miss/layer.py): [r, out]
+      case FinetuneMethod::kFourierFt:  // FourierFT (Gao et al. 2024): n spectral coefficients
+        b.train(f.n_frequency > 0 ? f.n_frequency : kFourierFtFrequencies, 0, a.count);
+        break;
+      case FinetuneMethod::kWaveFt:  // WaveFT (waveft/layer.py): n wavelet coefficients
+        b.train(f.n_frequency > 0 ? f.n_frequency : kWaveFtFrequencies, 0, a.count);
+        break;
+      case FinetuneMethod::kC3a: {  // C3A (c3a/layer.py): circular kernels [out / b, in / b, b]
+        const std::int64_t size = f.block_size > 0 ? f.block_size : kC3aBlockSize;
+        b.train(a.in / size, size, a.count, a.out / size);
+        break;
+      }
+      case FinetuneMethod::kRoad:  // RoAd (road/layer.py, road_1): θ and α of out / 2 each
+        b.train(a.out / 2, 0, a.count * 2);
+        break;
+      case FinetuneMethod::kGraLora:  // GraLoRA (gralora/layer.py): k blocks, A [k, in/k, r], B [k, r, out/k]
+        b.train(a.in / kGraLoraBlocks, r, a.count, kGraLoraBlocks);
+        b.train(r, a.out / kGraLoraBlocks, a.count, kGraLoraBlocks);
+        break;
+      case FinetuneMethod::kShira:  // SHiRA (shira/layer.py): r(in + out) sparse entries, at most in·out
+        b.train(min(r * (a.in + a.out), a.in * a.out), 0, a.count);
+        break;
+      default: break;
+    }
+  }
+}
+
+// VB-LoRA (Li et al. 2024; vblora/layer.py): logits A [r, in / L, V] and B [out / L, r, V] per
+// layer over one shared, trained vector bank [V, L].
+void vblora(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  for (const AdaptedLinear& a : linears) {
+    b.train(a.in / kVbLoraVectorLength, kVbLoraVectors, a.count, f.lora_rank);
+    b.train(f.lora_rank, kVbLoraVectors, a.count, a.out / kVbLoraVectorLength);
+  }
+  b.train(kVbLoraVectors, kVbLoraVectorLength, 1);
+}
+
+// TinyLoRA (tinylora/layer.py, model.py; weight_tying 0): one vector v [u] per adapted module; the
+// truncated SVD of its weight (A [r, in], B [out, r]) and the projections P [u, r, r] are buffers.
+void tinylora(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  const Count r = f.lora_rank;
+  b.train(kTinyLoraU, 0, linear_count(linears));
+  for (const AdaptedLinear& a : linears) {
+    b.out.buffer_bytes += (r * (a.in + a.out) + Count(kTinyLoraU) * r * r) * a.count * kBufferElement;
+  }
+}
+
+// The token dimension PEFT gives prompt-learning methods (utils/other.py
+// _prepare_prompt_learning_config): the hidden size; for prefix tuning the key/value width
+// head_dim × num_key_value_heads (grouped-query attention, PEFT #1901).
+Count kv_width(const ModelSpec& m) { return Count(m.kv_heads()) * m.head_size(); }
+
+// Prompt tuning (Lester et al. 2021; prompt_tuning/model.py): an embedding [n, d].
+// P-tuning (Liu et al. 2021; p_tuning/model.py PromptEncoder): the embedding and an MLP
+// d → h → h → d, or a 2-layer bidirectional LSTM d → h and an MLP 2h → 2h → d.
+void prompt_encoder(const ModelSpec& m, const Finetune& f, Builder& b) {
+  const Count d = m.hidden_size, n = f.num_virtual_tokens;
+  b.train(n, d, 1);
+  if (f.method != FinetuneMethod::kPTuning) return;
+  const Count h = f.encoder_hidden_size > 0 ? Count(f.encoder_hidden_size) : d;
+  if (f.encoder_reparameterization_type == PromptEncoder::kMlp) {
+    b.train(h, d, 1);
+    b.train(h, h, 1);
+    b.train(d, h, 1);
+    b.train(h, 0, 2);
+    b.train(d, 0, 1);
+    return;
+  }
+  const Count gates = h * 4;  // torch.nn.LSTM: input, forget, cell and output gates
+  b.train(gates, d, 2);       // layer 0, both directions: weight_ih
+  b.train(gates, h * 2, 2);   // layer 1: weight_ih reads both directions
+  b.train(gates, h, 4);       // weight_hh, both layers and directions
+  b.train(gates, 0, 8);       // bias_ih and bias_hh
+  b.train(h * 2, h * 2, 1);
+  b.train(h * 2, 0, 1);
+  b.train(d, h * 2, 1);
+  b.train(d, 0, 1);
+}
+
+// Prefix tuning (Li & Liang 2021; prefix_tuning/model.py PrefixEncoder): an embedding
+// [n, L · 2 · w] of every layer's keys and values, or with prefix_projection an embedding [n, w]
+// through Linear(w, h), tanh, Linear(h, L · 2 · w).
+void prefix_encoder(const ModelSpec& m, const Finetune& f, Builder& b) {
+  const Count w = kv_width(m), n = f.num_virtual_tokens, kv = Count(m.num_hidden_layers) * 2 * w;
+  if (!f.prefix_projection) {
+    b.train(n, kv, 1);
+    return;
+  }
+  const Count h = f.encoder_hidden_size > 0 ? Count(f.encoder_hidden_size) : w;
+  b.train(n, w, 1);
+  b.train(h, w, 1);
+  b.train(h, 0, 1);
+  b.train(kv, h, 1);
+  b.train(kv, 0, 1);
+}
+
+// LLaMA-Adapter (Zhang et al. 2023). PEFT's adaption_prompt (adaption_prompt/layer.py): in each
+// adapted layer a prompt [1, len, d] and a zero-initialised scalar gate [1]. LitGPT's v2
+// (litgpt/adapter.py, adapter_v2.py): the prompt [len, d] and a gate per head [1, 1, h, 1], a bias
+// and a scale [out] on every linear layer and the head, and the norms trained in place.
+void llama_adapter(const ModelSpec& m, const ParameterCount& params, const Finetune& f, Builder& b) {
+  const Count layers = Count(m.num_hidden_layers) - std::min(f.adapter_start_layer, m.num_hidden_layers);
+  if (f.method == FinetuneMethod::kLlamaAdapter) {
+    b.train(f.adapter_len, m.hidden_size, layers);
+    b.train(1, 0, layers);
+    return;
+  }
+  b.train(f.adapter_len, m.hidden_size, layers);
+  b.train(m.num_attention_heads, 1, layers);
+  for (const TensorGroup& g : params.groups) {
+    if (g.linear || g.component == Component::kHead) b.train(g.rows, 0, g.count * 2);
+    const bool norm = g.component == Component::kBlockNorms || g.component == Component::kFinalNorm;
+    if (norm) {
+      b.train(g.rows, 0, g.count);
+      b.out.trained_in_base += g.elements();
+    }
+  }
+  // A tied head is still its own AdapterV2Linear in LitGPT, with its bias and scale.
+  if (m.output_head == OutputHead::kLm && m.tie_word_embeddings) b.train(m.vocab_size, 0, 2);
+}
+
+// LN tuning (Zhao et al. 2023; ln_tuning/layer.py): a trained copy of every hidden-size norm (the
+// blocks', the final one, an embedding norm); the originals stay frozen.
+void ln_tuning(const ParameterCount& params, Builder& b) {
+  for (const TensorGroup& g : params.groups) {
+    const bool norm = g.component == Component::kBlockNorms || g.component == Component::kFinalNorm ||
+                      g.component == Component::kEmbeddingNorm;
+    if (norm) b.train(g.rows, 0, g.count);
+  }
+}
+
+}  // namespace
+
+Count PeftParameters::trainable_count() const {
+  Count n = 0;
+  for (const Shape& s : trainable) n += s.elements();
+  return n;
+}
+
+Count PeftParameters::added_count() const {
+  Count n = trainable_count() - trained_in_base;
+  for (const Shape& s : frozen_added) n += s.elements();
+  return n;
+}
+
+std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets) {
+  std::vector<AdaptedLinear> out;
+  const std::vector<TensorGroup>& g = params.groups;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (g[i].cols.is_zero() || g[i].lora_target == 0) continue;
+    if (g[i].lora_target & targets) out.push_back({g[i].cols, g[i].rows, g[i].count, g[i].lora_target, g[i].component});
+    // A fused q/k/v: this block's q with the k and v weights that follow it (parameters.cpp order).
+    if ((targets & kLoraQkv) && g[i].lora_target == kLoraQ) {
+      AdaptedLinear fused{g[i].cols, g[i].rows, g[i].count, kLoraQkv, g[i].component};
+      for (std::size_t j = i + 1; j < g.size() && g[j].component == g[i].component; ++j) {
+        if (g[j].lora_target == kLoraQ) break;
+        const bool kv = g[j].lora_target == kLoraK || g[j].lora_target == kLoraV;
+        if (kv && !g[j].cols.is_zero() && g[j].count == g[i].count) fused.out += g[j].rows;
+      }
+      out.push_back(fused);
+    }
+  }
+  return out;
+}
+
+PeftParameters peft_parameters(const ModelSpec& m, const ParameterCount& params, const Finetune& f) {
+  PeftParameters out;
+  Builder b{out};
+  const std::vector<AdaptedLinear> linears = adapted_linears(params, f.lora_targets);
+  switch (f.method) {
+    case FinetuneMethod::kFull: break;
+    case FinetuneMethod::kLora:
+    case FinetuneMethod::kDora:
+    case FinetuneMethod::kLoraFa:
+    case FinetuneMethod::kAdaLora:
+    case FinetuneMethod::kHira:
+    case FinetuneMethod::kDeLora: low_rank(linears, f, b); break;
+    case FinetuneMethod::kVera: vera(linears, f, b); break;
+    case FinetuneMethod::kIa3: ia3(linears, b); break;
+    case FinetuneMethod::kOft: oft(linears, f, b); break;
+    case FinetuneMethod::kBoft: boft(linears, f, b); break;
+    case FinetuneMethod::kLokr: lokr(linears, f, b); break;
+    case FinetuneMethod::kRandLora: randlora(linears, f, b); break;
+    case FinetuneMethod::kVbLora: vblora(linears, f, b); break;
+    case FinetuneMethod::kTinyLora: tinylora(linears, f, b); break;
+    case FinetuneMethod::kLoha:
+    case FinetuneMethod::kHra:
+    case FinetuneMethod::kMiss:
+    case FinetuneMethod::kFourierFt:
+    case FinetuneMethod::kWaveFt:
+    case FinetuneMethod::kC3a:
+    case FinetuneMethod::kRoad:
+    case FinetuneMethod::kGraLora:
+    case FinetuneMethod::kShira: per_linear(linears, f, b); break;
+    case FinetuneMethod::kPromptTuning:
+    case FinetuneMethod::kPTuning: prompt_encoder(m, f, b); break;
+    case FinetuneMethod::kPrefixTuning: prefix_encoder(m, f, b); break;
+    case FinetuneMethod::kLlamaAdapter:
+    case FinetuneMethod::kLlamaAdapterV2: llama_adapter(m, params, f, b); break;
+    case FinetuneMethod::kLnTuning: ln_tuning(params, b); break;
+    case FinetuneMethod::kTrainableTokens: b.train(f.num_trainable_tokens, m.hidden_size, 1); break;
+  }
+  return out;
+}
+
+namespace {
+
+bool adapts_linears_method(FinetuneMethod m) {
+  switch (m) {
+    case FinetuneMethod::kFull:
+    case FinetuneMethod::kPromptTuning:
+    case FinetuneMethod::kPrefixTuning:
+    case FinetuneMethod::kPTuning:
+    case FinetuneMethod::kLlamaAdapter:
+    case FinetuneMethod::kLlamaAdapterV2:
+    case FinetuneMethod::kLnTuning:
+    case FinetuneMethod::kTrainableTokens: return false;
+    default: return true;
+  }
+}
+
+bool is_lora_style(FinetuneMethod m) {
+  switch (m) {
+    case FinetuneMethod::kLora:
+    case FinetuneMethod::kDora:
+    case FinetuneMethod::kAdaLora:
+    case FinetuneMethod::kGraLora:
+    case FinetuneMethod::kVbLora: return true;
+    default: return false;
+  }
+}
+
+// A fused qkv target's output is q's, k's and v's at once.
+unsigned expanded(unsigned targets) { return targets & kLoraQkv ? targets | kLoraQ | kLoraK | kLoraV : targets; }
+
+constexpr unsigned kEveryLinear = kLoraQ | kLoraK | kLoraV | kLoraO | kLoraGate | kLoraUp | kLoraDown;
+
+// One block's share of tensors over `count` instances of a layer across the model: an expert sees
+// tokens · k / E of the tokens.
+struct LayerShare {
+  const ModelSpec& m;
+  Count tokens;
+  Count per_layer(const AdaptedLinear& a, Count width) const {  // activation elements per layer
+    const bool expert = a.component == Component::kExperts && m.num_experts > 0;
+    const Count routed = expert ? tokens * m.num_experts_per_tok : tokens;
+    return a.count * routed * width / (Count(m.num_hidden_layers) * (expert ? m.num_experts : 1));
+  }
+  Count weights_per_layer(const AdaptedLinear& a, Count elements) const {
+    return a.count * elements / m.num_hidden_layers;
+  }
+};
+
+// Which tensor a layer reads: adapters on the same input save it once (one storage).
+int input_group(const AdaptedLinear& a) {
+  const int base = static_cast<int>(a.component) * 8;
+  if (a.target & (kLoraQ | kLoraK | kLoraV | kLoraQkv)) return base + 1;
+  if (a.target & (kLoraGate | kLoraUp)) return base + 2;
+  return base + 3 + static_cast<int>(a.target == kLoraDown);
+}
+
+// The per-target tensors of the methods that are not LoRA-style (a table, one case per method:
+// hence its length), in elements (those of the
+// compute dtype) and fp32 bytes. Sources: each method's forward in peft/tuners/<m>/layer.py.
+struct TargetSaved {
+  Count act_elements = 0;  // in the compute dtype
+  Bytes fp32_bytes{0};
+  bool saves_input = false;  // the layer's input, shared with the adapters on the same input
+};
+
+TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerShare& share) {
+  const Count r = f.lora_rank, in = a.in, out = a.out, weight = a.in * a.out;
+  TargetSaved t;
+  switch (f.method) {
+    case FinetuneMethod::kDora:  // dora.py: (m/‖W′‖ − 1)·base_result + m/‖W′‖·lora_result·s, ‖W′‖ [out]
+      t.act_elements = share.per_layer(a, out * 2);
+      t.fp32_bytes = share.weights_per_layer(a, out * 3) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kLoraFa: t.act_elements = share.per_layer(a, r); break;  // A frozen: only A x for B
+    case FinetuneMethod::kAdaLora:  // adalora/layer.py: x @ (A ⊙ E)ᵀ saves A ⊙ E [r, in], and ranknum + ε
+      t.fp32_bytes = share.weights_per_layer(a, r * in + 1) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kGraLora:  // gralora/layer.py: the k sub-blocks' r-wide outputs (k · t · r, not t · r)
+      t.act_elements = share.per_layer(a, r * (kGraLoraBlocks - 1));
+      break;
+    case FinetuneMethod::kVbLora:  // vblora/layer.py: top-k of the logits, the gathered vectors, A and B built
+      t.fp32_bytes = share.weights_per_layer(a, r * (in + out) * (1 + kVbLoraTopK)) * kFp32Bytes +
+                     share.weights_per_layer(a, r * (in + out) / kVbLoraVectorLength * kVbLoraTopK) *
+                         (kInt64Bytes + kFp32Bytes);
+      break;
+    case FinetuneMethod::kDeLora:  // delora/layer.py: its own copy of x, A x and its normalised copy, norms
+      t.act_elements = share.per_layer(a, in + r * 2);
+      t.fp32_bytes = share.weights_per_layer(a, r * 6 + 1) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kVera: t.act_elements = share.per_layer(a, r + out); break;  // λ_d ⊙ Ax, λ_b ⊙ B(·)
+    case FinetuneMethod::kTinyLora:  // tinylora/layer.py: R = Σ v_i P_i [r, r] and R A x
+      t.act_elements = share.per_layer(a, r);
+      t.fp32_bytes = share.weights_per_layer(a, r * r) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kIa3: {  // ia3/layer.py: the scaled tensor and the flattened scale
+      const Count width = a.target == kLoraDown ? in : out;
+      t.act_elements = share.per_layer(a, width);
+      t.fp32_bytes = share.weights_per_layer(a, width) * kFp32Bytes;
+      break;
+    }
+    case FinetuneMethod::kOft: {  // x cast and permuted for the block rotation; Cayley's four nb·b² pieces
+      const Count b = oft_block_size(in.value(), f.block_size > 0 ? f.block_size : kOftBlockSize);
+      t.act_elements = share.per_layer(a, in);
+      t.fp32_bytes = share.weights_per_layer(a, in * b * 4) * kFp32Bytes;
+      break;
+    }
+    case FinetuneMethod::kRoad:  // road/layer.py: the base output twice (θ, α) and six [out] rotation vectors
+      t.act_elements = share.per_layer(a, out * 2);
+      t.fp32_bytes = share.weights_per_layer(a, out * 6) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kMiss: t.act_elements = share.per_layer(a, r); break;    // x summed into r groups
+    case FinetuneMethod::kC3a: t.saves_input = true; break;  // c3a/layer.py: x in blocks, through the FFT
+    case FinetuneMethod::kRandLora: {  // randlora/layer.py: the [min, min] update and x through it
+      const Count side = min(in, out);
+      t.act_elements = share.per_layer(a, side) + share.weights_per_layer(a, side * side);
+      break;
+    }
+    case FinetuneMethod::kHra:  // hra/layer.py: the r Householder products (in × in, fp32) and the new weight
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.fp32_bytes = share.weights_per_layer(a, in * in * (r + 1) + in * (r + 1) + r) * kFp32Bytes;
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kBoft: {  // boft/layer.py: Cayley blocks, the butterfly products [in, in], scaled output
+      const Count b = f.block_size > 0 ? f.block_size : kBoftBlockSize;
+      t.act_elements = share.per_layer(a, out);
+      t.fp32_bytes = share.weights_per_layer(a, in * in * 2 + in * b * 3 + out * 2) * kFp32Bytes +
+                     share.weights_per_layer(a, in) * Bytes{4};  // int32 block indices
+      t.saves_input = true;
+      break;
+    }
+    case FinetuneMethod::kShira:  // shira/layer.py: the sparse delta's r(in + out) values and int64 indices
+      t.fp32_bytes = share.weights_per_layer(a, min(r * (in + out), weight)) * (kFp32Bytes + kInt64Bytes * 2);
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kWaveFt: {  // waveft/layer.py: the coefficient map [out, in], [2, n] indices, a mask
+      const Count n = f.n_frequency > 0 ? f.n_frequency : kWaveFtFrequencies;
+      t.fp32_bytes = share.weights_per_layer(a, weight) * kFp32Bytes +
+                     share.weights_per_layer(a, n) * (kInt64Bytes * 2 + kByte);
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.saves_input = true;
+      break;
+    }
+    case FinetuneMethod::kFourierFt:  // fourierft/layer.py: + the [2, n] int64 spectrum indices
+      t.fp32_bytes = share.weights_per_layer(a, Count(f.n_frequency > 0 ? f.n_frequency : kFourierFtFrequencies) * 2) *
+                     kInt64Bytes;
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kLoha:  // loha/layer.py: HadaWeight recomputes its factors in backward; a 0-dim scale
+      t.fp32_bytes = share.weights_per_layer(a, 1) * kFp32Bytes;
+      [[fallthrough]];
+    case FinetuneMethod::kLokr:
+    case FinetuneMethod::kHira:  // a dense delta (or new) weight built in forward, then F.linear(x, ·)
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.saves_input = true;
+      break;
+    default: break;
+  }
+  return t;
+}
+
+void adapter_terms(const Config& c, Count tokens, Bytes act, std::vector<NamedBytes>& terms) {
+  const Finetune& f = c.training.finetune;
+  const LayerShare share{c.model, tokens};
+  Bytes saved{0}, inputs{0};
+  std::vector<int> seen;
+  const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets)) {
+    const TargetSaved t = target_saved(f, a, share);
+    saved += t.act_elements * act + t.fp32_bytes;
+    const int group = input_group(a);
+    if (t.saves_input && !base_keeps_input && std::find(seen.begin(), seen.end(), group) == seen.end()) {
+      seen.push_back(group);
+      inputs += share.per_layer(a, a.in) * act;
+    }
+  }
+  if (!saved.is_zero()) terms.push_back({"peft.adapters", saved});
+  if (!inputs.is_zero()) terms.push_back({"peft.adapter_inputs", inputs});
+}
+
+// PEFT's adaption_prompt (adaption_prompt/layer.py forward) in each adapted layer: the prompt's
+// keys and values through k_proj and v_proj, fp32 scores of every query against them (softmax
+// output, and its cast for the value matmul), and the adapter output the gate scales. LitGPT's v2
+// also scales every linear output (adapter_scale: saved for its gradient).
+void llama_adapter_terms(const Config& c, Count batch, Count seq, Bytes act, std::vector<NamedBytes>& terms) {
+  const ModelSpec& m = c.model;
+  const Finetune& f = c.training.finetune;
+  const Count heads = m.num_attention_heads, len = f.adapter_len, tokens = batch * seq;
+  const Count scores = batch * heads * seq * len;
+  // Queries recomputed, keys and values repeated to every head, fp32 softmax and its cast, and the
+  // rotary tables the wrapped attention recomputes per layer.
+  terms.push_back({"peft.adaption_attention", scores * (kFp32Bytes + act) + tokens * heads * m.head_size() * act +
+                                                  batch * len * heads * m.head_size() * 2 * act +
+                                                  seq * m.head_size() * 2 * act});
+  if (f.method != FinetuneMethod::kLlamaAdapterV2) return;
+  Count outputs = 0;
+  const LayerShare share{m, tokens};
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(m), kEveryLinear)) outputs += share.per_layer(a, a.out);
+  terms.push_back({"peft.adapter_v2_scaled_outputs", outputs * act});
+}
+
+}  // namespace
+
+PeftActivation peft_activation(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  PeftActivation p;
+  if (f.method == FinetuneMethod::kFull) return p;
+  p.lora_style = is_lora_style(f.method);
+  p.grad_targets = adapts_linears_method(f.method) ? expanded(f.lora_targets) : 0;
+  switch (f.method) {
+    case FinetuneMethod::kPromptTuning:
+    case FinetuneMethod::kPTuning:
+      p.extra_tokens = f.num_virtual_tokens;
+      p.input_needs_grad = true;
+      break;
+    case FinetuneMethod::kPrefixTuning:
+      p.extra_keys = f.num_virtual_tokens;
+      p.input_needs_grad = true;  // the first block's keys and values carry trained prefixes
+      break;
+    case FinetuneMethod::kLlamaAdapter: p.frozen_bottom_layers = f.adapter_start_layer; break;
+    case FinetuneMethod::kLlamaAdapterV2:
+      p.grad_targets = kEveryLinear;
+      p.input_needs_grad = p.norms_trained = true;
+      break;
+    case FinetuneMethod::kLnTuning: p.input_needs_grad = p.norms_trained = true; break;
+    case FinetuneMethod::kTrainableTokens: p.input_needs_grad = true; break;
+    default: break;
+  }
+  return p;
+}
+
+std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq, Bytes act) {
+  std::vector<NamedBytes> terms;
+  const FinetuneMethod method = c.training.finetune.method;
+  if (method == FinetuneMethod::kFull || method == FinetuneMethod::kLora) return terms;
+  const ModelSpec& m = c.model;
+  if (method == FinetuneMethod::kPrefixTuning) {
+    // The prefix's keys and values join every layer's (past_key_values): flash attention saves k
+    // and v unrepeated, eager attention the copies repeated to every query head.
+    const bool flash = c.training.implementation.attention == AttentionImpl::kFlash;
+    const Count kv_heads = flash ? Count(m.kv_heads()) : Count(m.num_attention_heads);
+    // The rotary tables are recomputed for every layer when a cache carries the prefix.
+    terms.push_back({"peft.prefix_keys_values",
+                     batch * c.training.finetune.num_virtual_tokens * kv_heads * m.head_size() * 2 * act +
+                         seq * m.head_size() * 2 * act});
+  } else if (method == FinetuneMethod::kLlamaAdapter || method == FinetuneMethod::kLlamaAdapterV2) {
+    llama_adapter_terms(c, batch, seq, act, terms);
+  } else if (adapts_linears_method(method)) {
+    adapter_terms(c, batch * seq, act, terms);
+  }
+  return terms;
+}
+
+Bytes peft_outside_bytes(const Config& c, Count tokens, Bytes act) {
+  // LitGPT adapter_v2: the head is an AdapterV2Linear too; its scale's gradient needs the logits.
+  if (c.training.finetune.method != FinetuneMethod::kLlamaAdapterV2 || c.model.output_head != OutputHead::kLm) {
+    return Bytes{0};
+  }
+  return tokens * c.model.vocab_size * act;
+}
+
+namespace {
+
+// What each method's PEFT layer refuses (its update_layer raises ValueError), per adapted layer.
+std::string shape_problem(const Finetune& f, const AdaptedLinear& a) {
+  const std::int64_t in = a.in.value(), out = a.out.value();
+  const auto sides = [&](std::int64_t k, bool both) {
+    return in % k != 0 || (both && out % k != 0)
+               ? "must divide every adapted layer's " + std::string(both ? "input and output" : "input") +
+                     " features (" + detail::group_digits(in) + (both ? " and " + detail::group_digits(out) : "") + ")"
+               : std::string();
+  };
+  switch (f.method) {
+    case FinetuneMethod::kBoft: {
+      const std::int64_t b = f.block_size > 0 ? f.block_size : kBoftBlockSize;
+      const std::int64_t span = b << (f.boft_n_butterfly_factor - 1);  // boft/layer.py: b · 2^(m−1)
+      if (in % span != 0) return "(× 2^(boft_n_butterfly_factor − 1)) " + sides(span, false);
+      if (f.boft_n_butterfly_factor > 1 && (b % 2 != 0 || (in / b) % 2 != 0)) {
+        return "and in_features / block_size must be even when boft_n_butterfly_factor > 1";
+      }
+      return "";
+    }
+    case FinetuneMethod::kC3a: return sides(f.block_size > 0 ? f.block_size : kC3aBlockSize, true);
+    case FinetuneMethod::kVbLora: return sides(kVbLoraVectorLength, true);
+    case FinetuneMethod::kGraLora: return sides(kGraLoraBlocks, true);
+    case FinetuneMethod::kRoad:
+      return out % kRoadGroupSize != 0 ? "RoAd's group size (64) must divide every adapted layer's output features ("
+                                             + detail::group_digits(out) + ")"
+                                       : "";
+    default: return "";
+  }
+}
+
+void check_targets(const Config& c, std::vector<Issue>& errors) {
+  const Finetune& f = c.training.finetune;
+  if (f.lora_targets == 0) {
+    errors.push_back({"training.finetune.lora_targets", f.method == FinetuneMethod::kLora
+                                                            ? "must name at least one module for LoRA"
+                                                            : "must name at least one module for this method"});
+    return;
+  }
+  if ((f.lora_targets & kLoraQkv) && (f.lora_targets & (kLoraQ | kLoraK | kLoraV))) {
+    errors.push_back({"training.finetune.lora_targets", "qkv (one fused q/k/v projection) cannot be combined "
+                                                        "with q, k or v"});
+  }
+  if ((f.lora_targets & kLoraQkv) && c.model.attention_type == AttentionType::kMla) {
+    errors.push_back({"training.finetune.lora_targets", "qkv (a fused q/k/v projection) needs standard attention"});
+  }
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets)) {
+    const std::string problem = shape_problem(f, a);
+    if (!problem.empty()) {
+      const char* field = f.method == FinetuneMethod::kRoad || f.method == FinetuneMethod::kVbLora ||
+                                  f.method == FinetuneMethod::kGraLora
+                              ? "training.finetune.lora_targets"
+                              : "training.finetune.block_size";
+      errors.push_back({field, problem});
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void validate_peft(const Config& c, std::vector<Issue>& errors) {
+  const Finetune& f = c.training.finetune;
+  if (f.method == FinetuneMethod::kFull) return;
+  if (adapts_linears_method(f.method)) check_targets(c, errors);
+  if (f.base_bits != 4 && f.base_bits != 8 && f.base_bits != 16) {
+    errors.push_back({"training.finetune.base_bits", "must be 16 (frozen 16-bit base), 8 (int8) or 4 (QLoRA NF4); got " +
+                                                         detail::group_digits(f.base_bits)});
+  }
+  const std::int64_t block = f.quant_block_size;
+  if (f.base_bits == 4 && (block < 32 || (block & (block - 1)) != 0)) {
+    errors.push_back({"training.finetune.quant_block_size",
+                      "must be a power of two from 32 to 4,096 (bitsandbytes' 4-bit block sizes); got " +
+                          detail::group_digits(block)});
+  }
+  const bool adapter = f.method == FinetuneMethod::kLlamaAdapter || f.method == FinetuneMethod::kLlamaAdapterV2;
+  if (adapter && f.adapter_start_layer >= c.model.num_hidden_layers) {
+    errors.push_back({"training.finetune.adapter_start_layer", "must be below model.num_hidden_layers (" +
+                                                                   detail::group_digits(c.model.num_hidden_layers) +
+                                                                   ") so that at least one layer is adapted"});
+  }
+  const bool prompts = f.method == FinetuneMethod::kPromptTuning || f.method == FinetuneMethod::kPTuning;
+  const ModelSpec& m = c.model;
+  if (prompts && m.position_embedding == PositionKind::kLearned &&
+      c.training.seq_len + f.num_virtual_tokens > m.max_position_embeddings) {
+    errors.push_back({"training.finetune.num_virtual_tokens",
+                      "with training.seq_len must fit the learned positions (model.max_position_embeddings " +
+                          detail::group_digits(m.max_position_embeddings) + "): the virtual tokens lengthen every sequence"});
+  }
+  if (f.method == FinetuneMethod::kTrainableTokens && f.num_trainable_tokens > c.model.vocab_size) {
+    errors.push_back({"training.finetune.num_trainable_tokens",
+                      "must be at most model.vocab_size (" + detail::group_digits(c.model.vocab_size) + ")"});
+  }
+}
+
+}  // namespace memfit

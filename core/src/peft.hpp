@@ -1,0 +1,78 @@
+// What a parameter-efficient fine-tuning method adds to a model, what it trains, and what it
+// changes in a training step (core-internal). One function per method, each derived from the
+// method's code in Hugging Face PEFT 0.21 (peft/tuners/<method>/layer.py) or, for LLaMA-Adapter v2,
+// LitGPT 0.5 (litgpt/adapter_v2.py); tests/core/peft_test.cpp checks every count against PEFT's own
+// get_nb_trainable_parameters() on real model configurations (tests/fixtures/peft/).
+#pragma once
+
+#include <vector>
+
+#include "memfit/config.hpp"
+#include "memfit/estimate.hpp"
+#include "memfit/parameters.hpp"
+#include "memfit/units.hpp"
+
+namespace memfit {
+
+// A parameter tensor of shape [lead..., rows, cols], `count` times (cols 0: a vector of `rows`;
+// lead: the product of any leading dimensions). The shape matters beyond its size: Adafactor-style
+// optimizers factor the last two dimensions, 8-bit optimizers keep small tensors in 32 bit.
+struct Shape {
+  Count rows, cols, count;
+  Count lead = 1;
+  Count elements_each() const { return lead * (cols.is_zero() ? rows : rows * cols); }
+  Count elements() const { return elements_each() * count; }
+};
+
+// One linear layer a method adapts: in → out features, `count` of them (one per layer), and the
+// target it answers to (a LoraTarget bit).
+struct AdaptedLinear {
+  Count in, out, count;
+  unsigned target;
+  Component component;
+};
+
+struct PeftParameters {
+  std::vector<Shape> trainable;     // what the optimizer sees
+  std::vector<Shape> frozen_added;  // parameters the method adds but does not train (LoRA-FA's A)
+  Count trained_in_base = 0;        // base parameters trained in place (LLaMA-Adapter v2's norms)
+  Bytes buffer_bytes{0};            // frozen buffers (VeRA / RandLoRA projections, BOFT permutations)
+  Count trainable_count() const;
+  Count added_count() const;  // what the method adds to sum(p.numel())
+};
+
+// The linear layers `targets` names, one entry per kind of layer (a fused `qkv` target joins each
+// block's q, k and v into one d → q + k + v layer, as PEFT sees GPT-2's c_attn).
+std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets);
+
+// What `finetune.method` adds and trains on this model (empty for a full fine-tune).
+PeftParameters peft_parameters(const ModelSpec& model, const ParameterCount& params, const Finetune& finetune);
+
+// What a method changes in the tensors a training step saves for backward (read by
+// activations.cpp; the per-layer terms below are added to each block's).
+struct PeftActivation {
+  Count extra_tokens = 0;          // prompt tuning / p-tuning: virtual tokens prepended to every sequence
+  Count extra_keys = 0;            // prefix tuning: key/value positions every layer attends to as well
+  bool lora_style = false;         // adapters that save their input and an r-wide intermediate (LoRA and kin)
+  unsigned grad_targets = 0;       // projections whose outputs need a gradient (a fused qkv as q | k | v)
+  bool input_needs_grad = false;   // the first block's input needs a gradient (trained prompts, norms, tokens)
+  bool norms_trained = false;      // norms keep their normalised input for their weight's gradient
+  Count frozen_bottom_layers = 0;  // LLaMA-Adapter: blocks below the first adapted one save nothing
+};
+PeftActivation peft_activation(const Config& config);
+
+// What one block saves for a method beyond the LoRA-style adapters activations.cpp models itself:
+// DoRA's base and adapter outputs, IA3's and RoAd's scaled activations, OFT's rotated inputs, the
+// dense delta weights that LoHa, LoKr, FourierFT, WaveFT, HRA, HiRA, SHiRA and BOFT build in
+// forward, prefix tuning's extra keys and values, LLaMA-Adapter's adaption attention. `seq` is the
+// query length on this GPU (virtual tokens included); averaged over the model's layers.
+std::vector<NamedBytes> peft_layer_terms(const Config& config, Count batch, Count seq, Bytes act);
+
+// What a method saves outside the blocks (LLaMA-Adapter v2's scaled head output).
+Bytes peft_outside_bytes(const Config& config, Count tokens, Bytes act);
+
+// Configuration rules a method's PEFT implementation enforces (block sizes dividing the features,
+// targets it needs), as issues naming the field.
+void validate_peft(const Config& config, std::vector<Issue>& errors);
+
+}  // namespace memfit

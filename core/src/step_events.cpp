@@ -1,0 +1,299 @@
+#include "step_events.hpp"
+
+#include <algorithm>
+
+#include "finetune.hpp"
+
+namespace memfit {
+
+namespace {
+
+// Requests beyond this many bytes, or steps beyond this many layers or tensors, are not replayed:
+// an absurd configuration, where the fixed fragmentation factor stands in. The largest real models
+// hold about 130 layers on a GPU and a few thousand parameter tensors.
+constexpr std::int64_t kLargestReplayedBytes = std::int64_t{1} << 50;
+constexpr std::int64_t kMostReplayedLayers = 512;
+constexpr std::int64_t kMostReplayedTensors = 100'000;
+
+// The allocator and the live tensors of the replay, by id.
+class Replay {
+ public:
+  explicit Replay(SegmentMode segments) : allocator_(options(segments)) {}
+
+  int take(Bytes bytes) {
+    if (bytes.overflow() || bytes.value() > kLargestReplayedBytes) failed_ = true;
+    if (failed_ || bytes.value() <= 0) return -1;
+    const Handle h = allocator_.allocate(bytes);
+    if (!h.ok()) {
+      failed_ = true;
+      return -1;
+    }
+    handles_.push_back(h);
+    return static_cast<int>(handles_.size() - 1);
+  }
+  void give(int id) {
+    if (id >= 0) allocator_.free(handles_[static_cast<std::size_t>(id)]);
+  }
+  void give(std::vector<int>& ids) {
+    for (int id : ids) give(id);
+    ids.clear();
+  }
+  // Allocates each of `sizes` and appends the ids.
+  void take(const std::vector<Bytes>& sizes, std::vector<int>& ids) {
+    for (Bytes b : sizes) ids.push_back(take(b));
+  }
+  void mark(const char* name, const char* label) { marks_.push_back({name, label, allocator_.allocated_bytes()}); }
+
+  bool failed() const { return failed_; }
+  const CachingAllocator& allocator() const { return allocator_; }
+  std::vector<Phase>& marks() { return marks_; }
+
+ private:
+  static AllocatorOptions options(SegmentMode segments) {
+    AllocatorOptions o;
+    o.segment_mode = segments;
+    o.timeline_stride = 0;
+    return o;
+  }
+
+  CachingAllocator allocator_;
+  std::vector<Handle> handles_;
+  std::vector<Phase> marks_;
+  bool failed_ = false;
+};
+
+// Sizes that split `total` bytes in proportion to `weights` (each a tensor's element count):
+// the replay keeps every byte total the estimate computed and takes its tensor sizes from the
+// model's shapes.
+std::vector<Bytes> split(Bytes total, const std::vector<Count>& weights) {
+  Count sum = 0;
+  for (Count w : weights) sum += w;
+  std::vector<Bytes> out;
+  if (sum.value() <= 0 || total.value() <= 0) return out;
+  for (Count w : weights) out.push_back(mul_div(total, w, sum));
+  return out;
+}
+
+// The element counts of the tensors one GPU holds, in module order: the layer groups per layer,
+// the rest (embeddings, final norm, head) on their own. Routed experts are one stacked tensor
+// per projection and layer (transformers' fused MoE experts). LoRA: the adapters' A and B.
+struct Tensors {
+  std::vector<Count> outside;                // embeddings, final norm, head
+  std::vector<std::vector<Count>> layers;    // per local layer
+  std::vector<Count> all() const {
+    std::vector<Count> v = outside;
+    for (const auto& l : layers) v.insert(v.end(), l.begin(), l.end());
+    return v;
+  }
+};
+
+Tensors local_tensors(const ParameterCount& params, const Placement& p) {
+  Tensors t;
+  const Count layers = p.dense_layers + p.moe_layers;
+  if (layers.value() > kMostReplayedLayers) return t;
+  t.layers.resize(static_cast<std::size_t>(std::max<std::int64_t>(0, layers.value())));
+  for (const TensorGroup& g : params.groups) {
+    const Count each = g.elements_each() / p.tensor;
+    if (g.layer == LayerKind::kNone) {
+      if (p.held(params, g).value() > 0) t.outside.push_back(each * p.held(params, g));
+      continue;
+    }
+    const Count per_layer = g.component == Component::kExperts ? params.per_layer(g) / p.expert : params.per_layer(g);
+    const bool moe = g.layer == LayerKind::kMoe;
+    const Count first = moe ? p.dense_layers : Count(0);
+    const Count count = moe ? p.moe_layers : p.dense_layers;
+    const bool stacked = g.component == Component::kExperts;
+    for (std::int64_t i = 0; i < count.value() && static_cast<std::size_t>(first.value() + i) < t.layers.size(); ++i) {
+      auto& layer = t.layers[static_cast<std::size_t>(first.value() + i)];
+      if (stacked) layer.push_back(each * per_layer);
+      else for (std::int64_t k = 0; k < per_layer.value(); ++k) layer.push_back(each);
+    }
+  }
+  return t;
+}
+
+// A parameter-efficient method's trainable tensors on this GPU (its adapters, prompts, ...), not
+// tied to layers: their gradients arrive with the first layers' backward (they are small).
+Tensors local_adapters(const Config& c, const ParameterCount& params, const Placement& p) {
+  Tensors t;
+  const PeftParameters peft = peft_parameters(c.model, local_parameters(params, p), c.training.finetune);
+  for (const Shape& s : peft.trainable) {
+    for (std::int64_t k = 0; k < s.count.value() && t.outside.size() < 20'000; ++k) t.outside.push_back(s.elements_each());
+  }
+  return t;
+}
+
+// One layer's saved tensors: the block terms scaled so that the layers hold the estimate's
+// saved bytes (full checkpointing keeps one tensor, the block's input).
+std::vector<Bytes> layer_saved(const ActivationModel& act, Count layers, Checkpointing ckpt) {
+  const Bytes body = act.saved_bytes - act.embedding_saved_bytes;
+  const Bytes per_layer = layers.value() > 0 ? body / layers.value() : Bytes{0};
+  if (ckpt == Checkpointing::kFull || act.layer_terms.empty()) return {per_layer};
+  std::vector<Count> weights;
+  for (const NamedBytes& t : act.layer_terms) weights.push_back(Count(t.bytes.value()));
+  return split(per_layer, weights);
+}
+
+struct Program {
+  Tensors model, trainable;
+  std::vector<Bytes> weights, master, states, gradients;  // per tensor (trainable order for the last three)
+  std::vector<Bytes> saved, copies_per_layer, temporaries;
+  Bytes gathered, working, embedding_saved;
+  const LossModel* loss;
+  int states_per_tensor;
+  bool grads_persist;  // accumulation: gradients live across micro-batches
+  bool forward_transients;  // forward allocates each saved tensor beside a temporary (no full recomputation)
+};
+
+// Gradients of layer `i`'s trainable tensors (or of the outside ones when i < 0), as sized.
+std::vector<Bytes> gradient_slice(const Program& pr, std::int64_t i) {
+  if (i >= static_cast<std::int64_t>(pr.trainable.layers.size())) return {};
+  std::size_t offset = pr.trainable.outside.size();
+  for (std::int64_t k = 0; k < i; ++k) offset += pr.trainable.layers[static_cast<std::size_t>(k)].size();
+  const std::size_t n = i < 0 ? pr.trainable.outside.size() : pr.trainable.layers[static_cast<std::size_t>(i)].size();
+  if (i < 0) offset = 0;
+  std::vector<Bytes> out;
+  for (std::size_t k = offset; k < offset + n && k < pr.gradients.size(); ++k) out.push_back(pr.gradients[k]);
+  return out;
+}
+
+void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
+             std::vector<int>& loss_kept, int& embedding) {
+  embedding = r.take(pr.embedding_saved);
+  for (auto& layer : saved) {
+    const int gathered = r.take(pr.gathered);
+    copies.push_back(r.take(pr.copies_per_layer.empty() ? Bytes{0} : pr.copies_per_layer.front()));
+    // Each saved tensor comes out of an op whose other results are temporaries (the scores before
+    // the softmax, the matmul output before the bias add, a dtype cast): one transient of the same
+    // size, freed once the saved tensor exists. Under checkpointing the block runs again in
+    // backward, so forward leaves no holes of its own.
+    for (Bytes b : pr.saved) {
+      const int transient = pr.forward_transients ? r.take(b) : -1;
+      layer.push_back(r.take(b));
+      r.give(transient);
+    }
+    r.give(gathered);
+  }
+  const LossModel& l = *pr.loss;
+  loss_kept.push_back(r.take(max(Bytes{0}, l.backward_bytes - l.head_input_bytes)));
+  loss_kept.push_back(r.take(l.kept_bytes));
+  const int transient = r.take(max(Bytes{0}, l.forward_bytes - l.backward_bytes));
+  r.mark("forward", "End of forward (loss computed)");
+  r.give(transient);
+}
+
+void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
+              std::vector<int>& loss_kept, int embedding, std::vector<int>& grads) {
+  const LossModel& l = *pr.loss;
+  const int logits_grad = r.take(l.grad_bytes);
+  const int input_grad = r.take(l.head_input_bytes);
+  r.give(logits_grad);
+  r.give(loss_kept.front());
+  if (!pr.grads_persist && grads.empty()) r.take(gradient_slice(pr, -1), grads);
+  for (std::int64_t i = static_cast<std::int64_t>(saved.size()) - 1; i >= 0; --i) {
+    const int gathered = r.take(pr.gathered);
+    const int working = r.take(pr.working);
+    if (!pr.grads_persist) r.take(gradient_slice(pr, i), grads);
+    // Backward walks the block's ops in reverse: the gradient of each saved tensor's op output is
+    // made, used, and dropped as the next one is made.
+    int previous = -1;
+    for (auto it = pr.saved.rbegin(); it != pr.saved.rend(); ++it) {
+      const int grad = r.take(*it);
+      r.give(previous);
+      previous = grad;
+    }
+    r.give(previous);
+    r.give(working);
+    r.give(saved[static_cast<std::size_t>(i)]);
+    r.give(copies[static_cast<std::size_t>(i)]);
+    r.give(gathered);
+  }
+  r.give(input_grad);
+  r.give(embedding);
+  r.mark("backward", "Backward (end)");
+  copies.clear();
+  loss_kept.erase(loss_kept.begin());
+}
+
+void optimizer_step(Replay& r, const Program& pr, std::vector<int>& states, std::vector<int>& grads,
+                    std::vector<int>& loss_kept) {
+  if (states.empty()) {
+    for (int k = 0; k < pr.states_per_tensor; ++k) r.take(pr.states, states);  // created at the first step
+  }
+  std::vector<int> temporaries;
+  r.take(pr.temporaries, temporaries);
+  r.mark("optimizer_step", "Optimizer step");
+  r.give(temporaries);
+  if (!pr.grads_persist) r.give(grads);  // zero_grad(set_to_none=True)
+  r.give(loss_kept);                     // a loop that held the logits drops them at the next forward
+}
+
+Program program(const Config& c, const ParameterCount& params, const Placement& p, const StaticBytes& st,
+                const ActivationModel& act, const LossModel& loss, Bytes weight_copies, Bytes temporaries,
+                const PrecisionRecipe& r) {
+  Program pr;
+  const bool lora = is_peft(c);
+  pr.model = local_tensors(params, p);
+  pr.trainable = lora ? local_adapters(c, params, p) : pr.model;
+  const std::vector<Count> model = pr.model.all(), trainable = pr.trainable.all();
+  std::vector<Count> held = model;
+  if (lora) held.insert(held.end(), trainable.begin(), trainable.end());
+  pr.weights = split(st.weights, held);
+  pr.master = split(st.master, trainable);
+  const Optimizer o = c.training.optimizer;
+  pr.states_per_tensor = o == Optimizer::kSgd ? 0 : (o == Optimizer::kSgdMomentum || o == Optimizer::kLion) ? 1 : 2;
+  pr.states = pr.states_per_tensor > 0 ? split(st.states / pr.states_per_tensor, trainable) : std::vector<Bytes>{};
+  pr.gradients = split(st.gradients, trainable);
+  // foreach keeps one temporary per tensor at once; the per-parameter loop one at a time.
+  if (c.training.optimizer_impl == OptimizerImpl::kForeach) pr.temporaries = split(temporaries, trainable);
+  else pr.temporaries = {temporaries};
+  pr.grads_persist = c.training.grad_accum_steps > 1 && !c.training.optimizer_in_backward;
+  const Count layers = static_cast<std::int64_t>(pr.model.layers.size());
+  pr.saved = layer_saved(act, layers, c.training.checkpointing);
+  if (layers.value() > 0 && !weight_copies.is_zero()) pr.copies_per_layer = {weight_copies / layers.value()};
+  pr.gathered = c.parallel.zero_stage >= 3 && p.zero_shards > 1
+                    ? p.as_nominal(max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered /
+                                   c.parallel.tensor)
+                    : Bytes{0};
+  pr.working = act.layer_backward_working_bytes;
+  pr.forward_transients = c.training.checkpointing != Checkpointing::kFull;
+  pr.embedding_saved = act.embedding_saved_bytes;
+  pr.loss = &loss;
+  return pr;
+}
+
+}  // namespace
+
+StepSimulation simulate_step(const Config& c, const ParameterCount& params, const Placement& p,
+                             const StaticBytes& st, const ActivationModel& act, const LossModel& loss,
+                             Bytes weight_copies, Bytes temporaries, const PrecisionRecipe& r, SegmentMode segments) {
+  StepSimulation out;
+  const Count layers = p.dense_layers + p.moe_layers;
+  if (layers.value() > kMostReplayedLayers || layers.overflow()) return out;
+  const Program pr = program(c, params, p, st, act, loss, weight_copies, temporaries, r);
+  std::size_t tensors = pr.weights.size() + pr.gradients.size() * 2 + pr.saved.size() * pr.model.layers.size();
+  if (tensors > static_cast<std::size_t>(kMostReplayedTensors)) return out;
+  Replay replay(segments);
+  std::vector<int> weights, master, states, grads, copies, loss_kept;
+  replay.take(pr.weights, weights);
+  replay.take(pr.master, master);
+  if (pr.grads_persist) replay.take(pr.gradients, grads);
+  for (int step = 0; step < 2 && !replay.failed(); ++step) {
+    if (step == 1) replay.marks().clear();
+    std::vector<std::vector<int>> saved(pr.model.layers.size());
+    int embedding = -1;
+    forward(replay, pr, saved, copies, loss_kept, embedding);
+    backward(replay, pr, saved, copies, loss_kept, embedding, grads);
+    optimizer_step(replay, pr, states, grads, loss_kept);
+  }
+  if (replay.failed()) return out;
+  const AllocatorStats stats = replay.allocator().stats();
+  out.peak_allocated_bytes = stats.peak_allocated_bytes;
+  out.peak_reserved_bytes = stats.peak_reserved_bytes;
+  out.segment_count = stats.peak_segment_count;
+  out.timeline = replay.marks();
+  out.ok = true;
+  return out;
+}
+
+}  // namespace memfit

@@ -1,0 +1,32 @@
+// The training step as a sequence of allocations and frees, replayed through the model of
+// PyTorch's caching allocator (allocator.hpp): what the allocator reserves for the step, and the
+// timeline of allocated and reserved bytes (core-internal).
+#pragma once
+
+#include <vector>
+
+#include "activations.hpp"
+#include "allocator.hpp"
+#include "placement.hpp"
+
+namespace memfit {
+
+struct StepSimulation {
+  Bytes peak_allocated_bytes;  // of the simulated tensors (per-tensor rounding included)
+  Bytes peak_reserved_bytes;   // segments the allocator holds at the end of the second step
+  Count segment_count;
+  std::vector<Phase> timeline;  // allocated at the end of each stage of the second step
+  bool ok = false;              // false: the step could not be replayed (nothing to report)
+};
+
+// Two steps (the first creates the optimizer states; the second is the steady state that
+// max_memory_reserved reports after training has run a while), tensor by tensor: the parameters,
+// master weights, states and gradients of every group this GPU holds, each block's saved
+// activations in forward and their release in backward as its gradients land, the loss's tensors,
+// the optimizer's temporaries, and zero_grad(set_to_none=True).
+StepSimulation simulate_step(const Config& config, const ParameterCount& params, const Placement& place,
+                             const StaticBytes& statics, const ActivationModel& activations, const LossModel& loss,
+                             Bytes weight_copies, Bytes optimizer_temporaries, const PrecisionRecipe& recipe,
+                             SegmentMode segments);
+
+}  // namespace memfit

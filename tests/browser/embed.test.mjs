@@ -1,0 +1,172 @@
+// The embed forms: the iframe card (embed.html) sends its height to the host page and opens links
+// in a new tab; <memfit-estimate> in a plain HTML page and in a site MkDocs generates (when MkDocs
+// is installed) shows the core's numbers, follows attribute changes and fires `estimate`; the
+// page's Embed button gives both snippets, a live preview and an honest word when copying is
+// refused. https://memfit.example/ (the examples' stand-in for the hosted memfit) is served from
+// web/dist/ here, from another origin than the host pages: the component's cross-origin path.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { formatBytes } from '../../web/src/format.js';
+import { DIST, RESULTS_DIR, ROOT, launchBrowser, loadNodeCore, missingPrerequisites, startServer } from './helpers.mjs';
+
+const missing = missingPrerequisites();
+const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.css': 'text/css', '.svg': 'image/svg+xml' };
+const MKDOCS = [process.env.MEMFIT_MKDOCS, join(ROOT, '.venv-docs/bin/mkdocs')].find((p) => p && existsSync(p));
+
+// web/dist/ at https://memfit.example/ (with CORS, as GitHub Pages serves it).
+async function serveMemfitExample(context) {
+  await context.route('https://memfit.example/**', async (route) => {
+    const path = new URL(route.request().url()).pathname.replace(/^\//, '') || 'index.html';
+    const file = join(DIST, path);
+    if (!file.startsWith(DIST) || !existsSync(file)) return route.fulfill({ status: 404, body: 'not found' });
+    return route.fulfill({ status: 200, body: readFileSync(file), headers: { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'access-control-allow-origin': '*' } });
+  });
+}
+
+describe('embedding memfit', { skip: missing || false, concurrency: false }, () => {
+  let server;
+  let site;
+  let browser;
+  let core;
+  before(async () => {
+    [server, site, browser, core] = await Promise.all([startServer(), startServer(ROOT), launchBrowser(), loadNodeCore()]);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    await site?.close();
+  });
+
+  const peakIn = (scope) => scope.locator('[data-testid="peak-allocated"]');
+
+  test('embed.html: the core\'s numbers, its height to the host page, links to a new tab', async () => {
+    const context = await browser.newContext({ viewport: { width: 900, height: 800 } });
+    const p = await context.newPage();
+    // A host page on another origin with the snippet's listener.
+    await p.goto(`${site.url}examples/plain-html/index.html`);
+    const src = `${server.url}embed.html?v=1&preset=gpt2&micro_batch_size=8&view=breakdown&theme=dark`;
+    await p.evaluate((url) => {
+      window.heights = [];
+      addEventListener('message', (e) => {
+        const frame = document.querySelector('iframe[data-memfit]');
+        if (e.source === frame.contentWindow && e.data?.type === 'memfit:height') {
+          window.heights.push(e.data.height);
+          frame.height = e.data.height;
+        }
+      });
+      const frame = document.createElement('iframe');
+      Object.assign(frame, { src: url, title: 'memfit', height: 100 });
+      frame.dataset.memfit = '';
+      frame.style.cssText = 'width:100%;border:0';
+      document.body.append(frame);
+    }, src);
+    const frame = p.frameLocator('iframe[data-memfit]');
+    const expected = core.estimate({ model: { preset: 'gpt2' }, training: { micro_batch_size: 8 } });
+    await peakIn(frame).waitFor({ timeout: 15000 });
+    await p.waitForFunction((b) => document.querySelector('iframe[data-memfit]').contentDocument?.querySelector('[data-testid="peak-allocated"]')?.dataset.bytes === b,
+      String(expected.peak_allocated_bytes), { timeout: 15000 }).catch(() => {});
+    assert.equal(await peakIn(frame).getAttribute('data-bytes'), String(expected.peak_allocated_bytes));
+    assert.equal(await frame.locator('[data-testid="breakdown"]').count(), 1);
+    await p.waitForFunction(() => window.heights.length > 0 && window.heights.at(-1) > 300);
+    const inner = await frame.locator('html').evaluate((h) => Math.ceil(h.getBoundingClientRect().height));
+    assert.ok(Math.abs((await p.evaluate(() => window.heights.at(-1))) - inner) <= 2, 'the last height sent is the card\'s');
+    assert.equal(await frame.locator('html').getAttribute('data-theme'), 'dark');
+    for (const a of await frame.locator('a[href]').all()) {
+      assert.equal(await a.getAttribute('target'), '_blank');
+      assert.equal(await a.getAttribute('rel'), 'noopener');
+    }
+    assert.equal(await frame.getByTestId('open-in-memfit').getAttribute('href'), `${server.url}?v=1&preset=gpt2&micro_batch_size=8`);
+    await p.screenshot({ path: join(RESULTS_DIR, 'embed-iframe.png'), fullPage: true });
+    await context.close();
+  });
+
+  async function assertComponents(p, expectations) {
+    for (const [selector, config] of expectations) {
+      const el = p.locator(selector);
+      const bytes = String(core.estimate(config).peak_allocated_bytes);
+      await p.waitForFunction(([s, b]) => document.querySelector(s)?.shadowRoot?.querySelector('[data-testid="peak-allocated"]')?.dataset.bytes === b,
+        [selector, bytes], { timeout: 15000 });
+      assert.equal(await peakIn(el).textContent(), formatBytes(Number(bytes)));
+    }
+  }
+
+  test('<memfit-estimate> in a plain HTML page: the core\'s numbers, attribute changes, the estimate event', async () => {
+    const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
+    await serveMemfitExample(context);
+    const p = await context.newPage();
+    const errors = [];
+    p.on('pageerror', (e) => errors.push(e.message));
+    await p.goto(`${site.url}examples/plain-html/index.html`);
+    const qlora = { model: { preset: 'llama-3-8b' }, training: { finetune: { method: 'lora', base_bits: 4 } }, hardware: { gpu: 'rtx-4090-24gb' } };
+    await assertComponents(p, [['#full', { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048 } }], ['#qlora', qlora]]);
+    assert.equal(await p.locator('#qlora').locator('[data-testid="breakdown"]').count(), 1);
+    // An attribute changes: the numbers follow, and the element says so with an event.
+    const event = p.evaluate(() => new Promise((resolve) => document.querySelector('#full')
+      .addEventListener('estimate', (e) => resolve(e.detail.peak_allocated_bytes), { once: true })));
+    await p.locator('#full').evaluate((el) => el.setAttribute('micro-batch-size', '2'));
+    const changed = { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048, micro_batch_size: 2 } };
+    assert.equal(await event, core.estimate(changed).peak_allocated_bytes);
+    await assertComponents(p, [['#full', changed]]);
+    // It sizes itself to its content.
+    const height = await p.locator('#qlora').evaluate((el) => el.getBoundingClientRect().height);
+    assert.ok(height > 300, `height ${height}`);
+    await p.screenshot({ path: join(RESULTS_DIR, 'embed-plain-html.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('<memfit-estimate> in a site MkDocs (Material) generates', { skip: MKDOCS ? false : 'MkDocs is not installed (scripts/setup.sh puts it in .venv-docs/)' }, async () => {
+    const out = join(ROOT, 'build-web/mkdocs-site');
+    execFileSync(MKDOCS, ['build', '-q', '-f', join(ROOT, 'examples/mkdocs/mkdocs.yml'), '-d', out]);
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    await serveMemfitExample(context);
+    const p = await context.newPage();
+    await p.goto(`${site.url}build-web/mkdocs-site/index.html`);
+    await assertComponents(p, [
+      ['memfit-estimate[preset]', { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048 } }],
+      ['memfit-estimate[link]', { model: { preset: 'llama-3-8b' }, training: { finetune: { method: 'lora', base_bits: 4 } }, hardware: { gpu: 'rtx-4090-24gb' } }],
+    ]);
+    assert.equal(await p.locator('memfit-estimate[link]').locator('[data-testid="gpu-table"]').count(), 1);
+    await p.screenshot({ path: join(RESULTS_DIR, 'embed-mkdocs.png'), fullPage: true });
+    await context.close();
+  });
+
+  test('the Embed button: both snippets for this configuration, a live preview, honest copying', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const p = await context.newPage();
+    await p.goto(`${server.url}?v=1&preset=gpt2&seq_len=512`);
+    await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
+    await p.getByTestId('embed-button').click();
+    const dialog = p.getByTestId('embed-dialog');
+    await dialog.waitFor();
+    const iframe = await p.inputValue('#snippet-iframe');
+    const component = await p.inputValue('#snippet-component');
+    assert.match(iframe, new RegExp(`<iframe src="${server.url.replace(/[.]/g, '\\.')}embed\\.html\\?v=1&amp;preset=gpt2&amp;seq_len=512"`));
+    assert.match(iframe, /event\.source/);
+    assert.match(component, new RegExp(`<script type="module" src="${server.url.replace(/[.]/g, '\\.')}memfit-estimate\\.js"></script>`));
+    assert.match(component, /<memfit-estimate link="\?v=1&amp;preset=gpt2&amp;seq_len=512"><\/memfit-estimate>/);
+    await p.selectOption('#embed-view', 'fit');
+    assert.match(await p.inputValue('#snippet-component'), / view="fit"/);
+    const preview = p.frameLocator('[data-testid="embed-preview"]');
+    const expected = core.estimate({ model: { preset: 'gpt2' }, training: { seq_len: 512 } });
+    await p.waitForFunction((b) => document.querySelector('[data-testid="embed-preview"]').contentDocument
+      ?.querySelector('[data-testid="peak-allocated"]')?.dataset.bytes === b, String(expected.peak_allocated_bytes), { timeout: 15000 });
+    assert.equal(await preview.locator('[data-testid="gpu-table"]').count(), 1);
+    // Copying refused (no clipboard permission, no fallback): said, and the snippet selected.
+    await p.evaluate(() => {
+      navigator.clipboard.writeText = () => Promise.reject(new Error('denied'));
+      document.execCommand = () => false;
+    });
+    await p.getByTestId('copy-snippet-iframe').click();
+    assert.match(await p.getByTestId('copy-snippet-iframe-status').textContent(), /did not allow copying/);
+    assert.equal(await p.evaluate(() => document.activeElement.id), 'snippet-iframe');
+    await p.screenshot({ path: join(RESULTS_DIR, 'embed-dialog.png') });
+    await p.keyboard.press('Escape');
+    assert.equal(await dialog.count(), 0);
+    await context.close();
+  });
+});

@@ -1,0 +1,120 @@
+// The Hugging Face importer under hostile config.json files: every count and list is bounded
+// before work in proportion to it (issue 10, item 1), and what it refuses is named, not echoed.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "memfit/memfit.hpp"
+
+namespace memfit {
+namespace {
+
+std::string read_corpus(const std::string& name) {
+  std::ifstream in(std::string(MEMFIT_SOURCE_DIR) + "/tests/fuzz/corpus/" + name, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string qwen2_moe(std::int64_t layers, std::int64_t step, const std::string& mlp_only_layers) {
+  return R"({"model_type":"qwen2_moe","vocab_size":1000,"hidden_size":64,"num_hidden_layers":)" +
+         std::to_string(layers) +
+         R"(,"num_attention_heads":4,"intermediate_size":128,"num_experts":4,"num_experts_per_tok":2,)"
+         R"("moe_intermediate_size":32,"decoder_sparse_step":)" +
+         std::to_string(step) + R"(,"mlp_only_layers":)" + mlp_only_layers + "}";
+}
+
+std::string index_list(std::int64_t count) {
+  std::string list = "[";
+  for (std::int64_t i = 0; i < count; ++i) list += (i ? "," : "") + std::to_string(i);
+  return list + "]";
+}
+
+std::string first_error(const HfImport& imported) {
+  return imported.errors.empty() ? "" : imported.errors[0].field + " " + imported.errors[0].message;
+}
+
+// The 509-byte reproducer: 100,000,000 layers and 97 mlp_only_layers made the importer test
+// every layer against the list (2.3 s here, 8.7 s in the report) before the layer count was
+// checked. The count is now held to the schema's limit when it is read.
+TEST(HfImport, QwenMoeReproducerIsRefusedOnItsLayerCount) {
+  const std::string text = read_corpus("hostile_qwen2_moe_mlp_only_layers.json");
+  ASSERT_EQ(text.size(), 509u);
+  const HfImport imported = import_hf_config_text(text);
+  ASSERT_EQ(imported.errors.size(), 1u) << first_error(imported);  // the list is not measured against it
+  EXPECT_EQ(imported.errors[0].field, "num_hidden_layers");
+  EXPECT_NE(imported.errors[0].message.find("from 1 to 100,000; got 100000000"), std::string::npos)
+      << imported.errors[0].message;
+}
+
+TEST(HfImport, LayerAndExpertCountsAreHeldToTheSchemaInEveryFamily) {
+  for (const char* text :
+       {R"({"model_type":"gpt2","n_layer":100001})", R"({"model_type":"falcon","n_layer":100001})",
+        R"({"model_type":"bert","num_hidden_layers":100001})", R"({"model_type":"opt","num_hidden_layers":100001})",
+        R"({"model_type":"llama","num_hidden_layers":100001})"}) {
+    const HfImport imported = import_hf_config_text(text);
+    bool named = false;
+    for (const Issue& e : imported.errors) named = named || (e.message.find("to 100,000; got 100001") != std::string::npos);
+    EXPECT_TRUE(named) << text;
+  }
+  const HfImport mixtral = import_hf_config_text(
+      R"({"model_type":"mixtral","vocab_size":10,"hidden_size":8,"num_hidden_layers":2,"num_attention_heads":2,)"
+      R"("intermediate_size":8,"num_local_experts":100001})");
+  EXPECT_EQ(first_error(mixtral), "num_local_experts must be an integer from 1 to 100,000; got 100001");
+}
+
+// A list of layer indices can be no longer than the model: refused unread when it is.
+TEST(HfImport, MlpOnlyLayersLongerThanTheModelAreRefusedUnread) {
+  const HfImport imported = import_hf_config_text(qwen2_moe(24, 1, index_list(25)));
+  EXPECT_EQ(first_error(imported), "mlp_only_layers holds 25 layer indices; the model has 24 layers (num_hidden_layers)");
+  // At the schema's limit, a list naming every layer is read once and makes every layer dense.
+  const HfImport largest = import_hf_config_text(qwen2_moe(100'000, 1, index_list(100'000)));
+  ASSERT_TRUE(largest.errors.empty()) << first_error(largest);
+  EXPECT_EQ(largest.model.first_k_dense_replace, 100'000);
+}
+
+// The dense-layer count, computed without visiting the layers, agrees with transformers' rule
+// applied layer by layer: sparse when (i + 1) % step == 0 and i is not in mlp_only_layers.
+TEST(HfImport, DenseLayerCountFollowsTheLayerByLayerRule) {
+  struct Case {
+    std::int64_t layers, step;
+    std::vector<std::int64_t> mlp_only;  // repeats and indices outside the model have no effect
+  };
+  const std::vector<Case> cases = {
+      {24, 1, {}}, {24, 2, {}}, {24, 5, {}}, {24, 30, {}}, {24, 1, {0, 1, 23}}, {24, 2, {1, 1, 3, 4, 99, -1}},
+      {48, 3, {2, 5, 5, 47}}, {7, 7, {6}}, {1, 1, {0}},
+  };
+  for (const Case& c : cases) {
+    std::string list = "[";
+    for (std::size_t i = 0; i < c.mlp_only.size(); ++i) list += (i ? "," : "") + std::to_string(c.mlp_only[i]);
+    list += "]";
+    std::int64_t dense = 0;
+    for (std::int64_t i = 0; i < c.layers; ++i) {
+      bool listed = false;
+      for (const std::int64_t j : c.mlp_only) listed = listed || j == i;
+      if ((i + 1) % c.step != 0 || listed) ++dense;
+    }
+    const HfImport imported = import_hf_config_text(qwen2_moe(c.layers, c.step, list));
+    ASSERT_TRUE(imported.errors.empty()) << first_error(imported);
+    EXPECT_EQ(imported.model.first_k_dense_replace, dense) << c.layers << " layers, step " << c.step << ", " << list;
+  }
+}
+
+TEST(HfImport, HostileValuesAreNamedNotEchoed) {
+  const std::string long_type(1'000'000, 'x');
+  const HfImport type = import_hf_config_text(R"({"model_type":")" + long_type + R"("})");
+  EXPECT_NE(first_error(type).find("a string of 1,000,000 bytes is not supported"), std::string::npos);
+  EXPECT_LT(first_error(type).size(), 1000u);
+  const HfImport list = import_hf_config_text(R"({"model_type":"llama","num_hidden_layers":)" + index_list(10'000) + "}");
+  bool named = false;
+  for (const Issue& e : list.errors) named = named || (e.field == "num_hidden_layers" && e.message.find("got an array") != std::string::npos);
+  EXPECT_TRUE(named);
+  const HfImport item = import_hf_config_text(qwen2_moe(4, 1, R"([0,"one"])"));
+  EXPECT_EQ(first_error(item), "mlp_only_layers must hold integer layer indices; got \"one\"");
+}
+
+}  // namespace
+}  // namespace memfit

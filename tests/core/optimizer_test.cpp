@@ -1,0 +1,119 @@
+// Optimizer states: memfit's bytes against the real libraries (tests/fixtures/optimizers/, written
+// by tools/frameworks/optimizer_states.py: one step of each optimizer on a tiny fp32 Llama on the
+// CPU), worked examples, and what fused-update optimizers do to gradients and the step.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "memfit/memfit.hpp"
+
+namespace memfit {
+namespace {
+
+Json fixture() {
+  std::ifstream in(std::string(MEMFIT_SOURCE_DIR) + "/tests/fixtures/optimizers/optimizer_states.json");
+  std::ostringstream s;
+  s << in.rdbuf();
+  JsonParseResult parsed = parse_json(s.str());
+  EXPECT_TRUE(parsed.value.has_value()) << parsed.error;
+  return parsed.value ? *parsed.value : Json::object();
+}
+
+Estimate estimate_with(const Json& model, const std::string& optimizer, const Json& options) {
+  Json config = Json::object();
+  config.set("model", model);
+  Json& training = config.set("training", Json::object());
+  training.set("precision", Json::string("fp32"));
+  training.set("seq_len", Json::integer(16));
+  training.set("optimizer", Json::string(optimizer));
+  for (const auto& [key, value] : options.members()) training.set(key, value);
+  const ConfigParse parsed = parse_config(config);
+  EXPECT_TRUE(parsed.ok()) << optimizer << ": " << (parsed.errors.empty() ? "" : parsed.errors[0].message);
+  return estimate(parsed.config);
+}
+
+TEST(Optimizers, StatesMatchTheLibrariesToTheByte) {
+  const Json doc = fixture();
+  const Json* model = doc.find("memfit_model");
+  const Json* cases = doc.find("cases");
+  ASSERT_TRUE(model && cases);
+  std::set<std::string> seen;
+  for (const Json& c : cases->items()) {
+    const std::string name = c.find("optimizer")->as_string();
+    ASSERT_EQ(c.find("error"), nullptr) << name << ": " << c.find("error")->as_string();
+    const Estimate e = estimate_with(*model, name, *c.find("options"));
+    ASSERT_TRUE(e.ok()) << name;
+    EXPECT_EQ(e.breakdown.optimizer_states.value(), *c.find("state_bytes")->as_exact_integer())
+        << name << " " << c.find("options")->dump();
+    seen.insert(name);
+  }
+  for (const char* o : {"adamw", "sgd_momentum", "adafactor", "adamw_8bit", "lion", "lion_8bit", "sgd_momentum_8bit",
+                        "galore_adamw", "adam_mini", "muon", "lomo", "adalomo", "shampoo", "soap", "came", "sophia",
+                        "schedule_free_adamw"}) {
+    EXPECT_TRUE(seen.count(o)) << o << " has no measured case";
+  }
+}
+
+Config tiny(Optimizer o) {
+  Config c = default_config();
+  c.model = ModelSpec{};
+  c.model.vocab_size = 1000;
+  c.model.hidden_size = 64;
+  c.model.num_hidden_layers = 2;
+  c.model.num_attention_heads = 4;
+  c.model.num_key_value_heads = 2;
+  c.model.intermediate_size = 128;
+  c.model.max_position_embeddings = 128;
+  c.training.seq_len = 16;
+  c.training.precision = Precision::kFp32;
+  c.training.optimizer = o;
+  return c;
+}
+
+// GaLore, worked (fp32 gradients, rank 16): q [64, 64] keeps two 64 × 16 moments and, as a view
+// of torch.linalg.svd's Vh, the whole 64 × 64 factor; k [32, 64] (rows < cols: left projection)
+// two 16 × 64 moments and U's 32 × 32.
+TEST(Optimizers, GaloreWorkedExample) {
+  Config c = tiny(Optimizer::kGaloreAdamW);
+  c.training.galore_rank = 16;
+  const Estimate galore = estimate(c);
+  c.training.optimizer = Optimizer::kAdamW;
+  const Estimate adam = estimate(c);
+  // Per layer, elements AdamW keeps minus GaLore's: q 8192 − (2048 + 4096) = 2048; k 4096 −
+  // (2048 + 1024) = 1024; v as k; o as q; gate, up [128, 64] and down [64, 128]: 16384 − (4096 +
+  // 4096) = 8192 each.
+  const std::int64_t saved_per_layer = 2048 + 1024 + 1024 + 2048 + 3 * 8192;
+  EXPECT_EQ(adam.breakdown.optimizer_states.value() - galore.breakdown.optimizer_states.value(),
+            2 * saved_per_layer * 4);
+}
+
+// LOMO and AdaLomo fuse the update into backward: no stored gradients, no optimizer phase.
+TEST(Optimizers, FusedUpdatesStoreNoGradients) {
+  for (Optimizer o : {Optimizer::kLomo, Optimizer::kAdaLomo}) {
+    const Estimate e = estimate(tiny(o));
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e.breakdown.gradients.value(), 0);
+    for (const Phase& p : e.phases) EXPECT_STRNE(p.name, "optimizer_step");
+  }
+  EXPECT_GT(estimate(tiny(Optimizer::kSgd)).breakdown.gradients.value(), 0);
+}
+
+// Relations: Shampoo's blocks shrink its factors as max_preconditioner_dim falls; SOAP skips sides
+// longer than its limit; Muon keeps between SGD-momentum's one state and AdamW's two.
+TEST(Optimizers, Relations) {
+  Config c = tiny(Optimizer::kShampoo);
+  const std::int64_t whole = estimate(c).breakdown.optimizer_states.value();
+  c.training.max_preconditioner_dim = 48;
+  EXPECT_LT(estimate(c).breakdown.optimizer_states.value(), whole);
+  const auto states = [](Optimizer o) { return estimate(tiny(o)).breakdown.optimizer_states.value(); };
+  EXPECT_LT(states(Optimizer::kSgdMomentum), states(Optimizer::kMuon));
+  EXPECT_LT(states(Optimizer::kMuon), states(Optimizer::kAdamW));
+  EXPECT_LT(states(Optimizer::kAdamMini), states(Optimizer::kAdamW));
+  EXPECT_LT(states(Optimizer::kLion8bit), states(Optimizer::kLion));
+}
+
+}  // namespace
+}  // namespace memfit

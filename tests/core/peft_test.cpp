@@ -1,0 +1,272 @@
+// Parameter-efficient methods: memfit's trainable and total counts against PEFT's own
+// get_nb_trainable_parameters() on real model configurations (tests/fixtures/peft/, written by
+// tools/frameworks/peft_fixture.py from PEFT 0.21 and LitGPT 0.5 on the meta device), published
+// print_trainable_parameters() outputs, worked examples, and the memory effects of each method.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "memfit/memfit.hpp"
+
+namespace memfit {
+namespace {
+
+Json fixture() {
+  std::ifstream in(std::string(MEMFIT_SOURCE_DIR) + "/tests/fixtures/peft/peft_counts.json");
+  std::ostringstream s;
+  s << in.rdbuf();
+  JsonParseResult parsed = parse_json(s.str());
+  EXPECT_TRUE(parsed.value.has_value()) << parsed.error;
+  return parsed.value ? *parsed.value : Json::object();
+}
+
+Estimate estimate_case(const std::string& preset, const Json& finetune) {
+  Json config = Json::object();
+  config.set("model", Json::object()).set("preset", Json::string(preset));
+  Json& training = config.set("training", Json::object());
+  training.set("seq_len", Json::integer(256));
+  training.set("finetune", finetune);
+  const ConfigParse parsed = parse_config(config);
+  EXPECT_TRUE(parsed.ok()) << preset << " " << finetune.dump() << ": "
+                           << (parsed.errors.empty() ? "" : parsed.errors[0].field + " " + parsed.errors[0].message);
+  return estimate(parsed.config);
+}
+
+// Every case of the fixture, exactly: the trainable count and PEFT's "all params".
+TEST(Peft, EveryMethodMatchesPeftOnRealModels) {
+  const Json doc = fixture();
+  const Json* cases = doc.find("cases");
+  ASSERT_NE(cases, nullptr);
+  std::set<std::string> methods, models;
+  for (const Json& c : cases->items()) {
+    const std::string preset = c.find("preset")->as_string();
+    const Json& finetune = *c.find("finetune");
+    ASSERT_EQ(c.find("error"), nullptr) << preset << " " << finetune.dump() << ": " << c.find("error")->as_string();
+    const Estimate e = estimate_case(preset, finetune);
+    ASSERT_TRUE(e.ok()) << preset << " " << finetune.dump() << ": " << e.errors[0].message;
+    EXPECT_EQ(e.trainable_parameter_count.value(), *c.find("trainable")->as_exact_integer())
+        << preset << " " << finetune.dump();
+    EXPECT_EQ(e.parameter_count.value(), *c.find("total")->as_exact_integer()) << preset << " " << finetune.dump();
+    methods.insert(finetune.find("method")->as_string());
+    models.insert(preset);
+  }
+  // Every method memfit offers is checked, on the models the brief names.
+  for (const char* m : {"lora", "dora", "lora_fa", "adalora", "vera", "ia3", "prompt_tuning", "prefix_tuning",
+                        "p_tuning", "llama_adapter", "llama_adapter_v2", "oft", "boft", "ln_tuning", "trainable_tokens",
+                        "loha", "lokr", "fourierft", "hra", "miss", "vblora", "randlora", "c3a", "road", "waveft",
+                        "delora", "gralora", "tinylora", "shira", "hira"}) {
+    EXPECT_TRUE(methods.count(m)) << m << " has no PEFT case";
+  }
+  for (const char* p : {"llama-2-7b", "llama-3-8b", "mistral-7b-v0.1", "qwen2.5-7b", "gpt2", "opt-125m",
+                        "bert-base-uncased"}) {
+    EXPECT_TRUE(models.count(p)) << p << " has no PEFT case";
+  }
+}
+
+Json read_fixture(const char* name) {
+  std::ifstream in(std::string(MEMFIT_SOURCE_DIR) + "/tests/fixtures/peft/" + name);
+  std::ostringstream s;
+  s << in.rdbuf();
+  JsonParseResult parsed = parse_json(s.str());
+  EXPECT_TRUE(parsed.value.has_value()) << parsed.error;
+  return parsed.value ? *parsed.value : Json::object();
+}
+
+// What each method saves in one block, against PEFT's real layers (tools/frameworks/peft_saved.py:
+// saved_tensors_hooks on a tiny fp32 Llama with eager attention, the last block). Every method is
+// exact but three: OFT, whose per-target copy of its input memfit keeps as autocast makes it (fp32
+// on the CPU shares one), and HRA and WaveFT, within 0.3 % (small index and vector tensors).
+TEST(Peft, SavedTensorsMatchPeftLayers) {
+  const Json doc = read_fixture("peft_saved.json");
+  const Json* cases = doc.find("cases");
+  ASSERT_NE(cases, nullptr);
+  for (const Json& c : cases->items()) {
+    Json config = Json::object();
+    config.set("model", *doc.find("memfit_model"));
+    Json& training = config.set("training", Json::object());
+    training.set("precision", Json::string("fp32"));
+    training.set("attention", Json::string("eager"));
+    training.set("micro_batch_size", *doc.find("micro_batch_size"));
+    training.set("seq_len", *doc.find("seq_len"));
+    Json finetune = *c.find("finetune");
+    if (!finetune.find("lora_rank")) finetune.set("lora_rank", Json::integer(8));
+    training.set("finetune", finetune);
+    const ConfigParse parsed = parse_config(config);
+    ASSERT_TRUE(parsed.ok()) << finetune.dump() << ": " << parsed.errors[0].message;
+    const Estimate e = estimate(parsed.config);
+    std::int64_t layer = 0;
+    for (const NamedBytes& term : e.activation_terms_per_layer) layer += term.bytes.value();
+    const std::int64_t measured = *c.find("saved_bytes")->find("layer1")->as_exact_integer();
+    const std::string method = finetune.find("method")->as_string();
+    if (method == "oft") {
+      EXPECT_GE(layer, measured);
+      EXPECT_LE(layer, measured * 107 / 100);
+    } else if (method == "hra" || method == "waveft") {
+      EXPECT_NEAR(static_cast<double>(layer), static_cast<double>(measured), measured * 0.003) << finetune.dump();
+    } else {
+      EXPECT_EQ(layer, measured) << finetune.dump();
+    }
+  }
+}
+
+Config llama2(FinetuneMethod method) {
+  Config c = default_config();
+  c.model = *preset_model("llama-2-7b");
+  c.training.seq_len = 512;
+  c.training.finetune.method = method;
+  return c;
+}
+
+// Published print_trainable_parameters() outputs. PEFT's LoRA developer guide and countless
+// tutorials print, for Llama-2-7B with r = 8 on q_proj and v_proj:
+// "trainable params: 4,194,304 || all params: 6,742,609,920 || trainable%: 0.0622"
+// (e.g. huggingface/peft docs; 32 layers · 2 · 8 · (4096 + 4096) = 4,194,304).
+TEST(Peft, PublishedLlama2LoraCount) {
+  Config c = llama2(FinetuneMethod::kLora);
+  c.training.finetune.lora_rank = 8;
+  c.training.finetune.lora_targets = kLoraQ | kLoraV;
+  const Estimate e = estimate(c);
+  EXPECT_EQ(e.trainable_parameter_count.value(), 4'194'304);
+  EXPECT_EQ(e.parameter_count.value(), 6'742'609'920);
+}
+
+using Counts = std::pair<std::int64_t, std::int64_t>;
+
+Counts counts(const ModelSpec& m, FinetuneMethod method, std::int64_t rank,
+                                              unsigned targets) {
+  Config c = default_config();
+  c.model = m;
+  c.training.seq_len = 512;
+  c.training.finetune.method = method;
+  c.training.finetune.lora_rank = rank;
+  c.training.finetune.lora_targets = targets;
+  const Estimate e = estimate(c);
+  EXPECT_TRUE(e.ok());
+  return {e.trainable_parameter_count.value(), e.parameter_count.value()};
+}
+
+// PEFT's own docs (huggingface/peft at 5d602fd):
+// - docs/source/quicktour.md: meta-llama/Llama-3.2-1B, LoraConfig(target_modules=["q_proj"], r=8):
+//   "trainable params: 524,288 || all params: 1,236,338,688 || trainable%: 0.0424"
+// - README.md: Qwen/Qwen2.5-3B-Instruct, LoraConfig(r=16), PEFT's default targets q_proj, v_proj:
+//   "trainable params: 3,686,400 || all params: 3,089,625,088 || trainable%: 0.1193"
+// - docs/source/package_reference/hira.md: facebook/opt-125m, HiraConfig(r=32, target_modules=
+//   ["k_proj", "q_proj", "v_proj", "fc1", "fc2"]): "trainable params: 4,718,592 || all params: 129,957,888"
+TEST(Peft, PeftDocsPublishedCounts) {
+  EXPECT_EQ(counts(*preset_model("llama-3.2-1b"), FinetuneMethod::kLora, 8, kLoraQ),
+            (Counts{524'288, 1'236'338'688}));
+  ModelSpec qwen3b = *preset_model("qwen2.5-0.5b");  // Qwen2.5-3B's config.json: same family, tied
+  qwen3b.hidden_size = 2048;
+  qwen3b.num_hidden_layers = 36;
+  qwen3b.num_attention_heads = 16;
+  qwen3b.num_key_value_heads = 2;
+  qwen3b.intermediate_size = 11008;
+  EXPECT_EQ(counts(qwen3b, FinetuneMethod::kLora, 16, kLoraQ | kLoraV),
+            (Counts{3'686'400, 3'089'625'088}));
+  EXPECT_EQ(counts(*preset_model("opt-125m"), FinetuneMethod::kHira, 32, kLoraQ | kLoraK | kLoraV | kLoraUp | kLoraDown),
+            (Counts{4'718'592, 129'957'888}));
+}
+
+// Worked examples on a tiny model: d 8, L 2, h 4, kv 2 (head 2), d_ff 16, V 100.
+ModelSpec tiny() {
+  ModelSpec m;
+  m.vocab_size = 100;
+  m.hidden_size = 8;
+  m.num_hidden_layers = 2;
+  m.num_attention_heads = 4;
+  m.num_key_value_heads = 2;
+  m.intermediate_size = 16;
+  m.max_position_embeddings = 64;
+  return m;
+}
+
+std::int64_t trainable(const ModelSpec& m, const Finetune& f) {
+  Config c = default_config();
+  c.model = m;
+  c.training.seq_len = 16;
+  c.training.finetune = f;
+  const Estimate e = estimate(c);
+  EXPECT_TRUE(e.ok()) << (e.errors.empty() ? "" : e.errors[0].field + " " + e.errors[0].message);
+  return e.trainable_parameter_count.value();
+}
+
+TEST(Peft, TinyWorkedExamples) {
+  Finetune f;
+  f.lora_rank = 2;
+  f.lora_targets = kLoraQ | kLoraV;  // q: 8 → 8, v: 8 → 4, two layers
+  f.method = FinetuneMethod::kLora;
+  EXPECT_EQ(trainable(tiny(), f), 2 * (2 * (8 + 8) + 2 * (8 + 4)));  // 2 · (32 + 24) = 112
+  f.method = FinetuneMethod::kDora;  // + magnitudes of 8 and 4
+  EXPECT_EQ(trainable(tiny(), f), 112 + 2 * (8 + 4));
+  f.method = FinetuneMethod::kLoraFa;  // B only: 8·2 + 4·2
+  EXPECT_EQ(trainable(tiny(), f), 2 * (16 + 8));
+  f.method = FinetuneMethod::kAdaLora;  // + E [r, 1] and ranknum [1] per adapted layer
+  EXPECT_EQ(trainable(tiny(), f), 112 + 2 * 2 * 2 + 2 * 2);
+  f.method = FinetuneMethod::kVera;  // λ_b [out] + λ_d [r]
+  EXPECT_EQ(trainable(tiny(), f), 2 * ((8 + 2) + (4 + 2)));
+  f.method = FinetuneMethod::kIa3;
+  f.lora_targets = kLoraK | kLoraV | kLoraDown;  // out 4, out 4, down's input 16
+  EXPECT_EQ(trainable(tiny(), f), 2 * (4 + 4 + 16));
+  f.method = FinetuneMethod::kOft;  // in 8 < block 32: one block of 8, 8·7/2 = 28 entries
+  f.lora_targets = kLoraQ | kLoraV;
+  EXPECT_EQ(trainable(tiny(), f), 2 * 2 * 28);
+  f.method = FinetuneMethod::kPromptTuning;  // 20 · 8
+  EXPECT_EQ(trainable(tiny(), f), 160);
+  f.method = FinetuneMethod::kPrefixTuning;  // 20 virtual tokens · 2 layers · k and v · kv width 4
+  EXPECT_EQ(trainable(tiny(), f), 20 * 2 * 2 * 4);
+  f.method = FinetuneMethod::kLlamaAdapter;  // start layer 2 of 2 is refused; start 1: one layer
+  f.adapter_start_layer = 1;
+  EXPECT_EQ(trainable(tiny(), f), 10 * 8 + 1);
+  f.method = FinetuneMethod::kLnTuning;  // two norms per block and the final norm, d each
+  EXPECT_EQ(trainable(tiny(), f), (2 * 2 + 1) * 8);
+  f.method = FinetuneMethod::kTrainableTokens;
+  EXPECT_EQ(trainable(tiny(), f), 10 * 8);
+}
+
+// A fused q/k/v target is one adapter d → q + k + v wide: GPT-2's c_attn under LoRA r = 8 gives
+// 12 · 8 · (768 + 2304) = 294,912 (PEFT's default for gpt2), DoRA adds 12 · 2304.
+TEST(Peft, FusedQkvTarget) {
+  Config c = default_config();
+  c.model = *preset_model("gpt2");
+  c.training.seq_len = 512;
+  c.training.finetune.method = FinetuneMethod::kDora;
+  c.training.finetune.lora_rank = 8;
+  c.training.finetune.lora_targets = kLoraQkv;
+  EXPECT_EQ(estimate(c).trainable_parameter_count.value(), 294'912 + 12 * 2304);
+  c.training.finetune.lora_targets = kLoraQkv | kLoraQ;
+  EXPECT_FALSE(estimate(c).ok());
+}
+
+// PEFT's prepare_model_for_kbit_training keeps the base's unquantised tensors in fp32: for a 4-bit
+// Llama-2-7B the embedding, the head and the norms (262,410,240 parameters) take 2 more bytes each.
+TEST(Peft, PrepareKbitUpcastsTheUnquantisedBase) {
+  Config c = llama2(FinetuneMethod::kLora);
+  c.training.precision = Precision::kBf16;
+  c.training.finetune.base_bits = 4;
+  const std::int64_t plain = estimate(c).breakdown.parameters.value();
+  c.training.finetune.prepare_kbit = true;
+  const std::int64_t norms = (32 * 2 + 1) * 4096;
+  EXPECT_EQ(estimate(c).breakdown.parameters.value() - plain, (2 * 32000 * 4096 + norms) * 2);
+}
+
+TEST(Peft, ValidationNamesTheField) {
+  Config c = llama2(FinetuneMethod::kC3a);
+  c.training.finetune.lora_targets = kLoraQ;
+  c.training.finetune.block_size = 3000;  // does not divide 4096
+  const Estimate e = estimate(c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.errors[0].field, "training.finetune.block_size");
+  c = llama2(FinetuneMethod::kLlamaAdapter);
+  c.training.finetune.adapter_start_layer = 32;
+  EXPECT_EQ(estimate(c).errors.at(0).field, "training.finetune.adapter_start_layer");
+  c = llama2(FinetuneMethod::kLora);
+  c.training.finetune.base_bits = 4;
+  c.training.finetune.quant_block_size = 100;
+  EXPECT_EQ(estimate(c).errors.at(0).field, "training.finetune.quant_block_size");
+}
+
+}  // namespace
+}  // namespace memfit

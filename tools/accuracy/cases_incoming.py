@@ -1,0 +1,2165 @@
+#!/usr/bin/python3
+"""Writes the cases of tools/accuracy/cases.json for the records merged from the research branches
+(tools/accuracy/incoming/*.json, ids kept by merge_records.py), and brings the hand-written cases up to
+the implementation-profile fields (training.framework, training.loss).
+
+    /usr/bin/python3 tools/accuracy/cases_incoming.py
+
+Idempotent: the cases and skip entries of the merged records are rewritten from the rules below each time;
+the hand-written cases (the first 112 records) are kept as they are, apart from the migration in
+`migrate_handwritten`.
+
+How a case is written (the conventions of cases.json `about`): every setting follows the source, or the
+framework's documented default where the source is silent, each with its own assumption line; nothing is
+chosen to improve agreement; a setting memfit has no field for is flagged `unmodelled_*` and the closest
+setting is kept. Per source, the rules below state what was read where. Fields the core gains with issue 8
+are written with their final names (training.framework, training.loss, training.logits_dtype,
+training.loop_keeps_logits, precision bf16_autocast, PEFT methods, new optimizers, GPU aliases,
+parallel.fsdp_use_orig_params, parallel.virtual_stages); a build that does not know one yet runs the case
+provisionally (tools/accuracy/accuracy.py).
+Standard library only.
+"""
+
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CASES = os.path.join(HERE, "cases.json")
+MEASUREMENTS = os.path.join(ROOT, "docs", "data", "published_measurements.json")
+INCOMING = [os.path.join(HERE, "incoming", "papers.json"), os.path.join(HERE, "incoming", "frameworks.json")]
+
+
+# ----------------------------------------------------------------------------- models
+
+def llama_like(hidden, layers, heads, kv, ffn, vocab, max_pos=4096, tied=False):
+    return {"preset": "llama-2-7b", "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+            "num_key_value_heads": kv, "intermediate_size": ffn, "vocab_size": vocab,
+            "max_position_embeddings": max_pos, "tie_word_embeddings": tied}
+
+
+def qwen1(hidden, layers, heads, config_ffn, vocab):
+    m = llama_like(hidden, layers, heads, heads, config_ffn // 2, vocab, 8192)
+    m.update({"model_type": "qwen", "qkv_bias": True})
+    return m
+
+
+def opt(hidden, layers, heads, ffn):
+    return {"preset": "opt-125m", "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+            "num_key_value_heads": heads, "intermediate_size": ffn, "vocab_size": 50272,
+            "max_position_embeddings": 2048}
+
+
+# model key -> (memfit model fields, one-line justification). Dimensions are the models' config.json values.
+MODELS = {
+    "qwen1-1.8b": (qwen1(2048, 24, 16, 11008, 151936),
+                   "Qwen/Qwen-1_8B(-Chat) config.json: hidden 2048, 24 layers, 16 heads (MHA), intermediate_size 11008 "
+                   "which QWenMLP halves (w1 and w2 are 5504 wide, c_proj 5504->2048), vocab 151936, c_attn with bias "
+                   "(qkv_bias), c_proj without, RMSNorm, rotary, untied lm_head"),
+    "qwen1-7b": (qwen1(4096, 32, 32, 22016, 151936),
+                 "Qwen/Qwen-7B(-Chat) config.json: hidden 4096, 32 layers, 32 heads (MHA), intermediate_size 22016 "
+                 "halved by QWenMLP to 11008, vocab 151936, qkv bias, RMSNorm, rotary, untied lm_head (7.72B params)"),
+    "qwen1-14b": (qwen1(5120, 40, 40, 27392, 152064),
+                  "Qwen/Qwen-14B(-Chat) config.json: hidden 5120, 40 layers, 40 heads (MHA), intermediate_size 27392 "
+                  "halved to 13696, vocab 152064, qkv bias, RMSNorm, rotary, untied lm_head"),
+    "qwen1-72b": (qwen1(8192, 80, 64, 49152, 152064),
+                  "Qwen/Qwen-72B(-Chat) config.json: hidden 8192, 80 layers, 64 heads (MHA), intermediate_size 49152 "
+                  "halved to 24576, vocab 152064, qkv bias, RMSNorm, rotary, untied lm_head"),
+    "chatglm3-6b": ({**llama_like(4096, 28, 32, 2, 13696, 65024, 8192), "model_type": "chatglm", "qkv_bias": True},
+                    "THUDM/chatglm3-6b config.json: 28 layers, hidden 4096, 32 heads with multi_query_group_num 2 "
+                    "(2 key/value heads), ffn_hidden_size 13696 SwiGLU, padded_vocab_size 65024, add_qkv_bias true, "
+                    "add_bias_linear false, RMSNorm, rotary, separate output_layer"),
+    "chatglm-6b": ({"preset": "llama-2-7b", "model_type": "chatglm", "hidden_size": 4096, "num_hidden_layers": 28,
+                    "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 16384, "mlp": "plain",
+                    "norm": "layernorm", "norm_bias": True, "attention_bias": True, "mlp_bias": True,
+                    "vocab_size": 130528, "max_position_embeddings": 2048, "tie_word_embeddings": False},
+                   "THUDM/chatglm-6b config.json: 28 layers, hidden 4096, 32 heads, inner_hidden_size 16384 with GeLU "
+                   "(plain MLP with biases), LayerNorm with bias, qkv and dense biases, vocab 130528, 2-D rotary "
+                   "positions (no position parameters), separate lm_head"),
+    "yi-6b": ({**llama_like(4096, 32, 32, 4, 11008, 64000), "model_type": "llama"},
+              "01-ai/Yi-6B-Chat config.json (Llama architecture): hidden 4096, 32 layers, 32 heads, 4 key/value heads, "
+              "intermediate 11008, vocab 64000, untied"),
+    "yi-34b": ({**llama_like(7168, 60, 56, 8, 20480, 64000), "model_type": "llama"},
+               "01-ai/Yi-34B-Chat config.json (Llama architecture): hidden 7168, 60 layers, 56 heads, 8 key/value heads, "
+               "intermediate 20480, vocab 64000, untied"),
+    "openbuddy-zephyr-7b": ({"preset": "mistral-7b-v0.1", "vocab_size": 36608},
+                            "OpenBuddy/openbuddy-zephyr-7b-v14.1 config.json: MistralForCausalLM (preset mistral-7b-v0.1: "
+                            "hidden 4096, 32 layers, 32/8 heads, intermediate 14336) with the vocabulary extended to 36608"),
+    "baichuan2-7b": ({**llama_like(4096, 32, 32, 32, 11008, 125696), "model_type": "baichuan"},
+                     "baichuan-inc/Baichuan2-7B-Chat config.json: hidden 4096, 32 layers, 32 heads, intermediate 11008, "
+                     "vocab 125696, fused W_pack q/k/v without bias, RMSNorm, rotary, NormHead (untied)"),
+    "baichuan2-13b": ({**llama_like(5120, 40, 40, 40, 13696, 125696), "model_type": "baichuan",
+                       "position_embedding": "none"},
+                      "baichuan-inc/Baichuan2-13B-Chat config.json: hidden 5120, 40 layers, 40 heads, intermediate 13696, "
+                      "vocab 125696, fused W_pack without bias, RMSNorm, ALiBi (no position parameters), NormHead"),
+    "qwen2-7b": ({"preset": "qwen2.5-7b"},
+                 "Qwen/Qwen2-7B config.json has the same shape as the preset qwen2.5-7b (hidden 3584, 28 layers, 28/4 heads, "
+                 "intermediate 18944, vocab 152064, qkv bias, untied)"),
+    "llama-3-8b": ({"preset": "llama-3-8b"}, "preset llama-3-8b (meta-llama/Meta-Llama-3-8B)"),
+    "llama-2-7b": ({"preset": "llama-2-7b"}, "preset llama-2-7b (meta-llama/Llama-2-7b-hf)"),
+    "llama-2-70b": ({"preset": "llama-2-70b"}, "preset llama-2-70b (meta-llama/Llama-2-70b-hf)"),
+    "mistral-7b": ({"preset": "mistral-7b-v0.1"}, "preset mistral-7b-v0.1"),
+    "mixtral-8x7b": ({"preset": "mixtral-8x7b"}, "preset mixtral-8x7b (Mixtral-8x7B-Instruct-v0.1 has the same shape)"),
+    "gemma-7b": ({"preset": "gemma-2b", "hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
+                  "num_key_value_heads": 16, "head_dim": 256, "intermediate_size": 24576, "vocab_size": 256000},
+                 "google/gemma-7b config.json on the gemma-2b preset's architecture (GeGLU, RMSNorm, tied embeddings): "
+                 "hidden 3072, 28 layers, 16 heads of 256, intermediate 24576, vocab 256000"),
+    "santacoder": ({"preset": "gpt2", "model_type": "gpt_bigcode", "hidden_size": 2048, "num_hidden_layers": 24,
+                    "num_attention_heads": 16, "num_key_value_heads": 1, "intermediate_size": 8192, "vocab_size": 49280,
+                    "max_position_embeddings": 2048},
+                   "bigcode/gpt_bigcode-santacoder config.json on the gpt2 preset's architecture (learned positions, "
+                   "LayerNorm and linear biases, GELU MLP, tied embeddings): n_embd 2048, 24 layers, 16 heads with "
+                   "multi-query attention (1 key/value head), n_inner 8192, vocab 49280, n_positions 2048"),
+    "stablelm-3b": ({"preset": "", "model_type": "gpt_neox", "vocab_size": 50688, "hidden_size": 4096,
+                     "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 0, "head_dim": 0,
+                     "intermediate_size": 16384, "mlp": "plain", "norm": "layernorm", "norm_bias": True,
+                     "position_embedding": "rotary", "max_position_embeddings": 4096, "tie_word_embeddings": False,
+                     "output_head": "lm", "lm_head_bias": False, "attention_bias": True, "mlp_bias": True,
+                     "block": "parallel", "norms_per_block": 2, "final_norm": True},
+                    "stabilityai/stablelm-base-alpha-3b config.json (gpt_neox: d 4096, 16 layers, 32 heads, d_ff 16384, "
+                    "vocab 50688, parallel residual, untied), the same fields as the hand-written lg-rt-slm cases"),
+    "gpt2": ({"preset": "gpt2"}, "preset gpt2 (124M)"),
+    "gpt2-xl": ({"preset": "gpt2-xl"}, "preset gpt2-xl (1.56B; llm.c's gpt2_1558M)"),
+    "codellama-34b": (llama_like(8192, 48, 64, 8, 22016, 32000, 16384),
+                      "codellama/CodeLlama-34b-hf config.json: hidden 8192, 48 layers, 64 heads, 8 key/value heads, "
+                      "intermediate 22016, vocab 32000"),
+    "llama1-7b": (llama_like(4096, 32, 32, 32, 11008, 32000, 2048),
+                  "huggyllama/llama-7b config.json: the Llama-2-7B shape (hidden 4096, 32 layers, 32 heads, intermediate "
+                  "11008, vocab 32000), max_position_embeddings 2048"),
+    "llama1-13b": (llama_like(5120, 40, 40, 40, 13824, 32000, 2048),
+                   "huggyllama/llama-13b config.json: hidden 5120, 40 layers, 40 heads, intermediate 13824, vocab 32000"),
+    "llama1-30b": (llama_like(6656, 60, 52, 52, 17920, 32000, 2048),
+                   "huggyllama/llama-30b config.json: hidden 6656, 60 layers, 52 heads, intermediate 17920, vocab 32000"),
+    "llama1-65b": (llama_like(8192, 80, 64, 64, 22016, 32000, 2048),
+                   "huggyllama/llama-65b config.json: hidden 8192, 80 layers, 64 heads (no grouped-query attention), "
+                   "intermediate 22016, vocab 32000"),
+    "galore-llama-7b": (llama_like(4096, 32, 32, 32, 11008, 32000, 2048),
+                        "GaLore configs/llama_7b.json: hidden 4096, intermediate 11008, 32 layers, 32 heads, vocab 32000 "
+                        "(T5 tokenizer ids), max_sequence_length 2048, trained from scratch"),
+    "llama-3.1-8b": ({"preset": "llama-3.1-8b"}, "preset llama-3.1-8b (architecture; trained from scratch)"),
+    "llama-3.1-70b": ({"preset": "llama-3.1-70b"}, "preset llama-3.1-70b (architecture; trained from scratch)"),
+    "llama-3.1-405b": ({**llama_like(16384, 126, 128, 8, 53248, 128256, 131072), "preset": "llama-3.1-8b"},
+                       "meta-llama/Llama-3.1-405B config.json on the llama-3.1-8b preset: hidden 16384, 126 layers, 128 "
+                       "heads, 8 key/value heads, intermediate 53248, vocab 128256"),
+    "opt-1.3b": (opt(2048, 24, 32, 8192), "facebook/opt-1.3b config.json on the opt-125m preset: hidden 2048, 24 layers, 32 heads, ffn 8192"),
+    "opt-2.7b": (opt(2560, 32, 32, 10240), "facebook/opt-2.7b config.json on the opt-125m preset: hidden 2560, 32 layers, 32 heads, ffn 10240"),
+    "opt-6.7b": (opt(4096, 32, 32, 16384), "facebook/opt-6.7b config.json on the opt-125m preset: hidden 4096, 32 layers, 32 heads, ffn 16384"),
+    "opt-13b": (opt(5120, 40, 40, 20480), "facebook/opt-13b config.json on the opt-125m preset: hidden 5120, 40 layers, 40 heads, ffn 20480"),
+    "opt-30b": (opt(7168, 48, 56, 28672), "facebook/opt-30b config.json on the opt-125m preset: hidden 7168, 48 layers, 56 heads, ffn 28672"),
+    "opt-66b": (opt(9216, 64, 72, 36864), "facebook/opt-66b config.json on the opt-125m preset: hidden 9216, 64 layers, 72 heads, ffn 36864"),
+}
+
+
+# ----------------------------------------------------------------------------- one case
+
+def fmt(v):
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, list):
+        return "[" + ", ".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+class Case:
+    """A case being written: configuration, one assumption line per setting, flags and notes."""
+
+    def __init__(self, rec, kind, summary):
+        self.rec = rec
+        self.id = rec["id"]
+        self.kind = kind
+        self.summary = summary
+        self.cfg = {"model": {}, "training": {"finetune": {}}, "parallel": {}, "hardware": {}}
+        self.assumptions = []
+        self.flags = []
+        self.notes = []
+        self.what_if = []
+        self.quantity = None
+        self.unit = None
+        self.quantity_note = None
+        self.divisor = None
+
+    # settings ------------------------------------------------------------------------------------
+    def model(self, key, extra=None, why_extra=""):
+        fields, why = MODELS[key]
+        self.cfg["model"] = dict(fields)
+        if extra:
+            self.cfg["model"].update(extra)
+        self.assumptions.append(f"model: {why}{why_extra}")
+        return self
+
+    def t(self, field, value, why):
+        """A training field (dotted below training)."""
+        node = self.cfg["training"]
+        parts = field.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+        self.assumptions.append(f"{parts[-1]} {fmt(value)}: {why}")
+        return self
+
+    def ft(self, field, value, why):
+        return self.t("finetune." + field, value, why)
+
+    def p(self, field, value, why):
+        self.cfg["parallel"][field] = value
+        self.assumptions.append(f"{field} {fmt(value)}: {why}")
+        return self
+
+    def gpu(self, gpu, why, unmodelled=False):
+        self.cfg["hardware"]["gpu"] = gpu
+        self.assumptions.append(f"gpu {gpu}: {why}")
+        if unmodelled:
+            self.flag("unmodelled_gpu")
+        return self
+
+    def set_quiet(self, section, field, value):
+        """A setting whose justification is part of another line (e.g. a group of defaults)."""
+        self.cfg[section][field] = value
+        return self
+
+    def line(self, text):
+        self.assumptions.append(text)
+        return self
+
+    def flag(self, f):
+        if f not in self.flags:
+            self.flags.append(f)
+        return self
+
+    def note(self, text):
+        self.notes.append(text)
+        return self
+
+    def whatif(self, label, **settings):
+        self.what_if.append({"label": label, "set": {k.replace("__", "."): v for k, v in settings.items()}})
+        return self
+
+    def measure(self, quantity, unit, why, note=None, divisor=None):
+        self.quantity, self.unit, self.quantity_note, self.divisor = quantity, unit, note, divisor
+        self.assumptions.append(f"quantity: {why}")
+        return self
+
+    def oom(self, why):
+        self.quantity = "fits.verdict"
+        self.assumptions.append(f"out of memory: {why}; the case checks that memfit's verdict on the stated card is "
+                                "does_not_fit")
+        return self
+
+    def done(self):
+        quiet = []
+        for k, v in (("tensor", 1), ("pipeline", 1), ("context", 1), ("sequence_parallel", False),
+                     ("offload_optimizer", False), ("offload_params", False)):
+            if k not in self.cfg["parallel"]:
+                self.cfg["parallel"][k] = v
+                quiet.append(f"{k} {fmt(v)}")
+        if quiet:
+            self.assumptions.append(", ".join(quiet) + ": not used - the source states none of them")
+        c = {"id": self.id, "kind": self.kind, "setup_summary": self.summary, "config": self.cfg,
+             "quantity": self.quantity}
+        if self.quantity != "fits.verdict":
+            c["measured_unit"] = self.unit
+            if self.divisor:
+                c["measured_divisor"] = self.divisor
+            if self.quantity_note:
+                c["quantity_note"] = self.quantity_note
+        c["assumptions"] = self.assumptions
+        c["flags"] = self.flags
+        if self.notes:
+            c["discrepancy_notes"] = self.notes
+        if self.what_if:
+            c["what_if"] = self.what_if
+        return c
+
+
+class Skip(Exception):
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def low_conf(c):
+    if c.rec["confidence"] == "low":
+        c.flag("low_confidence")
+    return c
+
+
+def parallel_defaults(c, gpus=1, zero=0, why_gpus="one GPU", why_zero="no sharding"):
+    c.p("num_gpus", gpus, why_gpus)
+    c.p("zero_stage", zero, why_zero)
+    return c
+
+
+def training_defaults(c):
+    """Settings every case states; the rules set them with their reasons before calling this."""
+    t = c.cfg["training"]
+    for k, v in (("grad_accum_steps", 1), ("optimizer_in_backward", False), ("activation_offload", False)):
+        t.setdefault(k, v)
+    t.setdefault("finetune", {}).setdefault("method", "full")
+    return c
+
+
+# ============================================================================= sources
+# Each rule takes a record and returns a case (Case.done()) or raises Skip(reason).
+
+RULES = []
+
+
+def rule(prefix):
+    def deco(fn):
+        RULES.append((prefix, fn))
+        return fn
+    return deco
+
+
+# ----------------------------------------------------------------------------- ms-swift Benchmark.md
+
+SWIFT_MODELS = {"qwen-1_8b": "qwen1-1.8b", "qwen-7b": "qwen1-7b", "qwen-14b": "qwen1-14b", "qwen-72b": "qwen1-72b",
+                "chatglm3-6b": "chatglm3-6b", "yi-6b": "yi-6b", "yi-34b": "yi-34b",
+                "openbuddy-zephyr-7b": "openbuddy-zephyr-7b", "baichuan2-7b": "baichuan2-7b",
+                "baichuan2-13b": "baichuan2-13b"}
+# swift's DEFAULT lora_target_modules per model family (swift/llm/utils/model.py of Dec 2023), as PEFT
+# adapters: a fused q/k/v projection is one adapter ('qkv'); the table's trainable counts confirm it for
+# qwen-7b-chat (rank 8: 4.19 M = 32 x 8 x (4096 + 12288)).
+SWIFT_DEFAULT_TARGETS = {"qwen1": (["qkv"], "c_attn, Qwen's fused q/k/v projection (one adapter 4096 -> 12288)"),
+                         "chatglm3": (["qkv"], "query_key_value, ChatGLM3's fused q/k/v projection"),
+                         "baichuan2": (["qkv"], "W_pack, Baichuan2's fused q/k/v projection"),
+                         "llama": (["q", "k", "v"], "q_proj, k_proj, v_proj")}
+
+
+def swift_family(model_key):
+    for fam in ("qwen1", "chatglm3", "baichuan2"):
+        if model_key.startswith(fam):
+            return fam
+    return "llama"
+
+
+def swift_common(c, model_key, mbs=1, ga=16, seq=2048, ckpt=True, flash=True):
+    fam = swift_family(model_key)
+    c.t("framework", "hf", "swift sft runs the model with transformers + PEFT under HF Trainer (swift's Seq2SeqTrainer)")
+    c.t("micro_batch_size", mbs, "--batch_size (Benchmark.md default 1 unless the row varies it)")
+    c.t("grad_accum_steps", ga, "--gradient_accumulation_steps (Benchmark.md default 16 unless the row varies it)")
+    c.t("seq_len", seq, "--max_length; the benchmark data (cls-fudan-news-zh, 3234 +- 2547 tokens, max 19548, 1000 samples) "
+        "is truncated at max_length, so the longest batches run at exactly max_length")
+    c.t("optimizer", "adamw", "swift's default optim adamw_torch (torch.optim.AdamW)")
+    c.t("optimizer_impl", "foreach", "adamw_torch passes neither foreach nor fused, so torch 2.1's foreach default on CUDA")
+    c.t("checkpointing", "full" if ckpt else "none", "--gradient_checkpointing (Benchmark.md default true unless the row "
+        "turns it off)")
+    if flash:
+        if fam in ("chatglm3", "baichuan2"):
+            c.t("attention", "sdpa", "ChatGLM3's remote code calls torch's scaled_dot_product_attention and Baichuan2's calls "
+                "xformers memory_efficient_attention in training; neither stores T x T scores (swift's use_flash_attn does not "
+                "switch these models)")
+        else:
+            c.t("attention", "flash", "--use_flash_attn true (flash_attn 2.3.4): Qwen's remote code and transformers' "
+                "Llama/Mistral FlashAttention-2 path")
+    else:
+        c.t("attention", "eager", "--use_flash_attn false: Qwen's remote code falls back to its own matmul/softmax attention "
+            "(the table's 20 GiB jump without flash and checkpointing matches stored T x T scores)")
+    c.t("dropout", 0.0, "attention/hidden dropout 0 in these models' configs")
+    c.t("loss", "eager", "the model's own CrossEntropyLoss on the full logits")
+    if fam == "qwen1":
+        c.t("logits_dtype", "fp32", "Qwen's modeling_qwen.py hands the bf16 lm_head output to CrossEntropyLoss without a "
+            "float() upcast, but HF Trainer's bf16 autocast runs cross_entropy in fp32 (autocast's fp32 op list), so the "
+            "loss reads an fp32 copy of the logits")
+    else:
+        c.t("logits_dtype", "auto", "the hf profile's default (fp32 upcast; under autocast cross_entropy reads fp32 anyway)")
+    c.note(f"the logits path under bf16 autocast: cross_entropy is on autocast's fp32 list, so the bf16 logits (B x T x V, "
+           f"V = {c.cfg['model'].get('vocab_size', 'the vocabulary')}) are copied to fp32 and the log-softmax and its "
+           "gradient are fp32 too - several vocabulary-sized fp32 tensors per token, which dominate the per-token cost of "
+           "these large-vocabulary models; a build without bf16_autocast runs the case as pure bf16 without them")
+    c.note("the figure is the reserved peak of the whole run (1000 samples of varying length, truncated at max_length): "
+           "batches of every length leave cached segments of every size, so the allocator's slack is larger than the 8 % "
+           "memfit allows")
+    c.t("precision", "bf16_autocast", "swift dtype AUTO loads the weights in bf16 on A100 and HF Trainer runs with bf16=True "
+        "(torch.autocast over bf16 weights; full fine-tuning keeps bf16 AdamW states)")
+    return c
+
+
+def swift_lora(c, model_key, rank=8, targets="DEFAULT", bits=16, gptq=False):
+    fam = swift_family(model_key)
+    c.ft("method", "lora", "--sft_type lora")
+    c.ft("lora_rank", rank, "--lora_rank (default 8 unless the row varies it)")
+    if targets == "ALL":
+        qkv = SWIFT_DEFAULT_TARGETS[fam][0]
+        tg = qkv + ["o", "gate", "up", "down"]
+        c.ft("lora_targets", tg, "--lora_target_modules ALL = every linear layer except lm_head (qwen-7b-chat rank 8: 17.89 M "
+             "trainable, as the table prints)")
+    else:
+        tg, why = SWIFT_DEFAULT_TARGETS[fam]
+        c.ft("lora_targets", tg, f"--lora_target_modules DEFAULT = {why}")
+    c.ft("lora_dropout", 0.05, "swift's default lora_dropout_p 0.05")
+    c.ft("base_bits", bits, {16: "--quantization_bit 0 (bf16 base)", 8: "--quantization_bit 8",
+                             4: "--quantization_bit 4"}[bits])
+    if bits == 4 and not gptq:
+        c.ft("quant_type", "nf4", "swift's default bnb_4bit_quant_type nf4 (bitsandbytes 0.41.3)")
+        c.ft("double_quant", True, "swift's default bnb_4bit_use_double_quant true")
+    if gptq:
+        c.flag("unmodelled_gptq_base")
+        c.line(f"base_bits {bits} approximates a GPTQ int{bits} base (auto_gptq 0.5.1 pre-quantized qwen-*-chat-int{bits} "
+               "checkpoint: packed weights with per-group scales and zeros); memfit models bitsandbytes, whose storage is "
+               "within a few per cent but whose kernels save different tensors for backward")
+    return c
+
+
+def swift_gpu(c, gpus=1):
+    c.gpu("a100-80gb", "Benchmark.md's environment 'A100'; 80 GB, since single-GPU rows reach 78.8 GiB")
+    if gpus == 1:
+        parallel_defaults(c, 1, 0, "one GPU (rows without '2*A100')", "no sharding")
+    else:
+        parallel_defaults(c, 2, 0, "'2*A100': swift loads the model with device_map='auto' across 2 GPUs in one process",
+                          "no sharding")
+        c.p("pipeline", 2, "device_map='auto' puts half of the layers on each GPU (naive model parallelism: one "
+            "micro-batch in flight, not a pipeline schedule); the table prints both GPUs and the record keeps the larger")
+        c.flag("unmodelled_naive_model_parallel")
+    return c
+
+
+def swift_measure(c):
+    c.measure("peak_reserved_bytes", "GiB", "swift prints torch.cuda.max_memory_reserved() per device after trainer.train(), "
+              "in GiB ('GPU Memory (GiB)') -> peak_reserved_bytes")
+    return c
+
+
+@rule("swift-")
+def swift(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    if rid == "swift-unsloth-llama3-8b-instruct-qlora":
+        return swift_unsloth(rec)
+    if rid.startswith("swift-tuners-"):
+        return swift_tuners(rec)
+    name = rid[len("swift-"):]
+    model_key = None
+    for k, v in SWIFT_MODELS.items():
+        if name.startswith(k):
+            model_key = v
+            break
+    if model_key is None:
+        raise ValueError(rid)
+    gpus = s["num_gpus"]
+    full = s["finetune"]["method"] == "full"
+    seq = int(str(s["seq_len"]).split()[1]) if str(s["seq_len"]).startswith("max_length") else 2048
+    mbs = s["micro_batch_size"]
+    ga = s["grad_accum_steps"]
+    ckpt = s["gradient_checkpointing"] == "full"
+    flash = not str(s["attention"]).startswith("eager")
+    quant = s["finetune"].get("base_quant", "")
+    bits = 4 if "int4" in quant else (8 if "int8" in quant else 16)
+    gptq = "gptq" in quant
+    kind = "full" if full else ("qlora" if bits == 4 else "lora")
+    summ = (f"{rec['model']} {'full' if full else 'LoRA'}{(' ' + quant) if quant else ''}, "
+            f"{gpus}x A100-80GB, bs {mbs} x ga {ga}, max_length {seq}, {'AC' if ckpt else 'no AC'}, "
+            f"{'flash' if flash else 'no flash'}")
+    c = Case(rec, kind, summ).model(model_key)
+    swift_common(c, model_key, mbs, ga, seq, ckpt, flash)
+    if full:
+        c.ft("method", "full", "--sft_type full")
+    else:
+        rank = s["finetune"].get("lora_rank", 8)
+        targets = "ALL" if "ALL" in str(s["finetune"].get("targets", "")) else "DEFAULT"
+        swift_lora(c, model_key, rank, targets, bits, gptq)
+    swift_gpu(c, gpus)
+    if quant and gptq:
+        c.note("GPTQ base: auto_gptq's QuantLinear dequantizes in its own kernels; what it keeps for backward differs "
+               "from bitsandbytes' MatMul4Bit that memfit models")
+    if model_key == "chatglm3-6b" and seq >= 4096:
+        c.note("ChatGLM3's remote code passes an explicit attention mask to scaled_dot_product_attention; if torch 2.1 "
+               "dispatches that to the math kernel, each recomputed layer materialises heads x T x T scores and "
+               "probabilities (8192 tokens: 4 GiB per copy in bf16) - the 8192-token row is 37 GiB above the 4096-token one")
+    if model_key == "baichuan2-13b":
+        c.flag("unmodelled_alibi_bias")
+        c.note("Baichuan2-13B builds an ALiBi bias of heads x T x T and passes it to every layer's attention "
+               "(xformers attn_bias); memfit has no ALiBi bias term")
+    if gpus > 1:
+        c.note("device_map='auto' runs one micro-batch through the two halves in turn; memfit's pipeline model keeps "
+               "several micro-batches in flight on the first stage")
+    c.t("optimizer_in_backward", False, "not a swift option")
+    c.t("activation_offload", False, "not a swift option")
+    if rec["measured"]["quantity"] == "oom":
+        c.oom("the table prints 'OOM' for this row (2*A100)")
+    else:
+        swift_measure(c)
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+def swift_tuners(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    method = ("dora" if "-dora" in rid else "adalora" if "-adalora" in rid else "full" if "-full" in rid else
+              "llamapro" if "llamapro" in rid else "lisa" if "lisa" in rid else "lora")
+    if "llamapro" in rid:
+        raise Skip("LLaMA-Pro: 4 new decoder blocks are inserted (36 layers) and only they train; memfit has no setting "
+                   "for a model trained only in some of its blocks")
+    if "lisa" in rid:
+        raise Skip("LISA: two randomly chosen layers (plus embeddings and head) train at a time, switched every 20 steps; "
+                   "memfit has no layer-sampling setting")
+    gpus = s["num_gpus"]
+    packing = "packing" in rid
+    kind = "full" if method == "full" else ("peft" if method in ("dora", "adalora") else "lora")
+    c = Case(rec, kind, f"Qwen-7B-Chat {method}{' GaLore' if 'galore' in rid else ''}{' packing' if packing else ''}, "
+             f"{gpus}x A100-80GB, ms-agent data (<=2048), bs 1 x ga 16, AC, flash").model("qwen1-7b")
+    swift_common(c, "qwen1-7b", 1, 16, 2048, True, True)
+    # The Tuners runs use ms-agent + ms-bench dialogues truncated at 2048, not the benchmark data.
+    c.assumptions = [a if not a.startswith("seq_len") else
+                     ("seq_len 2048: --max_length 2048 with --packing true: samples are packed into 2048-token "
+                      "sequences, so every step runs at 2048" if packing else
+                      "seq_len 2048: --max_length 2048; the Tuners runs train on ms-agent + ms-bench dialogues of "
+                      "varying length truncated at 2048, padded per batch, so 2048 is a cap") for a in c.assumptions]
+    if not packing:
+        c.flag("padded_seq_cap")
+    if method == "full":
+        c.ft("method", "full", "sft_type full")
+        if "galore" in rid:
+            rank = 128 if "galore128" in rid else 32
+            c.t("optimizer", "galore_adamw", "swift's GaLore (galore_target_modules: all linear layers; "
+                "galore_with_embedding false: embeddings and lm_head keep plain AdamW)")
+            c.t("galore_rank", rank, "galore_rank in the row")
+            c.t("galore_update_interval", 50, "swift's default galore_update_proj_gap 50")
+            if "quantize" in rid:
+                c.flag("unmodelled_galore_quantization")
+                c.line("galore_quantization true (Q-GaLore-style quantized weights and projections): memfit has no "
+                       "setting for quantized trainable weights; the unquantized GaLore run is the closest")
+    else:
+        c.ft("method", method, {"lora": "tuner lora (use_dora false)", "dora": "tuner lora with use_dora true (PEFT DoRA)",
+                                "adalora": "tuner adalora (PEFT AdaLoRA)"}[method])
+        rank = 12 if method == "adalora" else 8
+        c.ft("lora_rank", rank, "AdaLoRA starts every module at swift's adalora_init_r 12 and prunes towards "
+             "adalora_target_r 8 (the row's 26.84 M trainable = 1.5 x LoRA's 17.89 M at rank 8)" if method == "adalora"
+             else "rank=8 in the row")
+        c.ft("lora_targets", ["qkv", "o", "gate", "up", "down"], "target=ALL: every linear layer except lm_head "
+             "(17.89 M trainable at rank 8 for LoRA, as the row prints)")
+        c.ft("lora_dropout", 0.05, "swift's default lora_dropout_p 0.05")
+        c.ft("base_bits", 16, "bf16 base")
+    c.gpu("a100-80gb", "the page's environment section names A100; 80 GB (other rows of the page reach 78.8 GiB)")
+    if gpus == 1:
+        parallel_defaults(c, 1, 0, "one GPU", "no sharding")
+    else:
+        parallel_defaults(c, 2, 0, "'35.65GiB*2': DDP over 2 GPUs (torchrun), the value is per GPU", "plain DDP")
+    c.t("optimizer_in_backward", False, "not a swift option")
+    c.t("activation_offload", False, "not a swift option")
+    c.measure("peak_reserved_bytes", "GiB", "swift prints torch.cuda.max_memory_reserved() per device after "
+              "trainer.train() ('memory' column in GiB, whole run including evaluation) -> peak_reserved_bytes")
+    c.note("the memory is the reserved peak over two epochs including evaluation and generation for the inference-speed "
+           "column; memfit describes one training step")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+def swift_unsloth(rec):
+    c = Case(rec, "qlora", "Llama-3-8B-Instruct QLoRA via swift --use_unsloth, ms-agent (<=2048), bs 1 x ga 16, AC")
+    c.model("llama-3-8b")
+    c.t("framework", "unsloth", "swift sft --use_unsloth true (unsloth's patched Llama: fused RoPE/RMSNorm/SwiGLU, "
+        "its own gradient checkpointing, fused cross-entropy)")
+    c.t("micro_batch_size", 1, "swift default batch_size 1")
+    c.t("grad_accum_steps", 16, "swift default gradient_accumulation_steps 16")
+    c.t("seq_len", 2048, "max_length 2048 over ms-agent dialogues of varying length, padded per batch: a cap")
+    c.flag("padded_seq_cap")
+    c.t("optimizer", "adamw", "swift's default adamw_torch")
+    c.t("optimizer_impl", "foreach", "torch's default")
+    c.t("checkpointing", "full", "gradient_checkpointing true in the row (unsloth's offloaded variant not stated)")
+    c.t("attention", "flash", "flash_attn true in the row; unsloth uses FlashAttention / xformers")
+    c.t("dropout", 0.0, "Llama-3 config")
+    c.t("loss", "auto", "the unsloth profile's own loss")
+    c.t("precision", "bf16_autocast", "bf16 compute on a 4-bit base (unsloth bnb-4bit checkpoint)")
+    c.ft("method", "lora", "tuner lora")
+    c.ft("lora_rank", 8, "not in the row: swift's default lora_rank 8; 8 on q,k,v reproduces the row's 4.7186 M trainable")
+    c.ft("lora_targets", ["q", "k", "v"], "not in the row: swift's DEFAULT for Llama (q_proj, k_proj, v_proj); rank 8 on "
+         "them is 32 x 8 x (4096 + 4096 + 1024 + 4096 + 1024 + 4096) = 4.72 M, the row's count")
+    c.ft("lora_dropout", 0.05, "swift's default")
+    c.ft("base_bits", 4, "unsloth bnb-4bit base")
+    c.ft("quant_type", "nf4", "unsloth's bnb-4bit checkpoints are nf4 with double quantization")
+    c.ft("double_quant", True, "as above")
+    c.gpu("a100-80gb", "the page's environment section: A100 (80 GB)")
+    parallel_defaults(c, 1, 0, "one GPU", "no sharding")
+    c.t("optimizer_in_backward", False, "not a swift option")
+    c.t("activation_offload", False, "unsloth's 'unsloth' checkpointing offloads to CPU, but the row says only 'true'")
+    c.measure("peak_reserved_bytes", "GiB", "swift prints torch.cuda.max_memory_reserved() per device after trainer.train() "
+              "(GiB) -> peak_reserved_bytes")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- fms-acceleration a100_80gb.csv
+
+FMS_MODELS = {"santacoder": "santacoder", "mistral-7b": "mistral-7b", "mixtral-8x7b": "mixtral-8x7b",
+              "llama2-70b": "llama-2-70b"}
+
+
+@rule("fms-accel-")
+def fms(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    name = rid[len("fms-accel-"):]
+    model_key = next(v for k, v in FMS_MODELS.items() if name.startswith(k))
+    scen = ("full-plain" if "-full-plain-" in rid else "lora-plain" if "-lora-plain-" in rid else
+            "baseline-peft-bnb" if "baseline-peft-bnb" in rid else "accelerated-peft-bnb" if "-lora-bnb-" in rid else
+            "accelerated-peft-autogptq")
+    gpus = s["num_gpus"]
+    mbs = s["micro_batch_size"]
+    is_oom = rec["measured"]["quantity"] == "oom"
+    kind = {"full-plain": "full", "lora-plain": "lora"}.get(scen, "qlora")
+    c = Case(rec, kind, f"{rec['model']} {scen}, {gpus}x A100-80GB{' FSDP' if gpus > 1 else ''}, bs {mbs}/GPU, "
+             f"packed {2048 if model_key == 'santacoder' else 4096}, AC, flash")
+    c.model(model_key)
+    c.t("framework", "hf", "fms-hf-tuning 2.5.0 sft_trainer: TRL 0.13 SFTTrainer on transformers 4.48.1 + PEFT 0.13.2")
+    c.t("micro_batch_size", mbs, f"per_device_train_batch_size = the scenario's effective batch {mbs * gpus} / {gpus} GPU(s) "
+        "(benchmark.py)")
+    c.t("grad_accum_steps", 1, "defaults.yaml gradient_accumulation_steps 1")
+    if model_key == "santacoder":
+        c.t("seq_len", 2048, "benchmark.py's --max_seq_len_matrix default is 4096, but fms-hf-tuning's sft_trainer caps "
+            "max_seq_length at the tokenizer's model_max_length (2048 for santacoder, whose learned position table has "
+            "2048 rows); alpaca-cleaned is packed (--packing_matrix [True]) into 2048-token sequences")
+    else:
+        c.t("seq_len", 4096, "benchmark.py defaults --packing_matrix [True] --max_seq_len_matrix [4096]: alpaca-cleaned "
+            "packed into 4096-token sequences, so every step runs at 4096")
+    c.t("optimizer", "adamw", "Trainer default adamw_torch (defaults.yaml sets only adam_epsilon 1e-4)")
+    c.t("optimizer_impl", "foreach", "adamw_torch passes neither foreach nor fused: torch 2.4's foreach default on CUDA")
+    c.t("checkpointing", "full", "defaults.yaml gradient_checkpointing True (HF, use_reentrant default)")
+    c.t("attention", "flash", "use_flash_attn True -> attn_implementation flash_attention_2 (flash-attn 2.7.3)")
+    c.t("dropout", 0.1 if model_key == "santacoder" else 0.0,
+        "gpt_bigcode-santacoder config: attn_pdrop, resid_pdrop and embd_pdrop 0.1" if model_key == "santacoder"
+        else "attention_dropout 0.0 in the model config")
+    c.t("loss", "eager", "transformers 4.48 ForCausalLMLoss: cross-entropy over the full logits")
+    c.t("logits_dtype", "auto", "the hf profile: ForCausalLMLoss upcasts the logits to fp32")
+    if scen in ("full-plain", "lora-plain"):
+        c.t("precision", "bf16", "framework_config 'none': torch_dtype bfloat16 and no bf16/fp16 flag, so weights, gradients "
+            "and AdamW states are bf16 and nothing is autocast")
+    elif scen == "accelerated-peft-autogptq":
+        c.t("precision", "bf16_autocast", "fp16=True with torch_dtype float16: 2-byte weights under autocast; memfit's "
+            "bf16_autocast recipe has the same bytes (it has no fp16 twin)")
+    else:
+        c.t("precision", "bf16_autocast", "bf16=True with torch_dtype bfloat16 (BitsAndBytesConfig compute and storage "
+            "dtype bf16): the non-quantized weights are bf16 under torch.autocast")
+    if scen == "full-plain":
+        c.ft("method", "full", "framework_config 'none', peft_method none")
+    else:
+        c.ft("method", "lora", "peft_method lora")
+        c.ft("lora_rank", 16, "scenarios.yaml r 16 (lora_alpha 16)")
+        if model_key == "santacoder":
+            c.ft("lora_targets", ["qkv"], "target_modules q_proj,k_proj,v_proj,o_proj,c_attn: only c_attn exists in "
+                 "GPTBigCode (its fused q/k/v projection, 2048 -> 2048 + 2 x 128 with multi-query attention)")
+        else:
+            c.ft("lora_targets", ["q", "k", "v", "o"], "scenarios.yaml target_modules q_proj, k_proj, v_proj, o_proj")
+        c.ft("lora_dropout", 0.1, "scenarios.yaml lora_dropout 0.1")
+        if scen == "lora-plain":
+            c.ft("base_bits", 16, "bf16 base")
+        elif scen == "accelerated-peft-autogptq":
+            c.ft("base_bits", 4, "TheBloke GPTQ 4-bit checkpoint (group size 128)")
+            c.flag("unmodelled_gptq_base")
+            c.line("base_bits 4 approximates the GPTQ 4-bit base run through fms' accelerated-peft AutoGPTQ triton kernels "
+                   "(packed int4 with per-group scales and zeros); memfit models bitsandbytes")
+        else:
+            c.ft("base_bits", 4, "BitsAndBytesConfig load_in_4bit" if scen == "baseline-peft-bnb"
+                 else "fms accelerated-peft plugin: bitsandbytes 4-bit")
+            c.ft("quant_type", "nf4", "bnb_4bit_quant_type nf4 (scenarios.yaml)")
+            c.ft("double_quant", True, "bnb_4bit_use_double_quant true (scenarios.yaml)")
+    c.gpu("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB (refs/a100_80gb.csv)")
+    if gpus == 1:
+        parallel_defaults(c, 1, 0, "one GPU, plain python launch", "no FSDP on one GPU")
+    else:
+        parallel_defaults(c, gpus, 3, "accelerate launch --num_processes 2", "accelerate.yaml: FSDP FULL_SHARD "
+                          "(fsdp_sharding_strategy 1), TRANSFORMER_BASED_WRAP, BACKWARD_PRE prefetch, mixed_precision 'no'")
+        if kind != "full":
+            c.p("fsdp_use_orig_params", False, "`accelerate launch` defaults use_orig_params to true (accelerate.yaml does "
+                "not set it), but transformers 4.48's Trainer (_fsdp_qlora_plugin_updates) installs PEFT's "
+                "fsdp_auto_wrap_policy, which wraps every trainable LoRA layer in its own FSDP unit: no unit mixes frozen "
+                "and trainable parameters, which is the case memfit's field describes")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    if is_oom:
+        c.oom("inferred by the research notes from a CSV row with no training metrics and nvidia-smi at ~80 GB (fms writes "
+              "no error text into the CSV)")
+    else:
+        c.measure("peak_allocated_bytes", "bytes", "mem_peak_torch_mem_alloc_in_bytes = HF Trainer's memory tracker "
+                  "(skip_memory_metrics False) on rank 0: the allocated peak over init and train, i.e. about "
+                  "torch.cuda.max_memory_allocated() -> peak_allocated_bytes",
+                  note="HF Trainer memory tracker: running sum of allocation deltas plus the peaked delta per stage (about "
+                       "max_memory_allocated), rank 0")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- Liger-Kernel
+
+@rule("liger-hfex-")
+def liger_hf_example(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    liger = rid.endswith("-liger")
+    model_key = {"qwen2-7b": "qwen2-7b", "llama3-8b": "llama-3-8b", "gemma-7b": "gemma-7b"}[rid.split("-")[2] + "-" + rid.split("-")[3]]
+    mbs = s["micro_batch_size"]
+    is_oom = rec["measured"]["quantity"] == "oom"
+    c = Case(rec, "full", f"{rec['model']} full, 4x A100-80GB FSDP, bs {mbs}/GPU, Alpaca <=512 padded, AC, "
+             f"{'Liger' if liger else 'HF'}").model(model_key)
+    if liger:
+        c.t("framework", "liger", "AutoLigerKernelForCausalLM (--use_liger): Liger RoPE, RMSNorm, SwiGLU/GeGLU and "
+            "FusedLinearCrossEntropy patched into the transformers model")
+        c.t("loss", "fused_linear_ce", "Liger's FusedLinearCrossEntropy: the lm_head and the loss run in chunks, full logits "
+            "never exist")
+    else:
+        c.t("framework", "hf", "plain transformers model under HF Trainer (TRL SFTTrainer), examples/huggingface/training.py")
+        c.t("loss", "eager", "transformers' cross-entropy over the full logits")
+    c.t("micro_batch_size", mbs, "'BS' = per_device_train_batch_size (run_*.sh pass it per device)")
+    c.t("grad_accum_steps", 1, "run_*.sh set no gradient accumulation")
+    c.t("seq_len", 512, "max_seq_length 512 with DataCollatorForCompletionOnlyLM(pad_to_multiple_of=16): batches are padded "
+        "to their longest Alpaca sample, mostly far below 512, so 512 is a cap")
+    c.flag("padded_seq_cap")
+    c.t("optimizer", "adamw", "Trainer default adamw_torch")
+    c.t("optimizer_impl", "foreach", "adamw_torch sets neither foreach nor fused: torch's foreach default")
+    c.t("checkpointing", "full", "fsdp_config activation_checkpointing true (FSDP's checkpoint wrapper per decoder layer)")
+    c.t("attention", "sdpa", "attn_implementation not set: transformers' default sdpa (with a padding mask, the "
+        "memory-efficient kernel)")
+    c.t("dropout", 0.0, "attention_dropout 0.0 in the model config")
+    c.t("precision", "bf16_autocast", "model loaded with torch_dtype=bfloat16 and Trainer --bf16: bf16 weights (and so bf16 "
+        "AdamW states) under torch.autocast")
+    c.ft("method", "full", "full fine-tuning")
+    c.gpu("a100-80gb", "examples/huggingface/README: the configuration runs on 4 A100 80GB")
+    parallel_defaults(c, 4, 3, "torchrun --nproc_per_node 4", "--fsdp 'full_shard auto_wrap'")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    if is_oom:
+        c.oom("the README's chart marks this Hugging Face configuration as out of memory (no bar)")
+    else:
+        c.note("the 512-token cap overstates the batch: Alpaca samples padded to the longest in each batch of "
+               f"{mbs} are mostly far shorter, and the logits term scales with the vocabulary "
+               f"({ {'qwen2-7b': '152,064', 'llama-3-8b': '128,256', 'gemma-7b': '256,000'}[model_key] } tokens)")
+        if not liger:
+            c.note("under bf16 autocast the cross-entropy reads an fp32 copy of the logits and keeps an fp32 log-softmax "
+                   "and gradient; a build without bf16_autocast runs the case as pure bf16 without them")
+        c.measure("peak_allocated_bytes", "MiB", "callback.py records torch.cuda.max_memory_allocated() and divides by 2**20 "
+                  "('binary system'), plotted as 'Peak Allocated Memory (MB)' -> peak_allocated_bytes in MiB")
+        if rec["confidence"] == "low" or "llama" in rid or "gemma" in rid:
+            c.flag("screenshot_value")
+            c.line("value read off the bar chart (llama/gemma charts print no numbers), about +-1-1.5 GB")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("liger-readme-e2e-")
+def liger_readme(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    liger = rid.endswith("-liger")
+    seq = s["seq_len"]
+    is_oom = rec["measured"]["quantity"] == "oom"
+    c = Case(rec, "full", f"Llama-3-8B full, 8x A100 FSDP1, bs 8/GPU, seq {seq}, AC, {'Liger' if liger else 'HF'}")
+    c.model("llama-3-8b")
+    if liger:
+        c.t("framework", "liger", "'Hugging Face + Liger Kernel': Liger RoPE, RMSNorm, SwiGLU and FusedLinearCrossEntropy")
+        c.t("loss", "fused_linear_ce", "Liger's FusedLinearCrossEntropy")
+    else:
+        c.t("framework", "hf", "'Hugging Face': the plain transformers model")
+        c.t("loss", "eager", "transformers' cross-entropy over the full logits")
+    c.t("micro_batch_size", 8, "'Batch Size = 8' (taken per device, as in the example scripts)")
+    c.t("grad_accum_steps", 1, "not stated; none")
+    c.t("seq_len", seq, "the chart's Seq Len")
+    c.t("optimizer", "adamw", "'Optimizer = AdamW' (Trainer's adamw_torch)")
+    c.t("optimizer_impl", "foreach", "torch's default")
+    c.t("checkpointing", "full", "'Gradient Checkpointing = True'")
+    c.t("attention", "sdpa", "not stated: transformers' default sdpa")
+    c.t("dropout", 0.0, "Llama-3 config")
+    c.t("precision", "bf16_autocast", "'Data Type = bf16': taken as in the example scripts (bf16 weights, Trainer --bf16)")
+    c.ft("method", "full", "full fine-tuning")
+    c.gpu("a100-80gb", "'8 A100s'; 80 GB implied by the 77 GB bar")
+    parallel_defaults(c, 8, 3, "'Distributed Strategy = FSDP1 on 8 A100s'", "FSDP1 full shard")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    if is_oom:
+        c.oom("README: 'Hugging Face models start to OOM at a 4K context length'")
+    else:
+        c.measure("peak_reserved_bytes", "MiB", "chart 'Peak Reserved Memory (MB)': torch.cuda.max_memory_reserved(), which "
+                  "Liger's benchmark callback divides by 2**20 -> peak_reserved_bytes in MiB")
+        c.flag("screenshot_value")
+        c.line("value read off the bar chart (no data labels), about +-1.5 GB")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- unsloth README, LLaMA-Factory table
+
+@rule("unsloth-readme-")
+def unsloth_readme(rec):
+    raise Skip("unsloth README's A100 tables (Dec 2023): batch size, sequence length and optimizer of the A100 runs are not "
+               "stated (the T4 settings on the same page are a different campaign, the per-cell Colab notebooks are not "
+               "stored), and the counter is not named; any memfit configuration would be a guess")
+
+
+@rule("llamafactory-perf-")
+def llamafactory(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    unsloth = "unsloth" in rid
+    fa2 = "fa2" in rid
+    bits = 4 if rid.endswith("4bit") else 16
+    c = Case(rec, "qlora" if bits == 4 else "lora",
+             f"Llama-2-7B {'QLoRA' if bits == 4 else 'LoRA'} r8, 1x A100, bs 4 x ga 2, max length 1024, "
+             f"{'unsloth' if unsloth else 'HF'}{'+FA2' if fa2 else ''}").model("llama-2-7b")
+    if unsloth:
+        c.t("framework", "unsloth", "method 'Unsloth+FA2' in LLaMA-Factory (use_unsloth)")
+    else:
+        c.t("framework", "hf", "LLaMA-Factory runs transformers + PEFT under HF Trainer")
+    c.t("micro_batch_size", 4, "'Batch size: 4'")
+    c.t("grad_accum_steps", 2, "'Gradient accumulation: 2'")
+    c.t("seq_len", 1024, "'Max length: 1024' (cutoff_len); samples padded per batch, dataset not named: a cap")
+    c.flag("padded_seq_cap")
+    c.t("optimizer", "adamw", "not stated: HF Trainer default adamw_torch")
+    c.t("optimizer_impl", "foreach", "torch's default")
+    c.t("checkpointing", "full", "not stated: LLaMA-Factory enables gradient checkpointing unless "
+        "disable_gradient_checkpointing is set")
+    if fa2 or unsloth:
+        c.t("attention", "flash", "'FA2' in the method name")
+    else:
+        c.t("attention", "sdpa", "'HF' without FA2 on transformers 4.36 (Dec 2023): the sdpa default")
+    c.t("dropout", 0.0, "Llama-2 config; LLaMA-Factory's lora_dropout default 0 too")
+    c.t("loss", "auto", "the profile's own loss (transformers cross-entropy; unsloth's fused cross-entropy)")
+    c.t("precision", "bf16_autocast", "'16-bit': LLaMA-Factory loads the weights in the compute dtype (bf16 on A100) and runs "
+        "the Trainer with bf16")
+    c.ft("method", "lora", "LoRA")
+    c.ft("lora_rank", 8, "'LoRA rank: 8'")
+    c.ft("lora_targets", ["q", "v"], "not stated: LLaMA-Factory's default lora_target of the time, q_proj,v_proj")
+    c.ft("lora_dropout", 0.0, "LLaMA-Factory default lora_dropout 0")
+    c.ft("base_bits", bits, "'4-bit' rows: bitsandbytes QLoRA" if bits == 4 else "16-bit base")
+    if bits == 4:
+        c.ft("quant_type", "nf4", "LLaMA-Factory's quantization_type default nf4")
+        c.ft("double_quant", True, "LLaMA-Factory's double_quantization default true")
+    c.gpu("a100-80gb", "'NVIDIA A100 * 1', size not stated (80 GB assumed; it only sets the fit verdict)")
+    parallel_defaults(c, 1, 0, "'A100 * 1'", "no sharding")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.measure("device_total_bytes", "GiB", "'GRAM (GB)' rounded to whole numbers, the counter not named; LLaMA-Factory "
+              "logs no memory itself, so the figure was read outside the process (nvidia-smi, whose MiB divided by 1024 "
+              "give the written GB) -> device_total_bytes, GiB",
+              note="unknown counter: taken as nvidia-smi (LLaMA-Factory and HF Trainer log no GPU memory by default)")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- Hugging Face blog OOMs (2022)
+
+@rule("hfblog-")
+def hf_blog(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    gpus = s["num_gpus"]
+    fp16 = "fp16" in rid
+    c = Case(rec, "full", f"GPT-2 XL full, {gpus}x Titan RTX 24GB DDP, {'fp16 AMP' if fp16 else 'fp32'}, bs 1, "
+             "block 128").model("gpt2-xl")
+    c.t("framework", "hf", "accelerate + transformers run_clm_no_trainer.py")
+    c.t("micro_batch_size", 1, "--per_device_train_batch_size 1 (the blog's OOM row)")
+    c.t("grad_accum_steps", 1, "none")
+    c.t("seq_len", 128, "--block_size 128: the DeepSpeed blog prints 128 for the same test; the FSDP blog's '12' is that "
+        "value cut short (wikitext is grouped into full blocks, so every sequence is 128 tokens)")
+    c.t("optimizer", "adamw", "run_clm_no_trainer.py builds torch.optim.AdamW")
+    c.t("optimizer_impl", "for_loop", "torch 1.11/1.12 (2022): AdamW's foreach default was off, the single-tensor loop ran")
+    c.t("checkpointing", "none", "no gradient checkpointing in the command")
+    c.t("attention", "eager", "GPT-2 in transformers of 2022 has only its eager attention")
+    c.t("dropout", 0.1, "GPT-2 config attn_pdrop, resid_pdrop, embd_pdrop 0.1")
+    c.t("loss", "eager", "GPT2LMHeadModel's cross-entropy over the full logits")
+    c.t("precision", "fp16_mixed" if fp16 else "fp32", "accelerate mixed_precision fp16 (torch.autocast + GradScaler over fp32 "
+        "weights)" if fp16 else "accelerate mixed_precision 'no': fp32 weights, gradients and AdamW states")
+    c.ft("method", "full", "full fine-tuning (the DeepSpeed blog: --config_name gpt2-xl, trained from scratch)")
+    c.gpu("titan-rtx-24gb", "'2X24GB NVIDIA Titan RTX' (23.65 GiB total capacity in the error text); not in memfit's GPU "
+          "table", unmodelled=True)
+    parallel_defaults(c, gpus, 0, "DDP via accelerate; the row's GPU count" if gpus > 1 else
+                      "one process ('a single 24GB GPU' / the blog's DDP row on 1 GPU)", "plain DDP, no sharding")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.oom("the blog's table prints a CUDA out-of-memory error for this row")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- torchao (torchtitan runs)
+
+def torchtitan_common(c, mbs, seq, ckpt, ckpt_why, fused, fused_why):
+    c.t("framework", "torchtitan", "torchtitan train.py (Llama 3 8B from scratch on C4)")
+    c.t("micro_batch_size", mbs, "local batch size")
+    c.t("grad_accum_steps", 1, "none")
+    c.t("seq_len", seq, "sequence length")
+    c.t("optimizer", "adamw", "torchtitan's AdamW (torch.optim.AdamW)")
+    c.t("optimizer_impl", "fused" if fused else "foreach", fused_why)
+    c.t("checkpointing", ckpt, ckpt_why)
+    c.t("attention", "flash", "torchtitan calls F.scaled_dot_product_attention with is_causal (flash kernel)")
+    c.t("dropout", 0.0, "torchtitan's Llama has no dropout")
+    c.t("loss", "eager", "torchtitan's cross_entropy_loss over the full logits (upcast to fp32)")
+    c.t("precision", "bf16_fsdp", "FSDP2 MixedPrecisionPolicy(param_dtype bf16, reduce_dtype fp32): fp32 sharded parameters, "
+        "gradients and AdamW states, bf16 compute")
+    c.ft("method", "full", "pre-training")
+    return c
+
+
+@rule("torchao-train-")
+def torchao_train(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    variant = rid.split("-")[-1]
+    gpu = "mi300x" if "mi300x" in rid else ("b200-180gb" if "b200" in rid else "h100-sxm-80gb")
+    fp8 = not rid.endswith("-bf16")
+    c = Case(rec, "full", f"Llama-3-8B pre-training, 8x {gpu}, FSDP2, bs 1, seq 8192, per-op SAC, compile"
+             f"{', ' + variant if fp8 else ''}").model("llama-3-8b")
+    torchtitan_common(c, 1, 8192, "selective_op", "'per-op SAC' (activation_checkpoint.mode selective, option op): every "
+                      "second matmul output and the attention output are kept", True,
+                      "torchtitan builds AdamW with fused=True by default since Feb 2025 (pytorch/torchtitan#881); the "
+                      "benchmark (torchao 0.10, pytorch 2.7.0a0, Mar 2025) ran after that")
+    c.flag("torch_compile")
+    c.line("torch.compile (--compile.enable): not representable; it fuses element-wise ops and saves less for backward")
+    if fp8:
+        c.flag("float8")
+        c.line(f"float8 ({variant}): torchao float8/mx linears, not representable; the bf16 configuration is kept")
+    if gpu == "mi300x":
+        c.gpu("mi300x", "8x AMD MI300X (192 GB)")
+    elif gpu == "b200-180gb":
+        c.gpu("b200-180gb", "8x B200 (power limited)")
+    else:
+        c.gpu("h100-sxm-80gb", "'8xH100', variant not stated; the SXM 80 GB part assumed (peak_reserved does not depend on it)")
+    parallel_defaults(c, 8, 3, "'Single-node training on 8xH100' (8 GPUs)", "FSDP2 full shard over 8")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.measure("peak_reserved_bytes", "GiB", "'Peak Memory (GB)' is torchtitan's log line 'memory: X GiB' = "
+              "torch.cuda.max_memory_reserved() in GiB on rank 0 -> peak_reserved_bytes, read as GiB")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("torchao-pretrain-tutorial-")
+def torchao_tutorial(rec):
+    rid = rec["id"]
+    fp8 = "fp8" in rid
+    variant = rid.split("-")[-1]
+    c = Case(rec, "full", f"Llama-3-8B pre-training, 8 GPUs (~95 GiB), FSDP2, bs 1, seq 8192, per-op SAC, compile"
+             f"{', float8 ' + variant if fp8 else ''}").model("llama-3-8b")
+    torchtitan_common(c, 1, 8192, "selective_op", "llama3_8b.toml @775a486: activation_checkpoint.mode selective, option "
+                      "op", True, "torchtitan's default fused AdamW (since Feb 2025, pytorch/torchtitan#881; logs of June "
+                      "2025)")
+    c.flag("torch_compile")
+    c.line("torch.compile (--training.compile): not representable")
+    if fp8:
+        c.flag("float8")
+        c.line(f"float8 {variant} (--model.converters=float8): not representable; the bf16 configuration is kept")
+    c.gpu("h100-96gb", "not named; the log's percentage implies about 95 GiB per device (an H100 96 GB-class part), not in "
+          "memfit's GPU table", unmodelled=True)
+    parallel_defaults(c, 8, 3, "NGPU=8", "FSDP2 full shard over 8 (llama3_8b.toml)")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.measure("peak_reserved_bytes", "GiB", "torchtitan's steady log 'memory: X GiB(Y%)' = torch.cuda.max_memory_reserved() "
+              "of rank 0 in GiB -> peak_reserved_bytes")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("torchao-f8nocompile-")
+def torchao_f8nocompile(rec):
+    rid = rec["id"]
+    compiled = rid.endswith("fp8-compile")
+    ac = "noac" if "-noac-" in rid else ("sel2" if "-sel2-" in rid else "fullac")
+    ckpt = {"noac": "none", "sel2": "full", "fullac": "full"}[ac]
+    c = Case(rec, "full", f"Llama-3-8B (assumed) pre-training, 8x H100, FSDP2, bs 1 (assumed), seq 4096, "
+             f"{ {'noac': 'no AC', 'sel2': 'AC every 2nd layer', 'fullac': 'full AC'}[ac] }"
+             f"{', float8 + compile' if compiled else ', bf16 eager'}").model(
+        "llama-3-8b", why_extra=" - the README does not name the model; torchtitan's default Llama 3 8B assumed")
+    torchtitan_common(c, 1, 4096, ckpt,
+                      {"noac": "'no AC'", "fullac": "'full AC'",
+                       "sel2": "'selective per layer (every 2nd layer)': torchtitan's layer-level SAC checkpoints every "
+                               "second block; memfit has no per-layer setting, full (every block) is kept and the what-if "
+                               "runs none"}[ac],
+                      False, "torchtitan of Jan-Feb 2025 (PR #778 integration): --optimizer.fused defaulted to False, "
+                      "so foreach")
+    if ac == "sel2":
+        c.flag("unmodelled_layer_sac")
+        c.whatif("no activation checkpointing (the other half of per-layer SAC)", training__checkpointing="none")
+    c.line("micro_batch_size 1 is not stated in the README; torchtitan's llama3_8b.toml default local batch 1 is taken")
+    c.flag("seq_from_default")
+    if compiled:
+        c.flag("torch_compile")
+        c.flag("float8")
+        c.line("float8 with torch.compile (torchao's compiled float8 linears): not representable; bf16 configuration kept")
+    c.gpu("h100-sxm-80gb", "'8 H100s', variant not stated; SXM 80 GB assumed (peak_reserved does not depend on it)")
+    parallel_defaults(c, 8, 3, "8 H100s", "FSDP2 (torchtitan default) full shard over 8")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.measure("peak_reserved_bytes", "GiB", "'Peak memory (GB)' = torchtitan's max_reserved log in GiB -> peak_reserved_bytes")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("torchao-lowbit-optim-")
+def torchao_lowbit(rec):
+    rid = rec["id"]
+    opt = rid.split("torchtune-")[1]
+    c = Case(rec, "full", f"Llama-2-7B full, 1x A100-80GB, torchtune, bs 2, Alpaca (dynamic padding), AC, optimizer {opt}")
+    c.model("llama-2-7b")
+    c.t("framework", "torchtune", "torchtune full_finetune_single_device @52d1b838")
+    c.t("micro_batch_size", 2, "llama2/7B_full_low_memory at 52d1b838: batch_size 2 (the README names no override)")
+    c.t("grad_accum_steps", 1, "config default")
+    c.t("seq_len", 1304, "Alpaca with max_seq_len null: each batch is padded to its longest sample, and the run covers the "
+        "whole dataset, so the peak step holds the longest sample; 1304 tokens is the longest Alpaca sample with the Llama "
+        "tokenizer (documented for lit-gpt's prompt); torchtune's template differs slightly")
+    c.flag("longest_sample_estimated")
+    c.t("checkpointing", "full", "7B_full_low_memory: enable_activation_checkpointing True")
+    c.t("attention", "flash", "torchtune's attention calls F.scaled_dot_product_attention (flash kernel for bf16)")
+    c.t("dropout", 0.0, "torchtune's Llama-2 builder has no dropout")
+    c.t("loss", "chunked", "7B_full_low_memory at 52d1b838 uses CEWithChunkedOutputLoss (8 chunks, upcast per chunk)")
+    c.t("precision", "bf16", "'full BF16': torchtune dtype bf16 = bf16 weights, gradients and optimizer states")
+    if opt == "torch-fused":
+        c.t("optimizer", "adamw", "'PyTorch (fused)': torch.optim.AdamW(fused=True)")
+        c.t("optimizer_impl", "fused", "fused=True")
+    elif opt == "ao-4bit":
+        c.t("optimizer", "adamw_4bit", "torchao AdamW4bit (block-wise 4-bit states)")
+        c.t("optimizer_impl", "fused", "torchao's low-bit AdamW updates each parameter in one compiled kernel")
+        c.flag("unmodelled_4bit_optimizer")
+        c.line("adamw_4bit is not a memfit optimizer today; a build without it runs adamw_8bit (twice the state bytes)")
+    else:
+        c.t("optimizer", "adamw_8bit", "bitsandbytes AdamW8bit" if opt == "bnb-8bit" else "torchao AdamW8bit (block-wise 8-bit "
+            "states, the same bytes as bitsandbytes')")
+        c.t("optimizer_impl", "fused", "8-bit AdamW updates in place (bitsandbytes' kernel / torchao's compiled step)")
+    c.t("optimizer_in_backward", False, "the README names no optimizer_in_bwd setting (the config's own optimizer is "
+        "PagedAdamW with optimizer_in_bwd True); off is an inference from the numbers, stated as such: bf16 weights, all "
+        "gradients and AdamW states are 53.9 GB = 50.2 GiB, just below the 51.6 GiB measured, whereas with the step in "
+        "backward they are 40.4 GB and 11 GiB would be left for a batch of two checkpointed ~1.3k-token samples")
+    c.whatif("optimizer step fused into backward (the config's optimizer_in_bwd True)", training__optimizer_in_backward=True)
+    c.ft("method", "full", "full fine-tuning")
+    c.gpu("a100-80gb", "'A100', size not stated; 80 GB (51.6 GiB does not fit 40 GB)")
+    parallel_defaults(c, 1, 0, "single device recipe", "no sharding")
+    c.t("activation_offload", False, "not in the config of the time")
+    c.measure("peak_allocated_bytes", "GiB", "'peak memory allocated' from torchtune's log_memory_stats = "
+              "torch.cuda.max_memory_allocated() divided by 1024**3 (training/memory.py get_memory_stats at 52d1b838), "
+              "printed as 'GB' -> peak_allocated_bytes, GiB")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- llm.c
+
+@rule("llmc-")
+def llmc(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    big = "1558m" in rid
+    is_oom = rec["measured"]["quantity"] == "oom"
+    gpus = s["num_gpus"]
+    mbs = s["micro_batch_size"]
+    zero = 1 if rid.endswith("-z1") else 0
+    c = Case(rec, "full", f"GPT-2 {'1558M' if big else '124M'} llm.c, {gpus}x A100{' 40GB' if is_oom else ''}, "
+             f"B {mbs}, T 1024, {'ZeRO-1' if zero else 'no ZeRO'}")
+    c.model("gpt2-xl" if big else "gpt2", {"vocab_size": 50304},
+            "; llm.c pads the vocabulary to Vp = 50304 for the embedding and the logits (train_gpt2.cu)")
+    c.t("framework", "llm_c", "karpathy/llm.c train_gpt2cu (C/CUDA): every activation buffer is allocated once at start-up "
+        "for the configured B and T, no caching allocator")
+    c.t("micro_batch_size", mbs, "-b in the run")
+    c.t("grad_accum_steps", 1, "-d equal to B x T x processes: no accumulation")
+    c.t("seq_len", 1024, "llm.c's default -t 1024")
+    c.t("optimizer", "adamw", "llm.c's AdamW kernel with fp32 m and v")
+    c.t("optimizer_impl", "fused", "llm.c updates each parameter in one fused CUDA kernel")
+    c.t("checkpointing", "none", "-r 0: no recompute (the -r flag came with PR #422)" if is_oom else
+        "no recompute existed yet (PR #422 came later)")
+    c.t("attention", "flash", "USE_CUDNN=1: cuDNN flash attention (stores no T x T scores)")
+    c.t("dropout", 0.0, "llm.c has no dropout")
+    c.t("loss", "eager", "llm.c's fused classifier writes logits (B x T x Vp) and their gradient in place")
+    c.t("precision", "bf16_master", "llm.c bf16 parameters and activations with an fp32 master copy and fp32 AdamW states")
+    c.ft("method", "full", "pre-training / continued training")
+    if is_oom:
+        c.gpu("a100-40gb", "'my A100 40GB'")
+        parallel_defaults(c, 1, 0, "one GPU", "no sharding")
+    else:
+        c.gpu("a100-80gb", "not stated in the comment (karpathy's machine: A100s, size unknown); device_total depends only on "
+              "the architecture's context allowance, the same for 40 and 80 GB")
+        parallel_defaults(c, gpus, zero, "mpirun -np 4", "-z 1: ZeRO stage 1 (optimizer states and master weights sharded)"
+                          if zero else "-z 0: plain data parallel")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.note("llm.c allocates every buffer once for the configured B and T, with no caching allocator: one bf16 logits buffer "
+           "(B x T x Vp) that its fused classifier overwrites with the logits' gradient, and bf16 activations for the "
+           "backward pass; a build without the llm_c profile counts fp32 logits, the cross-entropy's buffers and the "
+           "allocator's slack (the -z 1 run printed 13,629 MiB of activations, 237 MiB of parameters and 118 MiB for each "
+           "of m, v and the master copy)")
+    if is_oom:
+        c.oom("'with -r 0 I can only fit batch size 10' on an A100 40GB; recorded as out of memory at batch 12 (the batch "
+              "that fits with -r 1)")
+    else:
+        c.measure("device_total_bytes", "MiB", "llm.c prints 'MiB/GPU' from cudaMemGetInfo (total - free): device memory in "
+                  "use including the CUDA context and cuBLAS/cuDNN workspaces, like nvidia-smi -> device_total_bytes")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- llama-recipes
+
+@rule("llamarecipes-pr41-")
+def llamarecipes_pr41(rec):
+    rid = rec["id"]
+    limited = "limitallgathers-true" in rid
+    nologits = "nologits" in rid
+    reserved = rid.endswith("-reserved")
+    c = Case(rec, "lora", f"Llama-2-7B LoRA r8 (q,v), 4x A100-40GB FSDP, pure bf16, bs 4, packed 2048, AC, "
+             f"limit_all_gathers {limited}{', logits not kept' if nologits else ''}").model("llama-2-7b")
+    c.t("framework", "hf", "llama-recipes llama_finetuning.py: transformers LlamaForCausalLM + PEFT under a plain "
+        "PyTorch FSDP loop")
+    c.t("micro_batch_size", 4, "batch_size_training default 4 (configs/training.py @fb98ba35)")
+    c.t("grad_accum_steps", 1, "no accumulation in the loop of the time")
+    c.t("seq_len", 2048, "samsum packed by Concatenator(chunk_size=2048): every sequence is 2048 tokens")
+    c.t("optimizer", "adamw", "optim.AdamW(model.parameters(), lr, weight_decay=0.0)")
+    c.t("optimizer_impl", "foreach", "no foreach/fused argument: torch's foreach default")
+    c.t("checkpointing", "full", "fsdp_activation_checkpointing True: checkpoint_wrapper on every LlamaDecoderLayer")
+    c.t("attention", "eager", "transformers' LlamaAttention of mid-2023 (matmul + softmax upcast to fp32)")
+    c.t("dropout", 0.0, "Llama-2 config")
+    c.t("loss", "eager", "LlamaForCausalLM's cross-entropy over fp32-upcast logits")
+    c.t("loop_keeps_logits", "no" if nologits else "yes",
+        "loss = model(**batch).loss: the output object and its logits are dropped before backward" if nologits else
+        "outputs = model(**batch); loss = outputs.loss: the loop keeps the output (logits and, with use_cache True, the "
+        "past key/values) alive until the step ends")
+    c.t("precision", "bf16", "--pure_bf16: model.to(torch.bfloat16), no FSDP MixedPrecision; bf16 weights, gradients, states")
+    c.ft("method", "lora", "--use_peft --peft_method lora")
+    c.ft("lora_rank", 8, "configs/peft.py lora_config r 8 (alpha 32)")
+    c.ft("lora_targets", ["q", "v"], "target_modules q_proj, v_proj")
+    c.ft("lora_dropout", 0.05, "lora_dropout 0.05")
+    c.ft("base_bits", 16, "bf16 base")
+    c.gpu("a100-sxm4-40gb", "'A100 40GB (AWS)': p4d's A100-SXM4-40GB")
+    parallel_defaults(c, 4, 3, "torchrun --nproc_per_node 4", "--enable_fsdp: FULL_SHARD with the PEFT-aware wrap policy")
+    c.p("fsdp_use_orig_params", False, "FSDP(...) is built without use_orig_params (torch default False); the PEFT wrap policy "
+        "wraps the LoRA layers apart so that flat parameters have uniform requires_grad")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.flag("unmodelled_use_cache_in_training")
+    c.line("use_cache stays True (FSDP's checkpoint wrapper, not HF's gradient checkpointing, so transformers does not switch "
+           "it off): each layer returns its key/value cache (4 x 2048 x 4096 x 2 x 2 B = 128 MiB per layer), kept with the "
+           "outputs; memfit has no setting for it (PR #165 later measured ~4 GB saved by turning it off)")
+    if not limited:
+        c.flag("unmodelled_fsdp_limit_all_gathers")
+        c.line("limit_all_gathers=False lets the CPU issue all-gathers for many layers ahead of the GPU; memfit assumes "
+               "FSDP's rate limiter (the default) keeps at most two unsharded units")
+    if reserved:
+        c.measure("peak_reserved_bytes", "GB", "'Peak reserved' = torch.cuda.max_memory_reserved() as awgu printed it; 'GB' "
+                  "as written, taken as 1e9 bytes (awgu's conversion is not shown; GiB would be 7.4 % more)")
+    else:
+        c.measure("peak_allocated_bytes", "GB", "'Peak active' = memory_stats active_bytes.all.peak, within a few MB of "
+                  "max_memory_allocated -> peak_allocated_bytes; 'GB' as written, taken as 1e9 bytes",
+                  note="peak active (memory_stats active_bytes.all.peak), about max_memory_allocated")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("llamarecipes-issue100-")
+def llamarecipes_issue100(rec):
+    c = Case(rec, "full", "Llama-2-7B full, 4x A100-40GB FSDP (bf16 MixedPrecision, defaults of Aug 2023), bs 4, packed "
+             "2048, AC").model("llama-2-7b")
+    c.t("framework", "hf", "llama-recipes llama_finetuning.py with transformers' LlamaForCausalLM")
+    c.t("micro_batch_size", 4, "not restated: batch_size_training default 4")
+    c.t("grad_accum_steps", 1, "no accumulation in the loop of the time")
+    c.t("seq_len", 2048, "not restated: samsum concatenated into 2048-token chunks (the default dataset path of Aug 2023)")
+    c.t("optimizer", "adamw", "optim.AdamW")
+    c.t("optimizer_impl", "foreach", "torch's default")
+    c.t("checkpointing", "full", "not restated: fsdp_activation_checkpointing default True")
+    c.t("attention", "eager", "before the flash-attention PR (#97) the comment refers to: eager LlamaAttention")
+    c.t("dropout", 0.0, "Llama-2 config")
+    c.t("loss", "eager", "LlamaForCausalLM's cross-entropy")
+    c.t("loop_keeps_logits", "yes", "the loop of the time kept outputs alive until the step ended (see PR #41)")
+    c.t("precision", "bf16_fsdp", "not restated: defaults pure_bf16 False, mixed_precision True -> FSDP MixedPrecision "
+        "(param/reduce/buffer bf16) over fp32 sharded parameters and AdamW states")
+    c.ft("method", "full", "'FSDP only without PEFT'")
+    c.gpu("a100-40gb", "'4 A100 40 GB'")
+    parallel_defaults(c, 4, 3, "4 GPUs", "FULL_SHARD")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.flag("unmodelled_use_cache_in_training")
+    c.line("use_cache left True under FSDP's checkpoint wrapper (see the PR #41 cases): key/value caches returned and kept")
+    c.measure("peak_reserved_bytes", "GiB", "'Max CUDA memory reserved was 29 GB': llama-recipes' MemoryTrace prints "
+              "byte2gb(torch.cuda.max_memory_reserved()) with byte2gb = int(x / 2**30), an integer of GiB -> "
+              "peak_reserved_bytes, GiB")
+    c.note("the printed value is truncated to a whole GiB (29 means 29.0-29.99)")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- LitGPT tutorials and issues
+
+@rule("litgpt-tut-lora-")
+def litgpt_tutorial(rec):
+    rid = rec["id"]
+    slm = "stablelm" in rid
+    mixed = "bf16-mixed" in rid
+    nf4 = "nf4" in rid
+    is_oom = rec["measured"]["quantity"] == "oom"
+    seq = 1034 if slm else 1304
+    kind = "qlora" if nf4 else "lora"
+    c = Case(rec, kind, f"{'StableLM-alpha 3B' if slm else 'Llama 2 7B'} {'QLoRA nf4-dq' if nf4 else 'LoRA'} r8 (q,v), "
+             f"1x A100-40GB, bs 1, seq ~{seq}, {'bf16-mixed' if mixed else 'bf16-true'}")
+    c.model("stablelm-3b" if slm else "llama-2-7b")
+    c.t("framework", "litgpt", "lit-gpt finetune/lora.py at 0cc02afa (Oct 2023)")
+    c.t("micro_batch_size", 1, "'using a microbatch size of 1'")
+    c.t("grad_accum_steps", 128, "batch_size 128 / micro_batch_size 1 (lora.py defaults)")
+    c.t("seq_len", seq, "Alpaca at full length, padded per micro-batch (batch 1: the sample's own length); lit-gpt of the "
+        "time put the longest sample first, so the peak runs at the longest Alpaca sample (the resource tables' value, "
+        f"{seq} tokens for this tokenizer)")
+    c.flag("longest_sample_len")
+    if nf4:
+        c.t("optimizer", "paged_adamw", "lora.py builds bnb.optim.PagedAdamW whenever --quantize sets a BitsandbytesPrecision "
+            "plugin (l.138-143)")
+        c.t("optimizer_impl", "fused", "bitsandbytes' paged AdamW updates in place")
+    else:
+        c.t("optimizer", "adamw", "torch.optim.AdamW without --quantize")
+        c.t("optimizer_impl", "foreach", "no foreach/fused argument: torch's foreach default")
+    c.t("checkpointing", "none", "single-device lora.py uses no activation checkpointing")
+    c.t("attention", "flash", "F.scaled_dot_product_attention with is_causal (flash kernel for bf16/fp16 inputs on A100)")
+    c.t("dropout", 0.0, "the model has no dropout; LoRA dropout below")
+    c.t("loss", "chunked", "lora.py evaluates lm_head in 128-token chunks and sums a chunked cross-entropy: full logits "
+        "never exist")
+    if mixed:
+        c.t("precision", "bf16_mixed", "'Default (bf16-mixed)': Lightning's bf16-mixed keeps fp32 weights and runs the "
+            "forward under torch.autocast(bf16)")
+        c.t("lora_base_dtype", "fp32", "under bf16-mixed the frozen base stays in fp32 too (the checkpoint is loaded into "
+            "an fp32 model; only the autocast copies are bf16)")
+    else:
+        c.t("precision", "bf16", "--precision bf16-true: pure bf16 weights, gradients and states")
+    c.ft("method", "lora", "finetune/lora.py")
+    c.ft("lora_rank", 8, "lora_r 8 (lora.py default)")
+    c.ft("lora_targets", ["q", "v"], "lora_query True, lora_value True, the rest False (defaults); LitGPT's fused qkv linear "
+         "with LoRA on the q and v slices")
+    c.ft("lora_dropout", 0.05, "lora_dropout 0.05 (default)")
+    c.ft("base_bits", 4 if nf4 else 16, "--quantize bnb.nf4-dq: bitsandbytes NF4 with double quantization on every linear "
+         "layer (including lm_head; memfit quantizes the block linears only)" if nf4 else "bf16/fp32 base")
+    if nf4:
+        c.ft("quant_type", "nf4", "bnb.nf4-dq")
+        c.ft("double_quant", True, "the '-dq' variant")
+    c.gpu("a100-40gb", "not stated in the tutorial; lit-gpt's benchmarks of the time (the resource tables of the same month, "
+          "with identical numbers for the shared rows) ran on an A100-SXM4-40GB")
+    parallel_defaults(c, 1, 0, "single device", "no sharding")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    if is_oom:
+        c.oom("the tutorial's table prints 'OutOfMemoryError' for Llama 2 7B with the default bf16-mixed precision")
+    else:
+        c.measure("peak_allocated_bytes", "GB", "'Training Memory' = lit-gpt's 'Memory used: "
+                  "torch.cuda.max_memory_allocated() / 1e9 GB' -> peak_allocated_bytes, decimal GB")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("litgpt-tut-prepdata-")
+def litgpt_prepdata(rec):
+    raise Skip("LitGPT 'Preparing Datasets' Falcon-7B runs: the micro-batch size, the LoRA settings, the GPU and the length "
+               "of the longest untruncated Alpaca sample in Falcon's tokenizer are not stated; with length, batch and "
+               "adapters all open, a configuration would be a guess")
+
+
+@rule("litgpt-issue1262-")
+def litgpt_issue1262(rec):
+    raise Skip("LitGPT issue #1262 (Llama 2 70B nf4-dq on one A100 80GB, batch 1, OOM): sequence length, LoRA settings, "
+               "optimizer and checkpointing are not given, and whether 70B QLoRA fits 80 GB depends on exactly those")
+
+
+@rule("axolotl-issue1522-")
+def axolotl(rec):
+    c = Case(rec, "qlora", "Llama-2-70B QLoRA r32 all-linear, 2x RTX 3090 FSDP, bs 1, seq 512, AC, flash")
+    c.model("llama-2-70b")
+    c.t("framework", "hf", "axolotl runs transformers + PEFT under HF Trainer (FSDP-QLoRA)")
+    c.t("micro_batch_size", 1, "micro_batch_size: 1")
+    c.t("grad_accum_steps", 4, "gradient_accumulation_steps: 4")
+    c.t("seq_len", 512, "sequence_len 512 with pad_to_sequence_len true: every sequence is 512 tokens")
+    c.t("optimizer", "paged_adamw_8bit", "optimizer: paged_adamw_8bit")
+    c.t("optimizer_impl", "fused", "bitsandbytes' 8-bit paged AdamW updates in place")
+    c.t("checkpointing", "full", "gradient_checkpointing: true")
+    c.t("attention", "flash", "flash_attention: true")
+    c.t("dropout", 0.0, "Llama-2 config")
+    c.t("loss", "eager", "transformers' cross-entropy")
+    c.t("precision", "bf16_autocast", "bf16: auto on a 4-bit base (bnb_4bit_quant_storage bf16 for FSDP): bf16 non-quantized "
+        "weights under autocast")
+    c.ft("method", "lora", "adapter: qlora")
+    c.ft("lora_rank", 32, "lora_r: 32")
+    c.ft("lora_targets", ["q", "k", "v", "o", "gate", "up", "down"], "lora_target_linear: true")
+    c.ft("lora_dropout", 0.05, "lora_dropout: 0.05")
+    c.ft("base_bits", 4, "load_in_4bit: true")
+    c.ft("quant_type", "nf4", "axolotl's 4-bit default nf4")
+    c.ft("double_quant", True, "axolotl's bnb_4bit_use_double_quant default true")
+    c.gpu("rtx-3090-24gb", "'2*RTX3090 (24G per card)'")
+    parallel_defaults(c, 2, 3, "2 GPUs", "fsdp: full_shard auto_wrap")
+    c.line("fsdp_offload_params: the fsdp_config is cut off in the stored excerpt; no offload assumed")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.oom("the issue title and thread: OOM with these settings (the stage - loading or training - is not shown)")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- DeepSpeed gist (LLaMA-7B on 8x A800)
+
+@rule("dsgist-")
+def ds_gist(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    zero = s["zero_stage"]
+    ckpt = "-ckpt-" in rid
+    offopt = "offopt" in rid
+    offparam = "offparam" in rid
+    zeropp = "zeropp" in rid
+    mbs = s["micro_batch_size"]
+    ga = int(str(s["grad_accum_steps"]).split()[0])
+    c = Case(rec, "full", f"LLaMA-7B full, 8x A800 ZeRO-{zero}{' +opt offload' if offopt else ''}"
+             f"{' +param offload' if offparam else ''}{' ZeRO++' if zeropp else ''}, bs {mbs} x ga {ga}, seq 4096, "
+             f"{'AC' if ckpt else 'no AC'}").model("llama1-7b")
+    c.t("framework", "deepspeed", "the gist's own training code: a transformers LLaMA under the DeepSpeed engine")
+    c.t("micro_batch_size", mbs, "'BS' column: batch size per device per iteration")
+    c.t("grad_accum_steps", ga, "global batch / (micro-batch x 8 GPUs)")
+    c.t("seq_len", 4096, "'sequence length 4096'")
+    c.t("optimizer", "adamw", "not stated: DeepSpeed's AdamW presumed")
+    c.t("optimizer_impl", "fused", "DeepSpeed's FusedAdam (DeepSpeedCPUAdam when offloaded): in place")
+    c.t("checkpointing", "full" if ckpt else "none", "'Ckpt.' column (HF gradient checkpointing)")
+    c.t("attention", "sdpa", "not stated: transformers' default sdpa with PyTorch 2.2")
+    c.t("dropout", 0.0, "LLaMA config")
+    c.t("loss", "eager", "transformers' cross-entropy")
+    c.t("precision", "bf16_master", "not stated: DeepSpeed bf16 (bf16 weights, fp32 master and AdamW states) presumed on A800")
+    c.ft("method", "full", "full training")
+    c.gpu("a800-80gb", "'A800 x 8': the A100 80GB with reduced NVLink, not in memfit's GPU table", unmodelled=True)
+    parallel_defaults(c, 8, zero, "8 GPUs", f"ZeRO stage {zero}")
+    c.p("offload_optimizer", offopt, "'Optim. Off.' column")
+    c.p("offload_params", offparam, "'Param. Off.' column")
+    if offopt:
+        c.note("with offload_optimizer DeepSpeed keeps the fp32 gradient partitions and AdamW states in pinned host "
+               "memory and moves each reduced gradient bucket there; the GPU keeps only the reduce buckets")
+    if offparam:
+        c.note("with offload_param the GPU holds only the parameters being gathered (stage3_max_live_parameters, the "
+               "prefetch bucket) besides the activations")
+    c.note("the two numbers of 'GPU Mem. x/y' are not named in the stored copy; if y is the reserved rather than the "
+           "allocated peak, memfit's comparison shifts by the allocator's slack")
+    if zeropp:
+        c.flag("unmodelled_zeropp")
+        c.line("ZeRO++ (quantized weight all-gather, hierarchical partitioning): no memfit setting")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.measure("peak_allocated_bytes", "GiB", "'GPU Mem. x/y': the footnote naming the two numbers was not readable; the "
+              "second (always the larger, tracking batch and checkpointing) is taken as the peak allocated memory that "
+              "DeepSpeed's see_memory_usage prints as Max_MA beside MA, in its 'GB' = bytes / 2**30",
+              note="unknown counter: taken as DeepSpeed's Max_MA (max_memory_allocated)")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- other issue threads
+
+@rule("megatron-issue606-")
+def megatron606(rec):
+    c = Case(rec, "full", "Llama-2-7B full, Megatron-LM TP1 PP1 DP8 on 8x A100-40G, bs 1, seq 64").model("llama-2-7b")
+    c.t("framework", "megatron", "Megatron-LM pretrain_gpt.py (local transformer implementation)")
+    c.t("micro_batch_size", 1, "MICRO_BATCH_SIZE=1")
+    c.t("grad_accum_steps", 1, "GLOBAL_BATCH_SIZE=8 over 8 data-parallel ranks")
+    c.t("seq_len", 64, "SEQ_LENGTH=64")
+    c.t("optimizer", "adamw", "Megatron's default adam (Apex FusedAdam, decoupled weight decay)")
+    c.t("optimizer_impl", "fused", "Apex/TE FusedAdam")
+    c.t("checkpointing", "none", "recompute flags not visible; Megatron's default is none")
+    c.t("attention", "flash", "not visible; irrelevant at 64 tokens")
+    c.t("dropout", 0.0, "not visible; taken as 0 (fine-tuning scripts for Llama set --attention-dropout 0 --hidden-dropout 0)")
+    c.t("loss", "eager", "Megatron's vocab-parallel cross-entropy")
+    c.t("precision", "bf16_master", "precision flags cut off in the excerpt: --bf16 assumed (bf16 weights, fp32 main "
+        "gradients, fp32 master weights and Adam states: 18 B/parameter; the fp32 default would need 16 B/parameter and "
+        "overflow 40 GB just the same)")
+    c.ft("method", "full", "full fine-tuning")
+    c.gpu("a100-40gb", "'A100 40G'")
+    parallel_defaults(c, 8, 0, "GPUS_PER_NODE=8, TP=1, PP=1: 8-way data parallel", "--use-distributed-optimizer not "
+                      "visible: each rank holds the full optimizer state")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.oom("the issue reports CUDA OOM with this script")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("moddednanogpt-issue12-")
+def modded_nanogpt(rec):
+    c = Case(rec, "full", "modded-nanogpt GPT-2 124M (RoPE, ReLU^2, RMSNorm), 8x L40S DDP, bs 64, T 1024, Muon, compile")
+    c.model("gpt2", {"position_embedding": "rotary", "norm": "rmsnorm", "norm_bias": False, "attention_bias": False,
+                     "mlp_bias": False, "residual_dropout": False, "vocab_size": 50304},
+            "; modded-nanogpt train_gpt2.py @e5b254f: 12 layers, 768 wide, 12 heads, RoPE instead of learned positions, "
+            "ReLU^2 MLP (4x), parameter-free RMSNorm (memfit counts a small norm weight), no biases, vocab 50304, tied head")
+    c.t("framework", "nanogpt", "modded-nanogpt's train_gpt2.py (a nanoGPT descendant, DDP)")
+    c.t("micro_batch_size", 64, "device_batch_size 64 (default)")
+    c.t("grad_accum_steps", 1, "batch 8 x 64 over 8 devices")
+    c.t("seq_len", 1024, "sequence_length 1024")
+    c.t("optimizer", "muon", "Muon on the transformer blocks' matrices, AdamW on lm_head / the tied embedding")
+    c.t("optimizer_impl", "fused", "the AdamW part is torch's fused AdamW")
+    c.t("checkpointing", "none", "none")
+    c.t("attention", "flash", "F.scaled_dot_product_attention(is_causal=True)")
+    c.t("dropout", 0.0, "no dropout")
+    c.t("loss", "eager", "F.cross_entropy over the full logits")
+    c.t("logits_dtype", "fp32", "the code upcasts the logits (logits.float()) before the loss")
+    c.t("loop_keeps_logits", "no", "the training loop calls model(x, y, return_logits=False)")
+    c.t("precision", "bf16_mixed", "torch.autocast(bfloat16) over fp32 parameters")
+    c.ft("method", "full", "pre-training")
+    c.gpu("l40s-48gb", "'8 L4OS (GPU 45GB in RAM)': L40S")
+    parallel_defaults(c, 8, 0, "8 GPUs", "DDP")
+    c.flag("torch_compile")
+    c.line("torch.compile(model): not representable")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.oom("OOM at the default device batch 64; batch 32 fits")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("torchtune-issue987-")
+def torchtune987(rec):
+    raise Skip("torchtune issue #987 (~51 GB for Llama2 70B full fine-tuning on 8x A100 80GB): the attached config (batch, "
+               "length, checkpointing) is not in the stored excerpt and the figure is approximate ('~')")
+
+
+@rule("torchtune-pr389-")
+def torchtune389(rec):
+    raise Skip("torchtune PR #389 (~54 GB, full bf16 Llama2 7B with foreach off): batch size, sequence length and "
+               "checkpointing of the prototype recipe are in screenshots that are not stored, and the figure is approximate")
+
+
+# ============================================================================= papers and their repositories
+
+# ----------------------------------------------------------------------------- LOMO (Lv et al., ACL 2024), Table 2 and prose
+
+@rule("lomo-")
+def lomo(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    size = rid.split("-")[2].replace("llama", "")
+    opt = "lomo" if "-lomo-" in rid else ("sgd" if "-sgd-" in rid else "adamw")
+    gpus = s["num_gpus"]
+    is_oom = rec["measured"]["quantity"] == "oom"
+    c = Case(rec, "full", f"LLaMA-{size.upper()} full, {opt.upper()}, {gpus}x RTX 3090"
+             f"{' ZeRO-3' if gpus > 1 or opt != 'lomo' else ''}, bs 1, seq 1024, AC").model(f"llama1-{size}")
+    c.t("framework", "deepspeed", "the LOMO repository's trainers: a transformers LLaMA with DeepSpeed ZeRO-3 partitioning "
+        "(LOMO's own update in backward hooks; the AdamW/SGD baselines through the DeepSpeed engine)")
+    c.t("micro_batch_size", 1, "Table 2: 'batch size ... set to ... 1'")
+    c.t("grad_accum_steps", 1, "none in the throughput test")
+    c.t("seq_len", 1024, "Table 2: 'The sequence length ... set to 1024'")
+    if opt == "lomo":
+        c.t("optimizer", "lomo", "LOMO: the SGD update fused into backward (each gradient applied and freed as it is "
+            "produced), no optimizer state")
+        c.t("optimizer_impl", "fused", "LOMO updates each parameter in place inside its gradient hook")
+        c.t("precision", "bf16", "LOMO keeps fp16 weights only (no fp32 master, dynamic loss scaling); memfit's pure 16-bit "
+            "recipe 'bf16' has the same bytes")
+    else:
+        c.t("optimizer", opt, "torch AdamW" if opt == "adamw" else "plain SGD (no momentum), the paper's baseline")
+        c.t("optimizer_impl", "fused" if opt == "adamw" else "for_loop",
+            "DeepSpeed's FusedAdam on the fp32 partitions" if opt == "adamw" else "DeepSpeed steps torch SGD on its fp32 "
+            "partitions (one tensor at a time: DeepSpeed flattens the partition)")
+        c.t("precision", "fp16_master", "DeepSpeed fp16 (ds_config.json): fp16 weights, fp32 master copy and states")
+    c.t("checkpointing", "full", "not stated in the table; the repository's args_lomo.yaml sets gradient_checkpointing: true")
+    c.t("attention", "eager", "transformers' LlamaAttention of 2023 (matmul + fp32 softmax)")
+    c.t("dropout", 0.0, "LLaMA config")
+    c.t("loss", "eager", "LlamaForCausalLM's cross-entropy over fp32-upcast logits")
+    c.ft("method", "full", "full-parameter fine-tuning")
+    c.gpu("rtx-3090-24gb", "'a server with 8 RTX 3090 GPUs'")
+    if gpus > 1 or opt != "lomo":
+        parallel_defaults(c, gpus, 3, f"{gpus} GPUs (Table 2 / Section 4.2)", "DeepSpeed ZeRO-3 parameter partitioning "
+                          "(stated: 'parameter partitioning with ZeRO-3')")
+    else:
+        parallel_defaults(c, 1, 0, "1x RTX 3090 (Table 2)", "one GPU: nothing to partition")
+    c.t("optimizer_in_backward", opt == "lomo", "LOMO applies the update inside backward" if opt == "lomo" else "not used")
+    c.t("activation_offload", False, "not used")
+    if is_oom:
+        c.oom("stated in the paper's prose for the Table 2 setting (seq 1024, batch 1, 8x RTX 3090, ZeRO-3)")
+    else:
+        c.measure("peak_allocated_bytes", "GB", "'Memory represents the peak memory allocated per GPU' "
+                  "(torch.cuda.max_memory_allocated) -> peak_allocated_bytes; 'GB' as written, taken as 1e9 bytes (GiB "
+                  "would be 7.4 % more; the conversion is not shown)")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- GaLore, Q-GaLore, APOLLO (GaLore's pre-training code)
+
+GALORE_COUNTER = ("the counter is not stated and the GaLore-derived training script (torchrun_main.py) logs no GPU memory "
+                  "itself; its runs log to wandb, whose system metrics read NVML's device memory in use (what nvidia-smi "
+                  "shows) -> device_total_bytes; the 'G' read as GiB (NVML bytes / 1024**3)")
+GALORE_COUNTER_NOTE = "unknown counter: taken as the device total (wandb/NVML or nvidia-smi); the script logs no counter"
+
+
+def galore_common(c, mbs, ckpt, why_ckpt):
+    c.t("framework", "hf", "GaLore's torchrun_main.py: transformers LlamaForCausalLM in a plain PyTorch loop, single GPU")
+    c.t("micro_batch_size", mbs, "--batch_size")
+    c.t("grad_accum_steps", 1, "--total_batch_size 512 / --batch_size asks for accumulation, but the per-layer runs "
+        "update each parameter in its backward hook every micro-batch (torchrun_main.py: optimizer_hook steps and "
+        "zeroes the gradient), so nothing accumulates on the GPU")
+    c.t("seq_len", 256, "--max_length default 256 with padding='max_length' (C4, T5 tokenizer): every sequence is 256 tokens")
+    c.t("checkpointing", "full" if ckpt else "none", why_ckpt)
+    c.t("attention", "flash", "GaLore's peft_pretraining/modeling_llama.py calls F.scaled_dot_product_attention(..., "
+        "is_causal=True) without a mask (flash kernel for bf16)")
+    c.t("dropout", 0.0, "LLaMA config")
+    c.t("loss", "eager", "cross-entropy over the full logits")
+    c.t("loop_keeps_logits", "no", "the loop keeps only model(**batch, labels=labels).loss")
+    c.t("precision", "bf16", "--dtype bfloat16: the model is cast wholesale to bf16, no fp32 master copy")
+    c.ft("method", "full", "pre-training from scratch")
+    c.t("activation_offload", False, "not used")
+    return c
+
+
+@rule("galore-")
+def galore(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    if rid.startswith("galore-s55"):
+        mbs, ckpt = 1, False
+        c = Case(rec, "full", "LLaMA-7B pre-training, 8-bit GaLore r1024 per-layer, 1 GPU, token batch 256 (bs 1 x 256), "
+                 "no AC").model("galore-llama-7b")
+        galore_common(c, 1, False, "'without activation checkpointing'")
+        c.assumptions = [a if not a.startswith("micro_batch_size") else
+                         "micro_batch_size 1: 'a token batch size of 256' = batch 1 x 256 tokens, the code's --max_length "
+                         "default (the figure gives no split)" for a in c.assumptions]
+        c.gpu("rtx-4090-24gb", "Fig. 4 is titled 'RTX 4090 Memory Comparison' (the paper's runs are otherwise on A100s)")
+    else:
+        mbs = s["micro_batch_size"]
+        ckpt = "-ac" in rid
+        c = Case(rec, "full", f"LLaMA-7B pre-training, 8-bit GaLore r1024 per-layer, 1 GPU, bs {mbs}, seq 256, "
+                 f"{'AC' if ckpt else 'no AC'}").model("galore-llama-7b")
+        galore_common(c, mbs, ckpt, "--activation_checkpointing" if ckpt else "no --activation_checkpointing")
+        if ckpt:
+            c.gpu("rtx-4090-24gb", "README: 'With activation checkpointing, you can maintain a batch size of 16 tested on "
+                  "NVIDIA RTX 4090'")
+        else:
+            c.gpu("rtx-4090-24gb", "not stated for this script; the README's single-GPU claim names an RTX 4090 (the card "
+                  "only sets the context allowance and the verdict)")
+    c.t("optimizer", "galore_adamw_8bit", "galore_adamw8bit_per_layer: GaLore projection over bitsandbytes 8-bit Adam")
+    c.t("optimizer_impl", "fused", "bitsandbytes' 8-bit Adam updates in place")
+    c.t("galore_rank", 1024, "--rank 1024")
+    c.t("galore_update_interval", 500, "--update_proj_gap 500")
+    c.t("optimizer_in_backward", True, "'_per_layer': each layer is updated inside backward hooks, so full weight gradients "
+        "are never all held")
+    parallel_defaults(c, 1, 0, "--single_gpu", "no sharding")
+    c.measure("device_total_bytes", "GiB", GALORE_COUNTER, note=GALORE_COUNTER_NOTE)
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("qgalore-")
+def qgalore(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    mbs = s["micro_batch_size"]
+    ckpt = rid.endswith("-ac")
+    q = "-qgalore-" in rid
+    c = Case(rec, "full", f"LLaMA-7B pre-training, {'Q-GaLore (INT8 weights, INT4 projections)' if q else '8-bit GaLore'} "
+             f"r1024 per-layer, 1 GPU, bs {mbs}, seq 256, {'AC' if ckpt else 'no AC'}").model("galore-llama-7b")
+    galore_common(c, mbs, ckpt, "--activation_checkpointing" if ckpt else "no --activation_checkpointing")
+    c.t("optimizer", "galore_adamw_8bit", "q_galore_adamw8bit_per_layer (GaLore over 8-bit Adam)" if q else
+        "galore_adamw8bit_per_layer")
+    c.t("optimizer_impl", "fused", "8-bit Adam updates in place")
+    c.t("galore_rank", 1024, "--rank 1024")
+    c.t("galore_update_interval", 500, "--update_proj_gap 500")
+    c.t("optimizer_in_backward", True, "'_per_layer': updates inside backward hooks")
+    if q:
+        c.flag("unmodelled_int8_weights")
+        c.line("--weight_quant --stochastic_round: the trained weights are stored as INT8 (group-wise) and --proj_quant keeps "
+               "the projections in INT4; memfit has no quantized-trainable-weights setting, the bf16 configuration is kept")
+    c.gpu("rtx-a6000-48gb", "README: 'tested on a single A6000' (stated for the batch-16 checkpointed run, taken for all)")
+    parallel_defaults(c, 1, 0, "single GPU", "no sharding")
+    c.measure("device_total_bytes", "GiB", GALORE_COUNTER, note=GALORE_COUNTER_NOTE)
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("apollo-")
+def apollo(rec):
+    rid = rec["id"]
+    if rid.startswith("apollo-fig2"):
+        c = Case(rec, "full", "LLaMA-7B pre-training, AdamW, 8x A100-80GB DDP, bs 8, seq 256, no AC").model("galore-llama-7b")
+        c.t("framework", "hf", "APOLLO's GaLore-derived pre-training code (transformers LLaMA, torchrun DDP)")
+        c.t("micro_batch_size", 8, "'BS=8 OOM' in Figure 2 (per-GPU batch)")
+        c.t("grad_accum_steps", 1, "not relevant to the peak")
+        c.t("seq_len", 256, "not stated in the figure: the GaLore-derived C4 setup's --max_length 256")
+        c.t("optimizer", "adamw", "AdamW (torch)")
+        c.t("optimizer_impl", "foreach", "torch's default")
+        c.t("checkpointing", "none", "the 7B multi-GPU script has no --activation_checkpointing")
+        c.t("attention", "flash", "the GaLore-derived modeling_llama.py calls F.scaled_dot_product_attention(is_causal=True)")
+        c.t("dropout", 0.0, "LLaMA config")
+        c.t("loss", "eager", "cross-entropy over the full logits")
+        c.t("precision", "bf16", "--dtype bfloat16: the model cast to bf16, no master copy")
+        c.ft("method", "full", "pre-training from scratch")
+        c.gpu("a100-80gb", "'8 A100-80GB GPUs' (caption)")
+        parallel_defaults(c, 8, 0, "8 GPUs", "data parallel (DDP), no sharding")
+        c.t("optimizer_in_backward", False, "not used")
+        c.t("activation_offload", False, "not used")
+        c.oom("Figure 2 marks AdamW at per-GPU batch 8 'OOM' (batch 4 runs)")
+        training_defaults(c)
+        return low_conf(c).done()
+    c = Case(rec, "full", "LLaMA-7B pre-training, Q-APOLLO-Mini (rank 1, INT8 weights) per-layer, 1x A100, bs 1, "
+             "seq 256").model("galore-llama-7b")
+    galore_common(c, 1, False, "no --activation_checkpointing in the script")
+    c.assumptions = [a if not a.startswith("grad_accum_steps") else
+                     "grad_accum_steps 1: the script's accumulation is not stated; it does not change the peak of a "
+                     "per-layer update" for a in c.assumptions]
+    c.cfg["training"]["grad_accum_steps"] = 1
+    c.t("optimizer", "galore_adamw", "APOLLO-Mini keeps Adam moments in a rank-1 random projection (tensor-wise scaling); "
+        "memfit has no APOLLO optimizer and GaLore at rank 1 has the same state shape (flagged)")
+    c.t("optimizer_impl", "fused", "per-layer update in backward hooks")
+    c.t("galore_rank", 1, "APOLLO-Mini rank 1")
+    c.t("galore_update_interval", 200, "APOLLO's --update_proj_gap 200")
+    c.t("optimizer_in_backward", True, "q_apollo_per_layer: updates inside backward hooks")
+    c.flag("unmodelled_apollo")
+    c.flag("unmodelled_int8_weights")
+    c.line("--weight_quant: INT8 group-wise weights (Q-GaLore style); not expressible, bf16 kept")
+    c.line("seq_len 256 is not stated in the script; main_pretrain.py's --max_length default (256, inherited from GaLore) is taken")
+    c.flag("seq_from_default")
+    c.gpu("a100-80gb", "README: 'tested on a single A100 GPU', size not stated (the card only sets the verdict)")
+    parallel_defaults(c, 1, 0, "single GPU", "no sharding")
+    c.measure("device_total_bytes", "GiB", "the script header says '12GB' (the README 'within 11GB'); " + GALORE_COUNTER,
+              note=GALORE_COUNTER_NOTE)
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("badam-")
+def badam(rec):
+    raise Skip("BAdam: block-coordinate Adam that trains one transformer layer (of 32) at a time with its own fp32 copy and "
+               "states; memfit has no setting for a model trained one block at a time, and the cutoff length and "
+               "checkpointing are not stated")
+
+
+@rule("lora-s42-")
+def lora_paper(rec):
+    raise Skip("LoRA paper, GPT-3 175B totals (1.2 TB / 350 GB): OpenAI-internal runs whose GPU count, batch, sequence "
+               "length, precision and parallelism are not stated")
+
+
+@rule("hift-")
+def hift(rec):
+    raise Skip("HiFT README table: GPU model and count, batch size, sequence length and checkpointing are not stated (the "
+               "full fine-tuning totals of 142-146 GB exceed any single GPU), and HiFT's one-group-at-a-time training has no "
+               "memfit setting")
+
+
+# ----------------------------------------------------------------------------- MeZO (Malladi et al., NeurIPS 2023), Table 22 / Figure 4
+
+MEZO_SIZES = {"1p3b": "opt-1.3b", "2p7b": "opt-2.7b", "6p7b": "opt-6.7b", "13b": "opt-13b", "30b": "opt-30b",
+              "66b": "opt-66b"}
+
+
+@rule("mezo-")
+def mezo(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    parts = rid.split("-")
+    size = parts[2].replace("opt", "")
+    method = parts[3]
+    if method == "mezo":
+        raise Skip("MeZO zeroth-order runs: forward passes only in inference mode with in-place SPSA perturbations (no "
+                   "gradients, no optimizer state, nothing saved for backward); memfit has no zeroth-order training mode")
+    gpus = s["num_gpus"]
+    is_oom = rec["measured"]["quantity"] == "oom"
+    prefix = method == "prefixft"
+    c = Case(rec, "peft" if prefix else "full", f"OPT-{size.upper().replace('P', '.')} {'prefix-tuning (5 tokens)' if prefix else 'full FT'}, "
+             f"{gpus}x A100-80GB{' FSDP' if gpus > 1 else ''}, fp16 AMP, bs 1 (2 candidate sequences), ~400 tokens")
+    c.model(MEZO_SIZES[size])
+    c.t("framework", "hf", "MeZO's large_models/run.py: transformers OPTForCausalLM under HF Trainer")
+    c.t("micro_batch_size", 2, "per-device batch size 1 (Appendix E.7), but MultiRC is trained with --train_as_classification: "
+        "each example is scored against its 2 candidate answers, i.e. 2 sequences per step")
+    c.t("grad_accum_steps", 1, "none")
+    c.t("seq_len", 400, "MultiRC's average length ('average #tokens = 400', Section 3.4); batches are padded dynamically, "
+        "so the peak step is longer than the average")
+    c.flag("seq_from_average")
+    c.t("optimizer", "adamw", "the Trainer's default AdamW (transformers of 2023: adamw_hf / adamw_torch)")
+    c.t("optimizer_impl", "for_loop", "transformers' adamw_hf loops over parameters (the Trainer default before v4.32); "
+        "under FSDP the optimizer steps the flat shards")
+    c.t("checkpointing", "none", "'We did not turn on any advance memory-saving options, e.g., gradient checkpointing'")
+    c.t("attention", "eager", "transformers' OPTAttention of 2023 (eager bmm + softmax)")
+    c.t("dropout", 0.1, "OPT config dropout 0.1 (residual and embedding; attention_dropout 0.0, which memfit's single "
+        "probability does not separate)")
+    c.t("loss", "eager", "the cross-entropy over the candidate tokens' full logits")
+    c.t("precision", "fp16_mixed", "--fp16: HF Trainer AMP over fp32 weights (the fp32 weights, gradients and AdamW states "
+        "of full FT; prefix tuning keeps the fp32 frozen base)")
+    if prefix:
+        c.t("lora_base_dtype", "fp32", "the frozen OPT base is loaded in fp32 (no --load_float16 for prefix tuning) and "
+            "autocast to fp16")
+        c.ft("method", "prefix_tuning", "MeZO's prefix tuning (--prefix_tuning): trainable key/value prefixes in every layer")
+        c.ft("num_virtual_tokens", 5, "--num_prefix 5")
+        c.ft("prefix_projection", False, "--no_reparam: the prefixes are trained directly, no MLP reparameterization")
+    else:
+        c.ft("method", "full", "full fine-tuning (FT)")
+    c.gpu("a100-80gb", "'Nvidia A100 GPUs (80GB)' (Section 3.4)")
+    if gpus == 1:
+        parallel_defaults(c, 1, 0, "one GPU", "no sharding")
+    else:
+        parallel_defaults(c, gpus, 3, f"{gpus} GPUs", "'For multi-GPU backpropagation, we use fully sharded data parallel "
+                          "(FSDP) provided by PyTorch' (full shard)")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    if gpus > 1 and not prefix:
+        c.note("a build that counts fp16 autocast copies of every weight under FSDP overstates them: full shard gathers "
+               "one wrapped layer at a time, so only that layer's fp16 copies exist (the planner branch fixes the ZeRO-3 "
+               "case)")
+    c.note("MultiRC is padded per batch; the peak step runs at the longest pair of candidate sequences, above the "
+           "400-token average used here")
+    if is_oom:
+        c.oom("inferred from Figure 4's 'largest OPT model that fits': the next OPT size up did not run 100 steps without an "
+              "out-of-memory error on this many A100s")
+    else:
+        div = gpus if rec["measured"].get("per_gpu") is False else None
+        c.measure("device_total_bytes", "GiB", "'We use Nvidia's nvidia-smi command to monitor the GPU memory usage' and "
+                  "report the peak -> device_total_bytes; the 'GB' are nvidia-smi's MiB divided by 1024, i.e. GiB"
+                  + (f"; the table gives the total over {gpus} GPUs, divided by {gpus} because FSDP full shard puts the same "
+                     "load on every GPU" if div else ""), divisor=div)
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- TorchTitan paper (ICLR 2025) Tables 1-4
+
+@rule("ttpaper-")
+def ttpaper(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    gpus = s["num_gpus"]
+    if "405b" in rid:
+        model, mbs, ga, ckpt = "llama-3.1-405b", 2, 16, "full"
+    elif "70b" in rid:
+        model, mbs, ga, ckpt = "llama-3.1-70b", 16, 1, "full"
+    else:
+        model, mbs, ga, ckpt = "llama-3.1-8b", 2, 1, "selective_op"
+    c = Case(rec, "full", f"{rec['model'].split('/')[-1].split(' ')[0]} pre-training, {gpus}x H100 95GiB, "
+             f"{s['fsdp']}{', ' + s['other'] if s.get('other') else ''}").model(model)
+    c.t("framework", "torchtitan", "TorchTitan (the paper's own runs)")
+    if "405b" in rid:
+        c.t("micro_batch_size", 2, "local batch 32 split into pipeline micro-batches; the count is not stated, torchtitan's "
+            "default (pipeline_parallel_microbatches unset = one per stage, 16) gives micro-batches of 2")
+        c.t("grad_accum_steps", 16, "the 16 pipeline micro-batches of one step")
+    else:
+        c.t("micro_batch_size", mbs, f"'Local batch size {mbs}'" + (" (per FSDP rank: one TP group of 8 GPUs processes "
+            "16 sequences)" if "70b" in rid else ""))
+        c.t("grad_accum_steps", 1, "none")
+    c.t("seq_len", 8192, "not printed in Tables 1-4: the torchtitan Llama 3.1 tomls of the time default to seq_len 8192")
+    c.flag("seq_from_default")
+    c.t("optimizer", "adamw", "torchtitan's AdamW")
+    c.t("optimizer_impl", "foreach", "torchtitan of 2024: --optimizer.fused defaulted to False, so foreach")
+    c.t("checkpointing", ckpt, "'Selective activation checkpointing' = torchtitan's op-level SAC (8B toml)" if ckpt ==
+        "selective_op" else "'Full activation checkpointing'")
+    c.t("attention", "flash", "F.scaled_dot_product_attention with is_causal (flash kernel)")
+    c.t("dropout", 0.0, "no dropout")
+    c.t("loss", "eager", "cross-entropy over the full logits (upcast to fp32)")
+    c.t("precision", "bf16_fsdp", "'Mixed precision training' = FSDP2 MixedPrecisionPolicy (bf16 params/compute, fp32 "
+        "sharded master parameters, AdamW states and reduce)")
+    c.ft("method", "full", "pre-training from scratch")
+    fsdp = int(s["fsdp"].split(",")[1].strip().split("-")[0]) if "-way" in s["fsdp"] else gpus
+    tp = 8 if ("70b" in rid or "405b" in rid) else 1
+    pp = 16 if "405b" in rid else 1
+    parallel_defaults(c, gpus, 3, f"{gpus} GPUs", f"FSDP2 (degree {fsdp}, full shard)")
+    if tp > 1:
+        c.p("tensor", tp, "TP degree 8")
+        c.p("sequence_parallel", True, "torchtitan's tensor parallel plan shards the norms' activations over the sequence "
+            "(SequenceParallel)")
+    if pp > 1:
+        c.p("pipeline", pp, "PP degree 16")
+        if "interleaved" in rid:
+            c.p("virtual_stages", 2, "Interleaved 1F1B: torchtitan's interleaved schedule with two stages per rank")
+    if "compile" in rid or "torch.compile" in str(s.get("other", "")):
+        c.flag("torch_compile")
+        c.line("torch.compile: not representable")
+    if "Float8" in str(s["precision"]):
+        c.flag("float8")
+        c.line("Float8 linears (torchao): not representable; bf16 kept")
+    if "asynctp" in rid or "AsyncTP" in str(s.get("other", "")):
+        c.flag("unmodelled_async_tp")
+        c.line("async tensor parallel (symmetric-memory buffers for the overlapped all-gather/reduce-scatter): no memfit "
+               "setting")
+    c.gpu("h100-96gb", "'NVIDIA H100 GPUs with 95 GiB memory' (HBM2e SXM), not in memfit's GPU table; peak_reserved does not "
+          "depend on the card", unmodelled=True)
+    if "405b" in rid:
+        c.note("with 16 pipeline stages, 1F1B keeps up to 16 micro-batches' stage inputs alive on the first stage (more "
+               "with the interleaved schedule), and the last stage also holds the 128,256 x 16,384 output layer and its "
+               "logits; torchtitan reports the maximum over ranks and the micro-batch count is not stated (16 assumed)")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.measure("peak_reserved_bytes", "GiB", "'Memory (GiB)': torchtitan logs torch.cuda.max_memory_reserved() in GiB (max "
+              "across ranks for PP) -> peak_reserved_bytes")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- Qwen-1 README 'Profiling of Memory and Speed'
+
+QWEN_SIZES = {"1p8b": "qwen1-1.8b", "7b": "qwen1-7b", "14b": "qwen1-14b", "72b": "qwen1-72b"}
+QWEN_COUNTER = ("the README gives 'memory (GB)' without naming the counter; finetune.py runs HF Trainer / DeepSpeed, "
+                "which log no GPU memory per step, so the figure was read outside the process (nvidia-smi) -> "
+                "device_total_bytes; 'G' read as GiB (nvidia-smi's MiB / 1024)")
+
+
+@rule("qwen1-")
+def qwen(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    parts = rid.split("-")
+    size = parts[1]
+    model_key = QWEN_SIZES[size]
+    gpus = s["num_gpus"]
+    is_oom = rec["measured"]["quantity"] == "oom"
+    emb = "-lora-emb-" in rid
+    qlora = "-qlora-" in rid
+    full = "-full-" in rid
+    multinode = "2node" in rid
+    zero3 = ("zero3" in rid and "nozero3" not in rid) or full or (is_oom and emb)
+    seq = int(rid.split("seq")[1]) if "seq" in rid else 256
+    kind = "full" if full else ("qlora" if qlora else "lora")
+    label = ("full" if full else "Q-LoRA (GPTQ int4)" if qlora else "LoRA (emb)" if emb else "LoRA")
+    c = Case(rec, kind, f"Qwen-{size.upper().replace('P', '.')} {label}, {gpus}x A100-SXM4-80G"
+             f"{' ZeRO-3' if zero3 else (' ZeRO-2' if (multinode or qlora) else '')}, bs 1 x ga 8, seq {seq}, AC, flash")
+    c.model(model_key)
+    deepspeed = full or qlora or multinode or zero3 or (is_oom and "nozero3" in rid)
+    if deepspeed:
+        c.t("framework", "deepspeed", "finetune.py under HF Trainer with a DeepSpeed config (finetune_ds.sh / "
+            "finetune_lora_ds.sh / finetune_qlora_single_gpu.sh): the model runs inside the DeepSpeed engine")
+    else:
+        c.t("framework", "hf", "finetune_lora_single_gpu.sh: finetune.py under HF Trainer, no DeepSpeed")
+    c.t("micro_batch_size", 1, "'We uniformly use a batch size of 1'")
+    c.t("grad_accum_steps", 8, "'and gradient accumulation of 8'")
+    c.t("seq_len", seq, "the profiled input length; finetune.py pads every sample to model_max_length, so the length is "
+        "exact" if not is_oom else "the README does not say at which length the run failed; the shortest profiled length "
+        "(256) makes this the most conservative out-of-memory check")
+    c.t("checkpointing", "full", "--gradient_checkpointing True in every finetune script")
+    c.t("attention", "flash", "'Flash attention 2 is applied' (Qwen's remote code with flash_attn)")
+    c.t("dropout", 0.0, "Qwen config attn_dropout_prob and emb_dropout_prob 0.0")
+    c.t("loss", "eager", "QWenLMHeadModel's CrossEntropyLoss on the full logits")
+    if deepspeed:
+        c.t("logits_dtype", "compute", "modeling_qwen.py passes the 16-bit lm_head output to CrossEntropyLoss without "
+            "upcasting, and under DeepSpeed the Trainer does not autocast")
+    else:
+        c.t("logits_dtype", "fp32", "modeling_qwen.py does not upcast the logits, but HF Trainer's bf16 autocast runs "
+            "cross_entropy in fp32 (autocast's fp32 op list), so the loss reads an fp32 copy")
+        c.note("Qwen's 151,936-token vocabulary makes the logits path the largest per-token cost: under autocast the bf16 "
+               "logits, their fp32 copy for the loss, the fp32 log-softmax and its gradient coexist at the loss")
+    c.note("nvidia-smi (taken as the counter) includes the CUDA context and everything the caching allocator keeps, "
+           "including segments cached while the model was loaded and converted to bf16")
+    if deepspeed:
+        c.t("optimizer", "adamw", "the DeepSpeed configs' optimizer block (type AdamW)")
+        c.t("optimizer_impl", "fused", "DeepSpeed's FusedAdam")
+    else:
+        c.t("optimizer", "adamw", "HF Trainer default adamw_torch (transformers >= 4.32)")
+        c.t("optimizer_impl", "foreach", "adamw_torch: torch's foreach default")
+    if qlora:
+        c.t("precision", "fp16_master", "Q-LoRA scripts pass --fp16 with DeepSpeed: fp16 non-quantized weights and adapters, "
+            "fp32 master copies and AdamW states of the adapters")
+    elif deepspeed:
+        c.t("precision", "bf16_master", "--bf16 with DeepSpeed: bf16 weights, fp32 master copies and AdamW states of the "
+            "trained parameters")
+    else:
+        c.t("precision", "bf16_autocast", "--bf16: Qwen's remote code converts the model to bf16 at load (no torch_dtype "
+            "given, bf16-capable GPU), and HF Trainer autocasts")
+    if full:
+        c.ft("method", "full", "full-parameter fine-tuning (finetune_ds.sh)")
+    else:
+        c.ft("method", "lora", "--use_lora")
+        c.ft("lora_rank", 64, "finetune.py LoraArguments lora_r 64 (alpha 16)")
+        c.ft("lora_targets", ["qkv", "o", "gate", "up", "down"], "lora_target_modules c_attn, c_proj, w1, w2: by PEFT's "
+             "suffix match c_attn (fused q/k/v), attn.c_proj, w1, w2 and mlp.c_proj - every linear layer except lm_head")
+        c.ft("lora_dropout", 0.05, "lora_dropout 0.05")
+        c.ft("base_bits", 4 if qlora else 16, "Qwen-*-Chat-Int4: GPTQ int4 (auto-gptq)" if qlora else "bf16 base")
+        if qlora:
+            c.flag("unmodelled_gptq_base")
+            c.line("base_bits 4 approximates the GPTQ int4 base (auto-gptq packed weights with per-group scales); memfit "
+                   "models bitsandbytes")
+        if emb:
+            c.flag("unmodelled_modules_to_save")
+            c.line("LoRA (emb): the base models get modules_to_save=['wte', 'lm_head'], full trainable copies of the "
+                   "embedding and the output layer with their gradients and AdamW states; memfit's LoRA has no "
+                   "modules_to_save, so they are left out (memfit low)")
+    c.gpu("a100-sxm4-80gb", "'A100-SXM4-80G'")
+    if gpus == 1:
+        parallel_defaults(c, 1, 3 if full else (2 if qlora else 0), "one GPU",
+                          "finetune_ds.sh's ZeRO-3 config on one GPU (nothing to partition)" if full else
+                          ("ds_config_zero2.json on one GPU (nothing to partition)" if qlora else "no DeepSpeed"))
+    elif multinode:
+        parallel_defaults(c, 4, 2, "'two servers, each containing two A100-SXM4-80G GPUs'", "finetune_lora_ds.sh's default "
+                          "ds_config_zero2.json (the README advises against ZeRO-3 across nodes)")
+    elif is_oom and "nozero3" in rid:
+        parallel_defaults(c, 4, 2, "4 A100-SXM4-80G", "'without Deepspeed ZeRO 3': finetune_lora_ds.sh's ZeRO-2 default")
+    else:
+        parallel_defaults(c, gpus, 3, f"{gpus} A100-SXM4-80G", "DeepSpeed ZeRO-3 (stated for the 72B LoRA runs and the 7B "
+                          "full-parameter runs)" + ("; the README's OOM note is read as LoRA (emb) with the same ZeRO-3 "
+                          "setting as the 72B LoRA runs" if emb else ""))
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    if is_oom:
+        c.oom("'Note that OOM occurs on 4 A100-SXM4-80G GPUs both with LoRA (emb) fine-tuning and LoRA fine-tuning without "
+              "Deepspeed ZeRO 3'")
+    else:
+        div = gpus if rec["measured"].get("per_gpu") is False else None
+        c.measure("device_total_bytes", "GiB", QWEN_COUNTER + (f"; the multi-GPU figure exceeds one 80 GB card, so it is the "
+                  f"total over {gpus} GPUs, divided by {gpus} because ZeRO shards (or replicates) evenly" if div else ""),
+                  note="unknown counter: taken as nvidia-smi (the scripts log no GPU memory)", divisor=div)
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ----------------------------------------------------------------------------- ChatGLM-6B P-Tuning v2, ChatGLM3 finetune demo
+
+@rule("chatglm6b-")
+def chatglm6b(rec):
+    rid = rec["id"]
+    bits = 4 if "int4" in rid else (8 if "int8" in rid else 16)
+    c = Case(rec, "peft", f"ChatGLM-6B P-Tuning v2 (128 prefix tokens), {'INT%d' % bits if bits < 16 else 'FP16'} base, "
+             "bs 1 x ga 16, 64+64 tokens").model("chatglm-6b")
+    c.t("framework", "hf", "ptuning/main.py: the ChatGLM remote-code model under HF Seq2SeqTrainer")
+    c.t("micro_batch_size", 1, "train.sh per_device_train_batch_size 1")
+    c.t("grad_accum_steps", 16, "train.sh gradient_accumulation_steps 16")
+    c.t("seq_len", 128, "max_source_length 64 + max_target_length 64; main.py pads every training sample to 128")
+    c.t("optimizer", "adamw", "HF Trainer default AdamW over the prefix encoder")
+    c.t("optimizer_impl", "for_loop", "transformers' adamw_hf of early 2023 (the Trainer default before v4.32)")
+    c.t("checkpointing", "none", "train.sh does not enable gradient checkpointing")
+    c.t("attention", "eager", "ChatGLM-6B's remote code computes attention with matmuls and a softmax")
+    c.t("dropout", 0.0, "ChatGLM-6B has no dropout in training by default")
+    c.t("loss", "eager", "the model's cross-entropy over the full logits")
+    c.t("precision", "bf16", "main.py runs model.half() and keeps only the prefix encoder in fp32; no autocast. memfit's "
+        "pure 16-bit recipe 'bf16' has the same bytes as fp16")
+    c.ft("method", "prefix_tuning", "P-Tuning v2 = deep prompt tuning: trainable key/value prefixes in every layer "
+         "(ChatGLM's PrefixEncoder)")
+    c.ft("num_virtual_tokens", 128, "PRE_SEQ_LEN=128")
+    c.ft("prefix_projection", False, "ChatGLM's prefix_projection default False (an embedding of 128 x 2 x 28 x 4096)")
+    c.ft("base_bits", bits, {4: "--quantization_bit 4", 8: "--quantization_bit 8", 16: "no quantization (FP16 row)"}[bits])
+    if bits < 16:
+        c.flag("unmodelled_chatglm_quantization")
+        c.line(f"base_bits {bits} approximates ChatGLM's own weight-only INT{bits} quantization (cpm_kernels, per-row "
+               "scales), which memfit does not model (it models bitsandbytes)")
+    c.gpu("a100-80gb", "not stated; the card only sets the CUDA-context allowance (an Ampere card assumed)")
+    parallel_defaults(c, 1, 0, "one GPU", "no sharding")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.measure("device_total_bytes", "GiB", "'最低只需 6.7G 显存' / the hardware table's minimum GPU memory: no counter named; "
+              "a minimum-VRAM requirement is read off nvidia-smi -> device_total_bytes; 'G'/'GB' read as GiB",
+              note="unknown counter: a stated minimum GPU memory, taken as nvidia-smi")
+    c.note("the figure is the authors' stated minimum GPU memory (the hardware table rounds to whole GB), not a logged peak")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("chatglm3-")
+def chatglm3(rec):
+    rid = rec["id"]
+    s = rec["setup"]
+    method = "full" if "-sft-" in rid else ("prefix_tuning" if "ptuning" in rid else "lora")
+    gpus = s["num_gpus"]
+    mbs = s["micro_batch_size"]
+    seq = 384 if method != "prefix_tuning" else 768
+    c = Case(rec, {"full": "full", "lora": "lora", "prefix_tuning": "peft"}[method],
+             f"ChatGLM3-6B {method}, {gpus}x GPU{' ZeRO-3' if gpus > 1 else ''}, bs {mbs}, <= {seq} tokens (padded)")
+    c.model("chatglm3-6b")
+    c.t("framework", "deepspeed" if gpus > 1 else "hf", "finetune_demo/finetune_hf.py under HF Seq2SeqTrainer" +
+        (" with DeepSpeed ZeRO-3 (sft.yaml)" if gpus > 1 else ""))
+    c.t("micro_batch_size", mbs, "per_device_train_batch_size in the default config of Jan 2024 (9484f82)")
+    c.t("grad_accum_steps", 1, "not set in the configs")
+    c.t("seq_len", seq, f"max_input_length + max_output_length of the default config ({seq}); AdvertiseGen samples padded "
+        "to the longest in the batch, so this is a cap")
+    c.flag("padded_seq_cap")
+    c.t("optimizer", "adamw", "Seq2SeqTrainer default adamw_torch" + ("; under DeepSpeed the Trainer's optimizer steps the "
+        "fp32 partitions" if gpus > 1 else ""))
+    c.t("optimizer_impl", "foreach", "adamw_torch: torch's foreach default")
+    c.t("checkpointing", "none", "not set in the configs")
+    c.t("attention", "sdpa", "ChatGLM3's remote code calls torch's scaled_dot_product_attention (PyTorch 2)")
+    c.t("dropout", 0.0, "ChatGLM3 config attention_dropout and hidden_dropout 0.0")
+    c.t("loss", "eager", "the model's cross-entropy; ChatGLM3 upcasts lm_logits to fp32 before it")
+    c.t("logits_dtype", "fp32", "modeling_chatglm.py: lm_logits.to(torch.float32) before the loss")
+    c.t("precision", "bf16_master" if gpus > 1 else "bf16_autocast",
+        "not stated (the README says the base dtype is not set): bf16 weights with the configs' bf16 Trainer flag" +
+        (" under DeepSpeed (fp32 master and states)" if gpus > 1 else " (autocast), trainable parameters in fp32"))
+    c.ft("method", method, {"full": "SFT (full fine-tuning)", "lora": "LoRA (PEFT)", "prefix_tuning": "PREFIX_TUNING (PEFT "
+         "P-Tuning v2)"}[method])
+    if method == "lora":
+        c.ft("lora_rank", 8, "lora.yaml r 8 (alpha 32)")
+        c.ft("lora_targets", ["qkv"], "PEFT's default target for ChatGLM: query_key_value (fused q/k/v)")
+        c.ft("lora_dropout", 0.1, "lora.yaml lora_dropout 0.1")
+        c.ft("base_bits", 16, "16-bit base")
+    elif method == "prefix_tuning":
+        c.ft("num_virtual_tokens", 64, "ptuning_v2.yaml num_virtual_tokens 64")
+        c.ft("prefix_projection", False, "PEFT PrefixTuningConfig default")
+    c.gpu("a100-80gb", "'tested only on Hopper and Ampere cards', which not stated; A100 80GB assumed (the card only sets "
+          "the context allowance)")
+    parallel_defaults(c, gpus, 3 if gpus > 1 else 0, f"{gpus} GPU(s)", "DeepSpeed ZeRO-3 ('4张显卡平均分配')" if gpus > 1
+                      else "no sharding")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    c.measure("device_total_bytes", "MiB", "'占用 48346MiB 显存': nvidia-smi's MiB per card -> device_total_bytes")
+    c.note("the configs changed in Feb-Mar 2024 (LoRA batch 4, 256/512 tokens) while the README numbers stayed; which "
+           "version was measured is uncertain")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+# ============================================================================= the hand-written cases
+
+HANDWRITTEN_FRAMEWORK = [
+    # (id prefix, framework, justification)
+    ("hf-", "hf", "transformers' Trainer (the HF 'Efficient Training on a Single GPU' page)"),
+    ("tt-", "torchtune", "torchtune recipes"),
+    ("lg-", "litgpt", "LitGPT / lit-gpt finetune scripts"),
+    ("fg-", "deepspeed", "FastGECToR trains a transformers BERT inside the DeepSpeed engine (its 'GB' prints are "
+                         "DeepSpeed's)"),
+    ("ttitan-", "torchtitan", "torchtitan train.py"),
+    ("peft-", None, None),
+]
+
+
+def migrate_handwritten(case):
+    """Gives a hand-written case training.framework and training.loss (from the older chunked_loss switch)."""
+    t = case["config"]["training"]
+    a = case["assumptions"]
+    if "framework" not in t:
+        for prefix, fw, why in HANDWRITTEN_FRAMEWORK:
+            if case["id"].startswith(prefix):
+                if fw is None:  # PEFT docs: DeepSpeed ZeRO-3 runs vs accelerate FSDP / plain runs
+                    zero = case["config"].get("parallel", {}).get("zero_stage", 0)
+                    fsdp = "fsdp" in case["id"]
+                    fw = "deepspeed" if zero and not fsdp else "hf"
+                    why = ("PEFT's DeepSpeed example: transformers + PEFT under HF Trainer inside the DeepSpeed engine"
+                           if fw == "deepspeed" else "transformers + PEFT under HF Trainer / accelerate")
+                t["framework"] = fw
+                a.append(f"framework {fw}: {why} (set when the implementation profiles were introduced)")
+                break
+    par = case["config"].setdefault("parallel", {})
+    if (case["id"].startswith("lg-rt-") and case["kind"] in ("lora", "qlora") and par.get("zero_stage", 0) >= 2
+            and "fsdp_use_orig_params" not in par):
+        par["fsdp_use_orig_params"] = True
+        a.append("fsdp_use_orig_params true: Lightning Fabric's FSDPStrategy passes use_orig_params=True on torch >= 2.0 "
+                 "and LitGPT wraps whole Blocks, so every unit mixes the frozen base with the LoRA weights (the mechanism "
+                 "this case's discrepancy notes describe; set when memfit gained the field)")
+    if "chunked_loss" in t:
+        chunked = t.pop("chunked_loss")
+        loss = "chunked" if chunked else "eager"
+        t["loss"] = loss
+        for i, line in enumerate(a):
+            if line.startswith("chunked_loss true"):
+                a[i] = "loss chunked" + line[len("chunked_loss true"):]
+            elif line.startswith("chunked_loss false"):
+                a[i] = "loss eager" + line[len("chunked_loss false"):]
+        if not any(line.startswith("loss ") for line in a):
+            a.append(f"loss {loss}: the older chunked_loss switch was {str(chunked).lower()}"
+                     + (" (see the loss line above)" if any(line.startswith("loss:") for line in a) else ""))
+    return case
+
+
+# ============================================================================= driver
+
+FLAG_MEANINGS = {
+    "padded_seq_cap": "dataset padded per batch to its longest sample; the documented cap is used, real length is shorter",
+    "longest_sample_len": "dynamic padding; the length of the dataset's longest sample (documented) is used, where the peak occurs",
+    "longest_sample_estimated": "dynamic padding without a cap; the longest sample's length is estimated (from another "
+                                "tokenization or prompt of the same data), so the peak length is uncertain",
+    "seq_from_average": "the source states only the average length of dynamically padded data; the average is used and "
+                        "the peak step is longer",
+    "torch_compile": "run used torch.compile, which memfit does not model (lowers real activation memory)",
+    "float8": "torchao Float8 linears, not modelled",
+    "seq_from_default": "sequence length (or batch) taken from the framework's config default, not restated by the source",
+    "screenshot_value": "value read off a GPU-memory plot",
+    "low_confidence": "the measurement file marks the record low confidence",
+    "unmodelled_op_sac": "unmodelled: torchtitan op-level selective activation checkpointing (mode 'selective', "
+                         "selective_ac_option 'op'); memfit's 'selective' recomputes the attention core only, so the "
+                         "closest setting is kept and the case is flagged",
+    "unmodelled_gpu": "unmodelled: the card is not in memfit's GPU table; its true name is kept (the lead adds cards), a "
+                      "build without it runs the nearest card it has (accuracy.py PROVISIONAL_GPUS)",
+    "unmodelled_gptq_base": "unmodelled: a GPTQ (auto-gptq) quantized base; memfit's 4/8-bit base is bitsandbytes, whose "
+                            "storage is within a few per cent but whose kernels keep different tensors for backward",
+    "unmodelled_naive_model_parallel": "unmodelled: transformers device_map='auto' splits the layers over GPUs in one process "
+                                       "(one micro-batch in flight); memfit's pipeline stages are the closest setting",
+    "unmodelled_alibi_bias": "unmodelled: an ALiBi bias of heads x T x T passed to every attention layer (Baichuan2-13B)",
+    "unmodelled_galore_quantization": "unmodelled: GaLore with quantized weights and projections (Q-GaLore style)",
+    "unmodelled_int8_weights": "unmodelled: trainable weights stored as INT8 with stochastic rounding (Q-GaLore, Q-APOLLO)",
+    "unmodelled_apollo": "unmodelled: the APOLLO optimizer (random-projection low-rank moments); GaLore of the same rank kept",
+    "unmodelled_4bit_optimizer": "unmodelled: a 4-bit AdamW (torchao AdamW4bit)",
+    "unmodelled_layer_sac": "unmodelled: torchtitan's per-layer selective checkpointing (every second block checkpointed)",
+    "unmodelled_async_tp": "unmodelled: torchtitan async tensor parallelism (symmetric-memory buffers)",
+    "unmodelled_use_cache_in_training": "unmodelled: use_cache stays on in training, so every layer's key/value cache is "
+                                        "returned and kept with the outputs",
+    "unmodelled_fsdp_limit_all_gathers": "unmodelled: FSDP with limit_all_gathers=False (all-gathers issued far ahead)",
+    "unmodelled_modules_to_save": "unmodelled: PEFT modules_to_save (full trainable copies of the embedding and lm_head)",
+    "unmodelled_chatglm_quantization": "unmodelled: ChatGLM's own weight-only INT4/INT8 quantization kernels",
+    "unmodelled_zeropp": "unmodelled: DeepSpeed ZeRO++ (quantized all-gathers, hierarchical partitioning)",
+}
+
+UNIT_READINGS_BY_SOURCE = {
+    "Hugging Face transformers docs": "'MB' = MiB (pynvml used // 1024**2)",
+    "DeepSpeed / FastGECToR, DeepSpeed gist": "'GB' = GiB (DeepSpeed's see_memory_usage divides by 2**30)",
+    "LitGPT, lit-gpt tutorials": "'GB' = 1e9 bytes (lit-gpt prints max_memory_allocated / 1e9)",
+    "torchtune README/tutorials of early 2024": "'GB' = 1e9 bytes; torchtune from mid-2024 (training/memory.py) and torchao's "
+                                                "torchtune benchmark: GiB",
+    "torchtitan, torchao tables": "GiB (torchtitan logs 'memory: X GiB'; torchao tables write 'GB' for it)",
+    "ms-swift": "GiB (written 'GiB': max_memory_reserved / 2**30)",
+    "fms-acceleration": "bytes",
+    "Liger-Kernel": "'MB' = MiB (its callback divides by 2**20)",
+    "llm.c": "MiB (printed 'MiB')",
+    "ChatGLM3 finetune demo": "MiB (printed 'MiB', nvidia-smi)",
+    "Qwen-1, ChatGLM-6B, GaLore/Q-GaLore/APOLLO, MeZO, LLaMA-Factory": "'G'/'GB' read off nvidia-smi-style counters = GiB "
+                                                                      "(MiB / 1024); see each case",
+    "LOMO, llama-recipes PR #41": "'GB' as written = 1e9 bytes (conversion not shown; GiB would be 7.4 % more)",
+    "llama-recipes MemoryTrace": "'GB' = whole GiB (byte2gb = int(x / 2**30))",
+}
+
+
+def incoming_ids():
+    ids = set()
+    for p in INCOMING:
+        with open(p) as f:
+            ids |= {r["id"] for r in json.load(f)}
+    return ids
+
+
+def build(records, doc):
+    owned = incoming_ids()
+    by_id = {r["id"]: r for r in records}
+    cases = [migrate_handwritten(c) for c in doc["cases"] if c["id"] not in owned]
+    skipped = [s for s in doc.get("skipped", []) if not (set(s["ids"]) & owned)]
+    new_skips = {}
+    for r in records:
+        if r["id"] not in owned:
+            continue
+        for prefix, fn in RULES:
+            if r["id"].startswith(prefix):
+                try:
+                    cases.append(fn(r))
+                except Skip as s:
+                    new_skips.setdefault(s.reason, []).append(r["id"])
+                break
+        else:
+            raise ValueError(f"no rule for record {r['id']}")
+    for reason, ids in new_skips.items():
+        skipped.append({"ids": ids, "reason": reason})
+    missing = set(by_id) - {c["id"] for c in cases} - {i for s in skipped for i in s["ids"]}
+    if missing:
+        raise ValueError(f"records without a case or skip: {sorted(missing)}")
+    doc["cases"] = cases
+    doc["skipped"] = skipped
+    fm = dict(doc.get("flag_meanings", {}))
+    fm.update(FLAG_MEANINGS)
+    used = {f for c in cases for f in c.get("flags", [])}
+    doc["flag_meanings"] = {k: v for k, v in fm.items() if k in used or k in FLAG_MEANINGS}
+    doc["unit_readings"] = UNIT_READINGS_BY_SOURCE
+    doc["units"] = {"GB": 10**9, "GiB": 2**30, "MB": 10**6, "MiB": 2**20, "TB": 10**12, "TiB": 2**40, "bytes": 1}
+    doc["about"] = ABOUT
+    return doc
+
+
+ABOUT = ("memfit configurations reproducing published GPU-memory measurements (docs/data/published_measurements.json). "
+         "One case per measurement id, or a skip entry with its reason. Fields: config = the memfit configuration (passed "
+         "with --config); quantity = the memfit result field compared with the measurement (max_memory_allocated -> "
+         "peak_allocated_bytes, max_memory_reserved -> peak_reserved_bytes, nvidia-smi -> device_total_bytes; an unknown "
+         "counter is decided per source from what the framework logs, with a quantity_note), or 'fits.verdict' for an "
+         "out-of-memory record, whose check is that memfit's verdict on the stated card is does_not_fit; measured_unit = "
+         "the unit the measured value is read in (each source's spelling resolved once, see unit_readings); "
+         "measured_divisor = the GPU count a total over all GPUs is divided by, only where every GPU carries the same "
+         "load; kind = full | lora | qlora (4-bit base) | peft (any other PEFT method); assumptions = one line per setting "
+         "and why; flags = known reasons the run differs from what memfit can describe; discrepancy_notes = mechanisms "
+         "that make memfit differ. Settings follow the source, or the framework's documented default where the source is "
+         "silent; none was chosen to improve agreement. Every case states training.framework, training.precision and "
+         "training.optimizer_impl explicitly, each with its own assumption line; flags named unmodelled_* mark a setting "
+         "memfit cannot express (the closest one is kept). The cases of the records merged from the research branches "
+         "are written by tools/accuracy/cases_incoming.py (rules per source); the first 112 records' cases are "
+         "hand-written.")
+
+
+def main():
+    with open(MEASUREMENTS) as f:
+        records = json.load(f)
+    with open(CASES) as f:
+        doc = json.load(f)
+    doc = build(records, doc)
+    ordered = {k: doc[k] for k in ("about", "units", "unit_readings", "flag_meanings", "cases", "skipped")}
+    with open(CASES, "w") as f:
+        json.dump(ordered, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    n_skip = sum(len(s["ids"]) for s in doc["skipped"])
+    print(f"cases_incoming.py: {len(doc['cases'])} cases, {n_skip} skipped records")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""What each PEFT method saves for backward, measured on PEFT's real layers (CPU, fp32).
+
+    .venv-frameworks/bin/python tools/frameworks/peft_saved.py   # -> tests/fixtures/peft/peft_saved.json
+
+A tiny LlamaForCausalLM (transformers, eager attention, fp32, no dropout) is wrapped with each PEFT
+method and run forward under torch.autograd.graph.saved_tensors_hooks; every saved tensor is
+counted once per storage if it is still alive at the end of forward (parameters and buffers
+excluded) and attributed to the decoder layer it
+was saved in (module forward hooks). The fixture records the bytes saved in the last layer (every
+layer but the first sees a gradient-carrying input) and in the whole model. tests/core/peft_test.cpp
+compares memfit's per-layer terms for the same configuration (precision fp32, attention eager):
+each method's difference from LoRA on the same targets, so that the check isolates what the method
+itself saves from the base layer (which tools/validate checks).
+"""
+
+import gc
+import json
+import os
+import sys
+import warnings
+import weakref
+
+warnings.filterwarnings("ignore")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+OUT = os.path.join(ROOT, "tests", "fixtures", "peft", "peft_saved.json")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from peft_fixture import peft  # noqa: E402  (imported with the torchao workaround)
+
+TINY = {"vocab_size": 512, "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 512, "max_position_embeddings": 256,
+        "tie_word_embeddings": False, "attn_implementation": "eager"}
+MEMFIT_MODEL = {k: v for k, v in TINY.items() if k != "attn_implementation"}
+MEMFIT_MODEL.update(model_type="llama", mlp="gated", norm="rmsnorm", position_embedding="rotary")
+BATCH, SEQ = 2, 32
+NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
+         "down": "down_proj"}
+
+
+def peft_config(ft):
+    C = peft
+    m, r = ft["method"], ft.get("lora_rank", 8)
+    tm = [NAMES[t] for t in ft.get("lora_targets", [])]
+    common = {"task_type": "CAUSAL_LM"}
+    table = {
+        "lora": lambda: C.LoraConfig(r=r, target_modules=tm, **common),
+        "dora": lambda: C.LoraConfig(r=r, target_modules=tm, use_dora=True, **common),
+        "lora_fa": lambda: C.LoraConfig(r=r, target_modules=tm, **common),
+        "vera": lambda: C.VeraConfig(r=r, target_modules=tm, **common),
+        "ia3": lambda: C.IA3Config(target_modules=tm, feedforward_modules=[t for t in tm if t == "down_proj"],
+                                   **common),
+        "oft": lambda: C.OFTConfig(r=0, oft_block_size=32, target_modules=tm, **common),
+        "loha": lambda: C.LoHaConfig(r=r, target_modules=tm, **common),
+        "lokr": lambda: C.LoKrConfig(r=r, target_modules=tm, **common),
+        "fourierft": lambda: C.FourierFTConfig(n_frequency=1000, target_modules=tm, **common),
+        "hra": lambda: C.HRAConfig(r=r, target_modules=tm, **common),
+        "hira": lambda: C.HiraConfig(r=r, target_modules=tm, **common),
+        "road": lambda: C.RoadConfig(target_modules=tm, **common),
+        "adalora": lambda: C.AdaLoraConfig(init_r=r, total_step=1000, target_modules=tm, **common),
+        "delora": lambda: C.DeloraConfig(r=r, target_modules=tm, **common),
+        "gralora": lambda: C.GraloraConfig(r=r, target_modules=tm, **common),
+        "vblora": lambda: C.VBLoRAConfig(r=r, target_modules=tm, **common),
+        "randlora": lambda: C.RandLoraConfig(r=r, target_modules=tm, **common),
+        "tinylora": lambda: C.TinyLoraConfig(r=r, target_modules=tm, **common),
+        "miss": lambda: C.MissConfig(r=r, target_modules=tm, **common),
+        "c3a": lambda: C.C3AConfig(block_size=64, target_modules=tm, **common),
+        "waveft": lambda: C.WaveFTConfig(target_modules=tm, **common),
+        "shira": lambda: C.ShiraConfig(r=r, target_modules=tm, **common),
+        "boft": lambda: C.BOFTConfig(boft_block_size=4, target_modules=tm, **common),
+        "p_tuning": lambda: C.PromptEncoderConfig(num_virtual_tokens=ft["num_virtual_tokens"], **common),
+        "llama_adapter": lambda: C.AdaptionPromptConfig(adapter_len=ft["adapter_len"],
+                                                        adapter_layers=TINY["num_hidden_layers"] -
+                                                        ft["adapter_start_layer"], **common),
+        "trainable_tokens": lambda: C.TrainableTokensConfig(target_modules=["embed_tokens"],
+                                                            token_indices=list(range(ft["num_trainable_tokens"])),
+                                                            **common),
+        "prompt_tuning": lambda: C.PromptTuningConfig(num_virtual_tokens=ft["num_virtual_tokens"], **common),
+        "prefix_tuning": lambda: C.PrefixTuningConfig(num_virtual_tokens=ft["num_virtual_tokens"], **common),
+        "ln_tuning": lambda: C.LNTuningConfig(target_modules=["input_layernorm", "post_attention_layernorm", "norm"],
+                                              **common),
+    }
+    return table[m]()
+
+
+def measure(ft):
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(**TINY)
+    model = transformers.LlamaForCausalLM(cfg).float()
+    model.config.use_cache = False
+    pm = peft.get_peft_model(model, peft_config(ft))
+    if ft["method"] == "lora_fa":
+        for n, p in pm.named_parameters():
+            if "lora_A" in n:
+                p.requires_grad_(False)
+    pm.train()
+    owned = {p.untyped_storage().data_ptr() for p in pm.parameters()}
+    owned |= {b.untyped_storage().data_ptr() for b in pm.buffers()}
+    names = {id(m): n for n, m in pm.named_modules()}
+    stack, packed = [], []
+
+    def pre(mod, args):
+        stack.append(names.get(id(mod), ""))
+
+    def post(mod, args, out):
+        stack.pop()
+
+    def pack(t):
+        layer = "outside"
+        for n in reversed(stack):
+            if ".layers." in n:
+                layer = "layer" + n.split(".layers.")[1].split(".")[0]
+                break
+        packed.append((weakref.ref(t), layer))
+        return t
+
+    hooks = [torch.nn.modules.module.register_module_forward_pre_hook(pre),
+             torch.nn.modules.module.register_module_forward_hook(post)]
+    ids = torch.randint(0, TINY["vocab_size"], (BATCH, SEQ))
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = pm(input_ids=ids, labels=ids).loss
+    finally:
+        for h in hooks:
+            h.remove()
+    # What is still saved at the end of forward: graphs built and dropped inside forward (DoRA's
+    # lora_weight, computed through an identity matrix and detached) hold nothing by then.
+    gc.collect()
+    seen, by_layer = set(), {}
+    for ref, layer in packed:
+        t = ref()
+        if t is None:
+            continue
+        if t.is_sparse:  # SHiRA's sparse delta: its values and indices
+            parts = [t._values(), t._indices()]
+        else:
+            parts = [t]
+        for part in parts:
+            st = part.untyped_storage()
+            key = st.data_ptr()
+            if key in owned or key in seen or not st.nbytes():
+                continue
+            seen.add(key)
+            by_layer[layer] = by_layer.get(layer, 0) + st.nbytes()
+    loss.backward()
+    return by_layer
+
+
+CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lora_targets": ["q", "v"]},
+         {"method": "lora_fa", "lora_targets": ["q", "v"]}, {"method": "vera", "lora_targets": ["q", "v"]},
+         {"method": "ia3", "lora_targets": ["k", "v", "down"]}, {"method": "oft", "lora_targets": ["q", "v"]},
+         {"method": "loha", "lora_targets": ["q", "v"]}, {"method": "lokr", "lora_targets": ["q", "v"]},
+         {"method": "fourierft", "lora_targets": ["q", "v"]}, {"method": "hra", "lora_targets": ["q", "v"]},
+         {"method": "hira", "lora_targets": ["q", "v"]}, {"method": "road", "lora_targets": ["q", "v"]},
+         {"method": "lora", "lora_targets": ["k", "v", "down"]},
+         {"method": "prompt_tuning", "num_virtual_tokens": 8}, {"method": "prefix_tuning", "num_virtual_tokens": 8},
+         {"method": "ln_tuning"}, {"method": "adalora", "lora_targets": ["q", "v"]},
+         {"method": "delora", "lora_targets": ["q", "v"]}, {"method": "gralora", "lora_targets": ["q", "v"]},
+         {"method": "lora", "lora_targets": ["q", "o"]}, {"method": "vblora", "lora_targets": ["q", "o"]},
+         {"method": "randlora", "lora_targets": ["q", "v"]}, {"method": "tinylora", "lora_targets": ["q", "v"]},
+         {"method": "miss", "lora_targets": ["q", "v"]}, {"method": "c3a", "lora_targets": ["q", "v"], "block_size": 64},
+         {"method": "waveft", "lora_targets": ["q", "v"]}, {"method": "shira", "lora_targets": ["q", "v"]},
+         {"method": "boft", "lora_targets": ["q", "v"], "block_size": 4},
+         {"method": "p_tuning", "num_virtual_tokens": 8},
+         {"method": "llama_adapter", "adapter_len": 4, "adapter_start_layer": 0},
+         {"method": "trainable_tokens", "num_trainable_tokens": 10}]
+
+
+def main():
+    out = []
+    for ft in CASES:
+        try:
+            r = {"finetune": ft, "saved_bytes": measure(ft)}
+        except Exception as e:
+            r = {"finetune": ft, "error": "%s: %s" % (type(e).__name__, str(e)[:300])}
+        print(json.dumps(r), file=sys.stderr)
+        out.append(r)
+    doc = {"about": "tools/frameworks/peft_saved.py writes this: bytes PEFT methods save for backward on a "
+                    "tiny fp32 Llama (CPU, eager attention), by decoder layer",
+           "memfit_model": MEMFIT_MODEL, "micro_batch_size": BATCH, "seq_len": SEQ, "cases": out}
+    with open(OUT, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

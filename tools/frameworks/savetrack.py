@@ -1,0 +1,224 @@
+"""Saved-tensor and allocator accounting for real framework code (torch 2.x, CPU).
+
+Same counting rule as tools/validate/tracker.py (each storage counted once, storages of
+parameters and buffers excluded), but it does not need the model code to be instrumented:
+
+* module attribution: global forward pre/post hooks keep a stack of module names
+  (``torch.nn.modules.module.register_module_forward_pre_hook``), so a save is attributed
+  to the innermost module of any model, including third-party ones;
+* op attribution: after forward the autograd graph is walked from the loss and every
+  ``_saved_*`` attribute (and ``saved_tensors`` of custom Functions) is unpacked; the
+  unpack hook then learns which backward node holds each packed tensor
+  (``SoftmaxBackward0``, ``MmBackward0``, ``ScaledDotProductFlashAttentionForCpuBackward0``...).
+
+Storages are keyed by ``untyped_storage().data_ptr()``; the bytes are ``nbytes()`` of the
+storage (a saved view of a larger tensor keeps the whole storage alive).
+"""
+
+import contextlib
+import re
+
+import torch
+
+LAYER_RE = re.compile(r"(?:^|\.)(?:layers|h|layer|blocks)\.(\d+)(?:\.|$)")
+
+
+def storage_key(t):
+    s = t.untyped_storage()
+    return s.data_ptr(), s.nbytes()
+
+
+class SaveTracker:
+    def __init__(self, modules, head_patterns=("lm_head", "output", "loss")):
+        """modules: {prefix: nn.Module} to name (the model, a loss module ...)."""
+        self.names = {}
+        self.param_ptrs = {}
+        for prefix, mod in modules.items():
+            for n, m in mod.named_modules():
+                self.names[id(m)] = (prefix + "." + n if n else prefix).strip(".")
+            for n, p in mod.named_parameters(remove_duplicate=False):
+                k, nb = storage_key(p)
+                if nb:
+                    self.param_ptrs[k] = prefix + "." + n
+            for n, b in mod.named_buffers(remove_duplicate=False):
+                k, nb = storage_key(b)
+                if nb:
+                    self.param_ptrs[k] = "buffer:" + prefix + "." + n
+        self.param_shapes = {}
+        for prefix, mod in modules.items():
+            for n, p in mod.named_parameters():
+                if p.dim() == 2:
+                    self.param_shapes.setdefault(tuple(p.shape), set()).add(p.dtype)
+                    self.param_shapes.setdefault(tuple(p.shape[::-1]), set()).add(p.dtype)
+        self.head_patterns = head_patterns
+        # the model wrappers above the output head ("" and, under PEFT, "base_model",
+        # "base_model.model"): a save made directly in one of them (the loss computed in
+        # LlamaForCausalLM.forward) belongs to the head
+        self.top_names = {""}
+        for n in self.names.values():
+            parts = n.split(".")
+            if parts[-1] in ("lm_head", "output"):
+                self.top_names.update(".".join(parts[:i]) for i in range(len(parts)))
+        self.stack = []
+        self.types = []
+        self.records = []
+        self.packed = {}       # record id -> tensor (keeps it alive, like autograd would)
+        self.active = False
+        self.region_override = None
+        self._hooks = []
+        self._walk_node = None
+        self.unpack_pops = False
+
+    # ------------------------------------------------------------------ hooks
+    def _pre(self, module, args):
+        if self.active:
+            self.stack.append(self.names.get(id(module), type(module).__name__))
+            self.types.append(type(module).__name__)
+
+    def _post(self, module, args, out):
+        if self.active and self.stack:
+            self.stack.pop()
+            self.types.pop()
+
+    def pack(self, t):
+        rid = len(self.records)
+        if not self.active:
+            self.packed[rid] = t
+            self.records.append(None)
+            return rid
+        ptr, nb = storage_key(t)
+        module = self.stack[-1] if self.stack else ""
+        owner = self.param_ptrs.get(ptr)
+        region = self.region_override or self._region(module)
+        m = LAYER_RE.search(module)
+        self.records.append({
+            "module": module,
+            "module_type": self.types[-1] if self.types else "",
+            "region": region,
+            "layer": int(m.group(1)) if m else None,
+            "shape": list(t.shape),
+            "dtype": str(t.dtype).replace("torch.", ""),
+            "tensor_bytes": t.numel() * t.element_size(),
+            "storage_bytes": nb,
+            "storage_ptr": ptr,
+            "owner": owner,
+            "requires_grad": bool(t.requires_grad),
+            "nodes": [],
+            "weight_copy": self._weight_copy(t) if owner is None else None,
+        })
+        self.packed[rid] = t
+        return rid
+
+    _VIEWISH = {"ToCopyBackward0", "TBackward0", "PermuteBackward0", "TransposeBackward0",
+                "ViewBackward0", "ExpandBackward0", "UnsafeViewBackward0", "AliasBackward0",
+                "ReshapeAliasBackward0"}
+
+    def _weight_copy(self, t):
+        """A dtype cast of a parameter (autocast's weight copy), saved by a matmul:
+        'trainable' (the cast's graph leads to the parameter's AccumulateGrad) or
+        'frozen' (no graph; a 2-D tensor shaped like a parameter of another dtype)."""
+        if t.dtype not in (torch.bfloat16, torch.float16) or t.dim() != 2:
+            return None
+        fn, depth = t.grad_fn, 0
+        while fn is not None and depth < 5:
+            if fn.name().endswith("AccumulateGrad"):
+                return "trainable" if depth >= 1 else None
+            if fn.name() not in self._VIEWISH:
+                return None
+            fn = fn.next_functions[0][0] if fn.next_functions else None
+            depth += 1
+        if t.grad_fn is None and not t.requires_grad:
+            dts = self.param_shapes.get(tuple(t.shape))
+            if dts and any(d != t.dtype for d in dts):
+                return "frozen"
+        return None
+
+    def unpack(self, rid):
+        if self.unpack_pops:
+            # during backward: hand the tensor over and drop our reference, so it is
+            # freed when autograd frees its saved variable (as without the hooks)
+            return self.packed.pop(rid)
+        t = self.packed[rid]
+        if self._walk_node is not None and self.records[rid] is not None:
+            self.records[rid]["nodes"].append(self._walk_node)
+        return t
+
+    def _region(self, module):
+        if module in self.top_names or any(p in module.split(".") for p in self.head_patterns):
+            return "head"
+        return "body"
+
+    @contextlib.contextmanager
+    def region(self, name):
+        old = self.region_override
+        self.region_override = name
+        try:
+            yield
+        finally:
+            self.region_override = old
+
+    @contextlib.contextmanager
+    def measuring(self):
+        from torch.nn.modules import module as M
+        self._hooks = [M.register_module_forward_pre_hook(self._pre),
+                       M.register_module_forward_hook(self._post)]
+        self.active = True
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+                yield self
+        finally:
+            self.active = False
+            self.stack = []
+            self.types = []
+            for h in self._hooks:
+                h.remove()
+            self._hooks = []
+
+    # ------------------------------------------------------------------ graph walk
+    def name_ops(self, roots):
+        """Walk the autograd graph from roots (tensors) and record which backward node
+        holds each saved tensor."""
+        seen = set()
+        todo = [r.grad_fn for r in roots if r is not None and r.grad_fn is not None]
+        while todo:
+            node = todo.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            self._walk_node = node.name()
+            for attr in dir(node):
+                if attr.startswith("_saved_") or attr == "saved_tensors":
+                    try:
+                        getattr(node, attr)
+                    except Exception:
+                        pass
+            self._walk_node = None
+            for nxt, _ in node.next_functions:
+                if nxt is not None:
+                    todo.append(nxt)
+
+    def release(self):
+        self.packed = {}
+
+    # ------------------------------------------------------------------ summaries
+    def weight_copies(self):
+        """Saved autocast weight copies, one per storage."""
+        seen, out = set(), []
+        for r in self.records:
+            if r is not None and r.get("weight_copy") and r["storage_ptr"] not in seen:
+                seen.add(r["storage_ptr"])
+                out.append(r)
+        return out
+
+    def counted(self):
+        """One record per storage (the first save), parameters/buffers excluded."""
+        seen, out = set(), []
+        for r in self.records:
+            if (r is None or r["owner"] is not None or r["storage_bytes"] == 0
+                    or r.get("weight_copy")):
+                continue
+            if r["storage_ptr"] in seen:
+                continue
+            seen.add(r["storage_ptr"])
+            out.append(r)
+        return out

@@ -1,0 +1,90 @@
+// The size report printed by every build, and its budgets (the build fails over them):
+//   first view   what the calculator needs to show its numbers and take input: index.html (numbers
+//                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 200 KiB gzipped (the core
+//                grew with every PEFT method, the optimizers and the allocator replay; it loads after
+//                the first view, which stays within its own 50 KiB).
+// Pages of their own (accuracy, the report, the embed forms) are listed, outside both budgets.
+import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+
+// main.js and the chunks it imports statically are the first view; the chunks it imports with
+// import() at start (the details) and the core are the rest of the calculator; a chunk loaded only
+// on demand (the Hugging Face import) is listed alone.
+export const FIRST_VIEW = ['index.html', 'styles.css', 'main.js'];
+export const CORE = ['worker.js', 'memfit.wasm'];
+const ON_DEMAND = /HfImport/;
+
+// The files a script imports: static (import … from) and dynamic (import()), relative to dist.
+async function imports(dist, name) {
+  const text = await readFile(join(dist, name), 'utf8');
+  const base = name.includes('/') ? name.slice(0, name.lastIndexOf('/') + 1) : '';
+  const rel = (spec) => join(base, spec).replace(/\\/g, '/');
+  return {
+    static: [...text.matchAll(/from\s*"(\.[^"]+)"/g)].map((m) => rel(m[1])),
+    dynamic: [...text.matchAll(/import\(\s*"(\.[^"]+)"\s*\)/g)].map((m) => rel(m[1])),
+  };
+}
+async function closure(dist, names, followDynamic) {
+  const seen = new Set();
+  const walk = async (n) => {
+    if (seen.has(n)) return;
+    seen.add(n);
+    if (!n.endsWith('.js')) return;
+    const i = await imports(dist, n);
+    for (const s of i.static) await walk(s);
+    if (followDynamic) for (const d of i.dynamic) if (!ON_DEMAND.test(d)) await walk(d);
+  };
+  for (const n of names) await walk(n);
+  return [...seen];
+}
+export const BUDGET = { firstView: 50 * 1024, calculator: 200 * 1024 };
+
+export function sizes(data) {
+  return {
+    raw: data.length,
+    gzip: gzipSync(data, { level: 9 }).length,
+    brotli: brotliCompressSync(data, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }).length,
+  };
+}
+
+const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+
+export async function sizeReport(dist, { quiet = false } = {}) {
+  const files = {};
+  for (const name of (await readdir(dist, { recursive: true })).sort()) {
+    try {
+      files[name] = sizes(await readFile(join(dist, name)));
+    } catch {
+      // a folder
+    }
+  }
+  const sum = (names) => names.reduce((t, n) => {
+    const s = files[n] ?? { raw: 0, gzip: 0, brotli: 0 };
+    return { raw: t.raw + s.raw, gzip: t.gzip + s.gzip, brotli: t.brotli + s.brotli };
+  }, { raw: 0, gzip: 0, brotli: 0 });
+  const firstViewFiles = await closure(dist, FIRST_VIEW, false);
+  const calculatorFiles = await closure(dist, [...FIRST_VIEW, ...CORE], true);
+  const firstView = sum(firstViewFiles);
+  const calculator = sum(calculatorFiles);
+  const row = (name, s, note = '') =>
+    `  ${name.padEnd(24)} ${String(s.raw).padStart(9)} B   gzip ${String(s.gzip).padStart(7)} B   brotli ${String(s.brotli).padStart(7)} B${note}`;
+  const lines = ['web/dist/'];
+  for (const [name, s] of Object.entries(files)) lines.push(row(name, s));
+  lines.push(row('first view', firstView, `   (${kib(firstView.gzip)} of ${kib(BUDGET.firstView)} gzipped: ${firstViewFiles.join(' + ')})`));
+  lines.push(row('calculator', calculator, `   (${kib(calculator.gzip)} of ${kib(BUDGET.calculator)}: + ${calculatorFiles.filter((f) => !firstViewFiles.includes(f)).join(' + ')})`));
+  if (!quiet) console.log(lines.join('\n'));
+  const report = { files, firstView, firstViewFiles, calculator, calculatorFiles, budget: BUDGET };
+  await writeFile(join(dist, '..', '..', 'build-web', 'size-report.json'), `${JSON.stringify(report, null, 1)}\n`).catch(() => {});
+  let ok = true;
+  if (firstView.gzip > BUDGET.firstView) {
+    console.error(`the first view is ${kib(firstView.gzip)} gzipped, over its ${kib(BUDGET.firstView)} budget`);
+    ok = false;
+  }
+  if (calculator.gzip > BUDGET.calculator) {
+    console.error(`the calculator is ${kib(calculator.gzip)} gzipped, over its ${kib(BUDGET.calculator)} budget`);
+    ok = false;
+  }
+  return ok;
+}

@@ -1,0 +1,90 @@
+// The Embed button's dialog: the two ways to put the current configuration's estimate on another
+// page (an iframe card, the web component), each as a snippet with a Copy button, and a live
+// preview. Copying says so when the browser refuses (then the snippet is selected to copy by hand).
+// A chunk of its own, loaded on the first click.
+import { useEffect, useRef, useState } from 'preact/hooks';
+
+import { copyText } from './ShareLink.jsx';
+
+const VIEWS = [['card', 'Card'], ['breakdown', 'With the breakdown'], ['fit', 'With the GPUs'], ['full', 'Everything']];
+const THEMES = [['auto', 'The reader\'s preference'], ['light', 'Light'], ['dark', 'Dark']];
+
+const attr = (text) => String(text).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+
+export function snippets(site, query, view, theme) {
+  const extra = `${view !== 'card' ? `&view=${view}` : ''}${theme !== 'auto' ? `&theme=${theme}` : ''}`;
+  const src = `${site}embed.html?${query}${extra}`;
+  const origin = new URL(site).origin;
+  const iframe = `<iframe src="${attr(src)}" title="memfit estimate" data-memfit
+  style="width: 100%; border: 0" height="420" loading="lazy"></iframe>
+<script>
+  // memfit sends its height; only messages from your own memfit iframes are used.
+  addEventListener('message', (event) => {
+    if (event.origin !== '${origin}' || event.data?.type !== 'memfit:height') return;
+    for (const frame of document.querySelectorAll('iframe[data-memfit]')) {
+      if (frame.contentWindow === event.source) frame.height = event.data.height;
+    }
+  });
+</script>`;
+  const component = `<script type="module" src="${attr(`${site}memfit-estimate.js`)}"></script>
+<memfit-estimate link="?${attr(query)}"${view !== 'card' ? ` view="${view}"` : ''}${theme !== 'auto' ? ` theme="${theme}"` : ''}></memfit-estimate>`;
+  return { src, iframe, component };
+}
+
+function Snippet({ id, label, text }) {
+  const [state, setState] = useState(null);
+  const area = useRef(null);
+  const copy = async () => {
+    const ok = await copyText(text);
+    if (!ok) area.current?.select();
+    setState(ok);
+  };
+  return (
+    <div class="snippet">
+      <div class="snippet-head">
+        <label class="field-label" for={id}>{label}</label>
+        <button type="button" class="button small" onClick={copy} data-testid={`copy-${id}`}>Copy</button>
+      </div>
+      <textarea id={id} ref={area} class="control code" readOnly rows={text.split('\n').length} value={text} spellcheck={false} />
+      {state !== null && (
+        <p class={state ? 'field-hint' : 'field-error'} role="status" data-testid={`copy-${id}-status`}>
+          {state ? 'Copied.' : 'This browser did not allow copying here: the snippet is selected, press Ctrl+C (⌘C on a Mac).'}
+        </p>
+      )}
+    </div>
+  );
+}
+
+export function EmbedDialog({ query, onClose }) {
+  const dialog = useRef(null);
+  const [view, setView] = useState('card');
+  const [theme, setTheme] = useState('auto');
+  useEffect(() => {
+    dialog.current?.showModal?.();
+  }, []);
+  const site = new URL('./', location.href).href;
+  const s = snippets(site, query, view, theme);
+  return (
+    <dialog ref={dialog} class="embed-dialog" aria-labelledby="embed-title" onClose={onClose} data-testid="embed-dialog">
+      <div class="card-head">
+        <h2 id="embed-title">Embed this estimate</h2>
+        <button type="button" class="button ghost small" onClick={() => dialog.current?.close()}>Close</button>
+      </div>
+      <p class="card-note">Both forms show this configuration's numbers, computed by memfit in the reader's browser, and follow the same link format as the page.</p>
+      <div class="embed-options">
+        <label class="field-label" for="embed-view">Show</label>
+        <select id="embed-view" class="control" value={view} onChange={(e) => setView(e.currentTarget.value)}>
+          {VIEWS.map(([v, label]) => <option value={v} key={v}>{label}</option>)}
+        </select>
+        <label class="field-label" for="embed-theme">Theme</label>
+        <select id="embed-theme" class="control" value={theme} onChange={(e) => setTheme(e.currentTarget.value)}>
+          {THEMES.map(([v, label]) => <option value={v} key={v}>{label}</option>)}
+        </select>
+      </div>
+      <Snippet id="snippet-iframe" label="An iframe card (any page, any site builder)" text={s.iframe} />
+      <Snippet id="snippet-component" label="A web component (pages that can load a script)" text={s.component} />
+      <h3 class="group-title">Preview</h3>
+      <iframe class="embed-preview" src={s.src} title="Preview of the embedded card" data-testid="embed-preview" />
+    </dialog>
+  );
+}

@@ -1,0 +1,18 @@
+// The answer (first view): the headline and, when the run does not fit, what to change.
+import { AccuracyLine, Headline } from './Headline.jsx';
+import { Applied, WhatToChange } from './Suggestions.jsx';
+
+// The answer: the headline and, when the run does not fit (or is tight), what to change. First on
+// the page (and first on a phone); `stale`: the input is invalid and this is the last valid answer.
+export function Answer({ result, units, stale, modelName, suggestions, applied, onApply, onUndo }) {
+  const fits = result.fits.verdict === 'fits';
+  return (
+    <div class={`results-body answer${stale ? ' stale' : ''}`} data-stale={stale ? 'true' : 'false'} aria-busy={stale}>
+      <Headline result={result} units={units} modelName={modelName} />
+      <AccuracyLine />
+      {applied && <Applied applied={applied} onUndo={onUndo} />}
+      {!fits && <WhatToChange result={result} suggestions={suggestions} units={units} stale={stale} onApply={onApply} />}
+    </div>
+  );
+}
+

@@ -1,0 +1,221 @@
+// The view's dictionary: every option, field and term the page shows, in words a user knows, with
+// a one-line explanation. The core's ids (bf16_mixed, selective_op, attention.flash_qkv) never
+// reach a user page; an id missing here is shown humanised ("flash qkv"), never raw.
+// Pure: no DOM, no wasm.
+
+// Choices of a field: id → [label, one-line explanation].
+export const CHOICES = {
+  'training.precision': {
+    fp32: ['FP32, full precision', 'weights, gradients and optimizer states in 32-bit floats'],
+    fp16_mixed: ['FP16 mixed precision (PyTorch AMP)', 'fp32 weights and states; fp16 copies of the weights for compute'],
+    bf16_mixed: ['BF16 mixed precision (PyTorch AMP)', 'fp32 master weights and states, bf16 compute'],
+    fp16_master: ['FP16 weights, fp32 master copy (Megatron, DeepSpeed)', '16-bit weights; fp32 master weights and gradients for the optimizer'],
+    bf16_master: ['BF16 weights, fp32 master copy (Megatron, DeepSpeed)', '16-bit weights; fp32 master weights and gradients for the optimizer'],
+    bf16: ['Pure BF16 (torchtune, LitGPT bf16-true)', 'weights, gradients and optimizer states all in bf16, no fp32 copy'],
+    fp8_mixed: ['FP8 (Transformer Engine)', 'bf16 weights with FP8 copies for the matrix multiplies; fp32 master weights'],
+    seed_14p: ['Textbook: 14 bytes per parameter', '2-byte weights, 4-byte gradients, 8-byte Adam states, activations by the closed formula (the source documents\' convention)'],
+    bf16_fsdp: ['BF16 with FSDP mixed precision (accelerate, torchtitan)', 'fp32 weights sharded; each unit gathered in bf16 while it computes'],
+  },
+  'training.optimizer': {
+    adamw: ['AdamW', 'two fp32 moments per trainable weight (8 bytes)'],
+    adamw_8bit: ['8-bit AdamW (bitsandbytes)', 'two 8-bit moments per trainable weight (2 bytes)'],
+    paged_adamw: ['Paged AdamW (bitsandbytes)', 'AdamW whose states can page out to CPU memory under pressure'],
+    paged_adamw_8bit: ['Paged 8-bit AdamW (bitsandbytes)', '8-bit moments that can page out to CPU memory'],
+    adafactor: ['Adafactor', 'factored second moments: a row and a column per matrix'],
+    sgd: ['SGD', 'no optimizer state'],
+    sgd_momentum: ['SGD with momentum', 'one momentum buffer per trainable weight'],
+    lion: ['Lion', 'one momentum buffer per trainable weight'],
+  },
+  'training.optimizer_impl': {
+    foreach: ['Multi-tensor (PyTorch default)', 'the step makes one temporary the size of a state'],
+    fused: ['Fused kernels', 'in-place step, no temporary (fused=True, DeepSpeed FusedAdam, 8-bit optimizers)'],
+    for_loop: ['One tensor at a time', 'the step works through the parameters one by one'],
+  },
+  'training.checkpointing': {
+    none: ['None', 'every activation is kept for backward'],
+    selective: ['Selective (Megatron)', 'the attention core is recomputed in backward; the rest is kept'],
+    full: ['Full', 'only each block\'s input is kept; blocks are recomputed in backward'],
+    selective_op: ['Op-level selective (torchtitan)', 'every second matrix-multiply output and the attention output are kept'],
+  },
+  'training.attention': {
+    flash: ['FlashAttention / SDPA', 'no T × T attention matrix is stored'],
+    eager: ['Eager (plain PyTorch)', 'the T × T attention scores and probabilities are stored'],
+  },
+  'training.finetune.method': {
+    full: ['Full fine-tune', 'every weight is trained'],
+    lora: ['LoRA adapters', 'the base weights are frozen; small adapters are trained'],
+  },
+  'training.finetune.base_bits': {
+    16: ['16-bit (bf16 / fp16)', 'the frozen base weights in 16 bits'],
+    8: ['8-bit (int8)', 'the frozen base weights quantised to 8 bits'],
+    4: ['4-bit NF4 (QLoRA)', 'the frozen base weights quantised to 4 bits'],
+  },
+  'training.finetune.lora_targets': {
+    q: ['Query', ''], k: ['Key', ''], v: ['Value', ''], o: ['Attention output', ''],
+    gate: ['MLP gate', ''], up: ['MLP up', ''], down: ['MLP down', ''], head: ['Output head', ''],
+  },
+  'parallel.zero_stage': {
+    0: ['Off', 'every GPU holds everything'],
+    1: ['1: shard optimizer states', 'ZeRO-1'],
+    2: ['2: shard states and gradients', 'ZeRO-2'],
+    3: ['3: shard states, gradients and weights', 'ZeRO-3 / FSDP full shard'],
+  },
+  'model.mlp': {
+    plain: ['Plain', 'up, activation, down'],
+    gated: ['Gated (SwiGLU / GeGLU)', 'gate, up, down'],
+  },
+  'model.norm': { layernorm: ['LayerNorm', ''], rmsnorm: ['RMSNorm', ''] },
+  'model.position_embedding': {
+    learned: ['Learned table', 'a trained position table: sequences up to its length'],
+    rotary: ['Rotary (RoPE)', 'no position parameters'],
+    none: ['None', ''],
+  },
+  'model.output_head': { lm: ['Language-model head', ''], none: ['None (encoder body)', ''] },
+  'model.block': {
+    sequential: ['Sequential', 'attention, then the MLP'],
+    parallel: ['Parallel', 'attention and MLP both read the block input (GPT-NeoX, Falcon, Phi)'],
+  },
+  'model.qk_norm': { none: ['None', ''], per_head: ['Per head (Qwen3)', ''], full_width: ['Full width (OLMo 2)', ''] },
+  'model.attention_type': {
+    standard: ['Standard', 'multi-head or grouped-query attention'],
+    mla: ['Multi-head latent attention (DeepSeek)', ''],
+  },
+};
+
+// Integer fields shown as a list of choices (the choices above).
+export const CHOICE_INTEGERS = new Set(['training.finetune.base_bits', 'parallel.zero_stage']);
+
+// The words for one choice: { label, explain }.
+export function choiceWords(path, value) {
+  const entry = CHOICES[path]?.[String(value)];
+  if (entry) return { label: entry[0], explain: entry[1] };
+  return { label: humanize(String(value)), explain: '' };
+}
+
+// A value of any field as words: choices by their label, booleans as yes/no, lists joined.
+export function valueWords(path, value) {
+  if (Array.isArray(value)) return value.map((v) => choiceWords(path, v).label).join(', ') || 'none';
+  if (value === true) return 'on';
+  if (value === false) return 'off';
+  if (CHOICES[path]) return choiceWords(path, value).label;
+  return String(value);
+}
+
+// "flash_qkv" → "flash qkv"; "attention.o_input" → "attention o input".
+export function humanize(id) {
+  return String(id).replace(/[._]+/g, ' ').trim();
+}
+
+// Labels and one-line explanations of the fields. The schema's own help is the fallback.
+export const FIELDS = {
+  'model.model_type': ['Model family', 'the Hugging Face model type it was read from'],
+  'model.vocab_size': ['Vocabulary size', 'tokens in the vocabulary (V)'],
+  'model.hidden_size': ['Hidden size', 'width of the residual stream (d)'],
+  'model.num_hidden_layers': ['Layers', 'transformer blocks (L)'],
+  'model.num_attention_heads': ['Attention heads', 'query heads per layer (h)'],
+  'model.num_key_value_heads': ['Key/value heads', 'fewer than the heads for grouped-query attention; 0 = as many as the heads'],
+  'model.head_dim': ['Head size', 'width of one head; 0 = hidden size ÷ heads'],
+  'model.intermediate_size': ['MLP inner size', 'width inside the MLP (d_ff)'],
+  'model.mlp': ['MLP', 'the block\'s feed-forward layer'],
+  'model.norm': ['Norm', 'normalisation layer'],
+  'model.norm_bias': ['Norm bias', 'the LayerNorm has a bias'],
+  'model.position_embedding': ['Positions', 'how positions are encoded'],
+  'model.max_position_embeddings': ['Max positions', 'rows of a learned position table: the longest sequence'],
+  'model.position_embedding_offset': ['Extra position rows', 'OPT keeps 2'],
+  'model.tie_word_embeddings': ['Tied head', 'the output head shares the token embedding'],
+  'model.output_head': ['Output head', ''],
+  'model.lm_head_bias': ['Head bias', 'the output head has a bias'],
+  'model.attention_bias': ['Attention bias', 'biases on the query, key, value and output projections'],
+  'model.qkv_bias': ['QKV bias', 'biases on query, key and value only (Qwen2)'],
+  'model.mlp_bias': ['MLP bias', 'biases on the MLP projections'],
+  'model.block': ['Block layout', ''],
+  'model.norms_per_block': ['Norms per block', 'hidden-size norms in each block'],
+  'model.final_norm': ['Final norm', 'a norm after the last block'],
+  'model.qk_norm': ['Q/K norm', 'norms on queries and keys'],
+  'model.type_vocab_size': ['Token types', 'token-type embedding rows (BERT)'],
+  'model.embedding_norm': ['Embedding norm', 'a norm right after the embeddings (BERT)'],
+  'model.pooler': ['Pooler', 'BERT\'s pooler layer'],
+  'model.num_experts': ['Experts', 'routed experts per mixture-of-experts layer; 0 = dense'],
+  'model.num_experts_per_tok': ['Experts per token', 'experts each token is sent to'],
+  'model.num_shared_experts': ['Shared experts', 'experts every token uses'],
+  'model.moe_intermediate_size': ['Expert inner size', 'width inside one expert'],
+  'model.shared_expert_intermediate_size': ['Shared expert size', 'width of the shared expert; 0 = shared experts × expert size'],
+  'model.shared_expert_gate': ['Shared expert gate', 'a sigmoid gate on the shared expert (Qwen2-MoE)'],
+  'model.router_bias': ['Router bias', 'a per-expert router bias (DeepSeek-V3)'],
+  'model.first_k_dense_replace': ['Leading dense layers', 'dense layers before the expert layers'],
+  'model.attention_type': ['Attention type', ''],
+  'model.q_lora_rank': ['Q compression rank', 'latent attention: query compression; 0 = none'],
+  'model.kv_lora_rank': ['KV compression rank', 'latent attention: key/value compression'],
+  'model.qk_rope_head_dim': ['Q/K rotary head size', 'latent attention: rotary part of a head'],
+  'model.qk_nope_head_dim': ['Q/K plain head size', 'latent attention: non-rotary part of a head'],
+  'model.v_head_dim': ['Value head size', 'latent attention'],
+  'model.nominal_parameter_count': ['Nominal parameters', 'use this count instead of the counted one; 0 = count'],
+  'training.micro_batch_size': ['Micro-batch size', 'sequences per GPU per step (B)'],
+  'training.seq_len': ['Sequence length', 'tokens per sequence (T)'],
+  'training.grad_accum_steps': ['Gradient accumulation', 'micro-batches per optimizer step'],
+  'training.precision': ['Precision', 'how many bytes each weight, gradient and state takes'],
+  'training.optimizer': ['Optimizer', ''],
+  'training.optimizer_impl': ['Optimizer step', 'how the optimizer runs its update'],
+  'training.checkpointing': ['Activation checkpointing', 'recompute activations in backward instead of keeping them'],
+  'training.attention': ['Attention kernel', ''],
+  'training.dropout': ['Dropout', 'probability; masks are kept for backward when above 0'],
+  'training.chunked_loss': ['Chunked loss', 'cross-entropy in chunks: no full fp32 logits'],
+  'training.optimizer_in_backward': ['Optimizer in backward', 'each gradient is applied and freed as soon as it is computed'],
+  'training.activation_offload': ['Activation offload', 'saved activations moved to CPU memory'],
+  'training.finetune.method': ['Method', ''],
+  'training.finetune.lora_rank': ['LoRA rank', 'width of the adapters (r)'],
+  'training.finetune.lora_targets': ['LoRA targets', 'layers that get adapters'],
+  'training.finetune.lora_dropout': ['LoRA dropout', 'dropout on the adapters\' input'],
+  'training.finetune.base_bits': ['Base weights', 'precision of the frozen base weights'],
+  'parallel.num_gpus': ['GPUs', 'GPUs in the job'],
+  'parallel.tensor': ['Tensor parallel', 'GPUs that split each layer\'s matrices'],
+  'parallel.pipeline': ['Pipeline stages', 'GPUs that split the layers'],
+  'parallel.context': ['Context parallel', 'GPUs that split each sequence'],
+  'parallel.expert': ['Expert parallel', 'GPUs that split the experts'],
+  'parallel.zero_stage': ['ZeRO / FSDP sharding', 'what data-parallel GPUs split among themselves'],
+  'parallel.sequence_parallel': ['Sequence parallel', 'Megatron: norms and dropout split across tensor-parallel GPUs'],
+  'parallel.offload_optimizer': ['Offload optimizer', 'optimizer states in CPU memory'],
+  'parallel.offload_params': ['Offload weights', 'weights in CPU memory (needs ZeRO-3)'],
+  'hardware.gpu': ['GPU', ''],
+  'hardware.budget_fraction': ['Budget', 'plan to this share of the card (0.85 = 85 %)'],
+  'hardware.overhead_bytes': ['Overhead bytes', 'CUDA context and workspaces; auto = by convention and GPU'],
+  'hardware.fragmentation': ['Fragmentation', 'allocator overhead as a share of allocated memory; auto = by convention'],
+};
+
+export function fieldWords(path, schemaHelp = '') {
+  const entry = FIELDS[path];
+  if (entry) return { label: entry[0], explain: entry[1] };
+  const key = path.slice(path.lastIndexOf('.') + 1);
+  const label = humanize(key);
+  return { label: label.charAt(0).toUpperCase() + label.slice(1), explain: plainText(schemaHelp) };
+}
+
+// Prose from the core (notes, rules, suggestions) in the page's words: a leading recipe id
+// ("bf16_mixed: …") becomes its name, and the source documents are called that.
+export function plainText(text) {
+  let out = String(text ?? '');
+  out = out.replace(/^([a-z0-9]+(?:_[a-z0-9]+)+|fp32|bf16):\s*/, (whole, id) => {
+    const words = CHOICES['training.precision'][id];
+    return words ? `${words[0]}: ` : whole;
+  });
+  return out
+    .replace(/\s*\(see `memfit [^`]*`\)/g, '')
+    .replace(/\s*\(seeds\/\d+(?:\s+seeds\/\d+)*\)/g, '')
+    .replace(/seeds\/(\d+)/g, 'source document $1')
+    .replace(/\bthe seeds'/gi, 'the source documents\'')
+    .replace(/\bthe seeds\b/gi, 'the source documents')
+    .replace(/\bSeeds' /g, 'Textbook ')
+    .replace(/\bseeds\b/gi, 'source documents');
+}
+
+// A message from the core in the page's words: field paths ("model.max_position_embeddings")
+// become their labels ("Max positions"), choice ids in quotes their names.
+export function plainMessage(text) {
+  return plainText(text)
+    .replace(/\b(model|training|parallel|hardware)\.[a-z_]+(?:\.[a-z_]+)?\b/g, (path) => (FIELDS[path] ? FIELDS[path][0] : path))
+    .replace(/\b(bf16_mixed|fp16_mixed|bf16_master|fp16_master|fp8_mixed|seed_14p|bf16_fsdp|selective_op|adamw_8bit|paged_adamw_8bit|paged_adamw|sgd_momentum|optimizer_in_backward)\b/g,
+      (id) => {
+        for (const choices of Object.values(CHOICES)) if (choices[id]) return choices[id][0];
+        return humanize(id);
+      });
+}
