@@ -38,6 +38,7 @@ void BM_Plan(benchmark::State& state) {
   state.counters["timed_per_s"] =
       benchmark::Counter(static_cast<double>(counts.timed) * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["estimates"] = static_cast<double>(counts.estimates);
+  state.counters["quick"] = static_cast<double>(counts.quick_estimates);
 }
 BENCHMARK(BM_Plan)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 

@@ -167,11 +167,12 @@ int run_solve(const memfit::cli::Request& request) {
   std::cout << "memfit solve " << r.find("target")->as_string() << ": ";
   if (r.find("found")->as_bool()) std::cout << group(integer(r, "value")) << "\n";
   else std::cout << "nothing fits\n";
-  std::printf("  on %s: needs %.2f GiB of the %.2f GiB budget\n", hw.find("gpu")->as_string().c_str(),
-              gib_value(integer(r, "device_total_bytes")), gib_value(integer(r, "budget_bytes")));
+  std::printf("  on %s: needs %.2f GiB, %.2f GiB at the top of its measured band, of the %.2f GiB budget\n",
+              hw.find("gpu")->as_string().c_str(), gib_value(integer(r, "device_total_bytes")),
+              gib_value(integer(r, "need_high_bytes")), gib_value(integer(r, "budget_bytes")));
   if (const memfit::Json* next = r.find("next")) {
-    std::printf("  %s would need %.2f GiB\n", group(integer(*next, "value")).c_str(),
-                gib_value(integer(*next, "device_total_bytes")));
+    std::printf("  %s would need %.2f GiB (band top %.2f GiB)\n", group(integer(*next, "value")).c_str(),
+                gib_value(integer(*next, "device_total_bytes")), gib_value(integer(*next, "need_high_bytes")));
   }
   const std::string phase = r.find("binding_phase")->as_string();
   std::cout << "  binding: " << r.find("binding")->as_string() << (phase.empty() ? "" : " (peak in " + phase + ")")

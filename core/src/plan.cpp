@@ -1,16 +1,14 @@
-// The planner (plan.hpp): branch and bound over layouts, exact in memory.
+// The planner (plan.hpp): a best-first search over layouts, exact in memory.
 //
 // For each GPU count, largest first, the structures (precision, tensor, pipeline, virtual stages,
-// context, expert degrees, checkpointing) are visited in order of their compute time, which no
-// layout of the structure can beat; a structure is skipped once that bound is no better than
-// what has been found. Within a structure, each ZeRO / offload variant is first held to a lower
-// bound on memory (weights, master weights and optimizer states after sharding, plus one
-// micro-batch's saved activations and the CUDA context: all alive at the end of forward), then
-// its micro-batches are tried fastest first against full estimates. Memory never falls as the
-// micro-batch grows (with the accumulation that keeps the global batch: in-flight micro-batches
-// × micro-batch size never shrinks) and never rises as GPUs are added, so one estimate decides
-// many layouts: a failure at some micro-batch on N GPUs fails it, and every larger one, on
-// fewer GPUs.
+// context, expert degrees, checkpointing) are opened in the order of a time no layout of theirs
+// can beat, and their layouts (ZeRO / offload variant × micro-batch) are tried in increasing step
+// time across all opened structures. Trying a layout: its variant's memory bound (what every
+// layout of it holds at the end of forward or at the optimizer step, which the peak can never be
+// below), the layout's own bound, an estimate without the allocator replay (which only adds),
+// then the full estimate. Memory never falls as the micro-batch grows (with the accumulation
+// that keeps the global batch) and never rises as GPUs are added, so one failure also fails the
+// larger micro-batches of the variant, here and on fewer GPUs.
 #include "memfit/plan.hpp"
 
 #include <algorithm>
@@ -182,7 +180,41 @@ class Planner {
   std::vector<Structure> structures(std::int64_t gpus);
   Variants variants(const Structure& s, std::int64_t gpus) const;
   MicroBatches micro_batches(const Structure& s, std::int64_t gpus) const;
-  void search_structure(const Structure& s, std::int64_t gpus);
+  struct Item {
+    double metric;
+    std::uint32_t structure;
+    std::uint8_t variant, batch;  // indexes into the structure's variants and micro-batches
+  };
+  // The layouts of the opened structures, fastest first (ties in enumeration order: every build
+  // returns the same plans), with what is known of each structure and variant.
+  struct Frontier {
+    explicit Frontier(const std::vector<Structure>& s)
+        : structures(s), kept(s.size(), false), variant_state(s.size() * 8, 0) {}
+    const std::vector<Structure>& structures;
+    std::vector<bool> kept;                 // the structure's plan is found
+    std::vector<std::uint8_t> variant_state;
+    std::vector<Item> heap;
+    static bool later(const Item& a, const Item& b) {
+      if (a.metric != b.metric) return a.metric > b.metric;
+      if (a.structure != b.structure) return a.structure > b.structure;
+      if (a.variant != b.variant) return a.variant > b.variant;
+      return a.batch > b.batch;
+    }
+    bool empty() const { return heap.empty(); }
+    const Item& top() const { return heap.front(); }
+    void push(Item i) {
+      heap.push_back(i);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+    Item pop() {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const Item i = heap.back();
+      heap.pop_back();
+      return i;
+    }
+  };
+  void open(Frontier& f, std::uint32_t index, std::int64_t gpus);
+  bool try_item(Frontier& f, const Item& item, std::int64_t gpus);
   bool below_memory_bound(const Structure& s, const Variant& v, std::int64_t gpus, const MicroBatches& batches);
   Bytes memory_bound(const Layout& l) const;
   bool fits(const Layout& l, const MemoryKey& key);
@@ -210,14 +242,10 @@ class Planner {
   std::vector<Checkpointing> checkpointing_;
   PlanSearchCounts counts_;
   std::vector<Candidate> found_;               // the best layout of each structure × count
-  struct Timed {
-    double metric;
-    std::uint8_t variant, batch;  // indexes into the structure's variants and micro-batches
-  };
-  std::vector<Timed> timed_;                   // scratch, reused
   std::map<std::int64_t, Candidate> best_per_count_;
   std::vector<double> top_metrics_;            // the best `top` metrics so far, kept sorted
   double best_here_ = kInfinity;               // the best metric of the GPU count being searched
+  double band_ratio_[2] = {0.0, 0.0};          // the measured band's top over the device total (one GPU, several)
   std::map<MemoryKey, std::int64_t> fails_from_;  // smallest micro-batch known not to fit
   using StaticsKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool,
                                 std::int64_t>;
@@ -229,6 +257,7 @@ class Planner {
   using SeenKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
                              std::int64_t, std::int64_t, bool, bool, std::int64_t, std::int64_t>;
   std::unordered_map<SeenKey, bool, TupleHash> fits_seen_;  // memory key + (gpus, micro-batch)
+  std::unordered_map<SeenKey, Estimate, TupleHash> fitting_;  // the full estimates of layouts that fit
 };
 
 Layout Planner::layout(const Structure& s, const Variant& v, std::int64_t gpus, std::int64_t micro_batch) const {
@@ -381,9 +410,16 @@ const Config& Planner::scratch(const Layout& l) const {
   return scratch_;
 }
 
+// "Fits" holds the top of the measured band (the device total × the band's high ratio for the
+// run's population, fit.cpp) to the budget; the allocator's reserve is never below what is
+// allocated. The band's ratio is read off the first full estimate of each population (one GPU,
+// several), slightly shrunk so that rounding can only loosen the bound.
 bool Planner::over_budget(const Layout& l) const {
   const Bytes bound = memory_bound(l);
-  return bound.overflow() || bound > budget_;
+  if (bound.overflow()) return true;
+  const double ratio = band_ratio_[l.num_gpus > 1 ? 1 : 0];
+  return static_cast<double>(bound.value()) * (ratio > 0 ? ratio * (1.0 - 1e-6) : 1.0) >
+         static_cast<double>(budget_.value());
 }
 
 // True when no micro-batch of this variant can fit: by the bound, neither the smallest one (the
@@ -406,12 +442,31 @@ bool Planner::fits(const Layout& l, const MemoryKey& key) {
     if (l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
     return fits_seen_[memo] = false;
   }
-  const Estimate e = estimate(config_for(l));
+  // The step's allocated peak does not depend on the allocator replay, and the replay only adds
+  // to it: a configuration that does not fit with no fragmentation at all does not fit.
+  Config plain = config_for(l);
+  const double fragmentation = plain.hardware.fragmentation;
+  if (fragmentation < 0) {
+    plain.hardware.fragmentation = 0.0;
+    const Estimate lean = estimate(plain);
+    ++counts_.quick_estimates;
+    if (!lean.ok() || lean.fit.verdict != Verdict::kFits) {
+      if (l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
+      return fits_seen_[memo] = false;
+    }
+    plain.hardware.fragmentation = fragmentation;
+  }
+  const Estimate e = estimate(plain);
   ++counts_.estimates;
   const bool ok = e.ok() && e.fit.verdict == Verdict::kFits;
+  if (e.ok() && e.device_total_bytes.value() > 0 && e.fit.need_high_bytes >= e.device_total_bytes) {
+    band_ratio_[l.num_gpus > 1 ? 1 : 0] = static_cast<double>(e.fit.need_high_bytes.value()) /
+                                          static_cast<double>(e.device_total_bytes.value());
+  }
   // Without accumulation no gradients wait between micro-batches, so the largest micro-batch can
   // need less than a smaller one: only failures with accumulation bound the larger ones.
   if (!ok && l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
+  if (ok) fitting_.emplace(memo, e);  // the plan's own estimate, reported as it is
   return fits_seen_[memo] = ok;
 }
 
@@ -431,51 +486,14 @@ void Planner::keep(const Candidate& c) {
   if (top_metrics_.size() > static_cast<std::size_t>(std::max(1, options_.top))) top_metrics_.pop_back();
 }
 
+MemoryKey memory_key(const Layout& l) {
+  return {static_cast<int>(l.precision), l.tensor, l.pipeline, l.virtual_stages, l.context, l.expert,
+          static_cast<int>(l.checkpointing), l.zero_stage, l.shard_degree, l.offload_optimizer, l.offload_params};
+}
+
 MemoryKey memory_key(const Structure& s, const Variant& v) {
   return {static_cast<int>(s.precision), s.tensor, s.pipeline, s.virtual_stages, s.context, s.expert,
           static_cast<int>(s.checkpointing), v.zero_stage, v.shard_degree, v.offload_optimizer, v.offload_params};
-}
-
-// One structure: every variant × micro-batch timed, then tried fastest first until one fits —
-// the structure's plan. A variant is held to its memory bound once, when first reached.
-void Planner::search_structure(const Structure& s, std::int64_t gpus) {
-  const MicroBatches& batches = s.batches;
-  const Variants list = variants(s, gpus);
-  std::vector<Timed>& timed = timed_;
-  timed.clear();
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    for (std::size_t k = 0; k < batches.size(); ++k) {
-      const double seconds = step_seconds(model_, layout(s, list[i], gpus, batches[k]));
-      ++counts_.timed;
-      if (seconds < kInfinity) {
-        timed.push_back({metric(seconds, gpus), static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(k)});
-      }
-    }
-  }
-  counts_.layouts += static_cast<std::int64_t>(batches.size() * list.size());
-  // Stable sorts throughout: ties keep the enumeration's order, so every build (native, wasm)
-  // returns the same plans.
-  std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.metric < b.metric; });
-  enum class State { kUnknown, kPossible, kImpossible };
-  std::array<State, 8> state;
-  state.fill(State::kUnknown);
-  std::size_t decided = 0;
-  for (const Timed& t : timed) {
-    if (t.metric >= threshold(gpus)) break;
-    ++decided;
-    const Variant& v = list[t.variant];
-    if (state[t.variant] == State::kUnknown) {
-      state[t.variant] = below_memory_bound(s, v, gpus, batches) ? State::kImpossible : State::kPossible;
-      if (state[t.variant] == State::kImpossible) counts_.pruned_by_memory += static_cast<std::int64_t>(batches.size());
-    }
-    if (state[t.variant] == State::kImpossible) continue;
-    const Layout l = layout(s, v, gpus, batches[t.batch]);
-    if (fits(l, memory_key(s, v))) {
-      keep({l, t.metric * (options_.rank_by == RankBy::kCost ? 1.0 / double(gpus) : 1.0), t.metric});
-      break;
-    }
-  }
-  counts_.pruned_by_time += static_cast<std::int64_t>(timed.size() - decided);
 }
 
 // A time no layout of the structure beats: its compute and its tensor / context / expert
@@ -490,39 +508,88 @@ double Planner::time_bound(const Structure& s, std::int64_t gpus) const {
   return p.compute_s + p.tensor_parallel_s + p.context_parallel_s + p.expert_parallel_s + bubble;
 }
 
+// One GPU count, best first: structures are opened (every variant × micro-batch timed) in the
+// order of their time bound, and their layouts tried from the fastest of all opened ones. A
+// structure is opened before any layout slower than its bound is tried, so layouts are tried in
+// exactly increasing step time: the first that fits is the count's best, and every full estimate
+// goes to a layout that could still be among the plans. Memory: a variant is held to its bound
+// once, each layout to its own bound, then the estimate without the allocator replay (which only
+// adds), then the full estimate.
 void Planner::search_gpu_count(std::int64_t gpus) {
   best_here_ = kInfinity;
   std::vector<Structure> list = structures(gpus);
+  std::int64_t layouts_here = 0;
   for (Structure& s : list) {
     s.batches = micro_batches(s, gpus);
     s.variant_count = variants(s, gpus).size();
-    if (s.batches.empty()) {
-      s.compute_bound_s = kInfinity;
-      continue;
-    }
-    s.compute_bound_s = time_bound(s, gpus);
+    s.compute_bound_s = s.batches.empty() ? kInfinity : time_bound(s, gpus);
+    layouts_here += static_cast<std::int64_t>(s.batches.size() * s.variant_count);
   }
   std::vector<std::uint32_t> order(list.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
   std::stable_sort(order.begin(), order.end(),
-            [&](std::uint32_t a, std::uint32_t b) { return list[a].compute_bound_s < list[b].compute_bound_s; });
-  for (std::uint32_t i : order) {
-    const Structure& s = list[i];
-    if (s.compute_bound_s == kInfinity) continue;
-    if (metric(s.compute_bound_s, gpus) >= threshold(gpus)) {
-      const std::int64_t n = static_cast<std::int64_t>(s.batches.size() * s.variant_count);
-      counts_.layouts += n;
-      counts_.pruned_by_time += n;
-      continue;
+                   [&](std::uint32_t a, std::uint32_t b) { return list[a].compute_bound_s < list[b].compute_bound_s; });
+  Frontier frontier(list);
+  std::size_t next = 0;
+  std::int64_t tried = 0;
+  while (true) {
+    const double limit = threshold(gpus);
+    while (next < order.size() && metric(list[order[next]].compute_bound_s, gpus) < limit &&
+           (frontier.empty() || metric(list[order[next]].compute_bound_s, gpus) <= frontier.top().metric)) {
+      open(frontier, order[next++], gpus);
     }
-    search_structure(s, gpus);
+    if (frontier.empty() || frontier.top().metric >= limit) break;
+    const Item item = frontier.pop();
+    ++tried;
+    if (frontier.kept[item.structure]) continue;
+    if (try_item(frontier, item, gpus)) frontier.kept[item.structure] = true;
   }
+  counts_.layouts += layouts_here;
+  counts_.pruned_by_time += layouts_here - tried;  // never tried: slower than what was found
+}
+
+// Times every variant × micro-batch of a structure into the frontier.
+void Planner::open(Frontier& f, std::uint32_t index, std::int64_t gpus) {
+  const Structure& s = f.structures[index];
+  const Variants list = variants(s, gpus);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    for (std::size_t k = 0; k < s.batches.size(); ++k) {
+      const double seconds = step_seconds(model_, layout(s, list[i], gpus, s.batches[k]));
+      ++counts_.timed;
+      if (seconds < kInfinity) {
+        f.push({metric(seconds, gpus), index, static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(k)});
+      }
+    }
+  }
+}
+
+// Whether a layout fits; a variant found impossible by its bound is not tried again.
+bool Planner::try_item(Frontier& f, const Item& item, std::int64_t gpus) {
+  const Structure& s = f.structures[item.structure];
+  const Variants list = variants(s, gpus);
+  const Variant& v = list[item.variant];
+  std::uint8_t& state = f.variant_state[item.structure * 8 + item.variant];  // 0 unknown, 1 possible, 2 impossible
+  if (state == 0) state = below_memory_bound(s, v, gpus, s.batches) ? 2 : 1;
+  if (state == 2) {
+    ++counts_.pruned_by_memory;
+    return false;
+  }
+  const Layout l = layout(s, v, gpus, s.batches[item.batch]);
+  if (!fits(l, memory_key(s, v))) {
+    ++counts_.pruned_by_memory;
+    return false;
+  }
+  keep({l, item.metric * (options_.rank_by == RankBy::kCost ? 1.0 / double(gpus) : 1.0), item.metric});
+  return true;
 }
 
 Plan Planner::finish(const Candidate& c) {
   Plan p;
   p.config = config_for(c.layout);
-  p.estimate = estimate(p.config);
+  // Every kept layout was found to fit by its full estimate; that estimate is the one reported.
+  const auto found = fitting_.find(std::tuple_cat(memory_key(c.layout), std::make_tuple(c.layout.num_gpus,
+                                                                                         c.layout.micro_batch_size)));
+  p.estimate = found != fitting_.end() ? found->second : estimate(p.config);
   p.time = step_time(model_, c.layout);
   return p;
 }
@@ -592,7 +659,6 @@ PlanResult Planner::run() {
     r.notes.push_back("no layout fits " + std::string(gpu_.name) + " within the budget on " + std::to_string(lo) +
                       (hi > lo ? "–" + std::to_string(hi) : "") + " GPUs");
   }
-  counts_.estimates += static_cast<std::int64_t>(r.plans.size() + r.best_per_gpu_count.size());
   r.counts = counts_;
   return r;
 }
@@ -717,6 +783,7 @@ Json plan_result_to_json(const PlanResult& r) {
   search.set("timed", Json::integer(r.counts.timed));
   search.set("pruned_by_time", Json::integer(r.counts.pruned_by_time));
   search.set("pruned_by_memory", Json::integer(r.counts.pruned_by_memory));
+  search.set("quick_estimates", Json::integer(r.counts.quick_estimates));
   search.set("estimates", Json::integer(r.counts.estimates));
   j.set("search", std::move(search));
   Json notes = Json::array();

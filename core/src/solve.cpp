@@ -149,6 +149,7 @@ void name_binding(const Boundary& b, bool grows, Solution& out) {
     return;
   }
   out.next_device_total_bytes = failing.estimate.device_total_bytes;
+  out.next_need_high_bytes = failing.estimate.fit.need_high_bytes;
   out.binding_phase = peak_phase(failing.estimate);
   const std::vector<NamedBytes> at_fail = terms(failing.estimate.breakdown);
   const std::vector<NamedBytes> at_fit =
@@ -382,6 +383,7 @@ Json solution_to_json(const Solution& s, SolveTarget target) {
   if (s.estimate.ok()) {
     j.set("peak_allocated_bytes", Json::integer(s.estimate.peak_allocated_bytes.value()));
     j.set("device_total_bytes", Json::integer(s.estimate.device_total_bytes.value()));
+    j.set("need_high_bytes", Json::integer(s.estimate.fit.need_high_bytes.value()));
     j.set("budget_bytes", Json::integer(s.estimate.fit.budget_bytes.value()));
     j.set("verdict", Json::string(to_string(s.estimate.fit.verdict)));
   }
@@ -389,6 +391,7 @@ Json solution_to_json(const Solution& s, SolveTarget target) {
     Json next = Json::object();
     next.set("value", Json::integer(s.next_value));
     next.set("device_total_bytes", Json::integer(s.next_device_total_bytes.value()));
+    next.set("need_high_bytes", Json::integer(s.next_need_high_bytes.value()));
     j.set("next", std::move(next));
   }
   j.set("estimates", Json::integer(s.estimates));

@@ -35,6 +35,7 @@ struct Solution {
   std::string binding_phase;
   std::int64_t next_value = 0;     // the next value tried past the answer (0: none)
   Bytes next_device_total_bytes;   // what it would need
+  Bytes next_need_high_bytes;      // and the top of its measured band (what "fits" holds to the budget)
   int estimates = 0;               // full estimates the search ran
   bool ok() const { return errors.empty(); }
 };
