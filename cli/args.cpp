@@ -68,8 +68,51 @@ class Parser {
     out_.errors.push_back(std::move(message));
   }
 
+  // A subcommand comes first: solve TARGET, plan, time, export ENGINE.
+  bool subcommand(const std::string& a) {
+    Request& r = out_.request;
+    if (i_ != 0) return false;
+    if (a == "plan") r.action = Action::kPlan;
+    else if (a == "time") r.action = Action::kTime;
+    else if (a == "solve" || a == "export") {
+      r.action = a == "solve" ? Action::kSolve : Action::kExport;
+      if (has_value() && args_[i_ + 1].rfind("--", 0) != 0) r.target = next();
+      else fail(2, a + " needs a target (see --help)");
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // Options of the planner and the step-time model (not configuration fields).
+  bool plan_option(const std::string& a) {
+    Request& r = out_.request;
+    static const char* const kIntegers[][2] = {{"--gpus-min", "gpus_min"},
+                                               {"--gpus-max", "gpus_max"},
+                                               {"--global-batch-tokens", "global_batch_tokens"},
+                                               {"--top", "top"}};
+    for (const auto& [flag, key] : kIntegers) {
+      if (a == flag && has_value()) {
+        r.options.set(key, flag_value(next()));
+        return true;
+      }
+    }
+    if (a == "--gpus" && has_value()) {
+      const Json n = flag_value(next());
+      r.options.set("gpus_min", n);
+      r.options.set("gpus_max", n);
+    } else if (a == "--train-tokens" && has_value()) r.options.set("train_tokens", flag_value(next()));
+    else if (a == "--rank-by" && has_value()) r.options.set("rank_by", Json::string(next()));
+    else if (a == "--family" && has_value()) r.family = next();
+    else if (a == "--keep-precision") r.options.set("keep_precision", Json::boolean(true));
+    else if (a == "--tp-comm-overlap") r.options.set("tp_comm_overlap", Json::boolean(true));
+    else return false;
+    return true;
+  }
+
   void one(const std::string& a) {
     Request& r = out_.request;
+    if (subcommand(a) || plan_option(a)) return;
     if (a == "-h" || a == "--help") r.action = Action::kHelp;
     else if (a == "--json") r.json = true;
     else if (a == "--batch") r.action = Action::kBatch;

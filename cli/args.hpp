@@ -11,12 +11,15 @@
 
 namespace memfit::cli {
 
-enum class Action { kEstimate, kBatch, kHelp, kListPresets, kListGpus, kSchema, kDefaultConfig };
+enum class Action { kEstimate, kBatch, kHelp, kListPresets, kListGpus, kSchema, kDefaultConfig, kSolve, kPlan, kTime, kExport };
 
 struct Request {
   Action action = Action::kEstimate;
   bool json = false;
   Json config = Json::object();     // a partial configuration: what the flags and files said
+  std::string target;               // solve: max-micro-batch ...; export: deepspeed, fsdp, ...
+  std::string family;               // solve min-gpus: zero3 (default), zero2, zero1, as_configured, tensor, pipeline
+  Json options = Json::object();    // planner / step-time options (--gpus-max 1024 → {"gpus_max": 1024})
   std::vector<std::string> notes;   // for stderr (e.g. an imported config.json's warnings)
 };
 

@@ -12,6 +12,10 @@
 namespace {
 
 constexpr const char* kUsage = R"(usage: memfit [options]
+       memfit solve max-micro-batch|max-seq-len|min-gpus|max-layers|max-width [options] [--family F]
+       memfit plan [options] [--gpus-min N] [--gpus-max N] [--global-batch-tokens N] [--top N]
+       memfit time [options] [--train-tokens N]
+       memfit export deepspeed|fsdp|torchtitan|megatron|torchtune|torchrun [options]
 
 Configuration (later options override earlier ones):
   --config FILE        memfit configuration JSON ('-' reads stdin)
@@ -22,6 +26,15 @@ Configuration (later options override earlier ones):
                        --micro-batch-size 8 --seq-len 4096 --precision bf16_mixed
                        --optimizer adamw_8bit --checkpointing full --attention eager
                        --gpu a100-80gb --num-gpus 8 --zero-stage 3 --method lora
+
+Planning (solve, plan, time):
+  --family F           min-gpus layouts: zero3 (default), zero2, zero1, as_configured, tensor, pipeline
+  --gpus N             plan on exactly N GPUs; --gpus-min / --gpus-max a range (powers of two, whole nodes)
+  --global-batch-tokens N   tokens per optimizer step (default: the configuration's, or 4Mi / 1Mi tokens)
+  --train-tokens N     tokens to train, for time and cost (default 1e12)
+  --top N              plans to show (default 10)    --rank-by step_time|cost
+  --keep-precision     search only the configured precision recipe
+  --tp-comm-overlap    tensor-parallel communication overlapped with GEMMs (Megatron, async TP)
 
 Output:
   --json               the result as JSON (the fields of DESIGN.md "The result")
@@ -106,8 +119,11 @@ void list_presets() {
 void list_gpus() {
   const memfit::Json list = memfit::gpus_json();
   for (const memfit::Json& g : list.items()) {
-    std::printf("%-18s %-34s %s\n", g.find("id")->as_string().c_str(), g.find("name")->as_string().c_str(),
-                gib(g.find("memory_bytes")->as_exact_integer().value_or(0)).c_str());
+    const double price = g.find("price_per_hour")->as_double();
+    std::printf("%-18s %-38s %s  bf16 %7.1f  fp8 %7.1f TFLOP/s  %s\n", g.find("id")->as_string().c_str(),
+                g.find("name")->as_string().c_str(), gib(g.find("memory_bytes")->as_exact_integer().value_or(0)).c_str(),
+                g.find("peak_bf16_tflops")->as_double(), g.find("peak_fp8_tflops")->as_double(),
+                price > 0 ? ("$" + std::to_string(price).substr(0, std::to_string(price).find('.') + 3) + "/h").c_str() : "");
   }
 }
 
@@ -130,6 +146,137 @@ int run_estimate(const memfit::cli::Request& request) {
   return 0;
 }
 
+double gib_value(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+std::int64_t integer(const memfit::Json& j, const char* key) {
+  const memfit::Json* v = j.find(key);
+  return v ? v->as_exact_integer().value_or(0) : 0;
+}
+double number(const memfit::Json& j, const char* key) {
+  const memfit::Json* v = j.find(key);
+  return v ? v->as_double() : 0.0;
+}
+
+int run_solve(const memfit::cli::Request& request) {
+  const memfit::Json r = memfit::solve_json(request.config.dump(), request.target, request.family);
+  if (!r.find("ok")->as_bool()) return print_issues(*r.find("errors"));
+  if (request.json) {
+    std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  const memfit::Json& hw = *r.find("config")->find("hardware");
+  std::cout << "memfit solve " << r.find("target")->as_string() << ": ";
+  if (r.find("found")->as_bool()) std::cout << group(integer(r, "value")) << "\n";
+  else std::cout << "nothing fits\n";
+  std::printf("  on %s: needs %.2f GiB, %.2f GiB at the top of its measured band, of the %.2f GiB budget\n",
+              hw.find("gpu")->as_string().c_str(), gib_value(integer(r, "device_total_bytes")),
+              gib_value(integer(r, "need_high_bytes")), gib_value(integer(r, "budget_bytes")));
+  if (const memfit::Json* next = r.find("next")) {
+    std::printf("  %s would need %.2f GiB (band top %.2f GiB)\n", group(integer(*next, "value")).c_str(),
+                gib_value(integer(*next, "device_total_bytes")), gib_value(integer(*next, "need_high_bytes")));
+  }
+  const std::string phase = r.find("binding_phase")->as_string();
+  std::cout << "  binding: " << r.find("binding")->as_string() << (phase.empty() ? "" : " (peak in " + phase + ")")
+            << "\n  searched with " << integer(r, "estimates") << " full estimates\n";
+  return 0;
+}
+
+void print_time_parts(const memfit::Json& t) {
+  const memfit::Json& p = *t.find("parts");
+  std::printf("  compute %.3f s (recompute %.3f)", number(p, "compute_s"), number(p, "recompute_s"));
+  for (const char* key : {"tensor_parallel_s", "context_parallel_s", "expert_parallel_s", "data_parallel_s",
+                          "pipeline_bubble_s", "pipeline_p2p_s", "optimizer_s"}) {
+    if (number(p, key) > 0) std::printf(", %s %.3f", std::string(key).substr(0, std::string(key).size() - 2).c_str(), number(p, key));
+  }
+  std::printf("\n");
+}
+
+int run_time(const memfit::cli::Request& request) {
+  const memfit::Json t = memfit::step_time_json(request.config.dump(), request.options.dump());
+  if (!t.find("ok")->as_bool()) return print_issues(*t.find("errors"));
+  if (request.json) {
+    std::cout << t.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("memfit time: step %.3f s, %s tokens/s (%s per GPU), MFU %.1f %%\n", number(t, "step_time_s"),
+              group(static_cast<std::int64_t>(number(t, "tokens_per_s"))).c_str(),
+              group(static_cast<std::int64_t>(number(t, "tokens_per_s_per_gpu"))).c_str(), 100 * number(t, "mfu"));
+  print_time_parts(t);
+  const memfit::Json e = memfit::estimate_json(request.config.dump());
+  if (e.find("ok")->as_bool() && e.find("fits")->find("verdict")->as_string() != "fits") {
+    std::printf("  note: this configuration does not fit the card (%s); `memfit` with the same options shows why\n",
+                e.find("fits")->find("verdict")->as_string().c_str());
+  }
+  std::printf("  %.3g tokens: %.1f days, %s GPU-hours", number(t, "train_tokens"), number(t, "train_time_s") / 86400,
+              group(static_cast<std::int64_t>(number(t, "gpu_hours"))).c_str());
+  if (number(t, "price_per_gpu_hour") > 0) {
+    std::printf(", $%s at $%.2f per GPU-hour", group(static_cast<std::int64_t>(number(t, "cost_usd"))).c_str(),
+                number(t, "price_per_gpu_hour"));
+  }
+  std::printf("\n");
+  return 0;
+}
+
+void print_plan_row(const memfit::Json& p, int rank) {
+  // A full plan carries its configuration; a per-count summary the patch that makes it.
+  const memfit::Json& c = p.find("config") ? *p.find("config") : *p.find("patch");
+  const memfit::Json& par = *c.find("parallel");
+  const memfit::Json& tr = *c.find("training");
+  const std::int64_t zero = integer(par, "zero_stage"), shard = integer(par, "shard_degree");
+  std::string zero_text = zero == 0 ? "-" : "z" + std::to_string(zero) + (shard > 0 ? "/h" + std::to_string(shard) : "");
+  if (par.find("offload_params")->as_bool()) zero_text += "+op";
+  else if (par.find("offload_optimizer")->as_bool()) zero_text += "+oo";
+  std::printf("  %3d %5lld %3lld %3lld %3lld %3lld %3lld %-8s %-11s %-12s %4lld %5lld %8.1f %9.2f %9s %5.1f %8.1f\n",
+              rank, static_cast<long long>(integer(par, "num_gpus")), static_cast<long long>(integer(par, "tensor")),
+              static_cast<long long>(integer(par, "pipeline")), static_cast<long long>(integer(par, "virtual_stages")),
+              static_cast<long long>(integer(par, "context")), static_cast<long long>(integer(par, "expert")),
+              zero_text.c_str(), tr.find("precision")->as_string().c_str(), tr.find("checkpointing")->as_string().c_str(),
+              static_cast<long long>(integer(tr, "micro_batch_size")), static_cast<long long>(integer(tr, "grad_accum_steps")),
+              gib_value(integer(p, "device_total_bytes")), number(p, "step_time_s"),
+              group(static_cast<std::int64_t>(number(p, "tokens_per_s_per_gpu"))).c_str(), 100 * number(p, "mfu"),
+              number(p, "train_time_s") / 86400);
+}
+
+int run_plan(const memfit::cli::Request& request) {
+  const memfit::Json r = memfit::plan_json(request.config.dump(), request.options.dump());
+  if (!r.find("ok")->as_bool()) return print_issues(*r.find("errors"));
+  if (request.json) {
+    std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  const char* header =
+      "    #  GPUs  TP  PP  VP  CP  EP ZeRO     precision   checkpoint     MB    GA  GiB/GPU    step s tok/s/GPU   MFU     days\n";
+  std::cout << "memfit plan: global batch " << group(integer(r, "global_batch_tokens")) << " tokens\n" << header;
+  int rank = 0;
+  for (const memfit::Json& p : r.find("plans")->items()) print_plan_row(p, ++rank);
+  if (r.find("best_per_gpu_count")->items().size() > 1) {
+    std::cout << "\n  fastest per GPU count:\n" << header;
+    rank = 0;
+    for (const memfit::Json& p : r.find("best_per_gpu_count")->items()) print_plan_row(p, ++rank);
+  }
+  const memfit::Json& s = *r.find("search");
+  std::cout << "\n  searched " << group(integer(s, "layouts")) << " layouts: " << group(integer(s, "timed"))
+            << " timed, " << group(integer(s, "pruned_by_time")) << " bounded by time, "
+            << group(integer(s, "pruned_by_memory")) << " by memory, " << group(integer(s, "estimates"))
+            << " full estimates\n";
+  for (const memfit::Json& n : r.find("notes")->items()) std::cout << "  note: " << n.as_string() << "\n";
+  return 0;
+}
+
+int run_export(const memfit::cli::Request& request) {
+  const memfit::Json r = memfit::export_json(request.config.dump(), request.target);
+  if (!r.find("ok")->as_bool()) return print_issues(*r.find("errors"));
+  if (request.json) {
+    std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  const std::string& file = r.find("filename")->as_string();
+  if (!file.empty()) std::cout << "# " << file << "\n" << r.find("text")->as_string() << "\n";
+  std::cout << "# launch" << (file.empty() ? "" : " (with " + file + " beside it)") << "\n"
+            << r.find("command")->as_string() << "\n";
+  for (const memfit::Json& n : r.find("notes")->items()) std::cout << "# note: " << n.as_string() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,6 +292,10 @@ int main(int argc, char** argv) {
     case memfit::cli::Action::kSchema: std::cout << memfit::config_schema().dump(2) << "\n"; return 0;
     case memfit::cli::Action::kDefaultConfig: std::cout << memfit::default_config_json().dump(2) << "\n"; return 0;
     case memfit::cli::Action::kEstimate: return run_estimate(parsed.request);
+    case memfit::cli::Action::kSolve: return run_solve(parsed.request);
+    case memfit::cli::Action::kPlan: return run_plan(parsed.request);
+    case memfit::cli::Action::kTime: return run_time(parsed.request);
+    case memfit::cli::Action::kExport: return run_export(parsed.request);
     case memfit::cli::Action::kBatch: return run_batch();
   }
   return 0;

@@ -1,6 +1,10 @@
 // The embind boundary: plain functions taking and returning JSON text. No classes are bound, so
 // JavaScript never has to call .delete(); no exception crosses (errors come back as data in the
 // `errors` list of every answer). web/src/core.js is the only module that calls these.
+//
+// Built twice: memfit.mjs (the page's first view: estimate ... solve, step_time) and
+// memfit-planner.mjs (MEMFIT_WASM_PLANNER: the same plus plan and export_plan), so the planner's
+// code is fetched only when the planner is opened.
 #include <emscripten/bind.h>
 
 #include <string>
@@ -21,6 +25,18 @@ std::string suggestions(const std::string& config) { return memfit::suggestions_
 std::string merge_patch(const std::string& config, const std::string& patch) {
   return memfit::merge_patch_json(config, patch).dump();
 }
+std::string solve(const std::string& config, const std::string& target, const std::string& family) {
+  return memfit::solve_json(config, target, family).dump();
+}
+std::string step_time(const std::string& config, const std::string& options) {
+  return memfit::step_time_json(config, options).dump();
+}
+#ifdef MEMFIT_WASM_PLANNER
+std::string plan(const std::string& config, const std::string& options) { return memfit::plan_json(config, options).dump(); }
+std::string export_plan(const std::string& config, const std::string& engine) {
+  return memfit::export_json(config, engine).dump();
+}
+#endif
 
 }  // namespace
 
@@ -35,4 +51,10 @@ EMSCRIPTEN_BINDINGS(memfit) {
   emscripten::function("scaling_table", &scaling_table);
   emscripten::function("suggestions", &suggestions);
   emscripten::function("merge_patch", &merge_patch);
+  emscripten::function("solve", &solve);
+  emscripten::function("step_time", &step_time);
+#ifdef MEMFIT_WASM_PLANNER
+  emscripten::function("plan", &plan);
+  emscripten::function("export_plan", &export_plan);
+#endif
 }

@@ -1,10 +1,11 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 216 KiB gzipped (the core
-//                grew with every PEFT method, the optimizers, the allocator replay and the
-//                encoder-decoder models: 136 KiB of wasm; its code is estimate()'s inlined tensor
-//                lists, not data. It loads after the first view, which stays within its own 50 KiB).
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 232 KiB gzipped (the core
+//                grew with every PEFT method, the optimizers, the allocator replay, the
+//                encoder-decoder models, the solvers and the step-time model: 154 KiB of wasm; its
+//                code is estimate()'s inlined tensor lists, not data; the planner's own module loads
+//                only when the planner opens and is outside this total). It loads after the first view, which stays within its own 50 KiB).
 // Pages of their own (accuracy, the report, the embed forms) are listed, outside both budgets.
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -40,7 +41,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 216 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 232 * 1024 };
 
 export function sizes(data) {
   return {

@@ -472,6 +472,17 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
 
 }  // namespace
 
+PipelineInFlight pipeline_in_flight(const Parallel& p, std::int64_t micro_batches) {
+  if (p.pipeline <= 1) return {1, 1};
+  // 1F1B keeps up to `pipeline` micro-batches in flight on the first stage (Narayanan et al. 2021).
+  if (p.virtual_stages <= 1) return {std::min(p.pipeline, micro_batches), 1};
+  // Interleaved 1F1B: the first stage warms up with (p − 1)·2 + (v − 1)·p chunk-micro-batches and
+  // holds one more in the steady state (Megatron-LM, schedules.py, num_warmup_microbatches), each
+  // chunk L / (p·v) layers: 1 + (p − 1) / (p·v) micro-batches' worth (Korthikanti et al. 2022 §4.2.3).
+  const std::int64_t chunks = (p.pipeline - 1) * 2 + (p.virtual_stages - 1) * p.pipeline + 1;
+  return {std::min(chunks, micro_batches * p.virtual_stages), p.virtual_stages};
+}
+
 Bytes seed_activation_bytes(const Config& c) {
   const ModelSpec& m = c.model;
   const Count b = c.training.micro_batch_size, t = c.training.seq_len, d = m.hidden_size,
@@ -500,9 +511,8 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   out.layer_terms = tr.checkpointing == Checkpointing::kSelectiveOp ? selective_op_terms(c, d, all_moe)
                                                                      : block_terms(c, d, all_moe);
   out.embedding_saved_bytes = outside_bytes(c, d);
-  // Up to `pipeline` micro-batches are in flight on the first stage (1F1B: Narayanan et al. 2021).
-  const std::int64_t in_flight = c.parallel.pipeline > 1 ? std::min(c.parallel.pipeline, tr.grad_accum_steps) : 1;
-  out.saved_bytes = (body_bytes(c, d, b) + out.embedding_saved_bytes) * in_flight;
+  const PipelineInFlight in_flight = pipeline_in_flight(c.parallel, tr.grad_accum_steps);
+  out.saved_bytes = mul_div(body_bytes(c, d, b) + out.embedding_saved_bytes, in_flight.chunks, in_flight.chunks_per_stage);
   if (tr.activation_offload) {
     // Offloading streams saved tensors to the host; one layer's worth is on the GPU while its
     // backward runs. Under full or op-level checkpointing that layer is the one recomputed, which

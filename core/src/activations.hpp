@@ -35,6 +35,14 @@ struct LossModel {
 };
 
 ActivationModel activation_model(const Config& config, const ParameterCount& params);
+
+// How much of one micro-batch's whole-stage activations the first pipeline stage holds at its
+// peak: chunks / chunks_per_stage (a chunk is a virtual stage's share of the layers).
+struct PipelineInFlight {
+  Count chunks;
+  std::int64_t chunks_per_stage;
+};
+PipelineInFlight pipeline_in_flight(const Parallel& parallel, std::int64_t micro_batches);
 LossModel loss_model(const Config& config, const ParameterCount& params);
 
 // Encoder-decoder models (T5, BART) and post-norm encoders (RoBERTa, XLM-R, DeBERTa):

@@ -104,6 +104,24 @@ Json gpus_json() {
     j.set("memory_bytes", Json::integer(g.memory_bytes.value()));
     j.set("context_bytes", Json::integer(g.context_bytes.value()));
     j.set("source", Json::string(g.source));
+    j.set("peak_fp16_tflops", Json::number(g.peak_fp16_tflops));
+    j.set("peak_bf16_tflops", Json::number(g.peak_bf16_tflops));
+    j.set("peak_fp8_tflops", Json::number(g.peak_fp8_tflops));
+    j.set("peak_fp32_tflops", Json::number(g.peak_fp32_tflops));
+    j.set("ceiling_16bit", Json::number(g.ceiling_16bit));
+    j.set("ceiling_fp8", Json::number(g.ceiling_fp8));
+    j.set("bf16", Json::boolean(g.has_bf16()));
+    j.set("fp8", Json::boolean(g.has_fp8()));
+    j.set("memory_bandwidth_gb_per_s", Json::number(g.memory_bandwidth_gb_per_s));
+    j.set("intra_node_gb_per_s", Json::number(g.intra_node_gb_per_s));
+    j.set("inter_node_gb_per_s", Json::number(g.inter_node_gb_per_s));
+    j.set("host_link_gb_per_s", Json::number(g.host_link_gb_per_s));
+    j.set("gpus_per_node", Json::integer(g.gpus_per_node));
+    j.set("price_per_hour", Json::number(g.price_per_hour));
+    j.set("spec_source", Json::string(g.spec_source));
+    Json aliases = Json::array();
+    for (const char* a : g.aliases) aliases.push(Json::string(a));
+    j.set("aliases", std::move(aliases));
     list.push(std::move(j));
   }
   return list;
@@ -120,6 +138,9 @@ Json suggestions_json(std::string_view config_text) {
     j.set("patch", s.patch);
     j.set("device_total_bytes", Json::integer(s.device_total_bytes.value()));
     j.set("verdict", Json::string(to_string(s.verdict)));
+    j.set("saved_bytes", Json::integer(s.saved_bytes.value()));
+    j.set("step_time_s", s.timed ? Json::number(s.step_time_s) : Json::null());
+    j.set("time_per_token_change", s.timed ? Json::number(s.time_per_token_change) : Json::null());
     list.push(std::move(j));
   }
   Json j = Json::object();

@@ -258,6 +258,8 @@ ConfigParse parse_config(const Json& json) {
     out.config.model = *model;
   }
   detail::apply_fields(json, out.config, out.errors);
+  // Any common spelling of a card ("A100 80GB PCIe", "rtx4090") is read as its id.
+  if (const Gpu* gpu = find_gpu(out.config.hardware.gpu)) out.config.hardware.gpu = gpu->id;
   if (preset && preset->is_string()) apply_preset_reference(json, preset_reference(preset->as_string()), out.config);
   // The default sequence length (2048) is longer than some models' learned position tables
   // (GPT-2: 1024, BERT: 512); unless the user chose a length, use the longest the model takes.
@@ -344,6 +346,14 @@ const char* to_string(FinetuneMethod m) {
 }
 const char* to_string(Checkpointing c) {
   return detail::find_field("training.checkpointing")->choices[static_cast<std::size_t>(c)];
+}
+const char* to_string(Goal g) {
+  return detail::find_field("training.goal")->choices[static_cast<std::size_t>(g)];
+}
+
+Goal resolved_goal(const Training& t) {
+  if (t.goal != Goal::kAuto) return t.goal;
+  return t.finetune.method != FinetuneMethod::kFull ? Goal::kPeft : Goal::kFullFinetune;
 }
 
 }  // namespace memfit

@@ -21,6 +21,21 @@ namespace memfit {
 
 namespace {
 
+// Autocast's 16-bit copies (AMP) and Transformer Engine's FP8 copies live from forward to
+// backward for every weight the GPU holds in full. Under ZeRO-3 a GPU holds a full weight only
+// while its unit is gathered: DeepSpeed's LinearFunctionForZeroStage3 (deepspeed/runtime/zero/
+// linear.py) saves the partitioned parameter, not the cast, and backward gathers and casts it
+// again; so the copies exist for one unit (the largest block) at a time, not for the model.
+// (FSDP with fp32 parameters under plain autocast would keep them; FSDP's own mixed precision,
+// `bf16_fsdp`, gathers in bf16 and makes none.)
+Bytes weight_copies_on_gpu(const Config& c, const ParameterCount& params, const Placement& place) {
+  const Bytes held = weight_copy_bytes(c, params, place);  // every weight this GPU holds
+  if (c.parallel.zero_stage < 3 || held.is_zero()) return held;
+  // One unit (the largest block, its tensor-parallel slice) of what this GPU holds.
+  const Count unit = max(params.per_dense_layer_count, params.per_moe_layer_count);
+  return min(held, mul_div(held, unit, max(place.local_count * place.tensor, Count(1))));
+}
+
 // The measured-recipe path: what one training step allocates on the busiest GPU.
 void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, Estimate& e) {
   const PrecisionRecipe& r = recipe_for(c.training.precision);
@@ -38,7 +53,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.breakdown.activations = act.saved_bytes;
   e.breakdown.logits_and_loss = loss.peak_bytes;
   e.activation_terms_per_layer = act.layer_terms;
-  e.breakdown.weight_copies = weight_copy_bytes(c, e.parameters, place);
+  e.breakdown.weight_copies = weight_copies_on_gpu(c, e.parameters, place);
   if (c.parallel.zero_stage >= 3) {
     e.notes.push_back("ZeRO-3 / FSDP gathers one block's full parameters at a time; that buffer is included "
                       "in the forward and backward phases.");

@@ -18,18 +18,6 @@ constexpr const char* kBudgetRule =
     "(the seeds: plan to 80-85 %); it is tight when the estimate fits the card but that band crosses the "
     "budget, and does not fit when the estimate itself exceeds the card.";
 
-Json fit_to_json(const Fit& f) {
-  Json j = Json::object();
-  j.set("gpu", Json::string(f.gpu->id));
-  j.set("name", Json::string(f.gpu->name));
-  j.set("memory_bytes", bytes(f.gpu->memory_bytes));
-  j.set("verdict", Json::string(to_string(f.verdict)));
-  j.set("budget_bytes", bytes(f.budget_bytes));
-  j.set("need_bytes", bytes(f.need_bytes));
-  j.set("need_high_bytes", bytes(f.need_high_bytes));
-  j.set("headroom_bytes", bytes(f.headroom_bytes));
-  return j;
-}
 
 // The implementation that ran, every `auto` resolved, with the profile's source.
 Json implementation_to_json(const Implementation& impl) {
@@ -91,19 +79,6 @@ Json recipe_json(const PrecisionRecipe& r) {
   return recipe;
 }
 
-Json breakdown_json(const Breakdown& b) {
-  Json breakdown = Json::object();
-  breakdown.set("parameters", bytes(b.parameters));
-  breakdown.set("gradients", bytes(b.gradients));
-  breakdown.set("optimizer_states", bytes(b.optimizer_states));
-  breakdown.set("master_weights", bytes(b.master_weights));
-  breakdown.set("activations", bytes(b.activations));
-  breakdown.set("logits_and_loss", bytes(b.logits_and_loss));
-  breakdown.set("overhead", bytes(b.overhead));
-  breakdown.set("weight_copies", bytes(b.weight_copies));
-  breakdown.set("offloaded", bytes(b.offloaded_bytes));
-  return breakdown;
-}
 
 Json named_bytes_json(const char* key, const std::vector<NamedBytes>& list) {
   Json out = Json::array();
@@ -116,17 +91,6 @@ Json named_bytes_json(const char* key, const std::vector<NamedBytes>& list) {
   return out;
 }
 
-Json phases_json(const std::vector<Phase>& phases) {
-  Json out = Json::array();
-  for (const Phase& p : phases) {
-    Json phase = Json::object();
-    phase.set("name", Json::string(p.name));
-    phase.set("label", Json::string(p.label));
-    phase.set("bytes", bytes(p.bytes));
-    out.push(std::move(phase));
-  }
-  return out;
-}
 
 Json range_json(Bytes low, Bytes high) {
   Json range = Json::array();
@@ -169,6 +133,45 @@ void fits_json(const Estimate& e, Json& j) {
 
 }  // namespace
 
+Json fit_to_json(const Fit& f) {
+  Json j = Json::object();
+  j.set("gpu", Json::string(f.gpu->id));
+  j.set("name", Json::string(f.gpu->name));
+  j.set("memory_bytes", bytes(f.gpu->memory_bytes));
+  j.set("verdict", Json::string(to_string(f.verdict)));
+  j.set("budget_bytes", bytes(f.budget_bytes));
+  j.set("need_bytes", bytes(f.need_bytes));
+  j.set("need_high_bytes", bytes(f.need_high_bytes));
+  j.set("headroom_bytes", bytes(f.headroom_bytes));
+  return j;
+}
+
+Json breakdown_to_json(const Breakdown& b) {
+  Json breakdown = Json::object();
+  breakdown.set("parameters", bytes(b.parameters));
+  breakdown.set("gradients", bytes(b.gradients));
+  breakdown.set("optimizer_states", bytes(b.optimizer_states));
+  breakdown.set("master_weights", bytes(b.master_weights));
+  breakdown.set("activations", bytes(b.activations));
+  breakdown.set("logits_and_loss", bytes(b.logits_and_loss));
+  breakdown.set("overhead", bytes(b.overhead));
+  breakdown.set("weight_copies", bytes(b.weight_copies));
+  breakdown.set("offloaded", bytes(b.offloaded_bytes));
+  return breakdown;
+}
+
+Json phases_to_json(const std::vector<Phase>& phases) {
+  Json out = Json::array();
+  for (const Phase& p : phases) {
+    Json phase = Json::object();
+    phase.set("name", Json::string(p.name));
+    phase.set("label", Json::string(p.label));
+    phase.set("bytes", bytes(p.bytes));
+    out.push(std::move(phase));
+  }
+  return out;
+}
+
 Json estimate_to_json(const Estimate& e) {
   Json j = Json::object();
   j.set("ok", Json::boolean(e.ok()));
@@ -185,9 +188,9 @@ Json estimate_to_json(const Estimate& e) {
   j.set("parameters_by_layer", parameters_by_layer_json(e.parameters));
   j.set("recipe", recipe_json(recipe_for(e.config.training.precision)));
   j.set("implementation", implementation_to_json(e.implementation));
-  j.set("breakdown", breakdown_json(e.breakdown));
+  j.set("breakdown", breakdown_to_json(e.breakdown));
   j.set("activation_terms_per_layer", named_bytes_json("name", e.activation_terms_per_layer));
-  j.set("phases", phases_json(e.phases));
+  j.set("phases", phases_to_json(e.phases));
   peak_json(e, j);
   fits_json(e, j);
   Json notes = Json::array();

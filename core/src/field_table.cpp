@@ -168,10 +168,10 @@ std::vector<Field> build_fields() {
               "bf16_autocast"),
       MF_ENUM("training.optimizer", training.optimizer, Optimizer,
               "optimizer (states derived from each library's code: torch.optim, bitsandbytes, galore-torch, "
-              "Adam-mini, Muon, LOMO/AdaLomo, distributed Shampoo, SOAP, CAME, Sophia, schedule_free)",
+              "Adam-mini, Muon, LOMO/AdaLomo, distributed Shampoo, SOAP, CAME, Sophia, schedule_free, torchao)",
               "adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "adafactor", "sgd", "sgd_momentum", "lion",
               "galore_adamw", "galore_adamw_8bit", "adam_mini", "muon", "lomo", "adalomo", "shampoo", "soap", "came",
-              "sophia", "schedule_free_adamw", "lion_8bit", "sgd_momentum_8bit"),
+              "sophia", "schedule_free_adamw", "lion_8bit", "sgd_momentum_8bit", "adamw_4bit"),
       MF_INT("training.galore_rank", training.galore_rank, 1, 100'000, "GaLore projection rank r"),
       MF_INT("training.galore_update_interval", training.galore_update_interval, 1, kMillion,
              "GaLore update_proj_gap: optimizer steps between projection updates (SVDs)"),
@@ -196,6 +196,10 @@ std::vector<Field> build_fields() {
       MF_BOOL("training.optimizer_in_backward", training.optimizer_in_backward,
               "optimizer step fused into backward (gradients freed per parameter)"),
       MF_BOOL("training.activation_offload", training.activation_offload, "saved activations offloaded to CPU"),
+      MF_ENUM("training.goal", training.goal, Goal,
+              "what the run is for (decides the changes suggested and the planner's search); auto = peft for "
+              "a parameter-efficient method, else full_finetune",
+              "auto", "pretrain", "full_finetune", "peft"),
       MF_ENUM("training.finetune.method", training.finetune.method, FinetuneMethod,
               "full fine-tune, or a parameter-efficient method of Hugging Face PEFT (llama_adapter_v2: LitGPT)",
               "full", "lora", "dora", "lora_fa", "adalora", "vera", "ia3", "prompt_tuning", "prefix_tuning",
@@ -306,8 +310,13 @@ std::vector<Field> build_fields() {
       MF_INT("parallel.pipeline", parallel.pipeline, 1, 10'000, "pipeline-parallel stages"),
       MF_INT("parallel.context", parallel.context, 1, 10'000, "context-parallel degree (sequence split)"),
       MF_INT("parallel.expert", parallel.expert, 1, 100'000, "expert-parallel degree"),
+      MF_INT("parallel.virtual_stages", parallel.virtual_stages, 1, 1000,
+             "interleaved 1F1B: model chunks per pipeline stage (Megatron virtual pipeline size); 1 = plain 1F1B"),
       MF_INT("parallel.zero_stage", parallel.zero_stage, 0, 3,
              "ZeRO / FSDP: 1 shards optimizer states, 2 also gradients, 3 also parameters"),
+      MF_INT("parallel.shard_degree", parallel.shard_degree, 0, kMillion,
+             "ranks ZeRO / FSDP shard over; 0 = all data-parallel ranks; smaller = hybrid sharding (shard "
+             "within groups of this size, replicate across them)"),
       MF_BOOL("parallel.sequence_parallel", parallel.sequence_parallel, "Megatron sequence parallelism"),
       MF_BOOL("parallel.offload_optimizer", parallel.offload_optimizer, "optimizer states in CPU memory"),
       MF_BOOL("parallel.offload_params", parallel.offload_params, "parameters in CPU memory (ZeRO-3 offload)"),
@@ -326,6 +335,10 @@ std::vector<Field> build_fields() {
               "allocations"),
       MF_BOOL("hardware.expandable_segments", hardware.expandable_segments,
               "PyTorch's allocator with expandable_segments:True (less fragmentation)"),
+      MF_INT("hardware.gpus_per_node", hardware.gpus_per_node, 0, 1024,
+             "GPUs per server (links inside a node are fast); 0 = the card's usual server"),
+      MF_REAL("hardware.price_per_gpu_hour", hardware.price_per_gpu_hour, -1.0, 10000.0,
+              "USD per GPU-hour for cost estimates; -1 = the GPU table's default (0 where none is sourced)"),
   };
   return f;
 }

@@ -99,6 +99,27 @@ Bytes bnb_8bit_bytes(const std::vector<Shape>& shapes, std::int64_t states) {
   return any_8bit ? total + kBnbQuantMapBytes * states : total;
 }
 
+// torchao's low-bit AdamW (torchao/optim/adam.py _AdamBase._new_buffer, subclass_4bit.py
+// OptimState4bit.zeros): a tensor of at least 4096 elements that divide into 128-element blocks
+// keeps each moment as packed 4-bit codes (two per byte), an fp32 scale per block and its own
+// 16-entry fp32 quantisation map; any other tensor keeps zeros_like(p), the parameter's dtype.
+constexpr std::int64_t kTorchaoMinQuantisedElements = 4096;
+constexpr std::int64_t kTorchao4bitBlockElements = 128;
+constexpr Bytes kTorchao4bitMapBytes = Count(16) * kFp32Bytes;
+
+Bytes torchao_4bit_bytes(const std::vector<StateTensor>& tensors, Bytes element) {
+  Bytes total{0};
+  for (const StateTensor& t : tensors) {
+    const Count n = t.shape.elements_each();
+    const bool quantised = n.value() >= kTorchaoMinQuantisedElements && n.value() % kTorchao4bitBlockElements == 0;
+    const Bytes each = quantised ? ceil_div(n, 2) * kByte + ceil_div(n, kTorchao4bitBlockElements) * kFp32Bytes +
+                                       kTorchao4bitMapBytes
+                                 : n * element;
+    total += each * t.shape.count * kAdamStates;
+  }
+  return total;
+}
+
 std::vector<Shape> shapes_of(const std::vector<StateTensor>& tensors) {
   std::vector<Shape> shapes;
   for (const StateTensor& t : tensors) shapes.push_back(t.shape);
@@ -283,6 +304,7 @@ Bytes optimizer_state_bytes(const Config& c, const ParameterCount& params, Count
     case Optimizer::kLomo: return Bytes{0};
     case Optimizer::kAdamW8bit:
     case Optimizer::kPagedAdamW8bit: return bnb_8bit_bytes(shapes_of(tensors), kAdamStates);
+    case Optimizer::kAdamW4bit: return torchao_4bit_bytes(tensors, element);
     case Optimizer::kLion8bit:
     case Optimizer::kSgdMomentum8bit: return bnb_8bit_bytes(shapes_of(tensors), 1);
     case Optimizer::kAdafactor:
@@ -305,6 +327,7 @@ Bytes seed_optimizer_state_bytes(Optimizer optimizer, Count p) {
     case Optimizer::kPagedAdamW:
     case Optimizer::kAdamW8bit:
     case Optimizer::kPagedAdamW8bit:
+    case Optimizer::kAdamW4bit:
     case Optimizer::kGaloreAdamW:
     case Optimizer::kGaloreAdamW8bit:
     case Optimizer::kAdamMini:

@@ -87,7 +87,8 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
 Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const Placement& p,
                             const PrecisionRecipe& r) {
   const Training& t = c.training;
-  if (updates_in_backward(t)) return Bytes{0};
+  // An offloaded optimizer steps on the CPU (DeepSpeed's CPU Adam): no temporaries on the GPU.
+  if (updates_in_backward(t) || c.parallel.offload_optimizer) return Bytes{0};
   const bool zero = c.parallel.zero_stage >= 1;
   const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
   const Count largest = zero ? Count(0) : largest_trainable_tensor(c, params);

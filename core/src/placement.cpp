@@ -100,7 +100,10 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
   // (context-parallel ranks hold identical weights; torchtitan and Megatron's distributed
   // optimizer shard across both).
-  p.zero_shards = par.zero_stage > 0 ? (Exact(par.num_gpus) / (Exact(par.tensor) * par.pipeline)).value() : 1;
+  // Hybrid sharding shards within groups of shard_degree ranks only.
+  p.zero_shards = par.zero_stage == 0    ? 1
+                  : par.shard_degree > 0 ? par.shard_degree
+                                         : (Exact(par.num_gpus) / (Exact(par.tensor) * par.pipeline)).value();
   return p;
 }
 

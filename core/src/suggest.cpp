@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <optional>
 
+#include "memfit/gpus.hpp"
 #include "memfit/patch.hpp"
+#include "memfit/step_time.hpp"
 
 namespace memfit {
 
@@ -13,7 +15,8 @@ struct Candidate {
   std::string title;
   std::string detail;
   Json patch;
-  int disruption;  // 0: free; larger: changes the training more
+  int disruption;           // 0: free; larger: changes the training more
+  bool fixes_card = false;  // makes the run possible on this card (kept even if it saves nothing)
 };
 
 // A one-field patch: {"section": {"key": value}} (key may be a dotted path inside the section).
@@ -89,18 +92,55 @@ void add_more_gpus(const Config& c, std::vector<Candidate>& out) {
   }
 }
 
+// Whether a card runs a precision recipe: bf16 recipes need bf16 tensor cores (Ampere and later),
+// FP8 needs FP8 ones (Ada, Hopper, Blackwell, CDNA 3).
+bool runs_precision(const Gpu& g, Precision p) {
+  switch (p) {
+    case Precision::kBf16Mixed:
+    case Precision::kBf16Master:
+    case Precision::kBf16:
+    case Precision::kBf16Fsdp: return g.has_bf16();
+    case Precision::kFp8Mixed: return g.has_fp8();
+    default: return true;
+  }
+}
+
 // The smallest card in the table that fits the run as it is, when larger than the chosen one.
 void add_larger_gpu(const Config& c, std::vector<Candidate>& out) {
   const Estimate here = estimate(c);
   if (!here.ok()) return;
   const Gpu* best = nullptr;
   for (const Fit& f : here.fits) {
+    if (!runs_precision(*f.gpu, c.training.precision)) continue;
     if (f.verdict == Verdict::kFits && (!best || f.gpu->memory_bytes < best->memory_bytes)) best = f.gpu;
   }
   const Gpu* current = find_gpu(c.hardware.gpu);
   if (best && best->id != c.hardware.gpu && current && best->memory_bytes > current->memory_bytes) {
     out.push_back({std::string("A larger GPU: ") + best->name, "the run as it is",
                    patch("hardware.gpu", Json::string(best->id)), 8});
+  }
+}
+
+// Precision changes the card can run: FSDP's mixed precision instead of AMP (the weights are
+// gathered in bf16, so autocast keeps no bf16 copy of them), fp16 where the card has no bf16 (or
+// no FP8) for the recipe asked.
+void add_precision_changes(const Config& c, std::vector<Candidate>& out) {
+  const Gpu* gpu = find_gpu(c.hardware.gpu);
+  if (!gpu) return;
+  const Precision p = c.training.precision;
+  if (p == Precision::kBf16Mixed && gpu->has_bf16() && c.training.finetune.method == FinetuneMethod::kFull) {
+    Json change = patch("training.precision", Json::string("bf16_fsdp"));
+    if (c.parallel.zero_stage < 3) set_path(change, "parallel.zero_stage", Json::integer(3));
+    out.push_back({"FSDP mixed precision (bf16_fsdp)",
+                   "weights gathered in bf16 by FSDP (MixedPrecision param_dtype=bf16): no autocast copy of every weight",
+                   std::move(change), 2});
+  }
+  if (!runs_precision(*gpu, p)) {
+    const bool master = p == Precision::kBf16Master || p == Precision::kBf16 || p == Precision::kFp8Mixed;
+    out.push_back({std::string(master ? "fp16_master" : "fp16_mixed") + ": the " + gpu->name + " has no " +
+                       (p == Precision::kFp8Mixed ? "FP8" : "bf16"),
+                   "fp16 with loss scaling; the same bytes as the bf16 recipe",
+                   patch("training.precision", Json::string(master ? "fp16_master" : "fp16_mixed")), 1, true});
   }
 }
 
@@ -117,11 +157,17 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
                    patch("training.optimizer", Json::string("adamw_8bit")), 3});
   }
   if (t.micro_batch_size > 1) add_smaller_micro_batch(c, out);
-  if (t.finetune.method == FinetuneMethod::kFull) {
+  add_precision_changes(c, out);
+  // LoRA changes what is trained: not for pre-training (a run that already trains adapters may
+  // still go to a 4-bit base).
+  const bool adapters_allowed = resolved_goal(t) != Goal::kPretrain || t.finetune.method == FinetuneMethod::kLora;
+  if (!adapters_allowed) {
+    // skip LoRA and QLoRA
+  } else if (t.finetune.method == FinetuneMethod::kFull) {
     out.push_back({"LoRA (rank " + std::to_string(t.finetune.lora_rank) + ") instead of a full fine-tune",
                    "trains adapters only; the base stays frozen in 16 bit", lora_patch(16), 5});
   }
-  if (t.finetune.base_bits != 4) {
+  if (adapters_allowed && t.finetune.base_bits != 4) {
     out.push_back({"QLoRA (4-bit NF4 base)",
                    "frozen base quantised to 4 bits; bitsandbytes layers keep their inputs for backward, and "
                    "matmuls are slower",
@@ -164,6 +210,15 @@ std::optional<Candidate> combined_plan(const Config& c) {
   return plan;
 }
 
+// What the change costs in time per token (more GPUs also change the tokens per step).
+void add_time_cost(const StepTime& before, const Config& after_config, Suggestion& s) {
+  const StepTime after = step_time(after_config);
+  if (!before.ok() || !after.ok() || before.tokens_per_s <= 0 || after.tokens_per_s <= 0) return;
+  s.timed = true;
+  s.step_time_s = after.step_time_s;
+  s.time_per_token_change = before.tokens_per_s / after.tokens_per_s - 1.0;
+}
+
 }  // namespace
 
 std::vector<Suggestion> suggest(const Config& c) {
@@ -182,10 +237,22 @@ std::vector<Suggestion> suggest(const Config& c) {
   }
   std::vector<Suggestion> out;
   std::vector<int> disruption;
+  const StepTime time_now = step_time(c);
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Estimate& e = results[i];
-    if (!e.ok() || !(e.device_total_bytes < now.device_total_bytes)) continue;  // must help
-    out.push_back({candidates[i].title, candidates[i].detail, candidates[i].patch, e.device_total_bytes, e.fit.verdict});
+    // A change must help, and a precision the card lacks is not a change it can make.
+    const bool helps = e.ok() && (e.device_total_bytes < now.device_total_bytes || candidates[i].fixes_card);
+    const Gpu* gpu = e.ok() ? find_gpu(e.config.hardware.gpu) : nullptr;
+    if (!helps || !gpu || !runs_precision(*gpu, e.config.training.precision)) continue;
+    Suggestion s;
+    s.title = candidates[i].title;
+    s.detail = candidates[i].detail;
+    s.patch = candidates[i].patch;
+    s.device_total_bytes = e.device_total_bytes;
+    s.verdict = e.fit.verdict;
+    s.saved_bytes = now.device_total_bytes - e.device_total_bytes;
+    add_time_cost(time_now, e.config, s);
+    out.push_back(std::move(s));
     disruption.push_back(candidates[i].disruption);
   }
   // Fitting changes first; among them the least disruptive; otherwise the largest saving.

@@ -189,12 +189,23 @@ void check_parallel(const Config& c, Checks& out) {
   if (p.expert > 1 && (m.num_experts == 0 || m.num_experts % p.expert != 0)) {
     out.add("parallel.expert", "must divide model.num_experts (" + group_digits(m.num_experts) + ")");
   }
+  if (p.virtual_stages > 1 && (p.pipeline < 2 || p.pipeline * p.virtual_stages > m.num_hidden_layers)) {
+    out.add("parallel.virtual_stages", "must be 1 without pipeline parallelism, and pipeline × virtual_stages at "
+                                       "most model.num_hidden_layers (" + group_digits(m.num_hidden_layers) + ")");
+  }
+  const std::int64_t data_ranks = p.num_gpus / (p.tensor * p.pipeline);
+  if (p.shard_degree > 0 && p.num_gpus % model_parallel == 0 && data_ranks % p.shard_degree != 0) {
+    out.add("parallel.shard_degree", "must divide the ranks that hold the same layers (num_gpus / (tensor × "
+                                     "pipeline) = " + group_digits(data_ranks) + "); got " +
+                                     group_digits(p.shard_degree));
+  }
   check_layout_sense(c, out);
 }
 
 void check_hardware(const Hardware& h, Checks& out) {
   if (!find_gpu(h.gpu)) {
-    out.add("hardware.gpu", "must be the id of a GPU in the table (see `memfit --list-gpus`); got \"" + h.gpu + "\"");
+    out.add("hardware.gpu", "must be the id of a GPU in the table (see `memfit --list-gpus`); got \"" + h.gpu + "\"" +
+                                gpu_suggestion_text(h.gpu));
   }
   // -1 is the one spelling of "automatic"; any other negative number is a mistake, not a request.
   if (h.fragmentation < 0 && h.fragmentation != -1.0) {

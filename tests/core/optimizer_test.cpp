@@ -52,7 +52,7 @@ TEST(Optimizers, StatesMatchTheLibrariesToTheByte) {
   }
   for (const char* o : {"adamw", "sgd_momentum", "adafactor", "adamw_8bit", "lion", "lion_8bit", "sgd_momentum_8bit",
                         "galore_adamw", "adam_mini", "muon", "lomo", "adalomo", "shampoo", "soap", "came", "sophia",
-                        "schedule_free_adamw"}) {
+                        "schedule_free_adamw", "adamw_4bit"}) {
     EXPECT_TRUE(seen.count(o)) << o << " has no measured case";
   }
 }

@@ -254,7 +254,7 @@ PENDING_VALUES = {
                                  "p_tuning", "llama_adapter", "llama_adapter_v2", "oft", "boft", "ln_tuning",
                                  "trainable_tokens", "loha", "lokr"},
     "training.finetune.lora_targets": {"qkv"},
-    "hardware.gpu": {"a100-sxm4-40gb", "a100-sxm4-80gb", "a800-80gb", "h800", "h100-96gb", "titan-rtx-24gb", "mi300x"},
+    "hardware.gpu": {"a100-sxm4-40gb", "a100-sxm4-80gb", "a800-80gb", "h800", "h100-96gb", "titan-rtx-24gb", "mi300x", "mi300x-192gb"},
 }
 # A field value this build lacks for which no closest setting exists (a method or optimizer with other
 # state): the case waits for the core.

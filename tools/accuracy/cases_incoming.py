@@ -860,8 +860,7 @@ def hf_blog(rec):
     c.t("precision", "fp16_mixed" if fp16 else "fp32", "accelerate mixed_precision fp16 (torch.autocast + GradScaler over fp32 "
         "weights)" if fp16 else "accelerate mixed_precision 'no': fp32 weights, gradients and AdamW states")
     c.ft("method", "full", "full fine-tuning (the DeepSpeed blog: --config_name gpt2-xl, trained from scratch)")
-    c.gpu("titan-rtx-24gb", "'2X24GB NVIDIA Titan RTX' (23.65 GiB total capacity in the error text); not in memfit's GPU "
-          "table", unmodelled=True)
+    c.gpu("titan-rtx-24gb", "'2X24GB NVIDIA Titan RTX' (23.65 GiB total capacity in the error text)")
     parallel_defaults(c, gpus, 0, "DDP via accelerate; the row's GPU count" if gpus > 1 else
                       "one process ('a single 24GB GPU' / the blog's DDP row on 1 GPU)", "plain DDP, no sharding")
     c.t("optimizer_in_backward", False, "not used")
@@ -895,7 +894,7 @@ def torchao_train(rec):
     rid = rec["id"]
     s = rec["setup"]
     variant = rid.split("-")[-1]
-    gpu = "mi300x" if "mi300x" in rid else ("b200-180gb" if "b200" in rid else "h100-sxm-80gb")
+    gpu = "mi300x-192gb" if "mi300x" in rid else ("b200-180gb" if "b200" in rid else "h100-sxm-80gb")
     fp8 = not rid.endswith("-bf16")
     c = Case(rec, "full", f"Llama-3-8B pre-training, 8x {gpu}, FSDP2, bs 1, seq 8192, per-op SAC, compile"
              f"{', ' + variant if fp8 else ''}").model("llama-3-8b")
@@ -908,8 +907,8 @@ def torchao_train(rec):
     if fp8:
         c.flag("float8")
         c.line(f"float8 ({variant}): torchao float8/mx linears, not representable; the bf16 configuration is kept")
-    if gpu == "mi300x":
-        c.gpu("mi300x", "8x AMD MI300X (192 GB)")
+    if gpu == "mi300x-192gb":
+        c.gpu("mi300x-192gb", "8x AMD MI300X (192 GB)")
     elif gpu == "b200-180gb":
         c.gpu("b200-180gb", "8x B200 (power limited)")
     else:
@@ -938,8 +937,7 @@ def torchao_tutorial(rec):
     if fp8:
         c.flag("float8")
         c.line(f"float8 {variant} (--model.converters=float8): not representable; the bf16 configuration is kept")
-    c.gpu("h100-96gb", "not named; the log's percentage implies about 95 GiB per device (an H100 96 GB-class part), not in "
-          "memfit's GPU table", unmodelled=True)
+    c.gpu("h100-96gb", "not named; the log's percentage implies about 95 GiB per device (an H100 96 GB-class part)")
     parallel_defaults(c, 8, 3, "NGPU=8", "FSDP2 full shard over 8 (llama3_8b.toml)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
@@ -1310,7 +1308,7 @@ def ds_gist(rec):
     c.t("loss", "eager", "transformers' cross-entropy")
     c.t("precision", "bf16_master", "not stated: DeepSpeed bf16 (bf16 weights, fp32 master and AdamW states) presumed on A800")
     c.ft("method", "full", "full training")
-    c.gpu("a800-80gb", "'A800 x 8': the A100 80GB with reduced NVLink, not in memfit's GPU table", unmodelled=True)
+    c.gpu("a800-80gb", "'A800 x 8': the A100 80GB with reduced NVLink")
     parallel_defaults(c, 8, zero, "8 GPUs", f"ZeRO stage {zero}")
     c.p("offload_optimizer", offopt, "'Optim. Off.' column")
     c.p("offload_params", offparam, "'Param. Off.' column")
@@ -1755,8 +1753,7 @@ def ttpaper(rec):
         c.flag("unmodelled_async_tp")
         c.line("async tensor parallel (symmetric-memory buffers for the overlapped all-gather/reduce-scatter): no memfit "
                "setting")
-    c.gpu("h100-96gb", "'NVIDIA H100 GPUs with 95 GiB memory' (HBM2e SXM), not in memfit's GPU table; peak_reserved does not "
-          "depend on the card", unmodelled=True)
+    c.gpu("h100-96gb", "'NVIDIA H100 GPUs with 95 GiB memory'; peak_reserved does not depend on the card")
     if "405b" in rid:
         c.note("with 16 pipeline stages, 1F1B keeps up to 16 micro-batches' stage inputs alive on the first stage (more "
                "with the interleaved schedule), and the last stage also holds the 128,256 x 16,384 output layer and its "

@@ -101,6 +101,9 @@ def make(name, m, opts):
     if name == "sophia":
         import sophia
         return sophia.SophiaG(m.parameters(), lr=2e-4, betas=(0.965, 0.99), rho=0.01, weight_decay=1e-1)
+    if name == "adamw_4bit":
+        from torchao.optim import AdamW4bit
+        return AdamW4bit(m.parameters(), lr=1e-3)
     if name == "schedule_free_adamw":
         import schedulefree
         opt = schedulefree.AdamWScheduleFree(m.parameters(), lr=1e-3)
@@ -112,6 +115,12 @@ def make(name, m, opts):
 def storages(obj, seen, out, key="", depth=0):
     """Every tensor reachable from the optimizer's state, once per storage."""
     if depth > 8:
+        return
+    if torch.is_tensor(obj) and type(obj) is not torch.Tensor and hasattr(obj, "__tensor_flatten__"):
+        # A tensor subclass (torchao's OptimState4bit): the tensors it is made of.
+        names, _ = obj.__tensor_flatten__()
+        for name in names:
+            storages(getattr(obj, name), seen, out, key, depth + 1)
         return
     if torch.is_tensor(obj):
         if key == "step" or obj.dim() == 0 and key not in ("vmean",):
@@ -161,13 +170,23 @@ CASES = [("adamw", {}), ("sgd_momentum", {}), ("adafactor", {}), ("adamw_8bit", 
          ("galore_adamw", {"galore_rank": 48}), ("adam_mini", {}),
          ("muon", {}), ("lomo", {}), ("adalomo", {}), ("shampoo", {}), ("shampoo", {"max_preconditioner_dim": 48}),
          ("soap", {}), ("soap", {"max_preconditioner_dim": 100}), ("came", {}), ("sophia", {}),
-         ("schedule_free_adamw", {})]
+         ("schedule_free_adamw", {}), ("adamw_4bit", {})]
 
 
 def main():
     import importlib.metadata as md
+    # --only NAME: measure that optimizer's cases again and keep the fixture's others as they are.
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+    kept = {}
+    if only:
+        with open(OUT) as f:
+            for r in json.load(f)["cases"]:
+                kept[(r["optimizer"], json.dumps(r["options"], sort_keys=True))] = r
     results = []
     for name, opts in CASES:
+        if only and name != only and (name, json.dumps(opts, sort_keys=True)) in kept:
+            results.append(kept[(name, json.dumps(opts, sort_keys=True))])
+            continue
         try:
             r = measure(name, opts)
         except Exception as e:
@@ -176,7 +195,7 @@ def main():
         results.append(r)
     versions = {}
     for pkg in ("torch", "transformers", "bitsandbytes", "galore-torch", "adam-mini", "lomo-optim", "came-pytorch",
-                "schedulefree"):
+                "schedulefree", "torchao"):
         try:
             versions[pkg] = md.version(pkg)
         except md.PackageNotFoundError:

@@ -70,6 +70,7 @@ enum class Optimizer {
   kScheduleFreeAdamW,  // schedule-free AdamW (Defazio et al. 2024): z and v; y is the parameter
   kLion8bit,         // bitsandbytes 8-bit Lion (block-wise, one state)
   kSgdMomentum8bit,  // bitsandbytes 8-bit SGD with momentum
+  kAdamW4bit,        // torchao AdamW4bit (Li et al. 2023): 4-bit block-wise moments
 };
 
 // How the optimizer step runs: PyTorch's multi-tensor (foreach) default keeps one state-sized
@@ -93,6 +94,10 @@ enum class FinetuneMethod {
 enum class QuantType { kNf4, kFp4 };
 // P-tuning's prompt encoder (PEFT PromptEncoderReparameterizationType).
 enum class PromptEncoder { kMlp, kLstm };
+
+// What the run is for: it decides which changes memfit may suggest (no LoRA for pre-training)
+// and what the planner searches. auto: peft for a parameter-efficient method, else full_finetune.
+enum class Goal { kAuto, kPretrain, kFullFinetune, kPeft };
 
 // The implementation: the code that runs the model, apart from the model's shape. A framework
 // names a profile (implementation.cpp, one row per framework); each knob below can override it,
@@ -315,6 +320,7 @@ struct Training {
   double dropout = 0.0;
   bool optimizer_in_backward = false;
   bool activation_offload = false;
+  Goal goal = Goal::kAuto;
   Finetune finetune;
 
   std::int64_t decoder_len() const { return target_len > 0 ? target_len : seq_len; }
@@ -326,7 +332,13 @@ struct Parallel {
   std::int64_t pipeline = 1;
   std::int64_t context = 1;
   std::int64_t expert = 1;
+  // Interleaved 1F1B: model chunks per pipeline stage (Megatron's virtual pipeline size); 1 = plain 1F1B.
+  std::int64_t virtual_stages = 1;
   std::int64_t zero_stage = 0;
+  // Ranks ZeRO / FSDP shard over; 0 = every rank holding the same layers (full sharding). Smaller
+  // is hybrid sharding (FSDP HYBRID_SHARD, torchtitan dp_shard, DeepSpeed MiCS): shards within a
+  // group, replicated across groups.
+  std::int64_t shard_degree = 0;
   bool sequence_parallel = false;
   bool offload_optimizer = false;
   bool offload_params = false;
@@ -342,6 +354,8 @@ struct Hardware {
   double budget_fraction = 0.85;      // plan to this share of the card (the seeds: 80–85 %)
   double fragmentation = -1.0;        // -1: simulated (the caching allocator replays the step); else reserved / allocated − 1
   bool expandable_segments = false;   // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+  std::int64_t gpus_per_node = 0;     // 0: the card's usual server (the GPU table)
+  double price_per_gpu_hour = -1.0;   // USD; -1: the GPU table's default price
 };
 
 struct Config {
@@ -388,6 +402,10 @@ Json config_schema();
 const char* to_string(Precision p);
 const char* to_string(Optimizer o);
 const char* to_string(Checkpointing c);
+const char* to_string(Goal g);
+
+// The goal with `auto` resolved (peft for LoRA, else full_finetune).
+Goal resolved_goal(const Training& training);
 const char* to_string(FinetuneMethod m);
 
 }  // namespace memfit

@@ -95,6 +95,10 @@ Estimate estimate(const Config& config);
 // The JSON result (DESIGN.md "The result"); the same for the command line and the wasm module.
 Json estimate_to_json(const Estimate& e);
 Json issues_to_json(const std::vector<Issue>& issues);
+// Pieces of the result, for views that show part of it (the planner's plans).
+Json breakdown_to_json(const Breakdown& b);
+Json phases_to_json(const std::vector<Phase>& phases);
+Json fit_to_json(const Fit& f);
 // {"token_embedding": n, "attention": n, ...}: the non-zero components.
 Json parameters_by_component_json(const ParameterCount& parameters);
 

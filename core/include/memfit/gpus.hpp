@@ -1,8 +1,14 @@
-// The GPU table: memory as the driver reports it (nvidia-smi's "total"), and the CUDA context
-// that the driver takes before PyTorch allocates anything.
+// The GPU table: memory as the driver reports it (nvidia-smi's / rocm-smi's "total"), the CUDA
+// context that the driver takes before PyTorch allocates anything, and what the step-time model
+// needs: dense tensor-core peaks, memory bandwidth, the links between GPUs, and a default price.
+//
+// A card is named by its id ("h100-sxm-80gb") or any common spelling of it ("H100 SXM5",
+// "A100 80GB PCIe", "rtx4090", "MI300X"): `lookup_gpu` resolves the spelling, or says which
+// entries come nearest.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,10 +22,48 @@ struct Gpu {
   const char* architecture;    // "Hopper"
   Bytes memory_bytes;          // total device memory as nvidia-smi reports it (MiB × 2^20)
   Bytes context_bytes;         // CUDA context + PyTorch's library handles, measured or typical
-  const char* source;          // where the numbers come from
+  const char* source;          // where the memory numbers come from
+  // Dense tensor-core peaks in TFLOP/s (10^12 FLOP/s), without structured sparsity, with fp32
+  // accumulation (what training uses). 0: the card has no such mode (no bf16 before Ampere, no
+  // FP8 before Ada / Hopper / CDNA 3).
+  double peak_fp16_tflops;
+  double peak_bf16_tflops;
+  double peak_fp8_tflops;
+  double peak_fp32_tflops;           // plain fp32 (no TF32): what an fp32 recipe's matmuls run at
+  // The step-time model's ceiling: the share of the 16-bit (and of the FP8) peak that well-tuned
+  // training reaches on this card in published runs, matmuls and attention together (see
+  // gpus.cpp for the runs; "assumed" where none was found).
+  double ceiling_16bit;
+  double ceiling_fp8;
+  double memory_bandwidth_gb_per_s;  // HBM / GDDR, 10^9 bytes per second
+  // One direction, per GPU, 10^9 bytes per second: to the GPUs of the same node (NVLink,
+  // Infinity Fabric, or PCIe where there is no GPU link), and to other nodes (the typical
+  // network of a cluster built from this card: one NIC per GPU on SXM / OAM systems).
+  double intra_node_gb_per_s;
+  double inter_node_gb_per_s;
+  double host_link_gb_per_s;   // to the CPU's memory (PCIe x16 generation): offloaded states cross it
+  std::int64_t gpus_per_node;  // the usual server: 8 for SXM / OAM baseboards
+  double price_per_hour;       // USD per GPU-hour, on demand; 0: no price sourced (set your own)
+  const char* spec_source;     // where the compute, bandwidth and price figures come from
+  std::vector<const char*> aliases;  // other spellings that name exactly this card
+
+  bool has_bf16() const { return peak_bf16_tflops > 0; }
+  bool has_fp8() const { return peak_fp8_tflops > 0; }
 };
 
 const std::vector<Gpu>& gpu_table();
-const Gpu* find_gpu(std::string_view id);
+
+// The card a name means: the id, an alias, or a spelling whose words (ignoring case, spaces,
+// dashes and vendor words) name exactly one card. nullptr when none or several match.
+const Gpu* find_gpu(std::string_view name);
+
+struct GpuLookup {
+  const Gpu* gpu = nullptr;          // the card, when the name resolves
+  std::vector<const Gpu*> nearest;   // otherwise the closest entries, best first (at most 3)
+};
+GpuLookup lookup_gpu(std::string_view name);
+
+// "; did you mean h100-sxm-80gb or h100-pcie-80gb?" for an unknown name ("" when nothing is close).
+std::string gpu_suggestion_text(std::string_view name);
 
 }  // namespace memfit

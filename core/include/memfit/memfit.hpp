@@ -7,14 +7,18 @@
 
 #include "memfit/config.hpp"
 #include "memfit/estimate.hpp"
+#include "memfit/exports.hpp"
 #include "memfit/gpus.hpp"
 #include "memfit/hf_import.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/json.hpp"
 #include "memfit/parameters.hpp"
 #include "memfit/patch.hpp"
+#include "memfit/plan.hpp"
 #include "memfit/presets.hpp"
 #include "memfit/recipes.hpp"
+#include "memfit/solve.hpp"
+#include "memfit/step_time.hpp"
 #include "memfit/suggest.hpp"
 
 namespace memfit {
@@ -31,7 +35,9 @@ Json validate_json(std::string_view config_text);
 Json import_hf_json(std::string_view hf_config_text);
 // Presets: [{id, name, family, source, published_parameter_count, parameter_count, model}].
 Json presets_json();
-// GPUs: [{id, name, architecture, memory_bytes, context_bytes, source}].
+// GPUs: [{id, name, architecture, memory_bytes, context_bytes, source, peak_{fp16,bf16,fp8}_tflops,
+// bf16, fp8, memory_bandwidth_gb_per_s, intra_node_gb_per_s, inter_node_gb_per_s, gpus_per_node,
+// price_per_hour, spec_source, aliases}].
 Json gpus_json();
 // What to change: {"ok", "errors", "suggestions": [{title, detail, patch, device_total_bytes,
 // verdict}]}, best first (see suggest.hpp).
@@ -41,5 +47,18 @@ Json scaling_table_json(std::string_view config_text);
 // A configuration with a patch merged into it (patch.hpp's rule): {"ok", "errors", "config"}.
 // The configuration is returned as given plus the patch, not normalised.
 Json merge_patch_json(std::string_view config_text, std::string_view patch_text);
+
+// Solvers (solve.hpp): target max-micro-batch | max-seq-len | min-gpus | max-layers | max-width,
+// family (min-gpus only; "" = zero3). {"ok", "errors", "target", "found", "value", "config",
+// "binding", "binding_phase", "device_total_bytes", "budget_bytes", "next", "estimates"}.
+Json solve_json(std::string_view config_text, std::string_view target, std::string_view family);
+// The step time of a configuration (step_time.hpp); options {"train_tokens", "tp_comm_overlap"}.
+Json step_time_json(std::string_view config_text, std::string_view options_text);
+// The planner (plan.hpp); options {"gpus_min", "gpus_max", "global_batch_tokens", "train_tokens",
+// "top", "rank_by", "keep_precision", "tp_comm_overlap"}.
+Json plan_json(std::string_view config_text, std::string_view options_text);
+// The plan's files and launch command for an engine (exports.hpp): deepspeed | fsdp | torchtitan
+// | megatron | torchtune. {"ok", "errors", "engine", "filename", "text", "command", "notes"}.
+Json export_json(std::string_view config_text, std::string_view engine);
 
 }  // namespace memfit

@@ -1,0 +1,90 @@
+// The subcommands: solve, plan, time, export — their arguments (no program run) and, end to end
+// through the built binary, the JSON shapes issue 9 specifies.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "args.hpp"
+#include "memfit/memfit.hpp"
+
+namespace memfit::cli {
+namespace {
+
+ParsedArgs parse(std::vector<std::string> args) {
+  return parse_args(args, [](const std::string&) { return Input{"", "No such file or directory"}; });
+}
+
+TEST(CliSubcommands, ReadTheirTargetsAndOptions) {
+  const ParsedArgs s = parse({"solve", "max-micro-batch", "--preset", "llama-3-8b", "--json"});
+  ASSERT_TRUE(s.errors.empty());
+  EXPECT_EQ(s.request.action, Action::kSolve);
+  EXPECT_EQ(s.request.target, "max-micro-batch");
+  EXPECT_TRUE(s.request.json);
+  const ParsedArgs m = parse({"solve", "min-gpus", "--family", "tensor"});
+  EXPECT_EQ(m.request.family, "tensor");
+  const ParsedArgs p = parse({"plan", "--gpus-min", "1", "--gpus-max", "1024", "--global-batch-tokens", "4194304",
+                              "--top", "5", "--rank-by", "cost", "--tp-comm-overlap", "--seq-len", "8192"});
+  ASSERT_TRUE(p.errors.empty());
+  EXPECT_EQ(p.request.action, Action::kPlan);
+  EXPECT_EQ(p.request.options.dump(),
+            R"({"gpus_min":1,"gpus_max":1024,"global_batch_tokens":4194304,"top":5,"rank_by":"cost","tp_comm_overlap":true})");
+  EXPECT_EQ(p.request.config.dump(), R"({"training":{"seq_len":8192}})");
+  const ParsedArgs g = parse({"plan", "--gpus", "64"});
+  EXPECT_EQ(g.request.options.dump(), R"({"gpus_min":64,"gpus_max":64})");
+  const ParsedArgs e = parse({"export", "megatron", "--num-gpus", "8"});
+  EXPECT_EQ(e.request.action, Action::kExport);
+  EXPECT_EQ(e.request.target, "megatron");
+  EXPECT_EQ(parse({"solve", "--json"}).errors.at(0), "solve needs a target (see --help)");
+  EXPECT_EQ(parse({"time"}).request.action, Action::kTime);
+}
+
+// Runs the built command line and parses its JSON.
+Json run(const std::string& args) {
+  std::array<char, 4096> buffer;
+  std::string out;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((std::string(MEMFIT_CLI) + " " + args).c_str(), "r"), pclose);
+  if (!pipe) return Json();
+  while (fgets(buffer.data(), buffer.size(), pipe.get())) out += buffer.data();
+  const JsonParseResult parsed = parse_json(out);
+  return parsed.value ? *parsed.value : Json();
+}
+
+TEST(CliSubcommands, JsonShapesEndToEnd) {
+  const Json s = run("solve max-micro-batch --preset llama-3-8b --seq-len 4096 --checkpointing full --num-gpus 8 "
+                     "--zero-stage 3 --json");
+  ASSERT_TRUE(s.is_object());
+  EXPECT_TRUE(s.find("value")->as_exact_integer().has_value());
+  EXPECT_TRUE(s.find("config")->is_object());
+  EXPECT_FALSE(s.find("binding")->as_string().empty());
+  const Json p = run("plan --preset llama-3-8b --seq-len 4096 --gpus 16 --top 3 --json");
+  ASSERT_TRUE(p.is_object());
+  const Json& plans = *p.find("plans");
+  ASSERT_EQ(plans.items().size(), 3u);
+  for (const char* key : {"config", "peak_allocated_bytes", "step_time_s", "tokens_per_s", "mfu"}) {
+    EXPECT_NE(plans.items()[0].find(key), nullptr) << key;
+  }
+  const Json t = run("time --preset llama-3-8b --num-gpus 8 --zero-stage 1 --train-tokens 1e9 --json");
+  EXPECT_GT(t.find("tokens_per_s")->as_double(), 0);
+  EXPECT_DOUBLE_EQ(t.find("train_tokens")->as_double(), 1e9);
+  const Json e = run("export torchtitan --preset llama-3-8b --num-gpus 8 --zero-stage 3 --precision bf16_fsdp --json");
+  EXPECT_EQ(e.find("filename")->as_string(), "memfit.toml");
+  EXPECT_NE(e.find("command")->as_string().find("torchrun --standalone --nproc_per_node=8"), std::string::npos);
+}
+
+// The human-readable tables of every subcommand print and exit 0 (a GPU range prints the
+// per-count table too).
+TEST(CliSubcommands, TablesPrint) {
+  for (const char* args : {"solve min-gpus --preset llama-3-70b --checkpointing full", "solve max-seq-len",
+                           "plan --preset llama-3-8b --gpus-min 1 --gpus-max 16 --top 3", "time --num-gpus 8",
+                           "export megatron --precision bf16_master --num-gpus 8 --zero-stage 1"}) {
+    FILE* pipe = popen((std::string(MEMFIT_CLI) + " " + args + " > /dev/null 2>&1").c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    EXPECT_EQ(pclose(pipe), 0) << args;
+  }
+}
+
+}  // namespace
+}  // namespace memfit::cli

@@ -1,0 +1,80 @@
+// The GPU table: every common spelling of a card resolves to it, unknown names get the nearest
+// entries, and the figures the step-time model reads are present and consistent.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "memfit/memfit.hpp"
+
+namespace memfit {
+namespace {
+
+std::string id_of(const char* name) {
+  const Gpu* gpu = find_gpu(name);
+  return gpu ? gpu->id : "(none)";
+}
+
+TEST(Gpus, CommonSpellingsResolve) {
+  EXPECT_EQ(id_of("a100-sxm4-40gb"), "a100-40gb");
+  EXPECT_EQ(id_of("A100 80GB PCIe"), "a100-pcie-80gb");
+  EXPECT_EQ(id_of("A100-SXM4-80GB"), "a100-80gb");
+  EXPECT_EQ(id_of("H100 SXM5"), "h100-sxm-80gb");
+  EXPECT_EQ(id_of("NVIDIA H100 80GB HBM3"), "h100-sxm-80gb");  // what nvidia-smi prints
+  EXPECT_EQ(id_of("h100"), "h100-sxm-80gb");                   // an alias spelled in full wins
+  EXPECT_EQ(id_of("H100 PCIe"), "h100-pcie-80gb");
+  EXPECT_EQ(id_of("rtx4090"), "rtx-4090-24gb");
+  EXPECT_EQ(id_of("NVIDIA GeForce RTX 4090"), "rtx-4090-24gb");
+  EXPECT_EQ(id_of("L40S"), "l40s-48gb");
+  EXPECT_EQ(id_of("L4"), "l4-24gb");
+  EXPECT_EQ(id_of("Tesla T4"), "t4-16gb");
+  EXPECT_EQ(id_of("MI300X"), "mi300x-192gb");
+  EXPECT_EQ(id_of("AMD Instinct MI325X"), "mi325x-256gb");
+  EXPECT_EQ(id_of("mi250"), "mi250-64gb");
+  EXPECT_EQ(id_of("h100-sxm-80gb"), "h100-sxm-80gb");
+}
+
+TEST(Gpus, AmbiguousOrUnknownNamesGetTheNearestEntries) {
+  const GpuLookup a100 = lookup_gpu("A100");
+  EXPECT_EQ(a100.gpu, nullptr);
+  ASSERT_EQ(a100.nearest.size(), 3u);
+  EXPECT_EQ(std::string(a100.nearest[0]->id), "a100-40gb");
+  EXPECT_EQ(gpu_suggestion_text("h100-pcie-96gb"), "; did you mean h100-pcie-80gb or h100-96gb?");
+  EXPECT_EQ(std::string(lookup_gpu("H100 NVL").gpu->id), "h100-nvl-94gb");
+  EXPECT_EQ(std::string(lookup_gpu("h800").gpu->id), "h800-80gb");
+  EXPECT_EQ(gpu_suggestion_text("h100-sxm-80gbb"), "; did you mean h100-sxm-80gb?");
+  EXPECT_EQ(gpu_suggestion_text("nope"), "");  // nothing close: no guess
+}
+
+TEST(Gpus, ConfigurationReadsASpellingAsTheId) {
+  const ConfigParse parsed = parse_config_text(R"({"hardware":{"gpu":"A100 80GB PCIe"}})");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed.config.hardware.gpu, "a100-pcie-80gb");
+  const ConfigParse unknown = parse_config_text(R"({"hardware":{"gpu":"V100"}})");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.errors[0].message.find("did you mean v100-16gb or v100-32gb?"), std::string::npos);
+}
+
+TEST(Gpus, EveryCardHasWhatTheStepTimeModelNeeds) {
+  for (const Gpu& g : gpu_table()) {
+    SCOPED_TRACE(g.id);
+    EXPECT_GT(g.peak_fp16_tflops, 0);
+    EXPECT_GT(g.memory_bandwidth_gb_per_s, 0);
+    EXPECT_GT(g.intra_node_gb_per_s, 0);
+    EXPECT_GT(g.inter_node_gb_per_s, 0);
+    EXPECT_GE(g.gpus_per_node, 1);
+    EXPECT_GE(g.price_per_hour, 0);
+    // FP8 tensor cores run at twice the 16-bit rate wherever they exist.
+    if (g.has_fp8()) EXPECT_NEAR(g.peak_fp8_tflops / g.peak_bf16_tflops, 2.0, 0.05);
+    EXPECT_EQ(find_gpu(g.id), &g);
+    for (const char* alias : g.aliases) EXPECT_EQ(find_gpu(alias), &g) << alias;
+  }
+  // Cards before Ampere have no bf16; FP8 starts with Ada, Hopper and CDNA 3.
+  EXPECT_FALSE(find_gpu("v100-32gb")->has_bf16());
+  EXPECT_FALSE(find_gpu("t4-16gb")->has_bf16());
+  EXPECT_FALSE(find_gpu("a100-80gb")->has_fp8());
+  EXPECT_TRUE(find_gpu("h100-sxm-80gb")->has_fp8());
+  EXPECT_TRUE(find_gpu("mi300x-192gb")->has_fp8());
+}
+
+}  // namespace
+}  // namespace memfit

@@ -1,0 +1,132 @@
+// The planner against brute force (every layout of its space, each with a full estimate and its
+// step time), and what its plans promise: a full estimate that fits, ranked by step time.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "memfit/memfit.hpp"
+
+namespace memfit {
+namespace {
+
+Config config(const char* json) {
+  const ConfigParse p = parse_config_text(json);
+  EXPECT_TRUE(p.ok());
+  return p.config;
+}
+
+// Llama 3.2 1B on L4s (24 GB): memory binds at every count, so the bounds and the monotone
+// caches all come into play; the space is small enough to estimate every layout.
+constexpr const char* kSmall =
+    R"({"model":{"preset":"llama-3.2-1b"},"training":{"seq_len":4096,"goal":"full_finetune"},"hardware":{"gpu":"l4-24gb"}})";
+
+TEST(Plan, FindsWhatBruteForceFinds) {
+  const Config c = config(kSmall);
+  PlanOptions o;
+  o.gpus_min = 1;
+  o.gpus_max = 8;
+  o.global_batch_tokens = 64 * 4096;
+  o.top = 3;
+  const PlanResult r = plan(c, o);
+  ASSERT_TRUE(r.ok());
+  const StepTimeModel model = step_time_model(c, count_parameters(c.model), o.step_time);
+  std::map<std::int64_t, double> best;  // brute force: fastest fitting layout per GPU count
+  for (std::int64_t gpus : {1, 2, 4, 8}) {
+    best[gpus] = std::numeric_limits<double>::infinity();
+    for (const Layout& l : plan_space(c, o, gpus)) {
+      Config full = c;
+      apply_layout(l, full);
+      const Estimate e = estimate(full);
+      if (e.ok() && e.fit.verdict == Verdict::kFits) best[gpus] = std::min(best[gpus], step_seconds(model, l));
+    }
+  }
+  ASSERT_EQ(r.best_per_gpu_count.size(), 4u);
+  for (const Plan& p : r.best_per_gpu_count) {
+    SCOPED_TRACE(p.config.parallel.num_gpus);
+    EXPECT_NEAR(p.time.step_time_s, best[p.config.parallel.num_gpus], 1e-12 * p.time.step_time_s);
+  }
+  EXPECT_NEAR(r.plans.front().time.step_time_s, best[8], 1e-12 * best[8]);
+  // Bounds did most of the deciding: far fewer full estimates than layouts.
+  EXPECT_LT(r.counts.estimates * 20, r.counts.layouts);
+}
+
+TEST(Plan, EveryPlanFitsByItsFullEstimateAndTheyAreRanked) {
+  PlanOptions o;
+  o.gpus_min = 1;
+  o.gpus_max = 1024;
+  const PlanResult r = plan(config(R"({"model":{"preset":"llama-3-70b"},"training":{"seq_len":8192,"goal":"pretrain"}})"), o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.plans.size(), 10u);
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    const Plan& p = r.plans[i];
+    const Estimate again = estimate(p.config);
+    EXPECT_EQ(again.device_total_bytes, p.estimate.device_total_bytes);
+    EXPECT_EQ(again.fit.verdict, Verdict::kFits);
+    if (i > 0) EXPECT_LE(r.plans[i - 1].time.step_time_s, p.time.step_time_s);
+    // The global batch is the one planned: 4 Mi tokens (the pre-training default).
+    EXPECT_DOUBLE_EQ(p.time.tokens_per_step, 4194304.0);
+  }
+  // 70B does not fit on one H100 in any layout; it does on 8 (with ZeRO-3 and offload) and the
+  // fastest plans use all 1024.
+  EXPECT_EQ(r.best_per_gpu_count.front().config.parallel.num_gpus, 8);
+  EXPECT_EQ(r.plans.front().config.parallel.num_gpus, 1024);
+  EXPECT_GT(r.counts.layouts, 500'000);
+}
+
+TEST(Plan, RespectsTheGoalAndTheCard) {
+  PlanOptions o;
+  o.gpus_min = o.gpus_max = 8;
+  // V100s have no bf16: only fp16 recipes; A100s no FP8.
+  const PlanResult v100 = plan(config(R"({"model":{"preset":"llama-3.2-1b"},"training":{"seq_len":2048},"hardware":{"gpu":"v100-32gb"}})"), o);
+  ASSERT_FALSE(v100.plans.empty());
+  for (const Plan& p : v100.plans) {
+    EXPECT_TRUE(p.config.training.precision == Precision::kFp16Master ||
+                p.config.training.precision == Precision::kFp16Mixed);
+  }
+  const PlanResult a100 = plan(config(R"({"model":{"preset":"llama-3-8b"},"training":{"seq_len":4096,"goal":"pretrain"},"hardware":{"gpu":"a100-80gb"}})"), o);
+  for (const Plan& p : a100.plans) EXPECT_NE(p.config.training.precision, Precision::kFp8Mixed);
+  // Pure bf16 is for fine-tuning only.
+  for (const Plan& p : a100.plans) EXPECT_NE(p.config.training.precision, Precision::kBf16);
+}
+
+// The planner's memory bound shares one activation entry between recipes with the same element
+// sizes and autocast; they must save the same bytes (if a recipe ever adds another difference,
+// this fails and the planner's key must grow).
+TEST(Plan, RecipesAlikeInActivationsSaveTheSame) {
+  for (const char* ckpt : {"none", "selective_op", "full"}) {
+    Config c = config(R"({"model":{"preset":"mixtral-8x7b"},"training":{"seq_len":4096,"micro_batch_size":2},"parallel":{"num_gpus":16,"tensor":2,"sequence_parallel":true,"pipeline":2,"zero_stage":1}})");
+    c.training.checkpointing = ckpt == std::string("none") ? Checkpointing::kNone
+                               : ckpt == std::string("full") ? Checkpointing::kFull : Checkpointing::kSelectiveOp;
+    Bytes reference;
+    bool first = true;
+    for (Precision p : {Precision::kBf16Master, Precision::kFp8Mixed, Precision::kBf16Fsdp, Precision::kBf16}) {
+      c.training.precision = p;
+      const Estimate e = estimate(c);
+      ASSERT_TRUE(e.ok());
+      const PrecisionRecipe& r = recipe_for(p);
+      ASSERT_EQ(r.compute, kHalfBytes);
+      ASSERT_EQ(r.stream, kHalfBytes);
+      ASSERT_FALSE(r.autocast);
+      const Bytes saved = e.breakdown.activations + e.breakdown.logits_and_loss;
+      if (!first) EXPECT_EQ(saved, reference) << to_string(p) << " " << ckpt;
+      reference = saved;
+      first = false;
+    }
+  }
+}
+
+TEST(Plan, OptionsAreReadAndChecked) {
+  PlanOptions o;
+  EXPECT_TRUE(read_plan_options(*parse_json(R"({"gpus_min":2,"gpus_max":64,"top":3,"rank_by":"cost"})").value, o).empty());
+  EXPECT_EQ(o.gpus_max, 64);
+  EXPECT_EQ(o.rank_by, RankBy::kCost);
+  const std::vector<Issue> bad = read_plan_options(*parse_json(R"({"gpus":4,"rank_by":"speed"})").value, o);
+  ASSERT_EQ(bad.size(), 2u);
+  EXPECT_EQ(bad[0].field, "gpus");
+  EXPECT_EQ(bad[1].field, "rank_by");
+}
+
+}  // namespace
+}  // namespace memfit

@@ -1,0 +1,84 @@
+// Suggestions respect the goal and the card, and each says what it saves and what it costs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "memfit/memfit.hpp"
+
+namespace memfit {
+namespace {
+
+std::vector<Suggestion> suggestions_for(const char* json) {
+  const ConfigParse p = parse_config_text(json);
+  EXPECT_TRUE(p.ok());
+  return suggest(p.config);
+}
+
+bool any_title(const std::vector<Suggestion>& list, const std::string& part) {
+  for (const Suggestion& s : list) {
+    if (s.title.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Llama 3 8B, micro-batch 4 × 4096 on an A100 80GB: does not fit as it is.
+constexpr const char* kTooBig =
+    R"({"model":{"preset":"llama-3-8b"},"training":{"micro_batch_size":4,"seq_len":4096%s},"hardware":{"gpu":"a100-80gb"}})";
+
+std::string with(const char* extra) {
+  char text[512];
+  std::snprintf(text, sizeof text, kTooBig, extra);
+  return text;
+}
+
+TEST(Suggest, NoAdaptersForPretraining) {
+  const auto finetune = suggestions_for(with("").c_str());
+  EXPECT_TRUE(any_title(finetune, "LoRA"));
+  const auto pretrain = suggestions_for(with(R"(,"goal":"pretrain")").c_str());
+  ASSERT_FALSE(pretrain.empty());
+  EXPECT_FALSE(any_title(pretrain, "LoRA"));
+  for (const Suggestion& s : pretrain) EXPECT_EQ(s.patch.find("training") ? s.patch.find("training")->find("finetune") : nullptr, nullptr) << s.title;
+}
+
+TEST(Suggest, EachSaysWhatItSavesAndWhatItCosts) {
+  for (const Suggestion& s : suggestions_for(with("").c_str())) {
+    SCOPED_TRACE(s.title);
+    EXPECT_GT(s.saved_bytes.value(), 0);
+    EXPECT_TRUE(s.timed);
+    if (s.title == "Full activation checkpointing") {
+      // The forward runs again in backward: about a third more compute.
+      EXPECT_GT(s.time_per_token_change, 0.2);
+      EXPECT_LT(s.time_per_token_change, 0.4);
+    }
+  }
+}
+
+TEST(Suggest, FsdpMixedPrecisionWhenItSavesMemory) {
+  const auto list = suggestions_for(with("").c_str());
+  ASSERT_TRUE(any_title(list, "bf16_fsdp"));
+  for (const Suggestion& s : list) {
+    if (s.title.find("bf16_fsdp") == std::string::npos) continue;
+    EXPECT_EQ(s.patch.find("training")->find("precision")->as_string(), "bf16_fsdp");
+  }
+}
+
+TEST(Suggest, OnlyWhatTheCardRuns) {
+  // A bf16 run on a V100 (no bf16): the fp16 recipe is offered, and no larger card without bf16.
+  const auto v100 = suggestions_for(R"({"model":{"preset":"llama-3.2-1b"},"training":{"seq_len":2048},"hardware":{"gpu":"v100-16gb"}})");
+  EXPECT_TRUE(any_title(v100, "has no bf16"));
+  for (const Suggestion& s : v100) {
+    const Json* hw = s.patch.find("hardware");
+    if (!hw) continue;
+    const Gpu* g = find_gpu(hw->find("gpu")->as_string());
+    ASSERT_NE(g, nullptr);
+    EXPECT_TRUE(g->has_bf16()) << s.title;
+  }
+  // An FP8 run that does not fit on an H100: a larger card must have FP8 too.
+  const auto fp8 = suggestions_for(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"fp8_mixed","micro_batch_size":8,"seq_len":4096}})");
+  for (const Suggestion& s : fp8) {
+    if (const Json* hw = s.patch.find("hardware")) EXPECT_TRUE(find_gpu(hw->find("gpu")->as_string())->has_fp8()) << s.title;
+  }
+}
+
+}  // namespace
+}  // namespace memfit
