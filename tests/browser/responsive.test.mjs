@@ -41,13 +41,13 @@ describe('a responsive page', { skip: missing || false, concurrency: false }, ()
     await server?.close();
   });
 
-  async function open(search = '') {
+  async function open(search = '', { numbers = true } = {}) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url.slice(0, -1) });
     const p = await context.newPage();
     await p.goto(`${server.url}${search}`);
     await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
-    await p.getByTestId('peak-allocated').waitFor();
+    if (numbers) await p.getByTestId('peak-allocated').waitFor();
     // Long tasks from now on.
     await p.evaluate(() => {
       window.longTasks = [];
@@ -140,6 +140,17 @@ describe('a responsive page', { skip: missing || false, concurrency: false }, ()
     const banner = await p.getByTestId('error-banner').textContent();
     assert.match(banner, /Sequence length/);
     assert.doesNotMatch(banner, /\(training\.seq_len\)|\(\(|configuration\) \(/);
+    await p.context().close();
+  });
+
+  test('a problem with the configuration as a whole is named once, in words', async () => {
+    const p = await open('?v=1&hidden_size=1000000&num_hidden_layers=100000&intermediate_size=4000000', { numbers: false });
+    const answer = core.estimate({ model: { preset: 'llama-3-8b', hidden_size: 1000000, num_hidden_layers: 100000, intermediate_size: 4000000 } });
+    assert.equal(answer.errors[0].field, '(configuration)');
+    const banner = (await p.getByTestId('error-banner').textContent()).replace(/\s+/g, ' ');
+    assert.match(banner, /Configuration: the estimate exceeds 9\.2 EB/);
+    assert.doesNotMatch(banner, /\(configuration\)/);
+    assert.match(banner, /reduce Layers, Sequence length or Micro-batch size/);
     await p.context().close();
   });
 });

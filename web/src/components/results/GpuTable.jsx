@@ -53,7 +53,7 @@ export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
           {(result.gpus ?? []).map((g) => (
             <tr key={g.gpu} data-gpu={g.gpu} class={g.gpu === fit.gpu ? 'selected' : ''} aria-current={g.gpu === fit.gpu ? 'true' : undefined}>
               <th scope="row">
-                <button type="button" class="link" onClick={() => onSelectGpu(g.gpu)} title={`Use the ${g.name}`}>{g.name}</button>
+                {onSelectGpu ? <button type="button" class="link" onClick={() => onSelectGpu(g.gpu)} title={`Use the ${g.name}`}>{g.name}</button> : g.name}
               </th>
               {bars && <td class="col-bar"><FitBar g={g} need={g.need_bytes ?? fit.need_bytes} /></td>}
               <td class="num col-memory"><Bytes bytes={g.memory_bytes} units={units} /></td>
@@ -70,7 +70,7 @@ export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
     <ChartCard
       id="gpus"
       title="Which GPUs it fits"
-      note={<>Needs <Bytes bytes={fit.need_bytes} units={units} /> per GPU (what nvidia-smi would show); budget {formatPercent(fit.budget_fraction)} of each card. Choose a card to make it the configuration's GPU.</>}
+      note={<>Needs <Bytes bytes={fit.need_bytes} units={units} /> per GPU (what nvidia-smi would show); budget {formatPercent(fit.budget_fraction)} of each card. {onSelectGpu ? ' Choose a card to make it the configuration\'s GPU.' : ''}</>}
       summary={gpuSummary(result, units)}
       asTable={asTable}
       onTable={onTable}
