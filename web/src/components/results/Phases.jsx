@@ -65,7 +65,10 @@ function Timeline({ result, units, summaryId }) {
         {phases.map((p, i) => (
           <g key={p.name} class={i === peakIndex ? 'point peak' : 'point'} data-phase={p.name} data-bytes={p.bytes}>
             <circle cx={x(i)} cy={y(p.bytes)} r={i === peakIndex ? 6 : 4} />
-            {i === peakIndex && <text class="peak-label" x={x(i)} y={y(p.bytes) + 20} text-anchor="middle">peak {formatBytes(p.bytes, units)}</text>}
+            {i === peakIndex && (
+              // Below the point, or above it when the point sits low in the chart.
+              <text class="peak-label" x={x(i)} y={y(p.bytes) > h / 2 ? y(p.bytes) - 12 : y(p.bytes) + 20} text-anchor="middle">peak {formatBytes(p.bytes, units)}</text>
+            )}
             <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{phaseName(p)}</text>
           </g>
         ))}
