@@ -13,10 +13,10 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 // main.js and the chunks it imports statically are the first view; the chunks it imports with
 // import() at start (the details) and the core are the rest of the calculator; a chunk loaded only
-// on demand (the Hugging Face import) is listed alone.
+// on demand (the Hugging Face import, the Embed dialog) is listed alone.
 export const FIRST_VIEW = ['index.html', 'styles.css', 'main.js'];
 export const CORE = ['worker.js', 'memfit.wasm'];
-const ON_DEMAND = /HfImport/;
+const ON_DEMAND = /HfImport|EmbedDialog/;
 
 // The files a script imports: static (import … from) and dynamic (import()), relative to dist.
 async function imports(dist, name) {

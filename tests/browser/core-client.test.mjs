@@ -16,6 +16,7 @@ function fakeWorker() {
     onerror: null,
     postMessage(m) { w.sent.push(m); },
     answer(id, value) { w.onmessage({ data: { id, value } }); },
+    terminate() { w.terminated = true; },
     ready(data = {}) { w.onmessage({ data: { type: 'ready', data } }); },
   };
   return w;
@@ -55,6 +56,25 @@ describe('core.js', () => {
     const third = core.latest('view', 'view', [{ n: 3 }]);
     w.onmessage({ data: { id: w.sent.at(-1).id, superseded: true } });
     assert.equal(await third, STALE);
+  });
+
+  test('a request the core works on past the time limit while others wait: given up, the worker replaced', async () => {
+    const workers = [];
+    const core = startCore({ createWorker: () => { workers.push(fakeWorker()); return workers.at(-1); }, timeLimitMs: 60 });
+    workers[0].ready();
+    const stuck = core.latest('import', 'importHfConfig', ['{"model_type": "qwen2_moe", …}']);
+    const next = core.latest('view', 'view', [{ n: 1 }]);
+    const [, a, b] = workers[0].sent;
+    workers[0].onmessage({ data: { running: a.id } });
+    const sleep = new Promise((r) => setTimeout(r, 300));  // the watchdog's timer does not hold node open
+    await assert.rejects(stuck, /was stopped/);
+    await sleep;
+    assert.equal(workers.length, 2, 'a new worker');
+    assert.equal(workers[1].sent[0].type, 'init');
+    assert.deepEqual(workers[1].sent[1], b, 'the waiting request goes to the new worker');
+    workers[1].answer(b.id, 'fresh');
+    assert.equal(await next, 'fresh');
+    core.close();
   });
 
   test('a worker that fails says why, to every waiting request', async () => {

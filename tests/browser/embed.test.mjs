@@ -6,26 +6,15 @@
 // web/dist/ here, from another origin than the host pages: the component's cross-origin path.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { extname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { formatBytes } from '../../web/src/format.js';
-import { DIST, RESULTS_DIR, ROOT, launchBrowser, loadNodeCore, missingPrerequisites, startServer } from './helpers.mjs';
+import { RESULTS_DIR, ROOT, launchBrowser, loadNodeCore, missingPrerequisites, serveMemfitExample, startServer } from './helpers.mjs';
 
 const missing = missingPrerequisites();
-const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.css': 'text/css', '.svg': 'image/svg+xml' };
 const MKDOCS = [process.env.MEMFIT_MKDOCS, join(ROOT, '.venv-docs/bin/mkdocs')].find((p) => p && existsSync(p));
-
-// web/dist/ at https://memfit.example/ (with CORS, as GitHub Pages serves it).
-async function serveMemfitExample(context) {
-  await context.route('https://memfit.example/**', async (route) => {
-    const path = new URL(route.request().url()).pathname.replace(/^\//, '') || 'index.html';
-    const file = join(DIST, path);
-    if (!file.startsWith(DIST) || !existsSync(file)) return route.fulfill({ status: 404, body: 'not found' });
-    return route.fulfill({ status: 200, body: readFileSync(file), headers: { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'access-control-allow-origin': '*' } });
-  });
-}
 
 describe('embedding memfit', { skip: missing || false, concurrency: false }, () => {
   let server;

@@ -77,3 +77,18 @@ export async function waitForAnswer(p, expected, timeout = 10000) {
     return get('peak-allocated') === peak && get('device-total') === total && answer?.dataset.stale === 'false';
   }, [String(expected.peak_allocated_bytes), String(expected.device_total_bytes)], { timeout });
 }
+
+// web/dist/ at https://memfit.example/ (the examples' stand-in for the hosted memfit), with CORS as
+// GitHub Pages serves it: a context's requests there are answered from the files.
+export async function serveMemfitExample(context) {
+  await context.route('https://memfit.example/**', async (route) => {
+    const path = new URL(route.request().url()).pathname.replace(/^\//, '') || 'index.html';
+    const file = normalize(join(DIST, path));
+    if (!file.startsWith(DIST + sep) || !existsSync(file)) return route.fulfill({ status: 404, body: 'not found' });
+    return route.fulfill({
+      status: 200,
+      body: readFileSync(file),
+      headers: { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'access-control-allow-origin': '*' },
+    });
+  });
+}

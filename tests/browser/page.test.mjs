@@ -148,6 +148,8 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
       const message = answer.errors.find((e) => e.field === 'training.micro_batch_size').message;
       assert.match(message, /from 1 to 1,000,000/);
       assert.equal(await box.inputValue(), typed);
+      // The core answers from its worker: wait for its message under the field.
+      await field.locator('.field-error').filter({ hasText: message }).waitFor({ timeout: 10000 });
       assert.equal(await box.getAttribute('aria-invalid'), 'true');
       assert.equal((await field.locator('.field-error').textContent()).trim(), message);
       assert.match(await page.getByTestId('error-banner').textContent(), /Micro-batch size/);

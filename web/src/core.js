@@ -8,12 +8,18 @@
 
 export const STALE = Symbol('stale');
 
+// A request the core works on for longer than this while newer ones wait (an input that makes it
+// loop) is given up: the worker is replaced and the others are sent to the new one.
+export const TIME_LIMIT_MS = 3000;
+
 // createWorker: () => Worker (a test may pass a fake). init: { wasmUrl } or { wasmBinary }.
 // Returns { ready: Promise<static data>, call(fn, ...args), latest(channel, fn, args, options), close }.
-export function startCore({ createWorker, init = {} }) {
+export function startCore({ createWorker, init = {}, timeLimitMs = TIME_LIMIT_MS }) {
   let nextId = 1;
-  const pending = new Map();          // id → { resolve, reject, channel }
+  const pending = new Map();          // id → { resolve, reject, channel, message }
   const newest = new Map();           // channel → id of its newest request
+  let running = null;                 // { id, since } the request the worker said it is running
+  let watchdog = 0;
   let readyResolve;
   let readyReject;
   const ready = new Promise((resolve, reject) => {
@@ -31,17 +37,15 @@ export function startCore({ createWorker, init = {} }) {
   };
 
   let worker;
-  try {
-    worker = createWorker();
-  } catch (error) {
-    fail(`the Web Worker could not start (${error?.message ?? error})`);
-    return { ready, call: () => Promise.reject(new Error(failure)), latest: () => Promise.reject(new Error(failure)), close() {} };
-  }
-
-  worker.onmessage = (event) => {
+  const onmessage = (event) => {
     const m = event.data;
     if (m?.type === 'ready') return readyResolve(m.data);
     if (m?.type === 'failed') return fail(m.message);
+    if (m?.running !== undefined) {
+      running = { id: m.running, since: Date.now() };
+      return undefined;
+    }
+    if (running?.id === m?.id) running = null;
     const p = pending.get(m?.id);
     if (!p) return;
     pending.delete(m.id);
@@ -49,19 +53,53 @@ export function startCore({ createWorker, init = {} }) {
     const stale = m.superseded || (p.channel !== undefined && newest.get(p.channel) !== m.id);
     p.resolve(stale ? STALE : m.value);
   };
-  worker.onerror = (event) => {
+  const onerror = (event) => {
     event?.preventDefault?.();
     fail(event?.message || 'the core\'s Web Worker stopped with an error');
   };
-  worker.postMessage({ type: 'init', ...init });
+  const start = () => {
+    worker = createWorker();
+    worker.onmessage = onmessage;
+    worker.onerror = onerror;
+    worker.postMessage({ type: 'init', ...init });
+  };
+  try {
+    start();
+  } catch (error) {
+    fail(`the Web Worker could not start (${error?.message ?? error})`);
+    return { ready, call: () => Promise.reject(new Error(failure)), latest: () => Promise.reject(new Error(failure)), close() {} };
+  }
+
+  // The watchdog: a request running past the limit while others wait is given up, and the worker
+  // replaced; the others go to the new one.
+  const check = () => {
+    watchdog = 0;
+    if (failure || pending.size === 0) return;
+    if (running && pending.has(running.id) && pending.size > 1 && Date.now() - running.since > timeLimitMs) {
+      const stuck = pending.get(running.id);
+      pending.delete(running.id);
+      running = null;
+      worker.terminate?.();
+      start();
+      for (const p of pending.values()) worker.postMessage(p.message);
+      stuck.reject(new Error(`the core worked on this input for more than ${Math.round(timeLimitMs / 1000)} s and was stopped`));
+    }
+    if (pending.size > 0) arm();
+  };
+  const arm = () => {
+    watchdog = setTimeout(check, Math.min(500, timeLimitMs));
+    watchdog.unref?.();  // in node (tests), a waiting request does not keep the process alive
+  };
 
   function send(fn, args, channel, priority) {
     if (failure) return Promise.reject(new Error(failure));
     const id = nextId++;
     if (channel !== undefined) newest.set(channel, id);
     return new Promise((resolve, reject) => {
-      pending.set(id, { resolve, reject, channel });
-      worker.postMessage({ id, fn, args, channel, priority });
+      const message = { id, fn, args, channel, priority };
+      pending.set(id, { resolve, reject, channel, message });
+      worker.postMessage(message);
+      if (!watchdog) arm();
     });
   }
 
@@ -71,7 +109,10 @@ export function startCore({ createWorker, init = {} }) {
     call: (fn, ...args) => send(fn, args, undefined, 0),
     // Only the newest request on `channel` resolves to its value; older ones resolve to STALE.
     latest: (channel, fn, args = [], { priority = 0 } = {}) => send(fn, args, channel, priority),
-    close: () => worker.terminate?.(),
+    close: () => {
+      clearTimeout(watchdog);
+      worker.terminate?.();
+    },
   };
 }
 

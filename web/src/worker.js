@@ -2,7 +2,8 @@
 // Protocol (core.js is the only other end):
 //   page → worker  { type: 'init', wasmUrl | wasmBinary }     once; answered { type: 'ready', data }
 //                  { id, fn, args, channel?, priority? }       one call of engine.js
-//   worker → page  { id, value } | { id, error } | { id, superseded: true }
+//   worker → page  { running: id } as it starts one, then { id, value } | { id, error } |
+//                  { id, superseded: true }
 // Requests are queued and taken one per task, highest priority (lowest number) first; a request
 // with a channel is answered `superseded` without running when a newer one on the same channel is
 // already waiting (a burst of keystrokes costs one estimate, not one each).
@@ -33,6 +34,7 @@ function step() {
     post({ id: message.id, superseded: true });
   } else {
     try {
+      post({ running: message.id });
       const fn = engine[message.fn];
       if (typeof fn !== 'function') throw new Error(`no core function "${message.fn}"`);
       post({ id: message.id, value: fn(...(message.args ?? [])) });

@@ -1,4 +1,5 @@
 import { fieldLabel } from '../fields.js';
+import { plainMessage } from '../words.js';
 
 // The inputs the core refused, each named in words: a form field is a button that takes the
 // focus to it; anything else (the configuration as a whole, a link parameter) is its message alone.
@@ -21,7 +22,7 @@ export function ErrorBanner({ errors, hasResult, fieldByPath, onFocusField }) {
             ) : (
               issueName(e.field)
             )}
-            {e.message}
+            {plainMessage(e.message)}
           </li>
         ))}
       </ul>

@@ -36,7 +36,7 @@ export function EmbedCard({ result, units, view = 'card', modelName, openHref, a
       )}
       {view === 'full' && <Phases result={result} units={units} asTable={asTable('timeline')} onTable={onTable('timeline')} />}
       {(view === 'fit' || view === 'full') && (
-        <GpuTable result={result} units={units} onSelectGpu={onSelectGpu ?? (() => {})} asTable={asTable('gpus')} onTable={onTable('gpus')} />
+        <GpuTable result={result} units={units} onSelectGpu={onSelectGpu} asTable={asTable('gpus')} onTable={onTable('gpus')} />
       )}
       <p class="embed-foot">
         <a href={openHref} {...NEW_TAB} data-testid="open-in-memfit">Open in memfit</a>

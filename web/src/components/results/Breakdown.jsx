@@ -23,7 +23,9 @@ export function breakdownKeys(breakdown) {
 export function breakdownSummary(b, units) {
   const parts = breakdownKeys(b).filter((k) => b[k] > 0).sort((x, y) => b[y] - b[x]);
   if (parts.length === 0) return 'Nothing is allocated.';
-  const top = parts.slice(0, 3).map((k) => `${termWords(k).label.toLowerCase()} ${formatBytes(b[k], units)}`);
+  // Labels as written ("CUDA context" keeps its capitals), but a leading capital lowered.
+  const lower = (t) => (/^[A-Z][a-z]/.test(t) ? t[0].toLowerCase() + t.slice(1) : t);
+  const top = parts.slice(0, 3).map((k) => `${lower(termWords(k).label)} ${formatBytes(b[k], units)}`);
   return `Largest parts per GPU: ${top.join(', ')}${parts.length > 3 ? `, and ${parts.length - 3} smaller` : ''}.`;
 }
 

@@ -38,14 +38,14 @@ export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
   const [lo, hi] = result.device_total_range_bytes ?? [];
   const table = (bars) => (
     <div class="table-scroll" tabIndex={0} role="region" aria-label="GPUs: memory, budget, headroom and verdict">
-      <table class="table gpus" data-testid="gpu-table">
+      <table class={`table gpus${bars ? ' with-bars' : ''}`} data-testid="gpu-table">
         <thead>
           <tr>
             <th scope="col">GPU</th>
             {bars && <th scope="col" class="col-bar"><span class="visually-hidden">Share of the card used</span></th>}
             <th scope="col" class="num col-memory">Memory</th>
             <th scope="col" class="num col-budget">Budget</th>
-            <th scope="col" class="num">Headroom</th>
+            <th scope="col" class="num col-headroom">Headroom</th>
             <th scope="col">Verdict</th>
           </tr>
         </thead>
@@ -53,12 +53,12 @@ export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
           {(result.gpus ?? []).map((g) => (
             <tr key={g.gpu} data-gpu={g.gpu} class={g.gpu === fit.gpu ? 'selected' : ''} aria-current={g.gpu === fit.gpu ? 'true' : undefined}>
               <th scope="row">
-                <button type="button" class="link" onClick={() => onSelectGpu(g.gpu)} title={`Use the ${g.name}`}>{g.name}</button>
+                {onSelectGpu ? <button type="button" class="link" onClick={() => onSelectGpu(g.gpu)} title={`Use the ${g.name}`}>{g.name}</button> : g.name}
               </th>
               {bars && <td class="col-bar"><FitBar g={g} need={g.need_bytes ?? fit.need_bytes} /></td>}
               <td class="num col-memory"><Bytes bytes={g.memory_bytes} units={units} /></td>
               <td class="num col-budget"><Bytes bytes={g.budget_bytes} units={units} /></td>
-              <td class={`num ${g.headroom_bytes < 0 ? 'negative' : ''}`}><Bytes bytes={g.headroom_bytes} units={units} /></td>
+              <td class={`num col-headroom${g.headroom_bytes < 0 ? ' negative' : ''}`}><Bytes bytes={g.headroom_bytes} units={units} /></td>
               <td><VerdictBadge verdict={g.verdict} /></td>
             </tr>
           ))}
@@ -70,7 +70,7 @@ export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
     <ChartCard
       id="gpus"
       title="Which GPUs it fits"
-      note={<>Needs <Bytes bytes={fit.need_bytes} units={units} /> per GPU (what nvidia-smi would show); budget {formatPercent(fit.budget_fraction)} of each card. Choose a card to make it the configuration's GPU.</>}
+      note={<>Needs <Bytes bytes={fit.need_bytes} units={units} /> per GPU (what nvidia-smi would show); budget {formatPercent(fit.budget_fraction)} of each card. {onSelectGpu ? ' Choose a card to make it the configuration\'s GPU.' : ''}</>}
       summary={gpuSummary(result, units)}
       asTable={asTable}
       onTable={onTable}

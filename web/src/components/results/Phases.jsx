@@ -36,14 +36,16 @@ function Timeline({ result, units, summaryId }) {
   const peakIndex = phases.findIndex((p) => p.bytes === result.peak_allocated_bytes);
   const line = phases.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(p.bytes).toFixed(1)}`).join(' ');
   const area = n ? `${line} L${x(n - 1).toFixed(1)},${y(0)} L${x(0).toFixed(1)},${y(0)} Z` : '';
-  // Labels sit at the right (the card), left (the budget) and middle (nvidia-smi) so they do not
-  // overlap when the lines are close.
+  // Labels sit at the right (the card), left under the line (the budget) and left over it
+  // (nvidia-smi) so they do not overlap when the lines are close.
   const hLine = (bytes, cls, label, testid, anchor) => {
-    const tx = anchor === 'end' ? width - m.r - 4 : anchor === 'start' ? m.l + 4 : (m.l + width - m.r) / 2;
+    // 'start': left, under the line; 'start-above': left, over it; 'end': right, over it.
+    const tx = anchor === 'end' ? width - m.r - 4 : m.l + 4;
+    const ty = anchor === 'start' ? y(bytes) + 14 : y(bytes) - 5;
     return (
       <g class={cls} data-testid={testid} data-bytes={bytes}>
         <line x1={m.l} x2={width - m.r} y1={y(bytes)} y2={y(bytes)} />
-        <text x={tx} y={anchor === 'start' ? y(bytes) + 14 : y(bytes) - 5} text-anchor={anchor}>{label}</text>
+        <text x={tx} y={ty} text-anchor={anchor === 'end' ? 'end' : 'start'}>{label}</text>
       </g>
     );
   };
@@ -61,11 +63,14 @@ function Timeline({ result, units, summaryId }) {
         <path class="line" d={line} />
         {hLine(fit.memory_bytes, 'limit', `${fit.name}: ${formatBytes(fit.memory_bytes, units)}`, 'timeline-limit', 'end')}
         {hLine(fit.budget_bytes, 'budget', `budget ${formatPercent(fit.budget_fraction)}`, 'timeline-budget', 'start')}
-        {hLine(fit.need_bytes, 'device', `nvidia-smi at the peak: ${formatBytes(fit.need_bytes, units)}`, 'timeline-device', 'middle')}
+        {hLine(fit.need_bytes, 'device', `nvidia-smi at the peak: ${formatBytes(fit.need_bytes, units)}`, 'timeline-device', 'start-above')}
         {phases.map((p, i) => (
           <g key={p.name} class={i === peakIndex ? 'point peak' : 'point'} data-phase={p.name} data-bytes={p.bytes}>
             <circle cx={x(i)} cy={y(p.bytes)} r={i === peakIndex ? 6 : 4} />
-            {i === peakIndex && <text class="peak-label" x={x(i)} y={y(p.bytes) + 20} text-anchor="middle">peak {formatBytes(p.bytes, units)}</text>}
+            {i === peakIndex && (
+              // Below the point, or above it when the point sits low in the chart.
+              <text class="peak-label" x={x(i)} y={y(p.bytes) > h / 2 ? y(p.bytes) - 12 : y(p.bytes) + 20} text-anchor="middle">peak {formatBytes(p.bytes, units)}</text>
+            )}
             <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{phaseName(p)}</text>
           </g>
         ))}

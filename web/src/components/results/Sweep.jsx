@@ -78,7 +78,9 @@ function SweepPlot({ sweep, units, short, summaryId }) {
             )}
           </g>
         ))}
-        <text class="axis-title" x={(m.l + width - m.r) / 2} y={h - 6} text-anchor="middle">{fieldWords(SWEEP_FIELDS[short]).label} (what nvidia-smi would show per GPU)</text>
+        <text class="axis-title" x={(m.l + width - m.r) / 2} y={h - 6} text-anchor="middle">
+          {fieldWords(SWEEP_FIELDS[short]).label}{width >= 520 ? ' (up: what nvidia-smi would show per GPU)' : ''}
+        </text>
       </svg>
     </div>
   );
