@@ -73,6 +73,8 @@ Dims make_dims(const Config& c) {
   // The stream takes the embedding's dtype: fp32 under AMP (fp32 weights, not autocast), and a
   // LoRA base keeps its own (16-bit, unless the implementation loads it in fp32).
   d.stream = d.lora ? lora_base_bytes(r, impl) : r.stream;
+  const bool kbit_upcast = kbit_fp32_stream(c.training.finetune);
+  if (kbit_upcast) d.stream = kFp32Bytes;
   d.impl = impl;
   d.autocast = r.autocast;
   d.compute_softmax = impl.softmax_dtype == SoftmaxDtype::kCompute;
@@ -81,7 +83,7 @@ Dims make_dims(const Config& c) {
   // Under autocast, an fp32 input (the fp32 residual stream's norm output) is cast to 16 bit by
   // every matmul that reads it; autocast caches casts of weights only, so separate q, k and v
   // projections save three copies, separate gate and up two (docs/frameworks.md, finding 1).
-  const bool casts = r.autocast && d.stream == kFp32Bytes;
+  const bool casts = (r.autocast || kbit_upcast) && d.stream == kFp32Bytes;
   d.input_casts_qkv =
       casts && impl.projections == Projections::kSeparate && m.attention_type == AttentionType::kStandard ? 3 : 1;
   d.input_casts_mlp = casts && impl.projections != Projections::kFused && m.mlp == MlpKind::kGated ? 2 : 1;

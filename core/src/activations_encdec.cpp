@@ -69,6 +69,7 @@ Run make_run(const Config& c) {
   run.lora = is_peft(c);
   run.act = r.compute;
   run.stream = run.lora ? lora_base_bytes(r, impl) : r.stream;
+  if (kbit_fp32_stream(c.training.finetune)) run.stream = kFp32Bytes;
   run.autocast = r.autocast;
   run.softmax = (impl.softmax_dtype == SoftmaxDtype::kFp32 || r.autocast) ? kFp32Bytes : r.compute;
   run.dropout = c.training.dropout > 0.0;

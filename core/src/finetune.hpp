@@ -28,6 +28,15 @@ inline Bytes lora_base_bytes(const PrecisionRecipe& r, const Implementation& imp
   return r.frozen_base;
 }
 
+// PEFT's prepare_model_for_kbit_training on an 8/4-bit base (peft/utils/other.py) casts every
+// remaining 16-bit parameter to fp32: the embedding's output, and with it the residual stream, is
+// then fp32 (bitsandbytes' Linear4bit / Linear8bitLt compute in their compute dtype and return the
+// input's dtype, and the norms' fp32 weights keep their outputs fp32), so each quantised linear
+// casts its fp32 input to the compute dtype itself, autocast or not.
+inline bool kbit_fp32_stream(const Finetune& f) {
+  return f.method != FinetuneMethod::kFull && f.prepare_kbit && f.base_bits != 16;
+}
+
 // The tensors the optimizer sees: every parameter for a full fine-tune, the method's otherwise.
 std::vector<Shape> trainable_shapes(const Config& config, const ParameterCount& params);
 

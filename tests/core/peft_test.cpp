@@ -252,6 +252,26 @@ TEST(Peft, PrepareKbitUpcastsTheUnquantisedBase) {
   EXPECT_EQ(estimate(c).breakdown.parameters.value() - plain, (2 * 32000 * 4096 + norms) * 2);
 }
 
+// ... and with the fp32 embedding the residual stream is fp32 too (bitsandbytes' Linear4bit returns
+// its input's dtype): under full checkpointing each block keeps its fp32 input, 2 more bytes per
+// element of the 32 layers' inputs than the 16-bit stream; the 16-bit base keeps its stream.
+TEST(Peft, PrepareKbitKeepsAnFp32Stream) {
+  Config c = llama2(FinetuneMethod::kLora);
+  c.training.precision = Precision::kBf16Autocast;
+  c.training.checkpointing = Checkpointing::kFull;
+  c.training.finetune.base_bits = 4;
+  const Estimate plain = estimate(c);
+  c.training.finetune.prepare_kbit = true;
+  const Estimate prepared = estimate(c);
+  ASSERT_TRUE(plain.ok() && prepared.ok());
+  const std::int64_t tokens = c.training.micro_batch_size * c.training.seq_len;
+  EXPECT_GE(prepared.breakdown.activations.value() - plain.breakdown.activations.value(), 32 * tokens * 4096 * 2);
+  c.training.finetune.base_bits = 16;
+  const Estimate sixteen = estimate(c);
+  c.training.finetune.prepare_kbit = false;
+  EXPECT_EQ(sixteen.breakdown.activations.value(), estimate(c).breakdown.activations.value());
+}
+
 TEST(Peft, ValidationNamesTheField) {
   Config c = llama2(FinetuneMethod::kC3a);
   c.training.finetune.lora_targets = kLoraQ;

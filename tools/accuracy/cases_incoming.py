@@ -655,6 +655,13 @@ def fms(rec):
                  else "fms accelerated-peft plugin: bitsandbytes 4-bit")
             c.ft("quant_type", "nf4", "bnb_4bit_quant_type nf4 (scenarios.yaml)")
             c.ft("double_quant", True, "bnb_4bit_use_double_quant true (scenarios.yaml)")
+            if scen == "baseline-peft-bnb" and gpus == 1:
+                c.ft("prepare_kbit", True, "TRL 0.13 SFTTrainer._prepare_peft_model calls PEFT's "
+                     "prepare_model_for_kbit_training for a 4-bit model that is not sharded (is_qlora and not "
+                     "is_sharded_qlora): embeddings, norms and head become fp32")
+            elif scen == "baseline-peft-bnb":
+                c.ft("prepare_kbit", False, "FSDP QLoRA: the 4-bit weights are still on the CPU / meta device when TRL "
+                     "checks (is_sharded_qlora), so prepare_model_for_kbit_training is skipped")
     c.gpu("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB (refs/a100_80gb.csv)")
     if gpus == 1:
         parallel_defaults(c, 1, 0, "one GPU, plain python launch", "no FSDP on one GPU")
