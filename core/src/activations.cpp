@@ -627,7 +627,8 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   // input to fp32.
   s.loss_element = impl.logits_dtype == LogitsDtype::kFp32 || r.autocast ? kFp32Bytes : s.d.act;
   s.vocab = ceil_div(Count(m.vocab_size), c.parallel.tensor);
-  const bool head_trainable = !s.d.lora || (s.d.targets & kLoraHead);
+  const bool head_trainable =
+      !s.d.lora || (s.d.targets & kLoraHead) || (c.training.finetune.modules_to_save & kSaveHead);
   s.head_input = head_trainable ? s.d.tokens * s.d.hidden_split * s.d.act : Bytes{0};
   s.labels = s.d.tokens * kInt64Bytes;
   s.logits = s.d.tokens * s.vocab * s.d.act;

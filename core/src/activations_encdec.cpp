@@ -689,7 +689,8 @@ LossModel encoder_loss_model(const Config& c) {
         head_saved += stream_input_bytes(m, r, rows, r.hidden, 1, 0) + rows * r.hidden * r.act +
                       rows * r.hidden * (r.autocast ? kFp32Bytes : r.act) + rows * kLayerNormStatsBytes;
       }
-      const bool head_trainable = !r.lora || (r.targets & kLoraHead);
+      const bool head_trainable =
+          !r.lora || (r.targets & kLoraHead) || (c.training.finetune.modules_to_save & kSaveHead);
       if (head_trainable) head_saved += stream_input_bytes(m, r, rows, r.hidden, 1, kLoraHead);
       break;
     }

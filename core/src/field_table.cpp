@@ -217,6 +217,14 @@ std::vector<Field> build_fields() {
         f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.lora_targets; };
         return f;
       }(),
+      [] {
+        Field f = make_field("training.finetune.modules_to_save", FieldKind::kTargets,
+                             "PEFT modules_to_save: a trainable full copy of the token embedding and / or the output "
+                             "head beside the frozen original, with its gradients and optimizer states");
+        f.choices = {"embed", "head"};
+        f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.modules_to_save; };
+        return f;
+      }(),
       MF_REAL("training.finetune.lora_dropout", training.finetune.lora_dropout, 0.0, 0.99,
               "dropout on the LoRA adapters' input (PEFT lora_dropout)"),
       MF_BOOL("training.finetune.use_rslora", training.finetune.use_rslora,

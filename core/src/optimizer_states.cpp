@@ -284,6 +284,18 @@ bool updates_in_backward(const Training& t) {
   return t.optimizer_in_backward || t.optimizer == Optimizer::kLomo || t.optimizer == Optimizer::kAdaLomo;
 }
 
+bool states_follow_parameter_dtype(Optimizer o) {
+  switch (o) {
+    case Optimizer::kAdamW:
+    case Optimizer::kPagedAdamW:
+    case Optimizer::kSgdMomentum:
+    case Optimizer::kLion:
+    case Optimizer::kSophia:
+    case Optimizer::kScheduleFreeAdamW: return true;
+    default: return false;
+  }
+}
+
 bool stores_gradients(const Training& t) {
   return t.optimizer != Optimizer::kLomo && t.optimizer != Optimizer::kAdaLomo;
 }

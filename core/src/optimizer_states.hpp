@@ -30,6 +30,9 @@ Bytes optimizer_step_temporary_bytes(const Config& config, const ParameterCount&
 // gradient at once: no gradients are stored and there is no separate optimizer step.
 bool updates_in_backward(const Training& training);
 bool stores_gradients(const Training& training);
+// Whether every state is zeros_like(param) (torch.optim AdamW / SGD momentum, Lion, Sophia,
+// schedule-free AdamW): its bytes follow each parameter's dtype.
+bool states_follow_parameter_dtype(Optimizer optimizer);
 // The one gradient (and LOMO's fp32 copy of it) alive while a fused update runs in backward.
 Bytes fused_update_temporary_bytes(const Training& training, Count largest_tensor, const PrecisionRecipe& recipe);
 

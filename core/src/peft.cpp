@@ -337,6 +337,30 @@ std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigne
   return out;
 }
 
+namespace {
+
+// modules_to_save (peft/utils/other.py ModulesToSaveWrapper): the wrapped module stays as it was,
+// frozen, and a deep copy of it is trained in its place, in the original's dtype (PEFT casts only
+// tuner layers to fp32). A head tied to the embedding is copied as a module of its own (the copy's
+// weight is no longer tied). Only the tensors this GPU holds are copied.
+void modules_to_save(const ParameterCount& params, unsigned which, PeftParameters& out) {
+  const TensorGroup* embedding = nullptr;
+  const TensorGroup* head = nullptr;
+  for (const TensorGroup& g : params.groups) {
+    if (g.component == Component::kTokenEmbedding && !embedding) embedding = &g;
+    if (g.component == Component::kHead && !g.cols.is_zero() && !head) head = &g;
+  }
+  const auto copy = [&](const TensorGroup* g) {
+    if (!g) return;
+    out.trainable.push_back({g->rows, g->cols, g->count});
+    out.saved_copies += g->elements_each() * g->count;
+  };
+  if (which & kSaveEmbedding) copy(embedding);
+  if (which & kSaveHead) copy(head ? head : embedding);
+}
+
+}  // namespace
+
 PeftParameters peft_parameters(const ModelSpec& m, const ParameterCount& params, const Finetune& f) {
   PeftParameters out;
   Builder b{out};
@@ -374,6 +398,7 @@ PeftParameters peft_parameters(const ModelSpec& m, const ParameterCount& params,
     case FinetuneMethod::kLnTuning: ln_tuning(params, b); break;
     case FinetuneMethod::kTrainableTokens: b.train(f.num_trainable_tokens, m.hidden_size, 1); break;
   }
+  if (f.method != FinetuneMethod::kFull) modules_to_save(params, f.modules_to_save, out);
   return out;
 }
 

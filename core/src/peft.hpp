@@ -37,6 +37,7 @@ struct PeftParameters {
   std::vector<Shape> frozen_added;  // parameters the method adds but does not train (LoRA-FA's A)
   Count trained_in_base = 0;        // base parameters trained in place (LLaMA-Adapter v2's norms)
   Bytes buffer_bytes{0};            // frozen buffers (VeRA / RandLoRA projections, BOFT permutations)
+  Count saved_copies = 0;           // modules_to_save: trainable copies (in the base's dtype, not the adapters')
   Count trainable_count() const;
   Count added_count() const;  // what the method adds to sum(p.numel())
 };

@@ -95,6 +95,7 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
     const PeftParameters peft = peft_parameters(c.model, local_parameters(params, p), c.training.finetune);
     p.local_trainable = peft.trainable_count();
     p.local_added = peft.added_count();
+    p.local_copies = peft.saved_copies;
     p.buffer_bytes = peft.buffer_bytes;
   }
   // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
@@ -147,12 +148,19 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   const Bytes base_element = lora_base_bytes(r, impl);
   // PEFT's fp32 adapters: fp32 weights, gradients and optimizer states whatever the recipe.
   const bool fp32_adapters = peft && impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  const Bytes adapter_element = fp32_adapters ? kFp32Bytes : r.weights;
+  // modules_to_save copies keep the original module's dtype: the base's, or fp32 after
+  // prepare_model_for_kbit_training; so do their gradients and (torch.optim) their states.
+  const Bytes copy_element = kbit_fp32_stream(c.training.finetune) ? kFp32Bytes : base_element;
+  const Count adapters = p.local_trainable - p.local_copies;
   StaticBytes s;
   s.weights = peft ? p.as_nominal(local_frozen_base_bytes(p, params, c.training.finetune, base_element)) +
-                         p.local_added * (fp32_adapters ? kFp32Bytes : r.weights)
+                         (p.local_added - p.local_copies) * adapter_element + p.local_copies * copy_element
                    : p.local_params * r.weights;
-  s.gradients = stores_gradients(c.training) ? p.local_trainable * (fp32_adapters ? kFp32Bytes : r.gradients)
-                                             : Bytes{0};
+  s.gradients = stores_gradients(c.training)
+                    ? (peft ? adapters * (fp32_adapters ? kFp32Bytes : r.gradients) + p.local_copies * copy_element
+                            : p.local_trainable * r.gradients)
+                    : Bytes{0};
   // FSDP1 with use_orig_params and a unit holding frozen and trainable parameters gives the whole
   // flat parameter a gradient ("gradient memory ... higher than expected": torch/distributed/fsdp/
   // _flat_param.py), in the base's dtype: a PEFT method under FSDP pays for the frozen base's gradients.
@@ -160,7 +168,14 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     s.gradients += p.local_params * base_element;
   }
   s.master = p.local_trainable * r.master;
-  s.states = local_optimizer_state_bytes(c, params, p, fp32_adapters ? kFp32Bytes : r.optimizer_state);
+  const Bytes state_element = fp32_adapters ? kFp32Bytes : r.optimizer_state;
+  s.states = local_optimizer_state_bytes(c, params, p, state_element);
+  // Optimizers whose states are zeros_like(p) hold the copies' states in the copies' dtype.
+  if (peft && !p.local_copies.is_zero() && states_follow_parameter_dtype(c.training.optimizer) &&
+      !p.local_trainable.is_zero()) {
+    const Bytes copies_share = mul_div(s.states, p.local_copies, p.local_trainable);
+    s.states = s.states - copies_share + mul_div(copies_share, Count(copy_element.value()), Count(state_element.value()));
+  }
   shard(s, c.parallel.zero_stage, p.zero_shards);
   s.weights += p.buffer_bytes;  // module buffers: not sharded
   offload(c, s, notes);

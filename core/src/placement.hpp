@@ -26,6 +26,7 @@ struct Placement {
   Count local_params;     // the (possibly nominal) base parameters on this GPU
   Count local_trainable;  // trainable parameters on this GPU before ZeRO
   Count local_added;      // parameters a PEFT method adds, on this GPU (LoRA-FA: its frozen A too)
+  Count local_copies;     // of those, modules_to_save copies (kept in the base's dtype)
   Bytes buffer_bytes;     // frozen buffers a PEFT method registers (not sharded)
   std::int64_t zero_shards = 1;  // 1 without ZeRO
 

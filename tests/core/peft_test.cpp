@@ -272,6 +272,38 @@ TEST(Peft, PrepareKbitKeepsAnFp32Stream) {
   EXPECT_EQ(sixteen.breakdown.activations.value(), estimate(c).breakdown.activations.value());
 }
 
+// modules_to_save: PEFT trains a deep copy of the embedding and the head beside the frozen
+// originals (print_trainable_parameters counts both copies as trainable and in "all params"). The
+// copies keep the base's bf16 while PEFT's LoRA adapters are fp32: bf16 weights, gradients and
+// AdamW states for the 2 · 32000 · 4096 copied parameters.
+TEST(Peft, ModulesToSaveTrainsCopiesInTheBaseDtype) {
+  Config c = llama2(FinetuneMethod::kLora);
+  c.training.precision = Precision::kBf16Autocast;
+  const Estimate plain = estimate(c);
+  c.training.finetune.modules_to_save = kSaveEmbedding | kSaveHead;
+  const Estimate saved = estimate(c);
+  ASSERT_TRUE(plain.ok() && saved.ok());
+  const std::int64_t copies = 2LL * 32000 * 4096;
+  EXPECT_EQ(saved.trainable_parameter_count.value() - plain.trainable_parameter_count.value(), copies);
+  EXPECT_EQ(saved.breakdown.parameters.value() - plain.breakdown.parameters.value(), copies * 2);
+  EXPECT_EQ(saved.breakdown.gradients.value() - plain.breakdown.gradients.value(), copies * 2);
+  EXPECT_EQ(saved.breakdown.optimizer_states.value() - plain.breakdown.optimizer_states.value(), copies * 2 * 2);
+  // The head's input is saved for its weight's gradient.
+  EXPECT_GT(saved.breakdown.logits_and_loss.value(), plain.breakdown.logits_and_loss.value());
+  // PEFT 0.21.2 on a tiny Llama (LoraConfig(r=8, target_modules=["q_proj", "v_proj"],
+  // modules_to_save=["embed_tokens", "lm_head"])) prints "trainable params: 131,584 || all params:
+  // 333,632", with the copies in bf16 and lora_A / lora_B in fp32.
+  const ConfigParse tiny = parse_config_text(
+      R"({"model":{"vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,)"
+      R"("num_key_value_heads":2,"intermediate_size":128,"tie_word_embeddings":false,"mlp":"gated","norm":"rmsnorm",)"
+      R"("position_embedding":"rotary"},"training":{"precision":"bf16_autocast","finetune":{"method":"lora",)"
+      R"("lora_rank":8,"lora_targets":["q","v"],"modules_to_save":["embed","head"]}}})");
+  ASSERT_TRUE(tiny.ok());
+  const Estimate e = estimate(tiny.config);
+  EXPECT_EQ(e.trainable_parameter_count.value(), 131'584);
+  EXPECT_EQ(e.parameter_count.value(), 333'632);
+}
+
 TEST(Peft, ValidationNamesTheField) {
   Config c = llama2(FinetuneMethod::kC3a);
   c.training.finetune.lora_targets = kLoraQ;

@@ -44,7 +44,8 @@ IGNORED = {
         "training.finetune": ["use_rslora", "quant_type", "double_quant", "quant_block_size", "prepare_kbit",
                               "num_virtual_tokens", "encoder_hidden_size", "prefix_projection",
                               "encoder_reparameterization_type", "adapter_len", "adapter_start_layer",
-                              "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens"],
+                              "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens",
+                              "modules_to_save"],
     },
     "result": ["implementation", "allocator"],
 }

@@ -1855,10 +1855,8 @@ def qwen(rec):
             c.line("base_bits 4 approximates the GPTQ int4 base (auto-gptq packed weights with per-group scales); memfit "
                    "models bitsandbytes")
         if emb:
-            c.flag("unmodelled_modules_to_save")
-            c.line("LoRA (emb): the base models get modules_to_save=['wte', 'lm_head'], full trainable copies of the "
-                   "embedding and the output layer with their gradients and AdamW states; memfit's LoRA has no "
-                   "modules_to_save, so they are left out (memfit low)")
+            c.ft("modules_to_save", ["embed", "head"], "LoRA (emb): finetune.py gives the base models "
+                 "modules_to_save=['wte', 'lm_head'], full trainable copies of the embedding and the output layer")
     c.gpu("a100-sxm4-80gb", "'A100-SXM4-80G'")
     if gpus == 1:
         parallel_defaults(c, 1, 3 if full else (2 if qlora else 0), "one GPU",

@@ -31,7 +31,7 @@ const LAYOUT = [
     { title: '', fields: ['micro_batch_size', 'seq_len', 'grad_accum_steps', 'precision', 'optimizer',
       'checkpointing', 'attention', 'dropout', 'chunked_loss', 'optimizer_in_backward', 'activation_offload'] },
     { title: 'Fine-tuning', fields: ['finetune.method', 'finetune.lora_rank', 'finetune.base_bits',
-      'finetune.lora_targets'] },
+      'finetune.lora_targets', 'finetune.modules_to_save'] },
     { title: 'More', fields: [] },
   ] },
   { id: 'parallel', title: 'Parallelism', groups: [

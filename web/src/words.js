@@ -54,6 +54,9 @@ export const CHOICES = {
     q: ['Query', ''], k: ['Key', ''], v: ['Value', ''], o: ['Attention output', ''],
     gate: ['MLP gate', ''], up: ['MLP up', ''], down: ['MLP down', ''], head: ['Output head', ''],
   },
+  'training.finetune.modules_to_save': {
+    embed: ['Token embedding', 'a trainable full copy'], head: ['Output head', 'a trainable full copy'],
+  },
   'parallel.zero_stage': {
     0: ['Off', 'every GPU holds everything'],
     1: ['1: shard optimizer states', 'ZeRO-1'],
@@ -165,6 +168,7 @@ export const FIELDS = {
   'training.finetune.method': ['Method', ''],
   'training.finetune.lora_rank': ['LoRA rank', 'width of the adapters (r)'],
   'training.finetune.lora_targets': ['LoRA targets', 'layers that get adapters'],
+  'training.finetune.modules_to_save': ['Fully trained modules', 'PEFT modules_to_save: trainable copies beside the frozen originals'],
   'training.finetune.lora_dropout': ['LoRA dropout', 'dropout on the adapters\' input'],
   'training.finetune.base_bits': ['Base weights', 'precision of the frozen base weights'],
   'parallel.num_gpus': ['GPUs', 'GPUs in the job'],

@@ -281,6 +281,9 @@ struct ModelSpec {
 
 // The fine-tuning method and its sizes (PEFT's config names where PEFT has one). Every size has a
 // default that reproduces the method's PEFT default or, where PEFT has none, its paper's.
+// training.finetune.modules_to_save, in the order of its JSON names ("embed", "head").
+inline constexpr unsigned kSaveEmbedding = 1u << 0, kSaveHead = 1u << 1;
+
 struct Finetune {
   FinetuneMethod method = FinetuneMethod::kFull;
   std::int64_t lora_rank = 16;  // r of every rank-based method (AdaLoRA: init_r)
@@ -302,6 +305,9 @@ struct Finetune {
   std::int64_t boft_n_butterfly_factor = 1;  // BOFT butterfly factors
   std::int64_t n_frequency = 0;             // FourierFT / WaveFT coefficients; 0 = the method's default
   std::int64_t num_trainable_tokens = 10;   // trainable_tokens: rows of the embedding trained
+  // PEFT's modules_to_save: a trainable copy of the token embedding and / or the output head beside
+  // the frozen original (kSaveEmbedding | kSaveHead), with any method.
+  unsigned modules_to_save = 0;
 };
 
 struct Training {
