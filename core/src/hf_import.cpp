@@ -335,191 +335,266 @@ void read_deberta_v2(Reader& r, ModelSpec& m, HfImport& out) {
   }
 }
 
-void import_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
-  if (type == "gpt2") {
-    // GPT-2 (Radford et al. 2019): Conv1D projections with bias, learned positions, tied head.
-    m.vocab_size = r.integer({"vocab_size"}, 50257, true, 1);
-    m.hidden_size = r.integer({"n_embd", "hidden_size"}, 768, true, 1);
-    m.num_hidden_layers = r.integer({"n_layer", "num_hidden_layers"}, 12, true, 1, max_layers());
-    m.num_attention_heads = r.integer({"n_head", "num_attention_heads"}, 12, true, 1);
-    m.intermediate_size = r.integer({"n_inner"}, 4 * m.hidden_size, false, 1);
-    m.max_position_embeddings = r.integer({"n_positions", "max_position_embeddings"}, 1024, true, 1);
-    m.mlp = MlpKind::kPlain;
-    m.norm = NormKind::kLayerNorm;
-    m.norm_bias = true;
-    m.position_embedding = PositionKind::kLearned;
-    m.attention_bias = m.mlp_bias = true;
-    m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
-  } else if (type == "gpt_neox") {
-    // GPT-NeoX / Pythia: fused biased qkv, LayerNorm with bias, two norms per block whether or not
-    // the residual is parallel, untied embed_out without bias.
-    read_llama_like(r, m, false);
-    m.mlp = MlpKind::kPlain;
-    m.norm = NormKind::kLayerNorm;
-    m.norm_bias = true;
-    m.attention_bias = r.boolean("attention_bias", true);
-    m.mlp_bias = true;
-    m.block = r.boolean("use_parallel_residual", true) ? BlockLayout::kParallel : BlockLayout::kSequential;
-  } else if (type == "opt") {
-    // OPT: learned positions with 2 extra rows (the padding offset), biased projections, tied head.
-    m.vocab_size = r.integer({"vocab_size"}, 50272, true, 1);
-    m.hidden_size = r.integer({"hidden_size"}, 768, true, 1);
-    m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1, max_layers());
-    m.num_attention_heads = r.integer({"num_attention_heads"}, 12, true, 1);
-    m.intermediate_size = r.integer({"ffn_dim"}, 3072, true, 1);
-    m.max_position_embeddings = r.integer({"max_position_embeddings"}, 2048, true, 1);
+void read_gpt2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // GPT-2 (Radford et al. 2019): Conv1D projections with bias, learned positions, tied head.
+  m.vocab_size = r.integer({"vocab_size"}, 50257, true, 1);
+  m.hidden_size = r.integer({"n_embd", "hidden_size"}, 768, true, 1);
+  m.num_hidden_layers = r.integer({"n_layer", "num_hidden_layers"}, 12, true, 1, max_layers());
+  m.num_attention_heads = r.integer({"n_head", "num_attention_heads"}, 12, true, 1);
+  m.intermediate_size = r.integer({"n_inner"}, 4 * m.hidden_size, false, 1);
+  m.max_position_embeddings = r.integer({"n_positions", "max_position_embeddings"}, 1024, true, 1);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.position_embedding = PositionKind::kLearned;
+  m.attention_bias = m.mlp_bias = true;
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+}
+
+void read_gpt_neox_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // GPT-NeoX / Pythia: fused biased qkv, LayerNorm with bias, two norms per block whether or not
+  // the residual is parallel, untied embed_out without bias.
+  read_llama_like(r, m, false);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.attention_bias = r.boolean("attention_bias", true);
+  m.mlp_bias = true;
+  m.block = r.boolean("use_parallel_residual", true) ? BlockLayout::kParallel : BlockLayout::kSequential;
+}
+
+void read_opt_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // OPT: learned positions with 2 extra rows (the padding offset), biased projections, tied head.
+  m.vocab_size = r.integer({"vocab_size"}, 50272, true, 1);
+  m.hidden_size = r.integer({"hidden_size"}, 768, true, 1);
+  m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1, max_layers());
+  m.num_attention_heads = r.integer({"num_attention_heads"}, 12, true, 1);
+  m.intermediate_size = r.integer({"ffn_dim"}, 3072, true, 1);
+  m.max_position_embeddings = r.integer({"max_position_embeddings"}, 2048, true, 1);
+  m.position_embedding_offset = 2;
+  const std::int64_t proj = r.integer({"word_embed_proj_dim"}, m.hidden_size, false, 1);
+  if (proj != m.hidden_size) {
+    out.errors.push_back({"word_embed_proj_dim", "differs from hidden_size (as in opt-350m); this projected "
+                                                 "embedding is not supported yet"});
+  }
+  m.final_norm = r.boolean("do_layer_norm_before", true);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.position_embedding = PositionKind::kLearned;
+  m.attention_bias = m.mlp_bias = r.boolean("enable_bias", true);
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+}
+
+void read_bert_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // BertModel (Devlin et al. 2019): word + position + token-type embeddings and their LayerNorm,
+  // post-norm blocks (two LayerNorms each), a pooler, no language-model head.
+  m.vocab_size = r.integer({"vocab_size"}, 30522, true, 1);
+  m.hidden_size = r.integer({"hidden_size"}, 768, true, 1);
+  m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1, max_layers());
+  m.num_attention_heads = r.integer({"num_attention_heads"}, 12, true, 1);
+  m.intermediate_size = r.integer({"intermediate_size"}, 3072, true, 1);
+  m.max_position_embeddings = r.integer({"max_position_embeddings"}, 512, true, 1);
+  m.type_vocab_size = r.integer({"type_vocab_size"}, 2, false, 0);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.position_embedding = PositionKind::kLearned;
+  m.attention_bias = m.mlp_bias = true;
+  m.embedding_norm = true;
+  m.final_norm = false;
+  m.pooler = true;
+  m.output_head = OutputHead::kNone;
+}
+
+void read_t5_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  read_t5(r, m, out);
+}
+
+void read_bart_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  read_bart(r, m, out);
+}
+
+void read_roberta_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  // RoBERTa (Liu et al. 2019): BERT's shape; positions start after padding_idx + 1, which its
+  // config already counts in max_position_embeddings (514 = 512 + 2); one token type.
+  read_bert_like(r, m, out);
+  m.type_vocab_size = r.integer({"type_vocab_size"}, 1, false, 0);
+  if (m.max_position_embeddings <= 2) {
+    out.errors.push_back({"max_position_embeddings", "must be more than 2 for model_type \"" + type +
+                                                         "\" (its first two rows are the padding offset)"});
+  } else {
+    // The table's first padding_idx + 1 = 2 rows are never a real position.
+    m.max_position_embeddings -= 2;
     m.position_embedding_offset = 2;
-    const std::int64_t proj = r.integer({"word_embed_proj_dim"}, m.hidden_size, false, 1);
-    if (proj != m.hidden_size) {
-      out.errors.push_back({"word_embed_proj_dim", "differs from hidden_size (as in opt-350m); this projected "
-                                                   "embedding is not supported yet"});
-    }
-    m.final_norm = r.boolean("do_layer_norm_before", true);
-    m.mlp = MlpKind::kPlain;
-    m.norm = NormKind::kLayerNorm;
-    m.norm_bias = true;
-    m.position_embedding = PositionKind::kLearned;
-    m.attention_bias = m.mlp_bias = r.boolean("enable_bias", true);
-    m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
-  } else if (type == "bert") {
-    // BertModel (Devlin et al. 2019): word + position + token-type embeddings and their LayerNorm,
-    // post-norm blocks (two LayerNorms each), a pooler, no language-model head.
-    m.vocab_size = r.integer({"vocab_size"}, 30522, true, 1);
-    m.hidden_size = r.integer({"hidden_size"}, 768, true, 1);
-    m.num_hidden_layers = r.integer({"num_hidden_layers"}, 12, true, 1, max_layers());
-    m.num_attention_heads = r.integer({"num_attention_heads"}, 12, true, 1);
-    m.intermediate_size = r.integer({"intermediate_size"}, 3072, true, 1);
-    m.max_position_embeddings = r.integer({"max_position_embeddings"}, 512, true, 1);
-    m.type_vocab_size = r.integer({"type_vocab_size"}, 2, false, 0);
-    m.mlp = MlpKind::kPlain;
-    m.norm = NormKind::kLayerNorm;
-    m.norm_bias = true;
-    m.position_embedding = PositionKind::kLearned;
-    m.attention_bias = m.mlp_bias = true;
-    m.embedding_norm = true;
-    m.final_norm = false;
-    m.pooler = true;
-    m.output_head = OutputHead::kNone;
-  } else if (type == "t5" || type == "mt5") {
-    read_t5(r, m, out);
-  } else if (type == "bart") {
-    read_bart(r, m, out);
-  } else if (type == "roberta" || type == "xlm-roberta") {
-    // RoBERTa (Liu et al. 2019): BERT's shape; positions start after padding_idx + 1, which its
-    // config already counts in max_position_embeddings (514 = 512 + 2); one token type.
-    read_bert_like(r, m, out);
-    m.type_vocab_size = r.integer({"type_vocab_size"}, 1, false, 0);
-    if (m.max_position_embeddings <= 2) {
-      out.errors.push_back({"max_position_embeddings", "must be more than 2 for model_type \"" + type +
-                                                           "\" (its first two rows are the padding offset)"});
-    } else {
-      // The table's first padding_idx + 1 = 2 rows are never a real position.
-      m.max_position_embeddings -= 2;
-      m.position_embedding_offset = 2;
-    }
-  } else if (type == "deberta-v2") {
-    read_deberta_v2(r, m, out);
-  } else if (type == "llama" || type == "mistral") {
-    read_llama_like(r, m, false);
-  } else if (type == "mixtral") {
-    // Mixtral: every layer's MLP is num_local_experts gated experts of intermediate_size.
-    read_llama_like(r, m, false);
-    m.num_experts = r.integer({"num_local_experts"}, 8, true, 1, max_experts());
-    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1, max_experts());
-    m.moe_intermediate_size = m.intermediate_size;
-  } else if (type == "qwen2") {
-    // Qwen2: bias on q, k and v only.
-    read_llama_like(r, m, false);
-    m.qkv_bias = true;
-  } else if (type == "qwen2_moe") {
-    read_llama_like(r, m, false);
-    m.qkv_bias = true;
-    read_qwen_moe_layers(r, m, out);
-    m.shared_expert_intermediate_size = r.integer({"shared_expert_intermediate_size"}, 0, false, 0);
-    m.num_shared_experts = m.shared_expert_intermediate_size > 0 ? 1 : 0;
-    m.shared_expert_gate = m.shared_expert_intermediate_size > 0;
-  } else if (type == "qwen3" || type == "qwen3_moe") {
-    // Qwen3: RMSNorm on each query and key head; no biases.
-    read_llama_like(r, m, false);
-    m.qk_norm = QkNorm::kPerHead;
-    if (type == "qwen3_moe") read_qwen_moe_layers(r, m, out);
-  } else if (type == "gemma" || type == "gemma2") {
-    // Gemma: GeGLU, explicit head_dim (256 in 2B/7B), tied head. Gemma 2 adds a norm after
-    // attention and around the MLP: four per block.
-    read_llama_like(r, m, true);
-    if (type == "gemma2") m.norms_per_block = 4;
-  } else if (type == "phi") {
-    // Phi-1/1.5/2: parallel block with one LayerNorm, biased projections, plain MLP, head with bias.
-    read_llama_like(r, m, false);
-    m.mlp = MlpKind::kPlain;
-    m.norm = NormKind::kLayerNorm;
-    m.norm_bias = true;
-    m.attention_bias = m.mlp_bias = true;
-    m.block = BlockLayout::kParallel;
-    m.norms_per_block = 1;
-    m.lm_head_bias = true;
-    if (r.boolean("qk_layernorm", false)) {
-      out.errors.push_back({"qk_layernorm", "true is not supported for model_type \"phi\""});
-    }
-  } else if (type == "phi3") {
-    // Phi-3: fused qkv and gate_up projections, which count the same as separate ones.
-    read_llama_like(r, m, false);
-  } else if (type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel") {
-    // Falcon: parallel attention+MLP; the 7B layout has one LayerNorm and multi-query attention,
-    // the "new decoder architecture" (40B/180B) has two LayerNorms and num_kv_heads groups.
-    m.vocab_size = r.integer({"vocab_size"}, 65024, true, 1);
-    m.hidden_size = r.integer({"hidden_size", "n_embed"}, 4544, true, 1);
-    m.num_hidden_layers = r.integer({"num_hidden_layers", "n_layer"}, 32, true, 1, max_layers());
-    m.num_attention_heads = r.integer({"num_attention_heads", "n_head"}, 71, true, 1);
-    m.intermediate_size = r.integer({"ffn_hidden_size"}, 4 * m.hidden_size, false, 1);
-    m.max_position_embeddings = r.integer({"max_position_embeddings"}, 2048, false, 1);
-    const bool new_arch = r.boolean("new_decoder_architecture", false);
-    if (new_arch) {
-      m.num_key_value_heads = r.integer({"num_kv_heads", "n_head_kv"}, m.num_attention_heads, false, 1);
-      m.norms_per_block = 2;
-    } else {
-      m.num_key_value_heads = r.boolean("multi_query", true) ? 1 : 0;
-      m.norms_per_block = r.boolean("parallel_attn", true) ? 1 : 2;
-    }
-    m.block = new_arch || r.boolean("parallel_attn", true) ? BlockLayout::kParallel : BlockLayout::kSequential;
-    m.mlp = MlpKind::kPlain;
-    m.norm = NormKind::kLayerNorm;
-    m.norm_bias = true;
-    m.attention_bias = m.mlp_bias = r.boolean("bias", false);
-    m.position_embedding = r.boolean("alibi", false) ? PositionKind::kNone : PositionKind::kRotary;
-    m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
-  } else if (type == "olmo2") {
-    // OLMo-2: norms after attention and after the MLP (no input norm), and RMSNorm on the full
-    // query and key projections.
-    read_llama_like(r, m, false);
-    m.qk_norm = QkNorm::kFullWidth;
-  } else if (type == "deepseek_v3" || type == "deepseek_v2") {
-    // DeepSeek-V2/V3: multi-head latent attention, first_k_dense_replace dense layers, then MoE
-    // layers with n_routed_experts + n_shared_experts. V3's noaux_tc routing adds a per-expert
-    // correction bias parameter.
-    read_llama_like(r, m, false);
-    m.attention_type = AttentionType::kMla;
-    m.q_lora_rank = r.integer({"q_lora_rank"}, 0, false, 0);
-    m.kv_lora_rank = r.integer({"kv_lora_rank"}, 0, true, 1);
-    m.qk_rope_head_dim = r.integer({"qk_rope_head_dim"}, 0, true, 0);
-    m.qk_nope_head_dim = r.integer({"qk_nope_head_dim"}, 0, true, 0);
-    m.v_head_dim = r.integer({"v_head_dim"}, 0, true, 1);
-    m.num_experts = r.integer({"n_routed_experts"}, 0, false, 0, max_experts());
-    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, m.num_experts > 0, 0, max_experts());
-    m.num_shared_experts = r.integer({"n_shared_experts"}, 0, false, 0);
-    m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, m.num_experts > 0, 0);
-    m.first_k_dense_replace = r.integer({"first_k_dense_replace"}, 0, false, 0);
-    if (r.integer({"moe_layer_freq"}, 1, false, 1) != 1) {
-      out.errors.push_back({"moe_layer_freq", "values other than 1 are not supported"});
-    }
-    const Json* topk = r.raw("topk_method");
-    m.router_bias = topk && topk->is_string() && topk->as_string() == "noaux_tc";
-    if (r.integer({"num_nextn_predict_layers"}, 0, false, 0) > 0) {
-      out.warnings.push_back({"num_nextn_predict_layers",
-                              "the multi-token-prediction layer is not part of the trained model's "
-                              "forward pass and is not counted"});
+  }
+}
+
+void read_deberta_v2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  read_deberta_v2(r, m, out);
+}
+
+void read_llama_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  read_llama_like(r, m, false);
+}
+
+void read_mixtral_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Mixtral: every layer's MLP is num_local_experts gated experts of intermediate_size.
+  read_llama_like(r, m, false);
+  m.num_experts = r.integer({"num_local_experts"}, 8, true, 1, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1, max_experts());
+  m.moe_intermediate_size = m.intermediate_size;
+}
+
+void read_qwen2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Qwen2: bias on q, k and v only.
+  read_llama_like(r, m, false);
+  m.qkv_bias = true;
+}
+
+void read_qwen2_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  read_llama_like(r, m, false);
+  m.qkv_bias = true;
+  read_qwen_moe_layers(r, m, out);
+  m.shared_expert_intermediate_size = r.integer({"shared_expert_intermediate_size"}, 0, false, 0);
+  m.num_shared_experts = m.shared_expert_intermediate_size > 0 ? 1 : 0;
+  m.shared_expert_gate = m.shared_expert_intermediate_size > 0;
+}
+
+void read_qwen3_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  // Qwen3: RMSNorm on each query and key head; no biases.
+  read_llama_like(r, m, false);
+  m.qk_norm = QkNorm::kPerHead;
+  if (type == "qwen3_moe") read_qwen_moe_layers(r, m, out);
+}
+
+void read_gemma_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Gemma: GeGLU, explicit head_dim (256 in 2B/7B), tied head. Gemma 2 adds a norm after
+  // attention and around the MLP: four per block.
+  read_llama_like(r, m, true);
+  if (type == "gemma2") m.norms_per_block = 4;
+}
+
+void read_phi_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // Phi-1/1.5/2: parallel block with one LayerNorm, biased projections, plain MLP, head with bias.
+  read_llama_like(r, m, false);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.attention_bias = m.mlp_bias = true;
+  m.block = BlockLayout::kParallel;
+  m.norms_per_block = 1;
+  m.lm_head_bias = true;
+  if (r.boolean("qk_layernorm", false)) {
+    out.errors.push_back({"qk_layernorm", "true is not supported for model_type \"phi\""});
+  }
+}
+
+void read_phi3_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Phi-3: fused qkv and gate_up projections, which count the same as separate ones.
+  read_llama_like(r, m, false);
+}
+
+void read_falcon_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Falcon: parallel attention+MLP; the 7B layout has one LayerNorm and multi-query attention,
+  // the "new decoder architecture" (40B/180B) has two LayerNorms and num_kv_heads groups.
+  m.vocab_size = r.integer({"vocab_size"}, 65024, true, 1);
+  m.hidden_size = r.integer({"hidden_size", "n_embed"}, 4544, true, 1);
+  m.num_hidden_layers = r.integer({"num_hidden_layers", "n_layer"}, 32, true, 1, max_layers());
+  m.num_attention_heads = r.integer({"num_attention_heads", "n_head"}, 71, true, 1);
+  m.intermediate_size = r.integer({"ffn_hidden_size"}, 4 * m.hidden_size, false, 1);
+  m.max_position_embeddings = r.integer({"max_position_embeddings"}, 2048, false, 1);
+  const bool new_arch = r.boolean("new_decoder_architecture", false);
+  if (new_arch) {
+    m.num_key_value_heads = r.integer({"num_kv_heads", "n_head_kv"}, m.num_attention_heads, false, 1);
+    m.norms_per_block = 2;
+  } else {
+    m.num_key_value_heads = r.boolean("multi_query", true) ? 1 : 0;
+    m.norms_per_block = r.boolean("parallel_attn", true) ? 1 : 2;
+  }
+  m.block = new_arch || r.boolean("parallel_attn", true) ? BlockLayout::kParallel : BlockLayout::kSequential;
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.attention_bias = m.mlp_bias = r.boolean("bias", false);
+  m.position_embedding = r.boolean("alibi", false) ? PositionKind::kNone : PositionKind::kRotary;
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+}
+
+void read_olmo2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // OLMo-2: norms after attention and after the MLP (no input norm), and RMSNorm on the full
+  // query and key projections.
+  read_llama_like(r, m, false);
+  m.qk_norm = QkNorm::kFullWidth;
+}
+
+void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // DeepSeek-V2/V3: multi-head latent attention, first_k_dense_replace dense layers, then MoE
+  // layers with n_routed_experts + n_shared_experts. V3's noaux_tc routing adds a per-expert
+  // correction bias parameter.
+  read_llama_like(r, m, false);
+  m.attention_type = AttentionType::kMla;
+  m.q_lora_rank = r.integer({"q_lora_rank"}, 0, false, 0);
+  m.kv_lora_rank = r.integer({"kv_lora_rank"}, 0, true, 1);
+  m.qk_rope_head_dim = r.integer({"qk_rope_head_dim"}, 0, true, 0);
+  m.qk_nope_head_dim = r.integer({"qk_nope_head_dim"}, 0, true, 0);
+  m.v_head_dim = r.integer({"v_head_dim"}, 0, true, 1);
+  m.num_experts = r.integer({"n_routed_experts"}, 0, false, 0, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, m.num_experts > 0, 0, max_experts());
+  m.num_shared_experts = r.integer({"n_shared_experts"}, 0, false, 0);
+  m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, m.num_experts > 0, 0);
+  m.first_k_dense_replace = r.integer({"first_k_dense_replace"}, 0, false, 0);
+  if (r.integer({"moe_layer_freq"}, 1, false, 1) != 1) {
+    out.errors.push_back({"moe_layer_freq", "values other than 1 are not supported"});
+  }
+  const Json* topk = r.raw("topk_method");
+  m.router_bias = topk && topk->is_string() && topk->as_string() == "noaux_tc";
+  if (r.integer({"num_nextn_predict_layers"}, 0, false, 0) > 0) {
+    out.warnings.push_back({"num_nextn_predict_layers",
+                            "the multi-token-prediction layer is not part of the trained model's "
+                            "forward pass and is not counted"});
+  }
+}
+
+// Each model_type's reader (transformers' config class of that name: what its modeling code builds).
+struct FamilyReader {
+  std::vector<const char*> types;
+  void (*read)(const std::string& type, Reader& r, ModelSpec& m, HfImport& out);
+};
+
+const std::vector<FamilyReader>& family_readers() {
+  static const std::vector<FamilyReader> readers = {
+      {{"gpt2"}, read_gpt2_family},
+      {{"gpt_neox"}, read_gpt_neox_family},
+      {{"opt"}, read_opt_family},
+      {{"bert"}, read_bert_family},
+      {{"t5", "mt5"}, read_t5_family},
+      {{"bart"}, read_bart_family},
+      {{"roberta", "xlm-roberta"}, read_roberta_family},
+      {{"deberta-v2"}, read_deberta_v2_family},
+      {{"llama", "mistral"}, read_llama_family},
+      {{"mixtral"}, read_mixtral_family},
+      {{"qwen2"}, read_qwen2_family},
+      {{"qwen2_moe"}, read_qwen2_moe_family},
+      {{"qwen3", "qwen3_moe"}, read_qwen3_family},
+      {{"gemma", "gemma2"}, read_gemma_family},
+      {{"phi"}, read_phi_family},
+      {{"phi3"}, read_phi3_family},
+      {{"falcon", "RefinedWeb", "RefinedWebModel"}, read_falcon_family},
+      {{"olmo2"}, read_olmo2_family},
+      {{"deepseek_v3", "deepseek_v2"}, read_deepseek_v3_family},
+  };
+  return readers;
+}
+
+// The reader of a model_type, or nullptr when memfit does not know it.
+const FamilyReader* find_family(const std::string& type) {
+  for (const FamilyReader& f : family_readers()) {
+    for (const char* t : f.types) {
+      if (type == t) return &f;
     }
   }
+  return nullptr;
 }
 
 // The MLP's activation function: config.json's activation_function (GPT-2, OPT), hidden_act or
@@ -550,11 +625,6 @@ void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec&
   }
 }
 
-constexpr const char* kSupportedTypes[] = {
-    "gpt2", "gpt_neox", "opt", "bert", "roberta", "xlm-roberta", "deberta-v2", "t5", "mt5", "bart", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-    "gemma", "gemma2", "phi", "phi3", "falcon", "olmo2", "deepseek_v2", "deepseek_v3",
-    "RefinedWeb", "RefinedWebModel",  // Falcon's original remote-code spellings
-};
 
 }  // namespace
 
@@ -576,9 +646,8 @@ HfImport import_hf_config(const Json& json) {
     return out;
   }
   const std::string& t = type->as_string();
-  const bool known = std::any_of(std::begin(kSupportedTypes), std::end(kSupportedTypes),
-                                 [&](const char* s) { return t == s; });
-  if (!known) {
+  const FamilyReader* family = find_family(t);
+  if (!family) {
     out.errors.push_back({"model_type", describe(*type) + " is not supported; supported: " + supported_hf_model_types()});
     return out;
   }
@@ -586,7 +655,7 @@ HfImport import_hf_config(const Json& json) {
   reader.set_model_type(t);
   ModelSpec& m = out.model;
   m.model_type = t;
-  import_family(t, reader, m, out);
+  family->read(t, reader, m, out);
   if (!out.errors.empty()) return out;
   // transformers' GPT-2, OPT and BERT classes drop out on the embeddings and both residual
   // branches (resid_pdrop / hidden_dropout_prob), and their eager attention runs the softmax in
