@@ -315,9 +315,11 @@ def parse_list_gpus(text):
     out = []
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) >= 3 and parts[-1] == "GiB":
+        # id, name words, "<memory> GiB", then (newer builds) peaks and a price: the first "GiB" token.
+        if "GiB" in parts[2:]:
+            at = parts.index("GiB", 2)
             try:
-                out.append((parts[0], int(float(parts[-2]) * GIB)))
+                out.append((parts[0], int(float(parts[at - 1]) * GIB)))
             except ValueError:
                 pass
     return out
