@@ -65,9 +65,22 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.breakdown.overhead = c.hardware.overhead_bytes >= 0 ? Bytes(c.hardware.overhead_bytes) : gpu.context_bytes;
   StepSimulation sim;
   if (c.hardware.fragmentation < 0) {
+    std::vector<EarlierBatch> earlier;
+    if (c.training.sequence_lengths == SequenceLengths::kVarying) {
+      for (std::int64_t length : varying_lengths(c.training.seq_len)) {
+        Config shorter = c;
+        shorter.training.seq_len = length;
+        earlier.push_back({activation_model(shorter, e.parameters), loss_model(shorter, e.parameters)});
+      }
+      e.notes.push_back("Varying sequence lengths: the allocator's reserve is replayed over micro-batches of " +
+                        std::to_string(kVaryingMicroBatches) +
+                        " lengths from an eighth of seq_len up to it, then full-length steps; segments cut for "
+                        "one length are reused for another only where they fit.");
+    }
     sim = simulate_step(c, e.parameters, place, st, act, loss, e.breakdown.weight_copies,
                         optimizer_temporaries(c, e.parameters, place, r), r,
-                        c.hardware.expandable_segments ? SegmentMode::kExpandable : SegmentMode::kCudaMalloc);
+                        c.hardware.expandable_segments ? SegmentMode::kExpandable : SegmentMode::kCudaMalloc,
+                        earlier, max(Bytes{0}, gpu.memory_bytes - e.breakdown.overhead));
   }
   allocator_reserve(c, sim, e);
   e.notes.insert(e.notes.end(), act.notes.begin(), act.notes.end());

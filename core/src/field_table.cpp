@@ -162,6 +162,11 @@ std::vector<Field> build_fields() {
              "tokens per sequence (T); an encoder-decoder's source length"),
       MF_INT("training.target_len", training.target_len, 0, 100 * kMillion,
              "an encoder-decoder's target (decoder) length; 0 = seq_len"),
+      MF_ENUM("training.sequence_lengths", training.sequence_lengths, SequenceLengths,
+              "fixed: every micro-batch is seq_len tokens (packed data, or padded to the cap); varying: each is "
+              "padded to its own longest sample, so lengths range up to seq_len and the caching allocator keeps "
+              "segments cut for every length (a larger reserve)",
+              "fixed", "varying"),
       MF_INT("training.grad_accum_steps", training.grad_accum_steps, 1, kMillion, "micro-batches per optimizer step"),
       MF_ENUM("training.precision", training.precision, Precision, "precision recipe (bytes per parameter)", "fp32",
               "fp16_mixed", "bf16_mixed", "fp16_master", "bf16_master", "bf16", "fp8_mixed", "seed_14p", "bf16_fsdp",

@@ -18,7 +18,7 @@ constexpr std::int64_t kMostReplayedTensors = 100'000;
 // The allocator and the live tensors of the replay, by id.
 class Replay {
  public:
-  explicit Replay(SegmentMode segments) : allocator_(options(segments)) {}
+  Replay(SegmentMode segments, Bytes capacity) : allocator_(options(segments, capacity)) {}
 
   int take(Bytes bytes) {
     if (bytes.overflow() || bytes.value() > kLargestReplayedBytes) failed_ = true;
@@ -49,10 +49,11 @@ class Replay {
   std::vector<Phase>& marks() { return marks_; }
 
  private:
-  static AllocatorOptions options(SegmentMode segments) {
+  static AllocatorOptions options(SegmentMode segments, Bytes capacity) {
     AllocatorOptions o;
     o.segment_mode = segments;
     o.timeline_stride = 0;
+    if (capacity.value() > 0) o.device_capacity_bytes = capacity;
     return o;
   }
 
@@ -262,31 +263,34 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   return pr;
 }
 
-}  // namespace
+// One micro-batch through the replay: forward, backward, and the optimizer step after it.
+void micro_batch(Replay& replay, const Program& pr, std::vector<int>& states, std::vector<int>& grads,
+                 std::vector<int>& copies, std::vector<int>& loss_kept) {
+  std::vector<std::vector<int>> saved(pr.model.layers.size());
+  int embedding = -1;
+  forward(replay, pr, saved, copies, loss_kept, embedding);
+  backward(replay, pr, saved, copies, loss_kept, embedding, grads);
+  optimizer_step(replay, pr, states, grads, loss_kept);
+}
 
-StepSimulation simulate_step(const Config& c, const ParameterCount& params, const Placement& p,
-                             const StaticBytes& st, const ActivationModel& act, const LossModel& loss,
-                             Bytes weight_copies, Bytes temporaries, const PrecisionRecipe& r, SegmentMode segments) {
+StepSimulation replay_steps(const Config& c, const Program& full, const std::vector<Program>& earlier,
+                            SegmentMode segments, Bytes capacity) {
   StepSimulation out;
-  const Count layers = p.dense_layers + p.moe_layers;
-  if (layers.value() > kMostReplayedLayers || layers.overflow()) return out;
-  const Program pr = program(c, params, p, st, act, loss, weight_copies, temporaries, r);
-  std::size_t tensors = pr.weights.size() + pr.gradients.size() * 2 + pr.saved.size() * pr.model.layers.size();
-  if (tensors > static_cast<std::size_t>(kMostReplayedTensors)) return out;
-  Replay replay(segments);
+  Replay replay(segments, capacity);
   std::vector<int> weights, master, states, grads, copies, loss_kept;
-  replay.take(pr.weights, weights);
-  replay.take(pr.master, master);
-  if (pr.grads_persist) replay.take(pr.gradients, grads);
+  replay.take(full.weights, weights);
+  replay.take(full.master, master);
+  if (full.grads_persist) replay.take(full.gradients, grads);
+  for (const Program& pr : earlier) {
+    if (replay.failed()) break;
+    micro_batch(replay, pr, states, grads, copies, loss_kept);
+  }
   for (int step = 0; step < 2 && !replay.failed(); ++step) {
     if (step == 1) replay.marks().clear();
-    std::vector<std::vector<int>> saved(pr.model.layers.size());
-    int embedding = -1;
-    forward(replay, pr, saved, copies, loss_kept, embedding);
-    backward(replay, pr, saved, copies, loss_kept, embedding, grads);
-    optimizer_step(replay, pr, states, grads, loss_kept);
+    micro_batch(replay, full, states, grads, copies, loss_kept);
   }
   if (replay.failed()) return out;
+  (void)c;
   const AllocatorStats stats = replay.allocator().stats();
   out.peak_allocated_bytes = stats.peak_allocated_bytes;
   out.peak_reserved_bytes = stats.peak_reserved_bytes;
@@ -294,6 +298,47 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
   out.timeline = replay.marks();
   out.ok = true;
   return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> varying_lengths(std::int64_t seq_len) {
+  // Deterministic and spread out, in no sorted order: the golden-ratio sequence over
+  // [seq_len / 8, seq_len] (a stand-in for shuffled data whose samples are often shorter than the cap).
+  std::vector<std::int64_t> out;
+  if (seq_len < 2) return out;
+  constexpr double kGolden = 0.6180339887498949;
+  double u = 0.0;
+  for (int k = 0; k < kVaryingMicroBatches; ++k) {
+    u += kGolden;
+    u -= static_cast<double>(static_cast<std::int64_t>(u));
+    const double fraction = 0.125 + 0.875 * u;
+    out.push_back(std::max<std::int64_t>(1, static_cast<std::int64_t>(fraction * static_cast<double>(seq_len))));
+  }
+  return out;
+}
+
+StepSimulation simulate_step(const Config& c, const ParameterCount& params, const Placement& p,
+                             const StaticBytes& st, const ActivationModel& act, const LossModel& loss,
+                             Bytes weight_copies, Bytes temporaries, const PrecisionRecipe& r, SegmentMode segments,
+                             const std::vector<EarlierBatch>& earlier, Bytes capacity) {
+  StepSimulation out;
+  const Count layers = p.dense_layers + p.moe_layers;
+  if (layers.value() > kMostReplayedLayers || layers.overflow()) return out;
+  const Program pr = program(c, params, p, st, act, loss, weight_copies, temporaries, r);
+  std::size_t tensors = pr.weights.size() + pr.gradients.size() * 2 + pr.saved.size() * pr.model.layers.size();
+  if (tensors > static_cast<std::size_t>(kMostReplayedTensors)) return out;
+  std::vector<Program> before;
+  for (const EarlierBatch& b : earlier) {
+    before.push_back(program(c, params, p, st, b.activations, b.loss, weight_copies, temporaries, r));
+  }
+  if (!before.empty()) {
+    // A run of many shapes on a card that fills: the allocator frees its cached segments and
+    // retries before it fails (release_cached_blocks), so the card bounds what it reserves.
+    out = replay_steps(c, pr, before, segments, capacity);
+    if (out.ok) return out;
+  }
+  return replay_steps(c, pr, {}, segments, Bytes{0});
 }
 
 }  // namespace memfit

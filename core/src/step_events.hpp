@@ -24,9 +24,22 @@ struct StepSimulation {
 // master weights, states and gradients of every group this GPU holds, each block's saved
 // activations in forward and their release in backward as its gradients land, the loss's tensors,
 // the optimizer's temporaries, and zero_grad(set_to_none=True).
+//
+// With varying sequence lengths (training.sequence_lengths), micro-batches of other lengths
+// (`earlier`, each with its own activations and loss) run first, through the same allocator,
+// on a card of `capacity` bytes (0: unbounded).
+struct EarlierBatch {
+  ActivationModel activations;
+  LossModel loss;
+};
 StepSimulation simulate_step(const Config& config, const ParameterCount& params, const Placement& place,
                              const StaticBytes& statics, const ActivationModel& activations, const LossModel& loss,
                              Bytes weight_copies, Bytes optimizer_temporaries, const PrecisionRecipe& recipe,
-                             SegmentMode segments);
+                             SegmentMode segments, const std::vector<EarlierBatch>& earlier = {},
+                             Bytes capacity = Bytes{0});
+
+// The micro-batch lengths replayed before the full-length steps when lengths vary.
+constexpr int kVaryingMicroBatches = 24;
+std::vector<std::int64_t> varying_lengths(std::int64_t seq_len);
 
 }  // namespace memfit

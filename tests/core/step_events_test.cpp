@@ -46,5 +46,45 @@ TEST(StepReplay, AbsurdSizesFallBackToTheFixedFactor) {
   EXPECT_GT(e.peak_reserved_bytes, e.peak_allocated_bytes);
 }
 
+// Dynamic padding: PyTorch's best fit (get_free_block) takes a cached block only if it is at least
+// the request, and blocks of separate segments never merge, so micro-batches of many lengths leave
+// segments cut for each; the allocated peak (the longest micro-batch) does not change.
+TEST(StepReplay, VaryingLengthsReserveMoreThanOneShape) {
+  const std::string base = R"({"model":{"preset":"llama-2-7b"},"training":{"seq_len":4096,"checkpointing":"full",)"
+                           R"("finetune":{"method":"lora"},)";
+  const Estimate fixed = run(base + R"("sequence_lengths":"fixed"}})");
+  const Estimate varying = run(base + R"("sequence_lengths":"varying"}})");
+  ASSERT_TRUE(varying.errors.empty());
+  EXPECT_TRUE(varying.fragmentation_simulated);
+  EXPECT_EQ(varying.peak_allocated_bytes, fixed.peak_allocated_bytes);
+  EXPECT_GT(varying.peak_reserved_bytes.value(), fixed.peak_reserved_bytes.value() * 11 / 10);
+  EXPECT_GT(varying.fragmentation, fixed.fragmentation);
+  bool noted = false;
+  for (const std::string& n : varying.notes) noted = noted || n.find("Varying sequence lengths") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+// On a card that fills, the allocator frees its cached segments and retries (release_cached_blocks)
+// before it fails: the reserve of a varying run stays within the card when the step itself fits.
+TEST(StepReplay, VaryingLengthsAreBoundedByTheCard) {
+  const Estimate e = run(R"({"model":{"preset":"llama-2-7b"},"hardware":{"gpu":"rtx-4090-24gb"},)"
+                         R"("training":{"seq_len":16384,"checkpointing":"full","sequence_lengths":"varying",)"
+                         R"("finetune":{"method":"lora","base_bits":4}}})");
+  ASSERT_TRUE(e.errors.empty());
+  const Estimate unbounded = run(R"({"model":{"preset":"llama-2-7b"},"hardware":{"gpu":"h200-141gb"},)"
+                                 R"("training":{"seq_len":16384,"checkpointing":"full","sequence_lengths":"varying",)"
+                                 R"("finetune":{"method":"lora","base_bits":4}}})");
+  EXPECT_LT(e.peak_allocated_bytes, Bytes{24'000'000'000});
+  EXPECT_LE(e.peak_reserved_bytes, Bytes{24'000'000'000} - e.breakdown.overhead + Bytes{1 << 30});
+  EXPECT_LT(e.peak_reserved_bytes, unbounded.peak_reserved_bytes);  // the H200 never fills
+  EXPECT_GT(unbounded.peak_reserved_bytes, Bytes{24'000'000'000});
+}
+
+TEST(StepReplay, OneTokenSequencesHaveNoOtherLengths) {
+  const Estimate fixed = run(R"({"training":{"seq_len":1,"sequence_lengths":"fixed"}})");
+  const Estimate varying = run(R"({"training":{"seq_len":1,"sequence_lengths":"varying"}})");
+  EXPECT_EQ(varying.peak_reserved_bytes, fixed.peak_reserved_bytes);
+}
+
 }  // namespace
 }  // namespace memfit

@@ -341,6 +341,8 @@ def swift_common(c, model_key, mbs=1, ga=16, seq=2048, ckpt=True, flash=True):
     c.t("grad_accum_steps", ga, "--gradient_accumulation_steps (Benchmark.md default 16 unless the row varies it)")
     c.t("seq_len", seq, "--max_length; the benchmark data (cls-fudan-news-zh, 3234 +- 2547 tokens, max 19548, 1000 samples) "
         "is truncated at max_length, so the longest batches run at exactly max_length")
+    c.t("sequence_lengths", "varying", "swift's collator pads each batch to its own longest sample (batch_size 1: each "
+        "micro-batch is one sample, 3234 +- 2547 tokens cut at max_length), so micro-batch lengths vary up to max_length")
     c.t("optimizer", "adamw", "swift's default optim adamw_torch (torch.optim.AdamW)")
     c.t("optimizer_impl", "foreach", "adamw_torch passes neither foreach nor fused, so torch 2.1's foreach default on CUDA")
     c.t("checkpointing", "full" if ckpt else "none", "--gradient_checkpointing (Benchmark.md default true unless the row "
@@ -369,8 +371,8 @@ def swift_common(c, model_key, mbs=1, ga=16, seq=2048, ckpt=True, flash=True):
            "gradient are fp32 too - several vocabulary-sized fp32 tensors per token, which dominate the per-token cost of "
            "these large-vocabulary models; a build without bf16_autocast runs the case as pure bf16 without them")
     c.note("the figure is the reserved peak of the whole run (1000 samples of varying length, truncated at max_length): "
-           "batches of every length leave cached segments of every size, so the allocator's slack is larger than the 8 % "
-           "memfit allows")
+           "batches of every length leave cached segments of every size; memfit replays micro-batches of lengths spread "
+           "over an eighth of max_length to all of it (training.sequence_lengths varying), not this data's own lengths")
     c.t("precision", "bf16_autocast", "swift dtype AUTO loads the weights in bf16 on A100 and HF Trainer runs with bf16=True "
         "(torch.autocast over bf16 weights; full fine-tuning keeps bf16 AdamW states)")
     return c
@@ -509,6 +511,8 @@ def swift_tuners(rec):
                       "varying length truncated at 2048, padded per batch, so 2048 is a cap") for a in c.assumptions]
     if not packing:
         c.flag("padded_seq_cap")
+    else:
+        c.t("sequence_lengths", "fixed", "--packing true: every sequence is packed to 2048 tokens")
     if method == "full":
         c.ft("method", "full", "sft_type full")
         if "galore" in rid:
@@ -2095,6 +2099,22 @@ def incoming_ids():
     return ids
 
 
+PADDED_FLAGS = ("padded_seq_cap", "longest_sample_len", "longest_sample_estimated", "seq_from_average")
+
+
+def dynamic_padding(case):
+    """A case whose data is padded per batch (one of PADDED_FLAGS) runs micro-batches of varying length up to its
+    seq_len: state it, unless the rule already did."""
+    training = case["config"].setdefault("training", {})
+    if "sequence_lengths" in training or not set(case.get("flags", [])) & set(PADDED_FLAGS):
+        return case
+    training["sequence_lengths"] = "varying"
+    case.setdefault("assumptions", []).append(
+        "sequence_lengths varying: the data is padded per batch (see the length flag), so each micro-batch is as long as "
+        "its own longest sample, up to seq_len")
+    return case
+
+
 def build(records, doc):
     owned = incoming_ids()
     by_id = {r["id"]: r for r in records}
@@ -2118,7 +2138,7 @@ def build(records, doc):
     missing = set(by_id) - {c["id"] for c in cases} - {i for s in skipped for i in s["ids"]}
     if missing:
         raise ValueError(f"records without a case or skip: {sorted(missing)}")
-    doc["cases"] = cases
+    doc["cases"] = [dynamic_padding(c) for c in cases]
     doc["skipped"] = skipped
     fm = dict(doc.get("flag_meanings", {}))
     fm.update(FLAG_MEANINGS)

@@ -31,6 +31,10 @@ export const CHOICES = {
     fused: ['Fused kernels', 'in-place step, no temporary (fused=True, DeepSpeed FusedAdam, 8-bit optimizers)'],
     for_loop: ['One tensor at a time', 'the step works through the parameters one by one'],
   },
+  'training.sequence_lengths': {
+    fixed: ['All the same length', 'packed data, or padding to the length cap: every micro-batch is seq_len tokens'],
+    varying: ['Each padded to its longest', 'dynamic padding: micro-batches of many lengths up to seq_len leave the allocator segments cut for each'],
+  },
   'training.checkpointing': {
     none: ['None', 'every activation is kept for backward'],
     selective: ['Selective (Megatron)', 'the attention core is recomputed in backward; the rest is kept'],
@@ -156,6 +160,7 @@ export const FIELDS = {
   'training.micro_batch_size': ['Micro-batch size', 'sequences per GPU per step (B)'],
   'training.seq_len': ['Sequence length', 'tokens per sequence (T)'],
   'training.grad_accum_steps': ['Gradient accumulation', 'micro-batches per optimizer step'],
+  'training.sequence_lengths': ['Sequence lengths', 'whether every micro-batch is seq_len tokens, or each is padded to its own longest sample'],
   'training.precision': ['Precision', 'how many bytes each weight, gradient and state takes'],
   'training.optimizer': ['Optimizer', ''],
   'training.optimizer_impl': ['Optimizer step', 'how the optimizer runs its update'],

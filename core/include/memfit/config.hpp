@@ -78,6 +78,12 @@ enum class Optimizer {
 // bitsandbytes) update in place; the per-parameter loop keeps one parameter-sized temporary.
 enum class OptimizerImpl { kForeach, kFused, kForLoop };
 
+// How long the micro-batches are. fixed: every one is seq_len tokens (packed data, or padding to
+// the cap). varying: each is padded to its own longest sample (dynamic padding, transformers'
+// DataCollatorWithPadding / DataCollatorForSeq2Seq), so lengths range up to seq_len; the caching
+// allocator keeps segments cut for every length it has seen and reserves more than for one shape.
+enum class SequenceLengths { kFixed, kVarying };
+
 // Activation checkpointing. selective: Megatron's (Korthikanti et al. 2022), the attention core
 // is recomputed; selective_op: torchtitan's op-level policy, which keeps only every second matmul
 // output and the attention kernel's output; full: each block's input only.
@@ -318,6 +324,7 @@ struct Training {
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
   OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
+  SequenceLengths sequence_lengths = SequenceLengths::kFixed;
   std::int64_t galore_rank = 128;              // GaLore projection rank (galore-torch README default)
   std::int64_t galore_update_interval = 200;   // GaLore update_proj_gap (steps between SVDs)
   std::int64_t max_preconditioner_dim = 0;     // Shampoo / SOAP block size; 0 = the library's default
