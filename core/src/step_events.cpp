@@ -273,7 +273,7 @@ void micro_batch(Replay& replay, const Program& pr, std::vector<int>& states, st
   optimizer_step(replay, pr, states, grads, loss_kept);
 }
 
-StepSimulation replay_steps(const Config& c, const Program& full, const std::vector<Program>& earlier,
+StepSimulation replay_steps(const Program& full, const std::vector<Program>& earlier,
                             SegmentMode segments, Bytes capacity) {
   StepSimulation out;
   Replay replay(segments, capacity);
@@ -290,7 +290,6 @@ StepSimulation replay_steps(const Config& c, const Program& full, const std::vec
     micro_batch(replay, full, states, grads, copies, loss_kept);
   }
   if (replay.failed()) return out;
-  (void)c;
   const AllocatorStats stats = replay.allocator().stats();
   out.peak_allocated_bytes = stats.peak_allocated_bytes;
   out.peak_reserved_bytes = stats.peak_reserved_bytes;
@@ -335,10 +334,10 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
   if (!before.empty()) {
     // A run of many shapes on a card that fills: the allocator frees its cached segments and
     // retries before it fails (release_cached_blocks), so the card bounds what it reserves.
-    out = replay_steps(c, pr, before, segments, capacity);
+    out = replay_steps(pr, before, segments, capacity);
     if (out.ok) return out;
   }
-  return replay_steps(c, pr, {}, segments, Bytes{0});
+  return replay_steps(pr, {}, segments, Bytes{0});
 }
 
 }  // namespace memfit
