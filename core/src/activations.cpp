@@ -42,6 +42,8 @@ struct Dims {
   Count rank;
   bool lora_dropout;
   bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
+  bool gptq_base = false;           // auto-gptq linears keep their dequantised fp16 weight for backward
+  Bytes gptq_weights_dense, gptq_weights_moe;  // that weight, all of one block's quantised linears
   PeftActivation peft;              // what a PEFT method changes (peft.cpp)
 };
 
@@ -101,7 +103,10 @@ Dims make_dims(const Config& c) {
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
   // bitsandbytes' MatMul4Bit keeps its input A in ctx.tensors even though the 4-bit weight is
   // frozen (bitsandbytes/autograd/_functions.py), unlike a frozen nn.Linear, which keeps nothing.
-  d.quantized_base_saves_input = d.lora && c.training.finetune.base_bits == 4;
+  const bool gptq = c.training.finetune.quant_method == QuantMethod::kGptq;
+  d.quantized_base_saves_input = d.lora && c.training.finetune.base_bits == 4 && !gptq;
+  d.gptq_base = d.lora && c.training.finetune.base_bits < 16 && gptq &&
+                c.training.finetune.gptq_kernel == GptqKernel::kDequantize;
   return d;
 }
 
@@ -323,6 +328,11 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
     std::erase_if(t, [](const NamedBytes& term) { return term.name == "mlp.inner"; });
   }
   if (d.residual_dropout) add(t, "mlp.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);
+  // auto-gptq's QuantLinear, for inputs of at least kernel_switch_threshold (128) rows, unpacks and
+  // dequantises the whole weight with PyTorch ops and calls torch.matmul(x.half(), weight)
+  // (qlinear_cuda_old.py / qlinear_cuda.py forward): autograd keeps that fp16 weight to compute the
+  // input's gradient, once per quantised linear, whatever the number of tokens.
+  if (d.gptq_base && !first_layer) add(t, "base.gptq_dequantized_weights", moe ? d.gptq_weights_moe : d.gptq_weights_dense);
   for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act)) add(t, term.name.c_str(), term.bytes);
   return t;
 }
@@ -505,7 +515,14 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   if (uses_encoder_activation_model(c.model)) return encoder_activation_model(c, params);
   const ModelSpec& m = c.model;
   const Training& tr = c.training;
-  const Dims d = make_dims(c);
+  Dims d = make_dims(c);
+  if (d.gptq_base) {
+    for (const TensorGroup& g : params.groups) {
+      if (!g.linear || g.layer == LayerKind::kNone) continue;
+      const Bytes each = g.elements_each() * Bytes{2} / c.parallel.tensor;  // fp16
+      (g.layer == LayerKind::kMoe ? d.gptq_weights_moe : d.gptq_weights_dense) += each * params.per_layer(g);
+    }
+  }
   const Blocks b = blocks(c, params, d);
   ActivationModel out;
 

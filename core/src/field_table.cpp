@@ -238,6 +238,17 @@ std::vector<Field> build_fields() {
              "frozen base weights: 16 (bf16/fp16), 8 (int8), 4 (QLoRA 4-bit)"),
       MF_ENUM("training.finetune.quant_type", training.finetune.quant_type, QuantType,
               "4-bit base data type (bnb_4bit_quant_type); nf4 and fp4 store the same bytes", "nf4", "fp4"),
+      MF_ENUM("training.finetune.quant_method", training.finetune.quant_method, QuantMethod,
+              "who quantised the 8/4-bit base: bitsandbytes (QLoRA, LLM.int8(), at load) or gptq (auto-gptq "
+              "QuantLinear over a GPTQ checkpoint, which dequantises each weight to fp16 and keeps it for backward)",
+              "bitsandbytes", "gptq"),
+      MF_ENUM("training.finetune.gptq_kernel", training.finetune.gptq_kernel, GptqKernel,
+              "GPTQ base: dequantize (auto-gptq's CUDA QuantLinear: each weight unpacked to fp16 and kept for "
+              "backward) or fused (triton / exllama kernels that read the packed weight and keep nothing new)",
+              "dequantize", "fused"),
+      MF_INT("training.finetune.gptq_group_size", training.finetune.gptq_group_size, 0, kMillion,
+             "GPTQ base: input rows per scale and zero point (the checkpoint's group_size; 0 = one group, "
+             "group_size -1)"),
       MF_BOOL("training.finetune.double_quant", training.finetune.double_quant,
               "4-bit base: quantise the block scales again (bnb_4bit_use_double_quant)"),
       MF_INT("training.finetune.quant_block_size", training.finetune.quant_block_size, 16, 4096,

@@ -28,6 +28,19 @@ Bytes four_bit_bytes(const TensorGroup& g, const Finetune& f) {
   return packed + blocks * kByte + kFp32Bytes + nested;
 }
 
+// auto-gptq's QuantLinear buffers (auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py __init__): qweight
+// int32 [in·bits/32, out], qzeros int32 [groups, out·bits/32], scales fp16 [groups, out] and g_idx
+// int32 [in], with groups = ceil(in / group_size) (one group for group_size -1).
+Bytes gptq_bytes(const TensorGroup& g, const Finetune& f) {
+  const Count out = g.rows, in = g.cols;
+  const Count groups = f.gptq_group_size > 0 ? ceil_div(in, f.gptq_group_size) : Count(1);
+  const Count bits = f.base_bits;
+  constexpr Bytes kInt32{4}, kFp16{2};
+  const Bytes qweight = ceil_div(in * bits, 32) * out * kInt32;
+  const Bytes qzeros = groups * ceil_div(out * bits, 32) * kInt32;
+  return qweight + qzeros + groups * out * kFp16 + in * kInt32;
+}
+
 std::vector<Shape> all_parameters(const ParameterCount& params) {
   std::vector<Shape> shapes;
   for (const TensorGroup& g : params.groups) shapes.push_back({g.rows, g.cols, g.count});
@@ -52,10 +65,11 @@ TrainableCounts trainable_counts(const Config& c, const ParameterCount& params, 
 // prepare_model_for_kbit_training (peft/utils/other.py: every fp16 / bf16 parameter of a k-bit model
 // is cast with param.data.to(torch.float32)).
 Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantized) {
-  const bool upcast = f.prepare_kbit && f.base_bits != 16;
+  const bool upcast = kbit_upcast(f);
   const Bytes kept = upcast ? max(unquantized, kFp32Bytes) : unquantized;
   if (f.base_bits == 16) return g.elements_each() * unquantized;
   if (!g.linear) return g.elements_each() * kept;
+  if (f.quant_method == QuantMethod::kGptq) return gptq_bytes(g, f);
   return f.base_bits == 8 ? int8_bytes(g) : four_bit_bytes(g, f);
 }
 

@@ -32,10 +32,12 @@ inline Bytes lora_base_bytes(const PrecisionRecipe& r, const Implementation& imp
 // remaining 16-bit parameter to fp32: the embedding's output, and with it the residual stream, is
 // then fp32 (bitsandbytes' Linear4bit / Linear8bitLt compute in their compute dtype and return the
 // input's dtype, and the norms' fp32 weights keep their outputs fp32), so each quantised linear
-// casts its fp32 input to the compute dtype itself, autocast or not.
-inline bool kbit_fp32_stream(const Finetune& f) {
-  return f.method != FinetuneMethod::kFull && f.prepare_kbit && f.base_bits != 16;
+// casts its fp32 input to the compute dtype itself, autocast or not. A GPTQ model is left as it is
+// (`if not is_gptq_quantized:` guards the cast).
+inline bool kbit_upcast(const Finetune& f) {
+  return f.prepare_kbit && f.base_bits != 16 && f.quant_method != QuantMethod::kGptq;
 }
+inline bool kbit_fp32_stream(const Finetune& f) { return f.method != FinetuneMethod::kFull && kbit_upcast(f); }
 
 // The tensors the optimizer sees: every parameter for a full fine-tune, the method's otherwise.
 std::vector<Shape> trainable_shapes(const Config& config, const ParameterCount& params);

@@ -272,6 +272,58 @@ TEST(Peft, PrepareKbitKeepsAnFp32Stream) {
   EXPECT_EQ(sixteen.breakdown.activations.value(), estimate(c).breakdown.activations.value());
 }
 
+// A GPTQ base holds auto-gptq's QuantLinear buffers (qlinear_cuda_old.py): for Llama-2-7B at 4 bits
+// and group_size 128, q/k/v/o take 8,732,672 B each (qweight 512 x 4096 int32, qzeros 32 x 512 int32,
+// scales 32 x 4096 fp16, g_idx 4096 int32), gate/up 23,441,408 B and down 23,469,056 B (86 groups of
+// its 11,008 inputs), against 404,750,336 B of bf16 weights per layer.
+TEST(Peft, GptqBaseHoldsAutoGptqsBuffers) {
+  Config c = llama2(FinetuneMethod::kLora);
+  c.training.precision = Precision::kBf16;
+  const std::int64_t sixteen = estimate(c).breakdown.parameters.value();
+  c.training.finetune.base_bits = 4;
+  c.training.finetune.quant_method = QuantMethod::kGptq;
+  const Estimate gptq = estimate(c);
+  ASSERT_TRUE(gptq.ok());
+  const std::int64_t per_layer = 4 * 8'732'672 + 2 * 23'441'408 + 23'469'056;
+  EXPECT_EQ(sixteen - gptq.breakdown.parameters.value(), 32 * (404'750'336 - per_layer));
+  // 8 bits: four weights per int32.
+  c.training.finetune.base_bits = 8;
+  c.training.finetune.gptq_group_size = 0;  // group_size -1: one scale and zero per output
+  const std::int64_t q = 4096 * 4096 + 1024 * 4 + 4096 * 2 + 4096 * 4;
+  const std::int64_t gu = 11008 * 4096 + 2752 * 4 + 11008 * 2 + 4096 * 4;
+  const std::int64_t down = 4096 * 11008 + 1024 * 4 + 4096 * 2 + 11008 * 4;
+  EXPECT_EQ(sixteen - estimate(c).breakdown.parameters.value(), 32 * (404'750'336 - (4 * q + 2 * gu + down)));
+}
+
+// ... and its linears keep their dequantised fp16 weight for the input's gradient (torch.matmul(
+// x.half(), weight) in the dequantising path): without checkpointing, every block but the first
+// (whose input needs no gradient under LoRA) keeps 404,750,336 B more than a 16-bit base.
+TEST(Peft, GptqBaseKeepsDequantisedWeights) {
+  Config c = llama2(FinetuneMethod::kLora);
+  c.training.precision = Precision::kBf16;
+  c.training.checkpointing = Checkpointing::kNone;
+  const Estimate sixteen = estimate(c);
+  c.training.finetune.base_bits = 4;
+  c.training.finetune.quant_method = QuantMethod::kGptq;
+  const Estimate gptq = estimate(c);
+  ASSERT_TRUE(sixteen.ok() && gptq.ok());
+  EXPECT_EQ(gptq.breakdown.activations.value() - sixteen.breakdown.activations.value(), 31 * 404'750'336LL);
+  // Under full checkpointing only the block being recomputed holds them.
+  c.training.checkpointing = Checkpointing::kFull;
+  const Estimate recomputed = estimate(c);
+  c.training.finetune.quant_method = QuantMethod::kBitsandbytes;
+  const Estimate bnb = estimate(c);
+  EXPECT_EQ(recomputed.breakdown.activations, bnb.breakdown.activations);
+  EXPECT_GT(recomputed.peak_allocated_bytes, bnb.peak_allocated_bytes);
+  // Fused kernels (auto-gptq's triton QuantLinearFunction) keep only the packed buffers, which the
+  // base already holds: less than bitsandbytes, whose MatMul4Bit keeps its input.
+  c.training.checkpointing = Checkpointing::kNone;
+  c.training.finetune.quant_method = QuantMethod::kGptq;
+  c.training.finetune.gptq_kernel = GptqKernel::kFused;
+  const Estimate fused = estimate(c);
+  EXPECT_EQ(fused.breakdown.activations, sixteen.breakdown.activations);
+}
+
 // modules_to_save: PEFT trains a deep copy of the embedding and the head beside the frozen
 // originals (print_trainable_parameters counts both copies as trainable and in "all params"). The
 // copies keep the base's bf16 while PEFT's LoRA adapters are fp32: bf16 weights, gradients and

@@ -397,10 +397,11 @@ def swift_lora(c, model_key, rank=8, targets="DEFAULT", bits=16, gptq=False):
         c.ft("quant_type", "nf4", "swift's default bnb_4bit_quant_type nf4 (bitsandbytes 0.41.3)")
         c.ft("double_quant", True, "swift's default bnb_4bit_use_double_quant true")
     if gptq:
-        c.flag("unmodelled_gptq_base")
-        c.line(f"base_bits {bits} approximates a GPTQ int{bits} base (auto_gptq 0.5.1 pre-quantized qwen-*-chat-int{bits} "
-               "checkpoint: packed weights with per-group scales and zeros); memfit models bitsandbytes, whose storage is "
-               "within a few per cent but whose kernels save different tensors for backward")
+        c.ft("quant_method", "gptq", f"pre-quantized qwen-*-chat-int{bits} checkpoint (GPTQ, auto_gptq 0.5.1)")
+        c.ft("gptq_group_size", 128, "the Qwen Int4/Int8 checkpoints' quantization_config group_size 128")
+        c.ft("gptq_kernel", "dequantize", "auto-gptq's CUDA QuantLinear: the exllama kernel returns no gradient to its "
+             "input (qlinear_exllama calls the extension outside autograd), so training runs the CUDA path, which "
+             "dequantizes each weight to fp16 for inputs of 128 rows or more (the 8-bit rows have no exllama kernel)")
     return c
 
 
@@ -463,8 +464,8 @@ def swift(rec):
         swift_lora(c, model_key, rank, targets, bits, gptq)
     swift_gpu(c, gpus)
     if quant and gptq:
-        c.note("GPTQ base: auto_gptq's QuantLinear dequantizes in its own kernels; what it keeps for backward differs "
-               "from bitsandbytes' MatMul4Bit that memfit models")
+        c.note("GPTQ base: which QuantLinear ran (CUDA, which keeps each dequantized fp16 weight for backward, or a "
+               "fused kernel, which keeps nothing) is not stated; memfit takes the CUDA path")
     if model_key == "chatglm3-6b" and seq >= 4096:
         c.note("ChatGLM3's remote code passes an explicit attention mask to scaled_dot_product_attention; if torch 2.1 "
                "dispatches that to the math kernel, each recomputed layer materialises heads x T x T scores and "
@@ -651,9 +652,10 @@ def fms(rec):
             c.ft("base_bits", 16, "bf16 base")
         elif scen == "accelerated-peft-autogptq":
             c.ft("base_bits", 4, "TheBloke GPTQ 4-bit checkpoint (group size 128)")
-            c.flag("unmodelled_gptq_base")
-            c.line("base_bits 4 approximates the GPTQ 4-bit base run through fms' accelerated-peft AutoGPTQ triton kernels "
-                   "(packed int4 with per-group scales and zeros); memfit models bitsandbytes")
+            c.ft("quant_method", "gptq", "accelerated-peft-autogptq: a GPTQ checkpoint through auto-gptq")
+            c.ft("gptq_group_size", 128, "TheBloke's GPTQ checkpoints: group size 128")
+            c.ft("gptq_kernel", "fused", "fms' accelerated-peft plugin runs auto-gptq's triton QuantLinear "
+                 "(QuantLinearFunction keeps only the packed buffers for backward)")
         else:
             c.ft("base_bits", 4, "BitsAndBytesConfig load_in_4bit" if scen == "baseline-peft-bnb"
                  else "fms accelerated-peft plugin: bitsandbytes 4-bit")
@@ -1855,9 +1857,11 @@ def qwen(rec):
         c.ft("lora_dropout", 0.05, "lora_dropout 0.05")
         c.ft("base_bits", 4 if qlora else 16, "Qwen-*-Chat-Int4: GPTQ int4 (auto-gptq)" if qlora else "bf16 base")
         if qlora:
-            c.flag("unmodelled_gptq_base")
-            c.line("base_bits 4 approximates the GPTQ int4 base (auto-gptq packed weights with per-group scales); memfit "
-                   "models bitsandbytes")
+            c.ft("quant_method", "gptq", "Qwen-*-Chat-Int4 checkpoints are GPTQ (auto-gptq)")
+            c.ft("gptq_group_size", 128, "the Int4 checkpoints' quantization_config group_size 128")
+            c.ft("gptq_kernel", "dequantize", "finetune.py loads them with GPTQConfig(bits=4, disable_exllama=True) "
+                 "(QwenLM/Qwen issue #649 quotes it): auto-gptq's CUDA QuantLinear, which dequantizes each weight to "
+                 "fp16 for inputs of 128 rows or more and keeps it for backward")
         if emb:
             c.ft("modules_to_save", ["embed", "head"], "LoRA (emb): finetune.py gives the base models "
                  "modules_to_save=['wte', 'lm_head'], full trainable copies of the embedding and the output layer")
@@ -2053,8 +2057,6 @@ FLAG_MEANINGS = {
                          "closest setting is kept and the case is flagged",
     "unmodelled_gpu": "unmodelled: the card is not in memfit's GPU table; its true name is kept (the lead adds cards), a "
                       "build without it runs the nearest card it has (accuracy.py PROVISIONAL_GPUS)",
-    "unmodelled_gptq_base": "unmodelled: a GPTQ (auto-gptq) quantized base; memfit's 4/8-bit base is bitsandbytes, whose "
-                            "storage is within a few per cent but whose kernels keep different tensors for backward",
     "unmodelled_naive_model_parallel": "unmodelled: transformers device_map='auto' splits the layers over GPUs in one process "
                                        "(one micro-batch in flight); memfit's pipeline stages are the closest setting",
     "unmodelled_alibi_bias": "unmodelled: an ALiBi bias of heads x T x T passed to every attention layer (Baichuan2-13B)",

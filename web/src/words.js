@@ -31,6 +31,14 @@ export const CHOICES = {
     fused: ['Fused kernels', 'in-place step, no temporary (fused=True, DeepSpeed FusedAdam, 8-bit optimizers)'],
     for_loop: ['One tensor at a time', 'the step works through the parameters one by one'],
   },
+  'training.finetune.quant_method': {
+    bitsandbytes: ['bitsandbytes', 'QLoRA NF4 / FP4 or LLM.int8(), quantised when the model loads'],
+    gptq: ['GPTQ (auto-gptq)', 'a pre-quantised GPTQ checkpoint: packed weights with a scale and zero per group'],
+  },
+  'training.finetune.gptq_kernel': {
+    dequantize: ['Dequantise in PyTorch (CUDA kernel)', 'each layer unpacks its weight to fp16 and keeps it for backward'],
+    fused: ['Fused kernel (triton, exllama)', 'reads the packed weight directly; keeps nothing extra'],
+  },
   'training.sequence_lengths': {
     fixed: ['All the same length', 'packed data, or padding to the length cap: every micro-batch is seq_len tokens'],
     varying: ['Each padded to its longest', 'dynamic padding: micro-batches of many lengths up to seq_len leave the allocator segments cut for each'],
@@ -160,6 +168,9 @@ export const FIELDS = {
   'training.micro_batch_size': ['Micro-batch size', 'sequences per GPU per step (B)'],
   'training.seq_len': ['Sequence length', 'tokens per sequence (T)'],
   'training.grad_accum_steps': ['Gradient accumulation', 'micro-batches per optimizer step'],
+  'training.finetune.quant_method': ['Quantised by', 'who quantised the 8- or 4-bit base'],
+  'training.finetune.gptq_kernel': ['GPTQ kernel', 'how a GPTQ layer runs in training'],
+  'training.finetune.gptq_group_size': ['GPTQ group size', 'input rows per scale and zero point; 0 = one group'],
   'training.sequence_lengths': ['Sequence lengths', 'whether every micro-batch is seq_len tokens, or each is padded to its own longest sample'],
   'training.precision': ['Precision', 'how many bytes each weight, gradient and state takes'],
   'training.optimizer': ['Optimizer', ''],

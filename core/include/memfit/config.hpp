@@ -98,6 +98,16 @@ enum class FinetuneMethod {
 };
 // bitsandbytes' 4-bit data types (QLoRA): same storage, different code book.
 enum class QuantType { kNf4, kFp4 };
+// Who quantised the frozen base: bitsandbytes (QLoRA's NF4 / FP4, LLM.int8(): quantised at load),
+// or GPTQ (auto-gptq's QuantLinear over a pre-quantised checkpoint: packed int32 weights with
+// per-group fp16 scales and packed zeros).
+enum class QuantMethod { kBitsandbytes, kGptq };
+// How a GPTQ linear runs in training. dequantize: auto-gptq's CUDA QuantLinear (qlinear_cuda_old.py,
+// qlinear_cuda.py) unpacks the weight to fp16 with PyTorch ops for inputs of 128 rows or more and
+// calls torch.matmul, which keeps that fp16 weight for backward. fused: kernels that read the packed
+// weight (auto-gptq's triton QuantLinearFunction saves only the packed buffers; exllama's kernel
+// keeps nothing).
+enum class GptqKernel { kDequantize, kFused };
 // P-tuning's prompt encoder (PEFT PromptEncoderReparameterizationType).
 enum class PromptEncoder { kMlp, kLstm };
 
@@ -298,6 +308,9 @@ struct Finetune {
   bool use_rslora = false;      // rsLoRA: scaling α/√r instead of α/r (no memory effect)
   std::int64_t base_bits = 16;  // 16: frozen 16-bit base; 8: int8 base; 4: QLoRA 4-bit
   QuantType quant_type = QuantType::kNf4;   // bnb_4bit_quant_type
+  QuantMethod quant_method = QuantMethod::kBitsandbytes;
+  GptqKernel gptq_kernel = GptqKernel::kDequantize;
+  std::int64_t gptq_group_size = 128;       // GPTQ group_size (input rows per scale and zero); 0: one group
   bool double_quant = true;                 // bnb_4bit_use_double_quant
   std::int64_t quant_block_size = 64;       // bitsandbytes' 4-bit blocksize
   bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training: non-quantised base parameters in fp32
