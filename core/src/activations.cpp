@@ -485,7 +485,7 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
 }  // namespace
 
 PipelineInFlight pipeline_in_flight(const Parallel& p, std::int64_t micro_batches) {
-  if (p.pipeline <= 1) return {1, 1};
+  if (p.pipeline <= 1 || p.pipeline_schedule == PipelineSchedule::kSequential) return {1, 1};
   // 1F1B keeps up to `pipeline` micro-batches in flight on the first stage (Narayanan et al. 2021).
   if (p.virtual_stages <= 1) return {std::min(p.pipeline, micro_batches), 1};
   // Interleaved 1F1B: the first stage warms up with (p − 1)·2 + (v − 1)·p chunk-micro-batches and

@@ -730,6 +730,11 @@ Export export_plan(const Config& c, Engine engine) {
     case Engine::kMegatron: e = megatron(c); break;
     case Engine::kTorchtune: e = torchtune(c); require_sequence_parallel(c, e, "torchtune"); break;
   }
+  if (c.parallel.pipeline > 1 && c.parallel.pipeline_schedule == PipelineSchedule::kSequential) {
+    fail(e, "parallel.pipeline_schedule",
+         "sequential stages are transformers' device_map=\"auto\" (set in from_pretrained, not by a launcher); these "
+         "engines run 1F1B pipelines: choose parallel.pipeline_schedule 1f1b");
+  }
   return e;
 }
 

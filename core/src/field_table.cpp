@@ -336,6 +336,11 @@ std::vector<Field> build_fields() {
       MF_INT("parallel.expert", parallel.expert, 1, 100'000, "expert-parallel degree"),
       MF_INT("parallel.virtual_stages", parallel.virtual_stages, 1, 1000,
              "interleaved 1F1B: model chunks per pipeline stage (Megatron virtual pipeline size); 1 = plain 1F1B"),
+      MF_ENUM("parallel.pipeline_schedule", parallel.pipeline_schedule, PipelineSchedule,
+              "1f1b: stages overlap micro-batches (Megatron, torchtitan, DeepSpeed); sequential: one micro-batch "
+              "passes every stage before the next (transformers / accelerate device_map='auto': naive model "
+              "parallelism, one GPU busy at a time)",
+              "1f1b", "sequential"),
       MF_INT("parallel.zero_stage", parallel.zero_stage, 0, 3,
              "ZeRO / FSDP: 1 shards optimizer states, 2 also gradients, 3 also parameters"),
       MF_INT("parallel.shard_degree", parallel.shard_degree, 0, kMillion,

@@ -270,13 +270,16 @@ double activation_bytes(Precision p) { return double(recipe_for(p).compute.value
 // interleaved chunks (Narayanan et al. 2021, §2.2). Activations and gradients cross each stage
 // boundary once per micro-batch and chunk; in the steady state the sends overlap with compute
 // (Megatron's overlap_p2p_comm), so only the warm-up's and cool-down's p − 1 sends each wait.
+// A sequential schedule (device_map model parallelism) runs one stage at a time: each of the m
+// micro-batches waits p − 1 stage times, and every send waits.
 void pipeline(const StepTimeModel& m, const Layout& l, double micro_batch_s, double act_bytes, StepTimeParts& p) {
   if (l.pipeline <= 1) return;
-  p.pipeline_bubble_s = double(l.pipeline - 1) / double(l.virtual_stages) * micro_batch_s;
+  const double waits = m.sequential_pipeline ? double(l.grad_accum_steps) : 1.0;
+  p.pipeline_bubble_s = double(l.pipeline - 1) / double(l.virtual_stages) * micro_batch_s * waits;
   const double bytes = double(l.micro_batch_size) * m.seq_len / double(l.context) * m.hidden * act_bytes /
                        (l.sequence_parallel ? double(l.tensor) : 1.0);
   const Link link = link_for(m, l.num_gpus / l.pipeline, l.pipeline);
-  p.pipeline_p2p_s = 2.0 * double(l.pipeline - 1) * (bytes / link.bytes_per_s + link.latency_s);
+  p.pipeline_p2p_s = 2.0 * double(l.pipeline - 1) * (bytes / link.bytes_per_s + link.latency_s) * waits;
 }
 
 // Tokens, FLOPs, MFU and the cost of `train_tokens`, from the step time.
@@ -429,6 +432,7 @@ StepTimeModel step_time_model(const Config& c, const ParameterCount& p, const St
   // input gradients only).
   m.lora = is_peft(c);
   m.base_bits = c.training.finetune.base_bits;
+  m.sequential_pipeline = c.parallel.pipeline_schedule == PipelineSchedule::kSequential;
   if (m.lora) {
     m.trainable_fraction = double(trainable_counts(c, p, p.total_count).trainable.value()) /
                            std::max(1.0, double(p.total_count.value()));

@@ -189,6 +189,9 @@ void check_parallel(const Config& c, Checks& out) {
   if (p.expert > 1 && (m.num_experts == 0 || m.num_experts % p.expert != 0)) {
     out.add("parallel.expert", "must divide model.num_experts (" + group_digits(m.num_experts) + ")");
   }
+  if (p.virtual_stages > 1 && p.pipeline_schedule == PipelineSchedule::kSequential) {
+    out.add("parallel.virtual_stages", "must be 1 with parallel.pipeline_schedule sequential (interleaving needs 1F1B)");
+  }
   if (p.virtual_stages > 1 && (p.pipeline < 2 || p.pipeline * p.virtual_stages > m.num_hidden_layers)) {
     out.add("parallel.virtual_stages", "must be 1 without pipeline parallelism, and pipeline × virtual_stages at "
                                        "most model.num_hidden_layers (" + group_digits(m.num_hidden_layers) + ")");

@@ -62,5 +62,36 @@ TEST(Sharding, InterleavedPipelineHoldsOnePlusPMinusOneOverPVMicroBatches) {
   EXPECT_FALSE(estimate(c).ok());  // virtual stages need a pipeline
 }
 
+// Naive model parallelism (transformers' device_map="auto"): one micro-batch passes every stage
+// before the next, so a stage holds one micro-batch's activations however many are accumulated,
+// and one GPU works at a time.
+TEST(Sharding, SequentialStagesHoldOneMicroBatch) {
+  Config c = llama70b(Precision::kBf16, 4, 0);
+  c.parallel.pipeline = 4;
+  c.training.checkpointing = Checkpointing::kNone;
+  c.training.grad_accum_steps = 16;
+  const Estimate one_f_one_b = estimate(c);
+  c.parallel.pipeline_schedule = PipelineSchedule::kSequential;
+  const Estimate sequential = estimate(c);
+  c.training.grad_accum_steps = 1;
+  const Estimate single = estimate(c);
+  ASSERT_TRUE(one_f_one_b.ok() && sequential.ok() && single.ok());
+  EXPECT_EQ(sequential.breakdown.activations, single.breakdown.activations);
+  // 1F1B keeps up to four micro-batches in flight on the first stage.
+  EXPECT_GT(one_f_one_b.breakdown.activations.value(), 3 * sequential.breakdown.activations.value());
+  // One stage works at a time: the step takes about four times the compute of one stage.
+  c.training.grad_accum_steps = 16;
+  Config overlapped = c;
+  overlapped.parallel.pipeline_schedule = PipelineSchedule::kOneFOneB;
+  EXPECT_GT(step_time(c).step_time_s, 3.0 * step_time(overlapped).step_time_s * 16.0 / 19.0);
+  // Interleaving needs 1F1B; the launchers' exports run 1F1B only.
+  c.parallel.virtual_stages = 2;
+  const Estimate interleaved = estimate(c);
+  ASSERT_FALSE(interleaved.ok());
+  EXPECT_EQ(interleaved.errors.at(0).field, "parallel.virtual_stages");
+  c.parallel.virtual_stages = 1;
+  EXPECT_EQ(export_plan(c, Engine::kMegatron).errors.back().field, "parallel.pipeline_schedule");
+}
+
 }  // namespace
 }  // namespace memfit

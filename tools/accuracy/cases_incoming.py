@@ -412,9 +412,10 @@ def swift_gpu(c, gpus=1):
     else:
         parallel_defaults(c, 2, 0, "'2*A100': swift loads the model with device_map='auto' across 2 GPUs in one process",
                           "no sharding")
-        c.p("pipeline", 2, "device_map='auto' puts half of the layers on each GPU (naive model parallelism: one "
-            "micro-batch in flight, not a pipeline schedule); the table prints both GPUs and the record keeps the larger")
-        c.flag("unmodelled_naive_model_parallel")
+        c.p("pipeline", 2, "device_map='auto' puts the layers on the two GPUs (accelerate balances them by memory; "
+            "memfit splits them evenly); the table prints both GPUs and the record keeps the larger")
+        c.p("pipeline_schedule", "sequential", "naive model parallelism: one micro-batch passes both GPUs in turn, no "
+            "pipeline schedule")
     return c
 
 
@@ -1019,8 +1020,6 @@ def torchao_lowbit(rec):
     elif opt == "ao-4bit":
         c.t("optimizer", "adamw_4bit", "torchao AdamW4bit (block-wise 4-bit states)")
         c.t("optimizer_impl", "fused", "torchao's low-bit AdamW updates each parameter in one compiled kernel")
-        c.flag("unmodelled_4bit_optimizer")
-        c.line("adamw_4bit is not a memfit optimizer today; a build without it runs adamw_8bit (twice the state bytes)")
     else:
         c.t("optimizer", "adamw_8bit", "bitsandbytes AdamW8bit" if opt == "bnb-8bit" else "torchao AdamW8bit (block-wise 8-bit "
             "states, the same bytes as bitsandbytes')")
@@ -2057,13 +2056,10 @@ FLAG_MEANINGS = {
                          "closest setting is kept and the case is flagged",
     "unmodelled_gpu": "unmodelled: the card is not in memfit's GPU table; its true name is kept (the lead adds cards), a "
                       "build without it runs the nearest card it has (accuracy.py PROVISIONAL_GPUS)",
-    "unmodelled_naive_model_parallel": "unmodelled: transformers device_map='auto' splits the layers over GPUs in one process "
-                                       "(one micro-batch in flight); memfit's pipeline stages are the closest setting",
     "unmodelled_alibi_bias": "unmodelled: an ALiBi bias of heads x T x T passed to every attention layer (Baichuan2-13B)",
     "unmodelled_galore_quantization": "unmodelled: GaLore with quantized weights and projections (Q-GaLore style)",
     "unmodelled_int8_weights": "unmodelled: trainable weights stored as INT8 with stochastic rounding (Q-GaLore, Q-APOLLO)",
     "unmodelled_apollo": "unmodelled: the APOLLO optimizer (random-projection low-rank moments); GaLore of the same rank kept",
-    "unmodelled_4bit_optimizer": "unmodelled: a 4-bit AdamW (torchao AdamW4bit)",
     "unmodelled_layer_sac": "unmodelled: torchtitan's per-layer selective checkpointing (every second block checkpointed)",
     "unmodelled_async_tp": "unmodelled: torchtitan async tensor parallelism (symmetric-memory buffers)",
     "unmodelled_use_cache_in_training": "unmodelled: use_cache stays on in training, so every layer's key/value cache is "

@@ -39,6 +39,10 @@ export const CHOICES = {
     dequantize: ['Dequantise in PyTorch (CUDA kernel)', 'each layer unpacks its weight to fp16 and keeps it for backward'],
     fused: ['Fused kernel (triton, exllama)', 'reads the packed weight directly; keeps nothing extra'],
   },
+  'parallel.pipeline_schedule': {
+    '1f1b': ['1F1B (Megatron, torchtitan, DeepSpeed)', 'stages work on different micro-batches at once'],
+    sequential: ['One stage at a time (device_map)', 'naive model parallelism: one micro-batch passes every GPU in turn'],
+  },
   'training.sequence_lengths': {
     fixed: ['All the same length', 'packed data, or padding to the length cap: every micro-batch is seq_len tokens'],
     varying: ['Each padded to its longest', 'dynamic padding: micro-batches of many lengths up to seq_len leave the allocator segments cut for each'],
@@ -171,6 +175,7 @@ export const FIELDS = {
   'training.finetune.quant_method': ['Quantised by', 'who quantised the 8- or 4-bit base'],
   'training.finetune.gptq_kernel': ['GPTQ kernel', 'how a GPTQ layer runs in training'],
   'training.finetune.gptq_group_size': ['GPTQ group size', 'input rows per scale and zero point; 0 = one group'],
+  'parallel.pipeline_schedule': ['Pipeline schedule', 'how pipeline stages take micro-batches'],
   'training.sequence_lengths': ['Sequence lengths', 'whether every micro-batch is seq_len tokens, or each is padded to its own longest sample'],
   'training.precision': ['Precision', 'how many bytes each weight, gradient and state takes'],
   'training.optimizer': ['Optimizer', ''],

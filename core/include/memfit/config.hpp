@@ -352,6 +352,12 @@ struct Training {
   std::int64_t decoder_len() const { return target_len > 0 ? target_len : seq_len; }
 };
 
+// How pipeline stages take micro-batches. one_f_one_b: 1F1B (Megatron, torchtitan, DeepSpeed),
+// up to `pipeline` micro-batches in flight on the first stage. sequential: one micro-batch passes
+// every stage before the next starts (transformers / accelerate device_map="auto" in one process:
+// naive model parallelism), so one micro-batch is in flight and one GPU works at a time.
+enum class PipelineSchedule { kOneFOneB, kSequential };
+
 struct Parallel {
   std::int64_t num_gpus = 1;
   std::int64_t tensor = 1;
@@ -360,6 +366,7 @@ struct Parallel {
   std::int64_t expert = 1;
   // Interleaved 1F1B: model chunks per pipeline stage (Megatron's virtual pipeline size); 1 = plain 1F1B.
   std::int64_t virtual_stages = 1;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
   std::int64_t zero_stage = 0;
   // Ranks ZeRO / FSDP shard over; 0 = every rank holding the same layers (full sharding). Smaller
   // is hybrid sharding (FSDP HYBRID_SHARD, torchtitan dp_shard, DeepSpeed MiCS): shards within a

@@ -95,6 +95,7 @@ struct StepTimeModel {
   double block_parameters = 0, expert_parameters = 0, outside_parameters = 0, trainable_fraction = 1;
   bool lora = false;
   std::int64_t base_bits = 16;
+  bool sequential_pipeline = false;  // parallel.pipeline_schedule sequential
   double optimizer_states = 2;  // state tensors per trainable parameter (Adam 2, momentum 1, SGD 0)
 };
 
