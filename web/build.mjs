@@ -1,8 +1,12 @@
 // Builds the static site into web/dist/:
 //   index.html, main.js, styles.css   the calculator (main.js has no core in it)
 //   worker.js, memfit.wasm            the core, run in a Web Worker
+//   planner-worker.js, memfit-planner.wasm
+//                                     the planner's core (the same plus plan and export_plan), in a
+//                                     Web Worker of its own started when the planner opens
 //   accuracy.html                     how accurate memfit is, for users (chart drawn at build time)
 //   accuracy-report.html              docs/accuracy.md, the full generated report (marked)
+//   doc.css                           their own styles, over styles.css
 // and prints a size report (gzip and brotli). Nothing here runs in the browser.
 //   node web/build.mjs            (npm run build:web)
 //   MEMFIT_WASM_DIR=... to take the wasm files from elsewhere
@@ -32,7 +36,7 @@ async function exists(path) {
   }
 }
 
-for (const name of ['memfit.mjs', 'memfit.wasm']) {
+for (const name of ['memfit.mjs', 'memfit.wasm', 'memfit-planner.mjs', 'memfit-planner.wasm']) {
   if (!(await exists(join(wasmDir, name)))) {
     console.error(`missing ${join(wasmDir, name)}: build the wasm module first:
   NODE_PATH=/usr/share/nodejs emcmake cmake -S . -B build-wasm && NODE_PATH=/usr/share/nodejs cmake --build build-wasm -j2`);
@@ -56,28 +60,34 @@ const common = {
 };
 // The page's script (no wasm in it: the core runs in the worker).
 // splitting: the details (charts, tables) and the Hugging Face import are chunks of their own,
-// loaded after the first view.
-await build({ ...common, entryPoints: [join(web, 'src/main.jsx')], outdir: dist, splitting: true, chunkNames: 'chunks/[name]-[hash]' });
+// loaded after the first view; the planner is one too, loaded when it opens (its styles inside).
+const pageBuild = { ...common, loader: { '.css': 'text' } };
+await build({ ...pageBuild, entryPoints: [join(web, 'src/main.jsx')], outdir: dist, splitting: true, chunkNames: 'chunks/[name]-[hash]' });
 // The core's Web Worker: worker.js with the Emscripten loader (memfit.mjs) bundled in.
-const wasmModule = {
+// The planner's worker: the same worker.js over the planner's module (memfit-planner.mjs).
+const wasmModuleOf = (file) => ({
   name: 'memfit-wasm-module',
   setup(b) {
-    b.onResolve({ filter: /^memfit-wasm-module$/ }, () => ({ path: join(wasmDir, 'memfit.mjs') }));
+    b.onResolve({ filter: /^memfit-wasm-module$/ }, () => ({ path: join(wasmDir, file) }));
   },
-};
+});
+const wasmModule = wasmModuleOf('memfit.mjs');
+const plannerModule = wasmModuleOf('memfit-planner.mjs');
 await build({ ...common, entryPoints: [join(web, 'src/worker.js')], outfile: join(dist, 'worker.js'), plugins: [wasmModule] });
+await build({ ...common, entryPoints: [join(web, 'src/worker.js')], outfile: join(dist, 'planner-worker.js'), plugins: [plannerModule] });
 // The embed forms: the iframe card's script, and the web component (one file, its styles inside).
 await build({ ...common, entryPoints: [join(web, 'src/embed/embed-page.jsx')], outfile: join(dist, 'embed.js') });
 await build({ ...common, entryPoints: [join(web, 'src/embed/memfit-estimate.jsx')], outfile: join(dist, 'memfit-estimate.js'), loader: { '.css': 'text' } });
 await copyFile(join(web, 'src/styles.css'), join(dist, 'styles.css'));
-await copyFile(join(wasmDir, 'memfit.wasm'), join(dist, 'memfit.wasm'));
+await copyFile(join(web, 'src/doc.css'), join(dist, 'doc.css'));
+for (const name of ['memfit.wasm', 'memfit-planner.wasm']) await copyFile(join(wasmDir, name), join(dist, name));
 for (const name of ['icon.svg', 'manifest.webmanifest', 'embed.html']) await copyFile(join(web, name), join(dist, name));
 
 // --- build-time modules (run here in node, never shipped) -----------------------------------
 // The page components rendered to HTML, and the core (the same wasm the worker runs) for the
 // numbers they show.
 await build({
-  ...common,
+  ...pageBuild,
   minify: false,
   platform: 'node',
   entryPoints: [join(web, 'src/pages/render.jsx')],
@@ -158,6 +168,7 @@ function pageShell({ title, description, tagline, body }) {
   <meta http-equiv="Content-Security-Policy" content="default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'">
   <link rel="icon" href="data:,">
   <link rel="stylesheet" href="styles.css">
+  <link rel="stylesheet" href="doc.css">
 </head>
 <body>
 <div class="page doc-page">
@@ -205,17 +216,20 @@ ${body}
 // --- memfit.html: the whole calculator in one file, for opening from disk ----------------------
 // The page's script without chunks, the worker's code and the wasm (base64) inline; the worker
 // starts from a blob (core.js reads them); the CSP allows exactly these inline scripts by hash.
+// The planner's worker and wasm too, decoded only when the planner opens.
 {
-  const single = await build({ ...common, entryPoints: [join(web, 'src/main.jsx')], write: false, outdir: dist });
+  const single = await build({ ...pageBuild, entryPoints: [join(web, 'src/main.jsx')], write: false, outdir: dist });
   const mainCode = single.outputFiles.find((f) => f.path.endsWith('.js')).text;
   // The worker as a classic script (a blob module worker does not start in a page opened from a
   // file): the Emscripten loader's import.meta.url is only read when no wasm bytes are given.
-  const classic = await build({ ...common, format: 'iife', write: false, outfile: join(tmp, 'worker-classic.js'),
-    entryPoints: [join(web, 'src/worker.js')], plugins: [wasmModule], define: { 'import.meta.url': 'undefined' }, logLevel: 'error' });
-  const workerCode = classic.outputFiles[0].text;
+  const classic = async (plugin) => (await build({ ...common, format: 'iife', write: false, outfile: join(tmp, 'worker-classic.js'),
+    entryPoints: [join(web, 'src/worker.js')], plugins: [plugin], define: { 'import.meta.url': 'undefined' }, logLevel: 'error' })).outputFiles[0].text;
+  const workerCode = await classic(wasmModule);
+  const plannerWorkerCode = await classic(plannerModule);
   const wasm64 = (await readFile(join(dist, 'memfit.wasm'))).toString('base64');
+  const plannerWasm64 = (await readFile(join(dist, 'memfit-planner.wasm'))).toString('base64');
   const css = await readFile(join(dist, 'styles.css'), 'utf8');
-  for (const [name, text] of [['the page script', mainCode], ['the worker', workerCode], ['the styles', css]]) {
+  for (const [name, text] of [['the page script', mainCode], ['the worker', workerCode], ['the planner\'s worker', plannerWorkerCode], ['the styles', css]]) {
     if (/<\/(script|style)/i.test(text)) throw new Error(`${name} contains a closing tag: it cannot be inlined`);
   }
   const html = indexHtml
@@ -223,7 +237,8 @@ ${body}
     .replace(/<script type="module" src="main\.js"><\/script>/, () => `<script type="module">${mainCode}</script>`)
     .replace(/<link rel="manifest"[^>]*>\n\s*/, '')
     .replace(/<link rel="icon"[^>]*>/, '<link rel="icon" href="data:,">')
-    .replace('</body>', () => `<script type="text/plain" id="memfit-worker">${workerCode}</script>\n<script type="text/plain" id="memfit-wasm">${wasm64}</script>\n</body>`)
+    .replace('</body>', () => `<script type="text/plain" id="memfit-worker">${workerCode}</script>\n<script type="text/plain" id="memfit-wasm">${wasm64}</script>\n` +
+      `<script type="text/plain" id="memfit-planner-worker">${plannerWorkerCode}</script>\n<script type="text/plain" id="memfit-planner-wasm">${plannerWasm64}</script>\n</body>`)
     .replace(/script-src [^;]*;/, `script-src 'wasm-unsafe-eval' ${hash(linkScript)} ${hash(mainCode)};`)
     .replace(/connect-src [^;]*;/, "connect-src https://huggingface.co https://*.huggingface.co https://*.hf.co;")
     .replace("default-src 'self';", "default-src 'none';")

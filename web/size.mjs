@@ -6,7 +6,10 @@
 //                encoder-decoder models, the solvers and the step-time model: 154 KiB of wasm; its
 //                code is estimate()'s inlined tensor lists, not data; the planner's own module loads
 //                only when the planner opens and is outside this total). It loads after the first view, which stays within its own 50 KiB).
-// Pages of their own (accuracy, the report, the embed forms) are listed, outside both budgets.
+//   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
+//                (memfit-planner.wasm: the core plus the layout search and the exports). ≤ 256 KiB
+//                gzipped; none of it is in the first view or the calculator.
+// Pages of their own (accuracy, the report, the embed forms) are listed, outside the budgets.
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
@@ -16,7 +19,9 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 // on demand (the Hugging Face import, the Embed dialog) is listed alone.
 export const FIRST_VIEW = ['index.html', 'styles.css', 'main.js'];
 export const CORE = ['worker.js', 'memfit.wasm'];
-const ON_DEMAND = /HfImport|EmbedDialog/;
+export const PLANNER_CORE = ['planner-worker.js', 'memfit-planner.wasm'];
+const ON_DEMAND = /HfImport|EmbedDialog|Planner-/;
+const PLANNER_CHUNK = /^chunks\/Planner-[^/]*\.js$/;
 
 // The files a script imports: static (import … from) and dynamic (import()), relative to dist.
 async function imports(dist, name) {
@@ -41,7 +46,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 232 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 232 * 1024, planner: 256 * 1024 };
 
 export function sizes(data) {
   return {
@@ -68,16 +73,20 @@ export async function sizeReport(dist, { quiet = false } = {}) {
   }, { raw: 0, gzip: 0, brotli: 0 });
   const firstViewFiles = await closure(dist, FIRST_VIEW, false);
   const calculatorFiles = await closure(dist, [...FIRST_VIEW, ...CORE], true);
+  const plannerChunks = await closure(dist, Object.keys(files).filter((n) => PLANNER_CHUNK.test(n)), false);
+  const plannerFiles = [...plannerChunks.filter((f) => !calculatorFiles.includes(f)), ...PLANNER_CORE];
   const firstView = sum(firstViewFiles);
   const calculator = sum(calculatorFiles);
+  const planner = sum(plannerFiles);
   const row = (name, s, note = '') =>
     `  ${name.padEnd(24)} ${String(s.raw).padStart(9)} B   gzip ${String(s.gzip).padStart(7)} B   brotli ${String(s.brotli).padStart(7)} B${note}`;
   const lines = ['web/dist/'];
   for (const [name, s] of Object.entries(files)) lines.push(row(name, s));
   lines.push(row('first view', firstView, `   (${kib(firstView.gzip)} of ${kib(BUDGET.firstView)} gzipped: ${firstViewFiles.join(' + ')})`));
   lines.push(row('calculator', calculator, `   (${kib(calculator.gzip)} of ${kib(BUDGET.calculator)}: + ${calculatorFiles.filter((f) => !firstViewFiles.includes(f)).join(' + ')})`));
+  lines.push(row('planner', planner, `   (${kib(planner.gzip)} of ${kib(BUDGET.planner)}, when it opens: ${plannerFiles.join(' + ')})`));
   if (!quiet) console.log(lines.join('\n'));
-  const report = { files, firstView, firstViewFiles, calculator, calculatorFiles, budget: BUDGET };
+  const report = { files, firstView, firstViewFiles, calculator, calculatorFiles, planner, plannerFiles, budget: BUDGET };
   await writeFile(join(dist, '..', '..', 'build-web', 'size-report.json'), `${JSON.stringify(report, null, 1)}\n`).catch(() => {});
   let ok = true;
   if (firstView.gzip > BUDGET.firstView) {
@@ -86,6 +95,10 @@ export async function sizeReport(dist, { quiet = false } = {}) {
   }
   if (calculator.gzip > BUDGET.calculator) {
     console.error(`the calculator is ${kib(calculator.gzip)} gzipped, over its ${kib(BUDGET.calculator)} budget`);
+    ok = false;
+  }
+  if (planner.gzip > BUDGET.planner) {
+    console.error(`the planner is ${kib(planner.gzip)} gzipped, over its ${kib(BUDGET.planner)} budget`);
     ok = false;
   }
   return ok;

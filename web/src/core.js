@@ -116,17 +116,23 @@ export function startCore({ createWorker, init = {}, timeLimitMs = TIME_LIMIT_MS
   };
 }
 
-// The page's worker: worker.js beside the page's script, the wasm beside it. In the single-file
-// build (memfit.html) both are in the page (#memfit-worker, #memfit-wasm): the worker starts from a
-// blob and gets the wasm's bytes.
-export function startPageCore({ workerUrl = new URL('./worker.js', import.meta.url), wasmUrl } = {}) {
-  const inlineWorker = globalThis.document?.getElementById('memfit-worker');
-  const inlineWasm = globalThis.document?.getElementById('memfit-wasm');
+// The page's worker: worker.js beside the page, the wasm beside it (found from the page's address,
+// not this module's: the module may sit in a chunk). In the single-file build (memfit.html) both are
+// in the page (#memfit-worker, #memfit-wasm): the worker starts from a blob and gets the wasm's
+// bytes. `planner`: the planner's worker instead (planner-worker.js and memfit-planner.wasm, or
+// #memfit-planner-worker and #memfit-planner-wasm), which sends no static data.
+export function startPageCore({ planner = false } = {}) {
+  const name = planner ? 'memfit-planner' : 'memfit';
+  const bare = planner;
+  const inlineWorker = globalThis.document?.getElementById(`${name}-worker`);
+  const inlineWasm = globalThis.document?.getElementById(`${name}-wasm`);
   if (inlineWorker && inlineWasm) {
     const bytes = Uint8Array.from(atob(inlineWasm.textContent.trim()), (c) => c.charCodeAt(0));
     const blob = URL.createObjectURL(new Blob([inlineWorker.textContent], { type: 'text/javascript' }));
-    return startCore({ createWorker: () => new Worker(blob, { name: 'memfit-core' }), init: { wasmBinary: bytes } });
+    return startCore({ createWorker: () => new Worker(blob, { name }), init: { wasmBinary: bytes, bare } });
   }
-  const init = { wasmUrl: String(wasmUrl ?? new URL('./memfit.wasm', import.meta.url)) };
-  return startCore({ createWorker: () => new Worker(workerUrl, { type: 'module', name: 'memfit-core' }), init });
+  const here = (file) => new URL(file, document.baseURI);
+  const init = { wasmUrl: String(here(`./${name}.wasm`)), bare };
+  const workerUrl = here(planner ? './planner-worker.js' : './worker.js');
+  return startCore({ createWorker: () => new Worker(workerUrl, { type: 'module', name: `${name}-core` }), init });
 }

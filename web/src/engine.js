@@ -29,6 +29,9 @@ export const SWEEPS = {
 const CLIP_CARDS = 2;
 const MIN_POINTS = 5;
 
+// The engines a plan is exported to (export_plan), in the order the page shows them.
+export const ENGINES = ['deepspeed', 'fsdp', 'torchtitan', 'megatron', 'torchtune'];
+
 const clone = (x) => JSON.parse(JSON.stringify(x));
 
 // The wasm module → the engine: every function synchronous, plain objects in and out.
@@ -43,7 +46,20 @@ export function createEngine(module) {
     schema: () => call(module.config_schema),
     presets: () => call(module.presets),
     gpus: () => call(module.gpus),
+    // target: max-micro-batch | max-seq-len | min-gpus | max-layers | max-width; family: min-gpus's
+    // layouts ('' = ZeRO-3 / FSDP full shard).
+    solve: (config, target, family = '') => call(module.solve, text(config), String(target), String(family ?? '')),
+    stepTime: (config, options) => call(module.step_time, text(config), text(options)),
   };
+
+  // The planner's module (memfit-planner.mjs) has two functions more: the layout search and the
+  // exports of a plan to the engines that run it.
+  if (typeof module.plan === 'function') {
+    api.plan = (config, options) => call(module.plan, text(config), text(options));
+    api.exportPlan = (config, engine) => call(module.export_plan, text(config), String(engine));
+    // A plan's files and launch command for every engine, in one answer: { engine: export answer }.
+    api.exports = (config) => Object.fromEntries(ENGINES.map((e) => [e, api.exportPlan(config, e)]));
+  }
 
   // What the page needs once: the schema, the defaults, the presets and the GPU table.
   api.staticData = () => ({ schema: api.schema(), defaults: api.defaultConfig(), presets: api.presets(), gpus: api.gpus() });

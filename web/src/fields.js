@@ -103,6 +103,8 @@ function numberOrText(raw) {
 export const AUTO_VALUE = {
   'hardware.overhead_bytes': -1,
   'hardware.fragmentation': -1,
+  'hardware.gpus_per_node': 0,
+  'hardware.price_per_gpu_hour': -1,
 };
 export const AUTO_TEXT = 'auto';
 

@@ -30,8 +30,8 @@ function typedBefore(container) {
   return typed;
 }
 
-// Resolves once the core's first answers are in (the estimate, then the sweep and, when the run
-// does not fit, the suggestions), or after FIRST_ANSWERS_MS.
+// Resolves once the core's first answers are in (the estimate, the headline's solver, then the
+// sweep and, when the run does not fit, the suggestions), or after FIRST_ANSWERS_MS.
 function firstAnswers(state) {
   return new Promise((resolve) => {
     const timer = setTimeout(() => done(), FIRST_ANSWERS_MS);
@@ -45,7 +45,7 @@ function firstAnswers(state) {
       const result = state.result.value;
       if (!result) return;
       if (!result.ok) return done();
-      if (state.sweep.value === null) return;
+      if (state.sweep.value === null || state.solved.value === null) return;
       if (result.fits.verdict !== 'fits' && state.suggestions.value === null) return;
       done();
     });
@@ -53,14 +53,14 @@ function firstAnswers(state) {
 }
 
 Promise.all([core.ready, details])
-  .then(async ([data, { Details }]) => {
-    const state = createAppState(core, data, { search: location.search });
+  .then(async ([data, late]) => {
+    const state = createAppState(core, data, { search: location.search, startPlanner: () => startPageCore({ planner: true }) });
     for (const [path, value] of typedBefore(root)) state.setField(path, value);
     await firstAnswers(state);
     const focused = root.contains(document.activeElement) ? document.activeElement : null;
     const focus = focused?.id ? { id: focused.id, start: focused.selectionStart, end: focused.selectionEnd } : null;
     root.textContent = '';
-    render(<App state={state} Details={Details} />, root);
+    render(<App state={state} late={late} />, root);
     document.documentElement.classList.remove('from-link');
     if (focus) {
       const el = document.getElementById(focus.id);

@@ -33,9 +33,10 @@ const keyOf = (config) => JSON.stringify(config);
 // core: the client of core.js ({ latest, call }). data: the core's static data ({ schema,
 // defaults, presets, gpus }). search: the page's location.search (the share link).
 // initial: the core's answers for the link's configuration, when at hand (the prerendered page's):
-// { config, result, base, scaling, sweep: { field, answer }, suggestions }, so the first render
+// { config, result, base, scaling, sweep: { field, answer }, suggestions, solve }, so the first render
 // needs no round trip and matches the prerendered page.
-export function createAppState(core, data, { search = '', warn = (...args) => console.warn(...args), fetchImpl, initial = null, settleMs = 250 } = {}) {
+// startPlanner: starts the planner's core (core.js startPageCore({ planner: true })), when it opens.
+export function createAppState(core, data, { search = '', warn = (...args) => console.warn(...args), fetchImpl, initial = null, settleMs = 250, startPlanner } = {}) {
   const { schema, defaults, presets, gpus } = data;
   const fieldByPath = new Map(schema.map((f) => [f.field, f]));
   const sections = formSections(schema);
@@ -58,6 +59,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   const units = signal(linkView.view.units);  // 'GiB' (2^30) or 'GB' (10^9): display only
   const tables = signal(linkView.view.tables);  // charts shown as tables
   const sweepName = signal(linkView.view.sweep);  // the swept field's short name
+  const planner = signal(linkView.view.planner);  // the planner: open, its inputs, the chosen plan (view.js)
   const pasteText = signal('');
   const imported = signal(null);              // the last import_hf_config answer
   const hub = signal({ status: 'idle', message: '' });
@@ -202,10 +204,32 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     return a && a.key === shown.value?.key && a.field === sweepField.value ? a.answer : null;
   });
 
+  // The headline's answer, the core's solver for the configuration on screen: the fewest GPUs when
+  // the run does not fit (or is tight), the largest micro-batch when it fits. { key, answer }.
+  const solveAnswer = signal(initial?.solve ? { key: keyOf(initial.config), answer: initial.solve } : null);
+  disposers.push(effect(() => {
+    const s = shown.value;
+    if (!s || solveAnswer.peek()?.key === s.key) return undefined;
+    const target = s.result.fits.verdict === 'fits' ? 'max-micro-batch' : 'min-gpus';
+    return later(() => core.latest('solve', 'solve', [s.config, target], { priority: 1 }).then((a) => {
+      if (a !== STALE) solveAnswer.value = { key: s.key, answer: a };
+    }, failed));
+  }));
+  const solved = computed(() => {
+    const a = solveAnswer.value;
+    return a && a.key === shown.value?.key ? a.answer : null;
+  });
+
+  // The planner's core, a Web Worker of its own started when the planner first asks: the newest
+  // answer on `channel`, or null for one superseded by a newer request.
+  let plannerCore = null;
+  const askPlanner = (channel, fn, args) =>
+    (plannerCore ??= startPlanner()).latest(channel, fn, args).then((a) => (a === STALE ? null : a));
+
   // The share link: fields that differ from the defaults after applying the preset, then the view.
   const query = computed(() =>
     encode(config.value, defaults, presetId.value === '' ? null : presetModel.value, base.value) +
-    encodeView({ units: units.value, tables: tables.value, sweep: sweepName.value }));
+    encodeView({ units: units.value, tables: tables.value, sweep: sweepName.value, planner: planner.value }));
 
   // --- reading fields -----------------------------------------------------------------------
   // What a field shows: what the user typed, else the resolved default.
@@ -317,12 +341,15 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     // static data from the core
     schema, fieldByPath, sections, defaults, presets, gpus,
     // inputs
-    presetId, edits, units, tables, sweepName, pasteText, imported, hub, suggestionsWanted,
+    presetId, edits, units, tables, sweepName, planner, pasteText, imported, hub, suggestionsWanted,
     // derived and answered
     preset, presetModel, config, result, pending, base, presetLabel, issues, shown, query, suggestions,
-    sweep, sweepField, applied, canUndo, coreError, fieldValue, isEdited,
+    solved, sweep, sweepField, applied, canUndo, coreError, fieldValue, isEdited,
     // actions
-    setField, selectPreset, resetAll, importConfig, fetchFromHub, applySuggestion, undoSuggestion, showAsTable,
-    dispose: () => disposers.forEach((d) => d()),
+    setField, selectPreset, resetAll, importConfig, fetchFromHub, applySuggestion, undoSuggestion, showAsTable, askPlanner,
+    dispose: () => {
+      disposers.forEach((d) => d());
+      plannerCore?.close();
+    },
   };
 }

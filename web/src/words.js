@@ -73,6 +73,12 @@ export const CHOICES = {
   'training.finetune.modules_to_save': {
     embed: ['Token embedding', 'a trainable full copy'], head: ['Output head', 'a trainable full copy'],
   },
+  'training.goal': {
+    auto: ['Automatic', 'parameter-efficient fine-tuning for LoRA and the like, else full fine-tuning'],
+    pretrain: ['Pre-training', ''],
+    full_finetune: ['Full fine-tuning', ''],
+    peft: ['Parameter-efficient fine-tuning', 'LoRA, QLoRA and the like'],
+  },
   'parallel.zero_stage': {
     0: ['Off', 'every GPU holds everything'],
     1: ['1: shard optimizer states', 'ZeRO-1'],
@@ -186,6 +192,7 @@ export const FIELDS = {
   'training.chunked_loss': ['Chunked loss', 'cross-entropy in chunks: no full fp32 logits'],
   'training.optimizer_in_backward': ['Optimizer in backward', 'each gradient is applied and freed as soon as it is computed'],
   'training.activation_offload': ['Activation offload', 'saved activations moved to CPU memory'],
+  'training.goal': ['Goal', 'what the run is for: decides the changes suggested and the planner\'s search'],
   'training.finetune.method': ['Method', ''],
   'training.finetune.lora_rank': ['LoRA rank', 'width of the adapters (r)'],
   'training.finetune.lora_targets': ['LoRA targets', 'layers that get adapters'],
@@ -203,6 +210,8 @@ export const FIELDS = {
   'parallel.offload_params': ['Offload weights', 'weights in CPU memory (needs ZeRO-3)'],
   'hardware.gpu': ['GPU', ''],
   'hardware.budget_fraction': ['Budget', 'plan to this share of the card (0.85 = 85 %)'],
+  'hardware.gpus_per_node': ['GPUs per node', 'links inside a server are fast; auto = the card\'s usual server'],
+  'hardware.price_per_gpu_hour': ['Price per GPU-hour (USD)', 'for the cost; auto = the GPU table\'s price'],
   'hardware.overhead_bytes': ['Overhead bytes', 'CUDA context and workspaces; auto = by convention and GPU'],
   'hardware.fragmentation': ['Fragmentation', 'allocator overhead as a share of allocated memory; auto = by convention'],
 };

@@ -1,12 +1,15 @@
 // The Web Worker that runs the memfit core, so the page's main thread never waits on it.
 // Protocol (core.js is the only other end):
-//   page → worker  { type: 'init', wasmUrl | wasmBinary }     once; answered { type: 'ready', data }
+//   page → worker  { type: 'init', wasmUrl | wasmBinary, bare? }  once; answered { type: 'ready', data }
+//                  (data: the core's static data; null when `bare`: the planner's worker)
 //                  { id, fn, args, channel?, priority? }       one call of engine.js
 //   worker → page  { running: id } as it starts one, then { id, value } | { id, error } |
 //                  { id, superseded: true }
 // Requests are queued and taken one per task, highest priority (lowest number) first; a request
 // with a channel is answered `superseded` without running when a newer one on the same channel is
 // already waiting (a burst of keystrokes costs one estimate, not one each).
+// Built twice (web/build.mjs): worker.js over memfit.mjs, and planner-worker.js over
+// memfit-planner.mjs (the same functions plus plan and export_plan), started when the planner opens.
 import createMemfit from 'memfit-wasm-module';
 
 import { createEngine, loadModule } from './engine.js';
@@ -54,7 +57,7 @@ self.onmessage = async (event) => {
   }
   try {
     engine = createEngine(await loadModule(createMemfit, message));
-    post({ type: 'ready', data: engine.staticData() });
+    post({ type: 'ready', data: message.bare ? null : engine.staticData() });
     schedule();
   } catch (error) {
     post({ type: 'failed', message: String(error?.message ?? error) });

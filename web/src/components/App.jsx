@@ -3,7 +3,7 @@ import { ErrorBanner } from './ErrorBanner.jsx';
 import { Header } from './Header.jsx';
 import { Answer } from './results/Answer.jsx';
 import { SummaryBar } from './results/SummaryBar.jsx';
-import { fieldDomId } from './form/Field.jsx';
+import { Field, fieldDomId } from './form/Field.jsx';
 import { fieldLabel } from '../fields.js';
 import { formatBytes } from '../format.js';
 import { plainText } from '../words.js';
@@ -44,8 +44,10 @@ function HeaderSlot({ state }) {
 
 const modelName = (state) => plainText(state.presetLabel.value);
 
-// The answer: banners, the headline, what to change.
-function AnswerSection({ state }) {
+// The answer: banners, the headline and its answer, what to change, the planner when open.
+// SolveAnswer and PlannerSlot come with the details module (`late`).
+function AnswerSection({ state, late }) {
+  const { SolveAnswer, PlannerSlot } = late;
   const result = state.result.value;
   const shown = state.shown.value;
   const units = state.units.value;
@@ -76,16 +78,18 @@ function AnswerSection({ state }) {
           applied={state.canUndo.value ? state.applied.value : null}
           onApply={state.applySuggestion}
           onUndo={state.undoSuggestion}
+          solve={SolveAnswer && <SolveAnswer state={state} />}
         />
       ) : (
         <div class="empty-results">{result ? 'No result yet: fix the highlighted fields and the estimate appears here.' : 'Computing…'}</div>
       )}
+      {PlannerSlot && <PlannerSlot state={state} Field={Field} />}
     </section>
   );
 }
 
-// Details: the charts and tables, drawn by `Details` (a module loaded next to the first view);
-// until it is there, an empty area.
+// Details: the charts and tables, drawn by `Details` (the details module, loaded next to the first
+// view); until it is there, an empty area.
 function DetailsSection({ state, Details }) {
   const shown = state.shown.value;
   if (!shown || !Details) return <section class="details-area" id="details" aria-label="Details" />;
@@ -121,7 +125,9 @@ function SummarySlot({ state }) {
 
 // Page order: the answer, the form, the details. Wide screens put the form in a column on the
 // left; on a phone the answer comes first, then the form, then the charts.
-export function App({ state, Details = null }) {
+// late: what the details module (components/results/Details.jsx, loaded next to the first view)
+// draws: { Details, SolveAnswer, PlannerSlot }; the prerendered page has the headline's answer only.
+export function App({ state, late = {} }) {
   return (
     <div class="page">
       <nav class="skip-links" aria-label="Skip links">
@@ -130,9 +136,9 @@ export function App({ state, Details = null }) {
       </nav>
       <HeaderSlot state={state} />
       <main class="layout" id="main">
-        <AnswerSection state={state} />
+        <AnswerSection state={state} late={late} />
         <ConfigForm state={state} />
-        <DetailsSection state={state} Details={Details} />
+        <DetailsSection state={state} Details={late.Details} />
       </main>
       <SummarySlot state={state} />
       <footer class="footer">

@@ -9,6 +9,7 @@ import createMemfit from 'memfit-wasm-module';
 import { createEngine, loadModule } from '../engine.js';
 import { AccuracyPage } from './AccuracyPage.jsx';
 import { App } from '../components/App.jsx';
+import { SolveAnswer } from '../components/results/SolveAnswer.jsx';
 import { buildConfig, createAppState } from '../state.js';
 import { DEFAULT_VIEW, SWEEP_FIELDS } from '../view.js';
 
@@ -31,7 +32,7 @@ export function renderCalculator(data, initial) {
   const never = () => new Promise(() => {});
   const stub = { latest: never, call: never };
   const state = createAppState(stub, data, { search: '', initial, settleMs: 0, warn: () => {} });
-  const html = renderToString(<App state={state} />);
+  const html = renderToString(<App state={state} late={{ SolveAnswer }} />);
   state.dispose();
   return html;
 }
@@ -53,5 +54,6 @@ export function initialAnswers(core, data, nativeEstimate) {
     scaling: view.scaling,
     sweep: { field, answer: core.sweep(config, field) },
     suggestions: core.suggestions(config),
+    solve: core.solve(config, result.fits.verdict === 'fits' ? 'max-micro-batch' : 'min-gpus'),
   };
 }

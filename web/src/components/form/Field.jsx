@@ -108,8 +108,9 @@ export function choiceOptions(field) {
 
 // field: schema entry; value: what the form holds; errors / warnings: the core's messages for it.
 // options: [{ value, label }] for a select built from data other than field.choices (the GPUs).
-export function Field({ field, value, errors = [], warnings = [], options, inactive = false, changed = false, onChange }) {
-  const id = fieldDomId(field.field);
+// domId: the input's id where the field is drawn a second time (the planner), else fieldDomId.
+export function Field({ field, value, errors = [], warnings = [], options, inactive = false, changed = false, onChange, domId }) {
+  const id = domId ?? fieldDomId(field.field);
   const hintId = `${id}-hint`;
   const errId = `${id}-error`;
   const invalid = errors.length > 0;

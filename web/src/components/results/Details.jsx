@@ -1,5 +1,6 @@
 // The details (charts and tables): loaded next to the first view, not in it (main.jsx imports
-// this module while the core starts).
+// this module while the core starts). With them, the headline's answer (prerendered, so on screen
+// at first paint) and the planner's slot (the planner itself is a chunk loaded when it opens).
 import { Breakdown } from './Breakdown.jsx';
 import { GpuTable } from './GpuTable.jsx';
 import { ActivationTerms, Notes } from './Notes.jsx';
@@ -8,6 +9,9 @@ import { Phases } from './Phases.jsx';
 import { Scaling } from './Scaling.jsx';
 import { Sweep } from './Sweep.jsx';
 import { WaysToSave } from './Suggestions.jsx';
+
+export { SolveAnswer } from './SolveAnswer.jsx';
+export { PlannerSlot } from '../planner/PlannerSlot.jsx';
 
 // Everything else the core answered, in reading order: the charts (each with its table), the GPU
 // table, the ways to save memory when the run fits, the model, the scaling table, notes.

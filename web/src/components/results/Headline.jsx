@@ -68,7 +68,8 @@ export function runLine(result, modelName) {
   return parts.filter(Boolean).join(' · ');
 }
 
-export function Headline({ result, units, modelName }) {
+// solve: the headline's answer (the fewest GPUs, the largest micro-batch), drawn under the numbers.
+export function Headline({ result, units, modelName, solve = null }) {
   const fit = result.fits;
   const [lo, hi] = result.device_total_range_bytes ?? [];
   return (
@@ -95,6 +96,7 @@ export function Headline({ result, units, modelName }) {
         <div class="stat-note"><Headroom fit={fit} units={units} /></div>
       </div>
     </div>
+    {solve}
     </div>
   );
 }

@@ -9,8 +9,8 @@ import { plainMessage, plainText, valueWords } from '../../words.js';
 import { Bytes } from './Bytes.jsx';
 import { VerdictBadge } from './Verdict.jsx';
 
-// The fields a patch sets, as "Micro-batch size 1 · Gradient accumulation 4".
-function Changes({ patch }) {
+// The fields a patch sets, as "Micro-batch size 1 · Gradient accumulation 4" (also the planner's).
+export function Changes({ patch }) {
   const items = flatten(patch);
   if (items.length === 0) return null;
   return (

@@ -1,0 +1,54 @@
+// The headline's answer, next to the verdict: the core's solver for the run on screen (solve()).
+// When the run does not fit: the fewest GPUs of this card that fit it with ZeRO-3 / FSDP sharding;
+// when it fits: the largest micro-batch. Each names the term that binds. The page only words it.
+// With it, the button that opens the planner. Drawn by the details module (prerendered in the
+// first view).
+import { formatCount } from '../../format.js';
+import { plainMessage } from '../../words.js';
+import { togglePlanner } from '../planner/PlannerSlot.jsx';
+
+// The breakdown's terms the solver names (solve.cpp), in words.
+const TERMS = {
+  parameters: 'the weights', gradients: 'the gradients', optimizer_states: 'the optimizer states',
+  master_weights: 'the master weights', activations: 'the activations', logits_and_loss: 'the logits and loss',
+  weight_copies: 'the weight copies',
+};
+
+// What binds: a term, or a rule of the configuration ("model.max_position_embeddings (must be …)").
+const bindingWords = (binding) => TERMS[binding] ?? plainMessage(binding);
+
+function Answer({ answer, gpu }) {
+  if (!answer) return null;
+  if (!answer.ok) return <span>{plainMessage(answer.errors?.[0]?.message ?? '')}</span>;
+  const gpus = answer.target === 'min-gpus';
+  const binds = answer.binding && <span class="solve-binding"> · limited by {bindingWords(answer.binding)}</span>;
+  if (!answer.found) {
+    return gpus
+      ? <><strong>No number of {gpu} fits</strong> with ZeRO-3 / FSDP sharding (tried up to {formatCount(answer.next?.value)}){binds}</>
+      : <><strong>No micro-batch fits</strong> this run on the {gpu}{binds}</>;
+  }
+  return gpus
+    ? <><strong>Needs {formatCount(answer.value)} × {gpu}</strong> with ZeRO-3 / FSDP sharding{binds}</>
+    : <><strong>Largest micro-batch that fits: {formatCount(answer.value)}</strong>{binds}</>;
+}
+
+// state.solved: the core's solve() answer for the run on screen (null while it works).
+export function SolveAnswer({ state }) {
+  const answer = state.solved.value;
+  const fit = state.shown.value?.result.fits;
+  if (!fit) return null;
+  const open = Boolean(state.planner.value.open);
+  return (
+    <div class="solve-line" data-testid="solve-answer" data-target={answer?.target} data-found={answer ? String(answer.found) : undefined}
+      data-value={answer?.found ? answer.value : undefined} data-binding={answer?.binding}>
+      <p class="solve-text" aria-live="polite" aria-busy={!answer}>
+        {answer ? <Answer answer={answer} gpu={fit.name} />
+          : fit.verdict === 'fits' ? 'Finding the largest micro-batch that fits…' : 'Finding the fewest GPUs that fit…'}
+      </p>
+      <button type="button" class="button" aria-expanded={open} aria-controls={open ? 'planner' : undefined}
+        onClick={() => togglePlanner(state)} data-testid="open-planner">
+        Plan GPUs and layout
+      </button>
+    </div>
+  );
+}
