@@ -1,6 +1,6 @@
 // Accessibility: axe-core finds no violations on the calculator (a run that fits, one that does
-// not, an input error, every chart shown as a table), the accuracy page and the embed card, in the
-// light and dark themes, at desktop and phone widths. Keyboard: a skip link, Tab from the preset
+// not, an input error, every chart shown as a table, the planner open with a plan's exports), the
+// accuracy page and the embed card, in the light and dark themes, at desktop and phone widths. Keyboard: a skip link, Tab from the preset
 // box to the next control (not to the page), scroll areas reachable. Screenshots of each
 // combination go to test-results/ (look at them).
 // Needs web/dist/ (npm run build:web), build-wasm/ and /usr/bin/chromium; no network.
@@ -21,6 +21,7 @@ const PAGES = [
   ['does-not-fit', '?v=1&preset=llama-3-8b&micro_batch_size=4&seq_len=4096&gpu=a100-80gb'],
   ['input-error', '?v=1&preset=gpt2&seq_len=4096&micro_batch_size=0'],
   ['tables', '?v=1&preset=seed-toy-70m&tables=breakdown,timeline,sweep,gpus&sweep=seq_len&units=GB'],
+  ['planner', '?v=1&planner=1&plan=1'],
   ['accuracy', 'accuracy.html'],
   ['accuracy-report', 'accuracy-report.html'],
 ];
@@ -44,7 +45,8 @@ describe('accessibility', { skip: missing || false, concurrency: false }, () => 
     const p = await context.newPage();
     await p.goto(`${server.url}${path}`);
     if (!path.startsWith('accuracy')) await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
-    // The sweep and the suggestions come a moment later.
+    // The sweep and the suggestions come a moment later; the planner's plans and exports too.
+    if (path.includes('planner=1')) await p.waitForSelector('[data-testid="exports"] .tab-panel :is(textarea, .export-refused)', { timeout: 20000 });
     await p.waitForTimeout(700);
     return p;
   }

@@ -63,6 +63,14 @@ export async function loadNodeCore() {
   return createEngine(await loadModule(createMemfit, { wasmBinary: readFileSync(join(WASM_DIR, 'memfit.wasm')) }));
 }
 
+// The planner's module (memfit-planner.wasm: the same functions plus plan, exportPlan, exports)
+// in node, through the same engine the planner's worker runs: the planner tests' oracle.
+export async function loadNodePlanner() {
+  const { createEngine, loadModule } = await import(pathToFileURL(join(ROOT, 'web/src/engine.js')).href);
+  const { default: createPlanner } = await import(pathToFileURL(join(WASM_DIR, 'memfit-planner.mjs')).href);
+  return createEngine(await loadModule(createPlanner, { wasmBinary: readFileSync(join(WASM_DIR, 'memfit-planner.wasm')) }));
+}
+
 export async function launchBrowser() {
   const { chromium } = await import('playwright-core');
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });

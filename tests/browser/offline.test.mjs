@@ -39,6 +39,9 @@ describe('offline and from disk', { skip: missing || false, concurrency: false }
     await waitForAnswer(p, core.estimate({ model: { preset: 'qwen2.5-7b' }, training: { micro_batch_size: 2 } }));
     await p.fill('#field-training-seq_len', '4096');
     await waitForAnswer(p, core.estimate({ model: { preset: 'qwen2.5-7b' }, training: { micro_batch_size: 2, seq_len: 4096 } }));
+    // The planner (its chunk, worker and wasm) is cached too: it opens and plans offline.
+    await p.goto(`${server.url}${link}&planner=1`);
+    await p.getByTestId('plans').locator(':scope > li').first().waitFor({ timeout: 20000 });
     await p.goto(`${server.url}accuracy.html`);
     assert.match(await p.locator('h1').textContent(), /accurate/);
     await context.close();
@@ -55,6 +58,9 @@ describe('offline and from disk', { skip: missing || false, concurrency: false }
     await waitForAnswer(p, core.estimate({ model: { preset: 'gpt2' }, training: { micro_batch_size: 4 } }));
     await p.fill('#field-training-micro_batch_size', '6');
     await waitForAnswer(p, core.estimate({ model: { preset: 'gpt2' }, training: { micro_batch_size: 6 } }));
+    // The planner's worker and wasm are in the file too.
+    await p.getByTestId('open-planner').click();
+    await p.getByTestId('plans').locator(':scope > li').first().waitFor({ timeout: 20000 });
     assert.deepEqual(requests.filter((u) => !u.startsWith('file:') && !u.startsWith('blob:') && !u.startsWith('data:')), []);
     assert.deepEqual(errors, []);
     await p.screenshot({ path: join(RESULTS_DIR, 'single-file.png') });

@@ -97,7 +97,7 @@ export function formatTokens(n) {
 }
 
 // Tokens per second, short: "9.15M".
-export const formatRate = (perSecond) => (isNumber(perSecond) ? formatCountShort(perSecond) : '\u2014');
+export const formatRate = (perSecond) => (isNumber(perSecond) && perSecond >= 0 ? formatCountShort(perSecond) : '\u2014');
 
 // --- a plan in words ------------------------------------------------------------------------------
 const SHARDING = {

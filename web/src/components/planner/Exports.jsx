@@ -67,7 +67,7 @@ export function Exports({ exports, n }) {
   const firstOk = ENGINE_WORDS.find(([id]) => exports?.[id]?.ok)?.[0];
   const active = picked ?? firstOk ?? ENGINE_WORDS[0][0];
   const onKeyDown = (e) => {
-    const i = ENGINE_WORDS.findIndex(([id]) => id === active);
+    const i = ENGINE_WORDS.findIndex(([id]) => id === (e.target?.dataset?.engine ?? active));
     const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[e.key];
     let next = step === undefined ? null : (i + step + ENGINE_WORDS.length) % ENGINE_WORDS.length;
     if (e.key === 'Home') next = 0;

@@ -292,7 +292,7 @@ function PlanItem({ state, plan, n, planner, units, tokensText, stale }) {
 function ByGpuCount({ rows, units, tokensText }) {
   if (!rows?.length) return null;
   return (
-    <details class="plan-counts" data-testid="plan-counts">
+    <details class="plan-counts" data-testid="plan-counts" open>
       <summary>The fastest layout at each GPU count <span class="summary-note">{rows.length} counts</span></summary>
       <div class="table-scroll" tabIndex={0} role="region" aria-label="The fastest layout at each GPU count">
         <table class="table compact">
