@@ -76,6 +76,31 @@ export async function launchBrowser() {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }
 
+// The main thread's long tasks while `act` runs: { wall, cpu, blocking }. The Long Tasks API
+// measures wall-clock time; on a shared, loaded machine (this project's has 2 cores and often a
+// load of 10) a task is descheduled far past 50 ms while doing 5 ms of work. So the page is traced
+// meanwhile (Chromium's timeline: the main thread's tasks with their thread CPU time), and a task
+// blocks when the main thread worked over `limitMs` in it (`blocking`, empty when no task was long
+// even by the wall clock): what grows with the page's own work shows either way.
+export async function longTasksDuring(p, act, limitMs = 50) {
+  await p.evaluate(() => {
+    window.memfitLongTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.memfitLongTasks.push(Math.round(e.duration));
+    }).observe({ type: 'longtask' });
+  });
+  const browser = p.context().browser();
+  await browser.startTracing(p, { categories: ['devtools.timeline'] });
+  await act();
+  const trace = JSON.parse((await browser.stopTracing()).toString()).traceEvents;
+  const main = trace.find((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain' &&
+    trace.some((t) => t.pid === e.pid && t.name === 'RunTask'));
+  const cpu = trace.filter((e) => e.ph === 'X' && e.name === 'RunTask' && e.pid === main?.pid && e.tid === main?.tid)
+    .map((e) => Math.round((e.tdur ?? e.dur) / 1000)).filter((ms) => ms > limitMs);
+  const wall = await p.evaluate((limit) => window.memfitLongTasks.filter((d) => d > limit), limitMs);
+  return { wall, cpu, blocking: wall.length === 0 ? [] : cpu };
+}
+
 // Waits until the page shows the core's answer `expected` (an estimate): the core answers from its
 // Web Worker, a moment after the input.
 export async function waitForAnswer(p, expected, timeout = 10000) {

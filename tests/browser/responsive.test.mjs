@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { ROOT, launchBrowser, loadNodeCore, missingPrerequisites, startServer } from './helpers.mjs';
+import { ROOT, launchBrowser, loadNodeCore, longTasksDuring, missingPrerequisites, startServer } from './helpers.mjs';
 
 const missing = missingPrerequisites();
 const LONG_TASK_MS = 50;
@@ -48,39 +48,18 @@ describe('a responsive page', { skip: missing || false, concurrency: false }, ()
     await p.goto(`${server.url}${search}`);
     await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
     if (numbers) await p.getByTestId('peak-allocated').waitFor();
-    // Long tasks from now on.
-    await p.evaluate(() => {
-      window.longTasks = [];
-      new PerformanceObserver((list) => {
-        for (const e of list.getEntries()) window.longTasks.push(Math.round(e.duration));
-      }).observe({ type: 'longtask' });
-    });
     return p;
   }
-  const longTasks = (p) => p.evaluate(() => window.longTasks.filter((d) => d > 50));
   // Waits until the page shows the core's answer for `config`.
   async function shows(p, config) {
     const bytes = String(core.estimate(config).peak_allocated_bytes);
     await p.waitForFunction((b) => document.querySelector('[data-testid="peak-allocated"]')?.dataset.bytes === b, bytes, { timeout: 10000 });
   }
 
-  // The Long Tasks API measures wall-clock time. On a shared, loaded machine (this project's has 2
-  // cores and often a load of 10) a task is descheduled far past 50 ms while doing 5 ms of work.
-  // So the page is traced meanwhile (Chromium's timeline, the main thread's tasks with their
-  // thread CPU time), and a long task counts when the main thread worked over 50 ms in it: what
-  // grows with the core's work (the core on this thread, a sweep, a stuck import) shows either way.
-  async function measured(p, act) {
-    const browserCtx = p.context().browser();
-    await browserCtx.startTracing(p, { categories: ['devtools.timeline'] });
-    await act();
-    const trace = JSON.parse((await browserCtx.stopTracing()).toString()).traceEvents;
-    const main = trace.find((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain' &&
-      trace.some((t) => t.pid === e.pid && t.name === 'RunTask'));
-    const cpu = trace.filter((e) => e.ph === 'X' && e.name === 'RunTask' && e.pid === main?.pid && e.tid === main?.tid)
-      .map((e) => Math.round((e.tdur ?? e.dur) / 1000));
-    return { wall: await longTasks(p), cpu: cpu.filter((ms) => ms > LONG_TASK_MS) };
-  }
-  const verdict = ({ wall, cpu }) => (wall.length === 0 ? [] : cpu);
+  // Long tasks by the main thread's own work (helpers.mjs longTasksDuring: the Long Tasks API, then
+  // the thread CPU time of each task, since this machine is shared).
+  const measured = (p, act) => longTasksDuring(p, act, LONG_TASK_MS);
+  const verdict = (result) => result.blocking;
 
   test('typing into fields makes no long task; the numbers follow', async () => {
     const p = await open();

@@ -61,6 +61,7 @@ function usePlanner(state) {
         if (a === null) return;
         cache.plan = { key, answer: a, ms: performance.now() - since };
         setPlan(cache.plan);
+        setFailure('');
         if (cache.follow !== null) {
           const i = (a.plans ?? []).findIndex((p) => layoutKey(p.config) === cache.follow);
           cache.follow = null;
@@ -381,7 +382,9 @@ export function Planner({ state, Field, autoFocus = false }) {
       </p>
       {otherErrors.length > 0 && (
         <ul class="planner-errors" role="alert">
-          {otherErrors.map((e) => <li key={e.field + e.message}>{fieldLabel(e.field)}: {plannerMessage(e.message)}</li>)}
+          {otherErrors.map((e) => (
+            <li key={e.field + e.message}>{e.field.startsWith('(') ? 'The planner' : fieldLabel(e.field)}: {plannerMessage(e.message)}</li>
+          ))}
         </ul>
       )}
       {r?.ok && r.notes?.length > 0 && (
