@@ -328,10 +328,11 @@ function ByGpuCount({ rows, units, tokensText }) {
 }
 
 // What the planner did, in one sentence for everyone (and announced to screen readers).
-function Status({ planner, gpu }) {
+function Status({ planner, gpu, valid }) {
   const { failure, plan: a } = planner;
   const r = a?.answer;
   if (failure) return <>The planner stopped: {failure}. Reload the page to start it again.</>;
+  if (!valid) return <>The planner plans a valid configuration: fix the highlighted fields of the form first.</>;
   if (!r) return <>The core is searching the layouts…</>;
   if (planner.pending) return <>The core is searching the layouts again…</>;
   if (!r.ok) return <>The planner cannot search these inputs: fix the highlighted values.</>;
@@ -378,7 +379,7 @@ export function Planner({ state, Field, autoFocus = false }) {
       </p>
       <Inputs state={state} planner={planner} errors={errors} Field={Field} />
       <p class="planner-status" role="status" aria-live="polite" data-testid="planner-status">
-        <Status planner={planner} gpu={shown?.result.fits.name ?? 'GPU'} />
+        <Status planner={planner} gpu={shown?.result.fits.name ?? 'GPU'} valid={shown !== null} />
       </p>
       {otherErrors.length > 0 && (
         <ul class="planner-errors" role="alert">
