@@ -58,6 +58,35 @@ describe('the planner\'s link and words (pure)', () => {
     assert.deepEqual(decodeView('?plan=-1').problems.length, 1);
   });
 
+  test('fuzz: 20,000 seeded hostile links never throw, keep only the planner\'s own values, and survive a round trip', () => {
+    let seed = 12345;
+    const next = () => {
+      seed ^= seed << 13; seed >>>= 0;
+      seed ^= seed >> 17;
+      seed ^= seed << 5; seed >>>= 0;
+      return seed / 2 ** 32;
+    };
+    const pick = (list) => list[Math.floor(next() * list.length)];
+    const names = ['planner', 'plan', 'plan_gpus_min', 'plan_gpus_max', 'plan_global_batch_tokens', 'plan_train_tokens',
+      'plan_rank_by', 'plan_keep_precision', '__proto__', 'constructor', 'plan_open', 'plan_top', 'open'];
+    const values = ['', '0', '1', '2', '-1', '001', '999', '1000', 'cost', 'step_time', 'COST', '1e12', 'NaN', 'Infinity',
+      '<script>alert(1)</script>', '\u0000', '%', '%zz', 'x'.repeat(41), 'x'.repeat(40), '🙂'.repeat(30), 'a&b=c'];
+    for (let i = 0; i < 20000; i += 1) {
+      const parts = Array.from({ length: Math.floor(next() * 10) }, () => `${encodeURIComponent(pick(names))}=${next() < 0.9 ? encodeURIComponent(pick(values)) : pick(values)}`);
+      const link = `?${parts.join('&')}`;
+      const { view } = decodeView(link);
+      const p = view.planner;
+      assert.deepEqual(Object.keys(p), Object.keys(DEFAULT_PLANNER), link);
+      assert.ok([0, 1].includes(p.open) && [0, 1].includes(p.keep_precision) && ['step_time', 'cost'].includes(p.rank_by), link);
+      assert.ok(Number.isInteger(p.plan) && p.plan >= 0 && p.plan <= 999, link);
+      for (const k of ['gpus_min', 'gpus_max', 'global_batch_tokens', 'train_tokens']) assert.ok(typeof p[k] === 'string' && p[k].length <= 40, link);
+      const again = decodeView(encodeView({ ...view, planner: { ...p, open: 1 } })).view.planner;
+      assert.deepEqual(again, { ...p, open: 1 }, link);
+    }
+    assert.equal(({}).open, undefined);
+    assert.equal(Object.prototype.plan, undefined);
+  });
+
   test('the inputs → the core\'s options: numbers as numbers, text as typed, empty left to the core', () => {
     assert.deepEqual(planOptions(DEFAULT_PLANNER), DEFAULT_OPTIONS);
     assert.deepEqual(planOptions({ ...DEFAULT_PLANNER, gpus_min: ' 8 ', gpus_max: 'abc', global_batch_tokens: 'auto', train_tokens: '2e12', rank_by: 'cost', keep_precision: 1 }),
