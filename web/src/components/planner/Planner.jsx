@@ -364,7 +364,7 @@ export function Planner({ state, Field, autoFocus = false }) {
   const tokensText = formatTokens(r?.plans?.[0]?.train_tokens);
   const close = () => {
     planner.close();
-    document.querySelector('[data-testid="open-planner"]')?.focus();
+    document.getElementById('open-planner')?.focus();
   };
   return (
     <section class="card planner" id="planner" aria-labelledby="h-planner" data-testid="planner">

@@ -45,7 +45,7 @@ export function SolveAnswer({ state }) {
         {answer ? <Answer answer={answer} gpu={fit.name} />
           : fit.verdict === 'fits' ? 'Finding the largest micro-batch that fits…' : 'Finding the fewest GPUs that fit…'}
       </p>
-      <button type="button" class="button" aria-expanded={open} aria-controls={open ? 'planner' : undefined}
+      <button type="button" class="button" id="open-planner" aria-expanded={open} aria-controls={open ? 'planner' : undefined}
         onClick={() => togglePlanner(state)} data-testid="open-planner">
         Plan GPUs and layout
       </button>
