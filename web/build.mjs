@@ -6,7 +6,10 @@
 //                                     Web Worker of its own started when the planner opens
 //   accuracy.html                     how accurate memfit is, for users (chart drawn at build time)
 //   accuracy-report.html              docs/accuracy.md, the full generated report (marked)
-//   doc.css                           their own styles, over styles.css
+//   doc.css                           their own styles, over styles.css and details.css
+//   details.css                       the details' styles (charts, tables): not in the first view
+//   embed.html, embed.js, embed.css   the iframe card (embed.css: the embed forms' styles, also in
+//                                     memfit-estimate.js and the Embed dialog's chunk)
 // and prints a size report (gzip and brotli). Nothing here runs in the browser.
 //   node web/build.mjs            (npm run build:web)
 //   MEMFIT_WASM_DIR=... to take the wasm files from elsewhere
@@ -79,7 +82,7 @@ await build({ ...common, entryPoints: [join(web, 'src/worker.js')], outfile: joi
 await build({ ...common, entryPoints: [join(web, 'src/embed/embed-page.jsx')], outfile: join(dist, 'embed.js') });
 await build({ ...common, entryPoints: [join(web, 'src/embed/memfit-estimate.jsx')], outfile: join(dist, 'memfit-estimate.js'), loader: { '.css': 'text' } });
 await copyFile(join(web, 'src/styles.css'), join(dist, 'styles.css'));
-await copyFile(join(web, 'src/doc.css'), join(dist, 'doc.css'));
+for (const name of ['details.css', 'doc.css', 'embed.css']) await copyFile(join(web, 'src', name), join(dist, name));
 for (const name of ['memfit.wasm', 'memfit-planner.wasm']) await copyFile(join(wasmDir, name), join(dist, name));
 for (const name of ['icon.svg', 'manifest.webmanifest', 'embed.html']) await copyFile(join(web, name), join(dist, name));
 
@@ -168,6 +171,7 @@ function pageShell({ title, description, tagline, body }) {
   <meta http-equiv="Content-Security-Policy" content="default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'">
   <link rel="icon" href="data:,">
   <link rel="stylesheet" href="styles.css">
+  <link rel="stylesheet" href="details.css">
   <link rel="stylesheet" href="doc.css">
 </head>
 <body>

@@ -1,9 +1,11 @@
 // The Embed button's dialog: the two ways to put the current configuration's estimate on another
 // page (an iframe card, the web component), each as a snippet with a Copy button, and a live
 // preview. Copying says so when the browser refuses (then the snippet is selected to copy by hand).
-// A chunk of its own, loaded on the first click.
+// A chunk of its own (with its styles, embed.css), loaded on the first click.
 import { useEffect, useRef, useState } from 'preact/hooks';
 
+import css from '../embed.css';
+import { addStyles } from './addStyles.js';
 import { copyText } from './ShareLink.jsx';
 
 const VIEWS = [['card', 'Card'], ['breakdown', 'With the breakdown'], ['fit', 'With the GPUs'], ['full', 'Everything']];
@@ -60,6 +62,7 @@ export function EmbedDialog({ query, onClose }) {
   const [view, setView] = useState('card');
   const [theme, setTheme] = useState('auto');
   useEffect(() => {
+    addStyles('embed-styles', css);
     dialog.current?.showModal?.();
   }, []);
   const site = new URL('./', location.href).href;

@@ -10,7 +10,9 @@
 // one Web Worker shared by every element on the page.
 import { render } from 'preact';
 
-import cssText from '../styles.css';
+import pageCss from '../styles.css';
+import detailsCss from '../details.css';
+import embedCss from '../embed.css';
 import { STALE, startCore } from '../core.js';
 import { EmbedCard } from './EmbedCard.jsx';
 import { readLink } from './link.js';
@@ -18,8 +20,9 @@ import { readLink } from './link.js';
 const here = new URL('./', import.meta.url);
 const OWN = new Set(['link', 'view', 'theme', 'units', 'class', 'style', 'id', 'hidden', 'title', 'lang', 'slot']);
 
-// The page's CSS with its root variables on the element (a shadow root has no :root).
-const shadowCss = cssText
+// The page's CSS, the details' and the embed forms' with their root variables on the element (a
+// shadow root has no :root).
+const shadowCss = `${pageCss}\n${detailsCss}\n${embedCss}`
   .replace(/:root:not\(\[data-theme="light"\]\)/g, ':host(:not([theme="light"]))')
   .replace(/:root\[data-theme="dark"\]/g, ':host([theme="dark"])')
   .replace(/:root/g, ':host')

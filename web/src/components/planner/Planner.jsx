@@ -16,17 +16,9 @@ import {
 import { Bytes } from '../results/Bytes.jsx';
 import { Changes } from '../results/Suggestions.jsx';
 import { VerdictBadge } from '../results/Verdict.jsx';
+import { addStyles } from '../addStyles.js';
 import { Exports } from './Exports.jsx';
 import css from './planner.css';
-
-// The planner's styles, added to the page once (a chunk of the stylesheet loaded with the planner).
-function addStyles() {
-  if (document.getElementById('planner-styles')) return;
-  const style = document.createElement('style');
-  style.id = 'planner-styles';
-  style.textContent = css;
-  document.head.append(style);
-}
 
 // How long the inputs (the planner's or the form's) must be still before the core plans again.
 const SETTLE_MS = 300;
@@ -351,7 +343,7 @@ export function Planner({ state, Field, autoFocus = false }) {
   const planner = usePlanner(state);
   const heading = useRef(null);
   useEffect(() => {
-    addStyles();
+    addStyles('planner-styles', css);
     if (autoFocus) heading.current?.focus();
   }, []);
   const units = state.units.value;

@@ -1,6 +1,9 @@
 // The details (charts and tables): loaded next to the first view, not in it (main.jsx imports
 // this module while the core starts). With them, the headline's answer (prerendered, so on screen
-// at first paint) and the planner's slot (the planner itself is a chunk loaded when it opens).
+// at first paint) and the planner's slot (the planner itself is a chunk loaded when it opens), and
+// their stylesheet.
+import css from '../../details.css';
+import { addStyles } from '../addStyles.js';
 import { Breakdown } from './Breakdown.jsx';
 import { GpuTable } from './GpuTable.jsx';
 import { ActivationTerms, Notes } from './Notes.jsx';
@@ -12,6 +15,9 @@ import { WaysToSave } from './Suggestions.jsx';
 
 export { SolveAnswer } from './SolveAnswer.jsx';
 export { PlannerSlot } from '../planner/PlannerSlot.jsx';
+
+// The details' styles come with them (details.css), before they are drawn.
+if (typeof document !== 'undefined') addStyles('details-styles', css);
 
 // Everything else the core answered, in reading order: the charts (each with its table), the GPU
 // table, the ways to save memory when the run fits, the model, the scaling table, notes.
