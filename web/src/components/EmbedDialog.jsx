@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 
 import css from '../embed.css';
 import { addStyles } from './addStyles.js';
-import { copyText } from './ShareLink.jsx';
+import { CopyBlock } from './CopyBlock.jsx';
 
 const VIEWS = [['card', 'Card'], ['breakdown', 'With the breakdown'], ['fit', 'With the GPUs'], ['full', 'Everything']];
 const THEMES = [['auto', 'The reader\'s preference'], ['light', 'Light'], ['dark', 'Dark']];
@@ -33,29 +33,6 @@ export function snippets(site, query, view, theme) {
   return { src, iframe, component };
 }
 
-function Snippet({ id, label, text }) {
-  const [state, setState] = useState(null);
-  const area = useRef(null);
-  const copy = async () => {
-    const ok = await copyText(text);
-    if (!ok) area.current?.select();
-    setState(ok);
-  };
-  return (
-    <div class="snippet">
-      <div class="snippet-head">
-        <label class="field-label" for={id}>{label}</label>
-        <button type="button" class="button small" onClick={copy} data-testid={`copy-${id}`}>Copy</button>
-      </div>
-      <textarea id={id} ref={area} class="control code" readOnly rows={text.split('\n').length} value={text} spellcheck={false} />
-      {state !== null && (
-        <p class={state ? 'field-hint' : 'field-error'} role="status" data-testid={`copy-${id}-status`}>
-          {state ? 'Copied.' : 'This browser did not allow copying here: the snippet is selected, press Ctrl+C (⌘C on a Mac).'}
-        </p>
-      )}
-    </div>
-  );
-}
 
 export function EmbedDialog({ query, onClose }) {
   const dialog = useRef(null);
@@ -84,8 +61,8 @@ export function EmbedDialog({ query, onClose }) {
           {THEMES.map(([v, label]) => <option value={v} key={v}>{label}</option>)}
         </select>
       </div>
-      <Snippet id="snippet-iframe" label="An iframe card (any page, any site builder)" text={s.iframe} />
-      <Snippet id="snippet-component" label="A web component (pages that can load a script)" text={s.component} />
+      <CopyBlock id="snippet-iframe" label="An iframe card (any page, any site builder)" text={s.iframe} />
+      <CopyBlock id="snippet-component" label="A web component (pages that can load a script)" text={s.component} />
       <h3 class="group-title">Preview</h3>
       <iframe class="embed-preview" src={s.src} title="Preview of the embedded card" data-testid="embed-preview" />
     </dialog>
