@@ -189,10 +189,10 @@ class Planner {
   // returns the same plans), with what is known of each structure and variant.
   struct Frontier {
     explicit Frontier(const std::vector<Structure>& s)
-        : structures(s), kept(s.size(), false), variant_state(s.size() * 8, 0) {}
+        : structures(s), kept(s.size(), false) {}
     const std::vector<Structure>& structures;
     std::vector<bool> kept;                 // the structure's plan is found
-    std::vector<std::uint8_t> variant_state;
+    std::int64_t decided = 0;               // layouts decided by their variant's bound, never timed
     std::vector<Item> heap;
     static bool later(const Item& a, const Item& b) {
       if (a.metric != b.metric) return a.metric > b.metric;
@@ -256,7 +256,6 @@ class Planner {
   mutable Config scratch_;
   using SeenKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
                              std::int64_t, std::int64_t, bool, bool, std::int64_t, std::int64_t>;
-  std::unordered_map<SeenKey, bool, TupleHash> fits_seen_;  // memory key + (gpus, micro-batch)
   std::unordered_map<SeenKey, Estimate, TupleHash> fitting_;  // the full estimates of layouts that fit
 };
 
@@ -435,12 +434,12 @@ bool Planner::fits(const Layout& l, const MemoryKey& key) {
   auto [known, inserted] = fails_from_.emplace(key, std::numeric_limits<std::int64_t>::max());
   (void)inserted;
   if (l.grad_accum_steps > 1 && l.micro_batch_size >= known->second) return false;
-  const SeenKey memo = std::tuple_cat(key, std::make_tuple(l.num_gpus, l.micro_batch_size));
-  if (const auto seen = fits_seen_.find(memo); seen != fits_seen_.end()) return seen->second;
+  // Each layout is tried once (a structure, variant and micro-batch is one item of one count's
+  // frontier), so nothing here is asked twice.
   // The bound first: cheaper than an estimate, and what fails most layouts that fail.
   if (over_budget(l)) {
     if (l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
-    return fits_seen_[memo] = false;
+    return false;
   }
   // The step's allocated peak does not depend on the allocator replay, and the replay only adds
   // to it: a configuration that does not fit with no fragmentation at all does not fit.
@@ -452,7 +451,7 @@ bool Planner::fits(const Layout& l, const MemoryKey& key) {
     ++counts_.quick_estimates;
     if (!lean.ok() || lean.fit.verdict != Verdict::kFits) {
       if (l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
-      return fits_seen_[memo] = false;
+      return false;
     }
     plain.hardware.fragmentation = fragmentation;
   }
@@ -466,8 +465,9 @@ bool Planner::fits(const Layout& l, const MemoryKey& key) {
   // Without accumulation no gradients wait between micro-batches, so the largest micro-batch can
   // need less than a smaller one: only failures with accumulation bound the larger ones.
   if (!ok && l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
-  if (ok) fitting_.emplace(memo, e);  // the plan's own estimate, reported as it is
-  return fits_seen_[memo] = ok;
+  // The plan's own estimate, reported as it is.
+  if (ok) fitting_.emplace(std::tuple_cat(key, std::make_tuple(l.num_gpus, l.micro_batch_size)), e);
+  return ok;
 }
 
 double Planner::threshold(std::int64_t gpus) const {
@@ -513,8 +513,8 @@ double Planner::time_bound(const Structure& s, std::int64_t gpus) const {
 // structure is opened before any layout slower than its bound is tried, so layouts are tried in
 // exactly increasing step time: the first that fits is the count's best, and every full estimate
 // goes to a layout that could still be among the plans. Memory: a variant is held to its bound
-// once, each layout to its own bound, then the estimate without the allocator replay (which only
-// adds), then the full estimate.
+// once, when its structure is opened, each layout to its own bound, then the estimate without
+// the allocator replay (which only adds), then the full estimate.
 void Planner::search_gpu_count(std::int64_t gpus) {
   best_here_ = kInfinity;
   std::vector<Structure> list = structures(gpus);
@@ -545,14 +545,21 @@ void Planner::search_gpu_count(std::int64_t gpus) {
     if (try_item(frontier, item, gpus)) frontier.kept[item.structure] = true;
   }
   counts_.layouts += layouts_here;
-  counts_.pruned_by_time += layouts_here - tried;  // never tried: slower than what was found
+  counts_.pruned_by_time += layouts_here - tried - frontier.decided;  // never tried: slower than what was found
 }
 
-// Times every variant × micro-batch of a structure into the frontier.
+// Times every variant × micro-batch of a structure into the frontier, except the variants whose
+// memory bound already rules out every micro-batch: those are decided here, untimed (most
+// variants of a large model on few GPUs; they would only have been popped to be dropped).
 void Planner::open(Frontier& f, std::uint32_t index, std::int64_t gpus) {
   const Structure& s = f.structures[index];
   const Variants list = variants(s, gpus);
   for (std::size_t i = 0; i < list.size(); ++i) {
+    if (below_memory_bound(s, list[i], gpus, s.batches)) {
+      counts_.pruned_by_memory += static_cast<std::int64_t>(s.batches.size());
+      f.decided += static_cast<std::int64_t>(s.batches.size());
+      continue;
+    }
     for (std::size_t k = 0; k < s.batches.size(); ++k) {
       const double seconds = step_seconds(model_, layout(s, list[i], gpus, s.batches[k]));
       ++counts_.timed;
@@ -563,17 +570,11 @@ void Planner::open(Frontier& f, std::uint32_t index, std::int64_t gpus) {
   }
 }
 
-// Whether a layout fits; a variant found impossible by its bound is not tried again.
+// Whether a layout fits (its variant passed its bound when the structure was opened).
 bool Planner::try_item(Frontier& f, const Item& item, std::int64_t gpus) {
   const Structure& s = f.structures[item.structure];
   const Variants list = variants(s, gpus);
   const Variant& v = list[item.variant];
-  std::uint8_t& state = f.variant_state[item.structure * 8 + item.variant];  // 0 unknown, 1 possible, 2 impossible
-  if (state == 0) state = below_memory_bound(s, v, gpus, s.batches) ? 2 : 1;
-  if (state == 2) {
-    ++counts_.pruned_by_memory;
-    return false;
-  }
   const Layout l = layout(s, v, gpus, s.batches[item.batch]);
   if (!fits(l, memory_key(s, v))) {
     ++counts_.pruned_by_memory;
