@@ -216,7 +216,9 @@ class Planner {
   void open(Frontier& f, std::uint32_t index, std::int64_t gpus);
   bool try_item(Frontier& f, const Item& item, std::int64_t gpus);
   bool below_memory_bound(const Structure& s, const Variant& v, std::int64_t gpus, const MicroBatches& batches);
-  Bytes memory_bound(const Layout& l) const;
+  const StaticBytes& statics_of(const Layout& l) const;
+  Bytes activations_of(const Layout& l) const;
+  bool exceeds_budget(Bytes bound, std::int64_t gpus) const;
   bool fits(const Layout& l, const MemoryKey& key);
   double time_bound(const Structure& s, std::int64_t gpus) const;
   bool over_budget(const Layout& l) const;
@@ -363,11 +365,10 @@ Variants Planner::variants(const Structure& s, std::int64_t gpus) const {
 // forward, the weights, master weights and optimizer states after sharding and offload (the
 // core's own placement), the gradients waiting between micro-batches, the saved activations of
 // the micro-batches in flight and the logits and loss; at the optimizer step, the statics and
-// every gradient. Plus the CUDA context.
-Bytes Planner::memory_bound(const Layout& l) const {
-  const bool in_backward = base_.training.optimizer_in_backward;
-  // Statics depend on the sharding and the GPU count, the activations and logits on the batch
-  // and the model-parallel split: each is computed once per distinct key.
+// every gradient. Plus the CUDA context. Statics depend on the sharding and the GPU count, the
+// activations and logits on the batch and the model-parallel split: each is computed once per
+// distinct key.
+const StaticBytes& Planner::statics_of(const Layout& l) const {
   const StaticsKey sk{static_cast<int>(l.precision), l.tensor, l.pipeline, l.expert, l.zero_stage, l.shard_degree,
                       l.offload_optimizer, l.offload_params, l.num_gpus};
   auto st = statics_.find(sk);
@@ -377,6 +378,11 @@ Bytes Planner::memory_bound(const Layout& l) const {
     std::vector<std::string> notes;
     st = statics_.emplace(sk, static_bytes(c, params_, place, recipe_for(l.precision), notes)).first;
   }
+  return st->second;
+}
+
+// The saved activations and the logits and loss at the end of forward.
+Bytes Planner::activations_of(const Layout& l) const {
   // The accumulation matters to the activations only through the micro-batches a pipeline keeps
   // in flight (pipeline_in_flight, activations.cpp), so that is the key, not the accumulation.
   Parallel split;
@@ -396,11 +402,7 @@ Bytes Planner::memory_bound(const Layout& l) const {
     const Config& c = scratch(l);
     act = activations_.emplace(ak, activation_model(c, params_).saved_bytes + loss_model(c, params_).forward_bytes).first;
   }
-  const StaticBytes& b = st->second;
-  const Bytes statics = b.weights + b.master + b.states;
-  const Bytes waiting = l.grad_accum_steps > 1 && !in_backward ? b.gradients : Bytes{0};
-  const Bytes optimizer = statics + (in_backward ? Bytes{0} : b.gradients);
-  return max(statics + waiting + act->second, optimizer) + overhead_;
+  return act->second;
 }
 
 // The base configuration with a layout written into it, without copying the configuration.
@@ -413,12 +415,24 @@ const Config& Planner::scratch(const Layout& l) const {
 // run's population, fit.cpp) to the budget; the allocator's reserve is never below what is
 // allocated. The band's ratio is read off the first full estimate of each population (one GPU,
 // several), slightly shrunk so that rounding can only loosen the bound.
-bool Planner::over_budget(const Layout& l) const {
-  const Bytes bound = memory_bound(l);
+bool Planner::exceeds_budget(Bytes bound, std::int64_t gpus) const {
   if (bound.overflow()) return true;
-  const double ratio = band_ratio_[l.num_gpus > 1 ? 1 : 0];
+  const double ratio = band_ratio_[gpus > 1 ? 1 : 0];
   return static_cast<double>(bound.value()) * (ratio > 0 ? ratio * (1.0 - 1e-6) : 1.0) >
          static_cast<double>(budget_.value());
+}
+
+// Whether the layout's memory bound (statics_of, activations_of) exceeds the budget. The
+// activations only add to the end of forward, so a layout whose statics alone exceed it is
+// decided without them (most layouts of a large model on few GPUs).
+bool Planner::over_budget(const Layout& l) const {
+  const bool in_backward = base_.training.optimizer_in_backward;
+  const StaticBytes& b = statics_of(l);
+  const Bytes statics = b.weights + b.master + b.states;
+  const Bytes waiting = l.grad_accum_steps > 1 && !in_backward ? b.gradients : Bytes{0};
+  const Bytes optimizer = statics + (in_backward ? Bytes{0} : b.gradients);
+  if (exceeds_budget(max(statics + waiting, optimizer) + overhead_, l.num_gpus)) return true;
+  return exceeds_budget(max(statics + waiting + activations_of(l), optimizer) + overhead_, l.num_gpus);
 }
 
 // True when no micro-batch of this variant can fit: by the bound, neither the smallest one (the
