@@ -59,10 +59,10 @@ struct Small {
   const T* end() const { return items.data() + count; }
 };
 
-// A structure's micro-batches: 1, 2, 4, ... 2^(count − 1) — always the first powers of two (see
-// micro_batches()), so a count says them all.
+// A structure's micro-batches: 2^first, 2^(first + 1), ... 2^(first + count − 1) — consecutive
+// powers of two (see micro_batches()), so two numbers say them all.
 struct MicroBatches {
-  int count = 0;
+  int first = 0, count = 0;
   struct Iterator {
     int i;
     std::int64_t operator*() const { return std::int64_t{1} << i; }
@@ -74,11 +74,11 @@ struct MicroBatches {
   };
   std::size_t size() const { return static_cast<std::size_t>(count); }
   bool empty() const { return count == 0; }
-  std::int64_t front() const { return 1; }
-  std::int64_t back() const { return std::int64_t{1} << (count - 1); }
-  std::int64_t operator[](std::size_t i) const { return std::int64_t{1} << i; }
-  Iterator begin() const { return {0}; }
-  Iterator end() const { return {count}; }
+  std::int64_t front() const { return std::int64_t{1} << first; }
+  std::int64_t back() const { return std::int64_t{1} << (first + count - 1); }
+  std::int64_t operator[](std::size_t i) const { return std::int64_t{1} << (first + static_cast<int>(i)); }
+  Iterator begin() const { return {first}; }
+  Iterator end() const { return {first + count}; }
 };
 
 struct Structure {
@@ -117,6 +117,16 @@ struct TupleHash {
     return h;
   }
 };
+
+MemoryKey memory_key(const Layout& l) {
+  return {static_cast<int>(l.precision), l.tensor, l.pipeline, l.virtual_stages, l.context, l.expert,
+          static_cast<int>(l.checkpointing), l.zero_stage, l.shard_degree, l.offload_optimizer, l.offload_params};
+}
+
+MemoryKey memory_key(const Structure& s, const Variant& v) {
+  return {static_cast<int>(s.precision), s.tensor, s.pipeline, s.virtual_stages, s.context, s.expert,
+          static_cast<int>(s.checkpointing), v.zero_stage, v.shard_degree, v.offload_optimizer, v.offload_params};
+}
 
 std::vector<std::int64_t> powers_of_two(std::int64_t limit) {
   std::vector<std::int64_t> out;
@@ -185,13 +195,21 @@ class Planner {
     std::uint32_t structure;
     std::uint8_t variant, batch;  // indexes into the structure's variants and micro-batches
   };
+  // What the search keeps of a structure once it is opened: its variants, and for each variant
+  // that passed its bound, its entry in fails_from_ (looked up once, not per layout tried).
+  struct Opened {
+    Variants variants;
+    std::array<std::int64_t*, 8> fails_from{};
+  };
   // The layouts of the opened structures, fastest first (ties in enumeration order: every build
   // returns the same plans), with what is known of each structure and variant.
   struct Frontier {
     explicit Frontier(const std::vector<Structure>& s)
-        : structures(s), kept(s.size(), false) {}
+        : structures(s), kept(s.size(), false), slot(s.size(), 0) {}
     const std::vector<Structure>& structures;
     std::vector<bool> kept;                 // the structure's plan is found
+    std::vector<std::uint32_t> slot;        // where an opened structure is in `opened`
+    std::vector<Opened> opened;
     std::int64_t decided = 0;               // layouts decided by their variant's bound, never timed
     std::vector<Item> heap;
     static bool later(const Item& a, const Item& b) {
@@ -219,7 +237,7 @@ class Planner {
   const StaticBytes& statics_of(const Layout& l) const;
   Bytes activations_of(const Layout& l) const;
   bool exceeds_budget(Bytes bound, std::int64_t gpus) const;
-  bool fits(const Layout& l, const MemoryKey& key);
+  bool fits(const Layout& l, std::int64_t& fails_from);
   double time_bound(const Structure& s, std::int64_t gpus) const;
   bool over_budget(const Layout& l) const;
   Layout layout(const Structure& s, const Variant& v, std::int64_t gpus, std::int64_t micro_batch) const;
@@ -248,7 +266,7 @@ class Planner {
   std::vector<double> top_metrics_;            // the best `top` metrics so far, kept sorted
   double best_here_ = kInfinity;               // the best metric of the GPU count being searched
   double band_ratio_[2] = {0.0, 0.0};          // the measured band's top over the device total (one GPU, several)
-  std::map<MemoryKey, std::int64_t> fails_from_;  // smallest micro-batch known not to fit
+  std::map<MemoryKey, std::int64_t> fails_from_;  // smallest micro-batch known not to fit (any count)
   using StaticsKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool,
                                 std::int64_t>;
   using ActivationKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, std::int64_t,
@@ -307,9 +325,10 @@ std::vector<Structure> Planner::structures(std::int64_t gpus) {
       for (std::int64_t cp : powers_of_two(gpus / (tp * pp))) {
         if (cp > 1 && (seq % (2 * cp) != 0 || seq / cp < kMinTokensPerContextRank)) continue;
         if (gpus % (tp * pp * cp) != 0 || global_sequences_ % (gpus / (tp * pp * cp)) != 0) continue;
-        const std::int64_t data_ranks = gpus / (tp * pp);
-        for (std::int64_t ep : powers_of_two(m.num_experts > 0 ? data_ranks : 1)) {
-          if (ep > 1 && (m.num_experts % ep != 0 || data_ranks % ep != 0)) continue;
+        // Expert parallelism divides the data-parallel size (validate.cpp).
+        const std::int64_t data = gpus / (tp * pp * cp);
+        for (std::int64_t ep : powers_of_two(m.num_experts > 0 ? data : 1)) {
+          if (ep > 1 && (m.num_experts % ep != 0 || data % ep != 0)) continue;
           for (std::int64_t v : chunks) {
             for (Precision p : precisions_) {
               for (Checkpointing c : checkpointing_) out.push_back({p, tp, pp, v, cp, ep, c, 0, MicroBatches{}, 0});
@@ -333,6 +352,16 @@ MicroBatches Planner::micro_batches(const Structure& s, std::int64_t gpus) const
   for (std::int64_t b = 1; b <= per_rank && per_rank % b == 0; b *= 2) {
     if (s.virtual_stages > 1 && (per_rank / b) % s.pipeline != 0) break;
     ++out.count;
+  }
+  // An optimizer stepped inside backward cannot accumulate gradients (validate.cpp): only the
+  // micro-batch that is the rank's whole share is a layout.
+  if (base_.training.optimizer_in_backward) {
+    if (out.count > 0 && out.back() == per_rank) {
+      out.first = out.count - 1;
+      out.count = 1;
+    } else {
+      out.count = 0;
+    }
   }
   return out;
 }
@@ -444,15 +473,13 @@ bool Planner::below_memory_bound(const Structure& s, const Variant& v, std::int6
   return largest.grad_accum_steps > 1 || batches.size() == 1 || over_budget(largest);
 }
 
-bool Planner::fits(const Layout& l, const MemoryKey& key) {
-  auto [known, inserted] = fails_from_.emplace(key, std::numeric_limits<std::int64_t>::max());
-  (void)inserted;
-  if (l.grad_accum_steps > 1 && l.micro_batch_size >= known->second) return false;
+bool Planner::fits(const Layout& l, std::int64_t& fails_from) {
+  if (l.grad_accum_steps > 1 && l.micro_batch_size >= fails_from) return false;
   // Each layout is tried once (a structure, variant and micro-batch is one item of one count's
   // frontier), so nothing here is asked twice.
   // The bound first: cheaper than an estimate, and what fails most layouts that fail.
   if (over_budget(l)) {
-    if (l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
+    if (l.grad_accum_steps > 1) fails_from = std::min(fails_from, l.micro_batch_size);
     return false;
   }
   // The step's allocated peak does not depend on the allocator replay, and the replay only adds
@@ -464,7 +491,7 @@ bool Planner::fits(const Layout& l, const MemoryKey& key) {
     const Estimate lean = estimate(plain);
     ++counts_.quick_estimates;
     if (!lean.ok() || lean.fit.verdict != Verdict::kFits) {
-      if (l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
+      if (l.grad_accum_steps > 1) fails_from = std::min(fails_from, l.micro_batch_size);
       return false;
     }
     plain.hardware.fragmentation = fragmentation;
@@ -478,9 +505,9 @@ bool Planner::fits(const Layout& l, const MemoryKey& key) {
   }
   // Without accumulation no gradients wait between micro-batches, so the largest micro-batch can
   // need less than a smaller one: only failures with accumulation bound the larger ones.
-  if (!ok && l.grad_accum_steps > 1) known->second = std::min(known->second, l.micro_batch_size);
+  if (!ok && l.grad_accum_steps > 1) fails_from = std::min(fails_from, l.micro_batch_size);
   // The plan's own estimate, reported as it is.
-  if (ok) fitting_.emplace(std::tuple_cat(key, std::make_tuple(l.num_gpus, l.micro_batch_size)), e);
+  if (ok) fitting_.emplace(std::tuple_cat(memory_key(l), std::make_tuple(l.num_gpus, l.micro_batch_size)), e);
   return ok;
 }
 
@@ -498,16 +525,6 @@ void Planner::keep(const Candidate& c) {
   if (best == best_per_count_.end() || c.metric < best->second.metric) best_per_count_[c.layout.num_gpus] = c;
   top_metrics_.insert(std::upper_bound(top_metrics_.begin(), top_metrics_.end(), c.metric), c.metric);
   if (top_metrics_.size() > static_cast<std::size_t>(std::max(1, options_.top))) top_metrics_.pop_back();
-}
-
-MemoryKey memory_key(const Layout& l) {
-  return {static_cast<int>(l.precision), l.tensor, l.pipeline, l.virtual_stages, l.context, l.expert,
-          static_cast<int>(l.checkpointing), l.zero_stage, l.shard_degree, l.offload_optimizer, l.offload_params};
-}
-
-MemoryKey memory_key(const Structure& s, const Variant& v) {
-  return {static_cast<int>(s.precision), s.tensor, s.pipeline, s.virtual_stages, s.context, s.expert,
-          static_cast<int>(s.checkpointing), v.zero_stage, v.shard_degree, v.offload_optimizer, v.offload_params};
 }
 
 // A time no layout of the structure beats: its compute and its tensor / context / expert
@@ -567,13 +584,18 @@ void Planner::search_gpu_count(std::int64_t gpus) {
 // variants of a large model on few GPUs; they would only have been popped to be dropped).
 void Planner::open(Frontier& f, std::uint32_t index, std::int64_t gpus) {
   const Structure& s = f.structures[index];
-  const Variants list = variants(s, gpus);
+  f.slot[index] = static_cast<std::uint32_t>(f.opened.size());
+  Opened& o = f.opened.emplace_back();
+  o.variants = variants(s, gpus);
+  const Variants& list = o.variants;
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (below_memory_bound(s, list[i], gpus, s.batches)) {
       counts_.pruned_by_memory += static_cast<std::int64_t>(s.batches.size());
       f.decided += static_cast<std::int64_t>(s.batches.size());
       continue;
     }
+    // std::map's nodes stay put as it grows: the pointer holds for the whole search.
+    o.fails_from[i] = &fails_from_.emplace(memory_key(s, list[i]), std::numeric_limits<std::int64_t>::max()).first->second;
     for (std::size_t k = 0; k < s.batches.size(); ++k) {
       const double seconds = step_seconds(model_, layout(s, list[i], gpus, s.batches[k]));
       ++counts_.timed;
@@ -587,10 +609,9 @@ void Planner::open(Frontier& f, std::uint32_t index, std::int64_t gpus) {
 // Whether a layout fits (its variant passed its bound when the structure was opened).
 bool Planner::try_item(Frontier& f, const Item& item, std::int64_t gpus) {
   const Structure& s = f.structures[item.structure];
-  const Variants list = variants(s, gpus);
-  const Variant& v = list[item.variant];
-  const Layout l = layout(s, v, gpus, s.batches[item.batch]);
-  if (!fits(l, memory_key(s, v))) {
+  const Opened& o = f.opened[f.slot[item.structure]];
+  const Layout l = layout(s, o.variants[item.variant], gpus, s.batches[item.batch]);
+  if (!fits(l, *o.fails_from[item.variant])) {
     ++counts_.pruned_by_memory;
     return false;
   }
