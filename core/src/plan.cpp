@@ -556,18 +556,25 @@ void Planner::search_gpu_count(std::int64_t gpus) {
     s.compute_bound_s = s.batches.empty() ? kInfinity : time_bound(s, gpus);
     layouts_here += static_cast<std::int64_t>(s.batches.size() * s.variant_count);
   }
-  std::vector<std::uint32_t> order(list.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return list[a].compute_bound_s < list[b].compute_bound_s; });
+  // The structures not yet opened, least bound first and ties in enumeration order: a heap, since
+  // most are never opened (a sorted list costs more than the few pops).
+  std::vector<std::uint32_t> unopened(list.size());
+  for (std::size_t i = 0; i < unopened.size(); ++i) unopened[i] = static_cast<std::uint32_t>(i);
+  const auto opens_later = [&](std::uint32_t a, std::uint32_t b) {
+    if (list[a].compute_bound_s != list[b].compute_bound_s) return list[a].compute_bound_s > list[b].compute_bound_s;
+    return a > b;
+  };
+  std::make_heap(unopened.begin(), unopened.end(), opens_later);
   Frontier frontier(list);
-  std::size_t next = 0;
   std::int64_t tried = 0;
   while (true) {
     const double limit = threshold(gpus);
-    while (next < order.size() && metric(list[order[next]].compute_bound_s, gpus) < limit &&
-           (frontier.empty() || metric(list[order[next]].compute_bound_s, gpus) <= frontier.top().metric)) {
-      open(frontier, order[next++], gpus);
+    while (!unopened.empty() && metric(list[unopened.front()].compute_bound_s, gpus) < limit &&
+           (frontier.empty() || metric(list[unopened.front()].compute_bound_s, gpus) <= frontier.top().metric)) {
+      std::pop_heap(unopened.begin(), unopened.end(), opens_later);
+      const std::uint32_t index = unopened.back();
+      unopened.pop_back();
+      open(frontier, index, gpus);
     }
     if (frontier.empty() || frontier.top().metric >= limit) break;
     const Item item = frontier.pop();
