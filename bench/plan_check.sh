@@ -24,6 +24,7 @@ cases=(
   '{"model":{"preset":"deepseek-v3"},"training":{"seq_len":4096,"goal":"pretrain"}}|--gpus-min 64 --gpus-max 2048 --top 3'
   '{"model":{"preset":"gpt2-xl"},"training":{"seq_len":1024,"goal":"pretrain"},"hardware":{"gpu":"t4-16gb"}}|--gpus-min 1 --gpus-max 32'
   '{"model":{"preset":"llama-3-8b"},"training":{"seq_len":4096,"goal":"full_finetune","optimizer_in_backward":true},"hardware":{"gpu":"rtx-4090-24gb"}}|--gpus-min 1 --gpus-max 16'
+  '{"model":{"preset":"llama-3-8b"},"training":{"seq_len":4096},"parallel":{"pipeline_schedule":"sequential"}}|--gpus-min 1 --gpus-max 64'
 )
 for c in "${cases[@]}"; do
   config=${c%%|*}

@@ -313,14 +313,16 @@ std::vector<Structure> Planner::structures(std::int64_t gpus) {
   const ModelSpec& m = base_.model;
   const std::int64_t layers = m.num_hidden_layers, seq = base_.training.seq_len;
   const bool standard = m.attention_type == AttentionType::kStandard;
+  const bool sequential = base_.parallel.pipeline_schedule == PipelineSchedule::kSequential;
   std::vector<Structure> out;
   out.reserve(4096);
   for (std::int64_t tp : powers_of_two(std::min(per_node_, gpus))) {
     if (m.num_attention_heads % tp != 0 || (standard && m.kv_heads() % tp != 0)) continue;
     for (std::int64_t pp : powers_of_two(std::min(layers, gpus / tp))) {
+      // Interleaving needs the 1F1B schedule (validate.cpp): none with sequential stages.
       std::vector<std::int64_t> chunks = {1};
       for (std::int64_t v : kVirtualStageChoices) {
-        if (pp > 1 && layers % (pp * v) == 0) chunks.push_back(v);
+        if (pp > 1 && layers % (pp * v) == 0 && !sequential) chunks.push_back(v);
       }
       for (std::int64_t cp : powers_of_two(gpus / (tp * pp))) {
         if (cp > 1 && (seq % (2 * cp) != 0 || seq / cp < kMinTokensPerContextRank)) continue;
