@@ -42,8 +42,9 @@ struct Dims {
   Count rank;
   bool lora_dropout;
   bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
-  bool gptq_base = false;           // auto-gptq linears keep their dequantised fp16 weight for backward
-  Bytes gptq_weights_dense, gptq_weights_moe;  // that weight, all of one block's quantised linears
+  // What a GPTQ base's CUDA kernel keeps for backward: the dequantised fp16 weight of each of one
+  // block's quantised linears (set by activation_model, which has the parameter groups; 0 otherwise).
+  Bytes gptq_weights_dense, gptq_weights_moe;
   PeftActivation peft;              // what a PEFT method changes (peft.cpp)
 };
 
@@ -103,10 +104,8 @@ Dims make_dims(const Config& c) {
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
   // bitsandbytes' MatMul4Bit keeps its input A in ctx.tensors even though the 4-bit weight is
   // frozen (bitsandbytes/autograd/_functions.py), unlike a frozen nn.Linear, which keeps nothing.
-  const bool gptq = c.training.finetune.quant_method == QuantMethod::kGptq;
-  d.quantized_base_saves_input = d.lora && c.training.finetune.base_bits == 4 && !gptq;
-  d.gptq_base = d.lora && c.training.finetune.base_bits < 16 && gptq &&
-                c.training.finetune.gptq_kernel == GptqKernel::kDequantize;
+  d.quantized_base_saves_input =
+      d.lora && c.training.finetune.base_bits == 4 && c.training.finetune.quant_method == QuantMethod::kBitsandbytes;
   return d;
 }
 
@@ -332,7 +331,7 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   // dequantises the whole weight with PyTorch ops and calls torch.matmul(x.half(), weight)
   // (qlinear_cuda_old.py / qlinear_cuda.py forward): autograd keeps that fp16 weight to compute the
   // input's gradient, once per quantised linear, whatever the number of tokens.
-  if (d.gptq_base && !first_layer) add(t, "base.gptq_dequantized_weights", moe ? d.gptq_weights_moe : d.gptq_weights_dense);
+  if (!first_layer) add(t, "base.gptq_dequantized_weights", moe ? d.gptq_weights_moe : d.gptq_weights_dense);
   for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act)) add(t, term.name.c_str(), term.bytes);
   return t;
 }
@@ -516,7 +515,8 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   const ModelSpec& m = c.model;
   const Training& tr = c.training;
   Dims d = make_dims(c);
-  if (d.gptq_base) {
+  const Finetune& f = c.training.finetune;
+  if (d.lora && f.base_bits < 16 && f.quant_method == QuantMethod::kGptq && f.gptq_kernel == GptqKernel::kDequantize) {
     for (const TensorGroup& g : params.groups) {
       if (!g.linear || g.layer == LayerKind::kNone) continue;
       const Bytes each = g.elements_each() * Bytes{2} / c.parallel.tensor;  // fp16

@@ -43,7 +43,11 @@ Json solve_json(std::string_view config_text, std::string_view target, std::stri
   return j;
 }
 
-Json step_time_json(std::string_view config_text, std::string_view options_text) {
+namespace {
+
+// A configuration and the planner's options, both read; `answer` turns them into the result's JSON.
+template <class Answer>
+Json with_plan_options(std::string_view config_text, std::string_view options_text, Answer answer) {
   ConfigParse parsed = parse_config_text(config_text);
   if (!parsed.ok()) return failure_json(parsed.errors, parsed.warnings);
   Json options;
@@ -51,22 +55,22 @@ Json step_time_json(std::string_view config_text, std::string_view options_text)
   PlanOptions o;
   if (errors.empty()) errors = read_plan_options(options, o);
   if (!errors.empty()) return failure_json(errors, parsed.warnings);
-  Json j = step_time_to_json(step_time(parsed.config, o.step_time));
+  Json j = answer(parsed.config, o);
   j.set("warnings", issues_to_json(parsed.warnings));
   return j;
 }
 
+}  // namespace
+
+Json step_time_json(std::string_view config_text, std::string_view options_text) {
+  return with_plan_options(config_text, options_text, [](const Config& c, const PlanOptions& o) {
+    return step_time_to_json(step_time(c, o.step_time));
+  });
+}
+
 Json plan_json(std::string_view config_text, std::string_view options_text) {
-  ConfigParse parsed = parse_config_text(config_text);
-  if (!parsed.ok()) return failure_json(parsed.errors, parsed.warnings);
-  Json options;
-  std::vector<Issue> errors = read_options(options_text, options);
-  PlanOptions o;
-  if (errors.empty()) errors = read_plan_options(options, o);
-  if (!errors.empty()) return failure_json(errors, parsed.warnings);
-  Json j = plan_result_to_json(plan(parsed.config, o));
-  j.set("warnings", issues_to_json(parsed.warnings));
-  return j;
+  return with_plan_options(config_text, options_text,
+                           [](const Config& c, const PlanOptions& o) { return plan_result_to_json(plan(c, o)); });
 }
 
 Json export_json(std::string_view config_text, std::string_view engine) {
