@@ -131,7 +131,8 @@ Bytes norm_bytes(const ModelSpec& m, const Dims& d) {
   const Bytes rstd = d.tokens * kFp32Bytes;
   // Autocast runs layer_norm in fp32 (its fp32 op list): a 16-bit input is saved as an fp32 copy,
   // and the weight's fp32 cast with it.
-  if (m.norm == NormKind::kLayerNorm && d.autocast && d.stream != kFp32Bytes) {
+  // Compiled, the cast is fused into the norm's kernel and the 16-bit input is what is saved.
+  if (m.norm == NormKind::kLayerNorm && d.autocast && d.stream != kFp32Bytes && d.impl.compile != Switch::kYes) {
     return td * kFp32Bytes + rstd * 2 + Count(m.hidden_size) * kFp32Bytes;
   }
   if (m.norm == NormKind::kLayerNorm) return td * d.stream + rstd * 2;

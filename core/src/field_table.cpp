@@ -327,6 +327,11 @@ std::vector<Field> build_fields() {
               "how weights reach the GPU: direct, fp32_then_cast, or checkpoint_on_gpu (with optimizer states); "
               "auto = the framework's",
               "auto", "direct", "fp32_then_cast", "checkpoint_on_gpu"),
+      MF_ENUM("training.compile", training.implementation.compile, Switch,
+              "torch.compile over the model: the partitioner saves a norm's input and rstd and a gated "
+              "activation's inputs, recomputing the rest (norm_kernel and activation_kernel at auto become "
+              "fused); auto = the framework's (no framework compiles by default)",
+              "auto", "yes", "no"),
 
       // parallel
       MF_INT("parallel.num_gpus", parallel.num_gpus, 1, kMillion, "GPUs in the job"),

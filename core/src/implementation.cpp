@@ -40,6 +40,7 @@ constexpr Implementation knobs(Framework f, A attention, S softmax, L logits, M 
   i.lora_base_dtype = lora_base;
   i.lora_adapter_dtype = adapters;
   i.load = load;
+  i.compile = Switch::kNo;  // no framework compiles unless asked (torchtitan and torchtune: compile = false)
   return i;
 }
 
@@ -168,6 +169,17 @@ Implementation resolve_implementation(const Implementation& r) {
   out.lora_base_dtype = pick(r.lora_base_dtype, p.lora_base_dtype);
   out.lora_adapter_dtype = pick(r.lora_adapter_dtype, p.lora_adapter_dtype);
   out.load = pick(r.load, p.load);
+  // torch.compile (torch/_functorch/partitioners.py, min_cut_rematerialization_partition): the
+  // forward graph saves the fewest bytes from which backward can recompute every fusible
+  // (pointwise or reduction) op. Matmul inputs that are pointwise functions of a saved tensor are
+  // recomputed: an RMSNorm's normalised output from its input and rstd (no fp32 copy either), a
+  // SwiGLU's silu(gate)·up from gate and up. That is what the fused kernels save; a knob the user
+  // set stays as set.
+  out.compile = pick(r.compile, p.compile);
+  if (out.compile == Switch::kYes) {
+    if (r.norm_kernel == NormKernel::kAuto) out.norm_kernel = NormKernel::kFused;
+    if (r.activation_kernel == ActivationKernel::kAuto) out.activation_kernel = ActivationKernel::kFused;
+  }
   out.chunked_loss = out.loss == LossKernel::kFusedLinearCe;
   return out;
 }

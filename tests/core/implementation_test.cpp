@@ -87,5 +87,32 @@ TEST(Implementation, TheAdditiveMaskIsKeptByFullCheckpointing) {
             2048LL * 2048 * 2);
 }
 
+TEST(Implementation, CompileSavesWhatTheFusedKernelsSave) {
+  // torch.compile's partitioner recomputes a norm's output and silu(gate)·up in backward: the same
+  // bytes as naming the fused kernels, and a knob set by hand still wins.
+  const std::string base = R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16","seq_len":2048,)";
+  const Json eager = run(base + R"("checkpointing":"none"}})");
+  const Json compiled = run(base + R"("checkpointing":"none","compile":"yes"}})");
+  const Json fused = run(base + R"("checkpointing":"none","norm_kernel":"fused","activation_kernel":"fused"}})");
+  EXPECT_EQ(compiled.find("breakdown")->dump(), fused.find("breakdown")->dump());
+  EXPECT_LT(field(*compiled.find("breakdown"), "activations"), field(*eager.find("breakdown"), "activations"));
+  EXPECT_EQ(compiled.find("implementation")->find("compile")->as_string(), "yes");
+  EXPECT_EQ(compiled.find("implementation")->find("norm_kernel")->as_string(), "fused");
+  const Json kept = run(base + R"("checkpointing":"none","compile":"yes","norm_kernel":"eager"}})");
+  EXPECT_EQ(kept.find("implementation")->find("norm_kernel")->as_string(), "eager");
+  EXPECT_EQ(run(base + R"("checkpointing":"none"}})").find("implementation")->find("compile")->as_string(), "no");
+
+  // A LayerNorm under autocast over 16-bit weights (a 16-bit residual stream): eager saves an fp32 copy of its 16-bit input (and of its weight);
+  // compiled, the cast is inside the fused kernel and the 16-bit input is saved. GPT-2 small, 12
+  // layers, two norms each and a final one, at B·T = 1024 tokens of width 768.
+  const std::string gpt2 = R"({"model":{"preset":"gpt2"},"training":{"precision":"bf16_autocast","seq_len":1024,)"
+                           R"("checkpointing":"none","activation_kernel":"fused",)";
+  const Json ln_eager = run(gpt2 + R"("compile":"no"}})");
+  const Json ln_compiled = run(gpt2 + R"("compile":"yes"}})");
+  const std::int64_t norms = 12 * 2 + 1, tokens = 1024, width = 768;
+  EXPECT_EQ(field(*ln_eager.find("breakdown"), "activations") - field(*ln_compiled.find("breakdown"), "activations"),
+            norms * (tokens * width * 2 + width * 4));
+}
+
 }  // namespace
 }  // namespace memfit

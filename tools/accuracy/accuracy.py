@@ -479,7 +479,8 @@ def length_class(r):
 
 
 def compile_class(r):
-    return ["torch.compile" if "torch_compile" in r["case"].get("flags", []) else "no torch.compile"]
+    compiled = r["case"]["config"].get("training", {}).get("compile") == "yes"
+    return ["torch.compile" if compiled or "torch_compile" in r["case"].get("flags", []) else "no torch.compile"]
 
 
 def unmodelled_class(r):

@@ -189,6 +189,10 @@ struct Implementation {
   LoraBaseDtype lora_base_dtype = LoraBaseDtype::kAuto;
   LoraAdapterDtype lora_adapter_dtype = LoraAdapterDtype::kAuto;
   LoadPath load = LoadPath::kAuto;
+  // torch.compile over the model: AOTAutograd's min-cut partitioner saves what backward cannot
+  // cheaply recompute, so a norm keeps its input and rstd and a gated activation its two inputs
+  // (norm_kernel and activation_kernel left at auto resolve to fused).
+  Switch compile = Switch::kAuto;
   bool chunked_loss = false;  // before training.loss: true means loss fused_linear_ce (old links)
 };
 
