@@ -15,7 +15,7 @@ constexpr const char* kUsage = R"(usage: memfit [options]
        memfit solve max-micro-batch|max-seq-len|min-gpus|max-layers|max-width [options] [--family F]
        memfit plan [options] [--gpus-min N] [--gpus-max N] [--global-batch-tokens N] [--top N]
        memfit time [options] [--train-tokens N]
-       memfit export deepspeed|fsdp|torchtitan|megatron|torchtune|torchrun [options]
+       memfit export deepspeed|fsdp|torchtitan|megatron|torchtune [options]   (with the command that launches it)
 
 Configuration (later options override earlier ones):
   --config FILE        memfit configuration JSON ('-' reads stdin)

@@ -7,6 +7,7 @@
 #include "field_table.hpp"
 #include "memfit/gpus.hpp"
 #include "memfit/presets.hpp"
+#include "peft.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -304,6 +305,111 @@ Json config_to_json(const Config& config) {
   return root;
 }
 
+namespace {
+
+// {"field": F, "in": [values]}: the condition that F holds one of the values.
+Json when_in(const char* field, Json values) {
+  Json j = Json::object();
+  j.set("field", Json::string(field));
+  j.set("in", std::move(values));
+  return j;
+}
+
+Json when_at_least(const char* field, std::int64_t min) {
+  Json j = Json::object();
+  j.set("field", Json::string(field));
+  j.set("min", Json::integer(min));
+  return j;
+}
+
+Json spellings(std::initializer_list<const char*> names) {
+  Json list = Json::array();
+  for (const char* n : names) list.push(Json::string(n));
+  return list;
+}
+
+// The fine-tuning methods for which `uses` holds, by their spelling.
+Json methods_where(bool (*uses)(FinetuneMethod)) {
+  Json list = Json::array();
+  const detail::Field& f = *detail::find_field("training.finetune.method");
+  for (std::size_t i = 0; i < f.choices.size(); ++i) {
+    if (uses(static_cast<FinetuneMethod>(i))) list.push(Json::string(f.choices[i]));
+  }
+  return list;
+}
+
+bool any_peft(FinetuneMethod m) { return m != FinetuneMethod::kFull; }
+
+// When the estimate reads a field: every condition listed holds. Under other settings the field
+// is valid but changes nothing (the page shows it as not applying). Fields not listed always apply.
+Json applicability(std::string_view path) {
+  Json all = Json::array();
+  const auto method = [](std::initializer_list<const char*> names) {
+    return when_in("training.finetune.method", spellings(names));
+  };
+  const auto quantised = [] {
+    Json bits = Json::array();
+    bits.push(Json::integer(4));
+    bits.push(Json::integer(8));
+    return when_in("training.finetune.base_bits", std::move(bits));
+  };
+  if (path == "training.galore_rank" || path == "training.galore_update_interval") {
+    all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
+  } else if (path == "training.max_preconditioner_dim") {
+    all.push(when_in("training.optimizer", spellings({"shampoo", "soap"})));
+  } else if (path == "training.finetune.lora_rank") {
+    all.push(when_in("training.finetune.method", methods_where(uses_rank_method)));
+  } else if (path == "training.finetune.lora_targets") {
+    all.push(when_in("training.finetune.method", methods_where(adapts_linears_method)));
+  } else if (path == "training.finetune.base_bits" || path == "training.finetune.modules_to_save" ||
+             path == "training.lora_base_dtype" || path == "training.lora_adapter_dtype") {
+    all.push(when_in("training.finetune.method", methods_where(any_peft)));
+  } else if (path == "training.finetune.quant_method" || path == "training.finetune.prepare_kbit") {
+    all.push(when_in("training.finetune.method", methods_where(any_peft)));
+    all.push(quantised());
+  } else if (path == "training.finetune.quant_type" || path == "training.finetune.double_quant" ||
+             path == "training.finetune.quant_block_size") {
+    all.push(when_in("training.finetune.method", methods_where(any_peft)));
+    Json four = Json::array();
+    four.push(Json::integer(4));
+    all.push(when_in("training.finetune.base_bits", std::move(four)));
+    all.push(when_in("training.finetune.quant_method", spellings({"bitsandbytes"})));
+  } else if (path == "training.finetune.gptq_kernel" || path == "training.finetune.gptq_group_size") {
+    all.push(when_in("training.finetune.method", methods_where(any_peft)));
+    all.push(quantised());
+    all.push(when_in("training.finetune.quant_method", spellings({"gptq"})));
+  } else if (path == "training.finetune.num_virtual_tokens") {
+    all.push(method({"prompt_tuning", "prefix_tuning", "p_tuning"}));
+  } else if (path == "training.finetune.encoder_hidden_size") {
+    all.push(method({"prefix_tuning", "p_tuning"}));
+  } else if (path == "training.finetune.prefix_projection") {
+    all.push(method({"prefix_tuning"}));
+  } else if (path == "training.finetune.encoder_reparameterization_type") {
+    all.push(method({"p_tuning"}));
+  } else if (path == "training.finetune.adapter_len" || path == "training.finetune.adapter_start_layer") {
+    all.push(method({"llama_adapter", "llama_adapter_v2"}));
+  } else if (path == "training.finetune.block_size") {
+    all.push(method({"oft", "boft", "c3a"}));
+  } else if (path == "training.finetune.boft_n_butterfly_factor") {
+    all.push(method({"boft"}));
+  } else if (path == "training.finetune.n_frequency") {
+    all.push(method({"fourierft", "waveft"}));
+  } else if (path == "training.finetune.num_trainable_tokens") {
+    all.push(method({"trainable_tokens"}));
+  } else if (path == "parallel.virtual_stages" || path == "parallel.pipeline_schedule") {
+    all.push(when_at_least("parallel.pipeline", 2));
+  } else if (path == "parallel.shard_degree") {
+    all.push(when_at_least("parallel.zero_stage", 1));
+  } else if (path == "parallel.fsdp_use_orig_params") {
+    Json three = Json::array();
+    three.push(Json::integer(3));
+    all.push(when_in("parallel.zero_stage", std::move(three)));
+  }
+  return all;
+}
+
+}  // namespace
+
 Json config_schema() {
   // Constant data: built once.
   static const Json cached = [] {
@@ -328,6 +434,8 @@ Json config_schema() {
         entry.set("choices", std::move(choices));
       }
       entry.set("help", Json::string(f.help));
+      Json applies = applicability(f.path);
+      if (!applies.items().empty()) entry.set("applies_when", std::move(applies));
       list.push(std::move(entry));
     }
     return list;

@@ -402,8 +402,6 @@ PeftParameters peft_parameters(const ModelSpec& m, const ParameterCount& params,
   return out;
 }
 
-namespace {
-
 bool adapts_linears_method(FinetuneMethod m) {
   switch (m) {
     case FinetuneMethod::kFull:
@@ -417,6 +415,21 @@ bool adapts_linears_method(FinetuneMethod m) {
     default: return true;
   }
 }
+
+bool uses_rank_method(FinetuneMethod m) {
+  switch (m) {
+    case FinetuneMethod::kIa3:
+    case FinetuneMethod::kOft:
+    case FinetuneMethod::kBoft:
+    case FinetuneMethod::kFourierFt:
+    case FinetuneMethod::kWaveFt:
+    case FinetuneMethod::kC3a:
+    case FinetuneMethod::kRoad: return false;
+    default: return adapts_linears_method(m);
+  }
+}
+
+namespace {
 
 bool is_lora_style(FinetuneMethod m) {
   switch (m) {

@@ -76,4 +76,9 @@ Bytes peft_outside_bytes(const Config& config, Count tokens, Bytes act);
 // targets it needs), as issues naming the field.
 void validate_peft(const Config& config, std::vector<Issue>& errors);
 
+// Methods that adapt linear layers (training.finetune.lora_targets applies), and of those the ones
+// whose size is set by training.finetune.lora_rank (not IA3, OFT, BOFT, FourierFT, WaveFT, C3A, RoAd).
+bool adapts_linears_method(FinetuneMethod method);
+bool uses_rank_method(FinetuneMethod method);
+
 }  // namespace memfit

@@ -240,6 +240,28 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.close();
   });
 
+  test('a field the core does not read under the current settings is disabled or left out, and never lost', async () => {
+    const p = await open('');
+    const galore = p.locator('[data-field="training.galore_rank"]');
+    assert.equal(await galore.count(), 0);  // "More" leaves out what does not apply and was not touched
+    await p.selectOption(id('training.optimizer'), 'galore_adamw');
+    assert.equal(await galore.count(), 1);
+    assert.equal(await p.isEnabled(id('training.galore_rank')), true);
+    await p.fill(id('training.galore_rank'), '64');
+    await p.selectOption(id('training.optimizer'), 'adamw');
+    // Typed, then made irrelevant: still shown, disabled, with the reason and the value kept.
+    assert.equal(await galore.count(), 1);
+    assert.equal(await p.isEnabled(id('training.galore_rank')), false);
+    assert.equal(await p.inputValue(id('training.galore_rank')), '64');
+    assert.match(await galore.locator('.field-hint').textContent(), /applies when .* is galore_adamw or galore_adamw_8bit/);
+    // The rank applies to DoRA as to LoRA (the core's list, not the page's).
+    await p.selectOption(id('training.finetune.method'), 'dora');
+    assert.equal(await p.isEnabled(id('training.finetune.lora_rank')), true);
+    await p.selectOption(id('training.finetune.method'), 'ia3');
+    assert.equal(await p.isEnabled(id('training.finetune.lora_rank')), false);
+    await p.close();
+  });
+
   test('a .json file dropped on the paste box is imported', async () => {
     const p = await open();
     await p.locator('.import > summary').click();

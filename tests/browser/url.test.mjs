@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 
-import { toConfigValue, formSections } from '../../web/src/fields.js';
+import { fieldApplies, formSections, toConfigValue, whenItApplies } from '../../web/src/fields.js';
 import { formatBytes, formatCount, formatPercent } from '../../web/src/format.js';
 import { URL_VERSION, decode, encode, flatten, paramNames } from '../../web/src/url.js';
 import { WASM_DIR, loadNodeCore } from './helpers.mjs';
@@ -175,6 +175,36 @@ describe('with the real schema (wasm core)', { skip: !existsSync(join(WASM_DIR, 
     const placed = formSections(core.schema()).flatMap((s) => s.groups.flatMap((g) => g.fields.map((f) => f.field)));
     const expected = core.schema().map((f) => f.field).filter((p) => p !== 'model.preset');
     assert.deepEqual(placed.sort(), expected.sort());
+  });
+
+  test('the core says when a field applies; the form reads it the same way', () => {
+    const fields = new Map(core.schema().map((f) => [f.field, f]));
+    const galore = fields.get('training.galore_rank');
+    const at = (values) => (path) => values[path] ?? fields.get(path).default;
+    assert.equal(fieldApplies(galore, at({})), false);
+    assert.equal(whenItApplies(galore, at({})), 'applies when Optimizer is galore_adamw or galore_adamw_8bit');
+    assert.equal(fieldApplies(galore, at({ 'training.optimizer': 'galore_adamw_8bit' })), true);
+    assert.equal(whenItApplies(galore, at({ 'training.optimizer': 'galore_adamw_8bit' })), '');
+    // The rank is read by DoRA as by LoRA, not by IA3 (and every condition of a field must hold).
+    const rank = fields.get('training.finetune.lora_rank');
+    assert.equal(fieldApplies(rank, at({ 'training.finetune.method': 'dora' })), true);
+    assert.equal(fieldApplies(rank, at({ 'training.finetune.method': 'ia3' })), false);
+    assert.match(whenItApplies(rank, at({ 'training.finetune.method': 'ia3' })), /does not apply when .* is ia3/);
+    const gptq = fields.get('training.finetune.gptq_kernel');
+    assert.equal(fieldApplies(gptq, at({ 'training.finetune.method': 'lora', 'training.finetune.base_bits': 4 })), false);
+    assert.equal(fieldApplies(gptq, at({ 'training.finetune.method': 'lora', 'training.finetune.base_bits': '4',
+      'training.finetune.quant_method': 'gptq' })), true);
+    const stages = fields.get('parallel.virtual_stages');
+    assert.match(whenItApplies(stages, at({})), /^applies when .+ is at least 2$/);
+    assert.equal(fieldApplies(stages, at({ 'parallel.pipeline': '4' })), true);
+    // Every condition names a field of the schema, and a choice among its choices.
+    for (const f of core.schema()) {
+      for (const c of f.applies_when ?? []) {
+        const controller = fields.get(c.field);
+        assert.ok(controller, `${f.field}: ${c.field}`);
+        for (const v of c.in ?? []) if (controller.choices) assert.ok(controller.choices.includes(v), `${f.field}: ${v}`);
+      }
+    }
   });
 
   test('a link decoded and sent to the core gives the same estimate as the configuration', () => {

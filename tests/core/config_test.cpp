@@ -1,7 +1,10 @@
 // The configuration: defaults, presets with overrides, and every error naming its field and range.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "memfit/memfit.hpp"
 
@@ -97,6 +100,121 @@ TEST(Config, AnEmptyPresetIsAModelFromScratch) {
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed.config.model.num_key_value_heads, 0);
   EXPECT_EQ(parsed.config.model.vocab_size, ModelSpec{}.vocab_size);
+}
+
+// A configuration from (path, value) pairs: {"training":{"finetune":{"method":"lora"}}}.
+using Flat = std::vector<std::pair<std::string, Json>>;
+Json nest(const Flat& flat) {
+  Json root = Json::object();
+  std::vector<std::string> heads;
+  std::map<std::string, Flat> inner;
+  for (const auto& [path, value] : flat) {
+    const std::size_t dot = path.find('.');
+    if (dot == std::string::npos) {
+      root.set(path, value);
+      continue;
+    }
+    const std::string head = path.substr(0, dot);
+    if (!inner.count(head)) heads.push_back(head);
+    inner[head].push_back({path.substr(dot + 1), value});
+  }
+  for (const std::string& h : heads) root.set(h, nest(inner[h]));
+  return root;
+}
+
+const Json& schema_entry(const std::string& path) {
+  static const Json schema = config_schema();
+  for (const Json& f : schema.items()) {
+    if (f.find("field")->as_string() == path) return f;
+  }
+  ADD_FAILURE() << "no schema entry " << path;
+  return schema;
+}
+
+// Whether the schema's applies_when conditions hold for `flat` (fields it leaves out at their defaults).
+bool applies(const Json& entry, const Flat& flat) {
+  const Json* conditions = entry.find("applies_when");
+  if (!conditions) return true;
+  for (const Json& c : conditions->items()) {
+    const std::string field = c.find("field")->as_string();
+    Json value = *schema_entry(field).find("default");
+    for (const auto& [path, v] : flat) {
+      if (path == field) value = v;
+    }
+    if (const Json* in = c.find("in")) {
+      bool found = false;
+      for (const Json& allowed : in->items()) found = found || allowed.dump() == value.dump();
+      if (!found) return false;
+    }
+    if (const Json* min = c.find("min")) {
+      if (value.as_double() < min->as_double()) return false;
+    }
+  }
+  return true;
+}
+
+// A valid value other than the default.
+Json other_value(const Json& entry) {
+  const std::string kind = entry.find("kind")->as_string();
+  const Json& d = *entry.find("default");
+  if (kind == "boolean") return Json::boolean(!d.as_bool());
+  if (kind == "choice") {
+    for (const Json& c : entry.find("choices")->items()) {
+      if (c.as_string() != d.as_string()) return c;
+    }
+  }
+  if (kind == "integer") {
+    const std::int64_t v = *d.as_exact_integer();
+    return Json::integer(v + 1 <= *entry.find("max")->as_exact_integer() ? v + 1 : v - 1);
+  }
+  if (kind == "list") {
+    Json list = Json::array();
+    list.push(entry.find("field")->as_string() == "training.finetune.lora_targets" ? Json::string("o")
+                                                                                     : Json::string("head"));
+    return list;
+  }
+  ADD_FAILURE() << "no other value for " << entry.dump();
+  return d;
+}
+
+TEST(Config, AFieldThatDoesNotApplyChangesNoNumber) {
+  // The schema says when the estimate reads a field (applies_when; the page disables the field
+  // otherwise). Checked here against the estimate itself: under settings where a field does not
+  // apply, any other value of it gives the same numbers, or an error naming that field.
+  const std::vector<Flat> bases = {
+      {},
+      {{"training.finetune.method", Json::string("lora")}, {"training.finetune.base_bits", Json::integer(4)}},
+      {{"training.finetune.method", Json::string("prompt_tuning")}},
+      {{"training.finetune.method", Json::string("ia3")}, {"training.finetune.base_bits", Json::integer(8)},
+       {"training.finetune.quant_method", Json::string("gptq")}},
+      {{"training.optimizer", Json::string("galore_adamw")}, {"parallel.num_gpus", Json::integer(8)},
+       {"parallel.zero_stage", Json::integer(2)}},
+  };
+  int checked = 0;
+  const Json schema = config_schema();
+  for (const Json& entry : schema.items()) {
+    if (!entry.find("applies_when")) continue;
+    const std::string path = entry.find("field")->as_string();
+    for (const Flat& base : bases) {
+      if (applies(entry, base)) continue;
+      Flat changed = base;
+      changed.push_back({path, other_value(entry)});
+      const Json before = estimate_json(nest(base).dump());
+      const Json after = estimate_json(nest(changed).dump());
+      ASSERT_TRUE(before.find("ok")->as_bool()) << nest(base).dump();
+      if (!after.find("ok")->as_bool()) {
+        EXPECT_NE(after.find("errors")->dump().find(path), std::string::npos) << nest(changed).dump();
+        continue;
+      }
+      for (const char* key : {"peak_allocated_bytes", "peak_reserved_bytes", "device_total_bytes", "breakdown",
+                              "trainable_parameter_count", "parameter_count"}) {
+        ASSERT_TRUE(before.find(key) && after.find(key)) << key;
+        EXPECT_EQ(before.find(key)->dump(), after.find(key)->dump()) << path << " under " << nest(base).dump();
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 60);
 }
 
 }  // namespace

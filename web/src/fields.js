@@ -131,3 +131,37 @@ export function toConfigValue(field, raw) {
 }
 
 export { setPath } from './paths.js';
+
+// Whether the core reads a field under the current settings: every condition of the schema's
+// applies_when holds (a value among `in`, at least `min`). `valueOf(path)` gives a field's value.
+export function fieldApplies(field, valueOf) {
+  for (const c of field.applies_when ?? []) {
+    const v = valueOf(c.field);
+    if (c.in && !c.in.some((allowed) => String(allowed) === String(v))) return false;
+    if (c.min !== undefined && !(Number(v) >= c.min)) return false;
+  }
+  return true;
+}
+
+// The first condition that fails, in words: "applies when Optimizer is galore_adamw or
+// galore_adamw_8bit"; '' when the field applies.
+export function whenItApplies(field, valueOf) {
+  for (const c of field.applies_when ?? []) {
+    const v = valueOf(c.field);
+    const label = fieldLabel(c.field);
+    if (c.in && !c.in.some((allowed) => String(allowed) === String(v))) {
+      const names = c.in.map(String);
+      if (names.length > 4) return `does not apply when ${label} is ${v}`;
+      const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
+      return `applies when ${label} is ${list}`;
+    }
+    if (c.min !== undefined && !(Number(v) >= c.min)) return `applies when ${label} is at least ${c.min}`;
+  }
+  return '';
+}
+
+// Whether a value is the schema's default (a field left alone).
+export function isDefaultValue(field, value) {
+  return JSON.stringify(value) === JSON.stringify(field.default) || String(value) === String(field.default);
+}
+

@@ -2,12 +2,11 @@
 import { computed } from '@preact/signals';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 
+import { fieldApplies, isDefaultValue, whenItApplies } from '../../fields.js';
 import { formatBytes, formatCount } from '../../format.js';
 import { plainText } from '../../words.js';
 import { Field } from './Field.jsx';
 import { PresetPicker } from './PresetPicker.jsx';
-
-const LORA_ONLY = new Set(['training.finetune.lora_rank', 'training.finetune.lora_targets', 'training.finetune.base_bits']);
 
 // The issues the core reports for one field, the same object while their text is unchanged (so a
 // field re-renders only when its own value or messages change, not on every keystroke).
@@ -25,16 +24,21 @@ function fieldIssues(state, path) {
   });
 }
 
-// One field, subscribed to its own value, messages and marks only.
-function FieldSlot({ f, state, options, markEdits }) {
+// One field, subscribed to its own value, messages and marks only. A field the core does not
+// read under the current settings (the schema's applies_when) is disabled with the reason; in a
+// "More" group it is left out unless it holds something other than its default.
+function FieldSlot({ f, state, options, markEdits, hideInactive }) {
   const path = f.field;
   const signals = useMemo(() => ({
     value: computed(() => state.fieldValue(path)),
     issues: fieldIssues(state, path),
-    inactive: computed(() => LORA_ONLY.has(path) && state.fieldValue('training.finetune.method') !== 'lora'),
+    inactive: computed(() => !fieldApplies(f, state.fieldValue)),
+    note: computed(() => whenItApplies(f, state.fieldValue)),
     edited: computed(() => state.isEdited(path)),
-  }), [state, path]);
+  }), [state, path, f]);
   const found = signals.issues.value;
+  const inactive = signals.inactive.value;
+  if (hideInactive && inactive && !found && isDefaultValue(f, signals.value.value)) return null;
   return (
     <Field
       field={f}
@@ -42,7 +46,8 @@ function FieldSlot({ f, state, options, markEdits }) {
       errors={found?.errors}
       warnings={found?.warnings}
       options={options}
-      inactive={signals.inactive.value}
+      inactive={inactive}
+      inactiveNote={inactive ? signals.note.value : ''}
       changed={markEdits && signals.edited.value}
       onChange={(v) => state.setField(path, v)}
     />
@@ -60,6 +65,7 @@ function FieldGroup({ group, state, gpuOptions, markEdits = false }) {
           state={state}
           options={f.field === 'hardware.gpu' ? gpuOptions : undefined}
           markEdits={markEdits}
+          hideInactive={group.title === 'More'}
         />
       ))}
     </div>

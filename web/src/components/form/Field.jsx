@@ -109,7 +109,7 @@ export function choiceOptions(field) {
 // field: schema entry; value: what the form holds; errors / warnings: the core's messages for it.
 // options: [{ value, label }] for a select built from data other than field.choices (the GPUs).
 // domId: the input's id where the field is drawn a second time (the planner), else fieldDomId.
-export function Field({ field, value, errors = [], warnings = [], options, inactive = false, changed = false, onChange, domId }) {
+export function Field({ field, value, errors = [], warnings = [], options, inactive = false, inactiveNote = '', changed = false, onChange, domId }) {
   const id = domId ?? fieldDomId(field.field);
   const hintId = `${id}-hint`;
   const errId = `${id}-error`;
@@ -120,9 +120,11 @@ export function Field({ field, value, errors = [], warnings = [], options, inact
   // A choice's own explanation replaces the field's when it has one.
   const chosen = asChoices ? choiceWords(field.field, text(value)).explain : '';
   const hint = chosen || words.explain;
-  const hasHint = Boolean(hint);
+  const note = inactive && inactiveNote ? inactiveNote : '';
+  const hasHint = Boolean(hint || note);
   const describedBy = [invalid && errId, hasHint && hintId].filter(Boolean).join(' ') || undefined;
-  // A field that does not apply (LoRA settings of a full fine-tune) is disabled, not faded.
+  // A field that does not apply (the schema's applies_when: LoRA settings of a full fine-tune) is
+  // disabled, not faded, and its hint says when it applies.
   const common = { id, field, value, invalid, describedBy, onChange, disabled: inactive };
   const kind = field.kind === 'list' ? 'list' : options || asChoices ? 'select' : field.kind === 'boolean' ? 'toggle' : 'text';
 
@@ -137,7 +139,7 @@ export function Field({ field, value, errors = [], warnings = [], options, inact
         ) : (
           <label class="field-label" for={id}>{label}{changed && <span class="changed-mark" title="edited: differs from the preset"> • edited</span>}</label>
         )}
-        {hasHint && <span class="field-hint" id={hintId}>{hint}{inactive ? ' (applies to LoRA)' : ''}</span>}
+        {hasHint && <span class="field-hint" id={hintId}>{hint && note ? `${hint} (${note})` : hint || note}</span>}
       </div>
       <div class="field-control">
         {kind === 'text' && <TextInput {...common} />}
