@@ -542,6 +542,25 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b);
+  if (d.impl.use_cache == Switch::kYes) {
+    // transformers' attention returns (key_states, value_states) after the rotary embedding, at the
+    // key/value heads, before any repeat_kv (models/llama/modeling_llama.py, past_key_value). They
+    // are the very tensors a fused kernel saves at the key/value heads, or eager attention of a
+    // model without grouped queries; where the block is recomputed, or what is saved is repeated to
+    // every query head, the cache is memory of its own.
+    const bool recomputed = tr.checkpointing == Checkpointing::kFull;
+    const bool repeated = d.kv_heads != d.heads &&
+                          (d.impl.attention == AttentionImpl::kEager || d.impl.kv_saved == KvSaved::kQueryHeads);
+    if (recomputed || repeated) {
+      out.kv_cache_key_bytes = d.tokens * d.kv_heads * d.head_dim * d.act;
+      out.kv_cache_value_bytes = d.tokens * d.kv_heads * d.v_head_dim * d.act;
+      out.kv_cache_bytes = (out.kv_cache_key_bytes + out.kv_cache_value_bytes) * b.layers;
+      out.kv_cache_kept = d.impl.loop_keeps_logits == Switch::kYes;
+      out.notes.push_back("use_cache in training: every layer's keys and values are returned with the outputs" +
+                          std::string(out.kv_cache_kept ? ", which the loop holds through backward." :
+                                                          ", until the loss is computed."));
+    }
+  }
   return out;
 }
 

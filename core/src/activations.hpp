@@ -18,6 +18,12 @@ struct ActivationModel {
   Bytes embedding_saved_bytes;   // what the embedding keeps (freed last in backward)
   std::vector<NamedBytes> layer_terms;  // one block's terms
   Bytes layer_backward_working_bytes;  // one layer's backward temporaries (+ recompute)
+  // training.use_cache: the keys and values each layer returns (beyond what autograd already
+  // saves of them), alive from that layer's forward until the loss (or the step's end when the
+  // loop keeps its outputs: loop_keeps_logits).
+  Bytes kv_cache_key_bytes, kv_cache_value_bytes;  // one layer's (two tensors)
+  Bytes kv_cache_bytes;  // all layers of the busiest stage
+  bool kv_cache_kept = false;
   std::vector<std::string> notes;
 };
 

@@ -315,6 +315,11 @@ std::vector<Field> build_fields() {
               "the training loop holds the logits through backward and the next forward (LitGPT, nanoGPT); auto = "
               "the framework's",
               "auto", "yes", "no"),
+      MF_ENUM("training.use_cache", training.implementation.use_cache, Switch,
+              "use_cache left on in training (a loop that wraps layers in its own checkpointing, e.g. FSDP's "
+              "checkpoint_wrapper): each layer's keys and values are returned with the outputs and live as long "
+              "as they do (through backward when the loop keeps its outputs); auto = no",
+              "auto", "yes", "no"),
       MF_ENUM("training.lora_base_dtype", training.implementation.lora_base_dtype, LoraBaseDtype,
               "a LoRA base's dtype: half (16-bit), fp32, or weights (the recipe's weight dtype, as LitGPT); auto = "
               "the framework's",

@@ -40,7 +40,8 @@ constexpr Implementation knobs(Framework f, A attention, S softmax, L logits, M 
   i.lora_base_dtype = lora_base;
   i.lora_adapter_dtype = adapters;
   i.load = load;
-  i.compile = Switch::kNo;  // no framework compiles unless asked (torchtitan and torchtune: compile = false)
+  i.compile = Switch::kNo;
+  i.use_cache = Switch::kNo;  // transformers' gradient checkpointing and every other profile: no cache in training  // no framework compiles unless asked (torchtitan and torchtune: compile = false)
   return i;
 }
 
@@ -176,6 +177,7 @@ Implementation resolve_implementation(const Implementation& r) {
   // SwiGLU's silu(gate)·up from gate and up. That is what the fused kernels save; a knob the user
   // set stays as set.
   out.compile = pick(r.compile, p.compile);
+  out.use_cache = pick(r.use_cache, p.use_cache);
   if (out.compile == Switch::kYes) {
     if (r.norm_kernel == NormKernel::kAuto) out.norm_kernel = NormKernel::kFused;
     if (r.activation_kernel == ActivationKernel::kAuto) out.activation_kernel = ActivationKernel::kFused;

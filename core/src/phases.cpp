@@ -8,6 +8,9 @@ namespace memfit {
 
 namespace {
 
+// The key/value cache the loop holds through the step with its outputs (training.use_cache).
+Bytes kept_cache(const ActivationModel& act) { return act.kv_cache_kept ? act.kv_cache_bytes : Bytes{0}; }
+
 // What every phase holds besides its own high point: the weights, master copy and states,
 // gradients kept across micro-batches, autocast's copies, the saved activations and, under
 // ZeRO-3 / FSDP, the one unit (a block) gathered at a time in the compute dtype.
@@ -22,7 +25,7 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
           ? p.as_nominal(max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered / c.parallel.tensor)
           : Bytes{0};
   return st.weights + st.master + st.states + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer +
-         loss.kept_bytes;
+         loss.kept_bytes + kept_cache(act);
 }
 
 // DeepSpeed ZeRO 1/2 reduce gradients through a contiguous bucket of reduce_bucket_size elements
@@ -78,7 +81,7 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
                           ? Bytes{0}
                           : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
   const Bytes end = st.weights + st.master + st.states + grads_at_end + act.embedding_saved_bytes + embedding_grad +
-                    loss.kept_bytes + fused;
+                    loss.kept_bytes + kept_cache(act) + fused;
   return max(max(loss_and_head, top_block), end) + bucket;
 }
 
@@ -104,11 +107,12 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   const Bytes bucket = reduce_bucket_bytes(c, p, r);
   std::vector<Phase> phases = {
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},
-      {"forward", "End of forward (loss computed)", alive + loss.forward_bytes},
+      {"forward", "End of forward (loss computed)",
+       alive + loss.forward_bytes + (act.kv_cache_kept ? Bytes{0} : act.kv_cache_bytes)},
       {"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, r)}};
   if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
-                      st.weights + st.master + st.states + st.gradients + loss.kept_bytes +
+                      st.weights + st.master + st.states + st.gradients + loss.kept_bytes + kept_cache(act) +
                           optimizer_temporaries(c, params, p, r)});
   }
   return phases;

@@ -140,6 +140,8 @@ struct Program {
   std::vector<Bytes> weights, master, states, gradients;  // per tensor (trainable order for the last three)
   std::vector<Bytes> saved, copies_per_layer, temporaries;
   Bytes gathered, working, embedding_saved;
+  Bytes kv_keys, kv_values;  // per layer (training.use_cache)
+  bool kv_cache_kept = false;
   const LossModel* loss;
   int states_per_tensor;
   bool grads_persist;  // accumulation: gradients live across micro-batches
@@ -161,6 +163,7 @@ std::vector<Bytes> gradient_slice(const Program& pr, std::int64_t i) {
 void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
              std::vector<int>& loss_kept, int& embedding) {
   embedding = r.take(pr.embedding_saved);
+  std::vector<int> cache;
   for (auto& layer : saved) {
     const int gathered = r.take(pr.gathered);
     copies.push_back(r.take(pr.copies_per_layer.empty() ? Bytes{0} : pr.copies_per_layer.front()));
@@ -173,6 +176,8 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
       layer.push_back(r.take(b));
       r.give(transient);
     }
+    cache.push_back(r.take(pr.kv_keys));  // the keys and values the layer returns
+    cache.push_back(r.take(pr.kv_values));
     r.give(gathered);
   }
   const LossModel& l = *pr.loss;
@@ -181,6 +186,9 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
   const int transient = r.take(max(Bytes{0}, l.forward_bytes - l.backward_bytes));
   r.mark("forward", "End of forward (loss computed)");
   r.give(transient);
+  // The outputs go with the loss, unless the loop holds them to the step's end.
+  if (pr.kv_cache_kept) loss_kept.insert(loss_kept.end(), cache.begin(), cache.end());
+  else r.give(cache);
 }
 
 void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
@@ -259,6 +267,9 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.working = act.layer_backward_working_bytes;
   pr.forward_transients = c.training.checkpointing != Checkpointing::kFull;
   pr.embedding_saved = act.embedding_saved_bytes;
+  pr.kv_keys = act.kv_cache_key_bytes;
+  pr.kv_values = act.kv_cache_value_bytes;
+  pr.kv_cache_kept = act.kv_cache_kept;
   pr.loss = &loss;
   return pr;
 }

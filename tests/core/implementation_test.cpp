@@ -114,5 +114,34 @@ TEST(Implementation, CompileSavesWhatTheFusedKernelsSave) {
             norms * (tokens * width * 2 + width * 4));
 }
 
+TEST(Implementation, UseCacheInTrainingKeepsEveryLayersKeysAndValues) {
+  // Llama-2-7B (32 layers, MHA, width 4096), bf16, B·T = 4·2048: each layer returns keys and values
+  // of 4·2048·4096·2 bytes each. Under full checkpointing they are memory of their own; a loop that
+  // keeps its outputs holds them through backward and the optimizer step.
+  const std::string base = R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16","micro_batch_size":4,)"
+                           R"("seq_len":2048,"checkpointing":"full","loop_keeps_logits":"yes",)";
+  const Json off = run(base + R"("use_cache":"no"}})");
+  const Json on = run(base + R"("use_cache":"yes"}})");
+  const std::int64_t cache = 32 * 2 * (std::int64_t{4} * 2048 * 4096 * 2);
+  EXPECT_EQ(field(on, "peak_allocated_bytes") - field(off, "peak_allocated_bytes"), cache);
+  EXPECT_EQ(on.find("implementation")->find("use_cache")->as_string(), "yes");
+  // Dropped with the loss: only the end of forward holds them.
+  const Json dropped = run(base.substr(0, base.find(R"("loop_keeps_logits")")) + R"("loop_keeps_logits":"no","use_cache":"yes"}})");
+  const Json dropped_off = run(base.substr(0, base.find(R"("loop_keeps_logits")")) + R"("loop_keeps_logits":"no","use_cache":"no"}})");
+  const auto phase = [](const Json& r, const char* name) {
+    for (const Json& p : r.find("phases")->items()) {
+      if (p.find("name")->as_string() == name) return *p.find("bytes")->as_exact_integer();
+    }
+    return std::int64_t{-1};
+  };
+  EXPECT_EQ(phase(dropped, "forward") - phase(dropped_off, "forward"), cache);
+  EXPECT_EQ(phase(dropped, "backward"), phase(dropped_off, "backward"));
+  // Without checkpointing the attention saves those very tensors (MHA, sdpa): nothing more.
+  const std::string plain = R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16","seq_len":2048,)"
+                            R"("checkpointing":"none","loop_keeps_logits":"yes",)";
+  EXPECT_EQ(field(run(plain + R"("use_cache":"yes"}})"), "peak_allocated_bytes"),
+            field(run(plain + R"("use_cache":"no"}})"), "peak_allocated_bytes"));
+}
+
 }  // namespace
 }  // namespace memfit

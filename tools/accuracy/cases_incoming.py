@@ -1131,10 +1131,14 @@ def llamarecipes_pr41(rec):
         "wraps the LoRA layers apart so that flat parameters have uniform requires_grad")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
-    c.flag("unmodelled_use_cache_in_training")
-    c.line("use_cache stays True (FSDP's checkpoint wrapper, not HF's gradient checkpointing, so transformers does not switch "
-           "it off): each layer returns its key/value cache (4 x 2048 x 4096 x 2 x 2 B = 128 MiB per layer), kept with the "
-           "outputs; memfit has no setting for it (PR #165 later measured ~4 GB saved by turning it off)")
+    c.t("use_cache", "yes", "use_cache stays True (FSDP's checkpoint wrapper, not HF's gradient checkpointing, so transformers "
+        "does not switch it off): each layer returns its keys and values (4 x 2048 x 4096 x 2 x 2 B = 128 MiB per layer) "
+        "with the outputs (PR #165 later measured ~4 GB saved by turning it off)")
+    if nologits:
+        c.note("the outputs (and the key/value caches) die with the loss here, before backward; the replay's forward under "
+               "full checkpointing does not allocate the layers' own transients (the attention scores), so the freed "
+               "64 MiB cache segments cannot serve backward's first recomputation and the replayed reserve grows; the "
+               "real allocator had cut the scores' segment during forward, while the caches were still small")
     if not limited:
         c.flag("unmodelled_fsdp_limit_all_gathers")
         c.line("limit_all_gathers=False lets the CPU issue all-gathers for many layers ahead of the GPU; memfit assumes "
@@ -1172,8 +1176,8 @@ def llamarecipes_issue100(rec):
     parallel_defaults(c, 4, 3, "4 GPUs", "FULL_SHARD")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
-    c.flag("unmodelled_use_cache_in_training")
-    c.line("use_cache left True under FSDP's checkpoint wrapper (see the PR #41 cases): key/value caches returned and kept")
+    c.t("use_cache", "yes", "use_cache left True under FSDP's checkpoint wrapper (see the PR #41 cases): key/value caches "
+        "returned with the outputs, which the loop keeps")
     c.measure("peak_reserved_bytes", "GiB", "'Max CUDA memory reserved was 29 GB': llama-recipes' MemoryTrace prints "
               "byte2gb(torch.cuda.max_memory_reserved()) with byte2gb = int(x / 2**30), an integer of GiB -> "
               "peak_reserved_bytes, GiB")

@@ -193,6 +193,9 @@ struct Implementation {
   // cheaply recompute, so a norm keeps its input and rstd and a gated activation its two inputs
   // (norm_kernel and activation_kernel left at auto resolve to fused).
   Switch compile = Switch::kAuto;
+  // use_cache left on in training: every layer returns its keys and values with the model's
+  // outputs (transformers turns it off only under its own gradient checkpointing).
+  Switch use_cache = Switch::kAuto;
   bool chunked_loss = false;  // before training.loss: true means loss fused_linear_ce (old links)
 };
 
