@@ -407,6 +407,15 @@ Bytes outside_bytes(const Config& c, const Dims& d) {
     bytes += d.seq * d.head_dim * d.act * 2;
   }
   if (m.final_norm) bytes += norm_bytes(m, d);
+  // Baichuan-13B's ALiBi bias (modeling_baichuan.py, BaichuanModel.forward): inverted padding mask
+  // + alibi_mask.unsqueeze(0), one B×H×T×T tensor in the compute dtype, handed to every layer. A
+  // checkpointed layer saves it as an input and SDPA's memory-efficient kernel by reference: one
+  // tensor through backward, freed with the first layer's. Eager attention without checkpointing
+  // saves its own scores instead, and the bias dies with the forward.
+  if (d.impl.attention_mask == AttentionMask::kAlibi &&
+      (c.training.checkpointing != Checkpointing::kNone || d.impl.attention != AttentionImpl::kEager)) {
+    bytes += d.batch * d.heads * d.seq * d.full_seq * d.act;
+  }
   return bytes + peft_outside_bytes(c, d.tokens, d.act);
 }
 

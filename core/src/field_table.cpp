@@ -287,9 +287,10 @@ std::vector<Field> build_fields() {
               "the logits the loss reads: fp32 (upcast) or compute; auto = the framework's", "auto", "fp32",
               "compute"),
       MF_ENUM("training.attention_mask", training.implementation.attention_mask, AttentionMask,
-              "eager attention's causal mask: additive (a T×T tensor passed to every layer), implicit, or boolean "
-              "(a T×T mask saved by every layer); auto = the framework's",
-              "auto", "additive", "implicit", "boolean"),
+              "eager attention's causal mask: additive (a T×T tensor passed to every layer), implicit, boolean "
+              "(a T×T mask saved by every layer), or alibi (Baichuan-13B: a B×H×T×T ALiBi bias built each step for "
+              "any attention, kept through backward, and an H×T×T cache between steps); auto = the framework's",
+              "auto", "additive", "implicit", "boolean", "alibi"),
       MF_ENUM("training.loss", training.implementation.loss, LossKernel,
               "the loss: eager cross-entropy, chunked (per-chunk, log-probabilities kept), fused_ce (logits and "
               "a log-sum-exp kept, gradient in place), fused_linear_ce (head and loss per chunk); auto = the "

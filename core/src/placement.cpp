@@ -2,6 +2,7 @@
 
 #include "finetune.hpp"
 #include "memfit/implementation.hpp"
+#include "memfit/recipes.hpp"
 #include "optimizer_states.hpp"
 
 namespace memfit {
@@ -97,6 +98,13 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
     p.local_added = peft.added_count();
     p.local_copies = peft.saved_copies;
     p.buffer_bytes = peft.buffer_bytes;
+  }
+  // Baichuan-13B keeps its last ALiBi table on the model between steps (self.alibi_mask, H×T×T in
+  // the compute dtype, rebuilt when T changes): a module buffer, never sharded.
+  if (resolve_implementation(c.training.implementation).attention_mask == AttentionMask::kAlibi) {
+    const Count heads = ceil_div(Count(c.model.num_attention_heads), par.tensor);
+    const Count t = Count(c.training.seq_len);
+    p.buffer_bytes += heads * t * t * recipe_for(c.training.precision).compute;
   }
   // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
   // (context-parallel ranks hold identical weights; torchtitan and Megatron's distributed

@@ -143,5 +143,24 @@ TEST(Implementation, UseCacheInTrainingKeepsEveryLayersKeysAndValues) {
             field(run(plain + R"("use_cache":"no"}})"), "peak_allocated_bytes"));
 }
 
+TEST(Implementation, BaichuanAlibiBiasIsOneTensorPerStepAndACacheBetweenSteps) {
+  // 32 heads, B·T = 2·1024, bf16: the step's B×H×T×T bias (kept through backward by the
+  // checkpointed layers) and the model's H×T×T table (a module buffer, counted with the weights).
+  const std::string base = R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16","micro_batch_size":2,)"
+                           R"("seq_len":1024,"checkpointing":"full","attention":"sdpa",)";
+  const Json causal = run(base + R"("attention_mask":"implicit"}})");
+  const Json alibi = run(base + R"("attention_mask":"alibi"}})");
+  const std::int64_t t = 1024, heads = 32;
+  EXPECT_EQ(field(*alibi.find("breakdown"), "activations") - field(*causal.find("breakdown"), "activations"),
+            2 * heads * t * t * 2);
+  EXPECT_EQ(field(*alibi.find("breakdown"), "parameters") - field(*causal.find("breakdown"), "parameters"),
+            heads * t * t * 2);
+  // Eager attention without checkpointing saves its own scores; the bias dies with the forward.
+  const std::string eager = R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16","seq_len":1024,)"
+                            R"("checkpointing":"none","attention":"eager",)";
+  EXPECT_EQ(field(*run(eager + R"("attention_mask":"alibi"}})").find("breakdown"), "activations"),
+            field(*run(eager + R"("attention_mask":"implicit"}})").find("breakdown"), "activations"));
+}
+
 }  // namespace
 }  // namespace memfit

@@ -472,9 +472,12 @@ def swift(rec):
                "dispatches that to the math kernel, each recomputed layer materialises heads x T x T scores and "
                "probabilities (8192 tokens: 4 GiB per copy in bf16) - the 8192-token row is 37 GiB above the 4096-token one")
     if model_key == "baichuan2-13b":
-        c.flag("unmodelled_alibi_bias")
-        c.note("Baichuan2-13B builds an ALiBi bias of heads x T x T and passes it to every layer's attention "
-               "(xformers attn_bias); memfit has no ALiBi bias term")
+        c.t("attention_mask", "alibi", "Baichuan2-13B's modeling_baichuan.py (final revision, Sep 2023) builds inverted padding "
+            "mask + alibi_mask as one B x H x T x T bf16 bias every step, passes it to every (checkpointed) layer's SDPA, and "
+            "keeps an H x T x T alibi_mask on the model between steps")
+        c.note("the B x T x T padding-mask temporaries Baichuan2 builds beside the bias (2 x B x T x T in bf16, forward only) "
+               "are not modelled; earlier revisions of modeling_baichuan.py (Sep 6 2023) differ (xformers with a "
+               "LowerTriangularMask, or an expand that fails with a 2-D mask)")
     if gpus > 1:
         c.note("device_map='auto' runs one micro-batch through the two halves in turn; memfit's pipeline model keeps "
                "several micro-batches in flight on the first stage")

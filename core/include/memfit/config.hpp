@@ -141,8 +141,11 @@ enum class SoftmaxDtype { kAuto, kFp32, kCompute };
 enum class LogitsDtype { kAuto, kFp32, kCompute };
 // How eager attention learns causality: an additive T×T mask passed to every layer (transformers'
 // Llama-era classes), an implicit one (a buffer or is_causal: nothing per layer), or a boolean
-// T×T mask that masked_fill saves in every layer (nanoGPT's manual path).
-enum class AttentionMask { kAuto, kAdditive, kImplicit, kBoolean };
+// T×T mask that masked_fill saves in every layer (nanoGPT's manual path). alibi: Baichuan-13B's
+// remote code, which materialises the ALiBi slopes and the padding mask as one B×H×T×T bias in
+// the compute dtype every step, passed to every layer's attention, beside an H×T×T cache it keeps
+// on the model between steps.
+enum class AttentionMask { kAuto, kAdditive, kImplicit, kBoolean, kAlibi };
 // The loss: eager cross-entropy over all logits; chunked (torchtune / LitGPT: per-chunk
 // cross-entropy, every chunk's log-probabilities kept); fused_ce (a fused kernel keeps the logits
 // and a log-sum-exp per row and writes the gradient in place: unsloth, llm.c, compiled CE);
