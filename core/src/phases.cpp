@@ -28,16 +28,17 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
          loss.kept_bytes + kept_cache(act);
 }
 
-// DeepSpeed ZeRO 1/2 reduce gradients through a contiguous bucket of reduce_bucket_size elements
-// in the gradients' dtype, alive through backward (deepspeed/runtime/zero/stage_1_and_2.py, IPG
-// buffer); one bucket unless overlap_comm, which ZeRO 1/2 leave off by default.
-Bytes reduce_bucket_bytes(const Config& c, const Placement& p, const PrecisionRecipe& r) {
+// DeepSpeed ZeRO 1/2: every backward() allocates the gradient reduce bucket, reduce_bucket_size
+// elements in the model's dtype, and a second one under overlap_comm (double buffering), whatever
+// the number of ranks or of trainable parameters (deepspeed/runtime/zero/stage_1_and_2.py,
+// backward: `buf_0 = torch.empty(int(self.reduce_bucket_size), dtype=self.dtype, ...)`).
+Bytes reduce_bucket_bytes(const Config& c, const PrecisionRecipe& r) {
   const Parallel& par = c.parallel;
-  if (par.zero_stage < 1 || par.zero_stage > 2 || p.zero_shards <= 1) return Bytes{0};
+  if (par.zero_stage < 1 || par.zero_stage > 2) return Bytes{0};
   const std::int64_t elements = par.reduce_bucket_elements >= 0
                                     ? par.reduce_bucket_elements
                                     : implementation_profile(c.training.implementation.framework).reduce_bucket_elements;
-  return min(Count(elements), p.local_trainable) * r.gradients;
+  return Count(elements) * r.weights * (par.overlap_comm ? 2 : 1);  // self.dtype: the model's weights
 }
 
 // Loading the model, before the first step: the weights as the framework brings them in (their
@@ -104,7 +105,7 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
                                Bytes weight_copies, const PrecisionRecipe& r) {
   const Training& t = c.training;
   const Bytes alive = alive_through_step(c, params, p, st, act, loss, weight_copies, r);
-  const Bytes bucket = reduce_bucket_bytes(c, p, r);
+  const Bytes bucket = reduce_bucket_bytes(c, r);
   std::vector<Phase> phases = {
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},
       {"forward", "End of forward (loss computed)",

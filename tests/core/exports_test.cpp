@@ -16,12 +16,13 @@ namespace {
 // (train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps, bf16 / fp16 /
 // torch_autocast with enabled and dtype, gradient_clipping, steps_per_print);
 // deepspeed/runtime/zero/config.py (DeepSpeedZeroConfig: stage, overlap_comm,
-// contiguous_gradients, offload_optimizer, offload_param, mics_shard_size);
+// contiguous_gradients, reduce_bucket_size, offload_optimizer, offload_param, mics_shard_size);
 // deepspeed/runtime/zero/offload_config.py (device, pin_memory).
 const std::set<std::string> kDeepSpeedKeys = {
     "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16.enabled",
     "fp16.enabled", "torch_autocast.enabled", "torch_autocast.dtype", "gradient_clipping", "steps_per_print",
     "zero_optimization.stage", "zero_optimization.overlap_comm", "zero_optimization.contiguous_gradients",
+    "zero_optimization.reduce_bucket_size",
     "zero_optimization.offload_optimizer.device", "zero_optimization.offload_optimizer.pin_memory",
     "zero_optimization.offload_param.device", "zero_optimization.offload_param.pin_memory",
     "zero_optimization.mics_shard_size"};

@@ -93,5 +93,27 @@ TEST(Sharding, SequentialStagesHoldOneMicroBatch) {
   EXPECT_EQ(export_plan(c, Engine::kMegatron).errors.back().field, "parallel.pipeline_schedule");
 }
 
+// DeepSpeed ZeRO 1/2 allocate the reduce bucket at every backward, whole (reduce_bucket_size
+// elements in the model's dtype), and a second under overlap_comm: on one GPU too, and however few
+// parameters train (Qwen-1's Q-LoRA runs: ds_config_zero2.json, 2e8 elements, overlap_comm on).
+TEST(Sharding, DeepSpeedReduceBucketsAreWholeAndDoubledByOverlapComm) {
+  const auto backward = [](bool overlap, std::int64_t elements) {
+    Config c = parse_config_text(R"({"model":{"preset":"llama-3.2-1b"},"training":{"framework":"deepspeed",)"
+                                 R"("precision":"bf16_master","method":"lora","seq_len":512}})").config;
+    c.parallel.zero_stage = 2;
+    c.parallel.overlap_comm = overlap;
+    c.parallel.reduce_bucket_elements = elements;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    for (const Phase& p : e.phases) {
+      if (p.name == std::string("backward")) return p.bytes.value();
+    }
+    return std::int64_t{-1};
+  };
+  const std::int64_t none = backward(false, 0);
+  EXPECT_EQ(backward(false, 200'000'000) - none, 200'000'000 * 2);   // more than LoRA's ~11 M trainable
+  EXPECT_EQ(backward(true, 200'000'000) - none, 2 * 200'000'000 * 2);
+}
+
 }  // namespace
 }  // namespace memfit

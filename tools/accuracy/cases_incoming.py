@@ -1885,6 +1885,9 @@ def qwen(rec):
         parallel_defaults(c, gpus, 3, f"{gpus} A100-SXM4-80G", "DeepSpeed ZeRO-3 (stated for the 72B LoRA runs and the 7B "
                           "full-parameter runs)" + ("; the README's OOM note is read as LoRA (emb) with the same ZeRO-3 "
                           "setting as the 72B LoRA runs" if emb else ""))
+    if c.cfg["parallel"].get("zero_stage") == 2:
+        c.p("reduce_bucket_elements", 200_000_000, "finetune/ds_config_zero2.json: reduce_bucket_size 2e8")
+        c.p("overlap_comm", True, "finetune/ds_config_zero2.json: overlap_comm true (two reduce buckets at every backward)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     if is_oom:

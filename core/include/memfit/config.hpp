@@ -389,6 +389,7 @@ struct Parallel {
   // gradients for all of them (torch/distributed/fsdp/_flat_param.py), so LoRA pays for the base.
   bool fsdp_use_orig_params = false;
   std::int64_t reduce_bucket_elements = -1;  // gradient reduce buckets; -1: the framework's
+  bool overlap_comm = false;                  // DeepSpeed ZeRO 1/2: two reduce buckets (double buffering)
 };
 
 struct Hardware {
