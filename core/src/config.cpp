@@ -401,10 +401,9 @@ Json applicability(std::string_view path) {
   } else if (path == "parallel.shard_degree") {
     all.push(when_at_least("parallel.zero_stage", 1));
   } else if (path == "parallel.overlap_comm" || path == "parallel.reduce_bucket_elements") {
-    Json stages = Json::array();
-    stages.push(Json::integer(1));
-    stages.push(Json::integer(2));
-    all.push(when_in("parallel.zero_stage", std::move(stages)));
+    Json two = Json::array();
+    two.push(Json::integer(2));
+    all.push(when_in("parallel.zero_stage", std::move(two)));
   } else if (path == "parallel.fsdp_use_orig_params") {
     Json three = Json::array();
     three.push(Json::integer(3));

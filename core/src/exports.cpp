@@ -113,9 +113,10 @@ Json deepspeed_zero(const Config& c, Export& e) {
   const Parallel& p = c.parallel;
   Json zero = Json::object();
   zero.set("stage", Json::integer(p.zero_stage));
-  // ZeRO-3 overlaps by default; for ZeRO 1/2 the configuration says (it sizes the reduce buckets).
-  zero.set("overlap_comm", Json::boolean(p.zero_stage == 3 || p.overlap_comm));
-  if (p.reduce_bucket_elements >= 0 && p.zero_stage >= 1 && p.zero_stage <= 2) {
+  // ZeRO-3 overlaps by default and ZeRO-1 never; for ZeRO-2 the configuration says (it doubles
+  // the reduce buckets).
+  zero.set("overlap_comm", Json::boolean(p.zero_stage == 3 || (p.zero_stage == 2 && p.overlap_comm)));
+  if (p.reduce_bucket_elements >= 0 && p.zero_stage == 2) {
     zero.set("reduce_bucket_size", Json::integer(p.reduce_bucket_elements));
   }
   zero.set("contiguous_gradients", Json::boolean(true));

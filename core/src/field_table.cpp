@@ -363,10 +363,10 @@ std::vector<Field> build_fields() {
       MF_BOOL("parallel.fsdp_use_orig_params", parallel.fsdp_use_orig_params,
               "FSDP use_orig_params=True: units mixing frozen and trainable parameters keep gradients for all"),
       MF_INT("parallel.reduce_bucket_elements", parallel.reduce_bucket_elements, -1, 100 * kBillion,
-             "gradient reduce bucket size in elements (DeepSpeed reduce_bucket_size); -1 = the framework's"),
+             "ZeRO-2 gradient reduce bucket size in elements (DeepSpeed reduce_bucket_size); -1 = the framework's"),
       MF_BOOL("parallel.overlap_comm", parallel.overlap_comm,
-              "DeepSpeed ZeRO-1/2 overlap_comm: backward reduces through two buckets of reduce_bucket_size "
-              "(DeepSpeed's default for these stages: off)"),
+              "DeepSpeed ZeRO-2 overlap_comm: backward reduces through two buckets of reduce_bucket_size "
+              "(DeepSpeed's default for stage 2: off; stage 1 has no bucket)"),
 
       // hardware
       MF_STRING("hardware.gpu", hardware.gpu, "GPU id from the table"),

@@ -28,13 +28,15 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
          loss.kept_bytes + kept_cache(act);
 }
 
-// DeepSpeed ZeRO 1/2: every backward() allocates the gradient reduce bucket, reduce_bucket_size
+// DeepSpeed ZeRO-2: every backward() allocates the gradient reduce bucket, reduce_bucket_size
 // elements in the model's dtype, and a second one under overlap_comm (double buffering), whatever
 // the number of ranks or of trainable parameters (deepspeed/runtime/zero/stage_1_and_2.py,
-// backward: `buf_0 = torch.empty(int(self.reduce_bucket_size), dtype=self.dtype, ...)`).
+// backward: `buf_0 = torch.empty(int(self.reduce_bucket_size), dtype=self.dtype, ...)`, under
+// contiguous_gradients). ZeRO-1 allocates none: the engine turns contiguous_gradients and
+// overlap_comm off for stage 1 ("meaningless in stage 1", runtime/engine.py _configure_zero_optimizer).
 Bytes reduce_bucket_bytes(const Config& c, const PrecisionRecipe& r) {
   const Parallel& par = c.parallel;
-  if (par.zero_stage < 1 || par.zero_stage > 2) return Bytes{0};
+  if (par.zero_stage != 2) return Bytes{0};
   const std::int64_t elements = par.reduce_bucket_elements >= 0
                                     ? par.reduce_bucket_elements
                                     : implementation_profile(c.training.implementation.framework).reduce_bucket_elements;
@@ -86,6 +88,21 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   return max(max(loss_and_head, top_block), end) + bucket;
 }
 
+// DeepSpeed's ZeRO optimizers step on fp32 gradients made at the step: the 16-bit gradient
+// partition is flattened into a new tensor and cast to fp32 (`self.flatten(averaged_gradients[i])
+// .to(fp32)`), the fp32 copy being the master partition's .grad until the update is done. ZeRO 1/2
+// (runtime/zero/stage_1_and_2.py, step) convert every group before one optimizer.step(), so all
+// fp32 gradients coexist, beside one group's flattened copy; ZeRO-3 (runtime/zero/stage3.py,
+// _prepare_fp32_grad_for_sub_group) steps sub-group by sub-group (sub_group_size, 1e9 elements by
+// default), so one sub-group's worth at a time.
+Bytes deepspeed_fp32_gradients(const Config& c, Count sharded_trainable, const PrecisionRecipe& r) {
+  constexpr std::int64_t kSubGroupElements = 1'000'000'000;  // runtime/zero/config.py: sub_group_size 1e9
+  if (c.training.implementation.framework != Framework::kDeepspeed || c.parallel.zero_stage < 1) return Bytes{0};
+  const Bytes fp32_copy = r.gradients == kFp32Bytes ? Bytes{0} : Bytes{kFp32Bytes};
+  const Count elements = c.parallel.zero_stage == 3 ? min(sharded_trainable, Count(kSubGroupElements)) : sharded_trainable;
+  return elements * (r.gradients + fp32_copy);
+}
+
 }  // namespace
 
 Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const Placement& p,
@@ -96,7 +113,8 @@ Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const
   const bool zero = c.parallel.zero_stage >= 1;
   const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
   const Count largest = zero ? Count(0) : largest_trainable_tensor(c, params);
-  return optimizer_step_temporary_bytes(c, local_parameters(params, p), sharded_trainable, largest, r);
+  return optimizer_step_temporary_bytes(c, local_parameters(params, p), sharded_trainable, largest, r) +
+         deepspeed_fp32_gradients(c, sharded_trainable, r);
 }
 
 // The step in its steady state (optimizer states already exist).

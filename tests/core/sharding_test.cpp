@@ -97,10 +97,10 @@ TEST(Sharding, SequentialStagesHoldOneMicroBatch) {
 // elements in the model's dtype), and a second under overlap_comm: on one GPU too, and however few
 // parameters train (Qwen-1's Q-LoRA runs: ds_config_zero2.json, 2e8 elements, overlap_comm on).
 TEST(Sharding, DeepSpeedReduceBucketsAreWholeAndDoubledByOverlapComm) {
-  const auto backward = [](bool overlap, std::int64_t elements) {
+  const auto backward = [](bool overlap, std::int64_t elements, std::int64_t stage = 2) {
     Config c = parse_config_text(R"({"model":{"preset":"llama-3.2-1b"},"training":{"framework":"deepspeed",)"
                                  R"("precision":"bf16_master","method":"lora","seq_len":512}})").config;
-    c.parallel.zero_stage = 2;
+    c.parallel.zero_stage = stage;
     c.parallel.overlap_comm = overlap;
     c.parallel.reduce_bucket_elements = elements;
     const Estimate e = estimate(c);
@@ -113,6 +113,33 @@ TEST(Sharding, DeepSpeedReduceBucketsAreWholeAndDoubledByOverlapComm) {
   const std::int64_t none = backward(false, 0);
   EXPECT_EQ(backward(false, 200'000'000) - none, 200'000'000 * 2);   // more than LoRA's ~11 M trainable
   EXPECT_EQ(backward(true, 200'000'000) - none, 2 * 200'000'000 * 2);
+  // Stage 1: the engine turns contiguous_gradients and overlap_comm off, so no bucket.
+  EXPECT_EQ(backward(true, 200'000'000, 1), backward(false, 0, 1));
+}
+
+// DeepSpeed's ZeRO optimizers step on fp32 gradients made at the step: the gradient partition
+// flattened into a new tensor and cast to fp32; ZeRO-3 sub-group by sub-group (1e9 elements).
+// bf16_master holds fp32 main gradients already: the flattened copy is the fp32 one (4 bytes).
+TEST(Sharding, DeepSpeedStepsOnAnFp32CopyOfTheGradientPartition) {
+  const auto step = [](const char* framework, std::int64_t stage, std::int64_t gpus) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-3.2-1b"},"training":{"framework":")") +
+                                 framework + R"(","precision":"bf16_master","optimizer_impl":"fused","seq_len":512}})")
+                   .config;
+    c.parallel.zero_stage = stage;
+    c.parallel.num_gpus = gpus;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    for (const Phase& p : e.phases) {
+      if (p.name == std::string("optimizer_step")) return p.bytes.value();
+    }
+    return std::int64_t{-1};
+  };
+  const std::int64_t params = *estimate_json(R"({"model":{"preset":"llama-3.2-1b"}})").find("parameter_count")->as_exact_integer();
+  // ZeRO-2 on 4 GPUs: a quarter of the parameters at 4 bytes.
+  const std::int64_t z2 = step("deepspeed", 2, 4) - step("hf", 2, 4);
+  EXPECT_NEAR(static_cast<double>(z2), static_cast<double>(params) / 4 * 4, 64.0);
+  // ZeRO-3 on one GPU: at most a sub-group of 1e9 elements at a time (Llama-3.2-1B has 1.24e9).
+  EXPECT_EQ(step("deepspeed", 3, 1) - step("hf", 3, 1), std::int64_t{1'000'000'000} * 4);
 }
 
 }  // namespace
