@@ -359,7 +359,9 @@ Json applicability(std::string_view path) {
     all.push(when_in("training.optimizer", spellings({"shampoo", "soap"})));
   } else if (path == "training.finetune.lora_rank") {
     all.push(when_in("training.finetune.method", methods_where(uses_rank_method)));
-  } else if (path == "training.finetune.lora_targets") {
+  } else if (path == "training.finetune.use_rslora") {
+    all.push(when_in("training.finetune.method", methods_where(uses_rank_method)));
+  } else if (path == "training.finetune.lora_targets" || path == "training.finetune.lora_dropout") {
     all.push(when_in("training.finetune.method", methods_where(adapts_linears_method)));
   } else if (path == "training.finetune.base_bits" || path == "training.finetune.modules_to_save" ||
              path == "training.lora_base_dtype" || path == "training.lora_adapter_dtype") {

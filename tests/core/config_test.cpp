@@ -163,6 +163,11 @@ Json other_value(const Json& entry) {
       if (c.as_string() != d.as_string()) return c;
     }
   }
+  if (kind == "number") {
+    const double lo = entry.find("min")->as_double(), hi = entry.find("max")->as_double();
+    const double v = d.as_double() + (hi - lo) / 10;
+    return Json::number(v <= hi ? v : d.as_double() - (hi - lo) / 10);
+  }
   if (kind == "integer") {
     const std::int64_t v = *d.as_exact_integer();
     return Json::integer(v + 1 <= *entry.find("max")->as_exact_integer() ? v + 1 : v - 1);

@@ -148,7 +148,9 @@ export function fieldApplies(field, valueOf) {
 export function whenItApplies(field, valueOf) {
   for (const c of field.applies_when ?? []) {
     const v = valueOf(c.field);
-    const label = fieldLabel(c.field);
+    // Lower-cased mid-sentence, unless it starts with an acronym ("ZeRO stage", "GPU").
+    const name = fieldLabel(c.field);
+    const label = /^[A-Z][a-z]/.test(name) ? name[0].toLowerCase() + name.slice(1) : name;
     if (c.in && !c.in.some((allowed) => String(allowed) === String(v))) {
       const names = c.in.map(String);
       if (names.length > 4) return `does not apply when ${label} is ${v}`;
