@@ -181,6 +181,11 @@ Implementation resolve_implementation(const Implementation& r) {
   if (out.compile == Switch::kYes) {
     if (r.norm_kernel == NormKernel::kAuto) out.norm_kernel = NormKernel::kFused;
     if (r.activation_kernel == ActivationKernel::kAuto) out.activation_kernel = ActivationKernel::kFused;
+    // torchtune compiles its chunked loss with the model (torchtune/training/_compile.py,
+    // compile_loss: CEWithChunkedOutputLoss.compute_cross_entropy under torch.compile): each
+    // chunk's fp32 upcast and log-softmax fuse, and a chunk keeps its 16-bit logits and a
+    // log-sum-exp per row, what the fused cross-entropy keeps.
+    if (out.framework == Framework::kTorchtune && out.loss == LossKernel::kChunked) out.loss = LossKernel::kFusedCe;
   }
   out.chunked_loss = out.loss == LossKernel::kFusedLinearCe;
   return out;

@@ -162,5 +162,20 @@ TEST(Implementation, BaichuanAlibiBiasIsOneTensorPerStepAndACacheBetweenSteps) {
             field(*run(eager + R"("attention_mask":"implicit"}})").find("breakdown"), "activations"));
 }
 
+TEST(Implementation, TorchtuneCompilesItsChunkedLossIntoAFusedCrossEntropy) {
+  // torchtune's compile_loss: each chunk's upcast and log-softmax fuse; what stays is the fused
+  // cross-entropy's (16-bit logits and a log-sum-exp per row), as if training.loss were fused_ce.
+  const std::string base = R"({"model":{"preset":"llama-3.2-1b"},"training":{"framework":"torchtune","precision":"bf16",)"
+                           R"("seq_len":2048,"checkpointing":"full","loss":"chunked",)";
+  const Json compiled = run(base + R"("compile":"yes"}})");
+  EXPECT_EQ(compiled.find("implementation")->find("loss")->as_string(), "fused_ce");
+  const Json fused = run(base.substr(0, base.find(R"("loss")")) + R"("loss":"fused_ce","compile":"yes"}})");
+  EXPECT_EQ(compiled.find("breakdown")->find("logits_and_loss")->dump(), fused.find("breakdown")->find("logits_and_loss")->dump());
+  // Not compiled, or another framework's chunked loss: as stated.
+  EXPECT_EQ(run(base + R"("compile":"no"}})").find("implementation")->find("loss")->as_string(), "chunked");
+  const std::string litgpt = R"({"model":{"preset":"llama-3.2-1b"},"training":{"framework":"litgpt","loss":"chunked","compile":"yes"}})";
+  EXPECT_EQ(run(litgpt).find("implementation")->find("loss")->as_string(), "chunked");
+}
+
 }  // namespace
 }  // namespace memfit
