@@ -25,7 +25,7 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
           ? p.as_nominal(max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered / c.parallel.tensor)
           : Bytes{0};
   return st.weights + st.master + st.states + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer +
-         loss.kept_bytes + kept_cache(act);
+         loss.kept_bytes + kept_cache(act) + fsdp_root_gathered_bytes(c, params, p, r);
 }
 
 // DeepSpeed ZeRO-2: every backward() allocates the gradient reduce bucket, reduce_bucket_size
@@ -104,6 +104,23 @@ Bytes deepspeed_fp32_gradients(const Config& c, Count sharded_trainable, const P
 }
 
 }  // namespace
+
+Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, const Placement& p,
+                               const PrecisionRecipe& r) {
+  // torch/distributed/fsdp/_runtime_utils.py (_post_forward_reshard: "Do not free the root's
+  // parameters in the post-forward for FULL_SHARD"); torch/distributed/fsdp/_fully_shard/
+  // _fsdp_state.py (_lazy_init: "For the root, do not reshard after forward").
+  const Framework f = c.training.implementation.framework;
+  if (c.parallel.zero_stage < 3 || p.zero_shards <= 1 || f == Framework::kDeepspeed || f == Framework::kMegatron ||
+      f == Framework::kMegatronTe) {
+    return Bytes{0};
+  }
+  Count outside = 0;
+  for (const TensorGroup& g : params.groups) {
+    if (g.layer == LayerKind::kNone) outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
+  }
+  return p.as_nominal(outside * r.gathered);
+}
 
 Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const Placement& p,
                             const PrecisionRecipe& r) {

@@ -14,6 +14,13 @@ namespace memfit {
 Bytes optimizer_temporaries(const Config& config, const ParameterCount& params, const Placement& place,
                             const PrecisionRecipe& recipe);
 
+// FSDP's root unit (the parameters outside the wrapped blocks: embeddings, final norm, output
+// head) in the gathered dtype: FSDP1 and FSDP2 do not reshard the root after forward, so it stays
+// gathered from the forward's start to the end of backward. Zero unless parameters are sharded by
+// an FSDP framework (DeepSpeed gathers and releases per module).
+Bytes fsdp_root_gathered_bytes(const Config& config, const ParameterCount& params, const Placement& place,
+                               const PrecisionRecipe& recipe);
+
 std::vector<Phase> step_phases(const Config& config, const ParameterCount& params, const Placement& place,
                                const StaticBytes& statics, const ActivationModel& activations,
                                const LossModel& loss, Bytes weight_copies, const PrecisionRecipe& recipe);

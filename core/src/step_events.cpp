@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "finetune.hpp"
+#include "phases.hpp"
 
 namespace memfit {
 
@@ -140,6 +141,7 @@ struct Program {
   std::vector<Bytes> weights, master, states, gradients;  // per tensor (trainable order for the last three)
   std::vector<Bytes> saved, copies_per_layer, temporaries;
   Bytes gathered, working, embedding_saved;
+  Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
   Bytes kv_keys, kv_values;  // per layer (training.use_cache)
   bool kv_cache_kept = false;
   const LossModel* loss;
@@ -161,8 +163,9 @@ std::vector<Bytes> gradient_slice(const Program& pr, std::int64_t i) {
 }
 
 void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
-             std::vector<int>& loss_kept, int& embedding) {
-  embedding = r.take(pr.embedding_saved);
+             std::vector<int>& loss_kept, std::vector<int>& outside) {
+  outside.push_back(r.take(pr.root_gathered));
+  outside.push_back(r.take(pr.embedding_saved));
   std::vector<int> cache;
   for (auto& layer : saved) {
     const int gathered = r.take(pr.gathered);
@@ -192,7 +195,7 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
 }
 
 void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
-              std::vector<int>& loss_kept, int embedding, std::vector<int>& grads) {
+              std::vector<int>& loss_kept, std::vector<int>& outside, std::vector<int>& grads) {
   const LossModel& l = *pr.loss;
   const int logits_grad = r.take(l.grad_bytes);
   const int input_grad = r.take(l.head_input_bytes);
@@ -218,7 +221,7 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     r.give(gathered);
   }
   r.give(input_grad);
-  r.give(embedding);
+  r.give(outside);
   r.mark("backward", "Backward (end)");
   copies.clear();
   loss_kept.erase(loss_kept.begin());
@@ -267,6 +270,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.working = act.layer_backward_working_bytes;
   pr.forward_transients = c.training.checkpointing != Checkpointing::kFull;
   pr.embedding_saved = act.embedding_saved_bytes;
+  pr.root_gathered = fsdp_root_gathered_bytes(c, params, p, r);
   pr.kv_keys = act.kv_cache_key_bytes;
   pr.kv_values = act.kv_cache_value_bytes;
   pr.kv_cache_kept = act.kv_cache_kept;
@@ -278,9 +282,9 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
 void micro_batch(Replay& replay, const Program& pr, std::vector<int>& states, std::vector<int>& grads,
                  std::vector<int>& copies, std::vector<int>& loss_kept) {
   std::vector<std::vector<int>> saved(pr.model.layers.size());
-  int embedding = -1;
-  forward(replay, pr, saved, copies, loss_kept, embedding);
-  backward(replay, pr, saved, copies, loss_kept, embedding, grads);
+  std::vector<int> outside;
+  forward(replay, pr, saved, copies, loss_kept, outside);
+  backward(replay, pr, saved, copies, loss_kept, outside, grads);
   optimizer_step(replay, pr, states, grads, loss_kept);
 }
 

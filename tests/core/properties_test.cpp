@@ -116,12 +116,24 @@ const std::vector<Relation>& relations() {
   return list;
 }
 
-// The one documented exception (docs/properties.md):
+// The documented exceptions (docs/properties.md):
 // - A nominal parameter count (the seeds' "LLaMA-7B" = 7e9) stays fixed while the shape grows, so
 //   a wider or deeper shape spreads the same parameters thinner: per-block quantities (ZeRO-3's
 //   gathered block) can fall. Shape relations hold for counted models only.
-bool documented_exception(const Relation& r, const Config& before) {
+bool documented_exception(const Relation& r, const Config& before, std::int64_t rise) {
   const std::string name = r.name;
+  // - A higher ZeRO stage (2 → 3) under FSDP: the root unit (embeddings, final norm, head) is held
+  //   as its shard and, from forward to the end of backward, gathered (FSDP does not reshard the
+  //   root after forward). Where the parameters outside the blocks dominate (a quantized base, a
+  //   large vocabulary, few layers) that outweighs what sharding the blocks saves: the peak rises by
+  //   at most the root's gathered bytes.
+  if (name == "a higher ZeRO stage" && before.parallel.zero_stage == 2) {
+    std::int64_t outside = 0;
+    for (const TensorGroup& g : count_parameters(before.model).groups) {
+      if (g.layer == LayerKind::kNone) outside += g.elements().value();
+    }
+    if (rise <= outside * 4 / before.parallel.tensor) return true;
+  }
   const bool shape = name == "one more layer" || name == "a wider model (one more unit per head)" ||
                      name == "a larger vocabulary";
   if (shape && before.model.nominal_parameter_count > 0) return true;
@@ -154,7 +166,7 @@ TEST(Properties, RandomConfigurationsKeepTheRelations) {
       const Outcome after = run(changed);
       if (!after.ok) continue;  // the change made it invalid (e.g. past a learned position table)
       const bool holds = r.grows ? after.peak >= base.peak : after.peak <= base.peak;
-      if (!holds && documented_exception(r, c)) {
+      if (!holds && documented_exception(r, c, after.peak - base.peak)) {
         ++exceptions;
         ++by_rule[r.name];
         continue;

@@ -142,5 +142,27 @@ TEST(Sharding, DeepSpeedStepsOnAnFp32CopyOfTheGradientPartition) {
   EXPECT_EQ(step("deepspeed", 3, 1) - step("hf", 3, 1), std::int64_t{1'000'000'000} * 4);
 }
 
+// FSDP (1 and 2) does not reshard the root unit after forward: the parameters outside the wrapped
+// blocks stay gathered in the compute dtype until the end of backward. DeepSpeed's ZeRO-3 gathers
+// and releases module by module. Llama-3-8B: untied embedding and head (2 · 128,256 · 4,096) and
+// the final norm (4,096), bf16.
+TEST(Sharding, FsdpKeepsTheRootUnitGatheredThroughForwardAndBackward) {
+  const auto phase = [](const char* framework, const char* name) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") +
+                                 framework + R"(","precision":"bf16_fsdp","seq_len":2048}})").config;
+    c.parallel.zero_stage = 3;
+    c.parallel.num_gpus = 8;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    for (const Phase& p : e.phases) {
+      if (p.name == std::string(name)) return p.bytes.value();
+    }
+    return std::int64_t{-1};
+  };
+  const std::int64_t root = (std::int64_t{2} * 128256 * 4096 + 4096) * 2;
+  EXPECT_EQ(phase("hf", "forward") - phase("deepspeed", "forward"), root);
+  EXPECT_EQ(phase("hf", "backward") - phase("deepspeed", "backward"), root);
+}
+
 }  // namespace
 }  // namespace memfit
