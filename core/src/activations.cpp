@@ -483,6 +483,16 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
       d.impl.attention == AttentionImpl::kEager ? scores * kFp32Bytes * 2 : Bytes{0};
   const Bytes mlp_grads = d.tokens * d.ff * d.act * 3;
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
+  if (tr.float8 != Float8::kNone) {
+    // torchao's Float8Linear backward casts grad_output to fp8 twice (two layouts), the weight and
+    // the input once more (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args): one
+    // byte per element of each, for the largest linear at a time (the MLP's), and the weight's fp8
+    // copy unless FSDP gathered it in fp8 already.
+    const Count h = d.hidden, ff = d.ff;
+    const bool fp8_gathered = tr.float8 == Float8::kTensorwise && c.parallel.float8_all_gather;
+    const Count weight = fp8_gathered ? Count(0) : h * ff;
+    working += max(d.tokens * (h + ff * 2), d.tokens * (ff + h * 2)) * Bytes{1} + weight * Bytes{1};
+  }
   if (tr.checkpointing == Checkpointing::kFull || tr.checkpointing == Checkpointing::kSelectiveOp) {
     working += max(b.dense, b.moe);  // the block recomputed for its backward
   } else if (tr.checkpointing == Checkpointing::kSelective) {

@@ -406,6 +406,11 @@ Json applicability(std::string_view path) {
     Json two = Json::array();
     two.push(Json::integer(2));
     all.push(when_in("parallel.zero_stage", std::move(two)));
+  } else if (path == "parallel.float8_all_gather") {
+    all.push(when_in("training.float8", spellings({"tensorwise"})));
+    Json three = Json::array();
+    three.push(Json::integer(3));
+    all.push(when_in("parallel.zero_stage", std::move(three)));
   } else if (path == "parallel.fsdp_use_orig_params") {
     Json three = Json::array();
     three.push(Json::integer(3));

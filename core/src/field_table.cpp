@@ -201,6 +201,11 @@ std::vector<Field> build_fields() {
       MF_BOOL("training.optimizer_in_backward", training.optimizer_in_backward,
               "optimizer step fused into backward (gradients freed per parameter)"),
       MF_BOOL("training.activation_offload", training.activation_offload, "saved activations offloaded to CPU"),
+      MF_ENUM("training.float8", training.float8, Float8,
+              "torchao Float8 linears (convert_to_float8_training): none, tensorwise or rowwise scaling; saved "
+              "activations as in bf16 (torchao >= 0.13; rowwise >= 0.9), fp8 copies of each matmul's operands for "
+              "a moment",
+              "none", "tensorwise", "rowwise"),
       MF_ENUM("training.goal", training.goal, Goal,
               "what the run is for (decides the changes suggested and the planner's search); auto = peft for "
               "a parameter-efficient method, else full_finetune",
@@ -360,6 +365,9 @@ std::vector<Field> build_fields() {
       MF_BOOL("parallel.sequence_parallel", parallel.sequence_parallel, "Megatron sequence parallelism"),
       MF_BOOL("parallel.offload_optimizer", parallel.offload_optimizer, "optimizer states in CPU memory"),
       MF_BOOL("parallel.offload_params", parallel.offload_params, "parameters in CPU memory (ZeRO-3 offload)"),
+      MF_BOOL("parallel.float8_all_gather", parallel.float8_all_gather,
+              "torchao enable_fsdp_float8_all_gather: FSDP2 gathers the tensorwise Float8 linears' weights in fp8 "
+              "(1 byte each)"),
       MF_BOOL("parallel.fsdp_use_orig_params", parallel.fsdp_use_orig_params,
               "FSDP use_orig_params=True: units mixing frozen and trainable parameters keep gradients for all"),
       MF_INT("parallel.reduce_bucket_elements", parallel.reduce_bucket_elements, -1, 100 * kBillion,

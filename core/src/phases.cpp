@@ -19,11 +19,7 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
                          const PrecisionRecipe& r) {
   const Training& t = c.training;
   const Bytes grads_in_forward = t.grad_accum_steps > 1 && !updates_in_backward(t) ? st.gradients : Bytes{0};
-  // With one data-parallel rank there is nothing to gather: the unit is already whole.
-  const Bytes gathered_layer =
-      c.parallel.zero_stage >= 3 && p.zero_shards > 1
-          ? p.as_nominal(max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered / c.parallel.tensor)
-          : Bytes{0};
+  const Bytes gathered_layer = gathered_layer_bytes(c, params, p, r);
   return st.weights + st.master + st.states + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer +
          loss.kept_bytes + kept_cache(act) + fsdp_root_gathered_bytes(c, params, p, r);
 }
@@ -104,6 +100,23 @@ Bytes deepspeed_fp32_gradients(const Config& c, Count sharded_trainable, const P
 }
 
 }  // namespace
+
+Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const Placement& p,
+                           const PrecisionRecipe& r) {
+  // With one data-parallel rank there is nothing to gather: the unit is already whole.
+  if (c.parallel.zero_stage < 3 || p.zero_shards <= 1) return Bytes{0};
+  Bytes block = max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered;
+  // torchao's fsdp_pre_all_gather casts a tensorwise Float8 weight's shard to fp8 and gathers the
+  // 1-byte data (torchao/float8/fsdp_utils.py): the dense block's linear weights at 1 byte.
+  if (c.training.float8 == Float8::kTensorwise && c.parallel.float8_all_gather) {
+    Count linear = 0;
+    for (const TensorGroup& g : params.groups) {
+      if (g.linear && g.layer == LayerKind::kDense) linear += g.elements_each() * params.per_layer(g);
+    }
+    if (params.per_dense_layer_count >= params.per_moe_layer_count) block = block - linear * (r.gathered - Bytes{1});
+  }
+  return p.as_nominal(block / c.parallel.tensor);
+}
 
 Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                                const PrecisionRecipe& r) {

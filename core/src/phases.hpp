@@ -14,6 +14,11 @@ namespace memfit {
 Bytes optimizer_temporaries(const Config& config, const ParameterCount& params, const Placement& place,
                             const PrecisionRecipe& recipe);
 
+// Under ZeRO-3 / FSDP, one block's parameters gathered in the compute dtype (the largest block),
+// its linear weights in fp8 under torchao's Float8 all-gather; zero with nothing to gather.
+Bytes gathered_layer_bytes(const Config& config, const ParameterCount& params, const Placement& place,
+                           const PrecisionRecipe& recipe);
+
 // FSDP's root unit (the parameters outside the wrapped blocks: embeddings, final norm, output
 // head) in the gathered dtype: FSDP1 and FSDP2 do not reshard the root after forward, so it stays
 // gathered from the forward's start to the end of backward. Zero unless parameters are sharded by

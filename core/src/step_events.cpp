@@ -263,10 +263,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   const Count layers = static_cast<std::int64_t>(pr.model.layers.size());
   pr.saved = layer_saved(act, layers, c.training.checkpointing);
   if (layers.value() > 0 && !weight_copies.is_zero()) pr.copies_per_layer = {weight_copies / layers.value()};
-  pr.gathered = c.parallel.zero_stage >= 3 && p.zero_shards > 1
-                    ? p.as_nominal(max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered /
-                                   c.parallel.tensor)
-                    : Bytes{0};
+  pr.gathered = gathered_layer_bytes(c, params, p, r);
   pr.working = act.layer_backward_working_bytes;
   pr.forward_transients = c.training.checkpointing != Checkpointing::kFull;
   pr.embedding_saved = act.embedding_saved_bytes;

@@ -145,6 +145,19 @@ void check_training(const Config& c, Checks& out) {
   if (t.finetune.method == FinetuneMethod::kLora && t.finetune.lora_targets == 0) {
     out.add("training.finetune.lora_targets", "must name at least one module for LoRA");
   }
+  if (t.float8 != Float8::kNone) {
+    // torch._scaled_mm needs FP8 tensor cores (sm_89+, MI300); Transformer Engine's recipe is
+    // another path to FP8 (precision fp8_mixed), not both at once.
+    const Gpu* gpu = find_gpu(c.hardware.gpu);
+    if (gpu && !gpu->has_fp8()) {
+      out.add("training.float8", "needs a GPU with FP8 matmuls (H100, H200, B200, L4, L40S, RTX 4090, MI300); "
+                                 "hardware.gpu is " + std::string(gpu->name));
+    }
+    if (t.precision == Precision::kFp8Mixed) {
+      out.add("training.float8", "cannot be combined with training.precision fp8_mixed (Transformer Engine's FP8): "
+                                 "choose one");
+    }
+  }
   std::vector<Issue> peft;
   validate_peft(c, peft);  // peft.cpp: what each method's PEFT implementation refuses
   for (Issue& issue : peft) out.add_issue(std::move(issue));

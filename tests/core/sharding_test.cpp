@@ -164,5 +164,44 @@ TEST(Sharding, FsdpKeepsTheRootUnitGatheredThroughForwardAndBackward) {
   EXPECT_EQ(phase("hf", "backward") - phase("deepspeed", "backward"), root);
 }
 
+// torchao Float8 linears save what nn.Linear saves (the bf16 input); backward casts grad_output
+// twice, the input and the weight once, one byte each, for one linear at a time; with FSDP's fp8
+// all-gather the gathered linear weights take one byte. Llama-3-8B: h 4096, MLP 14336, 7 linears
+// per block (4096·(4096 + 1024·2 + 4096) + 3·4096·14336 = 218,103,808 weights), B·T = 2048.
+TEST(Sharding, Float8LinearsSaveTheSameAndCastForAMoment) {
+  const auto run = [](const char* float8, bool all_gather, std::int64_t gpus, const char* gpu = "h100-sxm-80gb") {
+    // Eager attention: the recomputed block (its T×T scores) sets backward's high point, where the
+    // casts are seen.
+    Config c = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","seq_len":2048,)"
+                                 R"("checkpointing":"full","attention":"eager"}})").config;
+    c.training.float8 = parse_config_text(std::string(R"({"training":{"float8":")") + float8 + "\"}}").config.training.float8;
+    c.parallel.zero_stage = 3;
+    c.parallel.num_gpus = gpus;
+    c.parallel.float8_all_gather = all_gather;
+    c.hardware.gpu = gpu;
+    return estimate(c);
+  };
+  const auto phase = [](const Estimate& e, const char* name) {
+    for (const Phase& p : e.phases) {
+      if (p.name == std::string(name)) return p.bytes.value();
+    }
+    return std::int64_t{-1};
+  };
+  const Estimate bf16 = run("none", false, 8), fp8 = run("tensorwise", false, 8), gathered = run("tensorwise", true, 8);
+  ASSERT_TRUE(bf16.ok() && fp8.ok() && gathered.ok());
+  EXPECT_EQ(fp8.breakdown.activations.value(), bf16.breakdown.activations.value());
+  const std::int64_t tokens = 2048, h = 4096, ff = 14336;
+  const std::int64_t casts = tokens * (h + 2 * ff), weight = h * ff;
+  EXPECT_EQ(phase(fp8, "backward") - phase(bf16, "backward"), casts + weight);
+  // fp8 all-gather: the gathered block's linear weights at 1 byte instead of 2, and no weight cast.
+  const std::int64_t linear = 4096 * (4096 + 1024 * 2 + 4096) + 3 * 4096 * ff;
+  EXPECT_EQ(phase(gathered, "forward") - phase(bf16, "forward"), -linear);
+  EXPECT_EQ(phase(gathered, "backward") - phase(bf16, "backward"), casts - linear);
+  // torch._scaled_mm needs FP8 tensor cores.
+  const Estimate a100 = run("rowwise", false, 8, "a100-80gb");
+  ASSERT_FALSE(a100.ok());
+  EXPECT_EQ(a100.errors.front().field, "training.float8");
+}
+
 }  // namespace
 }  // namespace memfit

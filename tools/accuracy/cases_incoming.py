@@ -928,9 +928,17 @@ def torchao_train(rec):
                       "benchmark (torchao 0.10, pytorch 2.7.0a0, Mar 2025) ran after that")
     c.flag("torch_compile")
     c.line("torch.compile (--compile.enable): not representable; it fuses element-wise ops and saves less for backward")
-    if fp8:
+    if fp8 and variant in ("tensorwise", "rowwise"):
+        c.t("float8", variant, f"torchao float8 training, {variant} scaling (the benchmark's recipe)")
+        if variant == "tensorwise":
+            c.p("float8_all_gather", True, "torchao's benchmarks/float8/training/float8_training_benchmark.sh runs tensorwise "
+                "with enable_fsdp_float8_all_gather and precompute_float8_dynamic_scale_for_fsdp")
+        c.note("memfit's Float8 is torchao >= 0.13's (the bf16 input saved; 0.9-0.12 tensorwise also kept an fp8 weight, "
+               "which FSDP frees under the fp8 all-gather); the run used torchao 0.10")
+    elif fp8:
         c.flag("float8")
-        c.line(f"float8 ({variant}): torchao float8/mx linears, not representable; the bf16 configuration is kept")
+        c.line(f"float8 ({variant}): MX formats (torchao.prototype.mx_formats), not representable; the bf16 configuration "
+               "is kept")
     if gpu == "mi300x-192gb":
         c.gpu("mi300x-192gb", "8x AMD MI300X (192 GB)")
     elif gpu == "b200-180gb":
@@ -959,8 +967,7 @@ def torchao_tutorial(rec):
     c.flag("torch_compile")
     c.line("torch.compile (--training.compile): not representable")
     if fp8:
-        c.flag("float8")
-        c.line(f"float8 {variant} (--model.converters=float8): not representable; the bf16 configuration is kept")
+        c.t("float8", variant, f"--model.converters=float8, {variant} scaling (torchao Float8Linear)")
     c.gpu("h100-96gb", "not named; the log's percentage implies about 95 GiB per device (an H100 96 GB-class part)")
     parallel_defaults(c, 8, 3, "NGPU=8", "FSDP2 full shard over 8 (llama3_8b.toml)")
     c.t("optimizer_in_backward", False, "not used")
@@ -995,8 +1002,8 @@ def torchao_f8nocompile(rec):
     c.flag("seq_from_default")
     if compiled:
         c.flag("torch_compile")
-        c.flag("float8")
-        c.line("float8 with torch.compile (torchao's compiled float8 linears): not representable; bf16 configuration kept")
+        c.t("float8", "tensorwise", "'float8 + compile': torchao's Float8Linear with dynamic tensorwise scaling, the "
+            "baseline the float8nocompile prototype (tensorwise) is compared with")
     c.gpu("h100-sxm-80gb", "'8 H100s', variant not stated; SXM 80 GB assumed (peak_reserved does not depend on it)")
     parallel_defaults(c, 8, 3, "8 H100s", "FSDP2 (torchtitan default) full shard over 8")
     c.t("optimizer_in_backward", False, "not used")
@@ -1773,8 +1780,8 @@ def ttpaper(rec):
         c.flag("torch_compile")
         c.line("torch.compile: not representable")
     if "Float8" in str(s["precision"]):
-        c.flag("float8")
-        c.line("Float8 linears (torchao): not representable; bf16 kept")
+        c.t("float8", "tensorwise", "Float8 linears: torchtitan's float8 converter of the time (recipe_name unset: "
+            "tensorwise scaling); the fp8 all-gather is an option the source does not state, so it is left off")
     if "asynctp" in rid or "AsyncTP" in str(s.get("other", "")):
         c.flag("unmodelled_async_tp")
         c.line("async tensor parallel (symmetric-memory buffers for the overlapped all-gather/reduce-scatter): no memfit "
@@ -2145,6 +2152,25 @@ def compiled(case):
     return case
 
 
+def torchao_float8(case):
+    """A hand-written torchtitan case flagged for torchao's Float8 linears states training.float8 (torchtitan's float8
+    converter of 2024-25 without a recipe name: tensorwise) and, where its line says so, the fp8 all-gather."""
+    lines = case.get("assumptions", [])
+    stated = [a for a in lines if a.startswith("Float8 (torchao float8 linears)")]
+    if "float8" not in case.get("flags", []) or not stated:
+        return case
+    case["flags"] = [f for f in case["flags"] if f != "float8"]
+    case["config"].setdefault("training", {})["float8"] = "tensorwise"
+    gathered = "float8 all-gather" in stated[0]
+    if gathered:
+        case["config"].setdefault("parallel", {})["float8_all_gather"] = True
+    case["assumptions"] = [a for a in lines if a not in stated] + [
+        "float8 tensorwise: torchao Float8 linears (torchtitan's float8 converter without a recipe name: tensorwise "
+        "scaling); FSDP2 gathers and casts per layer, no persistent FP8 copy" +
+        ("; float8_all_gather true: the source's float8 all-gather with precomputed scales" if gathered else "")]
+    return case
+
+
 def build(records, doc):
     owned = incoming_ids()
     by_id = {r["id"]: r for r in records}
@@ -2168,7 +2194,7 @@ def build(records, doc):
     missing = set(by_id) - {c["id"] for c in cases} - {i for s in skipped for i in s["ids"]}
     if missing:
         raise ValueError(f"records without a case or skip: {sorted(missing)}")
-    doc["cases"] = [compiled(dynamic_padding(c)) for c in cases]
+    doc["cases"] = [torchao_float8(compiled(dynamic_padding(c))) for c in cases]
     doc["skipped"] = skipped
     fm = dict(doc.get("flag_meanings", {}))
     fm.update(FLAG_MEANINGS)

@@ -114,6 +114,9 @@ enum class PromptEncoder { kMlp, kLstm };
 // What the run is for: it decides which changes memfit may suggest (no LoRA for pre-training)
 // and what the planner searches. auto: peft for a parameter-efficient method, else full_finetune.
 enum class Goal { kAuto, kPretrain, kFullFinetune, kPeft };
+// torchao's Float8 training (convert_to_float8_training: every nn.Linear a Float8Linear), by
+// scaling: none, tensorwise (dynamic, one scale per tensor) or rowwise (one per row).
+enum class Float8 { kNone, kTensorwise, kRowwise };
 
 // The implementation: the code that runs the model, apart from the model's shape. A framework
 // names a profile (implementation.cpp, one row per framework); each knob below can override it,
@@ -357,6 +360,7 @@ struct Training {
   bool optimizer_in_backward = false;
   bool activation_offload = false;
   Goal goal = Goal::kAuto;
+  Float8 float8 = Float8::kNone;
   Finetune finetune;
 
   std::int64_t decoder_len() const { return target_len > 0 ? target_len : seq_len; }
@@ -385,6 +389,7 @@ struct Parallel {
   bool sequence_parallel = false;
   bool offload_optimizer = false;
   bool offload_params = false;
+  bool float8_all_gather = false;  // torchao enable_fsdp_float8_all_gather: gathered linears in fp8
   // FSDP1 with use_orig_params=True: a unit that mixes frozen and trainable parameters keeps
   // gradients for all of them (torch/distributed/fsdp/_flat_param.py), so LoRA pays for the base.
   bool fsdp_use_orig_params = false;
