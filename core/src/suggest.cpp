@@ -112,12 +112,14 @@ void add_larger_gpu(const Config& c, std::vector<Candidate>& out) {
   const Gpu* best = nullptr;
   for (const Fit& f : here.fits) {
     if (!runs_precision(*f.gpu, c.training.precision)) continue;
+    if (c.training.float8 != Float8::kNone && !f.gpu->has_fp8()) continue;  // torchao Float8 needs FP8 matmuls
     if (f.verdict == Verdict::kFits && (!best || f.gpu->memory_bytes < best->memory_bytes)) best = f.gpu;
   }
   const Gpu* current = find_gpu(c.hardware.gpu);
   if (best && best->id != c.hardware.gpu && current && best->memory_bytes > current->memory_bytes) {
+    // It saves nothing (the same bytes, on a card with room for them): kept as fixing the run.
     out.push_back({std::string("A larger GPU: ") + best->name, "the run as it is",
-                   patch("hardware.gpu", Json::string(best->id)), 8});
+                   patch("hardware.gpu", Json::string(best->id)), 8, true});
   }
 }
 

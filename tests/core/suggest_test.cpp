@@ -78,6 +78,18 @@ TEST(Suggest, OnlyWhatTheCardRuns) {
   for (const Suggestion& s : fp8) {
     if (const Json* hw = s.patch.find("hardware")) EXPECT_TRUE(find_gpu(hw->find("gpu")->as_string())->has_fp8()) << s.title;
   }
+  // The same for torchao's Float8 linears in a bf16 run: a larger card is one with FP8 matmuls.
+  // Llama-3.2-1B on an L4 needs about 27 GiB: the L40S (FP8) and the RTX A6000 (none) both fit.
+  const auto float8 = suggestions_for(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"bf16_mixed",)"
+                                      R"("float8":"rowwise","seq_len":2048},"hardware":{"gpu":"l4-24gb"}})");
+  int cards = 0;
+  for (const Suggestion& s : float8) {
+    if (const Json* hw = s.patch.find("hardware")) {
+      ++cards;
+      EXPECT_TRUE(find_gpu(hw->find("gpu")->as_string())->has_fp8()) << s.title;
+    }
+  }
+  EXPECT_GT(cards, 0);
 }
 
 }  // namespace
