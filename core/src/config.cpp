@@ -328,6 +328,12 @@ Json spellings(std::initializer_list<const char*> names) {
   return list;
 }
 
+Json integers(std::initializer_list<std::int64_t> values) {
+  Json list = Json::array();
+  for (std::int64_t v : values) list.push(Json::integer(v));
+  return list;
+}
+
 // The fine-tuning methods for which `uses` holds, by their spelling.
 Json methods_where(bool (*uses)(FinetuneMethod)) {
   Json list = Json::array();
@@ -347,38 +353,31 @@ Json applicability(std::string_view path) {
   const auto method = [](std::initializer_list<const char*> names) {
     return when_in("training.finetune.method", spellings(names));
   };
-  const auto quantised = [] {
-    Json bits = Json::array();
-    bits.push(Json::integer(4));
-    bits.push(Json::integer(8));
-    return when_in("training.finetune.base_bits", std::move(bits));
+  const auto methods = [](bool (*uses)(FinetuneMethod)) {
+    return when_in("training.finetune.method", methods_where(uses));
   };
   if (path == "training.galore_rank" || path == "training.galore_update_interval") {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
   } else if (path == "training.max_preconditioner_dim") {
     all.push(when_in("training.optimizer", spellings({"shampoo", "soap"})));
-  } else if (path == "training.finetune.lora_rank") {
-    all.push(when_in("training.finetune.method", methods_where(uses_rank_method)));
-  } else if (path == "training.finetune.use_rslora") {
-    all.push(when_in("training.finetune.method", methods_where(uses_rank_method)));
+  } else if (path == "training.finetune.lora_rank" || path == "training.finetune.use_rslora") {
+    all.push(methods(uses_rank_method));
   } else if (path == "training.finetune.lora_targets" || path == "training.finetune.lora_dropout") {
-    all.push(when_in("training.finetune.method", methods_where(adapts_linears_method)));
+    all.push(methods(adapts_linears_method));
   } else if (path == "training.finetune.base_bits" || path == "training.finetune.modules_to_save" ||
              path == "training.lora_base_dtype" || path == "training.lora_adapter_dtype") {
-    all.push(when_in("training.finetune.method", methods_where(any_peft)));
+    all.push(methods(any_peft));
   } else if (path == "training.finetune.quant_method" || path == "training.finetune.prepare_kbit") {
-    all.push(when_in("training.finetune.method", methods_where(any_peft)));
-    all.push(quantised());
+    all.push(methods(any_peft));
+    all.push(when_in("training.finetune.base_bits", integers({4, 8})));
   } else if (path == "training.finetune.quant_type" || path == "training.finetune.double_quant" ||
              path == "training.finetune.quant_block_size") {
-    all.push(when_in("training.finetune.method", methods_where(any_peft)));
-    Json four = Json::array();
-    four.push(Json::integer(4));
-    all.push(when_in("training.finetune.base_bits", std::move(four)));
+    all.push(methods(any_peft));
+    all.push(when_in("training.finetune.base_bits", integers({4})));
     all.push(when_in("training.finetune.quant_method", spellings({"bitsandbytes"})));
   } else if (path == "training.finetune.gptq_kernel" || path == "training.finetune.gptq_group_size") {
-    all.push(when_in("training.finetune.method", methods_where(any_peft)));
-    all.push(quantised());
+    all.push(methods(any_peft));
+    all.push(when_in("training.finetune.base_bits", integers({4, 8})));
     all.push(when_in("training.finetune.quant_method", spellings({"gptq"})));
   } else if (path == "training.finetune.num_virtual_tokens") {
     all.push(method({"prompt_tuning", "prefix_tuning", "p_tuning"}));
@@ -403,18 +402,12 @@ Json applicability(std::string_view path) {
   } else if (path == "parallel.shard_degree") {
     all.push(when_at_least("parallel.zero_stage", 1));
   } else if (path == "parallel.overlap_comm" || path == "parallel.reduce_bucket_elements") {
-    Json two = Json::array();
-    two.push(Json::integer(2));
-    all.push(when_in("parallel.zero_stage", std::move(two)));
+    all.push(when_in("parallel.zero_stage", integers({2})));
   } else if (path == "parallel.float8_all_gather") {
     all.push(when_in("training.float8", spellings({"tensorwise"})));
-    Json three = Json::array();
-    three.push(Json::integer(3));
-    all.push(when_in("parallel.zero_stage", std::move(three)));
+    all.push(when_in("parallel.zero_stage", integers({3})));
   } else if (path == "parallel.fsdp_use_orig_params") {
-    Json three = Json::array();
-    three.push(Json::integer(3));
-    all.push(when_in("parallel.zero_stage", std::move(three)));
+    all.push(when_in("parallel.zero_stage", integers({3})));
   }
   return all;
 }

@@ -40,8 +40,8 @@ constexpr Implementation knobs(Framework f, A attention, S softmax, L logits, M 
   i.lora_base_dtype = lora_base;
   i.lora_adapter_dtype = adapters;
   i.load = load;
-  i.compile = Switch::kNo;
-  i.use_cache = Switch::kNo;  // transformers' gradient checkpointing and every other profile: no cache in training  // no framework compiles unless asked (torchtitan and torchtune: compile = false)
+  i.compile = Switch::kNo;    // no framework compiles unless asked (torchtitan and torchtune: compile = false)
+  i.use_cache = Switch::kNo;  // transformers' gradient checkpointing and every other profile: no cache in training
   return i;
 }
 

@@ -105,14 +105,19 @@ bool runs_precision(const Gpu& g, Precision p) {
   }
 }
 
+// Whether a card runs the training settings: their precision recipe, and torchao's Float8 linears
+// (torch._scaled_mm) only where it has FP8 matmuls.
+bool runs_training(const Gpu& g, const Training& t) {
+  return runs_precision(g, t.precision) && (t.float8 == Float8::kNone || g.has_fp8());
+}
+
 // The smallest card in the table that fits the run as it is, when larger than the chosen one.
 void add_larger_gpu(const Config& c, std::vector<Candidate>& out) {
   const Estimate here = estimate(c);
   if (!here.ok()) return;
   const Gpu* best = nullptr;
   for (const Fit& f : here.fits) {
-    if (!runs_precision(*f.gpu, c.training.precision)) continue;
-    if (c.training.float8 != Float8::kNone && !f.gpu->has_fp8()) continue;  // torchao Float8 needs FP8 matmuls
+    if (!runs_training(*f.gpu, c.training)) continue;
     if (f.verdict == Verdict::kFits && (!best || f.gpu->memory_bytes < best->memory_bytes)) best = f.gpu;
   }
   const Gpu* current = find_gpu(c.hardware.gpu);
@@ -245,7 +250,7 @@ std::vector<Suggestion> suggest(const Config& c) {
     // A change must help, and a precision the card lacks is not a change it can make.
     const bool helps = e.ok() && (e.device_total_bytes < now.device_total_bytes || candidates[i].fixes_card);
     const Gpu* gpu = e.ok() ? find_gpu(e.config.hardware.gpu) : nullptr;
-    if (!helps || !gpu || !runs_precision(*gpu, e.config.training.precision)) continue;
+    if (!helps || !gpu || !runs_training(*gpu, e.config.training)) continue;
     Suggestion s;
     s.title = candidates[i].title;
     s.detail = candidates[i].detail;
