@@ -132,34 +132,37 @@ export function toConfigValue(field, raw) {
 
 export { setPath } from './paths.js';
 
-// Whether the core reads a field under the current settings: every condition of the schema's
-// applies_when holds (a value among `in`, at least `min`). `valueOf(path)` gives a field's value.
-export function fieldApplies(field, valueOf) {
+// The first of the schema's applies_when conditions that the current settings fail (a value
+// outside `in`, or below `min`), with that value; undefined when the core reads the field.
+// `valueOf(path)` gives a field's value.
+function unmetCondition(field, valueOf) {
   for (const c of field.applies_when ?? []) {
-    const v = valueOf(c.field);
-    if (c.in && !c.in.some((allowed) => String(allowed) === String(v))) return false;
-    if (c.min !== undefined && !(Number(v) >= c.min)) return false;
+    const value = valueOf(c.field);
+    if (c.in && !c.in.some((allowed) => String(allowed) === String(value))) return { c, value };
+    if (c.min !== undefined && !(Number(value) >= c.min)) return { c, value };
   }
-  return true;
+  return undefined;
 }
 
-// The first condition that fails, in words: "applies when Optimizer is galore_adamw or
+// Whether the core reads a field under the current settings.
+export function fieldApplies(field, valueOf) {
+  return unmetCondition(field, valueOf) === undefined;
+}
+
+// The condition that fails, in words: "applies when optimizer is galore_adamw or
 // galore_adamw_8bit"; '' when the field applies.
 export function whenItApplies(field, valueOf) {
-  for (const c of field.applies_when ?? []) {
-    const v = valueOf(c.field);
-    // Lower-cased mid-sentence, unless it starts with an acronym ("ZeRO stage", "GPU").
-    const name = fieldLabel(c.field);
-    const label = /^[A-Z][a-z]/.test(name) ? name[0].toLowerCase() + name.slice(1) : name;
-    if (c.in && !c.in.some((allowed) => String(allowed) === String(v))) {
-      const names = c.in.map(String);
-      if (names.length > 4) return `does not apply when ${label} is ${v}`;
-      const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
-      return `applies when ${label} is ${list}`;
-    }
-    if (c.min !== undefined && !(Number(v) >= c.min)) return `applies when ${label} is at least ${c.min}`;
-  }
-  return '';
+  const unmet = unmetCondition(field, valueOf);
+  if (!unmet) return '';
+  const { c, value } = unmet;
+  // Lower-cased mid-sentence, unless it starts with an acronym ("ZeRO stage", "GPU").
+  const name = fieldLabel(c.field);
+  const label = /^[A-Z][a-z]/.test(name) ? name[0].toLowerCase() + name.slice(1) : name;
+  if (!c.in) return `applies when ${label} is at least ${c.min}`;
+  const names = c.in.map(String);
+  if (names.length > 4) return `does not apply when ${label} is ${value}`;
+  const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
+  return `applies when ${label} is ${list}`;
 }
 
 // Whether a value is the schema's default (a field left alone).

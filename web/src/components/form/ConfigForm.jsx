@@ -2,7 +2,7 @@
 import { computed } from '@preact/signals';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 
-import { fieldApplies, isDefaultValue, whenItApplies } from '../../fields.js';
+import { isDefaultValue, whenItApplies } from '../../fields.js';
 import { formatBytes, formatCount } from '../../format.js';
 import { plainText } from '../../words.js';
 import { Field } from './Field.jsx';
@@ -32,12 +32,13 @@ function FieldSlot({ f, state, options, markEdits, hideInactive }) {
   const signals = useMemo(() => ({
     value: computed(() => state.fieldValue(path)),
     issues: fieldIssues(state, path),
-    inactive: computed(() => !fieldApplies(f, state.fieldValue)),
-    note: computed(() => whenItApplies(f, state.fieldValue)),
+    // Why the field does not apply now ('' when it does).
+    notApplying: computed(() => whenItApplies(f, state.fieldValue)),
     edited: computed(() => state.isEdited(path)),
   }), [state, path, f]);
   const found = signals.issues.value;
-  const inactive = signals.inactive.value;
+  const notApplying = signals.notApplying.value;
+  const inactive = notApplying !== '';
   if (hideInactive && inactive && !found && isDefaultValue(f, signals.value.value)) return null;
   return (
     <Field
@@ -47,7 +48,7 @@ function FieldSlot({ f, state, options, markEdits, hideInactive }) {
       warnings={found?.warnings}
       options={options}
       inactive={inactive}
-      inactiveNote={inactive ? signals.note.value : ''}
+      inactiveNote={notApplying}
       changed={markEdits && signals.edited.value}
       onChange={(v) => state.setField(path, v)}
     />
