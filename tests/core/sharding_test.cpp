@@ -16,6 +16,14 @@ Config llama70b(Precision precision, std::int64_t gpus, std::int64_t zero) {
   return c;
 }
 
+// The bytes of one of an estimate's phases ("forward", "backward", "optimizer_step"); -1 if absent.
+std::int64_t phase_bytes(const Estimate& e, const char* name) {
+  for (const Phase& p : e.phases) {
+    if (p.name == std::string(name)) return p.bytes.value();
+  }
+  return -1;
+}
+
 // The bug of issue 9: bf16_mixed (AMP) with ZeRO-3 counted every autocast copy on every GPU
 // (about 129 GiB for 70B), so a 70B model never fit, even on 64 GPUs.
 TEST(Sharding, Zero3KeepsAutocastCopiesForTheGatheredUnitOnly) {
@@ -105,10 +113,7 @@ TEST(Sharding, DeepSpeedReduceBucketsAreWholeAndDoubledByOverlapComm) {
     c.parallel.reduce_bucket_elements = elements;
     const Estimate e = estimate(c);
     EXPECT_TRUE(e.ok());
-    for (const Phase& p : e.phases) {
-      if (p.name == std::string("backward")) return p.bytes.value();
-    }
-    return std::int64_t{-1};
+    return phase_bytes(e, "backward");
   };
   const std::int64_t none = backward(false, 0);
   EXPECT_EQ(backward(false, 200'000'000) - none, 200'000'000 * 2);   // more than LoRA's ~11 M trainable
@@ -129,10 +134,7 @@ TEST(Sharding, DeepSpeedStepsOnAnFp32CopyOfTheGradientPartition) {
     c.parallel.num_gpus = gpus;
     const Estimate e = estimate(c);
     EXPECT_TRUE(e.ok());
-    for (const Phase& p : e.phases) {
-      if (p.name == std::string("optimizer_step")) return p.bytes.value();
-    }
-    return std::int64_t{-1};
+    return phase_bytes(e, "optimizer_step");
   };
   const std::int64_t params = *estimate_json(R"({"model":{"preset":"llama-3.2-1b"}})").find("parameter_count")->as_exact_integer();
   // ZeRO-2 on 4 GPUs: a quarter of the parameters at 4 bytes.
@@ -154,10 +156,7 @@ TEST(Sharding, FsdpKeepsTheRootUnitGatheredThroughForwardAndBackward) {
     c.parallel.num_gpus = 8;
     const Estimate e = estimate(c);
     EXPECT_TRUE(e.ok());
-    for (const Phase& p : e.phases) {
-      if (p.name == std::string(name)) return p.bytes.value();
-    }
-    return std::int64_t{-1};
+    return phase_bytes(e, name);
   };
   const std::int64_t root = (std::int64_t{2} * 128256 * 4096 + 4096) * 2;
   EXPECT_EQ(phase("hf", "forward") - phase("deepspeed", "forward"), root);
@@ -181,22 +180,16 @@ TEST(Sharding, Float8LinearsSaveTheSameAndCastForAMoment) {
     c.hardware.gpu = gpu;
     return estimate(c);
   };
-  const auto phase = [](const Estimate& e, const char* name) {
-    for (const Phase& p : e.phases) {
-      if (p.name == std::string(name)) return p.bytes.value();
-    }
-    return std::int64_t{-1};
-  };
   const Estimate bf16 = run("none", false, 8), fp8 = run("tensorwise", false, 8), gathered = run("tensorwise", true, 8);
   ASSERT_TRUE(bf16.ok() && fp8.ok() && gathered.ok());
   EXPECT_EQ(fp8.breakdown.activations.value(), bf16.breakdown.activations.value());
   const std::int64_t tokens = 2048, h = 4096, ff = 14336;
   const std::int64_t casts = tokens * (h + 2 * ff), weight = h * ff;
-  EXPECT_EQ(phase(fp8, "backward") - phase(bf16, "backward"), casts + weight);
+  EXPECT_EQ(phase_bytes(fp8, "backward") - phase_bytes(bf16, "backward"), casts + weight);
   // fp8 all-gather: the gathered block's linear weights at 1 byte instead of 2, and no weight cast.
   const std::int64_t linear = 4096 * (4096 + 1024 * 2 + 4096) + 3 * 4096 * ff;
-  EXPECT_EQ(phase(gathered, "forward") - phase(bf16, "forward"), -linear);
-  EXPECT_EQ(phase(gathered, "backward") - phase(bf16, "backward"), casts - linear);
+  EXPECT_EQ(phase_bytes(gathered, "forward") - phase_bytes(bf16, "forward"), -linear);
+  EXPECT_EQ(phase_bytes(gathered, "backward") - phase_bytes(bf16, "backward"), casts - linear);
   // torch._scaled_mm needs FP8 tensor cores.
   const Estimate a100 = run("rowwise", false, 8, "a100-80gb");
   ASSERT_FALSE(a100.ok());
