@@ -926,8 +926,7 @@ def torchao_train(rec):
                       "second matmul output and the attention output are kept", True,
                       "torchtitan builds AdamW with fused=True by default since Feb 2025 (pytorch/torchtitan#881); the "
                       "benchmark (torchao 0.10, pytorch 2.7.0a0, Mar 2025) ran after that")
-    c.flag("torch_compile")
-    c.line("torch.compile (--compile.enable): not representable; it fuses element-wise ops and saves less for backward")
+    c.t("compile", "yes", "torch.compile (--compile.enable)")
     if fp8 and variant in ("tensorwise", "rowwise"):
         c.t("float8", variant, f"torchao float8 training, {variant} scaling (the benchmark's recipe)")
         if variant == "tensorwise":
@@ -964,8 +963,7 @@ def torchao_tutorial(rec):
     torchtitan_common(c, 1, 8192, "selective_op", "llama3_8b.toml @775a486: activation_checkpoint.mode selective, option "
                       "op", True, "torchtitan's default fused AdamW (since Feb 2025, pytorch/torchtitan#881; logs of June "
                       "2025)")
-    c.flag("torch_compile")
-    c.line("torch.compile (--training.compile): not representable")
+    c.t("compile", "yes", "torch.compile (--training.compile)")
     if fp8:
         c.t("float8", variant, f"--model.converters=float8, {variant} scaling (torchao Float8Linear)")
     c.gpu("h100-96gb", "not named; the log's percentage implies about 95 GiB per device (an H100 96 GB-class part)")
@@ -1001,7 +999,7 @@ def torchao_f8nocompile(rec):
     c.line("micro_batch_size 1 is not stated in the README; torchtitan's llama3_8b.toml default local batch 1 is taken")
     c.flag("seq_from_default")
     if compiled:
-        c.flag("torch_compile")
+        c.t("compile", "yes", "'float8 + compile': the baseline runs under torch.compile")
         c.t("float8", "tensorwise", "'float8 + compile': torchao's Float8Linear with dynamic tensorwise scaling, the "
             "baseline the float8nocompile prototype (tensorwise) is compared with")
     c.gpu("h100-sxm-80gb", "'8 H100s', variant not stated; SXM 80 GB assumed (peak_reserved does not depend on it)")
@@ -1418,8 +1416,7 @@ def modded_nanogpt(rec):
     c.ft("method", "full", "pre-training")
     c.gpu("l40s-48gb", "'8 L4OS (GPU 45GB in RAM)': L40S")
     parallel_defaults(c, 8, 0, "8 GPUs", "DDP")
-    c.flag("torch_compile")
-    c.line("torch.compile(model): not representable")
+    c.t("compile", "yes", "torch.compile(model)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     c.oom("OOM at the default device batch 64; batch 32 fits")
@@ -1777,8 +1774,7 @@ def ttpaper(rec):
         if "interleaved" in rid:
             c.p("virtual_stages", 2, "Interleaved 1F1B: torchtitan's interleaved schedule with two stages per rank")
     if "compile" in rid or "torch.compile" in str(s.get("other", "")):
-        c.flag("torch_compile")
-        c.line("torch.compile: not representable")
+        c.t("compile", "yes", "torch.compile, as the source states")
     if "Float8" in str(s["precision"]):
         c.t("float8", "tensorwise", "Float8 linears: torchtitan's float8 converter of the time (recipe_name unset: "
             "tensorwise scaling); the fp8 all-gather is an option the source does not state, so it is left off")
@@ -2070,7 +2066,7 @@ FLAG_MEANINGS = {
                                 "tokenization or prompt of the same data), so the peak length is uncertain",
     "seq_from_average": "the source states only the average length of dynamically padded data; the average is used and "
                         "the peak step is longer",
-    "torch_compile": "run used torch.compile; cases state it as training.compile (the post-pass compiled() turns the flag into the setting)",
+    "torch_compile": "run used torch.compile (cases state it as training.compile)",
     "float8": "torchao Float8 linears, not modelled",
     "seq_from_default": "sequence length (or batch) taken from the framework's config default, not restated by the source",
     "screenshot_value": "value read off a GPU-memory plot",
@@ -2137,40 +2133,6 @@ def dynamic_padding(case):
     return case
 
 
-def compiled(case):
-    """A run under torch.compile states training.compile (the partitioner's saved set: docs/frameworks.md) instead of
-    carrying the torch_compile flag; the rule's 'not representable' line goes with the flag."""
-    if "torch_compile" not in case.get("flags", []):
-        return case
-    case["flags"] = [f for f in case["flags"] if f != "torch_compile"]
-    case["config"].setdefault("training", {})["compile"] = "yes"
-    case["assumptions"] = [a for a in case.get("assumptions", [])
-                           if not (a.startswith("torch.compile") and "not representable" in a)]
-    case["assumptions"].append(
-        "compile yes: the run used torch.compile; its partitioner saves a norm's input and rstd and a gated activation's "
-        "two inputs and recomputes the rest in backward (training.compile)")
-    return case
-
-
-def torchao_float8(case):
-    """A hand-written torchtitan case flagged for torchao's Float8 linears states training.float8 (torchtitan's float8
-    converter of 2024-25 without a recipe name: tensorwise) and, where its line says so, the fp8 all-gather."""
-    lines = case.get("assumptions", [])
-    stated = [a for a in lines if a.startswith("Float8 (torchao float8 linears)")]
-    if "float8" not in case.get("flags", []) or not stated:
-        return case
-    case["flags"] = [f for f in case["flags"] if f != "float8"]
-    case["config"].setdefault("training", {})["float8"] = "tensorwise"
-    gathered = "float8 all-gather" in stated[0]
-    if gathered:
-        case["config"].setdefault("parallel", {})["float8_all_gather"] = True
-    case["assumptions"] = [a for a in lines if a not in stated] + [
-        "float8 tensorwise: torchao Float8 linears (torchtitan's float8 converter without a recipe name: tensorwise "
-        "scaling); FSDP2 gathers and casts per layer, no persistent FP8 copy" +
-        ("; float8_all_gather true: the source's float8 all-gather with precomputed scales" if gathered else "")]
-    return case
-
-
 def build(records, doc):
     owned = incoming_ids()
     by_id = {r["id"]: r for r in records}
@@ -2194,7 +2156,7 @@ def build(records, doc):
     missing = set(by_id) - {c["id"] for c in cases} - {i for s in skipped for i in s["ids"]}
     if missing:
         raise ValueError(f"records without a case or skip: {sorted(missing)}")
-    doc["cases"] = [torchao_float8(compiled(dynamic_padding(c))) for c in cases]
+    doc["cases"] = [dynamic_padding(c) for c in cases]
     doc["skipped"] = skipped
     fm = dict(doc.get("flag_meanings", {}))
     fm.update(FLAG_MEANINGS)
