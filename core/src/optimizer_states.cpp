@@ -406,9 +406,12 @@ Bytes optimizer_step_temporary_bytes(const Config& c, const ParameterCount& para
       // torch.optim.AdamW's multi-tensor (foreach) path, PyTorch's default on CUDA, computes
       // sqrt(exp_avg_sq) for all parameters at once: one temporary the size of one state
       // (torch/optim/adamw.py, _multi_tensor_adamw); the per-parameter loop does the same one
-      // tensor at a time. Fused, paged and 8-bit kernels update in place.
+      // tensor at a time. Fused, paged and 8-bit kernels update in place. Up to PyTorch 2.0 the
+      // same function then wrote denom = torch._foreach_add(exp_avg_sq_sqrt, eps), a second
+      // temporary alive with the first until addcdiv_ (2.1 made it _foreach_add_, in place).
       switch (t.optimizer_impl) {
         case OptimizerImpl::kForeach: return sharded_trainable * r.optimizer_state;
+        case OptimizerImpl::kForeachLegacy: return sharded_trainable * r.optimizer_state * 2;
         case OptimizerImpl::kForLoop: return largest_tensor * r.optimizer_state;
         case OptimizerImpl::kFused: return Bytes{0};
       }

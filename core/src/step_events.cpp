@@ -257,7 +257,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.states = pr.states_per_tensor > 0 ? split(st.states / pr.states_per_tensor, trainable) : std::vector<Bytes>{};
   pr.gradients = split(st.gradients, trainable);
   // foreach keeps one temporary per tensor at once; the per-parameter loop one at a time.
-  if (c.training.optimizer_impl == OptimizerImpl::kForeach) pr.temporaries = split(temporaries, trainable);
+  if (multi_tensor(c.training.optimizer_impl)) pr.temporaries = split(temporaries, trainable);
   else pr.temporaries = {temporaries};
   pr.grads_persist = c.training.grad_accum_steps > 1 && !c.training.optimizer_in_backward;
   const Count layers = static_cast<std::int64_t>(pr.model.layers.size());

@@ -54,7 +54,7 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
     out.push_back({"Chunked cross-entropy", "same results; the fp32 logits exist one chunk at a time",
                    patch("training.chunked_loss", Json::boolean(true)), 1});
   }
-  if (t.optimizer == Optimizer::kAdamW && t.optimizer_impl == OptimizerImpl::kForeach) {
+  if (t.optimizer == Optimizer::kAdamW && multi_tensor(t.optimizer_impl)) {
     out.push_back({"Fused AdamW (fused=True)", "same results; no step-sized temporary",
                    patch("training.optimizer_impl", Json::string("fused")), 1});
   }

@@ -115,5 +115,26 @@ TEST(Optimizers, Relations) {
   EXPECT_LT(states(Optimizer::kLion8bit), states(Optimizer::kLion));
 }
 
+// The multi-tensor AdamW step's temporaries: sqrt(exp_avg_sq) for every trainable tensor (one
+// state's size); PyTorch <= 2.0 also adds eps out of place (two); fused kernels none.
+TEST(Optimizers, MultiTensorStepTemporaries) {
+  const auto step = [](const char* impl) {
+    const Estimate e = estimate(parse_config_text(std::string(R"({"model":{"preset":"llama-3.2-1b"},"training":{)"
+                                                              R"("precision":"fp32","seq_len":256,"optimizer_impl":")") +
+                                                  impl + R"("}})")
+                                    .config);
+    EXPECT_TRUE(e.ok());
+    for (const Phase& p : e.phases)
+      if (std::string(p.name) == "optimizer_step") return p.bytes.value();
+    ADD_FAILURE() << "no optimizer_step phase";
+    return std::int64_t{0};
+  };
+  const std::int64_t params =
+      *estimate_json(R"({"model":{"preset":"llama-3.2-1b"}})").find("parameter_count")->as_exact_integer();
+  const std::int64_t fused = step("fused");
+  EXPECT_EQ(step("foreach") - fused, params * 4);
+  EXPECT_EQ(step("foreach_legacy") - fused, params * 8);
+}
+
 }  // namespace
 }  // namespace memfit

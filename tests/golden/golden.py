@@ -104,7 +104,7 @@ def cases(binary):
         "optimizer": [{"training": {"optimizer": o}} for o in
                       ("adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "adafactor", "sgd",
                        "sgd_momentum", "lion")],
-        "impl": [{"training": {"optimizer_impl": i}} for i in ("foreach", "fused", "for_loop")],
+        "impl": [{"training": {"optimizer_impl": i}} for i in ("foreach", "fused", "for_loop", "foreach_legacy")],
         "attention": [{"training": {"attention": "eager"}},
                       {"training": {"attention": "eager", "dropout": 0.1}},
                       {"training": {"attention": "eager", "checkpointing": "full"}},

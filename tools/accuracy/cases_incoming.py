@@ -1853,7 +1853,8 @@ def qwen(rec):
         c.t("optimizer_impl", "fused", "DeepSpeed's FusedAdam")
     else:
         c.t("optimizer", "adamw", "HF Trainer default adamw_torch (transformers >= 4.32)")
-        c.t("optimizer_impl", "foreach", "adamw_torch: torch's foreach default")
+        c.t("optimizer_impl", "foreach_legacy", "adamw_torch: torch's foreach default, and the README's PyTorch 2.0 "
+            "writes denom = torch._foreach_add(exp_avg_sq_sqrt, eps) out of place (in place from 2.1)")
     if qlora:
         c.t("precision", "fp16_master", "Q-LoRA scripts pass --fp16 with DeepSpeed: fp16 non-quantized weights and adapters, "
             "fp32 master copies and AdamW states of the adapters")

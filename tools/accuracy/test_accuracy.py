@@ -97,7 +97,7 @@ class CasesFile(unittest.TestCase):
                     self.assertIsInstance(alt["set"], dict)
 
     def test_optimizer_impl_and_precision_are_explicit_and_justified(self):
-        impls = {"foreach", "fused", "for_loop"}
+        impls = {"foreach", "fused", "for_loop", "foreach_legacy"}
         for c in self.cases:
             t = c["config"]["training"]
             with self.subTest(case=c["id"]):

@@ -30,6 +30,7 @@ export const CHOICES = {
     foreach: ['Multi-tensor (PyTorch default)', 'the step makes one temporary the size of a state'],
     fused: ['Fused kernels', 'in-place step, no temporary (fused=True, DeepSpeed FusedAdam, 8-bit optimizers)'],
     for_loop: ['One tensor at a time', 'the step works through the parameters one by one'],
+    foreach_legacy: ['Multi-tensor (PyTorch 2.0 and older)', 'the step makes two temporaries the size of a state'],
   },
   'training.finetune.quant_method': {
     bitsandbytes: ['bitsandbytes', 'QLoRA NF4 or LLM.int8(), at load'],

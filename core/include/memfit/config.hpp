@@ -76,7 +76,14 @@ enum class Optimizer {
 // How the optimizer step runs: PyTorch's multi-tensor (foreach) default keeps one state-sized
 // temporary for all parameters at once; fused kernels (torch fused=True, DeepSpeed FusedAdam,
 // bitsandbytes) update in place; the per-parameter loop keeps one parameter-sized temporary.
-enum class OptimizerImpl { kForeach, kFused, kForLoop };
+// foreach_legacy is the multi-tensor step of PyTorch 2.0 and earlier, which adds eps out of place
+// and so keeps two state-sized temporaries.
+enum class OptimizerImpl { kForeach, kFused, kForLoop, kForeachLegacy };
+
+// The multi-tensor (foreach) step, in either PyTorch's current or its 2.0-and-older form.
+constexpr bool multi_tensor(OptimizerImpl i) {
+  return i == OptimizerImpl::kForeach || i == OptimizerImpl::kForeachLegacy;
+}
 
 // How long the micro-batches are. fixed: every one is seq_len tokens (packed data, or padding to
 // the cap). varying: each is padded to its own longest sample (dynamic padding, transformers'
