@@ -124,9 +124,28 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
       e.peak_reserved_high_bytes + (overhead_given ? e.breakdown.overhead : max(e.breakdown.overhead, kEagerContextBytes));
   const Bytes band_top = scale(e.device_total_bytes, high_ratio);
   e.fit = make_fit(gpu, e.device_total_bytes, band_top, c.hardware.budget_fraction);
+  e.fit.lacks = card_lacks(gpu, c.training);
   for (const Gpu& g : gpu_table()) {
     e.fits.push_back(make_fit(g, e.device_total_bytes, band_top, c.hardware.budget_fraction));
+    e.fits.back().lacks = card_lacks(g, c.training);
   }
+}
+
+const char* card_lacks(const Gpu& g, Precision p, Float8 float8) {
+  if (float8 != Float8::kNone && !g.has_fp8()) return "FP8";
+  switch (p) {
+    case Precision::kFp32:
+    case Precision::kFp16Mixed:
+    case Precision::kFp16Master:
+    case Precision::kSeed14p: return nullptr;
+    case Precision::kFp8Mixed: return g.has_fp8() ? nullptr : "FP8";
+    case Precision::kBf16Mixed:
+    case Precision::kBf16Master:
+    case Precision::kBf16:
+    case Precision::kBf16Fsdp:
+    case Precision::kBf16Autocast: return g.has_bf16() ? nullptr : "bf16";
+  }
+  return nullptr;
 }
 
 const char* to_string(Verdict v) {

@@ -8,6 +8,7 @@
 
 #include "finetune.hpp"
 #include "memfit/estimate.hpp"
+#include "memfit/estimate.hpp"
 #include "memfit/recipes.hpp"
 
 namespace memfit {
@@ -97,7 +98,6 @@ Rates rates_for(const Gpu& g, Precision p) {
     case Precision::kFp16Master:
     case Precision::kSeed14p: r.linear = r.attention = r.head = fp16; break;
     case Precision::kFp8Mixed:
-      if (!g.has_fp8()) r.missing = "FP8";
       r.linear = g.peak_fp8_tflops * 1e12 * g.ceiling_fp8;
       r.attention = r.head = bf16;
       break;
@@ -107,10 +107,7 @@ Rates rates_for(const Gpu& g, Precision p) {
     case Precision::kBf16Autocast:
     case Precision::kBf16Fsdp: r.linear = r.attention = r.head = bf16; break;
   }
-  if (p != Precision::kFp32 && !g.has_bf16() && p != Precision::kFp16Mixed && p != Precision::kFp16Master &&
-      p != Precision::kSeed14p) {
-    r.missing = "bf16";
-  }
+  r.missing = card_lacks(g, p);
   return r;
 }
 

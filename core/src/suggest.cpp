@@ -92,24 +92,8 @@ void add_more_gpus(const Config& c, std::vector<Candidate>& out) {
   }
 }
 
-// Whether a card runs a precision recipe: bf16 recipes need bf16 tensor cores (Ampere and later),
-// FP8 needs FP8 ones (Ada, Hopper, Blackwell, CDNA 3).
-bool runs_precision(const Gpu& g, Precision p) {
-  switch (p) {
-    case Precision::kBf16Mixed:
-    case Precision::kBf16Master:
-    case Precision::kBf16:
-    case Precision::kBf16Fsdp: return g.has_bf16();
-    case Precision::kFp8Mixed: return g.has_fp8();
-    default: return true;
-  }
-}
-
-// Whether a card runs the training settings: their precision recipe, and torchao's Float8 linears
-// (torch._scaled_mm) only where it has FP8 matmuls.
-bool runs_training(const Gpu& g, const Training& t) {
-  return runs_precision(g, t.precision) && (t.float8 == Float8::kNone || g.has_fp8());
-}
+// Whether a card runs the training settings (estimate.hpp's card_lacks).
+bool runs_training(const Gpu& g, const Training& t) { return card_lacks(g, t) == nullptr; }
 
 // The smallest card in the table that fits the run as it is, when larger than the chosen one.
 void add_larger_gpu(const Config& c, std::vector<Candidate>& out) {
@@ -142,11 +126,10 @@ void add_precision_changes(const Config& c, std::vector<Candidate>& out) {
                    "weights gathered in bf16 by FSDP (MixedPrecision param_dtype=bf16): no autocast copy of every weight",
                    std::move(change), 2});
   }
-  if (!runs_precision(*gpu, p)) {
+  if (const char* lacks = card_lacks(*gpu, p)) {
     const bool master = p == Precision::kBf16Master || p == Precision::kBf16 || p == Precision::kFp8Mixed;
-    out.push_back({std::string(master ? "fp16_master" : "fp16_mixed") + ": the " + gpu->name + " has no " +
-                       (p == Precision::kFp8Mixed ? "FP8" : "bf16"),
-                   "fp16 with loss scaling; the same bytes as the bf16 recipe",
+    out.push_back({std::string(master ? "fp16_master" : "fp16_mixed") + ": the " + gpu->name + " has no " + lacks,
+                   "fp16 with loss scaling, which this card runs",
                    patch("training.precision", Json::string(master ? "fp16_master" : "fp16_mixed")), 1, true});
   }
 }

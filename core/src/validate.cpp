@@ -6,6 +6,7 @@
 
 #include "field_table.hpp"
 #include "memfit/config.hpp"
+#include "memfit/estimate.hpp"
 #include "memfit/gpus.hpp"
 #include "peft.hpp"
 #include "text.hpp"
@@ -145,6 +146,14 @@ void check_training(const Config& c, Checks& out) {
   if (t.finetune.method == FinetuneMethod::kLora && t.finetune.lora_targets == 0) {
     out.add("training.finetune.lora_targets", "must name at least one module for LoRA");
   }
+  if (t.precision == Precision::kFp8Mixed) {
+    // Transformer Engine refuses FP8 below compute capability 8.9 (check_fp8_support).
+    const Gpu* gpu = find_gpu(c.hardware.gpu);
+    if (gpu && !gpu->has_fp8()) {
+      out.add("training.precision", "fp8_mixed needs a GPU with FP8 tensor cores (H100, H200, B200, L4, L40S, RTX "
+                                    "4090, MI300); hardware.gpu is " + std::string(gpu->name));
+    }
+  }
   if (t.float8 != Float8::kNone) {
     // torch._scaled_mm needs FP8 tensor cores (sm_89+, MI300); Transformer Engine's recipe is
     // another path to FP8 (precision fp8_mixed), not both at once.
@@ -261,6 +270,14 @@ std::vector<Issue> advisories(const Config& c) {
   }
   if (c.training.implementation.chunked_loss && c.model.output_head == OutputHead::kNone) {
     out.push_back({"training.chunked_loss", "has no effect: the model has no output head (model.output_head none)"});
+  }
+  const Gpu* gpu = find_gpu(c.hardware.gpu);
+  if (const char* lacks = gpu ? card_lacks(*gpu, c.training.precision) : nullptr; lacks && std::string(lacks) == "bf16") {
+    // PyTorch emulates bf16 on cards without bf16 tensor cores (torch.cuda.is_bf16_supported's
+    // including_emulation), so the run starts, at a fraction of the card's fp16 speed.
+    out.push_back({"training.precision", "needs bf16 tensor cores, which the " + std::string(gpu->name) +
+                                             " lacks (Ampere and later have them): PyTorch emulates bf16 there, far "
+                                             "slower; fp16_mixed or fp16_master is the usual recipe on this card"});
   }
   if (c.training.target_len > 0 && !c.model.is_encoder_decoder) {
     out.push_back({"training.target_len", "has no effect: the model has no decoder (model.is_encoder_decoder false)"});

@@ -76,5 +76,37 @@ TEST(Gpus, EveryCardHasWhatTheStepTimeModelNeeds) {
   EXPECT_TRUE(find_gpu("mi300x-192gb")->has_fp8());
 }
 
+// A card without the recipe's tensor cores is listed with its memory but marked as lacking them;
+// bf16 on such a card is a warning (PyTorch emulates it), Transformer Engine's FP8 an error.
+TEST(Gpus, CardsWithoutTheRecipesTensorCoresAreMarked) {
+  const auto gpus = [](const char* text) {
+    const Json r = estimate_json(text);
+    std::string out;
+    for (const Json& g : r.find("gpus")->items()) {
+      const Json* lacks = g.find("lacks");
+      const std::string id = g.find("gpu")->as_string();
+      if (id == "v100-32gb" || id == "a100-80gb" || id == "h100-sxm-80gb") {
+        out += id + "=" + (g.find("runs")->as_bool() ? "runs" : lacks->as_string()) + " ";
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(gpus(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"bf16_mixed"}})"),
+            "v100-32gb=bf16 a100-80gb=runs h100-sxm-80gb=runs ");
+  EXPECT_EQ(gpus(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"fp16_mixed"}})"),
+            "v100-32gb=runs a100-80gb=runs h100-sxm-80gb=runs ");
+  EXPECT_EQ(gpus(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"bf16_fsdp","float8":"rowwise"}})"),
+            "v100-32gb=FP8 a100-80gb=FP8 h100-sxm-80gb=runs ");
+  const Json on_v100 =
+      estimate_json(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"bf16_autocast"},"hardware":{"gpu":"v100-32gb"}})");
+  ASSERT_TRUE(on_v100.find("ok")->as_bool());
+  ASSERT_EQ(on_v100.find("warnings")->items().size(), 1u);
+  EXPECT_EQ(on_v100.find("warnings")->items()[0].find("field")->as_string(), "training.precision");
+  const Json fp8 =
+      estimate_json(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"fp8_mixed"},"hardware":{"gpu":"a100-80gb"}})");
+  EXPECT_FALSE(fp8.find("ok")->as_bool());
+  EXPECT_EQ(fp8.find("errors")->items()[0].find("field")->as_string(), "training.precision");
+}
+
 }  // namespace
 }  // namespace memfit

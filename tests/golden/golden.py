@@ -48,6 +48,7 @@ IGNORED = {
                               "modules_to_save", "quant_method", "gptq_kernel", "gptq_group_size"],
     },
     "result": ["implementation", "allocator"],
+    "gpu_row": ["runs", "lacks"],
 }
 # Statistics of docs/accuracy.md that tools/accuracy/band.py compiles into the core: they move whenever the
 # published-measurement report is regenerated, not when the memory model changes, so they are not pinned.
@@ -73,8 +74,11 @@ def normalise(text):
     result = json.loads(text)
     for key in IGNORED["result"] + REPORT_STATISTICS:
         result.pop(key, None)
+    for key in IGNORED["gpu_row"]:
+        result.get("fits", {}).pop(key, None)
     if "gpus" in result:
-        result["gpus"] = [g for g in result["gpus"] if g.get("gpu") not in ADDED_GPUS]
+        result["gpus"] = [{k: v for k, v in g.items() if k not in IGNORED["gpu_row"]}
+                          for g in result["gpus"] if g.get("gpu") not in ADDED_GPUS]
     for section, keys in IGNORED["config"].items():
         node = result.get("config", {})
         for part in section.split("."):

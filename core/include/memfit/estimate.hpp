@@ -44,13 +44,21 @@ const char* to_string(Verdict v);
 
 struct Fit {
   const Gpu* gpu;
-  Verdict verdict;
+  Verdict verdict;       // memory only
+  const char* lacks = nullptr;  // what the card lacks to run the training settings ("bf16", "FP8"), or nullptr
   Bytes budget_bytes;    // budget_fraction × memory
   Bytes need_bytes;      // device_total_bytes
   Bytes need_high_bytes; // the top of the measured band on the device total
   Bytes headroom_bytes;  // memory − need (negative when it does not fit)
 };
 
+
+// What a card lacks to run a precision recipe and torchao's Float8 linears: "bf16" for the bf16
+// recipes before Ampere (no bf16 tensor cores: PyTorch emulates them, far slower), "FP8" for
+// Transformer Engine's recipe or Float8 linears before Ada / Hopper / CDNA 3; nullptr when it runs
+// them. One rule for the GPU table, the suggestions, the planner and the step time.
+const char* card_lacks(const Gpu& g, Precision p, Float8 float8 = Float8::kNone);
+inline const char* card_lacks(const Gpu& g, const Training& t) { return card_lacks(g, t.precision, t.float8); }
 
 struct Estimate {
   std::vector<Issue> errors;  // non-empty: nothing below is meaningful

@@ -9,12 +9,16 @@ import { VerdictBadge } from './Verdict.jsx';
 
 const NBSP = '\u00a0';
 
+// A card that lacks what the training settings need (bf16 or FP8 tensor cores: the core's `lacks`)
+// is listed with its memory but never counted as fitting.
+const runs = (g) => g.runs !== false;
+
 export function gpuSummary(result, units) {
   const gpus = result.gpus ?? [];
-  const fitting = gpus.filter((g) => g.verdict === 'fits');
+  const fitting = gpus.filter((g) => runs(g) && g.verdict === 'fits');
   const need = formatBytes(result.fits.need_bytes, units);
   if (fitting.length === 0) {
-    const tight = gpus.filter((g) => g.verdict === 'tight');
+    const tight = gpus.filter((g) => runs(g) && g.verdict === 'tight');
     return `Needs ${need} per GPU: it fits within the budget on none of the ${gpus.length} cards${tight.length ? `; over the budget but within the card on ${tight.map((g) => g.name).join(', ')}` : ''}.`;
   }
   const smallest = fitting.reduce((a, g) => (g.memory_bytes < a.memory_bytes ? g : a));
@@ -51,7 +55,7 @@ export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
         </thead>
         <tbody>
           {(result.gpus ?? []).map((g) => (
-            <tr key={g.gpu} data-gpu={g.gpu} class={g.gpu === fit.gpu ? 'selected' : ''} aria-current={g.gpu === fit.gpu ? 'true' : undefined}>
+            <tr key={g.gpu} data-gpu={g.gpu} class={[g.gpu === fit.gpu && 'selected', !runs(g) && 'lacks'].filter(Boolean).join(' ')} aria-current={g.gpu === fit.gpu ? 'true' : undefined}>
               <th scope="row">
                 {onSelectGpu ? <button type="button" class="link" onClick={() => onSelectGpu(g.gpu)} title={`Use the ${g.name}`}>{g.name}</button> : g.name}
               </th>
@@ -59,7 +63,11 @@ export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
               <td class="num col-memory"><Bytes bytes={g.memory_bytes} units={units} /></td>
               <td class="num col-budget"><Bytes bytes={g.budget_bytes} units={units} /></td>
               <td class={`num col-headroom${g.headroom_bytes < 0 ? ' negative' : ''}`}><Bytes bytes={g.headroom_bytes} units={units} /></td>
-              <td><VerdictBadge verdict={g.verdict} /></td>
+              <td>
+                {runs(g)
+                  ? <VerdictBadge verdict={g.verdict} />
+                  : <span class="badge badge-lacks" data-verdict="lacks" title={`The ${g.name} has no ${g.lacks} tensor cores: these training settings do not run on it (memory: ${g.verdict.replaceAll('_', ' ')})`}>{`No ${g.lacks}`}</span>}
+              </td>
             </tr>
           ))}
         </tbody>
