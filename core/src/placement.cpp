@@ -137,15 +137,47 @@ Bytes local_optimizer_state_bytes(const Config& c, const ParameterCount& params,
   return p.as_nominal(optimizer_state_bytes(c, mine, p.local_count, state_element));
 }
 
+namespace {
+
+// How many times the output head runs per micro-batch: once, or once per chunk where the head
+// itself is chunked (LitGPT's lm_head_chunk_size of sequence positions, torchtune's and
+// torchtitan's output chunks); a fused linear cross-entropy saves no cast of it (Liger computes
+// the head's gradients in its forward).
+std::int64_t head_calls(const Config& c) {
+  const Implementation impl = resolve_implementation(c.training.implementation);
+  const ImplementationProfile& profile = implementation_profile(impl.framework);
+  switch (impl.loss) {
+    case LossKernel::kChunked:
+      if (profile.loss_chunk_rows > 0) return (c.training.seq_len + profile.loss_chunk_rows - 1) / profile.loss_chunk_rows;
+      return std::max<std::int64_t>(1, profile.loss_chunks);
+    case LossKernel::kFusedLinearCe: return 0;
+    default: return 1;
+  }
+}
+
+}  // namespace
+
 Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Placement& p) {
   const PrecisionRecipe& r = recipe_for(c.training.precision);
-  // LoRA keeps a frozen 16-bit (or quantised) base: nothing to cast.
-  if (r.autocast_copy.is_zero() || is_peft(c)) return Bytes{0};
+  if (r.autocast_copy.is_zero()) return Bytes{0};
+  const bool peft = is_peft(c);
+  // A PEFT method's frozen base in 16 bits (or quantised) has nothing to cast. An fp32 base under
+  // autocast is cast at every use, and autocast caches only the casts of leaf tensors that require
+  // grad (aten/src/ATen/autocast_mode.cpp, cached_cast), so a frozen weight's cast is not
+  // shared: each linear whose input needs a gradient saves its own 16-bit copy of the weight for
+  // backward, the head once per call (LitGPT's 128-position chunks make it one copy per chunk).
+  // Under full checkpointing the blocks' copies are made again, one block at a time, in backward.
+  if (peft && (c.training.finetune.base_bits != 16 ||
+               lora_base_bytes(r, resolve_implementation(c.training.implementation)) != kFp32Bytes)) {
+    return Bytes{0};
+  }
+  const std::int64_t head_uses = peft ? head_calls(c) : 1;
+  const bool blocks_kept = !peft || c.training.checkpointing != Checkpointing::kFull;
   const bool tied_head = c.model.output_head == OutputHead::kLm && c.model.tie_word_embeddings;
   return p.as_nominal(p.local<BytesUnit>(params, [&](const TensorGroup& g) {
-    const bool matmul = g.linear || g.component == Component::kHead ||
-                        (tied_head && g.component == Component::kTokenEmbedding);
-    return matmul ? g.elements_each() * r.autocast_copy : Bytes{0};
+    const bool head = g.component == Component::kHead || (tied_head && g.component == Component::kTokenEmbedding);
+    if (head) return g.elements_each() * r.autocast_copy * head_uses;
+    return g.linear && blocks_kept ? g.elements_each() * r.autocast_copy : Bytes{0};
   }));
 }
 

@@ -372,5 +372,27 @@ TEST(Peft, ValidationNamesTheField) {
   EXPECT_EQ(estimate(c).errors.at(0).field, "training.finetune.quant_block_size");
 }
 
+// An fp32 base under autocast: every frozen linear saves its own 16-bit cast for backward
+// (autocast caches casts of weights that require grad only), the head once per call (LitGPT runs
+// it in 128-position chunks); under full checkpointing only the head's casts are kept. A 16-bit
+// base casts nothing.
+TEST(Peft, AnFp32BaseUnderAutocastSavesEachFrozenLinearsCast) {
+  const auto copies = [](const char* framework, const char* checkpointing, const char* base) {
+    const Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)"
+                                                   R"("seq_len":1024,"finetune":{"method":"lora"},"framework":")") +
+                                       framework + R"(","checkpointing":")" + checkpointing +
+                                       R"(","lora_base_dtype":")" + base + R"("}})")
+                         .config;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return e.breakdown.weight_copies.value();
+  };
+  const std::int64_t head = 32000LL * 4096, blocks = 2147483648LL + 4328521728LL;  // llama-2-7b's linears
+  EXPECT_EQ(copies("hf", "none", "fp32"), 2 * (blocks + head));
+  EXPECT_EQ(copies("hf", "full", "fp32"), 2 * head);
+  EXPECT_EQ(copies("litgpt", "full", "fp32"), 2 * head * (1024 / 128));
+  EXPECT_EQ(copies("hf", "none", "half"), 0);
+}
+
 }  // namespace
 }  // namespace memfit
