@@ -16,6 +16,17 @@ namespace memfit {
 // A parameter-efficient method: the base is frozen and the method's own parameters are trained.
 inline bool is_peft(const Config& c) { return c.training.finetune.method != FinetuneMethod::kFull; }
 
+// Bytes per element of the trained weights' gradients between backward and the step. DeepSpeed
+// keeps them in the model's 16-bit dtype under ZeRO (engine.py get_data_types: grad_accum_dtype
+// defaults to the model dtype, fp32 only for bf16 without ZeRO, whose BF16_Optimizer accumulates
+// in fp32; its fp16 optimizer keeps fp16 gradients too) and casts them to fp32 at the step
+// (phases.cpp, deepspeed_fp32_gradients); Megatron's master recipes accumulate in fp32 main grads.
+inline Bytes stored_gradient_bytes(const Config& c, const PrecisionRecipe& r) {
+  const bool deepspeed_16bit = c.training.implementation.framework == Framework::kDeepspeed && !r.master.is_zero() &&
+                               (c.parallel.zero_stage >= 1 || c.training.precision == Precision::kFp16Master);
+  return deepspeed_16bit ? r.weights : r.gradients;
+}
+
 // Bytes per element of a parameter-efficient base that stays unquantised: 16-bit, fp32, or the
 // recipe's weights (training.lora_base_dtype; `implementation` resolved).
 inline Bytes lora_base_bytes(const PrecisionRecipe& r, const Implementation& implementation) {

@@ -94,9 +94,11 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
 Bytes deepspeed_fp32_gradients(const Config& c, Count sharded_trainable, const PrecisionRecipe& r) {
   constexpr std::int64_t kSubGroupElements = 1'000'000'000;  // runtime/zero/config.py: sub_group_size 1e9
   if (c.training.implementation.framework != Framework::kDeepspeed || c.parallel.zero_stage < 1) return Bytes{0};
-  const Bytes fp32_copy = r.gradients == kFp32Bytes ? Bytes{0} : Bytes{kFp32Bytes};
+  // The flattened 16-bit copy and its fp32 cast exist together for a moment.
+  const Bytes stored = stored_gradient_bytes(c, r);
+  const Bytes fp32_copy = stored == kFp32Bytes ? Bytes{0} : Bytes{kFp32Bytes};
   const Count elements = c.parallel.zero_stage == 3 ? min(sharded_trainable, Count(kSubGroupElements)) : sharded_trainable;
-  return elements * (r.gradients + fp32_copy);
+  return elements * (stored + fp32_copy);
 }
 
 }  // namespace

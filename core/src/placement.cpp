@@ -197,9 +197,10 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   s.weights = peft ? p.as_nominal(local_frozen_base_bytes(p, params, c.training.finetune, base_element)) +
                          (p.local_added - p.local_copies) * adapter_element + p.local_copies * copy_element
                    : p.local_params * r.weights;
+  const Bytes gradient_element = stored_gradient_bytes(c, r);
   s.gradients = stores_gradients(c.training)
-                    ? (peft ? adapters * (fp32_adapters ? kFp32Bytes : r.gradients) + p.local_copies * copy_element
-                            : p.local_trainable * r.gradients)
+                    ? (peft ? adapters * (fp32_adapters ? kFp32Bytes : gradient_element) + p.local_copies * copy_element
+                            : p.local_trainable * gradient_element)
                     : Bytes{0};
   // FSDP1 with use_orig_params and a unit holding frozen and trainable parameters gives the whole
   // flat parameter a gradient ("gradient memory ... higher than expected": torch/distributed/fsdp/

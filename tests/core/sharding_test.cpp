@@ -140,8 +140,25 @@ TEST(Sharding, DeepSpeedStepsOnAnFp32CopyOfTheGradientPartition) {
   // ZeRO-2 on 4 GPUs: a quarter of the parameters at 4 bytes.
   const std::int64_t z2 = step("deepspeed", 2, 4) - step("hf", 2, 4);
   EXPECT_NEAR(static_cast<double>(z2), static_cast<double>(params) / 4 * 4, 64.0);
-  // ZeRO-3 on one GPU: at most a sub-group of 1e9 elements at a time (Llama-3.2-1B has 1.24e9).
-  EXPECT_EQ(step("deepspeed", 3, 1) - step("hf", 3, 1), std::int64_t{1'000'000'000} * 4);
+  // ZeRO-3 on one GPU: DeepSpeed keeps 16-bit gradients (2 bytes, not fp32 main grads' 4) and at
+  // the step flattens and casts at most a sub-group of 1e9 elements at a time (Llama-3.2-1B has
+  // 1.24e9): 2 + 4 bytes each for a moment.
+  EXPECT_EQ(step("deepspeed", 3, 1) - step("hf", 3, 1), std::int64_t{1'000'000'000} * 6 - params * 2);
+}
+
+// DeepSpeed stores gradients in the model's 16-bit dtype under ZeRO (engine.py get_data_types);
+// without ZeRO its bf16 optimizer accumulates in fp32.
+TEST(Sharding, DeepSpeedKeepsSixteenBitGradientsUnderZero) {
+  const auto gradients = [](std::int64_t stage) {
+    Config c = parse_config_text(R"({"model":{"preset":"llama-3.2-1b"},"training":{"framework":"deepspeed",)"
+                                 R"("precision":"bf16_master"},"parallel":{"num_gpus":4}})")
+                   .config;
+    c.parallel.zero_stage = stage;
+    return estimate(c).breakdown.gradients.value();
+  };
+  const std::int64_t params = *estimate_json(R"({"model":{"preset":"llama-3.2-1b"}})").find("parameter_count")->as_exact_integer();
+  EXPECT_EQ(gradients(0), params * 4);
+  EXPECT_EQ(gradients(2), params / 4 * 2);
 }
 
 // FSDP (1 and 2) does not reshard the root unit after forward: the parameters outside the wrapped
