@@ -425,6 +425,7 @@ struct Blocks {
   Bytes first_layer_saving;  // what the first block saves less under LoRA (see block_terms)
   Bytes recomputed_core;     // under selective checkpointing: the attention core one block recomputes
   Count dense_layers, moe_layers, layers;  // on the busiest pipeline stage
+  Count recomputed;                        // of those, the blocks full checkpointing recomputes
 };
 
 Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
@@ -436,6 +437,11 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   b.layers = ceil_div(Count(m.num_hidden_layers), c.parallel.pipeline);
   b.dense_layers = min(params.dense_layer_count, b.layers);
   b.moe_layers = b.layers - b.dense_layers;
+  // checkpointed_layers counts the model's blocks; each stage recomputes its share (Megatron's
+  // block method: N per stage).
+  const std::int64_t total = m.num_hidden_layers;
+  b.recomputed = total > 0 ? min(b.layers, ceil_div(Count(c.training.recomputed_layers(total)) * b.layers, Count(total)))
+                           : Count(0);
   const bool first_is_moe = params.dense_layer_count.is_zero();
   b.first_layer_saving = (first_is_moe ? b.moe : b.dense) - sum(block_terms(c, d, first_is_moe, true));
   if (c.training.checkpointing == Checkpointing::kSelective) {
@@ -458,11 +464,15 @@ Bytes body_bytes(const Config& c, const Dims& d, const Blocks& b) {
              (c.model.num_experts > 0 ? sum(selective_op_terms(c, d, true)) : Bytes{0}) * b.moe_layers;
     case Checkpointing::kFull: {
       // Full recomputation keeps each block's input (Chen et al. 2016) and its other tensor
-      // arguments: eager attention's additive causal mask (T × T in the compute dtype).
-      Bytes body = d.tokens * d.hidden_split * d.stream * b.layers;
-      if (d.impl.attention == AttentionImpl::kEager && d.impl.attention_mask == AttentionMask::kAdditive) {
+      // arguments: eager attention's additive causal mask (T × T in the compute dtype). Blocks left
+      // out of it (training.checkpointed_layers) keep everything, dense and MoE in proportion.
+      Bytes body = d.tokens * d.hidden_split * d.stream * b.recomputed;
+      if (b.recomputed > Count(0) && d.impl.attention == AttentionImpl::kEager &&
+          d.impl.attention_mask == AttentionMask::kAdditive) {
         body += d.seq * d.full_seq * d.act;
       }
+      const Count kept = b.layers - b.recomputed;
+      if (kept > Count(0)) body += mul_div(b.dense * b.dense_layers + b.moe * b.moe_layers, kept, b.layers);
       return body;
     }
     case Checkpointing::kNone:
@@ -493,7 +503,8 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
     const Count weight = fp8_gathered ? Count(0) : h * ff;
     working += max(d.tokens * (h + ff * 2), d.tokens * (ff + h * 2)) * Bytes{1} + weight * Bytes{1};
   }
-  if (tr.checkpointing == Checkpointing::kFull || tr.checkpointing == Checkpointing::kSelectiveOp) {
+  if ((tr.checkpointing == Checkpointing::kFull && b.recomputed > Count(0)) ||
+      tr.checkpointing == Checkpointing::kSelectiveOp) {
     working += max(b.dense, b.moe);  // the block recomputed for its backward
   } else if (tr.checkpointing == Checkpointing::kSelective) {
     working += b.recomputed_core;  // the attention core recomputed for its backward
@@ -522,7 +533,11 @@ Bytes seed_activation_bytes(const Config& c) {
   const Bytes per_layer = b * t * (d * kPerHiddenBytes + h * t * kPerScoreBytes);
   switch (c.training.checkpointing) {
     case Checkpointing::kNone: return per_layer * m.num_hidden_layers;
-    case Checkpointing::kFull: return per_layer;  // the seeds: "one layer's activations"
+    case Checkpointing::kFull: {
+      // The seeds: "one layer's activations"; blocks left out of checkpointing keep theirs.
+      const std::int64_t recomputed = c.training.recomputed_layers(m.num_hidden_layers);
+      return per_layer * (m.num_hidden_layers - recomputed + (recomputed > 0 ? 1 : 0));
+    }
     case Checkpointing::kSelective:               // Korthikanti et al.: the 5hT term is recomputed
     case Checkpointing::kSelectiveOp:
       return b * t * d * kPerHiddenBytes * m.num_hidden_layers;
@@ -556,7 +571,7 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     // Offloading streams saved tensors to the host; one layer's worth is on the GPU while its
     // backward runs. Under full or op-level checkpointing that layer is the one recomputed, which
     // the backward working memory already holds, so only the embedding's tensors stay.
-    const bool recomputed = tr.checkpointing == Checkpointing::kFull || tr.checkpointing == Checkpointing::kSelectiveOp;
+    const bool recomputed = tr.every_layer_recomputed(m.num_hidden_layers) || tr.checkpointing == Checkpointing::kSelectiveOp;
     out.saved_bytes = (recomputed ? Bytes{0} : max(b.dense, b.moe)) + out.embedding_saved_bytes;
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }

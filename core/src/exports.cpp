@@ -137,6 +137,20 @@ Json deepspeed_zero(const Config& c, Export& e) {
   return zero;
 }
 
+// Full checkpointing of only some blocks (training.checkpointed_layers).
+bool partial_checkpointing(const Config& c) {
+  return c.training.checkpointing == Checkpointing::kFull && !c.training.every_layer_recomputed(c.model.num_hidden_layers);
+}
+
+// k such that checkpointing every k-th block (torchtitan's and torchtune's layer-level selective
+// checkpointing: blocks k, 2k, ...) recomputes training.checkpointed_layers of them; 0 when none does.
+std::int64_t every_kth_block(const Config& c) {
+  const std::int64_t layers = c.model.num_hidden_layers, n = c.training.recomputed_layers(layers);
+  if (n <= 0) return 0;
+  const std::int64_t k = layers / n;
+  return layers / k == n ? k : 0;
+}
+
 Export deepspeed(const Config& c) {
   Export e;
   e.engine = Engine::kDeepSpeed;
@@ -145,6 +159,9 @@ Export deepspeed(const Config& c) {
   const Training& t = c.training;
   if (t.checkpointing != Checkpointing::kNone && t.checkpointing != Checkpointing::kFull) {
     fail(e, "training.checkpointing", "a Hugging Face script under DeepSpeed checkpoints whole layers (full) or none");
+  }
+  if (partial_checkpointing(c)) {
+    fail(e, "training.checkpointed_layers", "transformers' gradient_checkpointing covers every layer: -1 (all)");
   }
   Json j = Json::object();
   j.set("train_batch_size", Json::integer(global_batch(c)));
@@ -217,6 +234,9 @@ Export accelerate_fsdp(const Config& c) {
   if (t.checkpointing != Checkpointing::kNone && t.checkpointing != Checkpointing::kFull) {
     fail(e, "training.checkpointing", "accelerate's fsdp_activation_checkpointing checkpoints whole layers (full) or none");
   }
+  if (partial_checkpointing(c)) {
+    fail(e, "training.checkpointed_layers", "accelerate's fsdp_activation_checkpointing covers every layer: -1 (all)");
+  }
   const FsdpMesh m = fsdp_mesh(c, e, "accelerate");
   const bool offload = fsdp_offload(c, e, "FSDP");
   const std::int64_t k = per_node(c);
@@ -256,7 +276,12 @@ const char* torchtitan_flavor(const std::string& preset) {
 std::string torchtitan_checkpointing(const Config& c, Export& e) {
   switch (c.training.checkpointing) {
     case Checkpointing::kNone: return "mode = \"none\"\n";
-    case Checkpointing::kFull: return "mode = \"full\"\n";
+    case Checkpointing::kFull:
+      if (!partial_checkpointing(c)) return "mode = \"full\"\n";
+      // Layer-level selective checkpointing: every k-th block (torchtitan's apply_ac, ac_freq).
+      if (const std::int64_t k = every_kth_block(c)) return "mode = \"selective\"\nselective_ac_option = \"" + str(k) + "\"\n";
+      fail(e, "training.checkpointed_layers", "torchtitan checkpoints every k-th block (layers / k of them) or all of them");
+      return "mode = \"full\"\n";
     case Checkpointing::kSelectiveOp: return "mode = \"selective\"\nselective_ac_option = \"op\"\n";
     case Checkpointing::kSelective: break;
   }
@@ -376,10 +401,21 @@ std::string megatron_sharding(const Parallel& p, Export& e) {
   return a;
 }
 
-std::string megatron_recompute(Checkpointing c, Export& e) {
+std::string megatron_recompute(const Config& config, Export& e) {
+  const Checkpointing c = config.training.checkpointing;
   switch (c) {
     case Checkpointing::kNone: return "";
-    case Checkpointing::kFull: return " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+    case Checkpointing::kFull:
+      if (partial_checkpointing(config)) {
+        // --recompute-method block: the first N blocks of each pipeline stage.
+        const std::int64_t n = config.training.recomputed_layers(config.model.num_hidden_layers);
+        if (n % config.parallel.pipeline == 0) {
+          return " --recompute-granularity full --recompute-method block --recompute-num-layers " + str(n / config.parallel.pipeline);
+        }
+        fail(e, "training.checkpointed_layers", "Megatron-LM's block method checkpoints the same number of blocks on "
+                                                "every pipeline stage: a multiple of parallel.pipeline");
+      }
+      return " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
     case Checkpointing::kSelective: return " --recompute-granularity selective";
     case Checkpointing::kSelectiveOp: break;
   }
@@ -403,7 +439,7 @@ Export megatron(const Config& c) {
   }
   if (p.sequence_parallel) a += " --sequence-parallel";
   a += " --micro-batch-size " + str(t.micro_batch_size) + " --global-batch-size " + str(global_batch(c));
-  a += megatron_precision(t.precision, e) + megatron_sharding(p, e) + megatron_recompute(t.checkpointing, e);
+  a += megatron_precision(t.precision, e) + megatron_sharding(p, e) + megatron_recompute(c, e);
   e.command = torchrun(c, a);
   e.notes.push_back("add the data and tokenizer flags (--data-path, --tokenizer-type ...); the padded vocabulary "
                     "must stay " + str(c.model.vocab_size));
@@ -429,7 +465,11 @@ std::string torchtune_lora(const Finetune& f, Export& e) {
          " model.apply_lora_to_output=" + ((f.lora_targets & kLoraHead) ? "True" : "False");
 }
 
-std::string torchtune_checkpointing(Checkpointing c, Export& e) {
+std::string torchtune_checkpointing(const Config& config, Export& e) {
+  const Checkpointing c = config.training.checkpointing;
+  if (partial_checkpointing(config)) {
+    fail(e, "training.checkpointed_layers", "torchtune's recipes checkpoint every layer: -1 (all)");
+  }
   switch (c) {
     case Checkpointing::kNone: return " enable_activation_checkpointing=False";
     case Checkpointing::kFull: return " enable_activation_checkpointing=True";
@@ -464,7 +504,7 @@ Export torchtune(const Config& c) {
                   (m.reshard_after_forward ? "True" : "False") + " data_parallel_shard_dim=" + str(m.shard) +
                   " data_parallel_replicate_dim=" + str(m.replicate) + " tensor_parallel_dim=" + str(p.tensor) +
                   " context_parallel_dim=" + str(p.context) + " optimizer_in_bwd=" +
-                  (t.optimizer_in_backward ? "True" : "False") + torchtune_checkpointing(t.checkpointing, e);
+                  (t.optimizer_in_backward ? "True" : "False") + torchtune_checkpointing(c, e);
   if (lora) a += torchtune_lora(t.finetune, e);
   e.command = a;
   e.notes.push_back("replace <model>/<size> with torchtune's config for the model (tune ls)");
@@ -572,6 +612,7 @@ void read_deepspeed(const Json& ds, const std::vector<std::string>& cmd, Config&
     if (const Json* mics = zero->find("mics_shard_size")) p.shard_degree = mics->as_exact_integer().value_or(0);
   }
   c.training.checkpointing = value_of(cmd, "--gradient_checkpointing") == "true" ? Checkpointing::kFull : Checkpointing::kNone;
+  c.training.checkpointed_layers = -1;  // every layer
 }
 
 // An FSDP mesh read back: replicate × shard data ranks (× context), resharding or not.
@@ -599,6 +640,7 @@ void read_accelerate(const std::map<std::string, std::string>& y, const std::vec
   c.training.precision = get("mixed_precision") == "bf16" ? Precision::kBf16Fsdp : Precision::kFp32;
   c.training.checkpointing =
       get("fsdp_config.fsdp_activation_checkpointing") == "true" ? Checkpointing::kFull : Checkpointing::kNone;
+  c.training.checkpointed_layers = -1;  // every layer
   c.training.micro_batch_size = integer_of(value_of(cmd, "--per_device_train_batch_size"), 1);
   c.training.grad_accum_steps = integer_of(value_of(cmd, "--gradient_accumulation_steps"), 1);
 }
@@ -639,9 +681,11 @@ void read_torchtitan(const std::map<std::string, std::string>& t, const std::vec
   }
   c.training.seq_len = integer_of(get("training.seq_len"), c.training.seq_len);
   const std::string mode = get("activation_checkpoint.mode");
+  const std::int64_t every = integer_of(get("activation_checkpoint.selective_ac_option"), 0);
   c.training.checkpointing = mode == "full"        ? Checkpointing::kFull
-                             : mode == "selective" ? Checkpointing::kSelectiveOp
+                             : mode == "selective" ? (every > 0 ? Checkpointing::kFull : Checkpointing::kSelectiveOp)
                                                    : Checkpointing::kNone;
+  c.training.checkpointed_layers = mode == "selective" && every > 0 ? c.model.num_hidden_layers / every : -1;
 }
 
 void read_megatron(const std::vector<std::string>& a, Config& c) {
@@ -671,6 +715,9 @@ void read_megatron(const std::vector<std::string>& a, Config& c) {
   t.checkpointing = recompute == "full"        ? Checkpointing::kFull
                     : recompute == "selective" ? Checkpointing::kSelective
                                                : Checkpointing::kNone;
+  t.checkpointed_layers = recompute == "full" && value_of(a, "--recompute-method") == "block"
+                              ? integer_of(value_of(a, "--recompute-num-layers"), 1) * p.pipeline
+                              : -1;
 }
 
 void read_torchtune_lora(const std::vector<std::string>& a, Config& c) {
@@ -707,6 +754,7 @@ void read_torchtune(const std::vector<std::string>& a, Config& c) {
   t.checkpointing = value_of(a, "enable_activation_checkpointing") != "True" ? Checkpointing::kNone
                     : value_of(a, "ac_option") == "op"                        ? Checkpointing::kSelectiveOp
                                                                                : Checkpointing::kFull;
+  t.checkpointed_layers = -1;  // every layer
   if (has_word(a, "lora_finetune_distributed")) read_torchtune_lora(a, c);
   else c.training.finetune.method = FinetuneMethod::kFull;
 }

@@ -192,6 +192,10 @@ std::vector<Field> build_fields() {
               "activation checkpointing: none, selective (Megatron: attention core recomputed), full (layer "
               "inputs only), selective_op (torchtitan: every second matmul output and the attention output kept)",
               "none", "selective", "full", "selective_op"),
+      MF_INT("training.checkpointed_layers", training.checkpointed_layers, -1, 100'000,
+             "under full checkpointing, how many blocks are recomputed; the others keep all their activations "
+             "(Megatron --recompute-method block --recompute-num-layers N: N per pipeline stage; torchtitan's "
+             "layer selective checkpointing every k-th block: layers / k); -1 = all"),
       MF_ENUM("training.attention", training.implementation.attention, AttentionImpl,
               "attention kernel: flash (no T×T scores stored), eager (scores stored), sdpa (torch's: flash for "
               "16-bit inputs, memory-efficient for fp32); auto = the framework's",

@@ -172,7 +172,7 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
     return Bytes{0};
   }
   const std::int64_t head_uses = peft ? head_calls(c) : 1;
-  const bool blocks_kept = !peft || c.training.checkpointing != Checkpointing::kFull;
+  const bool blocks_kept = !peft || !c.training.every_layer_recomputed(c.model.num_hidden_layers);
   const bool tied_head = c.model.output_head == OutputHead::kLm && c.model.tie_word_embeddings;
   return p.as_nominal(p.local<BytesUnit>(params, [&](const TensorGroup& g) {
     const bool head = g.component == Component::kHead || (tied_head && g.component == Component::kTokenEmbedding);

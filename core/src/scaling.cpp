@@ -37,6 +37,7 @@ Json scaling_row(const Config& training_settings, const char* id) {
   Config checkpointed = c;
   c.training.checkpointing = Checkpointing::kNone;
   checkpointed.training.checkpointing = Checkpointing::kFull;
+  checkpointed.training.checkpointed_layers = -1;  // every block, whatever the configuration says
   const Estimate plain = estimate(c), ckpt = estimate(checkpointed);
   Json row = Json::object();
   row.set("preset", Json::string(id));

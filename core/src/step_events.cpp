@@ -126,11 +126,12 @@ Tensors local_adapters(const Config& c, const ParameterCount& params, const Plac
 }
 
 // One layer's saved tensors: the block terms scaled so that the layers hold the estimate's
-// saved bytes (full checkpointing keeps one tensor, the block's input).
-std::vector<Bytes> layer_saved(const ActivationModel& act, Count layers, Checkpointing ckpt) {
+// saved bytes (full checkpointing of every block keeps one tensor, the block's input; with some
+// blocks left out, the average block in the terms' proportions).
+std::vector<Bytes> layer_saved(const ActivationModel& act, Count layers, bool every_layer_recomputed) {
   const Bytes body = act.saved_bytes - act.embedding_saved_bytes;
   const Bytes per_layer = layers.value() > 0 ? body / layers.value() : Bytes{0};
-  if (ckpt == Checkpointing::kFull || act.layer_terms.empty()) return {per_layer};
+  if (every_layer_recomputed || act.layer_terms.empty()) return {per_layer};
   std::vector<Count> weights;
   for (const NamedBytes& t : act.layer_terms) weights.push_back(Count(t.bytes.value()));
   return split(per_layer, weights);
@@ -261,11 +262,12 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   else pr.temporaries = {temporaries};
   pr.grads_persist = c.training.grad_accum_steps > 1 && !c.training.optimizer_in_backward;
   const Count layers = static_cast<std::int64_t>(pr.model.layers.size());
-  pr.saved = layer_saved(act, layers, c.training.checkpointing);
+  const bool every_layer = c.training.every_layer_recomputed(c.model.num_hidden_layers);
+  pr.saved = layer_saved(act, layers, every_layer);
   if (layers.value() > 0 && !weight_copies.is_zero()) pr.copies_per_layer = {weight_copies / layers.value()};
   pr.gathered = gathered_layer_bytes(c, params, p, r);
   pr.working = act.layer_backward_working_bytes;
-  pr.forward_transients = c.training.checkpointing != Checkpointing::kFull;
+  pr.forward_transients = !every_layer;
   pr.embedding_saved = act.embedding_saved_bytes;
   pr.root_gathered = fsdp_root_gathered_bytes(c, params, p, r);
   pr.kv_keys = act.kv_cache_key_bytes;

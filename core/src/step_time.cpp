@@ -69,9 +69,16 @@ struct Passes {
 // (Chen et al. 2016); Megatron's selective recomputes the attention core only (Korthikanti et al.
 // 2022 §5); torchtitan's op-level policy keeps every second matmul output and the attention
 // output, so recomputes half the matmuls.
-Passes recompute_passes(Checkpointing c) {
-  switch (c) {
-    case Checkpointing::kFull: return {1.0, 1.0};
+// The share of blocks full checkpointing recomputes (training.checkpointed_layers; 0 otherwise).
+double full_recompute_share(const StepTimeModel& m, const Layout& l) {
+  if (l.checkpointing != Checkpointing::kFull) return 0.0;
+  if (l.checkpointed_layers < 0 || m.layers <= 0) return 1.0;
+  return std::min(1.0, double(l.checkpointed_layers) / m.layers);
+}
+
+Passes recompute_passes(const StepTimeModel& m, const Layout& l) {
+  switch (l.checkpointing) {
+    case Checkpointing::kFull: return {full_recompute_share(m, l), full_recompute_share(m, l)};
     case Checkpointing::kSelective: return {0.0, 1.0};
     case Checkpointing::kSelectiveOp: return {0.5, 0.0};
     case Checkpointing::kNone: break;
@@ -131,7 +138,7 @@ StageShape shape_of(const StepTimeModel& m, const Layout& l) {
 }
 
 MicroBatch micro_batch(const StepTimeModel& m, const Layout& l, const StageShape& s, const Rates& r) {
-  const Passes re = recompute_passes(l.checkpointing);
+  const Passes re = recompute_passes(m, l);
   const double backward = m.lora ? kFrozenBackwardPasses : kBackwardPasses;
   const double linear = s.tokens * s.stage_fraction * m.block_matmul_flops / r.linear;
   const double attention = s.tokens * s.layers_on_stage * m.attention_flops_per_layer / r.attention;
@@ -162,7 +169,7 @@ double tensor_parallel_s(const StepTimeModel& m, const Layout& l, const StageSha
                          double act_bytes) {
   if (l.tensor <= 1) return 0;
   const double bytes = double(l.micro_batch_size) * m.seq_len / double(l.context) * m.hidden * act_bytes;
-  const double per_block = 4.0 + (l.checkpointing == Checkpointing::kFull ? 2.0 : 0.0);
+  const double per_block = 4.0 + 2.0 * full_recompute_share(m, l);
   const double t = s.layers_on_stage * per_block * all_reduce_s(bytes, l.tensor, link_for(m, 1, l.tensor));
   const double gemms = mb.linear_forward_s * (1.0 + kBackwardPasses);
   return m.options.tp_comm_overlap ? std::max(0.0, t - gemms) : t;
@@ -177,7 +184,7 @@ double context_parallel_s(const StepTimeModel& m, const Layout& l, const StageSh
   const double kv_bytes =
       double(l.micro_batch_size) * m.seq_len / double(l.context) * m.kv_width / double(l.tensor) * act_bytes;
   const Link link = link_for(m, l.tensor, l.context);
-  const double passes = 1.0 + 2.0 + (l.checkpointing == Checkpointing::kFull ? 1.0 : 0.0);
+  const double passes = 1.0 + 2.0 + full_recompute_share(m, l);
   const double t = s.layers_on_stage * passes * (l.context - 1) * (kv_bytes / link.bytes_per_s + link.latency_s);
   return std::max(0.0, t - mb.attention_forward_s * (1.0 + kBackwardPasses));
 }
@@ -188,7 +195,7 @@ double expert_parallel_s(const StepTimeModel& m, const Layout& l, const StageSha
   if (l.expert <= 1 || m.moe_layers <= 0) return 0;
   const double bytes = double(l.micro_batch_size) * m.seq_len / double(l.context * l.tensor) * m.experts_per_token *
                        m.hidden * act_bytes;
-  const double passes = 2.0 + (l.checkpointing == Checkpointing::kFull ? 1.0 : 0.0);
+  const double passes = 2.0 + full_recompute_share(m, l);
   const double moe_layers_on_stage = s.stage_fraction * m.moe_layers;
   return moe_layers_on_stage * passes * 2.0 * all_gather_s(bytes, l.expert, link_for(m, l.tensor * l.context, l.expert));
 }
@@ -383,6 +390,7 @@ Layout layout_of(const Config& c) {
   l.offload_params = p.offload_params;
   l.precision = c.training.precision;
   l.checkpointing = c.training.checkpointing;
+  l.checkpointed_layers = c.training.checkpointed_layers;
   l.micro_batch_size = c.training.micro_batch_size;
   l.grad_accum_steps = c.training.grad_accum_steps;
   return l;
@@ -403,6 +411,7 @@ void apply_layout(const Layout& l, Config& c) {
   p.offload_params = l.offload_params;
   c.training.precision = l.precision;
   c.training.checkpointing = l.checkpointing;
+  c.training.checkpointed_layers = l.checkpointed_layers;
   c.training.micro_batch_size = l.micro_batch_size;
   c.training.grad_accum_steps = l.grad_accum_steps;
 }
@@ -531,7 +540,7 @@ StepTime step_time(const StepTimeModel& m, const Layout& l) {
     return t;
   }
   t.step_time_s = step_seconds(m, l, &t.parts);
-  totals(m, l, recompute_passes(l.checkpointing), t);
+  totals(m, l, recompute_passes(m, l), t);
   return t;
 }
 

@@ -138,9 +138,11 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
   const Training& t = c.training;
   if (t.precision == Precision::kSeed14p) return;  // the seeds' convention is for reproducing them
   add_free_changes(c, out);
-  if (t.checkpointing != Checkpointing::kFull) {
+  if (!t.every_layer_recomputed(c.model.num_hidden_layers)) {
+    Json change = patch("training.checkpointing", Json::string("full"));
+    if (t.checkpointed_layers >= 0) set_path(change, "training.checkpointed_layers", Json::integer(-1));
     out.push_back({"Full activation checkpointing", "about 33 % more compute (the forward runs twice)",
-                   patch("training.checkpointing", Json::string("full")), 2});
+                   std::move(change), 2});
   }
   if (t.optimizer == Optimizer::kAdamW) {
     out.push_back({"8-bit AdamW (bitsandbytes)", "optimizer states in 8 bits; usually the same quality",

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "activations.hpp"
 #include "field_table.hpp"
 #include "memfit/config.hpp"
 #include "memfit/estimate.hpp"
@@ -145,6 +146,16 @@ void check_training(const Config& c, Checks& out) {
   }
   if (t.finetune.method == FinetuneMethod::kLora && t.finetune.lora_targets == 0) {
     out.add("training.finetune.lora_targets", "must name at least one module for LoRA");
+  }
+  if (t.checkpointing == Checkpointing::kFull && t.checkpointed_layers >= 0) {
+    if (t.checkpointed_layers > c.model.num_hidden_layers) {
+      out.add("training.checkpointed_layers", "must be at most model.num_hidden_layers (" +
+                                                  group_digits(c.model.num_hidden_layers) + ") or -1 (all); got " +
+                                                  group_digits(t.checkpointed_layers));
+    } else if (uses_encoder_activation_model(c.model)) {
+      out.add("training.checkpointed_layers", "must be -1 (all blocks) for an encoder or encoder-decoder model: "
+                                              "checkpointing part of the blocks is modelled for decoder-only models");
+    }
   }
   if (t.precision == Precision::kFp8Mixed) {
     // Transformer Engine refuses FP8 below compute capability 8.9 (check_fp8_support).

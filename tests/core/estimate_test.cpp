@@ -405,5 +405,35 @@ TEST(Verdict, NeverContradictsItsBand) {
   }
 }
 
+// Full checkpointing of some blocks only (training.checkpointed_layers): each block left out keeps
+// all its activations, each recomputed one its input; every block is the plain full mode, none the
+// saved activations of no checkpointing.
+TEST(Estimate, CheckpointingSomeBlocksInterpolates) {
+  const auto saved = [](Checkpointing mode, std::int64_t blocks) {
+    Config c = llama();
+    c.training.checkpointing = mode;
+    c.training.checkpointed_layers = blocks;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return e.breakdown.activations.value();
+  };
+  const std::int64_t layers = llama().model.num_hidden_layers;
+  EXPECT_EQ(saved(Checkpointing::kFull, layers), saved(Checkpointing::kFull, -1));
+  EXPECT_EQ(saved(Checkpointing::kFull, 0), saved(Checkpointing::kNone, -1));
+  const std::int64_t step = saved(Checkpointing::kFull, 0) - saved(Checkpointing::kFull, 1);
+  EXPECT_GT(step, 0);
+  EXPECT_NEAR(static_cast<double>(saved(Checkpointing::kFull, layers / 2)),
+              static_cast<double>(saved(Checkpointing::kFull, 0) - step * (layers / 2)), 64.0);
+  // The peak lies between the two modes, and more checkpointed blocks never raise it.
+  Config half = llama();
+  half.training.checkpointing = Checkpointing::kFull;
+  half.training.checkpointed_layers = layers / 2;
+  Config all = half, none = half;
+  all.training.checkpointed_layers = -1;
+  none.training.checkpointing = Checkpointing::kNone;
+  EXPECT_LE(estimate(all).peak_allocated_bytes, estimate(half).peak_allocated_bytes);
+  EXPECT_LE(estimate(half).peak_allocated_bytes, estimate(none).peak_allocated_bytes);
+}
+
 }  // namespace
 }  // namespace memfit

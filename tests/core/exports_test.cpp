@@ -164,6 +164,7 @@ Config scrambled(Config c, Engine engine) {
   c.training.grad_accum_steps = 5;
   c.training.precision = Precision::kBf16Mixed;
   c.training.checkpointing = Checkpointing::kNone;
+  c.training.checkpointed_layers = 3;
   c.training.optimizer_in_backward = false;
   if (engine != Engine::kDeepSpeed && engine != Engine::kFsdp) c.training.seq_len = 7;
   if (engine == Engine::kTorchtune) c.training.finetune = Finetune{};
@@ -174,7 +175,7 @@ Config scrambled(Config c, Engine engine) {
 std::string layout_text(const Config& c) {
   const Json j = config_to_json(c);
   std::string text = j.find("parallel")->dump();
-  for (const char* key : {"precision", "checkpointing", "micro_batch_size", "grad_accum_steps", "seq_len"}) {
+  for (const char* key : {"precision", "checkpointing", "checkpointed_layers", "micro_batch_size", "grad_accum_steps", "seq_len"}) {
     text += std::string(" ") + key + "=" + j.find("training")->find(key)->dump();
   }
   return text;
@@ -219,6 +220,8 @@ TEST(Exports, TorchtitanRoundTrips) {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_mixed","micro_batch_size":2,"grad_accum_steps":2},"parallel":{"num_gpus":8}})",
       R"({"model":{"preset":"llama-3-70b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","grad_accum_steps":8},"parallel":{"num_gpus":64,"tensor":4,"sequence_parallel":true,"pipeline":4,"virtual_stages":5,"zero_stage":3}})",
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","seq_len":32768},"parallel":{"num_gpus":16,"context":2,"zero_stage":2,"shard_degree":4}})",
+      // layer-level selective checkpointing, every second block: 16 of Llama 3 8B's 32
+      R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","checkpointed_layers":16},"parallel":{"num_gpus":8,"zero_stage":3}})",
   };
   for (const char* c : cases) expect_round_trip(config(c), Engine::kTorchtitan);
 }
@@ -229,6 +232,8 @@ TEST(Exports, MegatronRoundTrips) {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"fp8_mixed","checkpointing":"full","micro_batch_size":2},"parallel":{"num_gpus":16,"zero_stage":1,"offload_optimizer":true,"context":2}})",
       R"({"model":{"preset":"llama-2-13b"},"training":{"precision":"fp16_master"},"parallel":{"num_gpus":32,"zero_stage":3}})",
       R"({"model":{"preset":"mixtral-8x7b"},"training":{"precision":"bf16_master","checkpointing":"full","grad_accum_steps":8},"parallel":{"num_gpus":64,"expert":8,"pipeline":4,"zero_stage":1}})",
+      // --recompute-method block: the first 2 blocks of each of the 4 stages
+      R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_master","checkpointing":"full","checkpointed_layers":8,"grad_accum_steps":8},"parallel":{"num_gpus":16,"pipeline":4,"zero_stage":1}})",
   };
   for (const char* c : cases) expect_round_trip(config(c), Engine::kMegatron);
 }
@@ -252,6 +257,9 @@ TEST(Exports, LayoutsAnEngineCannotRunAreErrors) {
   const Config op = config(R"({"training":{"precision":"bf16_master","checkpointing":"selective_op"},"parallel":{"num_gpus":8,"zero_stage":1}})");
   EXPECT_EQ(export_plan(op, Engine::kMegatron).errors.at(0).field, "training.checkpointing");
   EXPECT_EQ(export_plan(op, Engine::kDeepSpeed).errors.at(0).field, "training.checkpointing");
+  const Config part = config(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_master","checkpointing":"full","checkpointed_layers":7},"parallel":{"num_gpus":8,"pipeline":2,"zero_stage":1}})");
+  EXPECT_EQ(export_plan(part, Engine::kDeepSpeed).errors.at(0).field, "parallel");  // pipeline first
+  EXPECT_EQ(export_plan(part, Engine::kMegatron).errors.at(0).field, "training.checkpointed_layers");  // 7 on 2 stages
 }
 
 // The planner's own plans export and read back unchanged wherever the engine can run them.

@@ -988,14 +988,13 @@ def torchao_f8nocompile(rec):
         "llama-3-8b", why_extra=" - the README does not name the model; torchtitan's default Llama 3 8B assumed")
     torchtitan_common(c, 1, 4096, ckpt,
                       {"noac": "'no AC'", "fullac": "'full AC'",
-                       "sel2": "'selective per layer (every 2nd layer)': torchtitan's layer-level SAC checkpoints every "
-                               "second block; memfit has no per-layer setting, full (every block) is kept and the what-if "
-                               "runs none"}[ac],
+                       "sel2": "'selective per layer (every 2nd layer)': torchtitan's layer-level SAC wraps every "
+                               "second block in full checkpointing (checkpointed_layers below)"}[ac],
                       False, "torchtitan of Jan-Feb 2025 (PR #778 integration): --optimizer.fused defaulted to False, "
                       "so foreach")
     if ac == "sel2":
-        c.flag("unmodelled_layer_sac")
-        c.whatif("no activation checkpointing (the other half of per-layer SAC)", training__checkpointing="none")
+        c.t("checkpointed_layers", 16, "selective_ac_option 2: torchtitan's apply_ac checkpoints a block when its count "
+            "is a multiple of 2, so 16 of Llama 3 8B's 32 blocks; the other 16 keep all their activations")
     c.line("micro_batch_size 1 is not stated in the README; torchtitan's llama3_8b.toml default local batch 1 is taken")
     c.flag("seq_from_default")
     if compiled:

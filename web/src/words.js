@@ -188,6 +188,7 @@ export const FIELDS = {
   'training.optimizer': ['Optimizer', ''],
   'training.optimizer_impl': ['Optimizer step', 'how the optimizer runs its update'],
   'training.checkpointing': ['Activation checkpointing', 'recompute activations in backward instead of keeping them'],
+  'training.checkpointed_layers': ['Checkpointed blocks', 'how many blocks full checkpointing recomputes; -1 = all'],
   'training.attention': ['Attention kernel', ''],
   'training.dropout': ['Dropout', 'probability; masks are kept for backward when above 0'],
   'training.chunked_loss': ['Chunked loss', 'cross-entropy in chunks: no full fp32 logits'],

@@ -362,6 +362,10 @@ struct Training {
   std::int64_t galore_update_interval = 200;   // GaLore update_proj_gap (steps between SVDs)
   std::int64_t max_preconditioner_dim = 0;     // Shampoo / SOAP block size; 0 = the library's default
   Checkpointing checkpointing = Checkpointing::kNone;
+  // Under full checkpointing, how many of the model's blocks are recomputed (-1: all): Megatron's
+  // --recompute-method block checkpoints the first N blocks of each pipeline stage, torchtitan's
+  // layer-level selective checkpointing every k-th block; the others keep all their activations.
+  std::int64_t checkpointed_layers = -1;
   Implementation implementation;
   double dropout = 0.0;
   bool optimizer_in_backward = false;
@@ -371,6 +375,15 @@ struct Training {
   Finetune finetune;
 
   std::int64_t decoder_len() const { return target_len > 0 ? target_len : seq_len; }
+  // Of `layers` blocks, how many full checkpointing recomputes (0 under the other modes).
+  std::int64_t recomputed_layers(std::int64_t layers) const {
+    if (checkpointing != Checkpointing::kFull) return 0;
+    return checkpointed_layers < 0 ? layers : (checkpointed_layers < layers ? checkpointed_layers : layers);
+  }
+  // Full checkpointing of every block (checkpointed_layers -1 or all of them).
+  bool every_layer_recomputed(std::int64_t layers) const {
+    return checkpointing == Checkpointing::kFull && recomputed_layers(layers) == layers;
+  }
 };
 
 // How pipeline stages take micro-batches. one_f_one_b: 1F1B (Megatron, torchtitan, DeepSpeed),

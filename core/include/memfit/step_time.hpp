@@ -27,6 +27,7 @@ struct Layout {
   bool sequence_parallel = false, offload_optimizer = false, offload_params = false;
   Precision precision = Precision::kBf16Mixed;
   Checkpointing checkpointing = Checkpointing::kNone;
+  std::int64_t checkpointed_layers = -1;  // under full checkpointing: blocks recomputed (-1: all)
   std::int64_t micro_batch_size = 1, grad_accum_steps = 1;
 
   std::int64_t data_parallel() const { return num_gpus / (tensor * pipeline * context); }
