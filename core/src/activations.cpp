@@ -503,8 +503,14 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
     const Count weight = fp8_gathered ? Count(0) : h * ff;
     working += max(d.tokens * (h + ff * 2), d.tokens * (ff + h * 2)) * Bytes{1} + weight * Bytes{1};
   }
-  if ((tr.checkpointing == Checkpointing::kFull && b.recomputed > Count(0)) ||
-      tr.checkpointing == Checkpointing::kSelectiveOp) {
+  // With only some blocks checkpointed (the first ones of the stage, as Megatron's block method
+  // picks them), backward reaches them after the blocks above have freed everything, so their
+  // recomputation never sets the high point: the block is counted when every block is recomputed.
+  if (tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers) {
+    // The block recomputed for its backward; its input, saved by the checkpoint, is the tensor its
+    // first op saves again (the recomputation reads the saved input itself), so it is not new.
+    working += max(max(b.dense, b.moe) - d.tokens * d.hidden_split * d.stream, Bytes{0});
+  } else if (tr.checkpointing == Checkpointing::kSelectiveOp) {
     working += max(b.dense, b.moe);  // the block recomputed for its backward
   } else if (tr.checkpointing == Checkpointing::kSelective) {
     working += b.recomputed_core;  // the attention core recomputed for its backward
@@ -565,13 +571,14 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   out.layer_terms = tr.checkpointing == Checkpointing::kSelectiveOp ? selective_op_terms(c, d, all_moe)
                                                                      : block_terms(c, d, all_moe);
   out.embedding_saved_bytes = outside_bytes(c, d);
+  out.every_block_recomputed = tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers;
   const PipelineInFlight in_flight = pipeline_in_flight(c.parallel, tr.grad_accum_steps);
   out.saved_bytes = mul_div(body_bytes(c, d, b) + out.embedding_saved_bytes, in_flight.chunks, in_flight.chunks_per_stage);
   if (tr.activation_offload) {
     // Offloading streams saved tensors to the host; one layer's worth is on the GPU while its
     // backward runs. Under full or op-level checkpointing that layer is the one recomputed, which
     // the backward working memory already holds, so only the embedding's tensors stay.
-    const bool recomputed = tr.every_layer_recomputed(m.num_hidden_layers) || tr.checkpointing == Checkpointing::kSelectiveOp;
+    const bool recomputed = out.every_block_recomputed || tr.checkpointing == Checkpointing::kSelectiveOp;
     out.saved_bytes = (recomputed ? Bytes{0} : max(b.dense, b.moe)) + out.embedding_saved_bytes;
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }

@@ -18,6 +18,8 @@ struct ActivationModel {
   Bytes embedding_saved_bytes;   // what the embedding keeps (freed last in backward)
   std::vector<NamedBytes> layer_terms;  // one block's terms
   Bytes layer_backward_working_bytes;  // one layer's backward temporaries (+ recompute)
+  // Full checkpointing recomputes every block of the busiest stage (each saves only its input).
+  bool every_block_recomputed = false;
   // training.use_cache: the keys and values each layer returns (beyond what autograd already
   // saves of them), alive from that layer's forward until the loss (or the step's end when the
   // loop keeps its outputs: loop_keeps_logits).

@@ -621,6 +621,7 @@ ActivationModel encoder_activation_model(const Config& c, const ParameterCount& 
   const Body b = body(c, r);
   ActivationModel out;
   out.layer_terms = b.terms;
+  out.every_block_recomputed = c.training.checkpointing == Checkpointing::kFull;  // never only some (validate.cpp)
   out.embedding_saved_bytes = outside_bytes(c.model, r, c.training.checkpointing);
   // Up to `pipeline` micro-batches are in flight on the first stage (1F1B).
   const std::int64_t in_flight =

@@ -262,7 +262,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   else pr.temporaries = {temporaries};
   pr.grads_persist = c.training.grad_accum_steps > 1 && !c.training.optimizer_in_backward;
   const Count layers = static_cast<std::int64_t>(pr.model.layers.size());
-  const bool every_layer = c.training.every_layer_recomputed(c.model.num_hidden_layers);
+  const bool every_layer = act.every_block_recomputed;
   pr.saved = layer_saved(act, layers, every_layer);
   if (layers.value() > 0 && !weight_copies.is_zero()) pr.copies_per_layer = {weight_copies / layers.value()};
   pr.gathered = gathered_layer_bytes(c, params, p, r);

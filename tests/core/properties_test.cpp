@@ -22,7 +22,9 @@ int cases() {
 
 class Generator {
  public:
-  explicit Generator(std::uint64_t seed) : rng_(seed) {}
+  // Settings added later draw from a stream of their own, so the configurations drawn before them
+  // stay the same (the relations keep being checked on the same cases).
+  explicit Generator(std::uint64_t seed) : rng_(seed), later_(seed ^ 0x9e3779b97f4a7c15ULL) {}
 
   template <class T>
   const T& pick(const std::vector<T>& v) { return v[index(v.size())]; }
@@ -47,6 +49,11 @@ class Generator {
     t.optimizer = static_cast<Optimizer>(index(8));
     t.optimizer_impl = static_cast<OptimizerImpl>(index(3));
     t.checkpointing = static_cast<Checkpointing>(index(4));
+    const bool decoder_only = !c.model.is_encoder_decoder && c.model.normalize_before &&
+                              c.model.attention_type != AttentionType::kDisentangled;
+    if (t.checkpointing == Checkpointing::kFull && decoder_only && std::bernoulli_distribution(0.3)(later_)) {
+      t.checkpointed_layers = std::uniform_int_distribution<std::int64_t>(0, c.model.num_hidden_layers)(later_);
+    }
     t.implementation.attention = coin() ? AttentionImpl::kFlash : AttentionImpl::kEager;
     t.implementation.chunked_loss = coin(0.3);
     t.dropout = coin(0.3) ? 0.1 : 0.0;
@@ -73,6 +80,7 @@ class Generator {
 
  private:
   std::mt19937_64 rng_;
+  std::mt19937_64 later_;
 };
 
 struct Outcome {
@@ -108,7 +116,18 @@ const std::vector<Relation>& relations() {
       {"a larger vocabulary", always, [](Config& c) { c.model.vocab_size += 1000; }, true},
       {"a higher ZeRO stage", [](const Config& c) { return c.parallel.zero_stage < 3; },
        [](Config& c) { ++c.parallel.zero_stage; }, false},
-      {"full checkpointing", always, [](Config& c) { c.training.checkpointing = Checkpointing::kFull; }, false},
+      {"full checkpointing", always,
+       [](Config& c) {
+         c.training.checkpointing = Checkpointing::kFull;
+         c.training.checkpointed_layers = -1;
+       },
+       false},
+      {"one more checkpointed block",
+       [](const Config& c) {
+         return c.training.checkpointing == Checkpointing::kFull && c.training.checkpointed_layers >= 0 &&
+                c.training.checkpointed_layers < c.model.num_hidden_layers;
+       },
+       [](Config& c) { ++c.training.checkpointed_layers; }, false},
       {"activation offload", always, [](Config& c) { c.training.activation_offload = true; }, false},
       {"optimizer offload", [](const Config& c) { return c.parallel.zero_stage >= 1; },
        [](Config& c) { c.parallel.offload_optimizer = true; }, false},
