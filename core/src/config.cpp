@@ -406,6 +406,10 @@ Json applicability(std::string_view path) {
   } else if (path == "parallel.float8_all_gather") {
     all.push(when_in("training.float8", spellings({"tensorwise"})));
     all.push(when_in("parallel.zero_stage", integers({3})));
+  } else if (path == "training.target_len") {
+    Json yes = Json::array();
+    yes.push(Json::boolean(true));
+    all.push(when_in("model.is_encoder_decoder", std::move(yes)));
   } else if (path == "training.checkpointed_layers") {
     all.push(when_in("training.checkpointing", spellings({"full"})));
   } else if (path == "parallel.fsdp_use_orig_params") {
