@@ -166,18 +166,20 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
   // grad (aten/src/ATen/autocast_mode.cpp, cached_cast), so a frozen weight's cast is not
   // shared: each linear whose input needs a gradient saves its own 16-bit copy of the weight for
   // backward, the head once per call (LitGPT's 128-position chunks make it one copy per chunk).
-  // Under full checkpointing the blocks' copies are made again, one block at a time, in backward.
+  // Blocks under full checkpointing make their copies again, one block at a time, in backward:
+  // only the blocks left out of it (training.checkpointed_layers) keep theirs.
   if (peft && (c.training.finetune.base_bits != 16 ||
                lora_base_bytes(r, resolve_implementation(c.training.implementation)) != kFp32Bytes)) {
     return Bytes{0};
   }
   const std::int64_t head_uses = peft ? head_calls(c) : 1;
-  const bool blocks_kept = !peft || !c.training.every_layer_recomputed(c.model.num_hidden_layers);
+  const std::int64_t layers = std::max<std::int64_t>(1, c.model.num_hidden_layers);
+  const Count blocks_kept = peft ? Count(layers - c.training.recomputed_layers(layers)) : Count(layers);
   const bool tied_head = c.model.output_head == OutputHead::kLm && c.model.tie_word_embeddings;
   return p.as_nominal(p.local<BytesUnit>(params, [&](const TensorGroup& g) {
     const bool head = g.component == Component::kHead || (tied_head && g.component == Component::kTokenEmbedding);
     if (head) return g.elements_each() * r.autocast_copy * head_uses;
-    return g.linear && blocks_kept ? g.elements_each() * r.autocast_copy : Bytes{0};
+    return g.linear ? mul_div(g.elements_each() * r.autocast_copy, blocks_kept, Count(layers)) : Bytes{0};
   }));
 }
 

@@ -394,5 +394,20 @@ TEST(Peft, AnFp32BaseUnderAutocastSavesEachFrozenLinearsCast) {
   EXPECT_EQ(copies("hf", "none", "half"), 0);
 }
 
+// Only the blocks left out of full checkpointing keep their frozen casts.
+TEST(Peft, BlocksLeftOutOfCheckpointingKeepTheirCasts) {
+  const auto copies = [](std::int64_t checkpointed) {
+    Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)"
+                                 R"("finetune":{"method":"lora"},"checkpointing":"full","lora_base_dtype":"fp32"}})")
+                   .config;
+    c.training.checkpointed_layers = checkpointed;
+    return estimate(c).breakdown.weight_copies.value();
+  };
+  const std::int64_t head = 32000LL * 4096, blocks = 2147483648LL + 4328521728LL;
+  EXPECT_EQ(copies(-1), 2 * head);
+  EXPECT_EQ(copies(24), 2 * head + 2 * blocks / 4);  // 8 of 32 blocks keep theirs
+  EXPECT_EQ(copies(0), 2 * (head + blocks));
+}
+
 }  // namespace
 }  // namespace memfit
