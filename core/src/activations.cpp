@@ -654,6 +654,21 @@ void fused_loss(const LossShape& s, LossModel& out) {
   out.backward_bytes = out.forward_bytes;
 }
 
+// The eager cross-entropy under torch.compile (torchtitan's build_cross_entropy_loss compiles
+// cross_entropy(pred.float(), labels) when training.compile is on, torchtitan/components/loss.py,
+// from pytorch/torchtitan#1033 of 2025-04-02): Inductor fuses the upcast, log-softmax and gather
+// into reductions, so forward keeps the 16-bit logits (the graph's input), the labels and two fp32
+// values per row (the row maximum and the log-sum-exp), and no V-wide fp32 tensor exists. Backward
+// is one kernel that writes the logits' gradient as a new 16-bit tensor while the saved logits are
+// still held. (Checked with torch 2.13's Inductor on the CPU: the saved tensors are the input, the
+// labels and two T×1 fp32 tensors; the gradient does not alias the input.)
+void compiled_loss(const LossShape& s, LossModel& out) {
+  const Bytes per_row = s.d.tokens * kFp32Bytes * 2;
+  out.forward_bytes = s.head_input + s.logits + per_row + s.labels;
+  out.grad_bytes = s.logits;
+  out.backward_bytes = out.forward_bytes + s.logits;
+}
+
 // Fused linear cross-entropy (Liger-Kernel; torchtitan's chunked loss with per-chunk backward):
 // the head and the loss run one chunk of rows at a time, next_power_of_2(ceil(B·T / ceil(V / d)))
 // rows (Liger's rule, ops/fused_linear_cross_entropy.py) or the framework's chunk count; the
@@ -716,6 +731,7 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   switch (impl.loss) {
     case LossKernel::kChunked: chunked_loss(s, profile, out); break;
     case LossKernel::kFusedCe: fused_loss(s, out); break;
+    case LossKernel::kCompiledCe: compiled_loss(s, out); break;
     case LossKernel::kFusedLinearCe:
       fused_linear_loss(s, profile, m, out.head_grad_bytes, out);
       out.notes.push_back("Fused linear cross-entropy: logits exist one chunk at a time; the head's gradients "

@@ -177,5 +177,23 @@ TEST(Implementation, TorchtuneCompilesItsChunkedLossIntoAFusedCrossEntropy) {
   EXPECT_EQ(run(litgpt).find("implementation")->find("loss")->as_string(), "chunked");
 }
 
+TEST(Implementation, ACompiledCrossEntropyKeepsTheLogitsAndWritesANewGradient) {
+  // torchtitan compiles cross_entropy(pred.float(), labels) with the model: no V-wide fp32 tensor,
+  // two fp32 values per row kept, and backward's 16-bit gradient beside the saved logits (where a
+  // fused kernel writes it into them).
+  const std::string base = R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"torchtitan",)"
+                           R"("precision":"bf16_fsdp","seq_len":8192,"checkpointing":"selective_op","compile":"yes",)";
+  const std::string tail = R"(},"parallel":{"num_gpus":8,"zero_stage":3}})";
+  const Json compiled = run(base + R"("loss":"compiled_ce")" + tail);
+  const Json fused = run(base + R"("loss":"fused_ce")" + tail);
+  const Json eager = run(base + R"("loss":"eager")" + tail);
+  EXPECT_EQ(compiled.find("implementation")->find("loss")->as_string(), "compiled_ce");
+  const std::int64_t tokens = 8192, vocab = 128256;
+  const auto loss = [](const Json& r) { return field(*r.find("breakdown"), "logits_and_loss"); };
+  EXPECT_EQ(loss(compiled) - loss(fused), tokens * vocab * 2 + tokens * 4);
+  EXPECT_LT(loss(compiled), loss(eager));
+  EXPECT_LT(field(compiled, "peak_allocated_bytes"), field(eager, "peak_allocated_bytes"));
+}
+
 }  // namespace
 }  // namespace memfit

@@ -896,7 +896,17 @@ def hf_blog(rec):
 
 # ----------------------------------------------------------------------------- torchao (torchtitan runs)
 
-def torchtitan_common(c, mbs, seq, ckpt, ckpt_why, fused, fused_why):
+# torchtitan compiled its loss with the model from the start, stopped on 2024-12-18 (e8977b0, 'turning off
+# compile on loss function', pytorch/torchtitan#755) and started again on 2025-04-02 (bbb1b61,
+# pytorch/torchtitan#1033: build_cross_entropy_loss wraps cross_entropy_loss in torch.compile when
+# training.compile is set, torchtitan/components/loss.py). Runs under compile from after that date.
+COMPILED_LOSS_WHY = ("torchtitan's build_cross_entropy_loss compiles cross_entropy(pred.float(), labels) when "
+                     "training.compile is on (torchtitan/components/loss.py, from pytorch/torchtitan#1033 of 2025-04-02"
+                     "; {when})")
+EAGER_LOSS_WHY = "torchtitan's cross_entropy_loss over the full logits (upcast to fp32)"
+
+
+def torchtitan_common(c, mbs, seq, ckpt, ckpt_why, fused, fused_why, loss=("eager", EAGER_LOSS_WHY)):
     c.t("framework", "torchtitan", "torchtitan train.py (Llama 3 8B from scratch on C4)")
     c.t("micro_batch_size", mbs, "local batch size")
     c.t("grad_accum_steps", 1, "none")
@@ -906,7 +916,7 @@ def torchtitan_common(c, mbs, seq, ckpt, ckpt_why, fused, fused_why):
     c.t("checkpointing", ckpt, ckpt_why)
     c.t("attention", "flash", "torchtitan calls F.scaled_dot_product_attention with is_causal (flash kernel)")
     c.t("dropout", 0.0, "torchtitan's Llama has no dropout")
-    c.t("loss", "eager", "torchtitan's cross_entropy_loss over the full logits (upcast to fp32)")
+    c.t("loss", loss[0], loss[1])
     c.t("precision", "bf16_fsdp", "FSDP2 MixedPrecisionPolicy(param_dtype bf16, reduce_dtype fp32): fp32 sharded parameters, "
         "gradients and AdamW states, bf16 compute")
     c.ft("method", "full", "pre-training")
@@ -922,10 +932,15 @@ def torchao_train(rec):
     fp8 = not rid.endswith("-bf16")
     c = Case(rec, "full", f"Llama-3-8B pre-training, 8x {gpu}, FSDP2, bs 1, seq 8192, per-op SAC, compile"
              f"{', ' + variant if fp8 else ''}").model("llama-3-8b")
+    late = gpu != "h100-sxm-80gb"  # the B200 and MI300X tables: torchtitan 6fc499f / 2c8b594 (Aug 2025)
+    loss = (("compiled_ce", COMPILED_LOSS_WHY.format(when="this table's run used torchtitan " +
+                                                    ("6fc499f" if gpu == "b200-180gb" else "2c8b594") + " of Aug 2025"))
+            if late else ("eager", EAGER_LOSS_WHY + "; not compiled: torchtitan 0.0.2 of early 2025 ran between "
+                          "e8977b0 (2024-12-18, loss compile turned off) and bbb1b61 (2025-04-02, turned back on)"))
     torchtitan_common(c, 1, 8192, "selective_op", "'per-op SAC' (activation_checkpoint.mode selective, option op): every "
                       "second matmul output and the attention output are kept", True,
                       "torchtitan builds AdamW with fused=True by default since Feb 2025 (pytorch/torchtitan#881); the "
-                      "benchmark (torchao 0.10, pytorch 2.7.0a0, Mar 2025) ran after that")
+                      "benchmark (torchao 0.10, pytorch 2.7.0a0, Mar 2025) ran after that", loss)
     c.t("compile", "yes", "torch.compile (--compile.enable)")
     if fp8 and variant in ("tensorwise", "rowwise"):
         c.t("float8", variant, f"torchao float8 training, {variant} scaling (the benchmark's recipe)")
@@ -962,7 +977,8 @@ def torchao_tutorial(rec):
              f"{', float8 ' + variant if fp8 else ''}").model("llama-3-8b")
     torchtitan_common(c, 1, 8192, "selective_op", "llama3_8b.toml @775a486: activation_checkpoint.mode selective, option "
                       "op", True, "torchtitan's default fused AdamW (since Feb 2025, pytorch/torchtitan#881; logs of June "
-                      "2025)")
+                      "2025)", ("compiled_ce", COMPILED_LOSS_WHY.format(when="the tutorial's torchtitan is 775a486 of "
+                                                                        "2025-06-03")))
     c.t("compile", "yes", "torch.compile (--training.compile)")
     if fp8:
         c.t("float8", variant, f"--model.converters=float8, {variant} scaling (torchao Float8Linear)")
@@ -2054,6 +2070,14 @@ def migrate_handwritten(case):
                  "then nvml's used memory: 'GPU memory occupied: 1343 MB', 'the kernels alone take up 1.3GB'), an older "
                  "PyTorch/CUDA without lazy module loading; memfit's Volta default is 350 MiB")
         case["discrepancy_notes"] = [n for n in case.get("discrepancy_notes", []) if not n.startswith("CUDA context:")]
+    if case["id"].startswith("ttitan-l31-8b-h200-") and t.get("loss") == "eager" and t.get("compile") == "yes":
+        # Trainy's June 2025 runs (torchtitan e7c0cae, 2025-06-13) compile the loss with the model.
+        t["loss"] = "compiled_ce"
+        a[:] = [line for line in a if not line.startswith("loss ")]
+        a.append("loss compiled_ce: " + COMPILED_LOSS_WHY.format(when="the benchmark's torchtitan is e7c0cae of "
+                                                                  "2025-06-13") + " (set when memfit gained compiled_ce)")
+        case["discrepancy_notes"] = [n for n in case.get("discrepancy_notes", [])
+                                     if not n.startswith("torch.compile fuses elementwise ops")]
     if "chunked_loss" in t:
         chunked = t.pop("chunked_loss")
         loss = "chunked" if chunked else "eager"

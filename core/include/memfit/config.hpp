@@ -160,8 +160,10 @@ enum class AttentionMask { kAuto, kAdditive, kImplicit, kBoolean, kAlibi };
 // cross-entropy, every chunk's log-probabilities kept); fused_ce (a fused kernel keeps the logits
 // and a log-sum-exp per row and writes the gradient in place: unsloth, llm.c, compiled CE);
 // fused_linear_ce (the head and the loss per chunk, gradients computed in forward: Liger,
-// torchtitan's chunked loss).
-enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe };
+// torchtitan's chunked loss); compiled_ce (the eager cross-entropy under torch.compile, as
+// torchtitan compiles its loss: the upcast and log-softmax fuse, the 16-bit logits and two fp32
+// values per row are kept, and backward writes a new 16-bit gradient beside the saved logits).
+enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe, kCompiledCe };
 // What an RMSNorm saves: eager (transformers: fp32 x, rstd, the normalised x in the input dtype),
 // eager_fp32 (LitGPT: fp32 x, fp32 normalised x, rstd), fused (Triton / TE kernels: x and rstd),
 // fused_fp32 (torch's fused rms_norm on an fp32 copy: fp32 x and rstd).
