@@ -621,11 +621,21 @@ struct LossShape {
 // output (the one tensor saved), labels. Backward holds the saved log-probabilities, the incoming
 // gradient and log_softmax's gradient (three V-wide tensors); then the logits' gradient and its
 // cast to the compute dtype stay for the head's matmul backward.
+//
+// Before transformers 4.49 the loss shifted the logits themselves (logits[..., :-1, :].contiguous())
+// rather than the labels: one more copy beside the upcast while log_softmax runs.
+// In backward the slice's gradient is a new full-size tensor, made after log_softmax's backward has
+// released its saved output, so three V-wide tensors remain the most at once.
 void eager_loss(const LossShape& s, LossModel& out) {
   const Bytes log_probs = s.d.tokens * s.vocab * s.loss_element;
   const bool cast = s.loss_element != s.d.act;
   const Bytes upcast = cast ? log_probs : Bytes{0};
-  out.forward_bytes = s.head_input + s.logits + upcast + log_probs + s.labels;
+  // The copy is of the logits as the code holds them when it shifts: fp32 after an explicit
+  // .float() (transformers), the compute dtype where autocast casts later, inside the loss (Qwen-1).
+  const Bytes shift_copy = s.d.impl.loss_shift_copy != Switch::kYes ? Bytes{0}
+                           : s.d.impl.logits_dtype == LogitsDtype::kFp32 ? s.d.tokens * s.vocab * kFp32Bytes
+                                                                          : s.logits;
+  out.forward_bytes = s.head_input + s.logits + upcast + shift_copy + log_probs + s.labels;
   out.grad_bytes = log_probs + (cast ? s.logits : Bytes{0});
   out.backward_bytes = s.head_input + s.labels + max(log_probs * 3, out.grad_bytes);
 }

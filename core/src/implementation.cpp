@@ -42,6 +42,9 @@ constexpr Implementation knobs(Framework f, A attention, S softmax, L logits, M 
   i.load = load;
   i.compile = Switch::kNo;    // no framework compiles unless asked (torchtitan and torchtune: compile = false)
   i.use_cache = Switch::kNo;  // transformers' gradient checkpointing and every other profile: no cache in training
+  // transformers >= 4.49 (loss/loss_utils.py ForCausalLMLoss pads the labels) and every other
+  // profile's eager loss: no shifted copy of the logits.
+  i.loss_shift_copy = Switch::kNo;
   return i;
 }
 
@@ -178,6 +181,7 @@ Implementation resolve_implementation(const Implementation& r) {
   // set stays as set.
   out.compile = pick(r.compile, p.compile);
   out.use_cache = pick(r.use_cache, p.use_cache);
+  out.loss_shift_copy = pick(r.loss_shift_copy, p.loss_shift_copy);
   if (out.compile == Switch::kYes) {
     if (r.norm_kernel == NormKernel::kAuto) out.norm_kernel = NormKernel::kFused;
     if (r.activation_kernel == ActivationKernel::kAuto) out.activation_kernel = ActivationKernel::kFused;

@@ -195,5 +195,23 @@ TEST(Implementation, ACompiledCrossEntropyKeepsTheLogitsAndWritesANewGradient) {
   EXPECT_LT(field(compiled, "peak_allocated_bytes"), field(eager, "peak_allocated_bytes"));
 }
 
+TEST(Implementation, TransformersBefore449ShiftTheLogitsWithACopy) {
+  // shift_logits = logits[..., :-1, :].contiguous() after logits.float(): while log_softmax runs,
+  // the bf16 logits, the fp32 upcast, its shifted copy and the fp32 log-probabilities coexist (14
+  // bytes a logit, 2 more than backward's three fp32 tensors). In the compute dtype (Qwen-1's and
+  // GPTBigCode's loss, no upcast) the copy is 2 bytes a logit and does not pass backward's three.
+  const std::string base = R"({"model":{"preset":"llama-3-8b"},"training":{"seq_len":4096,"checkpointing":"full",)"
+                           R"("finetune":{"method":"lora"},"precision":"bf16",)";
+  const auto loss = [](const Json& r) { return field(*r.find("breakdown"), "logits_and_loss"); };
+  const Json plain = run(base + R"("loss_shift_copy":"no"}})");
+  const Json copied = run(base + R"("loss_shift_copy":"yes"}})");
+  EXPECT_EQ(copied.find("implementation")->find("loss_shift_copy")->as_string(), "yes");
+  EXPECT_EQ(plain.find("implementation")->find("loss_shift_copy")->as_string(), "no");  // auto: transformers 4.49+
+  const std::int64_t logits = std::int64_t{4096} * 128256;
+  EXPECT_EQ(loss(copied) - loss(plain), logits * 2);
+  const std::string compute = base + R"("logits_dtype":"compute",)";
+  EXPECT_EQ(loss(run(compute + R"("loss_shift_copy":"yes"}})")), loss(run(compute + R"("loss_shift_copy":"no"}})")));
+}
+
 }  // namespace
 }  // namespace memfit

@@ -630,8 +630,17 @@ def fms(rec):
     c.t("dropout", 0.1 if model_key == "santacoder" else 0.0,
         "gpt_bigcode-santacoder config: attn_pdrop, resid_pdrop and embd_pdrop 0.1" if model_key == "santacoder"
         else "attention_dropout 0.0 in the model config")
-    c.t("loss", "eager", "transformers 4.48 ForCausalLMLoss: cross-entropy over the full logits")
-    c.t("logits_dtype", "auto", "the hf profile: ForCausalLMLoss upcasts the logits to fp32")
+    if model_key == "santacoder":
+        c.t("loss", "eager", "transformers 4.48's GPTBigCodeForCausalLM computes its own CrossEntropyLoss over the full "
+            "logits (models/gpt_bigcode/modeling_gpt_bigcode.py; no self.loss_function yet)")
+        c.t("logits_dtype", "compute", "GPTBigCodeForCausalLM passes the lm_head output to the loss without upcasting")
+        c.t("loss_shift_copy", "yes", "GPTBigCodeForCausalLM shifts the logits with a copy: shift_logits = "
+            "lm_logits[..., :-1, :].contiguous()")
+    else:
+        c.t("loss", "eager", "transformers 4.48 ForCausalLMLoss: cross-entropy over the full logits")
+        c.t("logits_dtype", "auto", "the hf profile: ForCausalLMLoss upcasts the logits to fp32")
+        c.t("loss_shift_copy", "yes", "transformers 4.48's ForCausalLMLoss shifts the upcast logits with a copy "
+            "(shift_logits = logits[..., :-1, :].contiguous(), loss/loss_utils.py; 4.49 pads the labels instead)")
     if scen in ("full-plain", "lora-plain"):
         c.t("precision", "bf16", "framework_config 'none': torch_dtype bfloat16 and no bf16/fp16 flag, so weights, gradients "
             "and AdamW states are bf16 and nothing is autocast")
@@ -1853,12 +1862,15 @@ def qwen(rec):
     c.t("attention", "flash", "'Flash attention 2 is applied' (Qwen's remote code with flash_attn)")
     c.t("dropout", 0.0, "Qwen config attn_dropout_prob and emb_dropout_prob 0.0")
     c.t("loss", "eager", "QWenLMHeadModel's CrossEntropyLoss on the full logits")
+    c.t("loss_shift_copy", "yes", "QWenLMHeadModel.forward shifts the logits themselves: shift_logits = "
+        "lm_logits[..., :-1, :].contiguous(), a copy of the 16-bit logits (Qwen/Qwen-7B modeling_qwen.py)")
     if deepspeed:
         c.t("logits_dtype", "compute", "modeling_qwen.py passes the 16-bit lm_head output to CrossEntropyLoss without "
             "upcasting, and under DeepSpeed the Trainer does not autocast")
     else:
-        c.t("logits_dtype", "fp32", "modeling_qwen.py does not upcast the logits, but HF Trainer's bf16 autocast runs "
-            "cross_entropy in fp32 (autocast's fp32 op list), so the loss reads an fp32 copy")
+        c.t("logits_dtype", "compute", "modeling_qwen.py does not upcast the logits (its shifted copy is 16-bit); HF "
+            "Trainer's bf16 autocast runs cross_entropy in fp32 (autocast's fp32 op list), which the bf16_autocast "
+            "recipe models: the loss reads an fp32 cast")
         c.note("Qwen's 151,936-token vocabulary makes the logits path the largest per-token cost: under autocast the bf16 "
                "logits, their fp32 copy for the loss, the fp32 log-softmax and its gradient coexist at the loss")
     c.note("nvidia-smi (taken as the counter) includes the CUDA context and everything the caching allocator keeps, "

@@ -37,6 +37,6 @@ const char* to_string(Framework f);
 inline constexpr const char* kImplementationKeys[] = {
     "framework", "attention", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
     "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "lora_adapter_dtype",
-    "load", "compile", "use_cache"};
+    "load", "compile", "use_cache", "loss_shift_copy"};
 
 }  // namespace memfit
