@@ -622,8 +622,9 @@ struct LossShape {
 // gradient and log_softmax's gradient (three V-wide tensors); then the logits' gradient and its
 // cast to the compute dtype stay for the head's matmul backward.
 //
-// Before transformers 4.49 the loss shifted the logits themselves (logits[..., :-1, :].contiguous())
-// rather than the labels: one more copy beside the upcast while log_softmax runs.
+// transformers 4.46-4.48 shifted the logits themselves (logits[..., :-1, :].contiguous()) inside
+// ForCausalLMLoss, the caller still holding the 16-bit logits: one more copy beside the upcast while
+// log_softmax runs (training.loss_shift_copy).
 // In backward the slice's gradient is a new full-size tensor, made after log_softmax's backward has
 // released its saved output, so three V-wide tensors remain the most at once.
 void eager_loss(const LossShape& s, LossModel& out) {

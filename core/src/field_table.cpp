@@ -333,8 +333,9 @@ std::vector<Field> build_fields() {
               "as they do (through backward when the loop keeps its outputs); auto = no",
               "auto", "yes", "no"),
       MF_ENUM("training.loss_shift_copy", training.implementation.loss_shift_copy, Switch,
-              "the eager loss shifts the logits with a contiguous copy (transformers before 4.49, Qwen-1's remote "
-              "code): one more logits-sized tensor in the loss dtype during forward; auto = no (transformers 4.49+)",
+              "the eager loss shifts a contiguous copy of the logits while the 16-bit logits are held (transformers "
+              "4.46-4.48's ForCausalLMLoss, Qwen-1's remote code): one more logits-sized tensor during forward; auto "
+              "= no (transformers 4.49+ shifts the labels; before 4.46 the copy replaces the freed 16-bit logits)",
               "auto", "yes", "no"),
       MF_ENUM("training.lora_base_dtype", training.implementation.lora_base_dtype, LoraBaseDtype,
               "a LoRA base's dtype: half (16-bit), fp32, or weights (the recipe's weight dtype, as LitGPT); auto = "

@@ -913,6 +913,13 @@ COMPILED_LOSS_WHY = ("torchtitan's build_cross_entropy_loss compiles cross_entro
                      "training.compile is on (torchtitan/components/loss.py, from pytorch/torchtitan#1033 of 2025-04-02"
                      "; {when})")
 EAGER_LOSS_WHY = "torchtitan's cross_entropy_loss over the full logits (upcast to fp32)"
+# Until 2025-03-19 torchtitan's default norm_type "rmsnorm" was its own Python RMSNorm,
+# self._norm(x.float()).type_as(x) * self.weight (torchtitan/models/norms.py), which saves what
+# transformers' does; pytorch/torchtitan#985 switched to nn.RMSNorm (fused). Under torch.compile the
+# Python norm saves what the fused one does (training.compile), so only uncompiled runs state it.
+EAGER_NORM_WHY = ("torchtitan's default norm_type 'rmsnorm' before 2025-03-19 (pytorch/torchtitan#985): its own "
+                  "Python RMSNorm, self._norm(x.float()).type_as(x) * self.weight (torchtitan/models/norms.py), "
+                  "not compiled in this run")
 
 
 def torchtitan_common(c, mbs, seq, ckpt, ckpt_why, fused, fused_why, loss=("eager", EAGER_LOSS_WHY)):
@@ -1022,6 +1029,8 @@ def torchao_f8nocompile(rec):
             "is a multiple of 2, so 16 of Llama 3 8B's 32 blocks; the other 16 keep all their activations")
     c.line("micro_batch_size 1 is not stated in the README; torchtitan's llama3_8b.toml default local batch 1 is taken")
     c.flag("seq_from_default")
+    if not compiled:
+        c.t("norm_kernel", "eager", EAGER_NORM_WHY + " (the Jan-Feb 2025 torchtitan of this README)")
     if compiled:
         c.t("compile", "yes", "'float8 + compile': the baseline runs under torch.compile")
         c.t("float8", "tensorwise", "'float8 + compile': torchao's Float8Linear with dynamic tensorwise scaling, the "
@@ -1797,8 +1806,11 @@ def ttpaper(rec):
         c.p("pipeline", pp, "PP degree 16")
         if "interleaved" in rid:
             c.p("virtual_stages", 2, "Interleaved 1F1B: torchtitan's interleaved schedule with two stages per rank")
-    if "compile" in rid or "torch.compile" in str(s.get("other", "")):
+    other = str(s.get("other", ""))
+    if "compile" in rid or ("torch.compile" in other and "no torch.compile" not in other):
         c.t("compile", "yes", "torch.compile, as the source states")
+    else:
+        c.t("norm_kernel", "eager", EAGER_NORM_WHY + " (the paper's runs of 2024)")
     if "Float8" in str(s["precision"]):
         c.t("float8", "tensorwise", "Float8 linears: torchtitan's float8 converter of the time (recipe_name unset: "
             "tensorwise scaling); the fp8 all-gather is an option the source does not state, so it is left off")
@@ -2082,6 +2094,12 @@ def migrate_handwritten(case):
                  "then nvml's used memory: 'GPU memory occupied: 1343 MB', 'the kernels alone take up 1.3GB'), an older "
                  "PyTorch/CUDA without lazy module loading; memfit's Volta default is 350 MiB")
         case["discrepancy_notes"] = [n for n in case.get("discrepancy_notes", []) if not n.startswith("CUDA context:")]
+    if (case["id"].startswith("ttitan-") and not case["id"].startswith("ttitan-l31-8b-h200-")
+            and t.get("compile") != "yes" and "norm_kernel" not in t):
+        # The torchtitan paper's and the Dec 2024 benchmark's runs predate pytorch/torchtitan#985.
+        t["norm_kernel"] = "eager"
+        a.append("norm_kernel eager: " + EAGER_NORM_WHY + " (end-of-2024 runs; set when memfit's torchtitan profile "
+                 "moved to nn.RMSNorm)")
     if case["id"].startswith("ttitan-l31-8b-h200-") and t.get("loss") == "eager" and t.get("compile") == "yes":
         # Trainy's June 2025 runs (torchtitan e7c0cae, 2025-06-13) compile the loss with the model.
         t["loss"] = "compiled_ce"

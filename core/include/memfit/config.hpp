@@ -211,10 +211,12 @@ struct Implementation {
   // use_cache left on in training: every layer returns its keys and values with the model's
   // outputs (transformers turns it off only under its own gradient checkpointing).
   Switch use_cache = Switch::kAuto;
-  // The eager loss shifts the logits with a contiguous copy before the cross-entropy
-  // (shift_logits = logits[..., :-1, :].contiguous(): transformers before 4.49, in each model's
-  // forward before 4.46 and in loss_utils.py's ForCausalLMLoss from 4.46 to 4.48; Qwen-1's and other
-  // remote code); transformers 4.49 shifts the labels instead (nn.functional.pad), no copy.
+  // The eager loss shifts the logits with a contiguous copy while the 16-bit logits are still held
+  // (shift_logits = logits[..., :-1, :].contiguous(): loss_utils.py's ForCausalLMLoss in transformers
+  // 4.46-4.48, whose caller keeps the 16-bit logits for its outputs; Qwen-1's and GPTBigCode's own
+  // losses, which copy the 16-bit logits). transformers 4.49 shifts the labels instead
+  // (nn.functional.pad): no copy. Before 4.46 each model's forward rebinds logits = logits.float(),
+  // freeing the 16-bit logits as the copy is made: the same peak as no copy.
   Switch loss_shift_copy = Switch::kAuto;
   bool chunked_loss = false;  // before training.loss: true means loss fused_linear_ce (old links)
 };
