@@ -300,6 +300,23 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.close();
   });
 
+  test('a tight run says whether its estimate or only the band of published runs is over the budget', async () => {
+    // Llama 3 8B on 8 H100s under FSDP: the estimate is within the 85 % budget, the top of the band
+    // where published runs like it landed is not.
+    const search = '?v=1&preset=llama-3-8b&framework=torchtitan&loss=compiled_ce&compile=yes&num_gpus=8&zero_stage=3' +
+      '&precision=bf16_fsdp&seq_len=8192';
+    const config = { model: { preset: 'llama-3-8b' }, training: { framework: 'torchtitan', loss: 'compiled_ce', compile: 'yes',
+      precision: 'bf16_fsdp', seq_len: 8192 }, parallel: { num_gpus: 8, zero_stage: 3 } };
+    const expected = core.estimate(config);
+    assert.equal(expected.fits.verdict, 'tight');
+    assert.ok(expected.fits.need_bytes <= expected.fits.budget_bytes && expected.fits.need_high_bytes > expected.fits.budget_bytes);
+    const p = await open(search);
+    await waitForAnswer(p, expected);
+    const text = (await p.getByTestId('verdict').textContent()).replace(/\s+/g, ' ');
+    assert.match(text, new RegExp(`runs like it reached up to ${formatBytes(expected.fits.need_high_bytes).replace(/[.]/g, '\\.')}, over the 85 % budget`));
+    await p.close();
+  });
+
   test('6. screenshots for the record (test-results/)', async () => {
     mkdirSync(RESULTS_DIR, { recursive: true });
     const wide = await open('?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');

@@ -16,6 +16,14 @@ function Gauge({ fit, units }) {
   );
 }
 
+// Why a run is tight: its own estimate over the budget, or only the top of the band where published
+// runs like it landed (fit.need_high_bytes) over it.
+function TightWhy({ fit, units }) {
+  const budget = formatPercent(fit.budget_fraction);
+  if (fit.need_bytes > fit.budget_bytes || !(fit.need_high_bytes > fit.budget_bytes)) return <> · over the {budget} budget</>;
+  return <> · runs like it reached up to <Bytes bytes={fit.need_high_bytes} units={units} />, over the {budget} budget</>;
+}
+
 function Headroom({ fit, units }) {
   if (fit.headroom_bytes < 0) {
     return <>needs <Bytes bytes={-fit.headroom_bytes} units={units} /> more than the card's <Bytes bytes={fit.memory_bytes} units={units} /></>;
@@ -23,7 +31,7 @@ function Headroom({ fit, units }) {
   return (
     <>
       <Bytes bytes={fit.headroom_bytes} units={units} testid="headroom" /> headroom of <Bytes bytes={fit.memory_bytes} units={units} />
-      {fit.verdict === 'tight' && <> · over the {formatPercent(fit.budget_fraction)} budget</>}
+      {fit.verdict === 'tight' && <TightWhy fit={fit} units={units} />}
     </>
   );
 }
