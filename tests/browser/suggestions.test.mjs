@@ -120,6 +120,41 @@ describe('what to change', { skip: missing || false, concurrency: false }, () =>
     await p.close();
   });
 
+  test('while the core works on new values, the last list stays, greyed and not applicable', async () => {
+    // The page's worker is slowed for suggestions only (after the first answer): the estimate for a
+    // new micro-batch arrives first, and the list must not fold up and reopen in the meantime.
+    const p = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
+    await p.addInitScript(() => {
+      const Native = window.Worker;
+      window.Worker = class extends Native {
+        postMessage(message, ...rest) {
+          if (message?.fn === 'suggestions' && window.holdSuggestionsMs) setTimeout(() => super.postMessage(message, ...rest), window.holdSuggestionsMs);
+          else super.postMessage(message, ...rest);
+        }
+      };
+    });
+    await p.goto(`${server.url}${TOO_BIG_LINK}`);
+    await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
+    const items = p.getByTestId('suggestion-list').locator(':scope > li');
+    await items.first().waitFor({ timeout: 10000 });
+    const before = await items.evaluateAll((lis) => lis.map((li) => li.dataset.title));
+    await p.evaluate(() => { window.holdSuggestionsMs = 3000; });
+    const next = merged(TOO_BIG, { training: { micro_batch_size: 3 } });
+    await p.fill(id('training.micro_batch_size'), '3');
+    await waitForAnswer(p, core.estimate(next));
+    const previous = p.getByTestId('suggestion-list-previous');
+    assert.equal(await previous.getAttribute('aria-busy'), 'true');
+    assert.deepEqual(await previous.locator(':scope > li').evaluateAll((lis) => lis.map((li) => li.dataset.title)), before);
+    assert.ok(await previous.getByRole('button', { name: 'Apply' }).evaluateAll((bs) => bs.every((b) => b.disabled)));
+    assert.equal(await p.getByTestId('suggestion-list').count(), 0);
+    // Then the core's list for the new values takes its place.
+    await items.first().waitFor({ timeout: 10000 });
+    const expected = core.suggestions(next).suggestions.map((x) => x.title);
+    assert.deepEqual(await items.evaluateAll((lis) => lis.map((li) => li.dataset.title)), expected);
+    assert.equal(await p.getByTestId('suggestion-list-previous').count(), 0);
+    await p.close();
+  });
+
   test('Apply merges the patch into the form, link and numbers; Undo restores them', async () => {
     const p = await open(TOO_BIG_LINK);
     const linkBefore = new URL(await p.getByTestId('copy-link').getAttribute('data-href')).search;

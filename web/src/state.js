@@ -175,6 +175,9 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       if (a !== STALE) suggestionsAnswer.value = { key: s.key, answer: a };
     }, failed));
   }));
+  // The last suggestions the core gave, for whatever configuration: shown greyed while it works on
+  // the one on screen, so the list does not fold up and reopen (moving the page) at every keystroke.
+  const previousSuggestions = computed(() => suggestionsAnswer.value?.answer ?? null);
   // The suggestions for what is on screen, or null while the core works on them.
   const suggestions = computed(() => {
     const a = suggestionsAnswer.value;
@@ -202,6 +205,11 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   const sweep = computed(() => {
     const a = sweepAnswer.value;
     return a && a.key === shown.value?.key && a.field === sweepField.value ? a.answer : null;
+  });
+  // The last sweep over the same field, shown greyed while the core works on the current one.
+  const previousSweep = computed(() => {
+    const a = sweepAnswer.value;
+    return a && a.field === sweepField.value ? a.answer : null;
   });
 
   // The headline's answer, the core's solver for the configuration on screen: the fewest GPUs when
@@ -344,7 +352,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     presetId, edits, units, tables, sweepName, planner, pasteText, imported, hub, suggestionsWanted,
     // derived and answered
     preset, presetModel, config, result, pending, base, presetLabel, issues, shown, query, suggestions,
-    solved, sweep, sweepField, applied, canUndo, coreError, fieldValue, isEdited,
+    previousSuggestions, solved, sweep, previousSweep, sweepField, applied, canUndo, coreError, fieldValue, isEdited,
     // actions
     setField, selectPreset, resetAll, importConfig, fetchFromHub, applySuggestion, undoSuggestion, showAsTable, askPlanner,
     dispose: () => {

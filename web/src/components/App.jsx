@@ -75,6 +75,7 @@ function AnswerSection({ state, late }) {
           stale={!result?.ok}
           modelName={modelName(state)}
           suggestions={state.suggestions}
+          previousSuggestions={state.previousSuggestions}
           applied={state.canUndo.value ? state.applied.value : null}
           onApply={state.applySuggestion}
           onUndo={state.undoSuggestion}
@@ -105,11 +106,13 @@ function DetailsSection({ state, Details }) {
         result={shown.result}
         scaling={shown.scaling}
         sweep={state.sweep.value}
+        previousSweep={state.previousSweep.value}
         units={state.units.value}
         stale={!state.result.value?.ok}
         view={view}
         onSelectGpu={(id) => state.setField('hardware.gpu', id)}
         suggestions={state.suggestions}
+        previousSuggestions={state.previousSuggestions}
         onWantSuggestions={() => (state.suggestionsWanted.value = true)}
         onApply={state.applySuggestion}
       />

@@ -5,14 +5,14 @@ import { Applied, WhatToChange } from './Suggestions.jsx';
 // The answer: the headline and, when the run does not fit (or is tight), what to change. First on
 // the page (and first on a phone); `stale`: the input is invalid and this is the last valid answer.
 // solve: the headline's answer (SolveAnswer, drawn by the details module), when it is there.
-export function Answer({ result, units, stale, modelName, suggestions, applied, onApply, onUndo, solve = null }) {
+export function Answer({ result, units, stale, modelName, suggestions, previousSuggestions, applied, onApply, onUndo, solve = null }) {
   const fits = result.fits.verdict === 'fits';
   return (
     <div class={`results-body answer${stale ? ' stale' : ''}`} data-stale={stale ? 'true' : 'false'} aria-busy={stale}>
       <Headline result={result} units={units} modelName={modelName} solve={solve} />
       <AccuracyLine />
       {applied && <Applied applied={applied} onUndo={onUndo} />}
-      {!fits && <WhatToChange result={result} suggestions={suggestions} units={units} stale={stale} onApply={onApply} />}
+      {!fits && <WhatToChange result={result} suggestions={suggestions} previous={previousSuggestions} units={units} stale={stale} onApply={onApply} />}
     </div>
   );
 }

@@ -21,7 +21,7 @@ if (typeof document !== 'undefined') addStyles('details-styles', css);
 
 // Everything else the core answered, in reading order: the charts (each with its table), the GPU
 // table, the ways to save memory when the run fits, the model, the scaling table, notes.
-export function Details({ result, scaling, sweep, units, stale, view, onSelectGpu, suggestions, onWantSuggestions, onApply }) {
+export function Details({ result, scaling, sweep, previousSweep, units, stale, view, onSelectGpu, suggestions, previousSuggestions, onWantSuggestions, onApply }) {
   const fits = result.fits.verdict === 'fits';
   const asTable = (name) => view.tables.includes(name);
   const onTable = (name) => (on) => view.onTable(name, on);
@@ -31,9 +31,9 @@ export function Details({ result, scaling, sweep, units, stale, view, onSelectGp
         <Breakdown result={result} units={units} asTable={asTable('breakdown')} onTable={onTable('breakdown')} />
         <Phases result={result} units={units} asTable={asTable('timeline')} onTable={onTable('timeline')} />
       </div>
-      <Sweep sweep={sweep} short={view.sweep} onShort={view.onSweep} units={units} asTable={asTable('sweep')} onTable={onTable('sweep')} />
+      <Sweep sweep={sweep} previous={previousSweep} short={view.sweep} onShort={view.onSweep} units={units} asTable={asTable('sweep')} onTable={onTable('sweep')} />
       <GpuTable result={result} units={units} onSelectGpu={onSelectGpu} asTable={asTable('gpus')} onTable={onTable('gpus')} />
-      {fits && <WaysToSave suggestions={suggestions} units={units} stale={stale} onApply={onApply} onOpen={onWantSuggestions} />}
+      {fits && <WaysToSave suggestions={suggestions} previous={previousSuggestions} units={units} stale={stale} onApply={onApply} onOpen={onWantSuggestions} />}
       <Parameters result={result} />
       <Scaling scaling={scaling} units={units} />
       <Notes result={result} />

@@ -25,7 +25,12 @@ export function Changes({ patch }) {
   );
 }
 
-function SuggestionList({ answer, units, disabled, onApply }) {
+// While the core works on the configuration on screen (`answer` null), the last list it gave stays,
+// greyed and not applicable, so the page does not jump at every keystroke.
+function SuggestionList({ answer, previous, units, disabled, onApply }) {
+  if (!answer && previous?.ok && previous.suggestions?.length) {
+    return <List list={previous.suggestions} units={units} updating onApply={onApply} />;
+  }
   if (!answer) return <p class="card-note" aria-busy="true">The core is estimating the changes…</p>;
   if (!answer.ok) {
     return <p class="card-note">{(answer.errors ?? []).map((e) => e.message).join('; ')}</p>;
@@ -34,8 +39,19 @@ function SuggestionList({ answer, units, disabled, onApply }) {
   if (list.length === 0) {
     return <p class="card-note" data-testid="no-suggestions">The core knows no single change that lowers this run's memory.</p>;
   }
+  return <List list={list} units={units} disabled={disabled} onApply={onApply} />;
+}
+
+// One element for the current list and the previous one (`updating`), so that the answer arriving
+// patches it in place.
+function List({ list, units, disabled = false, updating = false, onApply }) {
   return (
-    <ol class="suggestions" data-testid="suggestion-list">
+    <ol
+      class={`suggestions${updating ? ' updating' : ''}`}
+      data-testid={updating ? 'suggestion-list-previous' : 'suggestion-list'}
+      aria-busy={updating ? 'true' : undefined}
+      aria-label={updating ? 'The changes for the previous values, while the core estimates the new ones' : undefined}
+    >
       {list.map((s, i) => (
         <li key={s.title} class={`suggestion${i === 0 ? ' best' : ''}`} data-title={s.title} data-verdict={s.verdict}>
           <div class="suggestion-text">
@@ -50,8 +66,8 @@ function SuggestionList({ answer, units, disabled, onApply }) {
           <button
             type="button"
             class={`button${i === 0 && s.verdict === 'fits' ? ' primary' : ''}`}
-            disabled={disabled}
-            title={disabled ? 'Fix the highlighted inputs first' : `Apply: ${s.title}`}
+            disabled={disabled || updating}
+            title={updating ? 'Updating for the new values' : disabled ? 'Fix the highlighted inputs first' : `Apply: ${s.title}`}
             onClick={() => onApply(s)}
           >
             Apply
@@ -68,7 +84,7 @@ const INTRO = {
 };
 
 // The run does not fit (or is tight): the card, open, right after the headline.
-export function WhatToChange({ result, suggestions, units, stale, onApply }) {
+export function WhatToChange({ result, suggestions, previous, units, stale, onApply }) {
   const fit = result.fits;
   return (
     <section class={`card what-to-change verdict-${fit.verdict}`} aria-labelledby="h-change" data-testid="suggestions">
@@ -77,13 +93,13 @@ export function WhatToChange({ result, suggestions, units, stale, onApply }) {
         This run {INTRO[fit.verdict] ?? 'does not fit on'} the {fit.name}. Each change below is estimated by the core:
         the device total it gives per GPU, and whether that fits. Best first.
       </p>
-      <SuggestionList answer={suggestions.value} units={units} disabled={stale} onApply={onApply} />
+      <SuggestionList answer={suggestions.value} previous={previous?.value} units={units} disabled={stale} onApply={onApply} />
     </section>
   );
 }
 
 // The run fits: a folded list, computed only when opened.
-export function WaysToSave({ suggestions, units, stale, onApply, onOpen }) {
+export function WaysToSave({ suggestions, previous, units, stale, onApply, onOpen }) {
   const [open, setOpen] = useState(false);
   return (
     <details
@@ -95,7 +111,7 @@ export function WaysToSave({ suggestions, units, stale, onApply, onOpen }) {
       }}
     >
       <summary>Ways to save memory <span class="summary-note">changes the core estimates for this run</span></summary>
-      {open && <SuggestionList answer={suggestions.value} units={units} disabled={stale} onApply={onApply} />}
+      {open && <SuggestionList answer={suggestions.value} previous={previous?.value} units={units} disabled={stale} onApply={onApply} />}
     </details>
   );
 }

@@ -112,7 +112,10 @@ function SweepTable({ sweep, units, short }) {
   );
 }
 
-export function Sweep({ sweep, short, onShort, units, asTable, onTable }) {
+// previous: the last sweep over the same field, drawn greyed while the core works on this one.
+export function Sweep({ sweep, previous = null, short, onShort, units, asTable, onTable }) {
+  const drawn = sweep ?? previous;
+  const updating = !sweep && !!previous;
   const picker = (
     <div class="segmented small" role="group" aria-label="Memory against">
       {Object.keys(SWEEP_FIELDS).map((s) => (
@@ -131,8 +134,10 @@ export function Sweep({ sweep, short, onShort, units, asTable, onTable }) {
       asTable={asTable}
       onTable={onTable}
       extra={picker}
-      chart={(summaryId) => (sweep?.ok && sweep.points.length > 0
-        ? <SweepPlot sweep={sweep} units={units} short={short} summaryId={summaryId} />
+      chart={(summaryId) => (drawn?.ok && drawn.points.length > 0
+        ? <div class={updating ? 'updating' : undefined} aria-busy={updating ? 'true' : undefined}>
+            <SweepPlot sweep={drawn} units={units} short={short} summaryId={summaryId} />
+          </div>
         : <div class="chart-placeholder" aria-hidden="true" />)}
       table={<SweepTable sweep={sweep} units={units} short={short} />}
     />
