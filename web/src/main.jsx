@@ -4,7 +4,7 @@
 // address's configuration, the live page takes the prerendered one's place, keeping anything typed
 // into it and the focus. The address bar then follows the configuration.
 import { render } from 'preact';
-import { effect } from '@preact/signals';
+import { effect, signal } from '@preact/signals';
 
 import { App } from './components/App.jsx';
 import { startPageCore } from './core.js';
@@ -31,8 +31,11 @@ function typedBefore(container) {
 }
 
 // Resolves once the core's first answers are in (the estimate, the headline's solver, then the
-// sweep and, when the run does not fit, the suggestions), or after FIRST_ANSWERS_MS.
-function firstAnswers(state) {
+// sweep and, when the run does not fit, the suggestions), or after FIRST_ANSWERS_MS: the live page
+// then replaces the prerendered one whole, without a flash of placeholders. A share link for
+// another configuration has nothing prerendered to keep on screen, so its numbers go up with the
+// estimate (`estimateOnly`), and the rest fills in as the core answers.
+function firstAnswers(state, { estimateOnly = false } = {}) {
   return new Promise((resolve) => {
     const timer = setTimeout(() => done(), FIRST_ANSWERS_MS);
     let stop = () => {};
@@ -44,7 +47,7 @@ function firstAnswers(state) {
     stop = effect(() => {
       const result = state.result.value;
       if (!result) return;
-      if (!result.ok) return done();
+      if (!result.ok || estimateOnly) return done();
       if (state.sweep.value === null || state.solved.value === null) return;
       if (result.fits.verdict !== 'fits' && state.suggestions.value === null) return;
       done();
@@ -56,11 +59,13 @@ Promise.all([core.ready, details])
   .then(async ([data, late]) => {
     const state = createAppState(core, data, { search: location.search, startPlanner: () => startPageCore({ planner: true }) });
     for (const [path, value] of typedBefore(root)) state.setField(path, value);
-    await firstAnswers(state);
+    const fromLink = document.documentElement.classList.contains('from-link');
+    await firstAnswers(state, { estimateOnly: fromLink });
     const focused = root.contains(document.activeElement) ? document.activeElement : null;
     const focus = focused?.id ? { id: focused.id, start: focused.selectionStart, end: focused.selectionEnd } : null;
     root.textContent = '';
-    render(<App state={state} late={late} />, root);
+    const drawn = signal(false);
+    render(<App state={state} late={late} staged={fromLink} onDrawn={() => (drawn.value = true)} />, root);
     document.documentElement.classList.remove('from-link');
     if (focus) {
       const el = document.getElementById(focus.id);
@@ -77,9 +82,10 @@ Promise.all([core.ready, details])
         if (url !== `${location.pathname}${location.search}${location.hash}`) history.replaceState(history.state, '', url);
       }, URL_DELAY_MS);
     });
-    // Ready once the core's first answer (numbers, or the input's problems) is on screen.
+    // Ready once the core's first answer (numbers, or the input's problems) and the whole page are
+    // on screen.
     effect(() => {
-      if (state.result.value) document.documentElement.dataset.ready = 'true';
+      if (state.result.value && drawn.value) document.documentElement.dataset.ready = 'true';
     });
   })
   .catch((error) => {

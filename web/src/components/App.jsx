@@ -1,3 +1,5 @@
+import { useEffect, useState } from 'preact/hooks';
+
 import { ConfigForm } from './form/ConfigForm.jsx';
 import { ErrorBanner } from './ErrorBanner.jsx';
 import { Header } from './Header.jsx';
@@ -130,7 +132,23 @@ function SummarySlot({ state }) {
 // left; on a phone the answer comes first, then the form, then the charts.
 // late: what the details module (components/results/Details.jsx, loaded next to the first view)
 // draws: { Details, SolveAnswer, PlannerSlot }; the prerendered page has the headline's answer only.
-export function App({ state, late = {} }) {
+// staged: draw the answer first and the form and the details a frame later (a share link: nothing
+// prerendered is on screen, and the answer is what the reader came for); onDrawn runs once all of
+// it is on the page.
+export function App({ state, late = {}, staged = false, onDrawn }) {
+  const [all, setAll] = useState(!staged);
+  useEffect(() => {
+    if (all) {
+      onDrawn?.();
+      return undefined;
+    }
+    let timer = 0;
+    const frame = requestAnimationFrame(() => (timer = setTimeout(() => setAll(true))));
+    return () => {
+      cancelAnimationFrame(frame);
+      clearTimeout(timer);
+    };
+  }, [all]);
   return (
     <div class="page">
       <nav class="skip-links" aria-label="Skip links">
@@ -140,8 +158,8 @@ export function App({ state, late = {} }) {
       <HeaderSlot state={state} />
       <main class="layout" id="main">
         <AnswerSection state={state} late={late} />
-        <ConfigForm state={state} />
-        <DetailsSection state={state} Details={late.Details} />
+        {all ? <ConfigForm state={state} /> : <div class="inputs" aria-busy="true" />}
+        {all ? <DetailsSection state={state} Details={late.Details} /> : <section class="details-area" id="details" aria-label="Details" />}
       </main>
       <SummarySlot state={state} />
       <footer class="footer">
