@@ -85,11 +85,14 @@ Promise.all([core.ready, details])
     // Ready once the core's first answer (numbers, or the input's problems) and the whole page are
     // on screen.
     effect(() => {
-      if (state.result.value && drawn.value) document.documentElement.dataset.ready = 'true';
+      if (!state.result.value || !drawn.value) return;
+      document.documentElement.dataset.ready = 'true';
+      startOffline();
     });
   })
   .catch((error) => {
     console.error(error);
+    startOffline();
     // The prerendered numbers stay (they are right for the default configuration); the reason the
     // page cannot compute others goes above them.
     const prerendered = root.querySelector('.page') && !document.documentElement.classList.contains('from-link');
@@ -100,9 +103,17 @@ Promise.all([core.ready, details])
     render(<LoadError error={error} />, box);
   });
 
-// Offline: a service worker caches the site (not for a page opened from a file).
-if ('serviceWorker' in navigator && location.protocol.startsWith('http') && !document.getElementById('memfit-worker')) {
-  addEventListener('load', () => navigator.serviceWorker.register('sw.js').catch(() => {}));
+// Offline: a service worker caches the site (not for a page opened from a file). Its install
+// fetches every file of the site (a few MB), so it starts once the page is up and the main thread
+// idle, not while the core is still loading: on a first visit it would compete with it.
+let offlineAsked = false;
+function startOffline() {
+  if (offlineAsked || !('serviceWorker' in navigator) || !location.protocol.startsWith('http') ||
+      document.getElementById('memfit-worker')) return;
+  offlineAsked = true;
+  const register = () => navigator.serviceWorker.register('sw.js').catch(() => {});
+  if ('requestIdleCallback' in window) requestIdleCallback(register, { timeout: 2000 });
+  else setTimeout(register, 500);
 }
 
 // The core could not start: say so in words, and what to do.
