@@ -169,7 +169,7 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
   add_larger_gpu(c, out);
 }
 
-// When no single change is enough: apply, greedily, the change that saves the most, up to four
+// When no single change is enough on this card: apply, greedily, the change that saves the most, up to four
 // times, until the run fits. The plan is the merge of the chosen patches.
 std::optional<Candidate> combined_plan(const Config& c) {
   Candidate plan{"", "", Json::object(), 0};
@@ -220,8 +220,15 @@ std::vector<Suggestion> suggest(const Config& c) {
   if (!now.ok()) return {};
   std::vector<Estimate> results;
   for (const Candidate& cand : candidates) results.push_back(estimate_patched(c, cand.patch));
-  if (now.fit.verdict != Verdict::kFits &&
-      std::none_of(results.begin(), results.end(), [](const Estimate& e) { return e.ok() && e.fit.verdict == Verdict::kFits; })) {
+  // A combined plan when no single change fits on the user's own card: a larger card fitting is
+  // its own suggestion, and the most disruptive one.
+  bool fits_on_this_card = false;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].title.rfind("A larger GPU", 0) != 0 && results[i].ok() && results[i].fit.verdict == Verdict::kFits) {
+      fits_on_this_card = true;
+    }
+  }
+  if (now.fit.verdict != Verdict::kFits && !fits_on_this_card) {
     if (auto plan = combined_plan(c)) {
       results.insert(results.begin(), estimate_patched(c, plan->patch));
       candidates.insert(candidates.begin(), std::move(*plan));

@@ -284,6 +284,23 @@ TEST(Suggestions, EveryChangeHelpsAndItsPatchReproducesIt) {
   }
 }
 
+TEST(Suggestions, ACombinedPlanKeepsTheCardWhenOnlyALargerCardFitsAlone) {
+  // Qwen2.5 7B LoRA, 4 × 4,096 tokens on an RTX 4090: only a larger card fits as one change; the
+  // plan that keeps the user's card comes first, and the larger card stays on the list.
+  const std::string base = R"({"model":{"preset":"qwen2.5-7b"},"training":{"micro_batch_size":4,"seq_len":4096,)"
+                           R"("finetune":{"method":"lora"}},"hardware":{"gpu":"rtx-4090-24gb"}})";
+  const Json result = suggestions_json(base);
+  ASSERT_TRUE(result.find("ok")->as_bool());
+  const auto& list = result.find("suggestions")->items();
+  ASSERT_GE(list.size(), 2u);
+  EXPECT_EQ(list[0].find("verdict")->as_string(), "fits");
+  EXPECT_NE(list[0].find("title")->as_string().find(" + "), std::string::npos) << list[0].find("title")->as_string();
+  EXPECT_EQ(list[0].find("patch")->find("hardware"), nullptr);
+  bool larger = false;
+  for (const Json& s : list) larger = larger || s.find("title")->as_string().rfind("A larger GPU", 0) == 0;
+  EXPECT_TRUE(larger);
+}
+
 TEST(Suggestions, TheSeedsConventionGetsNone) {
   const Json r = suggestions_json(R"({"model":{"preset":"seed-llama-70b"},"training":{"precision":"seed_14p"}})");
   EXPECT_TRUE(r.find("suggestions")->items().empty());
