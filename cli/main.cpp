@@ -63,7 +63,7 @@ std::string gib(std::int64_t bytes) {
 
 void print_row(const std::string& name, std::int64_t bytes) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "  %-26s %24s %s\n", name.c_str(), group(bytes).c_str(), gib(bytes).c_str());
+  std::snprintf(buf, sizeof buf, "  %-32s %20s %s\n", name.c_str(), group(bytes).c_str(), gib(bytes).c_str());
   std::cout << buf;
 }
 
@@ -79,7 +79,7 @@ void print_table(const memfit::Json& r) {
             << training.find("checkpointing")->as_string() << "\n";
   std::cout << "parameters: " << group(r.find("parameter_count")->as_exact_integer().value_or(0))
             << " (trainable " << group(r.find("trainable_parameter_count")->as_exact_integer().value_or(0)) << ")\n\n";
-  std::cout << "  per GPU                                       bytes\n";
+  std::cout << "  per GPU                                         bytes\n";
   for (const auto& [name, value] : r.find("breakdown")->members()) {
     const std::int64_t v = value.as_exact_integer().value_or(0);
     if (v != 0 || name == "activations") print_row(name, v);
