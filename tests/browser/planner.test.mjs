@@ -197,6 +197,20 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
     await p.close();
   });
 
+  test('when no GPU count fits because of a per-GPU term, the headline says that term does not shrink', async () => {
+    // Qwen2.5 7B LoRA, 4 × 4,096 tokens, no checkpointing, on an RTX 4090: the activations alone
+    // exceed the card, and data parallelism does not divide them.
+    const config = { model: { preset: 'qwen2.5-7b' }, training: { micro_batch_size: 4, seq_len: 4096, finetune: { method: 'lora' } },
+      hardware: { gpu: 'rtx-4090-24gb' } };
+    const p = await open('?v=1&preset=qwen2.5-7b&method=lora&seq_len=4096&micro_batch_size=4&gpu=rtx-4090-24gb');
+    const { expected, text } = await assertSolve(p, config, 'min-gpus');
+    assert.equal(expected.found, false);
+    assert.equal(expected.binding, 'activations');
+    assert.equal(text, 'No number of NVIDIA GeForce RTX 4090 24GB fits with ZeRO-3 / FSDP sharding: the activations per GPU do not ' +
+      'shrink with more GPUs');
+    await p.close();
+  });
+
   test('a run that fits: the headline names the largest micro-batch; it follows the form', async () => {
     const p = await open(FITS_LINK);
     const { expected, text } = await assertSolve(p, FITS, 'max-micro-batch');

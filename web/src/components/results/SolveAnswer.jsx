@@ -14,6 +14,8 @@ const TERMS = {
   weight_copies: 'the weight copies',
 };
 
+const PER_GPU = new Set(['activations', 'logits_and_loss']);
+
 // What binds: a term, or a rule of the configuration ("model.max_position_embeddings (must be …)").
 const bindingWords = (binding) => TERMS[binding] ?? plainMessage(binding);
 
@@ -23,6 +25,11 @@ function Answer({ answer, gpu }) {
   const gpus = answer.target === 'min-gpus';
   const binds = answer.binding && <span class="solve-binding"> · limited by {bindingWords(answer.binding)}</span>;
   if (!answer.found) {
+    // Terms that are per GPU whatever the count (data parallelism shards neither): say so, rather
+    // than how far the search went.
+    if (gpus && PER_GPU.has(answer.binding)) {
+      return <><strong>No number of {gpu} fits</strong> with ZeRO-3 / FSDP sharding: {bindingWords(answer.binding)} per GPU do not shrink with more GPUs</>;
+    }
     return gpus
       ? <><strong>No number of {gpu} fits</strong> with ZeRO-3 / FSDP sharding (tried up to {formatCount(answer.next?.value)}){binds}</>
       : <><strong>No micro-batch fits</strong> this run on the {gpu}{binds}</>;
