@@ -142,10 +142,19 @@ export function App({ state, late = {}, staged = false, onDrawn }) {
       onDrawn?.();
       return undefined;
     }
+    // After the next frame (the answer painted), or after 100 ms where no frame comes (a tab
+    // opened in the background), as Preact schedules its own effects.
     let timer = 0;
-    const frame = requestAnimationFrame(() => (timer = setTimeout(() => setAll(true))));
+    const draw = () => {
+      cancelAnimationFrame(frame);
+      clearTimeout(fallback);
+      timer = setTimeout(() => setAll(true));
+    };
+    const frame = requestAnimationFrame(draw);
+    const fallback = setTimeout(draw, 100);
     return () => {
       cancelAnimationFrame(frame);
+      clearTimeout(fallback);
       clearTimeout(timer);
     };
   }, [all]);
