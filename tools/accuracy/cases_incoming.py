@@ -206,6 +206,12 @@ class Case:
         self.assumptions.append(f"{field} {fmt(value)}: {why}")
         return self
 
+    def hw(self, field, value, why):
+        """A hardware field (beside the card)."""
+        self.cfg["hardware"][field] = value
+        self.assumptions.append(f"{field} {fmt(value)}: {why}")
+        return self
+
     def gpu(self, gpu, why, unmodelled=False):
         self.cfg["hardware"]["gpu"] = gpu
         self.assumptions.append(f"gpu {gpu}: {why}")
@@ -913,6 +919,11 @@ COMPILED_LOSS_WHY = ("torchtitan's build_cross_entropy_loss compiles cross_entro
                      "training.compile is on (torchtitan/components/loss.py, from pytorch/torchtitan#1033 of 2025-04-02"
                      "; {when})")
 EAGER_LOSS_WHY = "torchtitan's cross_entropy_loss over the full logits (upcast to fp32)"
+# torchtitan's launch script has run train.py under PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"
+# since 2024-10-22 (pytorch/torchtitan#643, run_llama_train.sh, later run_train.sh); torchao's float8
+# benchmark scripts (float8_training_benchmark.sh, later llama3.sh) and its tutorial launch through it.
+EXPANDABLE_WHY = ("launched through torchtitan's run_train.sh (run_llama_train.sh before), which sets "
+                  "PYTORCH_CUDA_ALLOC_CONF=\"expandable_segments:True\" since 2024-10-22 (pytorch/torchtitan#643)")
 # Until 2025-03-19 torchtitan's default norm_type "rmsnorm" was its own Python RMSNorm,
 # self._norm(x.float()).type_as(x) * self.weight (torchtitan/models/norms.py), which saves what
 # transformers' does; pytorch/torchtitan#985 switched to nn.RMSNorm (fused). Under torch.compile the
@@ -975,6 +986,8 @@ def torchao_train(rec):
         c.gpu("b200-180gb", "8x B200 (power limited)")
     else:
         c.gpu("h100-sxm-80gb", "'8xH100', variant not stated; the SXM 80 GB part assumed (peak_reserved does not depend on it)")
+    c.hw("expandable_segments", True, "torchao's benchmarks/float8/training script (float8_training_benchmark.sh in Mar "
+         "2025, llama3.sh later) is " + EXPANDABLE_WHY)
     parallel_defaults(c, 8, 3, "'Single-node training on 8xH100' (8 GPUs)", "FSDP2 full shard over 8")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
@@ -999,6 +1012,7 @@ def torchao_tutorial(rec):
     if fp8:
         c.t("float8", variant, f"--model.converters=float8, {variant} scaling (torchao Float8Linear)")
     c.gpu("h100-96gb", "not named; the log's percentage implies about 95 GiB per device (an H100 96 GB-class part)")
+    c.hw("expandable_segments", True, "the tutorial's command './run_train.sh' is " + EXPANDABLE_WHY)
     parallel_defaults(c, 8, 3, "NGPU=8", "FSDP2 full shard over 8 (llama3_8b.toml)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
