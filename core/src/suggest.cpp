@@ -19,6 +19,13 @@ struct Candidate {
   bool fixes_card = false;  // makes the run possible on this card (kept even if it saves nothing)
 };
 
+// Whether a change swaps the card (its patch sets hardware.gpu): the user's own card is what the
+// combined plan keeps.
+bool changes_card(const Candidate& c) {
+  const Json* hardware = c.patch.find("hardware");
+  return hardware && hardware->find("gpu");
+}
+
 // A one-field patch: {"section": {"key": value}} (key may be a dotted path inside the section).
 Json patch(const char* path, Json value) {
   Json p = Json::object();
@@ -181,7 +188,7 @@ std::optional<Candidate> combined_plan(const Config& c) {
     const Candidate* best = nullptr;
     Bytes best_bytes = current.device_total_bytes;
     for (const Candidate& o : options) {
-      if (o.title.rfind("A larger GPU", 0) == 0) continue;  // keep the card; that is its own suggestion
+      if (changes_card(o)) continue;  // keep the card; a larger one is its own suggestion
       const Estimate e = estimate_patched(planned, o.patch);
       if (e.ok() && e.device_total_bytes < best_bytes) {
         best = &o;
@@ -224,7 +231,7 @@ std::vector<Suggestion> suggest(const Config& c) {
   // its own suggestion, and the most disruptive one.
   bool fits_on_this_card = false;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (candidates[i].title.rfind("A larger GPU", 0) != 0 && results[i].ok() && results[i].fit.verdict == Verdict::kFits) {
+    if (!changes_card(candidates[i]) && results[i].ok() && results[i].fit.verdict == Verdict::kFits) {
       fits_on_this_card = true;
     }
   }
