@@ -13,6 +13,7 @@
 // and prints a size report (gzip and brotli). Nothing here runs in the browser.
 //   node web/build.mjs            (npm run build:web)
 //   MEMFIT_WASM_DIR=... to take the wasm files from elsewhere
+//   MEMFIT_NOMINIFY=1 to leave the page's scripts readable (profiling; the size budgets then fail)
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFile, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
@@ -53,7 +54,7 @@ await mkdir(tmp, { recursive: true });
 
 const common = {
   bundle: true,
-  minify: true,
+  minify: process.env.MEMFIT_NOMINIFY ? false : true,
   format: 'esm',
   target: ['es2020'],
   legalComments: 'none',

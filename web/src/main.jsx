@@ -8,6 +8,7 @@ import { effect, signal } from '@preact/signals';
 
 import { App } from './components/App.jsx';
 import { startPageCore } from './core.js';
+import { afterPaint } from './afterPaint.js';
 import { createAppState } from './state.js';
 
 const root = document.getElementById('app');
@@ -57,7 +58,7 @@ function firstAnswers(state, { estimateOnly = false } = {}) {
 
 Promise.all([core.ready, details])
   .then(async ([data, late]) => {
-    const state = createAppState(core, data, { search: location.search, startPlanner: () => startPageCore({ planner: true }) });
+    const state = createAppState(core, data, { search: location.search, startPlanner: () => startPageCore({ planner: true }), afterPaint });
     for (const [path, value] of typedBefore(root)) state.setField(path, value);
     const fromLink = document.documentElement.classList.contains('from-link');
     await firstAnswers(state, { estimateOnly: fromLink });

@@ -36,7 +36,9 @@ const keyOf = (config) => JSON.stringify(config);
 // { config, result, base, scaling, sweep: { field, answer }, suggestions, solve }, so the first render
 // needs no round trip and matches the prerendered page.
 // startPlanner: starts the planner's core (core.js startPageCore({ planner: true })), when it opens.
-export function createAppState(core, data, { search = '', warn = (...args) => console.warn(...args), fetchImpl, initial = null, settleMs = 250, startPlanner } = {}) {
+// afterPaint: runs a function once the browser has painted what changed (see `settled`); without
+// one (node, the prerender) the details follow at once.
+export function createAppState(core, data, { search = '', warn = (...args) => console.warn(...args), fetchImpl, initial = null, settleMs = 250, startPlanner, afterPaint = null } = {}) {
   const { schema, defaults, presets, gpus } = data;
   const fieldByPath = new Map(schema.map((f) => [f.field, f]));
   const sections = formSections(schema);
@@ -162,6 +164,24 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     return lastShown;
   });
 
+  // What the details show (the charts, the GPU table, the scaling table, notes): `shown`, once the
+  // browser has painted the new numbers. An answer arriving re-renders the headline and the
+  // breakdown in the task that receives it, and the rest in a later one, so the numbers a reader
+  // is watching appear a frame sooner; a burst of answers draws the details once. The first answer
+  // is drawn whole.
+  const settled = signal(shown.peek());
+  disposers.push(effect(() => {
+    const s = shown.value;
+    if (s === settled.peek()) return undefined;
+    if (!afterPaint || settled.peek() === null) {
+      settled.value = s;
+      return undefined;
+    }
+    return afterPaint(() => {
+      settled.value = s;
+    });
+  }));
+
   // What to change (the core's suggestions) for the configuration on screen: asked for when the
   // run does not fit, or when the user opens the list. { key, answer } of the shown configuration.
   const suggestionsWanted = signal(false);
@@ -240,9 +260,27 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     encodeView({ units: units.value, tables: tables.value, sweep: sweepName.value, planner: planner.value }));
 
   // --- reading fields -----------------------------------------------------------------------
-  // What a field shows: what the user typed, else the resolved default.
-  const fieldValue = (path) => (path in edits.value ? edits.value[path] : getPath(base.value, path));
-  const isEdited = (path) => path in edits.value;
+  // What a field shows: what the user typed, else the resolved default. One computed per path, so
+  // what reads a field (its input, the conditions of the fields that depend on it) runs again
+  // only when that field's value changes, not at every keystroke in another field.
+  const valueByPath = new Map();
+  const fieldValue = (path) => {
+    let value = valueByPath.get(path);
+    if (!value) {
+      value = computed(() => (path in edits.value ? edits.value[path] : getPath(base.value, path)));
+      valueByPath.set(path, value);
+    }
+    return value.value;
+  };
+  const editedByPath = new Map();
+  const isEdited = (path) => {
+    let edited = editedByPath.get(path);
+    if (!edited) {
+      edited = computed(() => path in edits.value);
+      editedByPath.set(path, edited);
+    }
+    return edited.value;
+  };
 
   // --- actions ------------------------------------------------------------------------------
   disposers.push(effect(() => {
@@ -351,7 +389,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     // inputs
     presetId, edits, units, tables, sweepName, planner, pasteText, imported, hub, suggestionsWanted,
     // derived and answered
-    preset, presetModel, config, result, pending, base, presetLabel, issues, shown, query, suggestions,
+    preset, presetModel, config, result, pending, base, presetLabel, issues, shown, settled, query, suggestions,
     previousSuggestions, solved, sweep, previousSweep, sweepField, applied, canUndo, coreError, fieldValue, isEdited,
     // actions
     setField, selectPreset, resetAll, importConfig, fetchFromHub, applySuggestion, undoSuggestion, showAsTable, askPlanner,

@@ -45,6 +45,19 @@ function encodeText(text) {
   return encodeURIComponent(text).replace(/%2C/gi, ',').replace(/%2F/gi, '/').replace(/%3A/gi, ':');
 }
 
+// The link's fields (path, default value) and their parameter names, worked out once per defaults
+// object (the page encodes the link at every keystroke).
+const fieldsByDefaults = new WeakMap();
+function linkFields(defaults) {
+  let entry = fieldsByDefaults.get(defaults);
+  if (!entry) {
+    const fields = flatten(defaults);
+    entry = { fields, names: paramNames(fields.map(([p]) => p)) };
+    fieldsByDefaults.set(defaults, entry);
+  }
+  return entry;
+}
+
 // config: the configuration (full or sparse; values typed or as typed by the user).
 // defaults: the full default configuration (its fields and their order define the link).
 // presetModel: the chosen preset's model fields (null/undefined: compare with defaults.model).
@@ -53,8 +66,7 @@ function encodeText(text) {
 // `resolved` is written too, so the link reopens exactly what was shown.
 // Returns the query string without the leading "?".
 export function encode(config, defaults, presetModel, resolved) {
-  const fields = flatten(defaults);
-  const names = paramNames(fields.map(([p]) => p));
+  const { fields, names } = linkFields(defaults);
   const parts = [`v=${URL_VERSION}`];
   for (const [path, defaultValue] of fields) {
     const value = getPath(config, path);
@@ -77,8 +89,7 @@ export function encode(config, defaults, presetModel, resolved) {
 // Returns { version, values: { path: text | [text] }, unknown: [parameter names] }.
 // `version` is null when the link has none. Values stay as typed; unknown names are reported.
 export function decode(search, defaults) {
-  const fields = flatten(defaults);
-  const names = paramNames(fields.map(([p]) => p));
+  const { fields, names } = linkFields(defaults);
   const byName = new Map();
   for (const [path, defaultValue] of fields) {
     const entry = { path, list: Array.isArray(defaultValue) };

@@ -1,3 +1,4 @@
+import { useComputed } from '@preact/signals';
 import { useEffect, useState } from 'preact/hooks';
 
 import { ConfigForm } from './form/ConfigForm.jsx';
@@ -9,6 +10,7 @@ import { Field, fieldDomId } from './form/Field.jsx';
 import { fieldLabel } from '../fields.js';
 import { formatBytes } from '../format.js';
 import { plainText } from '../words.js';
+import { afterPaint } from '../afterPaint.js';
 
 function focusField(path) {
   const el = document.getElementById(fieldDomId(path));
@@ -92,32 +94,13 @@ function AnswerSection({ state, late }) {
 }
 
 // Details: the charts and tables, drawn by `Details` (the details module, loaded next to the first
-// view); until it is there, an empty area.
+// view), which reads the answers it shows from the state itself; until there is an answer to
+// show, an empty area.
 function DetailsSection({ state, Details }) {
-  const shown = state.shown.value;
-  if (!shown || !Details) return <section class="details-area" id="details" aria-label="Details" />;
-  const view = {
-    tables: state.tables.value,
-    sweep: state.sweepName.value,
-    onTable: state.showAsTable,
-    onSweep: (s) => (state.sweepName.value = s),
-  };
+  const ready = useComputed(() => state.shown.value !== null && state.settled.value !== null).value;
   return (
     <section class="details-area" id="details" aria-label="Details">
-      <Details
-        result={shown.result}
-        scaling={shown.scaling}
-        sweep={state.sweep.value}
-        previousSweep={state.previousSweep.value}
-        units={state.units.value}
-        stale={!state.result.value?.ok}
-        view={view}
-        onSelectGpu={(id) => state.setField('hardware.gpu', id)}
-        suggestions={state.suggestions}
-        previousSuggestions={state.previousSuggestions}
-        onWantSuggestions={() => (state.suggestionsWanted.value = true)}
-        onApply={state.applySuggestion}
-      />
+      {ready && Details && <Details state={state} />}
     </section>
   );
 }
@@ -142,21 +125,7 @@ export function App({ state, late = {}, staged = false, onDrawn }) {
       onDrawn?.();
       return undefined;
     }
-    // After the next frame (the answer painted), or after 100 ms where no frame comes (a tab
-    // opened in the background), as Preact schedules its own effects.
-    let timer = 0;
-    const draw = () => {
-      cancelAnimationFrame(frame);
-      clearTimeout(fallback);
-      timer = setTimeout(() => setAll(true));
-    };
-    const frame = requestAnimationFrame(draw);
-    const fallback = setTimeout(draw, 100);
-    return () => {
-      cancelAnimationFrame(frame);
-      clearTimeout(fallback);
-      clearTimeout(timer);
-    };
+    return afterPaint(() => setAll(true));
   }, [all]);
   return (
     <div class="page">

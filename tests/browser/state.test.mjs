@@ -1,0 +1,111 @@
+// The page's state (web/src/state.js) in node, over the wasm core through the same engine the
+// worker runs: what a keystroke re-computes and when the details follow the numbers.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
+
+import { computed, effect } from '@preact/signals';
+
+import { createAppState } from '../../web/src/state.js';
+import { WASM_DIR, loadNodeCore } from './helpers.mjs';
+
+const hasCore = existsSync(join(WASM_DIR, 'memfit.mjs'));
+
+// The worker's protocol, answered at once by the engine (core.js startCore has the same shape).
+function directCore(engine) {
+  return {
+    latest: (_channel, fn, args = []) => Promise.resolve(engine[fn](...args)),
+    call: (fn, ...args) => Promise.resolve(engine[fn](...args)),
+  };
+}
+
+// afterPaint as the page passes it, with the frames run by hand: `paint()` runs what waits.
+function manualFrames() {
+  let waiting = [];
+  const afterPaint = (fn) => {
+    const entry = { fn, cancelled: false };
+    waiting.push(entry);
+    return () => {
+      entry.cancelled = true;
+    };
+  };
+  const paint = () => {
+    const now = waiting;
+    waiting = [];
+    for (const entry of now) if (!entry.cancelled) entry.fn();
+  };
+  return { afterPaint, paint, pending: () => waiting.filter((e) => !e.cancelled).length };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe('the page state', { skip: hasCore ? false : `no wasm module in ${WASM_DIR}` }, () => {
+  let engine;
+  let data;
+  before(async () => {
+    engine = await loadNodeCore();
+    data = engine.staticData();
+  });
+
+  test('a new answer reaches the headline at once and the details after the next paint; a burst draws them once', async () => {
+    const frames = manualFrames();
+    const state = createAppState(directCore(engine), data, { afterPaint: frames.afterPaint, settleMs: 0 });
+    await settle();
+    // The first answer is drawn whole.
+    assert.ok(state.shown.value, 'no first answer');
+    assert.equal(state.settled.value, state.shown.value);
+    const first = state.shown.value;
+
+    state.setField('training.micro_batch_size', '2');
+    await settle();
+    assert.notEqual(state.shown.value, first, 'the new answer is not shown');
+    assert.equal(state.shown.value.result.config.training.micro_batch_size, 2);
+    assert.equal(state.settled.value, first, 'the details must wait for the next paint');
+    frames.paint();
+    assert.equal(state.settled.value, state.shown.value);
+
+    // Two answers before a frame: the first wait is cancelled, the details draw the last one.
+    state.setField('training.micro_batch_size', '3');
+    await settle();
+    state.setField('training.micro_batch_size', '4');
+    await settle();
+    assert.equal(frames.pending(), 1);
+    frames.paint();
+    assert.equal(state.settled.value.result.config.training.micro_batch_size, 4);
+    assert.equal(state.settled.value, state.shown.value);
+    state.dispose();
+  });
+
+  test('without afterPaint (node, the prerender) the details follow at once', async () => {
+    const state = createAppState(directCore(engine), data, { settleMs: 0 });
+    await settle();
+    state.setField('training.seq_len', '512');
+    await settle();
+    assert.equal(state.settled.value, state.shown.value);
+    assert.equal(state.settled.value.result.config.training.seq_len, 512);
+    state.dispose();
+  });
+
+  test('what reads one field runs again when that field changes, not at a keystroke in another', async () => {
+    const state = createAppState(directCore(engine), data, { settleMs: 0 });
+    await settle();
+    let runs = 0;
+    const seqLen = computed(() => {
+      runs += 1;
+      return state.fieldValue('training.seq_len');
+    });
+    const stop = effect(() => seqLen.value);
+    const afterFirst = runs;
+    state.setField('training.micro_batch_size', '5');
+    state.setField('training.grad_accum_steps', '3');
+    assert.equal(runs, afterFirst, 'a keystroke in another field re-ran what reads training.seq_len');
+    state.setField('training.seq_len', '1024');
+    assert.equal(runs, afterFirst + 1);
+    assert.equal(seqLen.value, '1024');
+    assert.equal(state.isEdited('training.seq_len'), true);
+    assert.equal(state.isEdited('training.dropout'), false);
+    stop();
+    state.dispose();
+  });
+});
