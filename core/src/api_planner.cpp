@@ -15,7 +15,7 @@ std::vector<Issue> read_options(std::string_view text, Json& out) {
   }
   JsonParseResult parsed = parse_json(text);
   if (!parsed.value || !parsed.value->is_object()) {
-    return {{"(options)", parsed.value ? "must be a JSON object" : "is not valid JSON: " + parsed.error}};
+    return {{"(options)", parsed.value ? "must be a JSON object" : json_parse_problem(parsed)}};
   }
   out = std::move(*parsed.value);
   return {};

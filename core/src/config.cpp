@@ -281,7 +281,7 @@ ConfigParse parse_config_text(std::string_view text) {
   if (!parsed.value) {
     ConfigParse out;
     out.config = default_config();
-    out.errors.push_back({"(configuration)", "is not valid JSON: " + parsed.error});
+    out.errors.push_back({"(configuration)", json_parse_problem(parsed)});
     return out;
   }
   return parse_config(*parsed.value);

@@ -704,7 +704,7 @@ HfImport import_hf_config_text(std::string_view text) {
   const JsonParseResult parsed = parse_json(text);
   if (!parsed.value) {
     HfImport out;
-    out.errors.push_back({"config.json", "is not valid JSON: " + parsed.error});
+    out.errors.push_back({"config.json", json_parse_problem(parsed)});
     return out;
   }
   return import_hf_config(*parsed.value);

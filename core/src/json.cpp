@@ -57,12 +57,14 @@ class Parser {
       result.error = "the document is " + detail::group_digits(static_cast<std::int64_t>(text_.size())) +
                      " bytes; the limit is 16 MiB (" +
                      detail::group_digits(static_cast<std::int64_t>(kJsonMaxDocumentBytes)) + " bytes)";
+      result.over_limit = true;
       return result;
     }
     skip_space();
     Json value;
     if (!parse_value(value, 0)) {
       result.error = where() + error_;
+      result.over_limit = over_limit_;
       return result;
     }
     skip_space();
@@ -107,8 +109,12 @@ class Parser {
   }
 
   bool parse_value(Json& out, int depth) {
-    if (depth > kJsonMaxDepth) return fail("nesting deeper than 64 levels");
+    if (depth > kJsonMaxDepth) {
+      over_limit_ = true;
+      return fail("nesting deeper than 64 levels");
+    }
     if (++values_ > kJsonMaxValues) {
+      over_limit_ = true;
       return fail("more than " + detail::group_digits(static_cast<std::int64_t>(kJsonMaxValues)) +
                   " values in one document");
     }
@@ -336,6 +342,7 @@ class Parser {
   std::size_t pos_ = 0;
   std::size_t values_ = 0;
   std::string error_;
+  bool over_limit_ = false;
 };
 
 void append_escaped_slow(std::string& out, std::string_view s) {
@@ -690,5 +697,9 @@ void Json::dump_to(std::string& out, int indent, int depth) const {
 }
 
 JsonParseResult parse_json(std::string_view text) { return Parser(text).run(); }
+
+std::string json_parse_problem(const JsonParseResult& parsed) {
+  return (parsed.over_limit ? "is too large for memfit to read: " : "is not valid JSON: ") + parsed.error;
+}
 
 }  // namespace memfit

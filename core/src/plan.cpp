@@ -25,6 +25,7 @@
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "placement.hpp"
+#include "text.hpp"
 
 namespace memfit {
 
@@ -649,13 +650,13 @@ std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_
     tokens = t.micro_batch_size * t.grad_accum_steps * data * t.seq_len;
     if (tokens / t.seq_len < max_gpus) {
       tokens = resolved_goal(t) == Goal::kPretrain ? kPretrainBatchTokens : kFinetuneBatchTokens;
-      r.notes.push_back("global batch not given: " + std::to_string(tokens) + " tokens (the default for the goal; "
+      r.notes.push_back("global batch not given: " + detail::group_digits(tokens) + " tokens (the default for the goal; "
                         "set global_batch_tokens)");
     }
   }
   const std::int64_t sequences = std::max<std::int64_t>(1, tokens / t.seq_len);
   if (sequences * t.seq_len != tokens) {
-    r.notes.push_back("global batch rounded to whole sequences: " + std::to_string(sequences * t.seq_len) + " tokens");
+    r.notes.push_back("global batch rounded to whole sequences: " + detail::group_digits(sequences * t.seq_len) + " tokens");
   }
   return sequences;
 }

@@ -87,6 +87,25 @@ describe('the page state', { skip: hasCore ? false : `no wasm module in ${WASM_D
     state.dispose();
   });
 
+  test('Reset can be undone, back to exactly what was typed', async () => {
+    const state = createAppState(directCore(engine), data, { settleMs: 0 });
+    await settle();
+    state.resetAll();
+    assert.equal(state.applied.value, null, 'nothing to undo when nothing was typed');
+    state.selectPreset('mistral-7b-v0.3');
+    state.setField('training.seq_len', '1234');
+    const typed = state.edits.value;
+    state.resetAll();
+    assert.deepEqual(state.edits.value, {});
+    assert.equal(state.presetId.value, data.defaults.model.preset);
+    assert.equal(state.canUndo.value, true);
+    state.undoSuggestion();
+    assert.equal(state.presetId.value, 'mistral-7b-v0.3');
+    assert.equal(state.edits.value, typed);
+    assert.equal(state.canUndo.value, false);
+    state.dispose();
+  });
+
   test('what reads one field runs again when that field changes, not at a keystroke in another', async () => {
     const state = createAppState(directCore(engine), data, { settleMs: 0 });
     await settle();

@@ -25,6 +25,27 @@ TEST(Json, RejectsHostileDocumentsWithAPosition) {
   EXPECT_FALSE(parse_json("01").value);
 }
 
+TEST(Json, ALimitIsToldApartFromASyntaxError) {
+  // A valid document past a limit is "too large", not "not valid JSON" (a Hugging Face config.json
+  // with a 200,000-entry id2label is valid JSON).
+  std::string many = "[";
+  for (int i = 0; i < 200'001; ++i) many += i ? ",0" : "0";
+  many += "]";
+  const auto values = parse_json(many);
+  EXPECT_FALSE(values.value);
+  EXPECT_TRUE(values.over_limit);
+  EXPECT_EQ(json_parse_problem(values).rfind("is too large for memfit to read: line 1, column ", 0), 0u) << values.error;
+  EXPECT_NE(values.error.find("more than 200,000 values"), std::string::npos);
+  const auto deep = parse_json(std::string(100, '['));
+  EXPECT_TRUE(deep.over_limit);
+  const auto big = parse_json(std::string((std::size_t{16} << 20) + 1, ' '));
+  EXPECT_TRUE(big.over_limit);
+  EXPECT_NE(big.error.find("the limit is 16 MiB"), std::string::npos);
+  const auto syntax = parse_json("{\"a\":");
+  EXPECT_FALSE(syntax.over_limit);
+  EXPECT_EQ(json_parse_problem(syntax).rfind("is not valid JSON: line 1", 0), 0u);
+}
+
 TEST(Json, IntegerValuedFloatsAreIntegers) {
   EXPECT_EQ(*parse_json("4096.0").value->as_exact_integer(), 4096);
   EXPECT_EQ(*parse_json("1e3").value->as_exact_integer(), 1000);

@@ -10,6 +10,7 @@ import { formSections, setPath, toConfigValue } from './fields.js';
 import { fetchHubConfig } from './hub.js';
 import { URL_VERSION, decode, encode, flatten, getPath, valueText } from './url.js';
 import { SWEEP_FIELDS, VIEW_PARAMS, decodeView, encodeView } from './view.js';
+import { knowGpuNames } from './words.js';
 
 const MODEL_PREFIX = 'model.';
 const isModelPath = (path) => path.startsWith(MODEL_PREFIX);
@@ -40,6 +41,7 @@ const keyOf = (config) => JSON.stringify(config);
 // one (node, the prerender) the details follow at once.
 export function createAppState(core, data, { search = '', warn = (...args) => console.warn(...args), fetchImpl, initial = null, settleMs = 250, startPlanner, afterPaint = null } = {}) {
   const { schema, defaults, presets, gpus } = data;
+  knowGpuNames(gpus);
   const fieldByPath = new Map(schema.map((f) => [f.field, f]));
   const sections = formSections(schema);
   const presetById = new Map(presets.map((p) => [p.id, p]));
@@ -305,11 +307,17 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     });
   }
 
+  // Back to the defaults; undone like a suggestion (the Applied line's Undo), since one click
+  // loses everything typed.
   function resetAll() {
+    const before = { presetId: presetId.value, edits: edits.value };
+    const after = {};
+    const changed = before.presetId !== defaults.model.preset || Object.keys(before.edits).length > 0;
     batch(() => {
       presetId.value = defaults.model.preset;
-      edits.value = {};
+      edits.value = after;
       imported.value = null;
+      applied.value = changed ? { title: 'reset to the defaults', before, after } : null;
     });
   }
 

@@ -8,7 +8,7 @@ export const CHOICES = {
   'training.precision': {
     fp32: ['FP32, full precision', 'weights, gradients and optimizer states in 32-bit floats'],
     fp16_mixed: ['FP16 mixed precision (PyTorch AMP)', 'fp32 weights and states; fp16 copies of the weights for compute'],
-    bf16_mixed: ['BF16 mixed precision (PyTorch AMP)', 'fp32 master weights and states, bf16 compute'],
+    bf16_mixed: ['BF16 mixed precision (PyTorch AMP)', 'fp32 weights and states; bf16 copies of the weights for compute'],
     fp16_master: ['FP16 weights, fp32 master copy (Megatron, DeepSpeed)', '16-bit weights; fp32 master weights and gradients for the optimizer'],
     bf16_master: ['BF16 weights, fp32 master copy (Megatron, DeepSpeed)', '16-bit weights; fp32 master weights and gradients for the optimizer'],
     bf16: ['Pure BF16 (torchtune, LitGPT bf16-true)', 'weights, gradients and optimizer states all in bf16, no fp32 copy'],
@@ -119,7 +119,15 @@ export function choiceWords(path, value) {
 }
 
 // A value of any field as words: choices by their label, booleans as yes/no, lists joined.
+// The GPU table's names by id (the core's static data; state.js tells them once it has them), so a
+// change that sets hardware.gpu reads "AMD Instinct MI325X 256GB", not "mi325x-256gb".
+const GPU_NAMES = new Map();
+export function knowGpuNames(gpus) {
+  for (const g of gpus ?? []) if (g?.id && g?.name) GPU_NAMES.set(g.id, g.name);
+}
+
 export function valueWords(path, value) {
+  if (path === 'hardware.gpu' && GPU_NAMES.has(value)) return GPU_NAMES.get(value);
   if (Array.isArray(value)) return value.map((v) => choiceWords(path, v).label).join(', ') || 'none';
   if (value === true) return 'on';
   if (value === false) return 'off';
@@ -230,9 +238,13 @@ export function fieldWords(path, schemaHelp = '') {
 // ("bf16_mixed: …") becomes its name, and the source documents are called that.
 export function plainText(text) {
   let out = String(text ?? '');
-  out = out.replace(/^([a-z0-9]+(?:_[a-z0-9]+)+|fp32|bf16):\s*/, (whole, id) => {
+  out = out.replace(/^([a-z0-9]+(?:_[a-z0-9]+)+|fp32|bf16):\s*(?:([^:]{1,40}):\s*)?/, (whole, id, lead) => {
     const words = CHOICES['training.precision'][id];
-    return words ? `${words[0]}: ` : whole;
+    if (!words) return whole;
+    // "bf16_mixed: PyTorch AMP: fp32 weights…": the name already says "(PyTorch AMP)".
+    const squash = (x) => x.toLowerCase().replace(/[^a-z0-9]+/g, '');
+    const repeated = lead && squash(words[0]).includes(squash(lead));
+    return `${words[0]}: ${lead && !repeated ? `${lead}: ` : ''}`;
   });
   return out
     .replace(/\s*\(see `memfit [^`]*`\)/g, '')

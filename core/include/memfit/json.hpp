@@ -121,7 +121,14 @@ class KeyIndex {
 struct JsonParseResult {
   std::optional<Json> value;
   std::string error;  // empty on success; "line L, column C: what"
+  // The document hit one of the limits below (size, depth, values), not a syntax error: it may be
+  // valid JSON, too large for memfit to read.
+  bool over_limit = false;
 };
+
+// The words for a failed parse of `what`: "is not valid JSON: ..." or, past a limit, "is too large
+// for memfit to read: ...".
+std::string json_parse_problem(const JsonParseResult& parsed);
 
 // Limits of parse_json: each is checked before work in proportion to it.
 inline constexpr std::size_t kJsonMaxDocumentBytes = std::size_t{16} << 20;  // 16 MiB

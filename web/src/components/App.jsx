@@ -19,6 +19,21 @@ function focusField(path) {
   el.focus();
 }
 
+// The banner naming the inputs to fix waits this long after an input turns invalid (the field
+// itself is marked at once): clearing a field to type a new value would otherwise push the answer
+// down and back up again at each keystroke.
+const BANNER_DELAY_MS = 600;
+
+// Its children, once they have stayed on the page for `ms`.
+function Later({ ms, children }) {
+  const [shown, setShown] = useState(false);
+  useEffect(() => {
+    const timer = setTimeout(() => setShown(true), ms);
+    return () => clearTimeout(timer);
+  }, []);
+  return shown ? children : null;
+}
+
 // One sentence for screen readers, announced as the numbers change.
 function summary(result, shown, units) {
   if (!result) return '';
@@ -64,12 +79,14 @@ function AnswerSection({ state, late }) {
         </div>
       )}
       {result && !result.ok && (
-        <ErrorBanner
-          errors={result.errors}
-          hasResult={shown !== null}
-          fieldByPath={state.fieldByPath}
-          onFocusField={focusField}
-        />
+        <Later ms={BANNER_DELAY_MS}>
+          <ErrorBanner
+            errors={result.errors}
+            hasResult={shown !== null}
+            fieldByPath={state.fieldByPath}
+            onFocusField={focusField}
+          />
+        </Later>
       )}
       <p class="visually-hidden" aria-live="polite">{summary(result, shown, units)}</p>
       {shown ? (

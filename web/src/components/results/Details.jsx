@@ -30,7 +30,7 @@ if (typeof document !== 'undefined') addStyles('details-styles', css);
 export function Details({ state }) {
   const stale = useComputed(() => !state.result.value?.ok).value;
   return (
-    <div class={`results-body details${stale ? ' stale' : ''}`} aria-busy={stale}>
+    <div class={`results-body details${stale ? ' stale' : ''}`} data-stale={stale ? 'true' : 'false'}>
       <div class="results-grid">
         <BreakdownPart state={state} />
         <PhasesPart state={state} />

@@ -31,7 +31,8 @@ function FitBar({ g, need }) {
   return (
     <span class="fitbar" aria-hidden="true">
       <span class={`fitbar-fill verdict-${g.verdict}`} style={{ width: `${over ? 100 : share(need, g.memory_bytes)}%` }} />
-      <span class="fitbar-budget" style={{ left: `${g.budget_bytes / g.memory_bytes * 100}%` }} />
+      {/* Past the card the bar is full and says how many times over; the budget tick would cross it. */}
+      {!over && <span class="fitbar-budget" style={{ left: `${g.budget_bytes / g.memory_bytes * 100}%` }} />}
       {over && <span class="fitbar-over">{`×${(need / g.memory_bytes).toFixed(1)}`}</span>}
     </span>
   );

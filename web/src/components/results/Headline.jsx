@@ -17,11 +17,19 @@ function Gauge({ fit, units }) {
 }
 
 // Why a run is tight: its own estimate over the budget, or only the top of the band where published
-// runs like it landed (fit.need_high_bytes) over it.
+// runs like it landed (fit.need_high_bytes: what nvidia-smi would show, times the band's top ratio,
+// the same ratio as the top of the band under Peak allocated) over it, or over the whole card.
 function TightWhy({ fit, units }) {
   const budget = formatPercent(fit.budget_fraction);
   if (fit.need_bytes > fit.budget_bytes || !(fit.need_high_bytes > fit.budget_bytes)) return <> · over the {budget} budget</>;
-  return <> · runs like it reached up to <Bytes bytes={fit.need_high_bytes} units={units} />, over the {budget} budget</>;
+  const ratio = fit.need_high_bytes / fit.need_bytes;
+  const past = fit.need_high_bytes > fit.memory_bytes ? 'more than the whole card' : `over the ${budget} budget`;
+  return (
+    <>
+      {' '}· but published runs like it measured up to {ratio.toFixed(2)}× memfit's estimate: up
+      to <Bytes bytes={fit.need_high_bytes} units={units} /> on this card, {past}
+    </>
+  );
 }
 
 function Headroom({ fit, units }) {

@@ -8,6 +8,9 @@ import { Bytes } from './Bytes.jsx';
 
 const PHASE_WORDS = { forward: 'Forward', backward: 'Backward', optimizer_step: 'Optimizer step' };
 const phaseName = (p) => PHASE_WORDS[p.name] ?? p.label;
+// Under the chart, where a phase has less room than its name needs (a phone): one word each.
+const SHORT_WORDS = { load: 'Load', forward: 'Forward', backward: 'Backward', optimizer_step: 'Step' };
+const axisName = (p, room) => (room >= 110 ? phaseName(p) : SHORT_WORDS[p.name] ?? phaseName(p).split(' ')[0]);
 
 export function timelineSummary(result, units) {
   const phases = result.phases ?? [];
@@ -34,6 +37,10 @@ function Timeline({ result, units, summaryId }) {
   const n = phases.length;
   const x = (i) => m.l + ((i + 0.5) / Math.max(n, 1)) * (width - m.l - m.r);
   const peakIndex = phases.findIndex((p) => p.bytes === result.peak_allocated_bytes);
+  const room = (width - m.l - m.r) / Math.max(n, 1);
+  // The peak's label is centred on its point, or ends at it on the right edge (the optimizer step
+  // is often the peak and the last point), so it is not cut off.
+  const peakAnchor = (i) => (x(i) + 70 > width ? { anchor: 'end', x: x(i) + 8 } : { anchor: 'middle', x: x(i) });
   const line = phases.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(p.bytes).toFixed(1)}`).join(' ');
   const area = n ? `${line} L${x(n - 1).toFixed(1)},${y(0)} L${x(0).toFixed(1)},${y(0)} Z` : '';
   // Labels sit at the right (the card), left under the line (the budget) and left over it
@@ -69,9 +76,9 @@ function Timeline({ result, units, summaryId }) {
             <circle cx={x(i)} cy={y(p.bytes)} r={i === peakIndex ? 6 : 4} />
             {i === peakIndex && (
               // Below the point, or above it when the point sits low in the chart.
-              <text class="peak-label" x={x(i)} y={y(p.bytes) > h / 2 ? y(p.bytes) - 12 : y(p.bytes) + 20} text-anchor="middle">peak {formatBytes(p.bytes, units)}</text>
+              <text class="peak-label" x={peakAnchor(i).x} y={y(p.bytes) > h / 2 ? y(p.bytes) - 12 : y(p.bytes) + 20} text-anchor={peakAnchor(i).anchor}>peak {formatBytes(p.bytes, units)}</text>
             )}
-            <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{phaseName(p)}</text>
+            <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{axisName(p, room)}<title>{phaseName(p)}</title></text>
           </g>
         ))}
       </svg>

@@ -1,0 +1,25 @@
+// The page's words for what the core says (web/src/words.js): pure, no browser.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { knowGpuNames, plainText, valueWords } from '../../web/src/words.js';
+
+test('a recipe note names its recipe once', () => {
+  assert.equal(plainText('bf16_mixed: PyTorch AMP: fp32 weights, gradients and states.'),
+    'BF16 mixed precision (PyTorch AMP): fp32 weights, gradients and states.');
+  assert.equal(plainText('bf16_master: Megatron / DeepSpeed: bf16 weights, fp32 main gradients.'),
+    'BF16 weights, fp32 master copy (Megatron, DeepSpeed): bf16 weights, fp32 main gradients.');
+  // A lead that adds something is kept.
+  assert.equal(plainText('bf16_fsdp: FSDP mixed precision (param_dtype bf16): fp32 weights'),
+    'BF16 with FSDP mixed precision (accelerate, torchtitan): FSDP mixed precision (param_dtype bf16): fp32 weights');
+  assert.equal(plainText('fp32: fp32 weights, gradients and optimizer states.'), 'FP32, full precision: fp32 weights, gradients and optimizer states.');
+  assert.equal(plainText('LoRA: 2.15 bytes of weights'), 'LoRA: 2.15 bytes of weights');
+});
+
+test('a change of GPU reads as the card\'s name once the GPU table is known', () => {
+  assert.equal(valueWords('hardware.gpu', 'zz-test-card'), 'zz-test-card');
+  knowGpuNames([{ id: 'zz-test-card', name: 'Test Card 99GB' }, { id: 'no-name' }, null]);
+  assert.equal(valueWords('hardware.gpu', 'zz-test-card'), 'Test Card 99GB');
+  assert.equal(valueWords('hardware.gpu', 'no-name'), 'no-name');
+  assert.equal(valueWords('training.micro_batch_size', 4), '4');
+});
