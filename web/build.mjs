@@ -20,7 +20,7 @@ import { copyFile, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { build } from 'esbuild';
+import { build, transform } from 'esbuild';
 
 import { escapeHtml, renderMarkdown } from './docs.mjs';
 import { sizeReport } from './size.mjs';
@@ -82,8 +82,13 @@ await build({ ...common, entryPoints: [join(web, 'src/worker.js')], outfile: joi
 // The embed forms: the iframe card's script, and the web component (one file, its styles inside).
 await build({ ...common, entryPoints: [join(web, 'src/embed/embed-page.jsx')], outfile: join(dist, 'embed.js') });
 await build({ ...common, entryPoints: [join(web, 'src/embed/memfit-estimate.jsx')], outfile: join(dist, 'memfit-estimate.js'), loader: { '.css': 'text' } });
-await copyFile(join(web, 'src/styles.css'), join(dist, 'styles.css'));
-for (const name of ['details.css', 'doc.css', 'embed.css']) await copyFile(join(web, 'src', name), join(dist, name));
+// The stylesheets, minified (comments and spaces out: 1.4 KiB of the first view's 50 gzipped).
+const minifyCss = async (from, to) => {
+  const { code } = await transform(await readFile(from, 'utf8'), { loader: 'css', minify: true, legalComments: 'none' });
+  await writeFile(to, code);
+};
+await minifyCss(join(web, 'src/styles.css'), join(dist, 'styles.css'));
+for (const name of ['details.css', 'doc.css', 'embed.css']) await minifyCss(join(web, 'src', name), join(dist, name));
 for (const name of ['memfit.wasm', 'memfit-planner.wasm']) await copyFile(join(wasmDir, name), join(dist, name));
 for (const name of ['icon.svg', 'manifest.webmanifest', 'embed.html']) await copyFile(join(web, name), join(dist, name));
 

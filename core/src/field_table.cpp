@@ -1,6 +1,7 @@
 #include "field_table.hpp"
 
 #include <cstring>
+#include <string_view>
 
 #include "text.hpp"
 
@@ -418,11 +419,22 @@ const std::vector<Field>& config_fields() {
   return fields;
 }
 
+namespace {
+// A field whose -1 stands for "the framework's / memfit's own choice" (its help says "-1 = ...").
+bool minus_one_is_automatic(const Field& f) { return std::string_view(f.help).find("-1 = ") != std::string_view::npos; }
+}  // namespace
+
 std::string int_range_text(const Field& f) {
+  if (f.min_int == -1 && minus_one_is_automatic(f)) {
+    return "-1 (automatic) or an integer from 0 to " + group_digits(f.max_int);
+  }
   return "an integer from " + group_digits(f.min_int) + " to " + group_digits(f.max_int);
 }
 
 std::string real_range_text(const Field& f) {
+  if (f.min_real == -1.0 && minus_one_is_automatic(f)) {
+    return "-1 (automatic) or a number from 0 to " + plain_number(f.max_real);
+  }
   return "a number from " + plain_number(f.min_real) + " to " + plain_number(f.max_real);
 }
 

@@ -23,3 +23,15 @@ test('a change of GPU reads as the card\'s name once the GPU table is known', ()
   assert.equal(valueWords('hardware.gpu', 'no-name'), 'no-name');
   assert.equal(valueWords('training.micro_batch_size', 4), '4');
 });
+
+test('a number typed with its thousands grouped, as the page writes it, is that number', async () => {
+  const { toConfigValue } = await import('../../web/src/fields.js');
+  const field = { field: 'training.micro_batch_size', kind: 'integer' };
+  assert.equal(toConfigValue(field, '1,000'), 1000);
+  assert.equal(toConfigValue(field, '1 000 000'), 1000000);
+  assert.equal(toConfigValue(field, '-1,000'), -1000);
+  // Not grouped by thousands: left as typed, for the core to name the problem.
+  assert.equal(toConfigValue(field, '12,34'), '12,34');
+  assert.equal(toConfigValue(field, '1,000 000'), '1,000 000');
+  assert.equal(toConfigValue({ field: 'training.finetune.lora_targets', kind: 'list' }, 'q,v').length, 2);
+});

@@ -59,6 +59,9 @@ TEST(Config, ErrorsNameTheFieldAndTheRange) {
   EXPECT_EQ(first_error("[1,2]"), "(configuration) must be a JSON object; got an array");
   EXPECT_EQ(first_error(R"({"training":5})"), "training must be an object; got a number");
   EXPECT_EQ(first_error("{\"training\":").rfind("(configuration) is not valid JSON: line 1", 0), 0u);
+  // A field whose -1 means "automatic" says so, rather than offering -1 as one more integer.
+  EXPECT_EQ(first_error(R"({"hardware":{"overhead_bytes":-5}})"),
+            "hardware.overhead_bytes must be -1 (automatic) or an integer from 0 to 1,099,511,627,776; got -5");
 }
 
 TEST(Config, EveryBadFieldIsReportedNotJustTheFirst) {

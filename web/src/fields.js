@@ -88,9 +88,13 @@ const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 // Typed text → a number when it is one (any finite value: the core judges the range and whether
 // it is integral, as it does for the command line's flags), else the text as typed.
+// Digits grouped in thousands, as the page itself writes them ("2,048", "1 000 000").
+const GROUPED = /^-?\d{1,3}(?:([, \u00a0_])\d{3})(?:\1\d{3})*(?:\.\d+)?$/;
+
 function numberOrText(raw) {
   if (typeof raw === 'number') return raw;
-  const text = String(raw).trim();
+  let text = String(raw).trim();
+  if (GROUPED.test(text)) text = text.replace(/[, \u00a0_]/g, '');
   if (NUMBER_TEXT.test(text)) {
     const n = Number(text);
     if (Number.isFinite(n)) return n;

@@ -367,7 +367,10 @@ export function Planner({ state, Field, autoFocus = false }) {
       <p class="card-note">
         The core tries every layout of this model on the {shown?.result.fits.name ?? 'chosen GPU'}: data, tensor, pipeline, context and
         expert parallelism, ZeRO / FSDP sharding, checkpointing, micro-batch and accumulation, offload and precision. It keeps
-        those that fit within the memory budget and ranks them by estimated step time or cost.
+        those that fit within the memory budget and ranks them by estimated step time or cost. Unlike the headline's answer,
+        which keeps the form's settings and only adds GPUs with ZeRO-3 / FSDP, a plan may change the precision (unless
+        {' '}<em>Keep the form's precision</em> is on), offload states to the CPU or recompute activations, so it can need
+        fewer GPUs.
       </p>
       <Inputs state={state} planner={planner} errors={errors} Field={Field} />
       <p class="planner-status" role="status" aria-live="polite" data-testid="planner-status">
