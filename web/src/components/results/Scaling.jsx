@@ -10,7 +10,9 @@ export function Scaling({ scaling, units }) {
       <h2 id="h-scaling">Scaling: the source documents' five models</h2>
       <p class="card-note">
         The same training settings (micro-batch, sequence length, precision, optimizer) applied to the idealised models
-        of the source documents at their nominal sizes, without and with full activation checkpointing.
+        of the source documents at their nominal sizes, without and with full activation checkpointing. Total is the
+        step's peak, which is less than static plus activations when the gradients and the activations are not all held
+        at once (under the textbook convention it is their sum).
       </p>
       {!scaling.ok ? (
         <ul class="warnings">{scaling.errors.map((e) => <li key={e.message}>{plainMessage(e.message)}</li>)}</ul>
