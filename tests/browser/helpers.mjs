@@ -107,7 +107,10 @@ export async function waitForAnswer(p, expected, timeout = 10000) {
   await p.waitForFunction(([peak, total]) => {
     const get = (id) => document.querySelector(`[data-testid="${id}"]`)?.dataset.bytes;
     const answer = document.querySelector('.answer');
-    return get('peak-allocated') === peak && get('device-total') === total && answer?.dataset.stale === 'false';
+    // The details follow the headline by a paint (state.js `settled`).
+    const details = document.querySelector('[data-testid="details-settled"]');
+    return get('peak-allocated') === peak && get('device-total') === total && answer?.dataset.stale === 'false' &&
+      details?.dataset.settled !== 'false';
   }, [String(expected.peak_allocated_bytes), String(expected.device_total_bytes)], { timeout });
 }
 

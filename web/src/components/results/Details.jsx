@@ -40,8 +40,16 @@ export function Details({ state }) {
       <WaysPart state={state} stale={stale} />
       <ParametersPart state={state} />
       <ModelPart state={state} />
+      <SettledMark state={state} />
     </div>
   );
+}
+
+// Whether the details show the answer on screen yet (they follow it by a paint): for tests and
+// tools that read the page, which wait for data-settled="true".
+function SettledMark({ state }) {
+  const settled = state.settled.value === state.shown.value;
+  return <span hidden data-testid="details-settled" data-settled={settled ? 'true' : 'false'} />;
 }
 
 // Whether a chart is drawn as a table, and the switch that changes it.

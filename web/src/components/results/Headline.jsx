@@ -32,6 +32,19 @@ function TightWhy({ fit, units }) {
   );
 }
 
+// A run that fits: what is left under the budget once the band's top is allowed for. The headroom
+// is to the whole card; what more fits (a larger micro-batch) is judged against this.
+function BudgetLeft({ fit, units }) {
+  const left = fit.budget_bytes - fit.need_high_bytes;
+  if (!(left >= 0)) return null;
+  return (
+    <>
+      {' '}· <Bytes bytes={left} units={units} testid="budget-left" /> under the {formatPercent(fit.budget_fraction)} budget
+      {fit.need_high_bytes > fit.need_bytes ? ', allowing for the spread of published runs' : ''}
+    </>
+  );
+}
+
 function Headroom({ fit, units }) {
   if (fit.headroom_bytes < 0) {
     return <>needs <Bytes bytes={-fit.headroom_bytes} units={units} /> more than the card's <Bytes bytes={fit.memory_bytes} units={units} /></>;
@@ -40,6 +53,7 @@ function Headroom({ fit, units }) {
     <>
       <Bytes bytes={fit.headroom_bytes} units={units} testid="headroom" /> headroom of <Bytes bytes={fit.memory_bytes} units={units} />
       {fit.verdict === 'tight' && <TightWhy fit={fit} units={units} />}
+      {fit.verdict === 'fits' && <BudgetLeft fit={fit} units={units} />}
     </>
   );
 }
