@@ -143,6 +143,7 @@ Json fit_to_json(const Fit& f) {
   j.set("need_bytes", bytes(f.need_bytes));
   j.set("need_high_bytes", bytes(f.need_high_bytes));
   j.set("headroom_bytes", bytes(f.headroom_bytes));
+  j.set("budget_left_bytes", bytes(f.budget_left_bytes));
   j.set("runs", Json::boolean(f.lacks == nullptr));
   if (f.lacks) j.set("lacks", Json::string(f.lacks));
   return j;

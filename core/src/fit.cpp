@@ -77,6 +77,7 @@ Fit make_fit(const Gpu& gpu, Bytes need, Bytes need_high, double budget_fraction
   f.need_bytes = need;
   f.need_high_bytes = max(need, need_high);
   f.headroom_bytes = gpu.memory_bytes - need;
+  f.budget_left_bytes = f.budget_bytes - f.need_high_bytes;
   // Fits only when the top of the measured band stays within the budget; tight when the estimate
   // fits the card but the band crosses the budget; does not fit when the estimate exceeds the card.
   if (need.overflow() || need > gpu.memory_bytes) f.verdict = Verdict::kDoesNotFit;

@@ -64,8 +64,8 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.equal(await p.getByTestId('verdict').locator('[data-verdict]').getAttribute('data-verdict'), expected.fits.verdict);
     if (expected.fits.verdict === 'fits') {
       // Beside the headroom to the whole card: what is left under the budget at the band's top.
-      assert.equal(await p.getByTestId('budget-left').getAttribute('data-bytes'),
-        String(expected.fits.budget_bytes - expected.fits.need_high_bytes));
+      assert.equal(await p.getByTestId('budget-left').getAttribute('data-bytes'), String(expected.fits.budget_left_bytes));
+      assert.equal(expected.fits.budget_left_bytes, expected.fits.budget_bytes - expected.fits.need_high_bytes);
     }
     assert.equal((await p.getByTestId('parameter-count').textContent()).trim(), formatCount(expected.parameter_count));
     const gpuRows = p.getByTestId('gpu-table').locator('tbody tr');

@@ -418,6 +418,9 @@ TEST(Verdict, NeverContradictsItsBand) {
       if (f.verdict == Verdict::kFits) EXPECT_LE(f.need_high_bytes, f.budget_bytes);
       if (f.verdict == Verdict::kTight) EXPECT_TRUE(f.need_high_bytes > f.budget_bytes && f.need_bytes <= memory);
       if (f.verdict == Verdict::kDoesNotFit) EXPECT_GT(f.need_bytes, memory);
+      // What is left under the budget: never negative when it fits, always negative when it does not.
+      EXPECT_EQ(f.budget_left_bytes, f.budget_bytes - f.need_high_bytes);
+      EXPECT_EQ(f.budget_left_bytes >= Bytes{0}, f.verdict == Verdict::kFits);
     }
   }
 }

@@ -86,11 +86,11 @@ export function formSections(schema) {
 // included: "1e3" is 1000), plus a leading "+" or dot (".5"). Anything else stays text.
 const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
-// Typed text → a number when it is one (any finite value: the core judges the range and whether
-// it is integral, as it does for the command line's flags), else the text as typed.
 // Digits grouped in thousands, as the page itself writes them ("2,048", "1 000 000").
 const GROUPED = /^-?\d{1,3}(?:([, \u00a0_])\d{3})(?:\1\d{3})*(?:\.\d+)?$/;
 
+// Typed text → a number when it is one (any finite value: the core judges the range and whether
+// it is integral, as it does for the command line's flags), else the text as typed.
 function numberOrText(raw) {
   if (typeof raw === 'number') return raw;
   let text = String(raw).trim();

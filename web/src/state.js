@@ -262,27 +262,18 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     encodeView({ units: units.value, tables: tables.value, sweep: sweepName.value, planner: planner.value }));
 
   // --- reading fields -----------------------------------------------------------------------
-  // What a field shows: what the user typed, else the resolved default. One computed per path, so
-  // what reads a field (its input, the conditions of the fields that depend on it) runs again
-  // only when that field's value changes, not at every keystroke in another field.
-  const valueByPath = new Map();
-  const fieldValue = (path) => {
-    let value = valueByPath.get(path);
-    if (!value) {
-      value = computed(() => (path in edits.value ? edits.value[path] : getPath(base.value, path)));
-      valueByPath.set(path, value);
-    }
-    return value.value;
+  // What a field shows: what the user typed, else the resolved default; and whether it was typed.
+  // One computed per path, so what reads a field (its input, the conditions of the fields that
+  // depend on it) runs again only when that field changes, not at every keystroke in another.
+  const perPath = (read) => {
+    const byPath = new Map();
+    return (path) => {
+      if (!byPath.has(path)) byPath.set(path, computed(() => read(path)));
+      return byPath.get(path).value;
+    };
   };
-  const editedByPath = new Map();
-  const isEdited = (path) => {
-    let edited = editedByPath.get(path);
-    if (!edited) {
-      edited = computed(() => path in edits.value);
-      editedByPath.set(path, edited);
-    }
-    return edited.value;
-  };
+  const fieldValue = perPath((path) => (path in edits.value ? edits.value[path] : getPath(base.value, path)));
+  const isEdited = perPath((path) => path in edits.value);
 
   // --- actions ------------------------------------------------------------------------------
   disposers.push(effect(() => {

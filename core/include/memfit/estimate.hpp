@@ -50,6 +50,7 @@ struct Fit {
   Bytes need_bytes;      // device_total_bytes
   Bytes need_high_bytes; // the top of the measured band on the device total
   Bytes headroom_bytes;  // memory − need (negative when it does not fit)
+  Bytes budget_left_bytes;  // budget − need_high: what more fits before the verdict turns (negative unless it fits)
 };
 
 

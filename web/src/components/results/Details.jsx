@@ -24,9 +24,9 @@ if (typeof document !== 'undefined') addStyles('details-styles', css);
 // Everything else the core answered, in reading order: the charts (each with its table), the GPU
 // table, the ways to save memory when the run fits, the model, the scaling table, notes.
 // Each part is a component of its own that reads the state's signals it shows, so an answer
-// re-renders only what it changes: the breakdown follows `shown` (its numbers are the
-// headline's, and the model's parameter counts with them), everything else `settled` (state.js: the same answer, drawn once the new numbers
-// are painted). The state has an answer to show when this is drawn (App.jsx).
+// re-renders only what it changes: the breakdown and the parameter counts follow `shown` (numbers
+// beside the headline's), everything else `settled` (state.js: the same answer, drawn once the
+// new numbers are painted). The state has an answer to show when this is drawn (App.jsx).
 export function Details({ state }) {
   const stale = useComputed(() => !state.result.value?.ok).value;
   return (

@@ -35,11 +35,10 @@ function TightWhy({ fit, units }) {
 // A run that fits: what is left under the budget once the band's top is allowed for. The headroom
 // is to the whole card; what more fits (a larger micro-batch) is judged against this.
 function BudgetLeft({ fit, units }) {
-  const left = fit.budget_bytes - fit.need_high_bytes;
-  if (!(left >= 0)) return null;
+  if (!(fit.budget_left_bytes >= 0)) return null;
   return (
     <>
-      {' '}· <Bytes bytes={left} units={units} testid="budget-left" /> under the {formatPercent(fit.budget_fraction)} budget
+      {' '}· <Bytes bytes={fit.budget_left_bytes} units={units} testid="budget-left" /> under the {formatPercent(fit.budget_fraction)} budget
       {fit.need_high_bytes > fit.need_bytes ? ', allowing for the spread of published runs' : ''}
     </>
   );

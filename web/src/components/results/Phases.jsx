@@ -40,7 +40,8 @@ function Timeline({ result, units, summaryId }) {
   const room = (width - m.l - m.r) / Math.max(n, 1);
   // The peak's label is centred on its point, or ends at it on the right edge (the optimizer step
   // is often the peak and the last point), so it is not cut off.
-  const peakAnchor = (i) => (x(i) + 70 > width ? { anchor: 'end', x: x(i) + 8 } : { anchor: 'middle', x: x(i) });
+  const peakX = peakIndex < 0 ? 0 : x(peakIndex);
+  const peakLabel = peakX + 70 > width ? { anchor: 'end', x: peakX + 8 } : { anchor: 'middle', x: peakX };
   const line = phases.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(p.bytes).toFixed(1)}`).join(' ');
   const area = n ? `${line} L${x(n - 1).toFixed(1)},${y(0)} L${x(0).toFixed(1)},${y(0)} Z` : '';
   // Labels sit at the right (the card), left under the line (the budget) and left over it
@@ -76,7 +77,7 @@ function Timeline({ result, units, summaryId }) {
             <circle cx={x(i)} cy={y(p.bytes)} r={i === peakIndex ? 6 : 4} />
             {i === peakIndex && (
               // Below the point, or above it when the point sits low in the chart.
-              <text class="peak-label" x={peakAnchor(i).x} y={y(p.bytes) > h / 2 ? y(p.bytes) - 12 : y(p.bytes) + 20} text-anchor={peakAnchor(i).anchor}>peak {formatBytes(p.bytes, units)}</text>
+              <text class="peak-label" x={peakLabel.x} y={y(p.bytes) > h / 2 ? y(p.bytes) - 12 : y(p.bytes) + 20} text-anchor={peakLabel.anchor}>peak {formatBytes(p.bytes, units)}</text>
             )}
             <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{axisName(p, room)}<title>{phaseName(p)}</title></text>
           </g>
