@@ -31,7 +31,8 @@ Planning (solve, plan, time):
   --family F           min-gpus layouts: zero3 (default), zero2, zero1, as_configured, tensor, pipeline
   --gpus N             plan on exactly N GPUs; --gpus-min / --gpus-max a range (powers of two, whole nodes)
   --global-batch-tokens N   tokens per optimizer step (default: the configuration's, or 4Mi / 1Mi tokens)
-  --train-tokens N     tokens to train, for time and cost (default 1e12)
+  --train-tokens N     tokens to train, for time and cost (default: 20 per parameter for
+                       pre-training, 100M for fine-tuning)
   --top N              plans to show (default 10)    --rank-by step_time|cost
   --keep-precision     search only the configured precision recipe
   --tp-comm-overlap    tensor-parallel communication overlapped with GEMMs (Megatron, async TP)
@@ -190,6 +191,16 @@ void print_time_parts(const memfit::Json& t) {
   std::printf("\n");
 }
 
+// A training time in the unit that reads best: minutes, hours, days or years.
+std::string duration_text(double seconds) {
+  char buf[32];
+  if (seconds < 3600) std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
+  else if (seconds < 2 * 86400) std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
+  else if (seconds < 2 * 365.25 * 86400) std::snprintf(buf, sizeof buf, "%.1f d", seconds / 86400);
+  else std::snprintf(buf, sizeof buf, "%.1f y", seconds / (365.25 * 86400));
+  return buf;
+}
+
 int run_time(const memfit::cli::Request& request) {
   const memfit::Json t = memfit::step_time_json(request.config.dump(), request.options.dump());
   if (!t.find("ok")->as_bool()) return print_issues(*t.find("errors"));
@@ -206,7 +217,8 @@ int run_time(const memfit::cli::Request& request) {
     std::printf("  note: this configuration does not fit the card (%s); `memfit` with the same options shows why\n",
                 e.find("fits")->find("verdict")->as_string().c_str());
   }
-  std::printf("  %.3g tokens: %.1f days, %s GPU-hours", number(t, "train_tokens"), number(t, "train_time_s") / 86400,
+  std::printf("  %s tokens: %s, %s GPU-hours", group(static_cast<std::int64_t>(number(t, "train_tokens"))).c_str(),
+              duration_text(number(t, "train_time_s")).c_str(),
               group(static_cast<std::int64_t>(number(t, "gpu_hours"))).c_str());
   if (number(t, "price_per_gpu_hour") > 0) {
     std::printf(", $%s at $%.2f per GPU-hour", group(static_cast<std::int64_t>(number(t, "cost_usd"))).c_str(),
@@ -225,7 +237,7 @@ void print_plan_row(const memfit::Json& p, int rank) {
   std::string zero_text = zero == 0 ? "-" : "z" + std::to_string(zero) + (shard > 0 ? "/h" + std::to_string(shard) : "");
   if (par.find("offload_params")->as_bool()) zero_text += "+op";
   else if (par.find("offload_optimizer")->as_bool()) zero_text += "+oo";
-  std::printf("  %3d %5lld %3lld %3lld %3lld %3lld %3lld %-8s %-11s %-12s %4lld %5lld %8.1f %9.2f %9s %5.1f %8.1f\n",
+  std::printf("  %3d %5lld %3lld %3lld %3lld %3lld %3lld %-8s %-11s %-12s %4lld %5lld %8.1f %9.2f %9s %5.1f %9s\n",
               rank, static_cast<long long>(integer(par, "num_gpus")), static_cast<long long>(integer(par, "tensor")),
               static_cast<long long>(integer(par, "pipeline")), static_cast<long long>(integer(par, "virtual_stages")),
               static_cast<long long>(integer(par, "context")), static_cast<long long>(integer(par, "expert")),
@@ -233,7 +245,7 @@ void print_plan_row(const memfit::Json& p, int rank) {
               static_cast<long long>(integer(tr, "micro_batch_size")), static_cast<long long>(integer(tr, "grad_accum_steps")),
               gib_value(integer(p, "device_total_bytes")), number(p, "step_time_s"),
               group(static_cast<std::int64_t>(number(p, "tokens_per_s_per_gpu"))).c_str(), 100 * number(p, "mfu"),
-              number(p, "train_time_s") / 86400);
+              duration_text(number(p, "train_time_s")).c_str());
 }
 
 int run_plan(const memfit::cli::Request& request) {
@@ -244,7 +256,7 @@ int run_plan(const memfit::cli::Request& request) {
     return 0;
   }
   const char* header =
-      "    #  GPUs  TP  PP  VP  CP  EP ZeRO     precision   checkpoint     MB    GA  GiB/GPU    step s tok/s/GPU   MFU     days\n";
+      "    #  GPUs  TP  PP  VP  CP  EP ZeRO     precision   checkpoint     MB    GA  GiB/GPU    step s tok/s/GPU   MFU     train\n";
   std::cout << "memfit plan: global batch " << group(integer(r, "global_batch_tokens")) << " tokens\n" << header;
   int rank = 0;
   for (const memfit::Json& p : r.find("plans")->items()) print_plan_row(p, ++rank);

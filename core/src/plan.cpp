@@ -696,6 +696,12 @@ PlanResult Planner::run() {
   if (resolved_goal(base_.training) == Goal::kPretrain && is_peft(base_)) {
     r.notes.push_back("the goal is pre-training but the configuration trains LoRA adapters; planned as given");
   }
+  if (!(options_.step_time.train_tokens > 0)) {
+    std::string why;
+    const double tokens = default_train_tokens(base_, params_, &why);
+    r.notes.push_back("tokens to train not given: " + detail::group_digits(static_cast<std::int64_t>(tokens)) + " (" +
+                      why + "; set train_tokens)");
+  }
   for (std::int64_t gpus : gpu_counts(lo, hi, per_node_)) search_gpu_count(gpus);
   std::stable_sort(found_.begin(), found_.end(), [](const Candidate& a, const Candidate& b) { return a.metric < b.metric; });
   const std::size_t top = static_cast<std::size_t>(std::max(1, options_.top));

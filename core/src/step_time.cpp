@@ -32,6 +32,9 @@ constexpr double kCpuAdamParamsPerS = 1e9;
 // et al. 2020; Narayanan et al. 2021). A frozen weight (LoRA's base) needs only the input gradient.
 constexpr double kBackwardPasses = 2.0;
 constexpr double kFrozenBackwardPasses = 1.0;
+// The tokens to train when none are given (default_train_tokens, step_time.hpp).
+constexpr double kPretrainTokensPerParameter = 20.0;
+constexpr double kFinetuneTrainTokens = 1e8;
 
 struct Link {
   double bytes_per_s;
@@ -416,10 +419,20 @@ void apply_layout(const Layout& l, Config& c) {
   c.training.grad_accum_steps = l.grad_accum_steps;
 }
 
+double default_train_tokens(const Config& c, const ParameterCount& p, std::string* why) {
+  if (resolved_goal(c.training) == Goal::kPretrain) {
+    if (why) *why = "20 per parameter, the compute-optimal count for pre-training (Hoffmann et al. 2022)";
+    return kPretrainTokensPerParameter * double(p.total_count.value());
+  }
+  if (why) *why = "a fine-tuning set of 100M tokens over its epochs";
+  return kFinetuneTrainTokens;
+}
+
 StepTimeModel step_time_model(const Config& c, const ParameterCount& p, const StepTimeOptions& options) {
   StepTimeModel m;
   m.gpu = find_gpu(c.hardware.gpu);
   m.options = options;
+  if (!(m.options.train_tokens > 0)) m.options.train_tokens = default_train_tokens(c, p);
   m.gpus_per_node = c.hardware.gpus_per_node > 0 ? c.hardware.gpus_per_node : (m.gpu ? m.gpu->gpus_per_node : 8);
   m.price_per_gpu_hour = c.hardware.price_per_gpu_hour >= 0 ? c.hardware.price_per_gpu_hour
                                                             : (m.gpu ? m.gpu->price_per_hour : 0.0);

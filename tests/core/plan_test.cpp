@@ -117,6 +117,28 @@ TEST(Plan, RecipesAlikeInActivationsSaveTheSame) {
   }
 }
 
+// A plan without tokens to train says which default its time and cost assume; one with them does not.
+TEST(Plan, SaysWhichTokensToTrainItAssumes) {
+  Config c = config(R"({"model":{"preset":"llama-3-8b"},"training":{"goal":"pretrain"},"hardware":{"gpu":"h100-sxm-80gb"}})");
+  PlanOptions o;
+  o.gpus_min = 8;
+  o.gpus_max = 8;
+  o.top = 1;
+  const PlanResult r = plan(c, o);
+  ASSERT_TRUE(r.errors.empty());
+  ASSERT_FALSE(r.plans.empty());
+  const auto said = [](const PlanResult& p) {
+    for (const std::string& n : p.notes) if (n.find("tokens to train not given") != std::string::npos) return n;
+    return std::string();
+  };
+  EXPECT_NE(said(r).find("20 per parameter"), std::string::npos) << said(r);
+  EXPECT_DOUBLE_EQ(r.plans[0].time.train_tokens, 20.0 * double(count_parameters(c.model).total_count.value()));
+  o.step_time.train_tokens = 1e12;
+  const PlanResult given = plan(c, o);
+  EXPECT_EQ(said(given), "");
+  EXPECT_DOUBLE_EQ(given.plans[0].time.train_tokens, 1e12);
+}
+
 TEST(Plan, OptionsAreReadAndChecked) {
   PlanOptions o;
   EXPECT_TRUE(read_plan_options(*parse_json(R"({"gpus_min":2,"gpus_max":64,"top":3,"rank_by":"cost"})").value, o).empty());

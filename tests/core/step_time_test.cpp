@@ -155,6 +155,28 @@ TEST(StepTime, RelationsHold) {
   EXPECT_NEAR(base.cost_usd, base.gpu_hours * 3.78, 1e-6 * base.cost_usd);
 }
 
+// Tokens to train when none are given: 20 per parameter for pre-training (Hoffmann et al. 2022),
+// 100M for a fine-tune; a number given is used as is, and the time and cost follow it.
+TEST(StepTime, TokensToTrainDefaultByGoal) {
+  Config c = config_for(R"({"model":{"preset":"llama-3-8b"},"training":{"goal":"pretrain"},)"
+                        R"("parallel":{"num_gpus":8,"zero_stage":3},"hardware":{"gpu":"h100-sxm-80gb"}})");
+  const double params = double(count_parameters(c.model).total_count.value());
+  const StepTime pretrain = step_time(c);
+  ASSERT_TRUE(pretrain.ok());
+  EXPECT_DOUBLE_EQ(pretrain.train_tokens, 20 * params);
+  EXPECT_NEAR(pretrain.train_time_s, pretrain.train_tokens / pretrain.tokens_per_s, 1e-9 * pretrain.train_time_s);
+  c.training.goal = Goal::kFullFinetune;
+  EXPECT_DOUBLE_EQ(step_time(c).train_tokens, 1e8);
+  c.training.finetune.method = FinetuneMethod::kLora;
+  c.training.goal = Goal::kAuto;
+  EXPECT_DOUBLE_EQ(step_time(c).train_tokens, 1e8);
+  StepTimeOptions given;
+  given.train_tokens = 3e9;
+  const StepTime stated = step_time(c, given);
+  EXPECT_DOUBLE_EQ(stated.train_tokens, 3e9);
+  EXPECT_NEAR(stated.cost_usd, 30 * step_time(c).cost_usd, 1e-9 * stated.cost_usd);
+}
+
 TEST(StepTime, PrecisionsTheCardLacksAreErrors) {
   Config c = config_for(R"({"training":{"precision":"fp8_mixed"}})");
   c.hardware.gpu = "a100-80gb";  // a configuration the reader refuses (Transformer Engine's FP8 on Ampere)

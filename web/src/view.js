@@ -11,7 +11,7 @@ export const SWEEP_FIELDS = { micro_batch_size: 'training.micro_batch_size', seq
 // The planner: open (1 or 0), its inputs (the core's plan options as typed: the core names a bad
 // value; how plans are ranked; 1 to keep the form's precision) and the chosen plan's number (0: none).
 export const DEFAULT_PLANNER = Object.freeze({
-  open: 0, gpus_min: '1', gpus_max: '64', global_batch_tokens: '', train_tokens: '1e12',
+  open: 0, gpus_min: '1', gpus_max: '64', global_batch_tokens: '', train_tokens: '',
   rank_by: 'step_time', keep_precision: 0, plan: 0,
 });
 // [key, link parameter, the values it accepts]: numbers for the flags and the plan's number.

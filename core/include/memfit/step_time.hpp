@@ -40,8 +40,16 @@ struct StepTimeOptions {
   // Tensor-parallel collectives overlapped with the GEMMs around them (Megatron / NeMo
   // --tp-comm-overlap, torchtitan async TP). Off: they run in the open, as plain PyTorch TP does.
   bool tp_comm_overlap = false;
-  double train_tokens = 1e12;  // tokens to train, for the time and the cost
+  // Tokens to train, for the time and the cost; 0: default_train_tokens() for the configuration.
+  double train_tokens = 0;
 };
+
+// The tokens to train when none are given: for pre-training, 20 per parameter, the compute-optimal
+// count of Hoffmann et al. 2022 ("Training Compute-Optimal Large Language Models", Table 3 and
+// section 3.4); for fine-tuning (full or parameter-efficient), 100 M tokens, the order of an
+// instruction-tuning set taken over a few epochs (Alpaca's 52 K examples are about 10 M tokens;
+// UltraChat 200k a few hundred million). `why` receives the rule in words.
+double default_train_tokens(const Config& config, const ParameterCount& params, std::string* why = nullptr);
 
 // Where a step's time goes on the busiest GPU, in seconds. Communication counts only where it is
 // not hidden behind compute.
