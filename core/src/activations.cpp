@@ -42,6 +42,7 @@ struct Dims {
   Count rank;
   bool lora_dropout;
   bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
+  bool quantized_inputs_retained;   // ... as ctx attributes, which backward does not release
   // What a GPTQ base's CUDA kernel keeps for backward: the dequantised fp16 weight of each of one
   // block's quantised linears (set by activation_model, which has the parameter groups; 0 otherwise).
   Bytes gptq_weights_dense, gptq_weights_moe;
@@ -102,10 +103,18 @@ Dims make_dims(const Config& c) {
   d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
   d.rank = c.training.finetune.lora_rank;
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
-  // bitsandbytes' MatMul4Bit keeps its input A in ctx.tensors even though the 4-bit weight is
-  // frozen (bitsandbytes/autograd/_functions.py), unlike a frozen nn.Linear, which keeps nothing.
-  d.quantized_base_saves_input =
-      d.lora && c.training.finetune.base_bits == 4 && c.training.finetune.quant_method == QuantMethod::kBitsandbytes;
+  // bitsandbytes' MatMul4Bit before 0.43.2 keeps its input A in ctx.tensors even though the 4-bit
+  // weight is frozen (bitsandbytes/autograd/_functions.py, `ctx.tensors = (A, B)`; PR #1270 made it
+  // `(None, B)`), unlike a frozen nn.Linear, which keeps nothing. unsloth's fused LoRA functions
+  // keep each adapted group's input X with save_for_backward whatever the bitsandbytes version
+  // (unsloth/kernels/fast_lora.py, LoRA_MLP / LoRA_QKV / LoRA_W): the same bytes, released by
+  // backward like any saved tensor. A ctx attribute is not a saved tensor: backward leaves it, and
+  // it lives as long as the graph does (activation_model: retained_bytes).
+  const Finetune& f = c.training.finetune;
+  const bool bnb_4bit = d.lora && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes;
+  const bool unsloth = impl.framework == Framework::kUnsloth;
+  d.quantized_base_saves_input = bnb_4bit && (f.bnb_keeps_input || unsloth);
+  d.quantized_inputs_retained = bnb_4bit && f.bnb_keeps_input && !unsloth;
   return d;
 }
 
@@ -335,6 +344,34 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   if (!first_layer) add(t, "base.gptq_dequantized_weights", moe ? d.gptq_weights_moe : d.gptq_weights_dense);
   for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act)) add(t, term.name.c_str(), term.bytes);
   return t;
+}
+
+// What one block's bitsandbytes 4-bit linears keep as ctx attributes (Dims::quantized_inputs_retained):
+// the input of every quantised linear whose input needs a gradient, once per distinct input, as
+// block_terms counts them (q/k/v share one input, gate/up another).
+Bytes retained_inputs(const Config& c, const Dims& d, bool moe, bool first_layer = false) {
+  if (!d.quantized_inputs_retained) return Bytes{0};
+  const ModelSpec& m = c.model;
+  first_layer = first_layer && !d.peft.input_needs_grad;
+  const bool attention_adapted = d.peft.grad_targets & (kLoraQ | kLoraK | kLoraV | kLoraO);
+  const bool frozen_first_attention = first_layer && !attention_adapted;
+  Bytes kept{0};
+  if (!frozen_first_attention) {
+    if (!first_layer) kept += d.tokens * d.hidden_split * d.act;   // q, k, v
+    kept += d.tokens * d.heads * d.v_head_dim * d.act;              // o
+  }
+  if (moe) {
+    const Count routed = d.tokens * m.num_experts_per_tok;
+    const Count expert_ff = ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor);
+    kept += (d.tokens * d.hidden_split + routed * d.hidden + routed * expert_ff) * d.act;
+    const Count shared_ff = m.shared_expert_intermediate_size > 0
+                                ? Count(m.shared_expert_intermediate_size)
+                                : Count(m.num_shared_experts) * m.moe_intermediate_size;
+    if (!shared_ff.is_zero()) kept += d.tokens * ceil_div(shared_ff, c.parallel.tensor) * d.act;
+    return kept;
+  }
+  if (!frozen_first_attention) kept += d.tokens * d.hidden_split * d.act;  // gate / up
+  return kept + d.tokens * d.ff * d.act;                                  // down
 }
 
 // The output width of each matmul of one block's attention, in forward order.
@@ -583,6 +620,24 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b);
+  // bitsandbytes' ctx attributes outlive backward: the inputs of the blocks that are not recomputed
+  // (a recomputed block's are made again, in a graph of its own that goes with its backward).
+  const Count not_recomputed = tr.checkpointing == Checkpointing::kFull ? b.layers - b.recomputed : b.layers;
+  if (d.quantized_inputs_retained && tr.checkpointing != Checkpointing::kSelectiveOp && not_recomputed > Count(0)) {
+    Bytes retained = mul_div(retained_inputs(c, d, false) * b.dense_layers +
+                                 (m.num_experts > 0 ? retained_inputs(c, d, true) * b.moe_layers : Bytes{0}),
+                             not_recomputed, b.layers);
+    const bool first_is_moe = params.dense_layer_count.is_zero();
+    if (not_recomputed == b.layers) {
+      retained = retained - (retained_inputs(c, d, first_is_moe) - retained_inputs(c, d, first_is_moe, true));
+    }
+    out.retained_bytes = mul_div(retained, in_flight.chunks, in_flight.chunks_per_stage);
+    out.retained_until_next_forward = d.impl.loop_keeps_logits == Switch::kYes;
+    out.notes.push_back(std::string("bitsandbytes before 0.43.2: each 4-bit linear keeps its input as a ctx attribute, "
+                                    "which backward does not free; they go with the step's graph") +
+                        (out.retained_until_next_forward ? ", which the loop holds (with the logits) until the next "
+                                                           "forward returns." : ", after backward."));
+  }
   if (d.impl.use_cache == Switch::kYes) {
     // transformers' attention returns (key_states, value_states) after the rotary embedding, at the
     // key/value heads, before any repeat_kv (models/llama/modeling_llama.py, past_key_value). They

@@ -26,6 +26,12 @@ struct ActivationModel {
   Bytes kv_cache_key_bytes, kv_cache_value_bytes;  // one layer's (two tensors)
   Bytes kv_cache_bytes;  // all layers of the busiest stage
   bool kv_cache_kept = false;
+  // What autograd Functions keep as ctx attributes rather than saved tensors (bitsandbytes before
+  // 0.43.2: each 4-bit linear's input): part of saved_bytes, but backward does not free it; it
+  // goes with the graph, after backward, or when the loop holds the outputs (loop_keeps_logits)
+  // when the next forward returns.
+  Bytes retained_bytes;
+  bool retained_until_next_forward = false;
   std::vector<std::string> notes;
 };
 

@@ -371,7 +371,7 @@ Json applicability(std::string_view path) {
     all.push(methods(any_peft));
     all.push(when_in("training.finetune.base_bits", integers({4, 8})));
   } else if (path == "training.finetune.quant_type" || path == "training.finetune.double_quant" ||
-             path == "training.finetune.quant_block_size") {
+             path == "training.finetune.quant_block_size" || path == "training.finetune.bnb_keeps_input") {
     all.push(methods(any_peft));
     all.push(when_in("training.finetune.base_bits", integers({4})));
     all.push(when_in("training.finetune.quant_method", spellings({"bitsandbytes"})));

@@ -262,6 +262,9 @@ std::vector<Field> build_fields() {
              "group_size -1)"),
       MF_BOOL("training.finetune.double_quant", training.finetune.double_quant,
               "4-bit base: quantise the block scales again (bnb_4bit_use_double_quant)"),
+      MF_BOOL("training.finetune.bnb_keeps_input", training.finetune.bnb_keeps_input,
+              "4-bit base on bitsandbytes before 0.43.2 (July 2024): each 4-bit linear keeps its input until the "
+              "step's graph is freed (ctx.tensors; removed by bitsandbytes PR #1270)"),
       MF_INT("training.finetune.quant_block_size", training.finetune.quant_block_size, 16, 4096,
              "4-bit base: weights per quantisation block (bitsandbytes blocksize; a power of two)"),
       MF_BOOL("training.finetune.prepare_kbit", training.finetune.prepare_kbit,

@@ -3,6 +3,7 @@
 #include "finetune.hpp"
 #include "memfit/implementation.hpp"
 #include "optimizer_states.hpp"
+#include "step_events.hpp"
 
 namespace memfit {
 
@@ -10,6 +11,25 @@ namespace {
 
 // The key/value cache the loop holds through the step with its outputs (training.use_cache).
 Bytes kept_cache(const ActivationModel& act) { return act.kv_cache_kept ? act.kv_cache_bytes : Bytes{0}; }
+
+// A loop that holds its outputs holds the graph behind them, and with it what autograd Functions
+// keep as ctx attributes (ActivationModel::retained_bytes): the previous step's, beside the next
+// forward's activations until that forward returns, and the step's own after its backward.
+Bytes kept_graph(const ActivationModel& act) { return act.retained_until_next_forward ? act.retained_bytes : Bytes{0}; }
+
+// The previous micro-batch's share beside this forward: as long as that micro-batch was. With
+// varying lengths the step at the high point is a long one and the one before it any: the average
+// of the lengths the allocator replay draws (step_events.cpp, varying_lengths).
+Bytes previous_graph(const Config& c, const ActivationModel& act) {
+  if (!act.retained_until_next_forward) return Bytes{0};
+  const std::vector<std::int64_t> lengths =
+      c.training.sequence_lengths == SequenceLengths::kVarying ? varying_lengths(c.training.seq_len)
+                                                               : std::vector<std::int64_t>{};
+  if (lengths.empty()) return act.retained_bytes;
+  std::int64_t sum = 0;
+  for (std::int64_t l : lengths) sum += l;
+  return mul_div(act.retained_bytes, Count(sum), Count(c.training.seq_len) * static_cast<std::int64_t>(lengths.size()));
+}
 
 // What every phase holds besides its own high point: the weights, master copy and states,
 // gradients kept across micro-batches, autocast's copies, the saved activations and, under
@@ -79,8 +99,9 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   const Bytes fused = stores_gradients(c.training)
                           ? Bytes{0}
                           : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
+  // Backward frees every saved tensor but leaves ctx attributes, which go with the graph after it.
   const Bytes end = st.weights + st.master + st.states + grads_at_end + act.embedding_saved_bytes + embedding_grad +
-                    loss.kept_bytes + kept_cache(act) + fused;
+                    loss.kept_bytes + kept_cache(act) + act.retained_bytes + fused;
   return max(max(loss_and_head, top_block), end) + bucket;
 }
 
@@ -159,12 +180,12 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   std::vector<Phase> phases = {
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},
       {"forward", "End of forward (loss computed)",
-       alive + loss.forward_bytes + (act.kv_cache_kept ? Bytes{0} : act.kv_cache_bytes)},
+       alive + loss.forward_bytes + (act.kv_cache_kept ? Bytes{0} : act.kv_cache_bytes) + previous_graph(c, act)},
       {"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, r)}};
   if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
                       st.weights + st.master + st.states + st.gradients + loss.kept_bytes + kept_cache(act) +
-                          optimizer_temporaries(c, params, p, r)});
+                          kept_graph(act) + optimizer_temporaries(c, params, p, r)});
   }
   return phases;
 }

@@ -129,7 +129,7 @@ Tensors local_adapters(const Config& c, const ParameterCount& params, const Plac
 // saved bytes (full checkpointing of every block keeps one tensor, the block's input; with some
 // blocks left out, the average block in the terms' proportions).
 std::vector<Bytes> layer_saved(const ActivationModel& act, Count layers, bool every_layer_recomputed) {
-  const Bytes body = act.saved_bytes - act.embedding_saved_bytes;
+  const Bytes body = act.saved_bytes - act.embedding_saved_bytes - act.retained_bytes;
   const Bytes per_layer = layers.value() > 0 ? body / layers.value() : Bytes{0};
   if (every_layer_recomputed || act.layer_terms.empty()) return {per_layer};
   std::vector<Count> weights;
@@ -145,6 +145,8 @@ struct Program {
   Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
   Bytes kv_keys, kv_values;  // per layer (training.use_cache)
   bool kv_cache_kept = false;
+  Bytes retained;  // per layer: ctx attributes backward leaves (ActivationModel::retained_bytes)
+  bool retained_until_next_forward = false;
   const LossModel* loss;
   int states_per_tensor;
   bool grads_persist;  // accumulation: gradients live across micro-batches
@@ -163,8 +165,15 @@ std::vector<Bytes> gradient_slice(const Program& pr, std::int64_t i) {
   return out;
 }
 
+// Blocks alive across phases: ctx attributes of this micro-batch's graph (`retained`) and, when the
+// loop holds its outputs, of the previous one's (`retained_before`), which goes when this forward
+// has made the loss.
+struct GraphKept {
+  std::vector<int> retained, retained_before;
+};
+
 void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
-             std::vector<int>& loss_kept, std::vector<int>& outside) {
+             std::vector<int>& loss_kept, std::vector<int>& outside, GraphKept& graph) {
   outside.push_back(r.take(pr.root_gathered));
   outside.push_back(r.take(pr.embedding_saved));
   std::vector<int> cache;
@@ -180,6 +189,7 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
       layer.push_back(r.take(b));
       r.give(transient);
     }
+    graph.retained.push_back(r.take(pr.retained));
     cache.push_back(r.take(pr.kv_keys));  // the keys and values the layer returns
     cache.push_back(r.take(pr.kv_values));
     r.give(gathered);
@@ -190,13 +200,15 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
   const int transient = r.take(max(Bytes{0}, l.forward_bytes - l.backward_bytes));
   r.mark("forward", "End of forward (loss computed)");
   r.give(transient);
+  r.give(graph.retained_before);
+  graph.retained_before.clear();
   // The outputs go with the loss, unless the loop holds them to the step's end.
   if (pr.kv_cache_kept) loss_kept.insert(loss_kept.end(), cache.begin(), cache.end());
   else r.give(cache);
 }
 
 void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
-              std::vector<int>& loss_kept, std::vector<int>& outside, std::vector<int>& grads) {
+              std::vector<int>& loss_kept, std::vector<int>& outside, std::vector<int>& grads, GraphKept& graph) {
   const LossModel& l = *pr.loss;
   const int logits_grad = r.take(l.grad_bytes);
   const int input_grad = r.take(l.head_input_bytes);
@@ -224,6 +236,10 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   r.give(input_grad);
   r.give(outside);
   r.mark("backward", "Backward (end)");
+  // The graph goes after backward, unless the loop holds it with the outputs until the next forward.
+  if (pr.retained_until_next_forward) graph.retained_before = std::move(graph.retained);
+  else r.give(graph.retained);
+  graph.retained.clear();
   copies.clear();
   loss_kept.erase(loss_kept.begin());
 }
@@ -273,17 +289,19 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.kv_keys = act.kv_cache_key_bytes;
   pr.kv_values = act.kv_cache_value_bytes;
   pr.kv_cache_kept = act.kv_cache_kept;
+  pr.retained = layers.value() > 0 ? act.retained_bytes / layers.value() : Bytes{0};
+  pr.retained_until_next_forward = act.retained_until_next_forward;
   pr.loss = &loss;
   return pr;
 }
 
 // One micro-batch through the replay: forward, backward, and the optimizer step after it.
 void micro_batch(Replay& replay, const Program& pr, std::vector<int>& states, std::vector<int>& grads,
-                 std::vector<int>& copies, std::vector<int>& loss_kept) {
+                 std::vector<int>& copies, std::vector<int>& loss_kept, GraphKept& graph) {
   std::vector<std::vector<int>> saved(pr.model.layers.size());
   std::vector<int> outside;
-  forward(replay, pr, saved, copies, loss_kept, outside);
-  backward(replay, pr, saved, copies, loss_kept, outside, grads);
+  forward(replay, pr, saved, copies, loss_kept, outside, graph);
+  backward(replay, pr, saved, copies, loss_kept, outside, grads, graph);
   optimizer_step(replay, pr, states, grads, loss_kept);
 }
 
@@ -292,16 +310,17 @@ StepSimulation replay_steps(const Program& full, const std::vector<Program>& ear
   StepSimulation out;
   Replay replay(segments, capacity);
   std::vector<int> weights, master, states, grads, copies, loss_kept;
+  GraphKept graph;
   replay.take(full.weights, weights);
   replay.take(full.master, master);
   if (full.grads_persist) replay.take(full.gradients, grads);
   for (const Program& pr : earlier) {
     if (replay.failed()) break;
-    micro_batch(replay, pr, states, grads, copies, loss_kept);
+    micro_batch(replay, pr, states, grads, copies, loss_kept, graph);
   }
   for (int step = 0; step < 2 && !replay.failed(); ++step) {
     if (step == 1) replay.marks().clear();
-    micro_batch(replay, full, states, grads, copies, loss_kept);
+    micro_batch(replay, full, states, grads, copies, loss_kept, graph);
   }
   if (replay.failed()) return out;
   const AllocatorStats stats = replay.allocator().stats();

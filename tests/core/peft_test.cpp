@@ -324,6 +324,53 @@ TEST(Peft, GptqBaseKeepsDequantisedWeights) {
   EXPECT_EQ(fused.breakdown.activations, sixteen.breakdown.activations);
 }
 
+// bitsandbytes before 0.43.2 keeps each 4-bit linear's input as a ctx attribute (`ctx.tensors =
+// (A, B)`; PR #1270 dropped it): the four inputs of every block (q/k/v, o, gate/up, down: 4096,
+// 4096, 4096 and 11008 wide), except the first block's q/k/v (a frozen embedding's output needs
+// no gradient); PEFT's fp32 adapters save casts of their own, so nothing is shared. Backward does
+// not free ctx attributes: they stay until the graph goes, after backward in a loop that drops
+// its outputs, or beside the next forward in one that holds them. 0.43.2 and later keep nothing
+// more than a 16-bit base.
+TEST(Peft, OldBitsandbytesKeepsInputsUntilTheGraphGoes) {
+  Config c = llama2(FinetuneMethod::kLora);
+  c.training.precision = Precision::kBf16;
+  c.training.checkpointing = Checkpointing::kNone;
+  c.training.micro_batch_size = 2;
+  const Estimate sixteen = estimate(c);
+  c.training.finetune.base_bits = 4;
+  const Estimate current = estimate(c);
+  c.training.finetune.bnb_keeps_input = true;
+  const Estimate old = estimate(c);
+  ASSERT_TRUE(sixteen.ok() && current.ok() && old.ok());
+  const std::int64_t tokens = 2 * 512;
+  EXPECT_EQ(current.breakdown.activations, sixteen.breakdown.activations);
+  const std::int64_t retained = (32 * (4096 * 3 + 11008) - 4096) * tokens * 2;
+  EXPECT_EQ(old.breakdown.activations.value() - current.breakdown.activations.value(), retained);
+  const auto phase = [](const Estimate& e, const char* name) {
+    for (const Phase& p : e.phases) if (p.name == name) return p.bytes.value();
+    return std::int64_t{-1};
+  };
+  // transformers' Trainer drops the loss after backward: the inputs are there at backward's end only.
+  EXPECT_EQ(phase(old, "optimizer_step") - phase(current, "optimizer_step"), 0);
+  // LitGPT's loop holds the logits, and the graph with them, until the next forward returns.
+  c.training.implementation.loop_keeps_logits = Switch::kYes;
+  const Estimate held = estimate(c);
+  c.training.finetune.bnb_keeps_input = false;
+  const Estimate held_current = estimate(c);
+  EXPECT_EQ(phase(held, "optimizer_step") - phase(held_current, "optimizer_step"), retained);
+  EXPECT_EQ(phase(held, "forward") - phase(held_current, "forward"), 2 * retained);
+  EXPECT_GT(held.peak_allocated_bytes, old.peak_allocated_bytes);
+  // With varying lengths the micro-batch before the longest one is of average length (the lengths
+  // the allocator replay draws, from an eighth of seq_len up to it): its inputs are fewer.
+  c.training.sequence_lengths = SequenceLengths::kVarying;
+  const Estimate varying_current = estimate(c);
+  c.training.finetune.bnb_keeps_input = true;
+  const Estimate varying = estimate(c);
+  const std::int64_t before = phase(varying, "forward") - phase(varying_current, "forward") - retained;
+  EXPECT_GT(before, retained / 2);
+  EXPECT_LT(before, retained * 2 / 3);
+}
+
 // modules_to_save: PEFT trains a deep copy of the embedding and the head beside the frozen
 // originals (print_trainable_parameters counts both copies as trainable and in "all params"). The
 // copies keep the base's bf16 while PEFT's LoRA adapters are fp32: bf16 weights, gradients and

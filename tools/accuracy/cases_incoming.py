@@ -31,6 +31,11 @@ MEASUREMENTS = os.path.join(ROOT, "docs", "data", "published_measurements.json")
 INCOMING = [os.path.join(HERE, "incoming", "papers.json"), os.path.join(HERE, "incoming", "frameworks.json")]
 
 
+# What bitsandbytes 4-bit linears did before 0.43.2 (July 2024; PR #1270 made it `ctx.tensors = (None, B)`).
+BNB_KEEPS_INPUT = ("bitsandbytes before 0.43.2 keeps each 4-bit linear's input (MatMul4Bit ctx.tensors) until the "
+                   "step's graph is freed")
+
+
 # ----------------------------------------------------------------------------- models
 
 def llama_like(hidden, layers, heads, kv, ffn, vocab, max_pos=4096, tied=False):
@@ -402,6 +407,7 @@ def swift_lora(c, model_key, rank=8, targets="DEFAULT", bits=16, gptq=False):
     if bits == 4 and not gptq:
         c.ft("quant_type", "nf4", "swift's default bnb_4bit_quant_type nf4 (bitsandbytes 0.41.3)")
         c.ft("double_quant", True, "swift's default bnb_4bit_use_double_quant true")
+        c.ft("bnb_keeps_input", True, f"bitsandbytes 0.41.3: {BNB_KEEPS_INPUT}")
     if gptq:
         c.ft("quant_method", "gptq", f"pre-quantized qwen-*-chat-int{bits} checkpoint (GPTQ, auto_gptq 0.5.1)")
         c.ft("gptq_group_size", 128, "the Qwen Int4/Int8 checkpoints' quantization_config group_size 128")
@@ -680,6 +686,8 @@ def fms(rec):
                  else "fms accelerated-peft plugin: bitsandbytes 4-bit")
             c.ft("quant_type", "nf4", "bnb_4bit_quant_type nf4 (scenarios.yaml)")
             c.ft("double_quant", True, "bnb_4bit_use_double_quant true (scenarios.yaml)")
+            c.ft("bnb_keeps_input", False, "bitsandbytes 0.43.3 (the refs' environment): MatMul4Bit keeps no input "
+                 "(bitsandbytes PR #1270, in 0.43.2)")
             if scen == "baseline-peft-bnb" and gpus == 1:
                 c.ft("prepare_kbit", True, "TRL 0.13 SFTTrainer._prepare_peft_model calls PEFT's "
                      "prepare_model_for_kbit_training for a 4-bit model that is not sharded (is_qlora and not "
@@ -863,6 +871,7 @@ def llamafactory(rec):
     if bits == 4:
         c.ft("quant_type", "nf4", "LLaMA-Factory's quantization_type default nf4")
         c.ft("double_quant", True, "LLaMA-Factory's double_quantization default true")
+        c.ft("bnb_keeps_input", True, f"a comparison of Dec 2023 - Jan 2024 (bitsandbytes 0.41 / 0.42): {BNB_KEEPS_INPUT}")
     c.gpu("a100-80gb", "'NVIDIA A100 * 1', size not stated (80 GB assumed; it only sets the fit verdict)")
     parallel_defaults(c, 1, 0, "'A100 * 1'", "no sharding")
     c.t("optimizer_in_backward", False, "not used")
@@ -1298,6 +1307,7 @@ def litgpt_tutorial(rec):
     if nf4:
         c.ft("quant_type", "nf4", "bnb.nf4-dq")
         c.ft("double_quant", True, "the '-dq' variant")
+        c.ft("bnb_keeps_input", True, f"lit-gpt of Oct 2023 pinned bitsandbytes 0.41: {BNB_KEEPS_INPUT}")
     c.gpu("a100-40gb", "not stated in the tutorial; lit-gpt's benchmarks of the time (the resource tables of the same month, "
           "with identical numbers for the shared rows) ran on an A100-SXM4-40GB")
     parallel_defaults(c, 1, 0, "single device", "no sharding")
@@ -1348,6 +1358,7 @@ def axolotl(rec):
     c.ft("base_bits", 4, "load_in_4bit: true")
     c.ft("quant_type", "nf4", "axolotl's 4-bit default nf4")
     c.ft("double_quant", True, "axolotl's bnb_4bit_use_double_quant default true")
+    c.ft("bnb_keeps_input", True, f"axolotl of April 2024 pinned bitsandbytes 0.43.0: {BNB_KEEPS_INPUT}")
     c.gpu("rtx-3090-24gb", "'2*RTX3090 (24G per card)'")
     parallel_defaults(c, 2, 3, "2 GPUs", "fsdp: full_shard auto_wrap")
     c.line("fsdp_offload_params: the fsdp_config is cut off in the stored excerpt; no offload assumed")
@@ -1995,6 +2006,10 @@ def chatglm6b(rec):
         c.flag("unmodelled_chatglm_quantization")
         c.line(f"base_bits {bits} approximates ChatGLM's own weight-only INT{bits} quantization (cpm_kernels, per-row "
                "scales), which memfit does not model (it models bitsandbytes)")
+    if bits == 4:
+        c.ft("bnb_keeps_input", True, "the closest setting: ChatGLM's W8A16Linear keeps each quantized linear's input "
+             "for backward (quantization.py, ctx.save_for_backward(inp, quant_w, scale_w)), as bitsandbytes before "
+             "0.43.2 does")
     c.gpu("a100-80gb", "not stated; the card only sets the CUDA-context allowance (an Ampere card assumed)")
     parallel_defaults(c, 1, 0, "one GPU", "no sharding")
     c.t("optimizer_in_backward", False, "not used")

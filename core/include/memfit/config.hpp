@@ -341,6 +341,10 @@ struct Finetune {
   GptqKernel gptq_kernel = GptqKernel::kDequantize;
   std::int64_t gptq_group_size = 128;       // GPTQ group_size (input rows per scale and zero); 0: one group
   bool double_quant = true;                 // bnb_4bit_use_double_quant
+  // bitsandbytes before 0.43.2 (July 2024): MatMul4Bit keeps each 4-bit linear's input A as a ctx
+  // attribute (`ctx.tensors = (A, B)`), which backward does not release: it lives as long as the
+  // graph. From 0.43.2 on it keeps `(None, B)` (bitsandbytes PR #1270).
+  bool bnb_keeps_input = false;
   std::int64_t quant_block_size = 64;       // bitsandbytes' 4-bit blocksize
   bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training: non-quantised base parameters in fp32
   std::int64_t num_virtual_tokens = 20;     // prompt / prefix / p-tuning
