@@ -270,7 +270,7 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
 // whose fp32 op list holds pow (activations.py NewGELUActivation; docs/frameworks.md finding 2).
 Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   const Count elements = tokens * ff;
-  const bool eager = d.impl.activation_kernel != ActivationKernel::kFused;
+  const bool eager = d.impl.activation_kernel == ActivationKernel::kEager || d.impl.activation_kernel == ActivationKernel::kAuto;
   if (m.mlp == MlpKind::kGated) return elements * d.act * (eager ? 3 : 2);
   if (eager && m.hidden_act == HiddenAct::kGeluNew) {
     const Bytes promoted = d.autocast ? kFp32Bytes : d.act;
@@ -528,7 +528,12 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   const Count scores = d.batch * d.heads * d.seq * d.full_seq;
   const Bytes attention_grads =
       d.impl.attention == AttentionImpl::kEager ? scores * kFp32Bytes * 2 : Bytes{0};
-  const Bytes mlp_grads = d.tokens * d.ff * d.act * 3;
+  // A gated MLP's backward holds the down projection's input gradient, then the gradients of the
+  // activation's output and of up, then of gate; a kernel that writes the gate and up gradients
+  // over the tensors it saved (Liger-Kernel ops/swiglu.py, _swiglu_backward_kernel; unsloth
+  // kernels/swiglu.py, _DWf_DW_dfg_kernel) adds only the first.
+  const bool in_place = d.impl.activation_kernel == ActivationKernel::kFusedInplace && c.model.mlp == MlpKind::kGated;
+  const Bytes mlp_grads = d.tokens * d.ff * d.act * (in_place ? 1 : 3);
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
   if (tr.float8 != Float8::kNone) {
     // torchao's Float8Linear backward casts grad_output to fp8 twice (two layouts), the weight and

@@ -324,9 +324,10 @@ std::vector<Field> build_fields() {
               "qkv_fused (q/k/v fused, gate/up separate); auto = the framework's",
               "auto", "separate", "fused", "qkv_fused"),
       MF_ENUM("training.activation_kernel", training.implementation.activation_kernel, ActivationKernel,
-              "the MLP activation as Python arithmetic (eager: gelu_new saves four tensors) or one kernel (fused); "
-              "auto = the framework's",
-              "auto", "eager", "fused"),
+              "the MLP activation as Python arithmetic (eager: gelu_new saves four tensors), one kernel (fused), or "
+              "one kernel whose backward writes the gradients over its saved inputs (fused_inplace: Liger's and "
+              "unsloth's Triton SwiGLU); auto = the framework's",
+              "auto", "eager", "fused", "fused_inplace"),
       MF_ENUM("training.loop_keeps_logits", training.implementation.loop_keeps_logits, Switch,
               "the training loop holds the logits through backward and the next forward (LitGPT, nanoGPT); auto = "
               "the framework's",

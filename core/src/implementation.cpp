@@ -121,18 +121,19 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
            K::kKvHeads, P::kFused, G::kFused, Switch::kNo, B::kHalf, F::kWeights, D::kDirect),
      0, 0, false, false, false, 0},
     {Framework::kUnsloth, "unsloth",
-     "unsloth: flash attention, Triton RMSNorm and RoPE, a fused cross-entropy that keeps the logits and a "
-     "log-sum-exp and writes the gradient in place",
-     "unsloth/kernels/cross_entropy_loss.py; kernels/rms_layernorm.py; kernels/rope_embedding.py",
+     "unsloth: flash attention, Triton RMSNorm, RoPE and SwiGLU (gradients written over its inputs), a fused "
+     "cross-entropy that keeps the logits and a log-sum-exp and writes the gradient in place",
+     "unsloth/kernels/cross_entropy_loss.py; kernels/rms_layernorm.py; kernels/rope_embedding.py; kernels/swiglu.py",
      knobs(Framework::kUnsloth, A::kFlash, S::kFp32, L::kCompute, M::kImplicit, X::kFusedCe, N::kFused,
-           K::kKvHeads, P::kSeparate, G::kFused, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
      0, 0, false, false, true, 0},
     {Framework::kLiger, "liger",
-     "transformers with Liger-Kernel: fused RMSNorm, RoPE and SwiGLU, fused linear cross-entropy (no full "
-     "logits; the head's gradients computed in forward)",
-     "linkedin/Liger-Kernel src/liger_kernel/transformers/monkey_patch.py; ops/fused_linear_cross_entropy.py",
+     "transformers with Liger-Kernel: fused RMSNorm, RoPE and SwiGLU (gradients written over its inputs), fused "
+     "linear cross-entropy (no full logits; the head's gradients computed in forward)",
+     "linkedin/Liger-Kernel src/liger_kernel/transformers/monkey_patch.py; ops/fused_linear_cross_entropy.py; "
+     "ops/swiglu.py",
      knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
-           K::kKvHeads, P::kSeparate, G::kFused, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
      0, 0, false, false, true, 0},
 }};
 

@@ -114,6 +114,28 @@ TEST(Implementation, CompileSavesWhatTheFusedKernelsSave) {
             norms * (tokens * width * 2 + width * 4));
 }
 
+TEST(Implementation, AnInPlaceSwigluBackwardAllocatesOneGradient) {
+  // Liger's and unsloth's SwiGLU backward writes the gate and up gradients over the tensors it
+  // saved: one block's backward holds the down projection's input gradient only, two B·T·ff
+  // tensors fewer than a kernel that allocates them (Llama 3 8B: ff 14336, bf16, B·T = 4096; LoRA
+  // and a fused linear loss, so that the top block's backward is the step's high point). What
+  // forward saves is the same.
+  const std::string base = R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16","seq_len":4096,)"
+                           R"("checkpointing":"none","loss":"fused_linear_ce","finetune":{"method":"lora"},)"
+                           R"("activation_kernel":)";
+  const Json fused = run(base + R"("fused"}})"), in_place = run(base + R"("fused_inplace"}})");
+  EXPECT_EQ(field(*fused.find("breakdown"), "activations"), field(*in_place.find("breakdown"), "activations"));
+  const auto backward = [](const Json& j) {
+    for (const Json& p : j.find("phases")->items()) {
+      if (p.find("name")->as_string() == "backward") return *p.find("bytes")->as_exact_integer();
+    }
+    return std::int64_t{-1};
+  };
+  EXPECT_EQ(backward(fused) - backward(in_place), 2LL * 4096 * 14336 * 2);
+  const Json liger = run(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"liger"}})");
+  EXPECT_EQ(liger.find("implementation")->find("activation_kernel")->as_string(), "fused_inplace");
+}
+
 TEST(Implementation, UseCacheInTrainingKeepsEveryLayersKeysAndValues) {
   // Llama-2-7B (32 layers, MHA, width 4096), bf16, B·T = 4·2048: each layer returns keys and values
   // of 4·2048·4096·2 bytes each. Under full checkpointing they are memory of their own; a loop that

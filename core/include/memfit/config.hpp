@@ -177,7 +177,9 @@ enum class KvSaved { kAuto, kKvHeads, kQueryHeads };
 enum class Projections { kAuto, kSeparate, kFused, kQkvFused };
 // An activation function written as Python arithmetic (transformers' gelu_new: four tensors
 // saved) or as one kernel (one tensor; Liger's SwiGLU keeps two of a gated MLP's three).
-enum class ActivationKernel { kAuto, kEager, kFused };
+// The MLP activation: Python arithmetic, one kernel, or one kernel whose backward writes the
+// gradients over the inputs it saved (Liger's and unsloth's Triton SwiGLU / GeGLU).
+enum class ActivationKernel { kAuto, kEager, kFused, kFusedInplace };
 // A LoRA base's dtype: 16-bit, fp32, or that of the recipe's weights (LitGPT materialises the
 // model in the precision's parameter dtype: fp32 under bf16-mixed).
 enum class LoraBaseDtype { kAuto, kHalf, kFp32, kWeights };
