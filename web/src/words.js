@@ -120,6 +120,12 @@ export const CHOICES = {
     fused_linear_ce: ['Fused linear + cross-entropy (Liger, unsloth)', 'the logits are never stored whole'],
     compiled_ce: ['Compiled cross-entropy (torch.compile)', 'keeps the 16-bit logits and two values per row'],
   },
+  'training.activation_kernel': {
+    auto: ['Automatic', 'what the implementation does'],
+    eager: ['Python arithmetic', 'each step of the activation keeps its own tensor (gelu_new keeps four)'],
+    fused: ['One kernel', 'keeps the activation\'s inputs and recomputes the rest'],
+    fused_inplace: ['One kernel, gradients in place (Liger, unsloth)', 'backward writes the gradients over the inputs it kept'],
+  },
   'training.float8': {
     none: ['Off', ''],
     tensorwise: ['Float8, tensor-wise scales (torchao)', ''],
