@@ -1059,6 +1059,8 @@ def torchao_f8nocompile(rec):
         c.t("float8", "tensorwise", "'float8 + compile': torchao's Float8Linear with dynamic tensorwise scaling, the "
             "baseline the float8nocompile prototype (tensorwise) is compared with")
     c.gpu("h100-sxm-80gb", "'8 H100s', variant not stated; SXM 80 GB assumed (peak_reserved does not depend on it)")
+    c.hw("expandable_segments", True, "the benchmark ran torchtitan (the PR #778 integration of Jan-Feb 2025), "
+         + EXPANDABLE_WHY)
     parallel_defaults(c, 8, 3, "8 H100s", "FSDP2 (torchtitan default) full shard over 8")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
