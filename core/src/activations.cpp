@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "finetune.hpp"
+#include "optimizer_states.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "peft.hpp"
@@ -625,6 +626,17 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b);
+  if (forward_only(tr)) {
+    // MeZO's forward passes run under torch.no_grad: autograd saves nothing, and a block's
+    // tensors live only while the block runs; one block's worth is the high point.
+    out.saved_bytes = max(b.dense, b.moe);
+    out.embedding_saved_bytes = Bytes{0};
+    out.layer_backward_working_bytes = Bytes{0};
+    out.every_block_recomputed = false;
+    out.notes.push_back("MeZO: forward passes only, under torch.no_grad; nothing is saved for backward, and one "
+                        "block's tensors exist at a time.");
+    return out;
+  }
   // bitsandbytes' ctx attributes outlive backward: the inputs of the blocks that are not recomputed
   // (a recomputed block's are made again, in a graph of its own that goes with its backward).
   const Count not_recomputed = tr.checkpointing == Checkpointing::kFull ? b.layers - b.recomputed : b.layers;
@@ -814,6 +826,12 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   // LitGPT's and nanoGPT's loops hold the logits through backward and until the next forward
   // replaces them (litgpt/finetune/full.py; nanoGPT train.py).
   if (impl.loop_keeps_logits == Switch::kYes && impl.loss != LossKernel::kFusedLinearCe) out.kept_bytes = s.logits;
+  if (forward_only(c.training)) {
+    // MeZO computes the loss under torch.no_grad: no gradients of the logits or of the head.
+    out.backward_bytes = out.grad_bytes = out.head_grad_bytes = out.kept_bytes = Bytes{0};
+    out.head_input_bytes = Bytes{0};
+    out.head_grad_in_forward = false;
+  }
   out.peak_bytes = max(out.forward_bytes, out.backward_bytes);
   return out;
 }

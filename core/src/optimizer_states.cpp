@@ -297,8 +297,10 @@ bool states_follow_parameter_dtype(Optimizer o) {
 }
 
 bool stores_gradients(const Training& t) {
-  return t.optimizer != Optimizer::kLomo && t.optimizer != Optimizer::kAdaLomo;
+  return t.optimizer != Optimizer::kLomo && t.optimizer != Optimizer::kAdaLomo && t.optimizer != Optimizer::kMezo;
 }
+
+bool forward_only(const Training& t) { return t.optimizer == Optimizer::kMezo; }
 
 Bytes optimizer_state_bytes(const Config& c, const ParameterCount& params, Count trainable, Bytes element) {
   const Training& t = c.training;
@@ -313,7 +315,8 @@ Bytes optimizer_state_bytes(const Config& c, const ParameterCount& params, Count
     case Optimizer::kLion:
       return trainable * element;  // momentum_buffer / exp_avg
     case Optimizer::kSgd:
-    case Optimizer::kLomo: return Bytes{0};
+    case Optimizer::kLomo:
+    case Optimizer::kMezo: return Bytes{0};
     case Optimizer::kAdamW8bit:
     case Optimizer::kPagedAdamW8bit: return bnb_8bit_bytes(shapes_of(tensors), kAdamStates);
     case Optimizer::kAdamW4bit: return torchao_4bit_bytes(tensors, element);
@@ -356,7 +359,8 @@ Bytes seed_optimizer_state_bytes(Optimizer optimizer, Count p) {
     case Optimizer::kLion8bit:
     case Optimizer::kSgdMomentum8bit:
       return p * kSeedStateBytes;
-    case Optimizer::kLomo: return Bytes{0};
+    case Optimizer::kLomo:
+    case Optimizer::kMezo: return Bytes{0};
     case Optimizer::kAdafactor:
     case Optimizer::kAdaLomo:
       // The seeds' 0.1 states per parameter × 4 bytes = 0.4 bytes per parameter, rounded to the byte.
@@ -422,6 +426,12 @@ Bytes optimizer_step_temporary_bytes(const Config& c, const ParameterCount& para
     case Optimizer::kGaloreAdamW:
     case Optimizer::kGaloreAdamW8bit: return galore_temporary_bytes(state_tensors(c, params), r);
     case Optimizer::kMuon: return muon_temporary_bytes(state_tensors(c, params));
+    case Optimizer::kMezo:
+      // MeZO's in-place perturbation and update (large_models/trainer.py, zo_perturb_parameters:
+      // z = torch.normal(size=param.size(), dtype=param.dtype); param.data = param.data +
+      // scaling * z * eps): z, the scaled noise and the new tensor beside the old, for the largest
+      // parameter.
+      return largest_tensor * r.weights * 3;
     default: return Bytes{0};
   }
 }

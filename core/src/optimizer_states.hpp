@@ -30,6 +30,10 @@ Bytes optimizer_step_temporary_bytes(const Config& config, const ParameterCount&
 // gradient at once: no gradients are stored and there is no separate optimizer step.
 bool updates_in_backward(const Training& training);
 bool stores_gradients(const Training& training);
+// MeZO (Malladi et al. 2023, princeton-nlp/MeZO large_models/trainer.py, zo_step): two forward
+// passes under torch.no_grad with the weights perturbed in place by seeded Gaussian noise, then an
+// in-place update: no backward, no gradients, no state, nothing saved.
+bool forward_only(const Training& training);
 // Whether every state is zeros_like(param) (torch.optim AdamW / SGD momentum, Lion, Sophia,
 // schedule-free AdamW): its bytes follow each parameter's dtype.
 bool states_follow_parameter_dtype(Optimizer optimizer);

@@ -180,8 +180,13 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   std::vector<Phase> phases = {
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},
       {"forward", "End of forward (loss computed)",
-       alive + loss.forward_bytes + (act.kv_cache_kept ? Bytes{0} : act.kv_cache_bytes) + previous_graph(c, act)},
-      {"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, r)}};
+       alive + loss.forward_bytes + (act.kv_cache_kept ? Bytes{0} : act.kv_cache_bytes) + previous_graph(c, act)}};
+  if (forward_only(t)) {
+    phases.push_back({"optimizer_step", "MeZO perturbation and update",
+                      st.weights + optimizer_temporaries(c, params, p, r)});
+    return phases;
+  }
+  phases.push_back({"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, r)});
   if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
                       st.weights + st.master + st.states + st.gradients + loss.kept_bytes + kept_cache(act) +

@@ -210,7 +210,8 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2) {
     s.gradients += p.local_params * base_element;
   }
-  s.master = p.local_trainable * r.master;
+  // MeZO updates the weights in place: no optimizer keeps a master copy.
+  s.master = forward_only(c.training) ? Bytes{0} : p.local_trainable * r.master;
   const Bytes state_element = fp32_adapters ? kFp32Bytes : r.optimizer_state;
   s.states = local_optimizer_state_bytes(c, params, p, state_element);
   // Optimizers whose states are zeros_like(p) hold the copies' states in the copies' dtype.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "finetune.hpp"
+#include "optimizer_states.hpp"
 #include "phases.hpp"
 
 namespace memfit {
@@ -147,6 +148,7 @@ struct Program {
   bool kv_cache_kept = false;
   Bytes retained;  // per layer: ctx attributes backward leaves (ActivationModel::retained_bytes)
   bool retained_until_next_forward = false;
+  bool forward_only = false;  // MeZO: the block's tensors go as it finishes; no backward
   const LossModel* loss;
   int states_per_tensor;
   bool grads_persist;  // accumulation: gradients live across micro-batches
@@ -210,6 +212,15 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
 void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
               std::vector<int>& loss_kept, std::vector<int>& outside, std::vector<int>& grads, GraphKept& graph) {
   const LossModel& l = *pr.loss;
+  if (pr.forward_only) {  // nothing was saved for a backward pass: the forward's tensors go with it
+    for (auto& layer : saved) r.give(layer);
+    r.give(copies);
+    r.give(outside);
+    r.give(loss_kept.front());
+    loss_kept.erase(loss_kept.begin());
+    r.give(graph.retained);
+    return;
+  }
   const int logits_grad = r.take(l.grad_bytes);
   const int input_grad = r.take(l.head_input_bytes);
   r.give(logits_grad);
@@ -291,6 +302,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.kv_cache_kept = act.kv_cache_kept;
   pr.retained = layers.value() > 0 ? act.retained_bytes / layers.value() : Bytes{0};
   pr.retained_until_next_forward = act.retained_until_next_forward;
+  pr.forward_only = forward_only(c.training);
   pr.loss = &loss;
   return pr;
 }

@@ -8,8 +8,8 @@
 
 #include "finetune.hpp"
 #include "memfit/estimate.hpp"
-#include "memfit/estimate.hpp"
 #include "memfit/recipes.hpp"
+#include "optimizer_states.hpp"
 
 namespace memfit {
 
@@ -35,6 +35,14 @@ constexpr double kFrozenBackwardPasses = 1.0;
 // The tokens to train when none are given (default_train_tokens, step_time.hpp).
 constexpr double kPretrainTokensPerParameter = 20.0;
 constexpr double kFinetuneTrainTokens = 1e8;
+
+// What the step does after its forward pass, in forward passes: a backward (two matmuls per
+// weight, one for a frozen base), or MeZO's second forward (zo_step: loss at θ + εz, then θ − εz).
+double backward_passes(const StepTimeModel& m) {
+  if (m.forward_only) return 1.0;
+  return m.lora ? kFrozenBackwardPasses : kBackwardPasses;
+}
+double attention_backward_passes(const StepTimeModel& m) { return m.forward_only ? 1.0 : kBackwardPasses; }
 
 struct Link {
   double bytes_per_s;
@@ -142,7 +150,7 @@ StageShape shape_of(const StepTimeModel& m, const Layout& l) {
 
 MicroBatch micro_batch(const StepTimeModel& m, const Layout& l, const StageShape& s, const Rates& r) {
   const Passes re = recompute_passes(m, l);
-  const double backward = m.lora ? kFrozenBackwardPasses : kBackwardPasses;
+  const double backward = backward_passes(m);
   const double linear = s.tokens * s.stage_fraction * m.block_matmul_flops / r.linear;
   const double attention = s.tokens * s.layers_on_stage * m.attention_flops_per_layer / r.attention;
   const double head = s.tokens * m.head_matmul_flops / r.head;  // the last stage holds the head
@@ -150,7 +158,7 @@ MicroBatch micro_batch(const StepTimeModel& m, const Layout& l, const StageShape
   mb.linear_forward_s = linear;
   mb.attention_forward_s = attention;
   mb.forward_s = linear + attention + head;
-  mb.backward_s = backward * (linear + head) + kBackwardPasses * attention;
+  mb.backward_s = backward * (linear + head) + attention_backward_passes(m) * attention;
   mb.recompute_s = re.linear_recompute * linear + re.attention_recompute * attention;
   // A quantised frozen base (QLoRA NF4, int8) is dequantised to 16 bit for every pass that uses
   // it: read the packed weight, write and read back a 16-bit one (bitsandbytes).
@@ -291,10 +299,10 @@ void pipeline(const StepTimeModel& m, const Layout& l, double micro_batch_s, dou
 
 // Tokens, FLOPs, MFU and the cost of `train_tokens`, from the step time.
 void totals(const StepTimeModel& m, const Layout& l, const Passes& re, StepTime& t) {
-  const double backward = m.lora ? kFrozenBackwardPasses : kBackwardPasses;
+  const double backward = backward_passes(m);
   const double linear = m.block_matmul_flops + m.head_matmul_flops;
   const double attention = m.layers * m.attention_flops_per_layer;
-  t.model_flops_per_token = (1.0 + backward) * linear + (1.0 + kBackwardPasses) * attention;
+  t.model_flops_per_token = (1.0 + backward) * linear + (1.0 + attention_backward_passes(m)) * attention;
   t.hardware_flops_per_token =
       t.model_flops_per_token + re.linear_recompute * m.block_matmul_flops + re.attention_recompute * attention;
   t.tokens_per_step = double(l.micro_batch_size) * double(l.grad_accum_steps) * m.seq_len * double(l.data_parallel());
@@ -371,6 +379,9 @@ double optimizer_state_tensors(Optimizer o) {
     case Optimizer::kSgd:
     case Optimizer::kLomo:
     case Optimizer::kAdaLomo: return 0.0;
+    // MeZO perturbs every weight three times (+εz, −2εz, +εz) and updates it once, drawing z again
+    // each time (zo_perturb_parameters, zo_update): four read-modify-writes of the weights.
+    case Optimizer::kMezo: return 4.0;
   }
   return 2.0;
 }
@@ -450,6 +461,7 @@ StepTimeModel step_time_model(const Config& c, const ParameterCount& p, const St
   // A parameter-efficient method trains a small part and leaves the base frozen (its matmuls need
   // input gradients only).
   m.lora = is_peft(c);
+  m.forward_only = forward_only(c.training);
   m.base_bits = c.training.finetune.base_bits;
   m.sequential_pipeline = c.parallel.pipeline_schedule == PipelineSchedule::kSequential;
   if (m.lora) {

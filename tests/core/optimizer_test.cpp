@@ -101,6 +101,41 @@ TEST(Optimizers, FusedUpdatesStoreNoGradients) {
   EXPECT_GT(estimate(tiny(Optimizer::kSgd)).breakdown.gradients.value(), 0);
 }
 
+// MeZO (Malladi et al. 2023): two forward passes under torch.no_grad and an in-place update. Llama
+// 2 7B in bf16 at B·T = 2 · 512: no gradients, no state, no master copy, nothing saved but one
+// block's tensors while it runs; no backward phase; the update holds the largest weight (the
+// 32000 x 4096 embedding) three more times. Its step is two forwards: two thirds of a training
+// step's FLOPs (forward and a backward of twice its cost).
+TEST(Optimizers, MezoRunsForwardPassesOnly) {
+  Config c = default_config();
+  c.model = *preset_model("llama-2-7b");
+  c.training.precision = Precision::kBf16Master;
+  c.training.seq_len = 512;
+  c.training.micro_batch_size = 2;
+  c.training.checkpointing = Checkpointing::kNone;
+  const Estimate adam = estimate(c);
+  c.training.optimizer = Optimizer::kMezo;
+  const Estimate e = estimate(c);
+  ASSERT_TRUE(e.ok() && adam.ok());
+  EXPECT_EQ(e.breakdown.gradients.value(), 0);
+  EXPECT_EQ(e.breakdown.optimizer_states.value(), 0);
+  EXPECT_EQ(e.breakdown.master_weights.value(), 0);
+  EXPECT_LT(e.breakdown.activations.value() * 20, adam.breakdown.activations.value());
+  std::int64_t update = -1;
+  for (const Phase& p : e.phases) {
+    EXPECT_STRNE(p.name, "backward");
+    if (std::string(p.name) == "optimizer_step") update = p.bytes.value();
+  }
+  EXPECT_EQ(update, e.breakdown.parameters.value() + 3LL * 32000 * 4096 * 2);
+  EXPECT_LT(e.peak_allocated_bytes.value(), e.breakdown.parameters.value() * 11 / 10);
+  const StepTime forward_only = step_time(c);
+  c.training.optimizer = Optimizer::kAdamW;
+  const StepTime trained = step_time(c);
+  ASSERT_TRUE(forward_only.ok() && trained.ok());
+  EXPECT_NEAR(forward_only.model_flops_per_token * 3, trained.model_flops_per_token * 2,
+              1e-6 * trained.model_flops_per_token);
+}
+
 // Relations: Shampoo's blocks shrink its factors as max_preconditioner_dim falls; SOAP skips sides
 // longer than its limit; Muon keeps between SGD-momentum's one state and AdamW's two.
 TEST(Optimizers, Relations) {

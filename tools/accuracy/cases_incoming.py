@@ -1725,8 +1725,7 @@ def mezo(rec):
     size = parts[2].replace("opt", "")
     method = parts[3]
     if method == "mezo":
-        raise Skip("MeZO zeroth-order runs: forward passes only in inference mode with in-place SPSA perturbations (no "
-                   "gradients, no optimizer state, nothing saved for backward); memfit has no zeroth-order training mode")
+        return mezo_zeroth_order(rec, size)
     gpus = s["num_gpus"]
     is_oom = rec["measured"]["quantity"] == "oom"
     prefix = method == "prefixft"
@@ -1781,6 +1780,49 @@ def mezo(rec):
                   "report the peak -> device_total_bytes; the 'GB' are nvidia-smi's MiB divided by 1024, i.e. GiB"
                   + (f"; the table gives the total over {gpus} GPUs, divided by {gpus} because FSDP full shard puts the same "
                      "load on every GPU" if div else ""), divisor=div)
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+def mezo_zeroth_order(rec, size):
+    """Table 22's 'Zero-shot / MeZO' column: MeZO's own runs (the zero-shot row's memory is the same forward)."""
+    gpus = rec["setup"]["num_gpus"]
+    c = Case(rec, "full", f"OPT-{size.upper().replace('P', '.')} MeZO (zeroth-order), {gpus}x A100-80GB"
+             f"{' (device_map auto)' if gpus > 1 else ''}, fp16 weights, bs 1 (2 candidate sequences), ~400 tokens")
+    c.model(MEZO_SIZES[size])
+    c.t("framework", "hf", "MeZO's large_models/run.py: transformers OPTForCausalLM under its Trainer subclass (zo_step)")
+    c.t("optimizer", "mezo", "--trainer zo: MeZO's zo_step, two forward passes under torch.no_grad with the weights "
+        "perturbed in place by seeded Gaussian noise (zo_perturb_parameters) and an in-place update (zo_update): no "
+        "gradients, no optimizer state, nothing saved")
+    c.t("optimizer_impl", "fused", "the update is in place, one parameter at a time")
+    c.t("micro_batch_size", 2, "per-device batch size 1, with --train_as_classification: each example is scored against "
+        "its 2 candidate answers, i.e. 2 sequences per forward")
+    c.t("grad_accum_steps", 1, "none")
+    c.t("seq_len", 400, "MultiRC's average length ('average #tokens = 400', Section 3.4); batches are padded dynamically")
+    c.flag("seq_from_average")
+    c.t("checkpointing", "none", "nothing is saved for backward, so there is nothing to recompute")
+    c.t("attention", "eager", "transformers' OPTAttention of 2023 (eager bmm + softmax)")
+    c.t("dropout", 0.0, "zo_forward puts the model in eval mode: no dropout")
+    c.t("loss", "eager", "the cross-entropy over the candidate tokens' full logits")
+    c.t("precision", "bf16", "--load_float16: the weights are fp16 and there is no AMP; memfit's pure 16-bit recipe "
+        "'bf16' has the same bytes")
+    c.ft("method", "full", "zeroth-order full-parameter fine-tuning")
+    c.gpu("a100-80gb", "'Nvidia A100 GPUs (80GB)' (Section 3.4)")
+    if gpus == 1:
+        parallel_defaults(c, 1, 0, "one GPU", "no sharding")
+    else:
+        parallel_defaults(c, gpus, 0, f"{gpus} GPUs: run.py loads the model with device_map='auto' across them",
+                          "no sharding")
+        c.p("pipeline", gpus, "device_map='auto' puts the layers on the GPUs in turn (accelerate balances them by "
+            "memory; memfit splits them evenly)")
+        c.p("pipeline_schedule", "sequential", "naive model parallelism: one batch passes the GPUs in turn")
+    c.t("optimizer_in_backward", False, "not used")
+    c.t("activation_offload", False, "not used")
+    div = gpus if rec["measured"].get("per_gpu") is False else None
+    c.measure("device_total_bytes", "GiB", "'We use Nvidia's nvidia-smi command to monitor the GPU memory usage' and report "
+              "the peak -> device_total_bytes; the 'GB' are nvidia-smi's MiB divided by 1024, i.e. GiB"
+              + (f"; the table gives the total over {gpus} GPUs, divided by {gpus} (device_map splits the layers evenly "
+                 "enough)" if div else ""), divisor=div)
     training_defaults(c)
     return low_conf(c).done()
 

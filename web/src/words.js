@@ -35,6 +35,7 @@ export const CHOICES = {
     muon: ['Muon', 'one momentum per matrix weight; AdamW for embeddings and the head'],
     lomo: ['LOMO', 'the update fused into backward: no stored gradients, no state'],
     adalomo: ['AdaLomo', ''],
+    mezo: ['MeZO (zeroth-order)', 'two forward passes per step: no backward, no gradients, no state'],
     shampoo: ['Shampoo', 'two preconditioner matrices per weight matrix'],
     soap: ['SOAP', 'Shampoo\'s preconditioners with Adam moments in their basis'],
     came: ['CAME', ''],

@@ -71,6 +71,7 @@ enum class Optimizer {
   kLion8bit,         // bitsandbytes 8-bit Lion (block-wise, one state)
   kSgdMomentum8bit,  // bitsandbytes 8-bit SGD with momentum
   kAdamW4bit,        // torchao AdamW4bit (Li et al. 2023): 4-bit block-wise moments
+  kMezo,             // MeZO (Malladi et al. 2023): zeroth-order SGD, forward passes only, no gradients or state
 };
 
 // How the optimizer step runs: PyTorch's multi-tensor (foreach) default keeps one state-sized

@@ -103,6 +103,7 @@ struct StepTimeModel {
   // Parameters, for communication and the optimizer.
   double block_parameters = 0, expert_parameters = 0, outside_parameters = 0, trainable_fraction = 1;
   bool lora = false;
+  bool forward_only = false;  // MeZO: a second forward pass instead of a backward one
   std::int64_t base_bits = 16;
   bool sequential_pipeline = false;  // parallel.pipeline_schedule sequential
   double optimizer_states = 2;  // state tensors per trainable parameter (Adam 2, momentum 1, SGD 0)
