@@ -389,6 +389,9 @@ std::vector<Field> build_fields() {
               "FSDP use_orig_params=True: units mixing frozen and trainable parameters keep gradients for all"),
       MF_INT("parallel.reduce_bucket_elements", parallel.reduce_bucket_elements, -1, 100 * kBillion,
              "ZeRO-2 gradient reduce bucket size in elements (DeepSpeed reduce_bucket_size); -1 = the framework's"),
+      MF_INT("parallel.zero3_max_reuse_distance", parallel.zero3_max_reuse_distance, 0, 1000 * kBillion,
+             "DeepSpeed ZeRO-3 stage3_max_reuse_distance in elements: a gathered parameter used again within this "
+             "many parameters stays gathered (the head and the last blocks across forward's end; default 1e9)"),
       MF_BOOL("parallel.overlap_comm", parallel.overlap_comm,
               "DeepSpeed ZeRO-2 overlap_comm: backward reduces through two buckets of reduce_bucket_size "
               "(DeepSpeed's default for stage 2: off; stage 1 has no bucket)"),

@@ -26,6 +26,18 @@ Bytes gathered_layer_bytes(const Config& config, const ParameterCount& params, c
 Bytes fsdp_root_gathered_bytes(const Config& config, const ParameterCount& params, const Placement& place,
                                const PrecisionRecipe& recipe);
 
+// DeepSpeed ZeRO-3 keeps a gathered parameter when the step uses it again within
+// stage3_max_reuse_distance parameters (parallel.zero3_max_reuse_distance): at forward's end the
+// output head (used again at once by its backward) and the last blocks (used again by their
+// recomputation or backward after the head twice) stay gathered beside the block in use.
+// `with_head`: at forward's end and the loss; `blocks`: at the top block's backward, the head
+// released after its own backward.
+struct ReusedGathered {
+  Bytes with_head, blocks;
+};
+ReusedGathered deepspeed_reused_gathered(const Config& config, const ParameterCount& params, const Placement& place,
+                                         const PrecisionRecipe& recipe);
+
 std::vector<Phase> step_phases(const Config& config, const ParameterCount& params, const Placement& place,
                                const StaticBytes& statics, const ActivationModel& activations,
                                const LossModel& loss, Bytes weight_copies, const PrecisionRecipe& recipe);

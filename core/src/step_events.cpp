@@ -149,6 +149,7 @@ struct Program {
   Bytes retained;  // per layer: ctx attributes backward leaves (ActivationModel::retained_bytes)
   bool retained_until_next_forward = false;
   bool forward_only = false;  // MeZO: the block's tensors go as it finishes; no backward
+  Bytes reused_head, reused_blocks;  // DeepSpeed ZeRO-3: gathered across forward's end (deepspeed_reused_gathered)
   const LossModel* loss;
   int states_per_tensor;
   bool grads_persist;  // accumulation: gradients live across micro-batches
@@ -172,6 +173,7 @@ std::vector<Bytes> gradient_slice(const Program& pr, std::int64_t i) {
 // has made the loss.
 struct GraphKept {
   std::vector<int> retained, retained_before;
+  int reused_head = -1, reused_blocks = -1;
 };
 
 void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
@@ -197,6 +199,8 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
     r.give(gathered);
   }
   const LossModel& l = *pr.loss;
+  graph.reused_blocks = r.take(pr.reused_blocks);
+  graph.reused_head = r.take(pr.reused_head);
   loss_kept.push_back(r.take(max(Bytes{0}, l.backward_bytes - l.head_input_bytes)));
   loss_kept.push_back(r.take(l.kept_bytes));
   const int transient = r.take(max(Bytes{0}, l.forward_bytes - l.backward_bytes));
@@ -219,12 +223,16 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     r.give(loss_kept.front());
     loss_kept.erase(loss_kept.begin());
     r.give(graph.retained);
+    r.give(graph.reused_head);
+    r.give(graph.reused_blocks);
     return;
   }
   const int logits_grad = r.take(l.grad_bytes);
   const int input_grad = r.take(l.head_input_bytes);
   r.give(logits_grad);
   r.give(loss_kept.front());
+  r.give(graph.reused_head);  // the head's backward is done: DeepSpeed releases it
+  graph.reused_head = -1;
   if (!pr.grads_persist && grads.empty()) r.take(gradient_slice(pr, -1), grads);
   for (std::int64_t i = static_cast<std::int64_t>(saved.size()) - 1; i >= 0; --i) {
     const int gathered = r.take(pr.gathered);
@@ -240,6 +248,8 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     }
     r.give(previous);
     r.give(working);
+    r.give(graph.reused_blocks);  // the kept blocks go as their backward passes (all counted at the top one)
+    graph.reused_blocks = -1;
     r.give(saved[static_cast<std::size_t>(i)]);
     r.give(copies[static_cast<std::size_t>(i)]);
     r.give(gathered);
@@ -303,6 +313,9 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.retained = layers.value() > 0 ? act.retained_bytes / layers.value() : Bytes{0};
   pr.retained_until_next_forward = act.retained_until_next_forward;
   pr.forward_only = forward_only(c.training);
+  const ReusedGathered reused = deepspeed_reused_gathered(c, params, p, r);
+  pr.reused_head = reused.with_head - reused.blocks;
+  pr.reused_blocks = reused.blocks;
   pr.loss = &loss;
   return pr;
 }

@@ -163,21 +163,45 @@ TEST(Sharding, DeepSpeedKeepsSixteenBitGradientsUnderZero) {
 
 // FSDP (1 and 2) does not reshard the root unit after forward: the parameters outside the wrapped
 // blocks stay gathered in the compute dtype until the end of backward. DeepSpeed's ZeRO-3 gathers
-// and releases module by module. Llama-3-8B: untied embedding and head (2 · 128,256 · 4,096) and
-// the final norm (4,096), bf16.
+// and releases module by module, except what the step uses again within stage3_max_reuse_distance
+// (1e9) parameters: the head, whose backward comes next; a block comes back after 2·128,256·4,096
+// > 1e9 parameters of head, so none stays. Llama-3-8B: untied embedding and head (2 · 128,256 ·
+// 4,096) and the final norm (4,096), bf16.
 TEST(Sharding, FsdpKeepsTheRootUnitGatheredThroughForwardAndBackward) {
-  const auto phase = [](const char* framework, const char* name) {
+  const auto phase = [](const char* framework, const char* name, std::int64_t reuse = 1'000'000'000) {
     Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") +
                                  framework + R"(","precision":"bf16_fsdp","seq_len":2048}})").config;
     c.parallel.zero_stage = 3;
     c.parallel.num_gpus = 8;
+    c.parallel.zero3_max_reuse_distance = reuse;
     const Estimate e = estimate(c);
     EXPECT_TRUE(e.ok());
     return phase_bytes(e, name);
   };
-  const std::int64_t root = (std::int64_t{2} * 128256 * 4096 + 4096) * 2;
-  EXPECT_EQ(phase("hf", "forward") - phase("deepspeed", "forward"), root);
-  EXPECT_EQ(phase("hf", "backward") - phase("deepspeed", "backward"), root);
+  const std::int64_t root = (std::int64_t{2} * 128256 * 4096 + 4096) * 2, head = std::int64_t{128256} * 4096 * 2;
+  EXPECT_EQ(phase("hf", "forward") - phase("deepspeed", "forward"), root - head);
+  EXPECT_EQ(phase("hf", "backward") - phase("deepspeed", "backward"), root - head);
+  EXPECT_EQ(phase("hf", "forward") - phase("deepspeed", "forward", 0), root);
+}
+
+// DeepSpeed ZeRO-3's reuse distance on a small vocabulary: Llama-2-7B's head (32,000 · 4,096 =
+// 131M) comes back at once; block L − k comes back after 2k blocks (202M each) and the head twice,
+// so blocks 32 and 31 stay gathered (2·202M + 262M < 1e9 < 4·202M + 262M): one more block than
+// the one in use, and the head, at forward's end; the block alone at the top block's backward.
+TEST(Sharding, DeepspeedKeepsWhatItReusesSoon) {
+  const auto run = [](std::int64_t reuse) {
+    Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":"deepspeed",)"
+                                 R"("precision":"bf16_master","seq_len":2048,"checkpointing":"full"}})").config;
+    c.parallel.zero_stage = 3;
+    c.parallel.num_gpus = 8;
+    c.parallel.zero3_max_reuse_distance = reuse;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return e;
+  };
+  const Estimate none = run(0), kept = run(1'000'000'000);
+  const std::int64_t block = 202'383'360, head = std::int64_t{32000} * 4096;
+  EXPECT_EQ(phase_bytes(kept, "forward") - phase_bytes(none, "forward"), (block + head) * 2);
 }
 
 // torchao Float8 linears save what nn.Linear saves (the bf16 input); backward casts grad_output

@@ -431,6 +431,9 @@ struct Parallel {
   bool fsdp_use_orig_params = false;
   std::int64_t reduce_bucket_elements = -1;  // gradient reduce buckets; -1: the framework's
   bool overlap_comm = false;                  // DeepSpeed ZeRO 1/2: two reduce buckets (double buffering)
+  // DeepSpeed ZeRO-3 stage3_max_reuse_distance (elements): a gathered parameter used again within
+  // this many parameters of the step's trace is not released (1e9, DeepSpeed's default).
+  std::int64_t zero3_max_reuse_distance = 1'000'000'000;
 };
 
 struct Hardware {
