@@ -7,10 +7,44 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { placeLabels, textBox } from '../../web/src/components/charts/labels.js';
 import { formatBytes } from '../../web/src/format.js';
 import { RESULTS_DIR, launchBrowser, loadNodeCore, missingPrerequisites, startServer, waitForAnswer } from './helpers.mjs';
 
 const missing = missingPrerequisites();
+
+describe('chart labels (pure)', () => {
+  const bounds = { left: 0, right: 400, top: 0, bottom: 200 };
+  const boxesOf = (labels, at) => labels.map((l) => textBox(l.text, at[l.id].x, at[l.id].y, at[l.id].anchor, 11.5, l.bold));
+  const clear = (a, b) => a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+
+  test('a label takes its first place when it is clear', () => {
+    const at = placeLabels([{ id: 'a', text: 'budget 85 %', places: [{ x: 10, y: 50, anchor: 'start' }, { x: 10, y: 80, anchor: 'start' }] }], { bounds });
+    assert.deepEqual(at.a, { x: 10, y: 50, anchor: 'start' });
+  });
+
+  test('two labels whose first places cover each other: one moves, neither covers the other', () => {
+    const labels = [
+      { id: 'peak', text: 'peak 23.03 GiB', bold: true, places: [{ x: 120, y: 100, anchor: 'middle' }, { x: 120, y: 130, anchor: 'middle' }] },
+      { id: 'device', text: 'nvidia-smi at the peak: 27.07 GiB', places: [{ x: 4, y: 98, anchor: 'start' }, { x: 4, y: 118, anchor: 'start' }] },
+    ];
+    const at = placeLabels(labels, { bounds });
+    const [a, b] = boxesOf(labels, at);
+    assert.ok(clear(a, b), JSON.stringify(at));
+    assert.deepEqual(at.peak, labels[0].places[1], 'the peak moves, the rule keeps its label first');
+  });
+
+  test('a place the plotted line crosses is left for one it does not; when none is clear, crossing beats covering', () => {
+    const line = [[0, 95], [400, 95]];
+    const one = [{ id: 'a', text: 'card 80 GiB', places: [{ x: 300, y: 100, anchor: 'end' }, { x: 300, y: 80, anchor: 'end' }] }];
+    assert.equal(placeLabels(one, { bounds, line }).a.y, 80);
+    const two = [
+      { id: 'a', text: 'card 80 GiB', places: [{ x: 300, y: 80, anchor: 'end' }] },
+      { id: 'b', text: 'nvidia-smi 90 GiB', places: [{ x: 300, y: 82, anchor: 'end' }, { x: 300, y: 100, anchor: 'end' }] },
+    ];
+    assert.equal(placeLabels(two, { bounds, line }).b.y, 100);
+  });
+});
 // QLoRA with full checkpointing on an A100 40GB: micro-batches 1 and 2 fit within the measured band, larger ones do not.
 const CONFIG = { model: { preset: 'llama-3-8b' }, training: { checkpointing: 'full', finetune: { method: 'lora', base_bits: 4 } }, hardware: { gpu: 'a100-40gb' } };
 const LINK = '?v=1&preset=llama-3-8b&checkpointing=full&method=lora&base_bits=4&gpu=a100-40gb';
@@ -35,6 +69,19 @@ describe('charts', { skip: missing || false, concurrency: false }, () => {
     return p;
   }
   const bytesOf = (locator) => locator.evaluateAll((els) => els.map((e) => Number(e.dataset.bytes)));
+  // The timeline's peak, card, nvidia-smi and budget labels as drawn: no two cover each other.
+  async function assertLabelsApart(timeline) {
+    const boxes = await timeline.locator('.peak-label, g.limit text, g.device text, g.budget text').evaluateAll((els) =>
+      els.map((e) => { const b = e.getBBox(); return { text: e.textContent, left: b.x, right: b.x + b.width, top: b.y, bottom: b.y + b.height }; }));
+    assert.equal(boxes.length, 4);
+    for (let i = 0; i < boxes.length; i += 1) {
+      for (let j = i + 1; j < boxes.length; j += 1) {
+        const [a, b] = [boxes[i], boxes[j]];
+        const apart = a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+        assert.ok(apart, `"${a.text}" covers "${b.text}"`);
+      }
+    }
+  }
 
   test('breakdown bar and step timeline: the core\'s bytes, the card\'s limit and the peak', async () => {
     const p = await open(LINK);
@@ -51,6 +98,7 @@ describe('charts', { skip: missing || false, concurrency: false }, () => {
     assert.equal(Number(await timeline.getByTestId('timeline-device').getAttribute('data-bytes')), r.fits.need_bytes);
     const peak = timeline.locator('g.point.peak');
     assert.equal(await peak.count(), 1);
+    await assertLabelsApart(timeline);
     assert.equal(Number(await peak.getAttribute('data-bytes')), r.peak_allocated_bytes);
     assert.match(await peak.textContent(), new RegExp(`peak ${formatBytes(r.peak_allocated_bytes)}`));
     // The charts are described by their summary sentence.
@@ -60,6 +108,18 @@ describe('charts', { skip: missing || false, concurrency: false }, () => {
     }
     assert.match(await p.getByTestId('timeline-summary').textContent(), new RegExp(formatBytes(r.peak_allocated_bytes)));
     await p.close();
+  });
+
+  test('the timeline\'s labels stay apart when the peak sits by nvidia-smi\'s line, on a phone and a desktop', async () => {
+    // Llama 3.2 1B: nvidia-smi's line runs just over the peak; Llama 3 8B: the peak is above the card.
+    for (const [link, config] of [['?v=1&preset=llama-3.2-1b', { model: { preset: 'llama-3.2-1b' } }], ['?v=1', {}]]) {
+      for (const width of [390, 1280]) {
+        const p = await open(link, { width, height: 900 });
+        await waitForAnswer(p, core.estimate(config));
+        await assertLabelsApart(p.getByTestId('timeline-chart'));
+        await p.close();
+      }
+    }
   });
 
   test('memory against micro-batch and sequence length: the core\'s sweep, the largest value that fits', async () => {

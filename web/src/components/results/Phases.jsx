@@ -3,6 +3,7 @@
 // the peak (allocator reserve and CUDA context) is the dotted line. The table is the fallback.
 import { formatBytes, formatPercent } from '../../format.js';
 import { ChartCard, useWidth } from '../charts/ChartCard.jsx';
+import { placeLabels } from '../charts/labels.js';
 import { byteTicks, linear, tickLabel } from '../charts/scale.js';
 import { Bytes } from './Bytes.jsx';
 
@@ -38,25 +39,46 @@ function Timeline({ result, units, summaryId }) {
   const x = (i) => m.l + ((i + 0.5) / Math.max(n, 1)) * (width - m.l - m.r);
   const peakIndex = phases.findIndex((p) => p.bytes === result.peak_allocated_bytes);
   const room = (width - m.l - m.r) / Math.max(n, 1);
-  // The peak's label is centred on its point, or ends at it on the right edge (the optimizer step
-  // is often the peak and the last point), so it is not cut off.
-  const peakX = peakIndex < 0 ? 0 : x(peakIndex);
-  const peakLabel = peakX + 70 > width ? { anchor: 'end', x: peakX + 8 } : { anchor: 'middle', x: peakX };
   const line = phases.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(p.bytes).toFixed(1)}`).join(' ');
   const area = n ? `${line} L${x(n - 1).toFixed(1)},${y(0)} L${x(0).toFixed(1)},${y(0)} Z` : '';
-  // Labels sit at the right (the card), left under the line (the budget) and left over it
-  // (nvidia-smi) so they do not overlap when the lines are close.
-  const hLine = (bytes, cls, label, testid, anchor) => {
-    // 'start': left, under the line; 'start-above': left, over it; 'end': right, over it.
-    const tx = anchor === 'end' ? width - m.r - 4 : m.l + 4;
-    const ty = anchor === 'start' ? y(bytes) + 14 : y(bytes) - 5;
-    return (
-      <g class={cls} data-testid={testid} data-bytes={bytes}>
-        <line x1={m.l} x2={width - m.r} y1={y(bytes)} y2={y(bytes)} />
-        <text x={tx} y={ty} text-anchor={anchor === 'end' ? 'end' : 'start'}>{label}</text>
-      </g>
-    );
+  // The labels: the peak's by its point (centred, or ending at it on the right edge, where the
+  // optimizer step often is), then the card's, nvidia-smi's and the budget's on their lines, each
+  // in the first of its places that is clear of the line and of the labels before it.
+  const peak = peakIndex < 0 ? null : phases[peakIndex];
+  const peakText = peak ? `peak ${formatBytes(peak.bytes, units)}` : '';
+  const labelTexts = {
+    limit: `${fit.name}: ${formatBytes(fit.memory_bytes, units)}`,
+    device: `nvidia-smi at the peak: ${formatBytes(fit.need_bytes, units)}`,
+    budget: `budget ${formatPercent(fit.budget_fraction)}`,
   };
+  const onLine = (bytes, order) => order.map((where) => ({
+    x: where.startsWith('end') ? width - m.r - 4 : m.l + 4,
+    y: where.endsWith('below') ? y(bytes) + 14 : y(bytes) - 5,
+    anchor: where.startsWith('end') ? 'end' : 'start',
+  }));
+  const peakPlaces = () => {
+    const px = x(peakIndex), py = y(peak.bytes);
+    const ax = px + 70 > width ? { anchor: 'end', x: px + 8 } : { anchor: 'middle', x: px };
+    const above = { ...ax, y: py - 12 }, below = { ...ax, y: py + 20 };
+    return [...(py > h / 2 ? [above, below] : [below, above]),
+      { anchor: 'end', x: px - 10, y: py + 4 }, { anchor: 'start', x: px + 10, y: py + 4 }];
+  };
+  const labels = placeLabels([
+    ...(peak ? [{ id: 'peak', text: peakText, bold: true, places: peakPlaces() }] : []),
+    { id: 'limit', text: labelTexts.limit, bold: true, places: onLine(fit.memory_bytes, ['end-above', 'end-below', 'start-above', 'start-below']) },
+    { id: 'device', text: labelTexts.device, places: onLine(fit.need_bytes, ['start-above', 'start-below', 'end-above', 'end-below']) },
+    { id: 'budget', text: labelTexts.budget, places: onLine(fit.budget_bytes, ['start-below', 'start-above', 'end-below', 'end-above']) },
+  ], {
+    bounds: { left: m.l, right: width - m.r, top: 0, bottom: h - m.b },
+    line: phases.map((p, i) => [x(i), y(p.bytes)]),
+    rules: [{ id: 'limit', y: y(fit.memory_bytes) }, { id: 'device', y: y(fit.need_bytes) }, { id: 'budget', y: y(fit.budget_bytes) }],
+  });
+  const hLine = (bytes, cls, id, testid) => (
+    <g class={cls} data-testid={testid} data-bytes={bytes}>
+      <line x1={m.l} x2={width - m.r} y1={y(bytes)} y2={y(bytes)} />
+      <text x={labels[id].x} y={labels[id].y} text-anchor={labels[id].anchor}>{labelTexts[id]}</text>
+    </g>
+  );
   return (
     <div ref={ref} class="chart-box">
       <svg class="chart" width={width} height={h} viewBox={`0 0 ${width} ${h}`} role="img"
@@ -69,15 +91,14 @@ function Timeline({ result, units, summaryId }) {
         ))}
         <path class="area" d={area} />
         <path class="line" d={line} />
-        {hLine(fit.memory_bytes, 'limit', `${fit.name}: ${formatBytes(fit.memory_bytes, units)}`, 'timeline-limit', 'end')}
-        {hLine(fit.budget_bytes, 'budget', `budget ${formatPercent(fit.budget_fraction)}`, 'timeline-budget', 'start')}
-        {hLine(fit.need_bytes, 'device', `nvidia-smi at the peak: ${formatBytes(fit.need_bytes, units)}`, 'timeline-device', 'start-above')}
+        {hLine(fit.memory_bytes, 'limit', 'limit', 'timeline-limit')}
+        {hLine(fit.budget_bytes, 'budget', 'budget', 'timeline-budget')}
+        {hLine(fit.need_bytes, 'device', 'device', 'timeline-device')}
         {phases.map((p, i) => (
           <g key={p.name} class={i === peakIndex ? 'point peak' : 'point'} data-phase={p.name} data-bytes={p.bytes}>
             <circle cx={x(i)} cy={y(p.bytes)} r={i === peakIndex ? 6 : 4} />
             {i === peakIndex && (
-              // Below the point, or above it when the point sits low in the chart.
-              <text class="peak-label" x={peakLabel.x} y={y(p.bytes) > h / 2 ? y(p.bytes) - 12 : y(p.bytes) + 20} text-anchor={peakLabel.anchor}>peak {formatBytes(p.bytes, units)}</text>
+              <text class="peak-label" x={labels.peak.x} y={labels.peak.y} text-anchor={labels.peak.anchor}>{peakText}</text>
             )}
             <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{axisName(p, room)}<title>{phaseName(p)}</title></text>
           </g>
