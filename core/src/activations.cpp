@@ -271,7 +271,8 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
 // whose fp32 op list holds pow (activations.py NewGELUActivation; docs/frameworks.md finding 2).
 Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   const Count elements = tokens * ff;
-  const bool eager = d.impl.activation_kernel == ActivationKernel::kEager || d.impl.activation_kernel == ActivationKernel::kAuto;
+  const bool eager =
+      d.impl.activation_kernel != ActivationKernel::kFused && d.impl.activation_kernel != ActivationKernel::kFusedInplace;
   if (m.mlp == MlpKind::kGated) return elements * d.act * (eager ? 3 : 2);
   if (eager && m.hidden_act == HiddenAct::kGeluNew) {
     const Bytes promoted = d.autocast ? kFp32Bytes : d.act;
@@ -285,6 +286,14 @@ void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::ve
   add(t, "mlp.input", linear_inputs(d, d.hidden_split, input_targets, input_grad) * d.input_casts_mlp);
   add(t, "mlp.inner", mlp_inner(m, d, d.tokens, d.ff));
   add(t, "mlp.down_input", linear_inputs(d, d.ff, kLoraDown));
+}
+
+// The shared experts' MLP width on this GPU (Qwen-MoE's one shared expert, DeepSeek's n of them; 0: none).
+Count shared_expert_ff(const Config& c) {
+  const ModelSpec& m = c.model;
+  const Count shared = m.shared_expert_intermediate_size > 0 ? Count(m.shared_expert_intermediate_size)
+                                                             : Count(m.num_shared_experts) * m.moe_intermediate_size;
+  return ceil_div(shared, c.parallel.tensor);
 }
 
 // Mixture of experts as Hugging Face's Mixtral block dispatches it: an fp32 router softmax, top-k
@@ -303,11 +312,8 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   add(t, "moe.experts_inner",
       mlp_inner(m, d, routed, expert_ff) + (inputs_kept ? routed * expert_ff * d.act : Bytes{0}));
   add(t, "moe.combine", routed * (d.hidden * 2 + 1) * d.act);
-  const Count shared_ff = m.shared_expert_intermediate_size > 0
-                              ? Count(m.shared_expert_intermediate_size)
-                              : Count(m.num_shared_experts) * m.moe_intermediate_size;
-  if (!shared_ff.is_zero()) {
-    const Count ff = ceil_div(shared_ff, c.parallel.tensor);
+  const Count ff = shared_expert_ff(c);
+  if (!ff.is_zero()) {
     add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (inputs_kept ? d.tokens * ff * d.act : Bytes{0}));
   }
 }
@@ -364,12 +370,8 @@ Bytes retained_inputs(const Config& c, const Dims& d, bool moe, bool first_layer
   if (moe) {
     const Count routed = d.tokens * m.num_experts_per_tok;
     const Count expert_ff = ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor);
-    kept += (d.tokens * d.hidden_split + routed * d.hidden + routed * expert_ff) * d.act;
-    const Count shared_ff = m.shared_expert_intermediate_size > 0
-                                ? Count(m.shared_expert_intermediate_size)
-                                : Count(m.num_shared_experts) * m.moe_intermediate_size;
-    if (!shared_ff.is_zero()) kept += d.tokens * ceil_div(shared_ff, c.parallel.tensor) * d.act;
-    return kept;
+    return kept + (d.tokens * d.hidden_split + routed * d.hidden + routed * expert_ff + d.tokens * shared_expert_ff(c)) *
+                      d.act;
   }
   if (!frozen_first_attention) kept += d.tokens * d.hidden_split * d.act;  // gate / up
   return kept + d.tokens * d.ff * d.act;                                  // down

@@ -82,12 +82,11 @@ Bytes load_bytes(const Config& c, const ParameterCount& params, const Placement&
 // V-wide gradients, then the head weight's gradient beside the logits' gradient); the top block
 // (its working memory, and its recomputation under checkpointing); and the end (every
 // gradient, plus a tied embedding's gradient before it is added to the head's).
-Bytes backward_high_point(const Config& c, const ParameterCount& params, const Placement& place, const StaticBytes& st,
+Bytes backward_high_point(const Config& c, const ParameterCount& params, const StaticBytes& st,
                           const ActivationModel& act, const LossModel& loss, Bytes alive, Bytes bucket,
-                          const PrecisionRecipe& r) {
+                          const ReusedGathered& reused, const PrecisionRecipe& r) {
   const Bytes head_grad = loss.head_grad_bytes;
-  const ReusedGathered reused = deepspeed_reused_gathered(c, params, place, r);
-  const Bytes loss_and_head = alive + reused.with_head +
+  const Bytes loss_and_head = alive + reused.head + reused.blocks +
                               max(loss.backward_bytes, loss.grad_bytes + head_grad + loss.head_input_bytes * 2);
   const Bytes top_block = alive + reused.blocks + head_grad + loss.head_input_bytes + act.layer_backward_working_bytes;
   // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
@@ -167,23 +166,22 @@ ReusedGathered deepspeed_reused_gathered(const Config& c, const ParameterCount& 
   // before max_reuse_distance parameters have been traversed. After forward, the trace runs on
   // into backward: the head's backward comes next; block L − k (k from the top) comes back after k
   // blocks of forward, the head twice and k blocks of backward (2kW + 2H parameters).
+  const double reach = double(c.parallel.zero3_max_reuse_distance);
   if (c.training.implementation.framework != Framework::kDeepspeed || c.parallel.zero_stage != 3 ||
-      p.zero_shards <= 1 || forward_only(c.training)) {
+      p.zero_shards <= 1 || forward_only(c.training) || reach <= 0.0) {
     return {};
   }
-  const double reach = double(c.parallel.zero3_max_reuse_distance);
   const Count head = c.model.output_head != OutputHead::kLm ? Count(0)
                      : c.model.tie_word_embeddings       ? params.component_count(Component::kTokenEmbedding)
                                                          : params.component_count(Component::kHead);
   const Count block = max(params.per_dense_layer_count, params.per_moe_layer_count);
-  if (reach <= 0.0) return {};
   std::int64_t blocks = 0;
   const double h = double(head.value()), w = double(block.value());
   while (blocks < c.model.num_hidden_layers && 2.0 * double(blocks) * w + 2.0 * h < reach) ++blocks;
   // The block in use is already counted (gathered_layer_bytes).
   const Count extra_blocks = Count(std::max<std::int64_t>(0, blocks - 1));
   const Bytes kept_blocks = p.as_nominal(block * extra_blocks * r.gathered / c.parallel.tensor);
-  return {kept_blocks + p.as_nominal(head * r.gathered / c.parallel.tensor), kept_blocks};
+  return {p.as_nominal(head * r.gathered / c.parallel.tensor), kept_blocks};
 }
 
 Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const Placement& p,
@@ -205,17 +203,18 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   const Training& t = c.training;
   const Bytes alive = alive_through_step(c, params, p, st, act, loss, weight_copies, r);
   const Bytes bucket = reduce_bucket_bytes(c, r);
+  const ReusedGathered reused = deepspeed_reused_gathered(c, params, p, r);
   std::vector<Phase> phases = {
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},
       {"forward", "End of forward (loss computed)",
        alive + loss.forward_bytes + (act.kv_cache_kept ? Bytes{0} : act.kv_cache_bytes) + previous_graph(c, act) +
-           deepspeed_reused_gathered(c, params, p, r).with_head}};
+           reused.head + reused.blocks}};
   if (forward_only(t)) {
     phases.push_back({"optimizer_step", "MeZO perturbation and update",
                       st.weights + optimizer_temporaries(c, params, p, r)});
     return phases;
   }
-  phases.push_back({"backward", "Backward (high point)", backward_high_point(c, params, p, st, act, loss, alive, bucket, r)});
+  phases.push_back({"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, reused, r)});
   if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
                       st.weights + st.master + st.states + st.gradients + loss.kept_bytes + kept_cache(act) +

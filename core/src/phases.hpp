@@ -30,10 +30,10 @@ Bytes fsdp_root_gathered_bytes(const Config& config, const ParameterCount& param
 // stage3_max_reuse_distance parameters (parallel.zero3_max_reuse_distance): at forward's end the
 // output head (used again at once by its backward) and the last blocks (used again by their
 // recomputation or backward after the head twice) stay gathered beside the block in use.
-// `with_head`: at forward's end and the loss; `blocks`: at the top block's backward, the head
-// released after its own backward.
+// Both are alive at forward's end and the loss; the head goes after its own backward, the blocks
+// after theirs (all counted at the top block's).
 struct ReusedGathered {
-  Bytes with_head, blocks;
+  Bytes head, blocks;
 };
 ReusedGathered deepspeed_reused_gathered(const Config& config, const ParameterCount& params, const Placement& place,
                                          const PrecisionRecipe& recipe);

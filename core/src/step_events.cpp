@@ -314,7 +314,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.retained_until_next_forward = act.retained_until_next_forward;
   pr.forward_only = forward_only(c.training);
   const ReusedGathered reused = deepspeed_reused_gathered(c, params, p, r);
-  pr.reused_head = reused.with_head - reused.blocks;
+  pr.reused_head = reused.head;
   pr.reused_blocks = reused.blocks;
   pr.loss = &loss;
   return pr;
