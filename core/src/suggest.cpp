@@ -168,8 +168,8 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
   }
   if (adapters_allowed && t.finetune.base_bits != 4) {
     out.push_back({"QLoRA (4-bit NF4 base)",
-                   "frozen base quantised to 4 bits; bitsandbytes layers keep their inputs for backward, and "
-                   "matmuls are slower",
+                   "frozen base quantised to 4 bits; each matmul dequantises its weight first, so steps are "
+                   "slower",
                    lora_patch(4), 6});
   }
   if (c.parallel.num_gpus == 1) add_more_gpus(c, out);

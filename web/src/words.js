@@ -139,7 +139,7 @@ export const CHOICES = {
   'training.finetune.base_bits': {
     16: ['16-bit (bf16 / fp16)', 'the frozen base weights in 16 bits'],
     8: ['8-bit (int8)', 'the frozen base weights quantised to 8 bits'],
-    4: ['4-bit NF4 (QLoRA)', 'the frozen base quantised to 4 bits; its layers keep their inputs for backward, so long sequences can need more than 16 bits'],
+    4: ['4-bit NF4 (QLoRA)', 'the frozen base quantised to 4 bits; each matmul dequantises its weight first; bitsandbytes before 0.43.2 also kept every layer\'s input for backward'],
   },
   'training.finetune.lora_targets': {
     q: ['Query', ''], k: ['Key', ''], v: ['Value', ''], o: ['Attention output', ''],
