@@ -288,7 +288,7 @@ std::int32_t CachingAllocator::alloc_found_block(std::int32_t b, std::int64_t si
 const CachingAllocator::Block* CachingAllocator::live_block(Handle h) const {
   if (!h.ok() || h.block < 0 || static_cast<std::size_t>(h.block) >= blocks_.size()) return nullptr;
   const Block& block = blocks_[h.block];
-  return block.live && block.allocated && block.generation == h.generation ? &block : nullptr;
+  return block.live && block.allocated && !block.pending && block.generation == h.generation ? &block : nullptr;
 }
 
 bool CachingAllocator::free(Handle h) {
@@ -306,6 +306,34 @@ bool CachingAllocator::free(Handle h) {
   free_block(h.block);
   note_event();
   return true;
+}
+
+bool CachingAllocator::free_recorded(Handle h) {
+  if (h.ok() && h.block == -1) {
+    note_event();
+    return true;
+  }
+  if (live_block(h) == nullptr) return false;
+  Block& block = blocks_[h.block];
+  // The stats move as in free(); the block stays out of the pools (and unmerged) until its events pass.
+  allocated_bytes_ -= block.size;
+  requested_bytes_ -= block.requested;
+  block.requested = 0;
+  block.pending = true;
+  pending_bytes_ += block.size;
+  pending_.push_back(h.block);
+  note_event();
+  return true;
+}
+
+void CachingAllocator::synchronize_and_free_events() {
+  for (const std::int32_t b : pending_) {
+    blocks_[b].pending = false;
+    blocks_[b].allocated = false;
+    free_block(b);
+  }
+  pending_.clear();
+  pending_bytes_ = 0;
 }
 
 // free_block: merge with free neighbours in the same segment, then cache.
@@ -479,6 +507,7 @@ bool CachingAllocator::release_available_cached_blocks(Pool& pool, std::int64_t 
 
 // release_cached_blocks → release_blocks on both pools.
 void CachingAllocator::release_cached_blocks() {
+  synchronize_and_free_events();
   release_blocks(pools_[1]);
   release_blocks(pools_[0]);
 }
@@ -626,7 +655,7 @@ std::string CachingAllocator::check_invariants() const {
     if (!blocks_[b].live) continue;
     by_segment[static_cast<std::size_t>(blocks_[b].segment)].push_back(static_cast<std::int32_t>(b));
   }
-  std::int64_t allocated = 0, requested = 0, mapped = 0, cached = 0, unmapped = 0, live_segments = 0;
+  std::int64_t allocated = 0, requested = 0, mapped = 0, cached = 0, unmapped = 0, live_segments = 0, pending = 0;
   for (std::size_t s = 0; s < segments_.size(); ++s) {
     const Segment& segment = segments_[s];
     auto& list = by_segment[s];
@@ -649,8 +678,13 @@ std::string CachingAllocator::check_invariants() const {
       if (!segment.expandable && !b.mapped) return "an unmapped block outside an expandable segment";
       if (b.allocated) {
         if (!b.mapped) return "an allocated block is unmapped";
-        allocated += b.size;
-        requested += b.requested;
+        if (b.pending) {
+          pending += b.size;
+          if (b.requested != 0) return "a block waiting on events still counts its request";
+        } else {
+          allocated += b.size;
+          requested += b.requested;
+        }
       }
       if (b.mapped) mapped += b.size;
       const Pool& pool = pools_[segment.small ? 0 : 1];
@@ -674,6 +708,7 @@ std::string CachingAllocator::check_invariants() const {
   }
   if (cached != cached_total || unmapped != unmapped_total) return "a pool caches a block that is not free";
   if (allocated != allocated_bytes_) return "allocated bytes disagree with the blocks";
+  if (pending != pending_bytes_) return "bytes waiting on events disagree with the blocks";
   if (requested != requested_bytes_) return "requested bytes disagree with the blocks";
   if (mapped != reserved_bytes_) return "reserved bytes disagree with the segments";
   if (live_segments != segment_count_) return "segment count disagrees with the segments";

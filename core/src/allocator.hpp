@@ -162,6 +162,18 @@ class CachingAllocator {
   // DeviceCachingAllocator::free. False (and nothing changes) when `handle` is not a live
   // allocation: freed already, failed, or from another allocator.
   bool free(Handle handle);
+  // free() of a block recorded on another stream (Tensor.record_stream): PyTorch's free() drops it
+  // from allocated_bytes at once (max_memory_allocated never sees it) but, its stream_uses not
+  // empty, inserts events instead of caching it (insert_events); the block is reused only after
+  // the events complete. The model takes the GPU to be behind the CPU: they complete when the
+  // allocator synchronizes. False when `handle` is not a live allocation.
+  bool free_recorded(Handle handle);
+  // synchronize_and_free_events: wait for every outstanding event and cache the blocks they held
+  // (release_cached_blocks does this first when cudaMalloc fails; a caller that synchronizes the
+  // device, e.g. by reading a loss, has the same effect at the next malloc's process_events).
+  void synchronize_and_free_events();
+  // Freed blocks still waiting on their events (active, not allocated).
+  Bytes pending_bytes() const { return Bytes{pending_bytes_}; }
 
   Bytes allocated_bytes() const { return Bytes{allocated_bytes_}; }
   Bytes reserved_bytes() const { return Bytes{reserved_bytes_}; }
@@ -225,6 +237,7 @@ class CachingAllocator {
     bool allocated = false;
     bool mapped = true;  // false only for the unmapped rest of an expandable segment
     bool live = false;   // the slot holds a block (slots are reused)
+    bool pending = false;  // freed, waiting on another stream's events (stays `allocated` for layout)
   };
   struct Segment {
     std::int64_t base = 0;
@@ -285,6 +298,8 @@ class CachingAllocator {
   std::int64_t alloc_retry_count_ = 0;
   std::int64_t oom_count_ = 0;
   std::int64_t event_count_ = 0;
+  std::int64_t pending_bytes_ = 0;
+  std::vector<std::int32_t> pending_;  // blocks freed with outstanding events, oldest first
   std::vector<TimelinePoint> timeline_;
 };
 

@@ -415,7 +415,7 @@ Json applicability(std::string_view path) {
     all.push(when_in("model.is_encoder_decoder", std::move(yes)));
   } else if (path == "training.checkpointed_layers") {
     all.push(when_in("training.checkpointing", spellings({"full"})));
-  } else if (path == "parallel.fsdp_use_orig_params") {
+  } else if (path == "parallel.fsdp_use_orig_params" || path == "parallel.fsdp_limit_all_gathers") {
     all.push(when_in("parallel.zero_stage", integers({3})));
   }
   return all;

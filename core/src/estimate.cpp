@@ -83,6 +83,23 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
                         earlier, max(Bytes{0}, gpu.memory_bytes - e.breakdown.overhead));
   }
   allocator_reserve(c, sim, e);
+  if (sim.runahead_peak_reserved_bytes.value() > 0 && sim.runahead_peak_allocated_bytes.value() > 0) {
+    // The run-ahead replay's reserve over its allocated peak, applied to the step's peak as the
+    // need's is, and never past what the card can hand out.
+    const double ratio = static_cast<double>(sim.runahead_peak_reserved_bytes.value()) /
+                         static_cast<double>(sim.runahead_peak_allocated_bytes.value());
+    const Bytes capacity = max(Bytes{0}, gpu.memory_bytes - e.breakdown.overhead);
+    e.runahead_peak_reserved_bytes = max(e.peak_reserved_bytes, min(capacity, scale(e.peak_allocated_bytes, ratio)));
+    char shown[64];
+    std::snprintf(shown, sizeof shown, "%.1f GiB",
+                  static_cast<double>((e.runahead_peak_reserved_bytes + e.breakdown.overhead).value()) / 1073741824.0);
+    e.notes.push_back(std::string("limit_all_gathers false (FSDP1): the CPU issues all-gathers ahead of the GPU and the "
+                                  "caching allocator keeps each gathered unit until the GPU is done with it; with the "
+                                  "CPU a whole step ahead nvidia-smi shows up to ") +
+                      shown +
+                      " (the card, at most: there the allocator waits for the GPU and frees them, cudaMalloc retries "
+                      "that slow the step but do not run out of memory). The fit is judged on what the step needs.");
+  }
   e.notes.insert(e.notes.end(), act.notes.begin(), act.notes.end());
   e.notes.insert(e.notes.end(), loss.notes.begin(), loss.notes.end());
 }

@@ -117,6 +117,12 @@ void peak_json(const Estimate& e, Json& j) {
   allocator.set("simulated", Json::boolean(e.fragmentation_simulated));
   allocator.set("expandable_segments", Json::boolean(e.config.hardware.expandable_segments));
   allocator.set("segments", Json::integer(e.allocator_segments.value()));
+  if (e.runahead_peak_reserved_bytes.value() > 0) {
+    Json ahead = Json::object();
+    ahead.set("peak_reserved_bytes", bytes(e.runahead_peak_reserved_bytes));
+    ahead.set("device_total_bytes", bytes(e.runahead_device_total_bytes));
+    allocator.set("fsdp_runahead", std::move(ahead));
+  }
   j.set("allocator", std::move(allocator));
   j.set("static_bytes_per_parameter", Json::number(e.static_bytes_per_parameter));
 }

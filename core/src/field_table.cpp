@@ -387,6 +387,9 @@ std::vector<Field> build_fields() {
               "(1 byte each)"),
       MF_BOOL("parallel.fsdp_use_orig_params", parallel.fsdp_use_orig_params,
               "FSDP use_orig_params=True: units mixing frozen and trainable parameters keep gradients for all"),
+      MF_BOOL("parallel.fsdp_limit_all_gathers", parallel.fsdp_limit_all_gathers,
+              "FSDP1 limit_all_gathers (default true since PyTorch 2.1): false lets all-gathers run ahead of the "
+              "GPU, and the allocator's reserve grows toward the card (it gives the memory back when full)"),
       MF_INT("parallel.reduce_bucket_elements", parallel.reduce_bucket_elements, -1, 100 * kBillion,
              "ZeRO-2 gradient reduce bucket size in elements (DeepSpeed reduce_bucket_size); -1 = the framework's"),
       MF_INT("parallel.zero3_max_reuse_distance", parallel.zero3_max_reuse_distance, 0, 1000 * kBillion,

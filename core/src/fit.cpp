@@ -123,6 +123,9 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
   const bool overhead_given = c.hardware.overhead_bytes >= 0;
   e.device_total_high_bytes =
       e.peak_reserved_high_bytes + (overhead_given ? e.breakdown.overhead : max(e.breakdown.overhead, kEagerContextBytes));
+  if (e.runahead_peak_reserved_bytes.value() > 0) {
+    e.runahead_device_total_bytes = e.runahead_peak_reserved_bytes + e.breakdown.overhead;
+  }
   const Bytes band_top = scale(e.device_total_bytes, high_ratio);
   e.fit = make_fit(gpu, e.device_total_bytes, band_top, c.hardware.budget_fraction);
   e.fit.lacks = card_lacks(gpu, c.training);

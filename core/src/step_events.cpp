@@ -40,6 +40,11 @@ class Replay {
     for (int id : ids) give(id);
     ids.clear();
   }
+  // Freed on the CPU while another stream still uses it (CachingAllocator::free_recorded).
+  void give_recorded(int id) {
+    if (id >= 0) allocator_.free_recorded(handles_[static_cast<std::size_t>(id)]);
+  }
+  void synchronize() { allocator_.synchronize_and_free_events(); }
   // Allocates each of `sizes` and appends the ids.
   void take(const std::vector<Bytes>& sizes, std::vector<int>& ids) {
     for (Bytes b : sizes) ids.push_back(take(b));
@@ -149,6 +154,7 @@ struct Program {
   Bytes retained;  // per layer: ctx attributes backward leaves (ActivationModel::retained_bytes)
   bool retained_until_next_forward = false;
   bool forward_only = false;  // MeZO: the block's tensors go as it finishes; no backward
+  bool gathers_run_ahead = false;  // FSDP1 without its rate limiter (fsdp_gathers_run_ahead)
   Bytes reused_head, reused_blocks;  // DeepSpeed ZeRO-3: gathered across forward's end (deepspeed_reused_gathered)
   const LossModel* loss;
   int states_per_tensor;
@@ -176,6 +182,14 @@ struct GraphKept {
   int reused_head = -1, reused_blocks = -1;
 };
 
+// A unit's gathered parameters after it ran: freed, or under FSDP1 without the rate limiter left
+// waiting on the compute stream's events (_free_unsharded_flat_param records the compute stream
+// on a tensor the unshard stream allocated), which the GPU, behind the CPU, has not reached.
+void release_gathered(Replay& r, const Program& pr, int gathered) {
+  if (pr.gathers_run_ahead) r.give_recorded(gathered);
+  else r.give(gathered);
+}
+
 void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
              std::vector<int>& loss_kept, std::vector<int>& outside, GraphKept& graph) {
   outside.push_back(r.take(pr.root_gathered));
@@ -196,7 +210,7 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
     graph.retained.push_back(r.take(pr.retained));
     cache.push_back(r.take(pr.kv_keys));  // the keys and values the layer returns
     cache.push_back(r.take(pr.kv_values));
-    r.give(gathered);
+    release_gathered(r, pr, gathered);
   }
   const LossModel& l = *pr.loss;
   graph.reused_blocks = r.take(pr.reused_blocks);
@@ -252,11 +266,14 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     graph.reused_blocks = -1;
     r.give(saved[static_cast<std::size_t>(i)]);
     r.give(copies[static_cast<std::size_t>(i)]);
-    r.give(gathered);
+    release_gathered(r, pr, gathered);
   }
   r.give(input_grad);
   r.give(outside);
   r.mark("backward", "Backward (end)");
+  // The loop reads the loss after backward (HF Trainer's NaN filter, a printed or logged loss),
+  // which waits for the GPU: what waited on the unshard stream's events is free again.
+  if (pr.gathers_run_ahead) r.synchronize();
   // The graph goes after backward, unless the loop holds it with the outputs until the next forward.
   if (pr.retained_until_next_forward) graph.retained_before = std::move(graph.retained);
   else r.give(graph.retained);
@@ -389,13 +406,41 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
   for (const EarlierBatch& b : earlier) {
     before.push_back(program(c, params, p, st, b.activations, b.loss, weight_copies, temporaries, r));
   }
+  StepSimulation ahead;
+  if (fsdp_gathers_run_ahead(c, p)) {
+    // The worst case, the CPU a whole step ahead: every gathered unit stays until the loop reads
+    // the loss, or until cudaMalloc fails and the allocator synchronizes (release_cached_blocks),
+    // so the card bounds the reserve and the step still runs (cudaMalloc retries, not an error).
+    Program runahead = pr;
+    runahead.gathers_run_ahead = true;
+    std::vector<Program> runahead_before = before;
+    for (Program& b : runahead_before) b.gathers_run_ahead = true;
+    ahead = replay_steps(runahead, runahead_before, segments, capacity);
+  }
   if (!before.empty()) {
     // A run of many shapes on a card that fills: the allocator frees its cached segments and
     // retries before it fails (release_cached_blocks), so the card bounds what it reserves.
     out = replay_steps(pr, before, segments, capacity);
-    if (out.ok) return out;
   }
-  return replay_steps(pr, {}, segments, Bytes{0});
+  if (!out.ok) out = replay_steps(pr, {}, segments, Bytes{0});
+  if (out.ok && ahead.ok) {
+    out.runahead_peak_reserved_bytes = ahead.peak_reserved_bytes;
+    out.runahead_peak_allocated_bytes = ahead.peak_allocated_bytes;
+  } else if (out.ok && capacity.value() > 0 && fsdp_gathers_run_ahead(c, p)) {
+    // The step fits when the allocator gives back what waits on the GPU, but the replay that lets
+    // the whole step's gathers pile up runs out of room: the pile reached the card, and the space
+    // it handed back was in pieces the next gather could not use. The pile's high point is the card.
+    out.runahead_peak_reserved_bytes = capacity;
+    out.runahead_peak_allocated_bytes = out.peak_allocated_bytes;
+  }
+  return out;
+}
+
+bool fsdp_gathers_run_ahead(const Config& c, const Placement& p) {
+  const Framework f = c.training.implementation.framework;
+  return !c.parallel.fsdp_limit_all_gathers && c.parallel.zero_stage >= 3 && p.zero_shards > 1 &&
+         f != Framework::kDeepspeed && f != Framework::kMegatron && f != Framework::kMegatronTe &&
+         f != Framework::kTorchtitan;
 }
 
 }  // namespace memfit

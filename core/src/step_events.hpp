@@ -17,7 +17,19 @@ struct StepSimulation {
   Count segment_count;
   std::vector<Phase> timeline;  // allocated at the end of each stage of the second step
   bool ok = false;              // false: the step could not be replayed (nothing to report)
+  // FSDP1 without its rate limiter (fsdp_gathers_run_ahead): the same step replayed with every
+  // unit's gathered parameters left waiting on the GPU until the loop reads the loss or the card
+  // is full; its peak reserved and the allocated peak it was replayed at. Zero when that does not apply
+  // or the step does not fit the card even so.
+  Bytes runahead_peak_reserved_bytes;
+  Bytes runahead_peak_allocated_bytes;
 };
+
+// FSDP1 (FullyShardedDataParallel) with limit_all_gathers=False: nothing holds the CPU back, so it
+// issues all-gathers for units far ahead of the GPU (torch/distributed/fsdp/_runtime_utils.py:
+// the rate limiter that _unshard waits on is `limit_all_gathers`, default True since PyTorch 2.1,
+// pytorch/pytorch#104900). FSDP2, DeepSpeed and Megatron have no such switch.
+bool fsdp_gathers_run_ahead(const Config& config, const Placement& place);
 
 // Two steps (the first creates the optimizer states; the second is the steady state that
 // max_memory_reserved reports after training has run a while), tensor by tensor: the parameters,

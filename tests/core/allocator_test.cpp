@@ -390,6 +390,47 @@ TEST(AllocatorCapacity, OutOfMemoryWhenLiveTensorsLeaveNoRoom) {
   EXPECT_EQ(a.reserved_bytes(), mib(60));
 }
 
+// A block freed while another stream still uses it (record_stream): PyTorch's free() takes it out
+// of allocated_bytes at once but caches it only when its events complete (insert_events,
+// process_events); when cudaMalloc fails, release_cached_blocks first waits for every event.
+TEST(AllocatorStreams, ARecordedBlockLeavesAllocatedButIsNotReusedUntilTheEventsPass) {
+  AllocatorOptions o;
+  o.device_capacity_bytes = mib(100);
+  CachingAllocator a(o);
+  const Handle gathered = a.allocate(mib(40));
+  EXPECT_TRUE(a.free_recorded(gathered));
+  EXPECT_EQ(a.allocated_bytes(), mib(0));
+  EXPECT_EQ(a.pending_bytes(), mib(40));
+  EXPECT_FALSE(a.free(gathered));  // no longer a live allocation
+  // The same size again: the pending block cannot serve it, so a second segment is cut.
+  const Handle next = a.allocate(mib(40));
+  EXPECT_EQ(a.reserved_bytes(), mib(80));
+  EXPECT_EQ(a.check_invariants(), "");
+  EXPECT_TRUE(a.free_recorded(next));
+  // 40 more: cudaMalloc would pass 100 MiB. release_cached_blocks synchronizes (both pending
+  // blocks become cached whole segments), frees them, and the retry succeeds.
+  EXPECT_TRUE(a.allocate(mib(40)).ok());
+  EXPECT_EQ(a.pending_bytes(), mib(0));
+  EXPECT_EQ(a.reserved_bytes(), mib(40));
+  EXPECT_EQ(a.peak_reserved_bytes(), mib(80));
+  EXPECT_EQ(a.stats().alloc_retry_count, Count{1});
+  EXPECT_EQ(a.check_invariants(), "");
+}
+
+TEST(AllocatorStreams, SynchronizingCachesWhatWaitedAndMergesIt) {
+  CachingAllocator a;
+  const Handle first = a.allocate(mib(3));  // a 20 MiB segment split 3 + 17
+  const Handle second = a.allocate(mib(5));  // the 17 split 5 + 12
+  EXPECT_TRUE(a.free_recorded(first));
+  EXPECT_TRUE(a.free(second));
+  // The waiting block neither merges with its free neighbour (5 + 12 do) nor serves a request.
+  EXPECT_EQ(a.largest_free_block_bytes(), mib(17));
+  EXPECT_EQ(a.check_invariants(), "");
+  a.synchronize_and_free_events();
+  EXPECT_EQ(a.largest_free_block_bytes(), mib(20));
+  EXPECT_EQ(a.check_invariants(), "");
+}
+
 TEST(AllocatorCapacity, FragmentationRunsOutOfMemoryThatExpandableSegmentsAvoid) {
   // Six 8 MiB tensors, then every other one freed, then a 12 MiB request on a 60 MiB device.
   std::vector<AllocatorEvent> events;

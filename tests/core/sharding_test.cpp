@@ -204,6 +204,42 @@ TEST(Sharding, DeepspeedKeepsWhatItReusesSoon) {
   EXPECT_EQ(phase_bytes(kept, "forward") - phase_bytes(none, "forward"), (block + head) * 2);
 }
 
+// FSDP1 with limit_all_gathers=False: the CPU runs ahead and each gathered unit, freed on the CPU
+// with the compute stream recorded, waits for the GPU. max_memory_allocated does not see it
+// (PyTorch's free() drops it from allocated at once) but the reserve grows, up to the card, and
+// the fit stays on the step's need. FSDP2 (torchtitan) and DeepSpeed have no such switch.
+TEST(Sharding, Fsdp1WithoutTheRateLimiterReservesMoreButNeedsTheSame) {
+  const auto run = [](bool limit, const char* framework, const char* gpu) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":")") +
+                                 framework + R"(","precision":"bf16_fsdp","seq_len":2048,"checkpointing":"full"}})")
+                   .config;
+    c.parallel.zero_stage = 3;
+    c.parallel.num_gpus = 4;
+    c.parallel.fsdp_limit_all_gathers = limit;
+    c.hardware.gpu = gpu;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return e;
+  };
+  const Estimate limited = run(true, "hf", "h100-sxm-80gb"), ahead = run(false, "hf", "h100-sxm-80gb");
+  EXPECT_EQ(limited.runahead_peak_reserved_bytes.value(), 0);
+  EXPECT_EQ(ahead.peak_allocated_bytes, limited.peak_allocated_bytes);
+  EXPECT_EQ(ahead.device_total_bytes, limited.device_total_bytes);
+  EXPECT_EQ(ahead.fit.need_bytes, limited.fit.need_bytes);
+  // Forward alone piles up all 32 blocks' bf16 parameters (202,383,360 each): 12 GiB more.
+  EXPECT_GT(ahead.runahead_peak_reserved_bytes.value(), ahead.peak_reserved_bytes.value() + 32LL * 202'383'360 * 2);
+  EXPECT_EQ(ahead.runahead_device_total_bytes, ahead.runahead_peak_reserved_bytes + ahead.breakdown.overhead);
+  // On a 40 GB card the pile stops at the card (within the last segment that no longer fit), and
+  // the step still fits as it did.
+  const Estimate small = run(false, "hf", "a100-40gb");
+  const std::int64_t card = find_gpu("a100-40gb")->memory_bytes.value();
+  EXPECT_LE(small.runahead_device_total_bytes.value(), card);
+  EXPECT_GT(small.runahead_device_total_bytes.value(), card - (1LL << 30));
+  EXPECT_EQ(small.fit.verdict, run(true, "hf", "a100-40gb").fit.verdict);
+  EXPECT_EQ(run(false, "deepspeed", "h100-sxm-80gb").runahead_peak_reserved_bytes.value(), 0);
+  EXPECT_EQ(run(false, "torchtitan", "h100-sxm-80gb").runahead_peak_reserved_bytes.value(), 0);
+}
+
 // torchao Float8 linears save what nn.Linear saves (the bf16 input); backward casts grad_output
 // twice, the input and the weight once, one byte each, for one linear at a time; with FSDP's fp8
 // all-gather the gathered linear weights take one byte. Llama-3-8B: h 4096, MLP 14336, 7 linears

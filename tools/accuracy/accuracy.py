@@ -427,7 +427,7 @@ def evaluate(cases_doc, records, binary, build=None):
                          "need": float(result["fits"]["need_bytes"]), "memory": float(result["fits"]["memory_bytes"])})
             continue
         measured = measured_bytes(case, record)
-        estimate = float(result[case["quantity"]])
+        estimate = shown(result, case["quantity"])
         row = {
             "case": case,
             "record": record,
@@ -445,10 +445,20 @@ def evaluate(cases_doc, records, binary, build=None):
                 set_path(cfg, k, v)
             res2, _, _ = run_case(binary, cfg, build)
             if res2 is not None:
-                est2 = float(res2[case["quantity"]])
+                est2 = shown(res2, case["quantity"])
                 row["what_if"].append({"label": alt["label"], "estimate": est2, "error": rel_error(est2, measured)})
         rows.append(row)
     return rows, ooms, failures
+
+
+def shown(result, quantity):
+    """memfit's value for what the source read. Under FSDP1 with limit_all_gathers false the reserve and
+    nvidia-smi show the all-gathers running ahead (result.allocator.fsdp_runahead, up to the card), not
+    the step's need, which the fit uses; max_memory_allocated is the same either way."""
+    ahead = result.get("allocator", {}).get("fsdp_runahead")
+    if ahead and quantity in ahead:
+        return float(ahead[quantity])
+    return float(result[quantity])
 
 
 def group_stats(rows, key):
@@ -642,6 +652,7 @@ def in_range(row):
     if not field or field not in row["result"]:
         return None
     lo, hi = row["result"][field]
+    hi = max(hi, shown(row["result"], row["case"]["quantity"]))  # up to the run-ahead reserve, where shown
     return lo <= row["measured"] <= hi
 
 
@@ -654,7 +665,7 @@ def alt_comparisons(rows):
         if not q or "alt_value" not in m or m.get("alt_unit") not in UNITS:
             continue
         measured = float(m["alt_value"]) * UNITS[m["alt_unit"]]
-        est = float(r["result"][q])
+        est = shown(r["result"], q)
         rng = r["result"].get(RANGE_FIELD.get(q, ""), None)
         out.append({"id": r["case"]["id"], "quantity": q, "unit": m["alt_unit"], "measured": measured, "estimate": est,
                     "error": rel_error(est, measured), "in_range": (rng[0] <= measured <= rng[1]) if rng else None,

@@ -1213,9 +1213,13 @@ def llamarecipes_pr41(rec):
                "64 MiB cache segments cannot serve backward's first recomputation and the replayed reserve grows; the "
                "real allocator had cut the scores' segment during forward, while the caches were still small")
     if not limited:
-        c.flag("unmodelled_fsdp_limit_all_gathers")
-        c.line("limit_all_gathers=False lets the CPU issue all-gathers for many layers ahead of the GPU; memfit assumes "
-               "FSDP's rate limiter (the default) keeps at most two unsharded units")
+        c.p("fsdp_limit_all_gathers", False, "the PR's baseline: FSDP(..., limit_all_gathers=False), the CPU free to "
+            "issue all-gathers ahead of the GPU")
+        if not reserved:
+            c.flag("unmodelled_active_bytes")
+            c.line("'Peak active' counts the gathered units that wait on the GPU's events after the CPU freed them; "
+                   "max_memory_allocated, memfit's peak_allocated_bytes, does not (PyTorch's free() drops them from "
+                   "allocated at once), so this reading has no memfit quantity once the all-gathers run ahead")
     if reserved:
         c.measure("peak_reserved_bytes", "GB", "'Peak reserved' = torch.cuda.max_memory_reserved() as awgu printed it; 'GB' "
                   "as written, taken as 1e9 bytes (awgu's conversion is not shown; GiB would be 7.4 % more)")
@@ -1763,6 +1767,9 @@ def mezo(rec):
     else:
         parallel_defaults(c, gpus, 3, f"{gpus} GPUs", "'For multi-GPU backpropagation, we use fully sharded data parallel "
                           "(FSDP) provided by PyTorch' (full shard)")
+        c.p("fsdp_limit_all_gathers", False, "large_models/README: tested on torch 2.1.0.dev20230514 and transformers "
+            "4.28.1; FSDP1's limit_all_gathers defaulted to False until pytorch/pytorch#104900 (merged 2023-07-11), and "
+            "finetune_fsdp.sh passes no --fsdp_config to turn it on")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     if gpus > 1 and not prefix:
@@ -2213,6 +2220,9 @@ FLAG_MEANINGS = {
     "unmodelled_op_sac": "unmodelled: torchtitan op-level selective activation checkpointing (mode 'selective', "
                          "selective_ac_option 'op'); memfit's 'selective' recomputes the attention core only, so the "
                          "closest setting is kept and the case is flagged",
+    "unmodelled_active_bytes": "unmodelled: the source read active bytes (memory_stats active_bytes.all.peak), which "
+                               "count freed blocks still waiting on another stream's events; memfit reports allocated "
+                               "and reserved",
     "unmodelled_gpu": "unmodelled: the card is not in memfit's GPU table; its true name is kept (the lead adds cards), a "
                       "build without it runs the nearest card it has (accuracy.py PROVISIONAL_GPUS)",
     "unmodelled_alibi_bias": "unmodelled: an ALiBi bias of heads x T x T passed to every attention layer (Baichuan2-13B)",
@@ -2223,7 +2233,6 @@ FLAG_MEANINGS = {
     "unmodelled_async_tp": "unmodelled: torchtitan async tensor parallelism (symmetric-memory buffers)",
     "unmodelled_use_cache_in_training": "unmodelled: use_cache stays on in training, so every layer's key/value cache is "
                                         "returned and kept with the outputs",
-    "unmodelled_fsdp_limit_all_gathers": "unmodelled: FSDP with limit_all_gathers=False (all-gathers issued far ahead)",
     "unmodelled_modules_to_save": "unmodelled: PEFT modules_to_save (full trainable copies of the embedding and lm_head)",
     "unmodelled_chatglm_quantization": "unmodelled: ChatGLM's own weight-only INT4/INT8 quantization kernels",
     "unmodelled_zeropp": "unmodelled: DeepSpeed ZeRO++ (quantized all-gathers, hierarchical partitioning)",

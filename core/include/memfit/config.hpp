@@ -429,6 +429,10 @@ struct Parallel {
   // FSDP1 with use_orig_params=True: a unit that mixes frozen and trainable parameters keeps
   // gradients for all of them (torch/distributed/fsdp/_flat_param.py), so LoRA pays for the base.
   bool fsdp_use_orig_params = false;
+  // FSDP1 limit_all_gathers (True by default since PyTorch 2.1): False lets the CPU issue
+  // all-gathers far ahead of the GPU, and the caching allocator holds each gathered unit until the
+  // GPU is done with it, so the reserve grows (up to the card) while the step's need does not.
+  bool fsdp_limit_all_gathers = true;
   std::int64_t reduce_bucket_elements = -1;  // gradient reduce buckets; -1: the framework's
   bool overlap_comm = false;                  // DeepSpeed ZeRO 1/2: two reduce buckets (double buffering)
   // DeepSpeed ZeRO-3 stage3_max_reuse_distance (elements): a gathered parameter used again within

@@ -83,6 +83,12 @@ struct Estimate {
   double fragmentation = 0;         // reserved / allocated − 1 used for the point estimate
   bool fragmentation_simulated = false;  // from the allocator replay (else the given or fixed factor)
   Count allocator_segments;         // segments the replay's allocator held at its peak
+  // FSDP1 with limit_all_gathers false (parallel.fsdp_limit_all_gathers): what max_memory_reserved
+  // and nvidia-smi show when the all-gathers run a whole step ahead of the GPU, up to the card.
+  // The fit is judged on the need above: the allocator gives this memory back when the card is
+  // full. Zero when it does not apply.
+  Bytes runahead_peak_reserved_bytes;
+  Bytes runahead_device_total_bytes;
   // Weights, gradients, optimizer states and master weights per (base) parameter, all GPUs
   // together: the seeds' "14x rule" number, 2–3 for LoRA.
   double static_bytes_per_parameter = 0;
