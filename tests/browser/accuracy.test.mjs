@@ -123,7 +123,10 @@ describe('the built accuracy pages', { skip: missing || false, concurrency: fals
       assert.equal(shown.e, point.predicted, `${point.id}: memfit's estimate`);
       const answer = core.estimate(cases.get(point.id).config);
       if (!point.provisional && answer.ok) {
-        assert.ok(Math.abs(answer[point.quantity] - point.predicted) <= 1, `${point.id}: the core's estimate now`);
+        // Under FSDP1 without its rate limiter the reserve the run shows is the run-ahead's
+        // (accuracy.py `shown`), not the need the fit uses.
+        const shownByCore = answer.allocator?.fsdp_runahead?.[point.quantity] ?? answer[point.quantity];
+        assert.ok(Math.abs(shownByCore - point.predicted) <= 1, `${point.id}: the core's estimate now`);
         checked += 1;
       }
     }
