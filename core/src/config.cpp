@@ -415,6 +415,10 @@ Json applicability(std::string_view path) {
     all.push(when_in("model.is_encoder_decoder", std::move(yes)));
   } else if (path == "training.checkpointed_layers") {
     all.push(when_in("training.checkpointing", spellings({"full"})));
+  } else if (path == "training.weight_quant_group_size") {
+    all.push(when_in("training.weight_quant", spellings({"int8"})));
+  } else if (path == "training.galore_proj_quant") {
+    all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
   } else if (path == "parallel.fsdp_use_orig_params" || path == "parallel.fsdp_limit_all_gathers") {
     all.push(when_in("parallel.zero_stage", integers({3})));
   }

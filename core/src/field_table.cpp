@@ -213,6 +213,16 @@ std::vector<Field> build_fields() {
               "activations as in bf16 (torchao >= 0.13; rowwise >= 0.9), fp8 copies of each matmul's operands for "
               "a moment",
               "none", "tensorwise", "rowwise"),
+      MF_ENUM("training.weight_quant", training.weight_quant, WeightQuant,
+              "trained weights stored in low precision: int8 = the blocks' linear weights as INT8 codes with an "
+              "fp32 scale and zero per group, dequantized for each matmul, updated with stochastic rounding "
+              "(Q-GaLore --weight_quant); full fine-tuning and pre-training only",
+              "none", "int8"),
+      MF_INT("training.weight_quant_group_size", training.weight_quant_group_size, 1, 1LL << 30,
+             "elements sharing one scale and zero under weight_quant int8 (Q-GaLore --weight_group_size, 256)"),
+      MF_BOOL("training.galore_proj_quant", training.galore_proj_quant,
+              "Q-GaLore --proj_quant: GaLore's projection matrices as one-byte codes (4-bit values, unpacked) with "
+              "a scale and zero per 256 elements"),
       MF_ENUM("training.goal", training.goal, Goal,
               "what the run is for (decides the changes suggested and the planner's search); auto = peft for "
               "a parameter-efficient method, else full_finetune",

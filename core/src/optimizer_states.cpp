@@ -161,8 +161,12 @@ Bytes came_bytes(const std::vector<StateTensor>& tensors) {
 // compact r × k copy (`.type(original_type)`). `element` is the gradient's dtype here (the
 // recipe's state element: fp32 except under pure bf16). Every other tensor runs plain AdamW (HF
 // Trainer's optim_target_modules: the blocks' linear layers). `eight_bit`: GaLoreAdamW8bit keeps
-// the moments as bitsandbytes does.
-Bytes galore_bytes(const std::vector<StateTensor>& tensors, std::int64_t rank, bool eight_bit, Bytes element) {
+// the moments as bitsandbytes does. `proj_quant` (Q-GaLore, q_galore_projector.py _quantize): each
+// projection is stored as uint8 codes, one per element whatever proj_bits, with a scale and a zero
+// in the projection's dtype per group of 256 (--proj_group_size), the r × k projection only.
+Bytes galore_bytes(const std::vector<StateTensor>& tensors, std::int64_t rank, bool eight_bit, Bytes element,
+                   bool proj_quant = false) {
+  constexpr std::int64_t kProjGroup = 256;
   std::vector<Shape> moments;
   Bytes projections{0};
   for (const StateTensor& t : tensors) {
@@ -173,8 +177,9 @@ Bytes galore_bytes(const std::vector<StateTensor>& tensors, std::int64_t rank, b
     }
     const Count m = s.rows, n = s.cols, r = min(Count(rank), min(m, n));
     moments.push_back({max(m, n), r, s.count * s.lead});
-    const Count kept = element == kFp32Bytes ? min(m, n) : r;
-    projections += kept * min(m, n) * s.count * s.lead * element;
+    const Count kept = element == kFp32Bytes && !proj_quant ? min(m, n) : r;
+    const Count codes = kept * min(m, n) * s.count * s.lead;
+    projections += proj_quant ? codes * Bytes{1} + ceil_div(codes, Count(kProjGroup)) * element * 2 : codes * element;
   }
   if (eight_bit) return bnb_8bit_bytes(moments, kAdamStates) + projections;
   Count n = 0;
@@ -325,8 +330,8 @@ Bytes optimizer_state_bytes(const Config& c, const ParameterCount& params, Count
     case Optimizer::kAdafactor:
     case Optimizer::kAdaLomo: return factored_second_moment_elements_bytes(tensors);
     case Optimizer::kCame: return came_bytes(tensors);
-    case Optimizer::kGaloreAdamW: return galore_bytes(tensors, t.galore_rank, false, element);
-    case Optimizer::kGaloreAdamW8bit: return galore_bytes(tensors, t.galore_rank, true, element);
+    case Optimizer::kGaloreAdamW: return galore_bytes(tensors, t.galore_rank, false, element, t.galore_proj_quant);
+    case Optimizer::kGaloreAdamW8bit: return galore_bytes(tensors, t.galore_rank, true, element, t.galore_proj_quant);
     case Optimizer::kAdamMini: return adam_mini_bytes(tensors, c.model, element);
     case Optimizer::kMuon: return muon_bytes(tensors, element);
     case Optimizer::kShampoo: return shampoo_bytes(tensors, t.max_preconditioner_dim, element);

@@ -78,6 +78,29 @@ Bytes load_bytes(const Config& c, const ParameterCount& params, const Placement&
   return st.weights + (quantised ? largest * r.frozen_base : Bytes{0});
 }
 
+// An optimizer stepped in backward, parameter by parameter (training.optimizer_in_backward:
+// torchtune's optimizer_in_bwd, GaLore's and Q-GaLore's per-layer hooks, register_post_accumulate_
+// grad_hook): while the largest parameter's hook runs, its gradient and that one step's temporaries
+// exist beside everything backward holds. Q-GaLore's INT8 weights (training.weight_quant) are
+// dequantized, updated and re-quantized with stochastic rounding in the hook
+// (q_galore_adamw8bit.py step, _quantize_stochastic_round): the float weight, its clone, and
+// w / scales, its ceil and floor, the rounding probability, the random draw and torch.where's
+// result, all of the weight's size in the gradient's dtype: eight at once.
+Bytes in_backward_step_bytes(const Config& c, const ParameterCount& params, const PrecisionRecipe& r) {
+  const Training& t = c.training;
+  if (!t.optimizer_in_backward || c.parallel.offload_optimizer) return Bytes{0};
+  const Count largest = largest_trainable_tensor(c, params) / c.parallel.tensor;
+  const Bytes step = optimizer_step_temporary_bytes(c, params, largest, largest, r);
+  Count largest_linear = 0;  // the weights Q-GaLore quantizes: the blocks' linear layers
+  for (const TensorGroup& g : params.groups) {
+    if (g.linear && g.layer != LayerKind::kNone) largest_linear = max(largest_linear, g.elements_each());
+  }
+  const Bytes requantize = t.weight_quant == WeightQuant::kInt8
+                               ? largest_linear / c.parallel.tensor * stored_gradient_bytes(c, r) * 8
+                               : Bytes{0};
+  return largest * stored_gradient_bytes(c, r) + max(step, requantize);
+}
+
 // Backward passes three high points: the loss and head (every saved tensor alive, the loss's
 // V-wide gradients, then the head weight's gradient beside the logits' gradient); the top block
 // (its working memory, and its recomputation under checkpointing); and the end (every
@@ -98,7 +121,7 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   const Bytes grads_at_end = updates_in_backward(c.training) ? Bytes{0} : st.gradients;
   // LOMO / AdaLomo update each parameter in backward: one gradient (and its fp32 copy) at a time.
   const Bytes fused = stores_gradients(c.training)
-                          ? Bytes{0}
+                          ? in_backward_step_bytes(c, params, r)
                           : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
   // Backward frees every saved tensor but leaves ctx attributes, which go with the graph after it.
   const Bytes end = st.weights + st.master + st.states + grads_at_end + act.embedding_saved_bytes + embedding_grad +

@@ -183,6 +183,27 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
   }));
 }
 
+namespace {
+
+// Q-GaLore's INT8 trained weights (q_galore_torch/utils/quantization.py, _quantize_tensor_int8 and
+// QGaLoreLinear): the blocks' linear weights as uint8 codes plus a scale and a zero per group. The
+// first scales are fp32 (computed before the model is cast, kept as attributes .to(dtype) leaves
+// alone); every update re-quantizes from the weight dequantized in the gradient's dtype
+// (q_galore_adamw8bit.py, _quantize_stochastic_round), so in the steady state they are in the
+// model's dtype. Every other parameter in the recipe's dtype.
+Bytes int8_trained_weight_bytes(const Config& c, const ParameterCount& params, const Placement& p,
+                                const PrecisionRecipe& r) {
+  Count linear = 0;
+  for (const TensorGroup& g : params.groups) {
+    if (g.linear && g.layer != LayerKind::kNone) linear += g.elements_each() * p.held(params, g);
+  }
+  linear = min(p.local_params, mul_div(linear / c.parallel.tensor, p.local_params, max(p.local_count, Count(1))));
+  const Count groups = ceil_div(linear, Count(std::max<std::int64_t>(1, c.training.weight_quant_group_size)));
+  return (p.local_params - linear) * r.weights + linear * Bytes{1} + groups * r.weights * 2;
+}
+
+}  // namespace
+
 StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                          const PrecisionRecipe& r, std::vector<std::string>& notes) {
   const bool peft = is_peft(c);
@@ -199,6 +220,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   s.weights = peft ? p.as_nominal(local_frozen_base_bytes(p, params, c.training.finetune, base_element)) +
                          (p.local_added - p.local_copies) * adapter_element + p.local_copies * copy_element
                    : p.local_params * r.weights;
+  if (!peft && c.training.weight_quant == WeightQuant::kInt8) s.weights = int8_trained_weight_bytes(c, params, p, r);
   const Bytes gradient_element = stored_gradient_bytes(c, r);
   s.gradients = stores_gradients(c.training)
                     ? (peft ? adapters * (fp32_adapters ? kFp32Bytes : gradient_element) + p.local_copies * copy_element

@@ -6,6 +6,7 @@
 
 #include "activations.hpp"
 #include "field_table.hpp"
+#include "finetune.hpp"
 #include "memfit/config.hpp"
 #include "memfit/estimate.hpp"
 #include "memfit/gpus.hpp"
@@ -176,6 +177,18 @@ void check_training(const Config& c, Checks& out) {
     if (t.precision == Precision::kFp8Mixed) {
       out.add("training.float8", "cannot be combined with training.precision fp8_mixed (Transformer Engine's FP8): "
                                  "choose one");
+    }
+  }
+  if (t.weight_quant != WeightQuant::kNone) {
+    // Q-GaLore quantizes the weights it trains (prepare_model_for_int8_training); the frozen base of
+    // a parameter-efficient method is finetune.base_bits.
+    if (is_peft(c)) {
+      out.add("training.weight_quant", "applies to full fine-tuning and pre-training (the trained weights are stored "
+                                       "in INT8); for a quantized frozen base use training.finetune.base_bits");
+    }
+    if (t.precision != Precision::kBf16 && t.precision != Precision::kFp32 && t.precision != Precision::kBf16Autocast) {
+      out.add("training.weight_quant", "needs training.precision bf16, bf16_autocast or fp32: the INT8 weights are "
+                                       "the only copy (Q-GaLore keeps no fp32 master weights)");
     }
   }
   std::vector<Issue> peft;

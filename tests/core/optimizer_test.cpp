@@ -57,6 +57,14 @@ TEST(Optimizers, StatesMatchTheLibrariesToTheByte) {
   }
 }
 
+// The bytes of an estimate's phase by name; -1 if absent.
+std::int64_t phase_of(const Estimate& e, const char* name) {
+  for (const Phase& p : e.phases) {
+    if (std::string(p.name) == name) return p.bytes.value();
+  }
+  return -1;
+}
+
 Config tiny(Optimizer o) {
   Config c = default_config();
   c.model = ModelSpec{};
@@ -88,6 +96,47 @@ TEST(Optimizers, GaloreWorkedExample) {
   const std::int64_t saved_per_layer = 2048 + 1024 + 1024 + 2048 + 3 * 8192;
   EXPECT_EQ(adam.breakdown.optimizer_states.value() - galore.breakdown.optimizer_states.value(),
             2 * saved_per_layer * 4);
+}
+
+// Q-GaLore (q_galore_torch): the blocks' linear weights as uint8 codes with a bf16 scale and zero
+// per 256 (6,476,005,376 of Llama 2 7B's 6,738,415,616 parameters: 32 x (4 x 4096² + 3 x 4096 x
+// 11008)), the rest in bf16; with --proj_quant each r x k projection as one-byte codes with two
+// bf16 values per 256. Checked against the arithmetic, not a run.
+TEST(Optimizers, QGaloreInt8WeightsAndOneByteProjections) {
+  Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16",)"
+                               R"("optimizer":"galore_adamw_8bit","galore_rank":1024,"optimizer_in_backward":true,)"
+                               R"("seq_len":256}})").config;
+  const Estimate plain = estimate(c);
+  c.training.weight_quant = WeightQuant::kInt8;
+  const Estimate int8 = estimate(c);
+  c.training.galore_proj_quant = true;
+  const Estimate both = estimate(c);
+  ASSERT_TRUE(plain.ok() && int8.ok() && both.ok());
+  const std::int64_t linear = 6'476'005'376, others = 6'738'415'616 - linear;
+  EXPECT_EQ(plain.breakdown.parameters.value(), (linear + others) * 2);
+  EXPECT_EQ(int8.breakdown.parameters.value(), others * 2 + linear + linear / 256 * 2 * 2);
+  EXPECT_EQ(int8.breakdown.optimizer_states, plain.breakdown.optimizer_states);
+  // Projections: per block q, k, v, o keep 1024 x 4096 and gate, up, down 1024 x 4096 (the
+  // smaller side is 4096 for every one), 7 x 4,194,304 codes; 2 bytes each before, 1 + 4/256 after.
+  const std::int64_t codes = 32LL * 7 * 1024 * 4096;
+  EXPECT_EQ(int8.breakdown.optimizer_states.value() - both.breakdown.optimizer_states.value(),
+            codes * 2 - (codes + codes / 256 * 2 * 2));
+  // The in-backward update of the largest linear weight (4096 x 11008) holds eight bf16 tensors of
+  // its size for a moment (dequantized weight, its clone, the stochastic-rounding temporaries).
+  EXPECT_GE(phase_of(both, "backward"), both.breakdown.parameters.value() + 4096LL * 11008 * 2 * 8);
+}
+
+TEST(Optimizers, Int8WeightsAreForTheTrainedWeightsOfAOneDtypeModel) {
+  Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16",)"
+                               R"("weight_quant":"int8","finetune":{"method":"lora"}}})").config;
+  std::vector<Issue> errors = estimate(c).errors;
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].field, "training.weight_quant");
+  c.training.finetune.method = FinetuneMethod::kFull;
+  c.training.precision = Precision::kBf16Mixed;
+  errors = estimate(c).errors;
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("master"), std::string::npos);
 }
 
 // LOMO and AdaLomo fuse the update into backward: no stored gradients, no optimizer phase.

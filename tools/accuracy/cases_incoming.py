@@ -539,9 +539,10 @@ def swift_tuners(rec):
             c.t("galore_rank", rank, "galore_rank in the row")
             c.t("galore_update_interval", 50, "swift's default galore_update_proj_gap 50")
             if "quantize" in rid:
-                c.flag("unmodelled_galore_quantization")
-                c.line("galore_quantization true (Q-GaLore-style quantized weights and projections): memfit has no "
-                       "setting for quantized trainable weights; the unquantized GaLore run is the closest")
+                c.t("weight_quant", "int8", "galore_quantization true: swift builds GaLoreConfig(quantize=True), which "
+                    "runs Q-GaLore's INT8 weights (uint8 codes, a scale and zero per group)")
+                c.t("weight_quant_group_size", 256, "Q-GaLore's weight group size default (swift exposes none)")
+                c.t("galore_proj_quant", False, "galore_proj_quant default False: the projections stay 16-bit")
     else:
         c.ft("method", method, {"lora": "tuner lora (use_dora false)", "dora": "tuner lora with use_dora true (PEFT DoRA)",
                                 "adalora": "tuner adalora (PEFT AdaLoRA)"}[method])
@@ -1635,9 +1636,11 @@ def qgalore(rec):
     c.t("galore_update_interval", 500, "--update_proj_gap 500")
     c.t("optimizer_in_backward", True, "'_per_layer': updates inside backward hooks")
     if q:
-        c.flag("unmodelled_int8_weights")
-        c.line("--weight_quant --stochastic_round: the trained weights are stored as INT8 (group-wise) and --proj_quant keeps "
-               "the projections in INT4; memfit has no quantized-trainable-weights setting, the bf16 configuration is kept")
+        c.t("weight_quant", "int8", "--weight_quant --stochastic_round: QGaLoreLinear keeps the q/k/v/o/gate/up/down weights "
+            "as uint8 codes with a scale and zero per group, re-quantized with stochastic rounding in each update")
+        c.t("weight_quant_group_size", 256, "--weight_group_size default 256 (run_pretrain.py)")
+        c.t("galore_proj_quant", True, "--proj_quant (--proj_bits 4, --proj_group_size 256 defaults): the projections as "
+            "one-byte codes")
     c.gpu("rtx-a6000-48gb", "README: 'tested on a single A6000' (stated for the batch-16 checkpointed run, taken for all)")
     parallel_defaults(c, 1, 0, "single GPU", "no sharding")
     c.measure("device_total_bytes", "GiB", GALORE_COUNTER, note=GALORE_COUNTER_NOTE)
@@ -1683,8 +1686,9 @@ def apollo(rec):
     c.t("galore_update_interval", 200, "APOLLO's --update_proj_gap 200")
     c.t("optimizer_in_backward", True, "q_apollo_per_layer: updates inside backward hooks")
     c.flag("unmodelled_apollo")
-    c.flag("unmodelled_int8_weights")
-    c.line("--weight_quant: INT8 group-wise weights (Q-GaLore style); not expressible, bf16 kept")
+    c.t("weight_quant", "int8", "--weight_quant --stochastic_round: INT8 weights with a scale and zero per group (APOLLO's "
+        "prepare_model_for_int8_training_apollo, derived from Q-GaLore's)")
+    c.t("weight_quant_group_size", 128, "--weight_group_size 128")
     c.line("seq_len 256 is not stated in the script; main_pretrain.py's --max_length default (256, inherited from GaLore) is taken")
     c.flag("seq_from_default")
     c.gpu("a100-80gb", "README: 'tested on a single A100 GPU', size not stated (the card only sets the verdict)")
@@ -2226,8 +2230,6 @@ FLAG_MEANINGS = {
     "unmodelled_gpu": "unmodelled: the card is not in memfit's GPU table; its true name is kept (the lead adds cards), a "
                       "build without it runs the nearest card it has (accuracy.py PROVISIONAL_GPUS)",
     "unmodelled_alibi_bias": "unmodelled: an ALiBi bias of heads x T x T passed to every attention layer (Baichuan2-13B)",
-    "unmodelled_galore_quantization": "unmodelled: GaLore with quantized weights and projections (Q-GaLore style)",
-    "unmodelled_int8_weights": "unmodelled: trainable weights stored as INT8 with stochastic rounding (Q-GaLore, Q-APOLLO)",
     "unmodelled_apollo": "unmodelled: the APOLLO optimizer (random-projection low-rank moments); GaLore of the same rank kept",
     "unmodelled_layer_sac": "unmodelled: torchtitan's per-layer selective checkpointing (every second block checkpointed)",
     "unmodelled_async_tp": "unmodelled: torchtitan async tensor parallelism (symmetric-memory buffers)",

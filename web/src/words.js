@@ -127,6 +127,10 @@ export const CHOICES = {
     fused: ['One kernel', 'keeps the activation\'s inputs and recomputes the rest'],
     fused_inplace: ['One kernel, gradients in place (Liger, unsloth)', 'backward writes the gradients over the inputs it kept'],
   },
+  'training.weight_quant': {
+    none: ['Off', 'the trained weights in the precision\'s dtype'],
+    int8: ['INT8 trained weights (Q-GaLore)', 'codes with a scale and zero per group, dequantized for each matmul'],
+  },
   'training.float8': {
     none: ['Off', ''],
     tensorwise: ['Float8, tensor-wise scales (torchao)', ''],
@@ -276,6 +280,10 @@ export const FIELDS = {
   'training.chunked_loss': ['Chunked loss', 'cross-entropy in chunks: no full fp32 logits'],
   'training.optimizer_in_backward': ['Optimizer in backward', 'each gradient is applied and freed as soon as it is computed'],
   'training.activation_offload': ['Activation offload', 'saved activations moved to CPU memory'],
+  'training.weight_quant': ['Trained weights', 'Q-GaLore keeps the blocks\' linear weights as INT8 codes between steps'],
+  'training.weight_quant_group_size': ['INT8 group size', 'weights sharing one scale and zero'],
+  'training.galore_proj_quant': ['One-byte GaLore projections', 'Q-GaLore --proj_quant: the projections as 4-bit values, one per byte'],
+  'parallel.fsdp_limit_all_gathers': ['FSDP rate limiter', 'limit_all_gathers: off lets all-gathers run ahead and the reserve grow toward the card'],
   'training.goal': ['Goal', 'what the run is for: decides the changes suggested and the planner\'s search'],
   'training.finetune.method': ['Method', ''],
   'training.finetune.lora_rank': ['LoRA rank', 'width of the adapters (r)'],

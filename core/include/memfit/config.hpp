@@ -126,6 +126,12 @@ enum class Goal { kAuto, kPretrain, kFullFinetune, kPeft };
 // scaling: none, tensorwise (dynamic, one scale per tensor) or rowwise (one per row).
 enum class Float8 { kNone, kTensorwise, kRowwise };
 
+// Trained weights kept in low precision between steps (Q-GaLore, Zhang et al. 2024:
+// q_galore_torch/utils/quantization.py QGaLoreLinear): the blocks' linear weights as uint8 codes
+// with an fp32 scale and zero per group of weight_quant_group_size, dequantized for every matmul and
+// re-quantized with stochastic rounding at each update; no 16-bit copy is kept.
+enum class WeightQuant { kNone, kInt8 };
+
 // The implementation: the code that runs the model, apart from the model's shape. A framework
 // names a profile (implementation.cpp, one row per framework); each knob below can override it,
 // and `kAuto` means "as the framework's profile says". docs/frameworks.md cites each behaviour.
@@ -388,6 +394,11 @@ struct Training {
   bool activation_offload = false;
   Goal goal = Goal::kAuto;
   Float8 float8 = Float8::kNone;
+  WeightQuant weight_quant = WeightQuant::kNone;
+  std::int64_t weight_quant_group_size = 256;  // Q-GaLore --weight_group_size
+  // Q-GaLore --proj_quant: GaLore's projection matrices as uint8 codes (--proj_bits 4 values, one
+  // per byte, unpacked) with a scale and zero in the gradient's dtype per 256 elements.
+  bool galore_proj_quant = false;
   Finetune finetune;
 
   std::int64_t decoder_len() const { return target_len > 0 ? target_len : seq_len; }
