@@ -357,7 +357,7 @@ Json applicability(std::string_view path) {
     return when_in("training.finetune.method", methods_where(uses));
   };
   if (path == "training.galore_rank" || path == "training.galore_update_interval") {
-    all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
+    all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit", "apollo"})));
   } else if (path == "training.max_preconditioner_dim") {
     all.push(when_in("training.optimizer", spellings({"shampoo", "soap"})));
   } else if (path == "training.finetune.lora_rank" || path == "training.finetune.use_rslora") {

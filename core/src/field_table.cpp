@@ -175,11 +175,13 @@ std::vector<Field> build_fields() {
       MF_ENUM("training.optimizer", training.optimizer, Optimizer,
               "optimizer (states derived from each library's code: torch.optim, bitsandbytes, galore-torch, "
               "Adam-mini, Muon, LOMO/AdaLomo, distributed Shampoo, SOAP, CAME, Sophia, schedule_free, torchao; "
-              "mezo: zeroth-order, two forward passes per step and nothing for backward)",
+              "mezo: zeroth-order, two forward passes per step and nothing for backward; apollo: APOLLO's random "
+              "low-rank moments, galore_rank sets r)",
               "adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "adafactor", "sgd", "sgd_momentum", "lion",
               "galore_adamw", "galore_adamw_8bit", "adam_mini", "muon", "lomo", "adalomo", "shampoo", "soap", "came",
-              "sophia", "schedule_free_adamw", "lion_8bit", "sgd_momentum_8bit", "adamw_4bit", "mezo"),
-      MF_INT("training.galore_rank", training.galore_rank, 1, 100'000, "GaLore projection rank r"),
+              "sophia", "schedule_free_adamw", "lion_8bit", "sgd_momentum_8bit", "adamw_4bit", "mezo", "apollo"),
+      MF_INT("training.galore_rank", training.galore_rank, 1, 100'000,
+             "GaLore / APOLLO projection rank r (APOLLO-Mini: 1)"),
       MF_INT("training.galore_update_interval", training.galore_update_interval, 1, kMillion,
              "GaLore update_proj_gap: optimizer steps between projection updates (SVDs)"),
       MF_INT("training.max_preconditioner_dim", training.max_preconditioner_dim, 0, kMillion,

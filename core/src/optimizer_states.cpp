@@ -187,6 +187,26 @@ Bytes galore_bytes(const std::vector<StateTensor>& tensors, std::int64_t rank, b
   return n * element * kAdamStates + projections;
 }
 
+// APOLLO (Zhu et al. 2024; apollo_torch, random_projector.py GradientProjector and apollo.py
+// AdamW.step): GaLore's shapes with a random projection: a hidden matrix [m, n] keeps Adam's two
+// moments of its projected gradient ([m, r] or [r, n], r capped at min(m, n)) and the projection
+// itself, stable_randn of r × min(m, n) cast to the gradient's dtype ("we store the projection
+// matrix instead of re-generation"), never a k × k factor; the per-parameter norm-growth limiter
+// keeps one scalar. Every other tensor runs plain AdamW.
+Bytes apollo_bytes(const std::vector<StateTensor>& tensors, std::int64_t rank, Bytes element) {
+  Count elements = 0;
+  for (const StateTensor& t : tensors) {
+    const Shape& s = t.shape;
+    if (t.role != Role::kHiddenMatrix && t.role != Role::kQueryKey) {
+      elements += s.elements() * kAdamStates;
+      continue;
+    }
+    const Count m = s.rows, n = s.cols, r = min(Count(rank), min(m, n));
+    elements += (max(m, n) * r * kAdamStates + r * min(m, n) + 1) * s.count * s.lead;
+  }
+  return elements * element;
+}
+
 // Adam-mini (Zhang et al. 2024; adam_mini/adam_mini.py v1.1.1): a full first moment m and one
 // second moment per block: a bias keeps a full v; q and k one per head (numel / (d·d/h)); the
 // embeddings, the head, v, o and the MLP one per output row; any other tensor (the norms) one.
@@ -332,6 +352,7 @@ Bytes optimizer_state_bytes(const Config& c, const ParameterCount& params, Count
     case Optimizer::kCame: return came_bytes(tensors);
     case Optimizer::kGaloreAdamW: return galore_bytes(tensors, t.galore_rank, false, element, t.galore_proj_quant);
     case Optimizer::kGaloreAdamW8bit: return galore_bytes(tensors, t.galore_rank, true, element, t.galore_proj_quant);
+    case Optimizer::kApollo: return apollo_bytes(tensors, t.galore_rank, element);
     case Optimizer::kAdamMini: return adam_mini_bytes(tensors, c.model, element);
     case Optimizer::kMuon: return muon_bytes(tensors, element);
     case Optimizer::kShampoo: return shampoo_bytes(tensors, t.max_preconditioner_dim, element);
@@ -350,6 +371,7 @@ Bytes seed_optimizer_state_bytes(Optimizer optimizer, Count p) {
     case Optimizer::kAdamW4bit:
     case Optimizer::kGaloreAdamW:
     case Optimizer::kGaloreAdamW8bit:
+    case Optimizer::kApollo:
     case Optimizer::kAdamMini:
     case Optimizer::kShampoo:
     case Optimizer::kSoap:
@@ -392,6 +414,22 @@ Bytes galore_temporary_bytes(const std::vector<StateTensor>& tensors, const Prec
   return largest;
 }
 
+// APOLLO's step on one hidden matrix [m, n] (apollo.py AdamW.step): the gradient scaled by the
+// channel- or tensor-wise factor (p.grad * scaling_factor), divided by the norm-growth limiter and
+// multiplied by sqrt(scale): two tensors of the matrix's size in the gradient's dtype at once;
+// regenerating the projection (every update_proj_gap steps) reads the gradient as an fp32 copy
+// first (get_orthogonal_matrix: module_params.data.float()).
+Bytes apollo_temporary_bytes(const std::vector<StateTensor>& tensors, const PrecisionRecipe& r) {
+  Bytes largest{0};
+  for (const StateTensor& t : tensors) {
+    if (!is_matrix(t.shape) || (t.role != Role::kHiddenMatrix && t.role != Role::kQueryKey)) continue;
+    const Count mn = t.shape.rows * t.shape.cols;
+    const Bytes upcast = r.gradients == kFp32Bytes ? Bytes{0} : mn * kFp32Bytes;
+    largest = max(largest, max(upcast, mn * r.gradients * 2));
+  }
+  return largest;
+}
+
 // Muon's Newton–Schulz iteration on one matrix (muon.py zeropower_via_newtonschulz5): X in bf16
 // [m, n], A = X Xᵀ and B = bA + cA² [k, k] (k = min(m, n)), and the next X: two m·n and two k·k
 // bf16 tensors alive together, for the largest hidden matrix.
@@ -430,6 +468,7 @@ Bytes optimizer_step_temporary_bytes(const Config& c, const ParameterCount& para
       return sharded_trainable * r.optimizer_state;
     case Optimizer::kGaloreAdamW:
     case Optimizer::kGaloreAdamW8bit: return galore_temporary_bytes(state_tensors(c, params), r);
+    case Optimizer::kApollo: return apollo_temporary_bytes(state_tensors(c, params), r);
     case Optimizer::kMuon: return muon_temporary_bytes(state_tensors(c, params));
     case Optimizer::kMezo:
       // MeZO's in-place perturbation and update (large_models/trainer.py, zo_perturb_parameters:

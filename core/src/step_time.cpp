@@ -375,6 +375,7 @@ double optimizer_state_tensors(Optimizer o) {
     case Optimizer::kSgdMomentum8bit: return 0.25;
     case Optimizer::kGaloreAdamW:
     case Optimizer::kGaloreAdamW8bit:
+    case Optimizer::kApollo:
     case Optimizer::kAdafactor:
     case Optimizer::kSgd:
     case Optimizer::kLomo:

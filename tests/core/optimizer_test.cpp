@@ -139,6 +139,23 @@ TEST(Optimizers, Int8WeightsAreForTheTrainedWeightsOfAOneDtypeModel) {
   EXPECT_NE(errors[0].message.find("master"), std::string::npos);
 }
 
+// APOLLO, worked (fp32, rank 16): GaLore's moments, but the stored projection is the random
+// r x min(m, n) matrix whatever the dtype (no SVD factor), plus the limiter's scalar. Per layer,
+// AdamW's elements minus APOLLO's: q and o [64, 64]: 8192 - (2048 + 1024 + 1) = 5119; k and v
+// [32, 64]: 4096 - (2048 + 512 + 1) = 1535; gate, up [128, 64] and down [64, 128]:
+// 16384 - (4096 + 1024 + 1) = 11263.
+TEST(Optimizers, ApolloWorkedExample) {
+  Config c = tiny(Optimizer::kApollo);
+  c.training.galore_rank = 16;
+  const Estimate apollo = estimate(c);
+  c.training.optimizer = Optimizer::kAdamW;
+  const Estimate adam = estimate(c);
+  ASSERT_TRUE(apollo.ok() && adam.ok());
+  const std::int64_t saved_per_layer = 2 * 5119 + 2 * 1535 + 3 * 11263;
+  EXPECT_EQ(adam.breakdown.optimizer_states.value() - apollo.breakdown.optimizer_states.value(),
+            2 * saved_per_layer * 4);
+}
+
 // LOMO and AdaLomo fuse the update into backward: no stored gradients, no optimizer phase.
 TEST(Optimizers, FusedUpdatesStoreNoGradients) {
   for (Optimizer o : {Optimizer::kLomo, Optimizer::kAdaLomo}) {

@@ -1679,13 +1679,12 @@ def apollo(rec):
                      "grad_accum_steps 1: the script's accumulation is not stated; it does not change the peak of a "
                      "per-layer update" for a in c.assumptions]
     c.cfg["training"]["grad_accum_steps"] = 1
-    c.t("optimizer", "galore_adamw", "APOLLO-Mini keeps Adam moments in a rank-1 random projection (tensor-wise scaling); "
-        "memfit has no APOLLO optimizer and GaLore at rank 1 has the same state shape (flagged)")
+    c.t("optimizer", "apollo", "--optimizer q_apollo_per_layer: APOLLO-Mini, Adam moments in a rank-1 random projection "
+        "with tensor-wise scaling (--scale_type tensor, --proj random)")
     c.t("optimizer_impl", "fused", "per-layer update in backward hooks")
-    c.t("galore_rank", 1, "APOLLO-Mini rank 1")
-    c.t("galore_update_interval", 200, "APOLLO's --update_proj_gap 200")
+    c.t("galore_rank", 1, "--rank 1 (APOLLO-Mini)")
+    c.t("galore_update_interval", 200, "--update_proj_gap 200")
     c.t("optimizer_in_backward", True, "q_apollo_per_layer: updates inside backward hooks")
-    c.flag("unmodelled_apollo")
     c.t("weight_quant", "int8", "--weight_quant --stochastic_round: INT8 weights with a scale and zero per group (APOLLO's "
         "prepare_model_for_int8_training_apollo, derived from Q-GaLore's)")
     c.t("weight_quant_group_size", 128, "--weight_group_size 128")
@@ -2230,7 +2229,6 @@ FLAG_MEANINGS = {
     "unmodelled_gpu": "unmodelled: the card is not in memfit's GPU table; its true name is kept (the lead adds cards), a "
                       "build without it runs the nearest card it has (accuracy.py PROVISIONAL_GPUS)",
     "unmodelled_alibi_bias": "unmodelled: an ALiBi bias of heads x T x T passed to every attention layer (Baichuan2-13B)",
-    "unmodelled_apollo": "unmodelled: the APOLLO optimizer (random-projection low-rank moments); GaLore of the same rank kept",
     "unmodelled_layer_sac": "unmodelled: torchtitan's per-layer selective checkpointing (every second block checkpointed)",
     "unmodelled_async_tp": "unmodelled: torchtitan async tensor parallelism (symmetric-memory buffers)",
     "unmodelled_use_cache_in_training": "unmodelled: use_cache stays on in training, so every layer's key/value cache is "

@@ -31,6 +31,7 @@ export const CHOICES = {
     adamw_4bit: ['4-bit AdamW (torchao)', 'two 4-bit moments per trainable weight'],
     galore_adamw: ['GaLore AdamW', 'AdamW moments in a low-rank projection of each matrix\'s gradient'],
     galore_adamw_8bit: ['GaLore 8-bit AdamW', 'GaLore with 8-bit moments'],
+    apollo: ['APOLLO', 'AdamW moments in a random low-rank projection; the raw gradient is scaled'],
     adam_mini: ['Adam-mini', 'one second moment per block instead of per weight'],
     muon: ['Muon', 'one momentum per matrix weight; AdamW for embeddings and the head'],
     lomo: ['LOMO', 'the update fused into backward: no stored gradients, no state'],

@@ -72,6 +72,7 @@ enum class Optimizer {
   kSgdMomentum8bit,  // bitsandbytes 8-bit SGD with momentum
   kAdamW4bit,        // torchao AdamW4bit (Li et al. 2023): 4-bit block-wise moments
   kMezo,             // MeZO (Malladi et al. 2023): zeroth-order SGD, forward passes only, no gradients or state
+  kApollo,           // APOLLO (Zhu et al. 2024): Adam moments in a random rank-r projection, scaling the raw gradient
 };
 
 // How the optimizer step runs: PyTorch's multi-tensor (foreach) default keeps one state-sized
