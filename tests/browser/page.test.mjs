@@ -259,7 +259,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.equal(await galore.count(), 1);
     assert.equal(await p.isEnabled(id('training.galore_rank')), false);
     assert.equal(await p.inputValue(id('training.galore_rank')), '64');
-    assert.match(await galore.locator('.field-hint').textContent(), /applies when .* is galore_adamw or galore_adamw_8bit/);
+    assert.match(await galore.locator('.field-hint').textContent(), /applies when .* is galore_adamw, galore_adamw_8bit or apollo/);
     // The rank applies to DoRA as to LoRA (the core's list, not the page's).
     await p.selectOption(id('training.finetune.method'), 'dora');
     assert.equal(await p.isEnabled(id('training.finetune.lora_rank')), true);

@@ -182,7 +182,7 @@ describe('with the real schema (wasm core)', { skip: !existsSync(join(WASM_DIR, 
     const galore = fields.get('training.galore_rank');
     const at = (values) => (path) => values[path] ?? fields.get(path).default;
     assert.equal(fieldApplies(galore, at({})), false);
-    assert.equal(whenItApplies(galore, at({})), 'applies when optimizer is galore_adamw or galore_adamw_8bit');
+    assert.equal(whenItApplies(galore, at({})), 'applies when optimizer is galore_adamw, galore_adamw_8bit or apollo');
     assert.equal(fieldApplies(galore, at({ 'training.optimizer': 'galore_adamw_8bit' })), true);
     assert.equal(whenItApplies(galore, at({ 'training.optimizer': 'galore_adamw_8bit' })), '');
     // The rank is read by DoRA as by LoRA, not by IA3 (and every condition of a field must hold).
