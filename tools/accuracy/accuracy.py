@@ -837,6 +837,14 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
       f"{share['without_dropped_setting']} of {share['records']} ({share['share'] * 100:.1f} %) | "
       f"{'yes' if share['share'] >= 0.95 else 'no'} |")
     w("")
+    multi = grouped_headlines(rows, gpus_class).get("multi-GPU", {})
+    if multi.get("count"):
+        w("| what issue 9 asks | reported here | reached |")
+        w("|---|---|---|")
+        w(f"| sharded memory (ZeRO / FSDP, TP, PP) within 10 % of published multi-GPU measurements (median abs error, "
+          f"{multi['count']} runs) | {apct(multi['median_abs_error'])} | "
+          f"{'yes' if multi['median_abs_error'] <= 0.10 else 'no'} |")
+        w("")
 
     # ---------------------------------------------------------------- OOM
     w("## Runs that ran out of memory")
