@@ -618,7 +618,18 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   out.embedding_saved_bytes = outside_bytes(c, d);
   out.every_block_recomputed = tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers;
   const PipelineInFlight in_flight = pipeline_in_flight(c.parallel, tr.grad_accum_steps);
-  out.saved_bytes = mul_div(body_bytes(c, d, b) + out.embedding_saved_bytes, in_flight.chunks, in_flight.chunks_per_stage);
+  Bytes body = body_bytes(c, d, b);
+  const std::int64_t lowest = lowest_backward_layer(c);
+  if (lowest > 0) {
+    // Only some blocks train and the embedding does not: nothing below the lowest trained block
+    // needs a gradient, so those blocks (and the embedding) run without autograd saving anything.
+    // The blocks from there up save what a full fine-tune's do (a frozen block among them keeps a
+    // little less: its linears need no input for a weight gradient).
+    const std::int64_t layers = std::max<std::int64_t>(1, m.num_hidden_layers);
+    body = mul_div(body, Count(std::max<std::int64_t>(0, layers - lowest)), Count(layers));
+    out.embedding_saved_bytes = Bytes{0};
+  }
+  out.saved_bytes = mul_div(body + out.embedding_saved_bytes, in_flight.chunks, in_flight.chunks_per_stage);
   if (tr.activation_offload) {
     // Offloading streams saved tensors to the host; one layer's worth is on the GPU while its
     // backward runs. Under full or op-level checkpointing that layer is the one recomputed, which
@@ -784,6 +795,8 @@ void fused_linear_loss(const LossShape& s, const ImplementationProfile& p, const
 Bytes head_weight_grad_bytes(const Config& c, const ParameterCount& params) {
   const ModelSpec& m = c.model;
   if (m.output_head != OutputHead::kLm || is_peft(c)) return Bytes{0};
+  const Finetune& f = c.training.finetune;
+  if (trains_some_layers(c) && !f.train_head && !(m.tie_word_embeddings && f.train_embeddings)) return Bytes{0};
   const Count head = m.tie_word_embeddings ? params.component_count(Component::kTokenEmbedding)
                                            : params.component_count(Component::kHead);
   return head * recipe_for(c.training.precision).gradients / c.parallel.tensor;
@@ -805,8 +818,10 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   // input to fp32.
   s.loss_element = impl.logits_dtype == LogitsDtype::kFp32 || r.autocast ? kFp32Bytes : s.d.act;
   s.vocab = ceil_div(Count(m.vocab_size), c.parallel.tensor);
+  const Finetune& f = c.training.finetune;
   const bool head_trainable =
-      !s.d.lora || (s.d.targets & kLoraHead) || (c.training.finetune.modules_to_save & kSaveHead);
+      trains_some_layers(c) ? f.train_head || (m.tie_word_embeddings && f.train_embeddings)
+                            : !s.d.lora || (s.d.targets & kLoraHead) || (f.modules_to_save & kSaveHead);
   s.head_input = head_trainable ? s.d.tokens * s.d.hidden_split * s.d.act : Bytes{0};
   s.labels = s.d.tokens * kInt64Bytes;
   s.logits = s.d.tokens * s.vocab * s.d.act;

@@ -364,6 +364,12 @@ Json applicability(std::string_view path) {
     all.push(methods(uses_rank_method));
   } else if (path == "training.finetune.lora_targets" || path == "training.finetune.lora_dropout") {
     all.push(methods(adapts_linears_method));
+  } else if (path == "training.finetune.trainable_layers") {
+    all.push(when_in("training.finetune.method", spellings({"full"})));
+  } else if (path == "training.finetune.lowest_trainable_layer" || path == "training.finetune.train_embeddings" ||
+             path == "training.finetune.train_head") {
+    all.push(when_in("training.finetune.method", spellings({"full"})));
+    all.push(when_at_least("training.finetune.trainable_layers", 0));
   } else if (path == "training.finetune.base_bits" || path == "training.finetune.modules_to_save" ||
              path == "training.lora_base_dtype" || path == "training.lora_adapter_dtype") {
     all.push(methods(any_peft));

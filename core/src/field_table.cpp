@@ -254,6 +254,16 @@ std::vector<Field> build_fields() {
         f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.modules_to_save; };
         return f;
       }(),
+      MF_INT("training.finetune.trainable_layers", training.finetune.trainable_layers, -1, 100'000,
+             "full fine-tuning of this many blocks only (LLaMA-Factory freeze_trainable_layers, LISA's activated "
+             "layers, LLaMA-Pro's added blocks); -1 = every block"),
+      MF_INT("training.finetune.lowest_trainable_layer", training.finetune.lowest_trainable_layer, -1, 100'000,
+             "the lowest trained block (0-based): backward stops there, so the blocks below save nothing; -1 = the "
+             "trained blocks are the top ones"),
+      MF_BOOL("training.finetune.train_embeddings", training.finetune.train_embeddings,
+              "with trainable_layers: the token embedding trains too (backward then runs through every block)"),
+      MF_BOOL("training.finetune.train_head", training.finetune.train_head,
+              "with trainable_layers: the output head trains too"),
       MF_REAL("training.finetune.lora_dropout", training.finetune.lora_dropout, 0.0, 0.99,
               "dropout on the LoRA adapters' input (PEFT lora_dropout)"),
       MF_BOOL("training.finetune.use_rslora", training.finetune.use_rslora,

@@ -49,12 +49,47 @@ std::vector<Shape> all_parameters(const ParameterCount& params) {
 
 }  // namespace
 
+std::int64_t lowest_backward_layer(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  if (!trains_some_layers(c) || f.train_embeddings) return 0;
+  const std::int64_t layers = c.model.num_hidden_layers;
+  return f.lowest_trainable_layer >= 0 ? f.lowest_trainable_layer : std::max<std::int64_t>(0, layers - f.trainable_layers);
+}
+
+ParameterCount trained_view(const Config& c, const ParameterCount& params) {
+  if (!trains_some_layers(c)) return params;
+  const Finetune& f = c.training.finetune;
+  const Count layers = max(Count(c.model.num_hidden_layers), Count(1));
+  ParameterCount out = params;
+  for (TensorGroup& g : out.groups) {
+    if (g.layer != LayerKind::kNone) {
+      g.count = mul_div(g.count, Count(f.trainable_layers), layers);
+      continue;
+    }
+    const bool embedding = g.component == Component::kTokenEmbedding || g.component == Component::kPositionEmbedding ||
+                           g.component == Component::kTokenTypeEmbedding || g.component == Component::kEmbeddingNorm;
+    // A tied head is the token embedding: it trains if either does.
+    const bool tied_embedding = g.component == Component::kTokenEmbedding && c.model.tie_word_embeddings;
+    const bool head = g.component == Component::kHead;
+    const bool trains = (embedding && f.train_embeddings) || (head && f.train_head) || (tied_embedding && f.train_head);
+    if (!trains) g.count = Count(0);
+  }
+  Count total = 0;
+  for (const TensorGroup& g : out.groups) total += g.elements_each() * g.count;
+  out.total_count = total;
+  return out;
+}
+
 std::vector<Shape> trainable_shapes(const Config& c, const ParameterCount& params) {
-  if (!is_peft(c)) return all_parameters(params);
+  if (!is_peft(c)) return all_parameters(trained_view(c, params));
   return peft_parameters(c.model, params, c.training.finetune).trainable;
 }
 
 TrainableCounts trainable_counts(const Config& c, const ParameterCount& params, Count base_parameter_count) {
+  if (trains_some_layers(c)) {
+    const Count trained = trained_view(c, params).total_count;
+    return {mul_div(trained, base_parameter_count, max(params.total_count, Count(1))), Count(0), Bytes{0}};
+  }
   if (!is_peft(c)) return {base_parameter_count, Count(0), Bytes{0}};
   const PeftParameters p = peft_parameters(c.model, params, c.training.finetune);
   return {p.trainable_count(), p.added_count(), p.buffer_bytes};

@@ -50,6 +50,18 @@ inline bool kbit_upcast(const Finetune& f) {
 }
 inline bool kbit_fp32_stream(const Finetune& f) { return f.method != FinetuneMethod::kFull && kbit_upcast(f); }
 
+// Full fine-tuning of some blocks only (training.finetune.trainable_layers >= 0).
+inline bool trains_some_layers(const Config& c) {
+  return !is_peft(c) && c.training.finetune.trainable_layers >= 0;
+}
+// The lowest block backward reaches: 0 when the embedding trains or every block does, else the
+// lowest trained block (the top trainable_layers blocks unless lowest_trainable_layer says).
+std::int64_t lowest_backward_layer(const Config& config);
+// `params` restricted to what trains when only some blocks do: each block group scaled to the
+// trained share of the blocks it holds, the embeddings and the head only when they train. Every
+// other configuration: `params` as it is.
+ParameterCount trained_view(const Config& config, const ParameterCount& params);
+
 // The tensors the optimizer sees: every parameter for a full fine-tune, the method's otherwise.
 std::vector<Shape> trainable_shapes(const Config& config, const ParameterCount& params);
 

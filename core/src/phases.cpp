@@ -114,7 +114,9 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   const Bytes top_block = alive + reused.blocks + head_grad + loss.head_input_bytes + act.layer_backward_working_bytes;
   // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
   // gradient already there, so for a moment both exist.
-  const Bytes embedding_grad = !is_peft(c) && c.model.tie_word_embeddings
+  const bool embedding_trains = !trains_some_layers(c) || c.training.finetune.train_embeddings ||
+                                c.training.finetune.train_head;
+  const Bytes embedding_grad = !is_peft(c) && c.model.tie_word_embeddings && embedding_trains
                                    ? params.component_count(Component::kTokenEmbedding) * r.gradients /
                                          c.parallel.tensor
                                    : Bytes{0};

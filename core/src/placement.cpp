@@ -91,6 +91,14 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   // A nominal count (the seeds' tables) is placed in the same proportions as the architecture.
   p.local_params = mul_div(base_count, p.local_count, p.total_count);
   p.local_trainable = p.local_params;
+  if (trains_some_layers(c)) {
+    // Some blocks train: each stage is taken to hold its share of them (the top blocks sit on the
+    // last stages of a pipeline; the busiest stage is then one that holds them, not an average).
+    const ParameterCount mine = trained_view(c, local_parameters(params, p));
+    Count trained = 0;
+    for (const TensorGroup& g : mine.groups) trained += g.elements();
+    p.local_trainable = mul_div(trained, p.local_params, max(p.local_count, Count(1)));
+  }
   if (is_peft(c)) {
     // What the method adds and trains on this GPU's own tensors (its stage, its tensor slice).
     const PeftParameters peft = peft_parameters(c.model, local_parameters(params, p), c.training.finetune);
@@ -134,6 +142,12 @@ Bytes local_optimizer_state_bytes(const Config& c, const ParameterCount& params,
                                   Bytes state_element) {
   const ParameterCount mine = local_parameters(params, p);
   if (is_peft(c)) return optimizer_state_bytes(c, mine, p.local_trainable, state_element);
+  if (trains_some_layers(c)) {
+    const ParameterCount trained = trained_view(c, mine);
+    Count n = 0;
+    for (const TensorGroup& g : trained.groups) n += g.elements();
+    return p.as_nominal(optimizer_state_bytes(c, trained, n, state_element));
+  }
   return p.as_nominal(optimizer_state_bytes(c, mine, p.local_count, state_element));
 }
 
@@ -174,7 +188,16 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
   }
   const std::int64_t head_uses = peft ? head_calls(c) : 1;
   const std::int64_t layers = std::max<std::int64_t>(1, c.model.num_hidden_layers);
-  const Count blocks_kept = peft ? Count(layers - c.training.recomputed_layers(layers)) : Count(layers);
+  Count blocks_kept = peft ? Count(layers - c.training.recomputed_layers(layers)) : Count(layers);
+  if (trains_some_layers(c)) {
+    // The trained blocks' casts are cached (leaves that require grad); a frozen block that backward
+    // passes through saves its own copies, unless it is recomputed; below the lowest trained block
+    // nothing needs a gradient and the casts are transient.
+    const std::int64_t trained = c.training.finetune.trainable_layers;
+    const std::int64_t frozen_in_backward = std::max<std::int64_t>(0, layers - lowest_backward_layer(c) - trained);
+    blocks_kept = Count(trained) + mul_div(Count(frozen_in_backward), Count(layers - c.training.recomputed_layers(layers)),
+                                           Count(layers));
+  }
   const bool tied_head = c.model.output_head == OutputHead::kLm && c.model.tie_word_embeddings;
   return p.as_nominal(p.local<BytesUnit>(params, [&](const TensorGroup& g) {
     const bool head = g.component == Component::kHead || (tied_head && g.component == Component::kTokenEmbedding);

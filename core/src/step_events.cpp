@@ -120,6 +120,27 @@ Tensors local_tensors(const ParameterCount& params, const Placement& p) {
   return t;
 }
 
+// The tensors that train when only some blocks do (training.finetune.trainable_layers): the top
+// blocks' share of this GPU's layers, and the embeddings or head where they train.
+Tensors trained_tensors(const Config& c, const ParameterCount& params, const Placement& p, const Tensors& model) {
+  Tensors t;
+  const ParameterCount view = trained_view(c, params);
+  for (std::size_t i = 0; i < params.groups.size(); ++i) {
+    const TensorGroup& g = params.groups[i];
+    if (g.layer == LayerKind::kNone && view.groups[i].count.value() > 0 && p.held(params, g).value() > 0) {
+      t.outside.push_back(g.elements_each() / p.tensor * p.held(params, g));
+    }
+  }
+  const std::int64_t layers = static_cast<std::int64_t>(model.layers.size());
+  const std::int64_t all = std::max<std::int64_t>(1, c.model.num_hidden_layers);
+  const std::int64_t trained = std::min(layers, (c.training.finetune.trainable_layers * layers + all - 1) / all);
+  t.layers.resize(model.layers.size());
+  for (std::int64_t i = layers - trained; i < layers; ++i) {
+    t.layers[static_cast<std::size_t>(i)] = model.layers[static_cast<std::size_t>(i)];
+  }
+  return t;
+}
+
 // A parameter-efficient method's trainable tensors on this GPU (its adapters, prompts, ...), not
 // tied to layers: their gradients arrive with the first layers' backward (they are small).
 Tensors local_adapters(const Config& c, const ParameterCount& params, const Placement& p) {
@@ -301,7 +322,8 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   Program pr;
   const bool lora = is_peft(c);
   pr.model = local_tensors(params, p);
-  pr.trainable = lora ? local_adapters(c, params, p) : pr.model;
+  pr.trainable = lora ? local_adapters(c, params, p)
+                      : trains_some_layers(c) ? trained_tensors(c, params, p, pr.model) : pr.model;
   const std::vector<Count> model = pr.model.all(), trainable = pr.trainable.all();
   std::vector<Count> held = model;
   if (lora) held.insert(held.end(), trainable.begin(), trainable.end());

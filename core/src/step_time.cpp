@@ -40,9 +40,13 @@ constexpr double kFinetuneTrainTokens = 1e8;
 // weight, one for a frozen base), or MeZO's second forward (zo_step: loss at θ + εz, then θ − εz).
 double backward_passes(const StepTimeModel& m) {
   if (m.forward_only) return 1.0;
+  if (m.partial_backward_passes >= 0) return m.partial_backward_passes;
   return m.lora ? kFrozenBackwardPasses : kBackwardPasses;
 }
-double attention_backward_passes(const StepTimeModel& m) { return m.forward_only ? 1.0 : kBackwardPasses; }
+double attention_backward_passes(const StepTimeModel& m) {
+  if (m.forward_only) return 1.0;
+  return m.partial_attention_backward_passes >= 0 ? m.partial_attention_backward_passes : kBackwardPasses;
+}
 
 struct Link {
   double bytes_per_s;
@@ -465,9 +469,17 @@ StepTimeModel step_time_model(const Config& c, const ParameterCount& p, const St
   m.forward_only = forward_only(c.training);
   m.base_bits = c.training.finetune.base_bits;
   m.sequential_pipeline = c.parallel.pipeline_schedule == PipelineSchedule::kSequential;
-  if (m.lora) {
+  if (m.lora || trains_some_layers(c)) {
     m.trainable_fraction = double(trainable_counts(c, p, p.total_count).trainable.value()) /
                            std::max(1.0, double(p.total_count.value()));
+  }
+  if (trains_some_layers(c)) {
+    const double layers = std::max(1.0, double(c.model.num_hidden_layers));
+    const double trained = double(c.training.finetune.trainable_layers);
+    const double in_backward = layers - double(lowest_backward_layer(c));
+    m.partial_backward_passes =
+        (trained * kBackwardPasses + std::max(0.0, in_backward - trained) * kFrozenBackwardPasses) / layers;
+    m.partial_attention_backward_passes = kBackwardPasses * in_backward / layers;
   }
   m.optimizer_states = optimizer_state_tensors(c.training.optimizer);
   return m;

@@ -179,6 +179,25 @@ void check_training(const Config& c, Checks& out) {
                                  "choose one");
     }
   }
+  const Finetune& ft = t.finetune;
+  if (ft.trainable_layers >= 0) {
+    const std::int64_t layers = c.model.num_hidden_layers;
+    if (is_peft(c)) {
+      out.add("training.finetune.trainable_layers", "applies to method full (the blocks trained in full); a "
+                                                    "parameter-efficient method trains its own parameters: set -1");
+    } else if (ft.trainable_layers > layers) {
+      out.add("training.finetune.trainable_layers", "must be at most model.num_hidden_layers (" + group_digits(layers) +
+                                                        ") or -1 (every block); got " + group_digits(ft.trainable_layers));
+    } else if (uses_encoder_activation_model(c.model)) {
+      out.add("training.finetune.trainable_layers", "must be -1 (every block) for an encoder or encoder-decoder model: "
+                                                    "training some blocks only is modelled for decoder-only models");
+    } else if (ft.lowest_trainable_layer > layers - ft.trainable_layers) {
+      out.add("training.finetune.lowest_trainable_layer",
+              "must leave room for the trained blocks above it: at most model.num_hidden_layers - trainable_layers (" +
+                  group_digits(layers - ft.trainable_layers) + "), or -1 (the top blocks); got " +
+                  group_digits(ft.lowest_trainable_layer));
+    }
+  }
   if (t.weight_quant != WeightQuant::kNone) {
     // Q-GaLore quantizes the weights it trains (prepare_model_for_int8_training); the frozen base of
     // a parameter-efficient method is finetune.base_bits.

@@ -120,6 +120,57 @@ TEST(Estimate, GradientAccumulationAddsNoActivationMemory) {
 
 // seeds/002: "For a 7B model fine-tuned with LoRA at rank 16, the adapter might have fewer than
 // 10M trainable parameters" — true for PEFT's default targets (q, v): 32 · 2 · 16 · (4096 + 4096).
+// Full fine-tuning of the top blocks only (LLaMA-Factory freeze tuning; LLaMA-Pro; LISA): Llama 2
+// 7B's blocks hold 202,383,360 parameters each (4 x 4096² + 3 x 4096 x 11008 + 2 x 4096), its
+// embedding and head 32000 x 4096 each. The states and gradients are the trained blocks'; the blocks
+// below the lowest trained one save nothing and keep no autocast copy; backward costs less.
+TEST(Estimate, SomeBlocksTrain) {
+  const auto run = [](std::int64_t trained, std::int64_t lowest = -1, bool embeddings = false, bool head = false) {
+    Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)"
+                                 R"("optimizer":"adamw","seq_len":2048}})").config;
+    c.training.finetune.trainable_layers = trained;
+    c.training.finetune.lowest_trainable_layer = lowest;
+    c.training.finetune.train_embeddings = embeddings;
+    c.training.finetune.train_head = head;
+    return estimate(c);
+  };
+  const std::int64_t block = 202'383'360, table = 32'000LL * 4096;
+  const Estimate all = run(-1), top4 = run(4), pro = run(4, 8), lisa = run(2, -1, true, true);
+  ASSERT_TRUE(all.ok() && top4.ok() && pro.ok() && lisa.ok());
+  EXPECT_EQ(top4.trainable_parameter_count.value(), 4 * block);
+  EXPECT_EQ(top4.breakdown.gradients.value(), 4 * block * 4);
+  EXPECT_EQ(top4.breakdown.optimizer_states.value(), 4 * block * 8);
+  EXPECT_EQ(lisa.trainable_parameter_count.value(), 2 * block + 2 * table);
+  EXPECT_EQ(top4.breakdown.parameters, all.breakdown.parameters);
+  // Saved activations: 4 of 32 blocks' worth (the embedding saves nothing); from block 8 up, 24;
+  // with the embedding trained, all of them.
+  const std::int64_t per_block = (all.breakdown.activations.value() - 0) / 32;
+  EXPECT_NEAR(double(top4.breakdown.activations.value()), double(per_block * 4), double(per_block) / 8);
+  EXPECT_NEAR(double(pro.breakdown.activations.value()), double(per_block * 24), double(per_block) / 8);
+  EXPECT_EQ(lisa.breakdown.activations, all.breakdown.activations);
+  // autocast's cached bf16 copies: the 4 trained blocks' linears, and the head's copy, saved for its
+  // input gradient.
+  const std::int64_t linears = 4LL * 4096 * 4096 + 3LL * 4096 * 11008;
+  EXPECT_EQ(top4.breakdown.weight_copies.value(), (4 * linears + table) * 2);
+  EXPECT_LT(step_time(top4.config).step_time_s, step_time(all.config).step_time_s);
+}
+
+TEST(Estimate, SomeBlocksTrainIsRangeChecked) {
+  Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"}})").config;
+  c.training.finetune.trainable_layers = 33;
+  ASSERT_EQ(estimate(c).errors.size(), 1u);
+  EXPECT_EQ(estimate(c).errors[0].field, "training.finetune.trainable_layers");
+  c.training.finetune.trainable_layers = 4;
+  c.training.finetune.lowest_trainable_layer = 29;
+  ASSERT_EQ(estimate(c).errors.size(), 1u);
+  EXPECT_EQ(estimate(c).errors[0].field, "training.finetune.lowest_trainable_layer");
+  c.training.finetune.lowest_trainable_layer = 28;
+  EXPECT_TRUE(estimate(c).ok());
+  c.training.finetune.method = FinetuneMethod::kLora;
+  ASSERT_EQ(estimate(c).errors.size(), 1u);
+  EXPECT_EQ(estimate(c).errors[0].field, "training.finetune.trainable_layers");
+}
+
 TEST(Estimate, LoraTrainableCountMatchesTheSeedClaim) {
   Config c = llama();
   c.training.finetune.method = FinetuneMethod::kLora;

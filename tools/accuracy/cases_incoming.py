@@ -508,17 +508,15 @@ def swift_tuners(rec):
     s = rec["setup"]
     method = ("dora" if "-dora" in rid else "adalora" if "-adalora" in rid else "full" if "-full" in rid else
               "llamapro" if "llamapro" in rid else "lisa" if "lisa" in rid else "lora")
-    if "llamapro" in rid:
-        raise Skip("LLaMA-Pro: 4 new decoder blocks are inserted (36 layers) and only they train; memfit has no setting "
-                   "for a model trained only in some of its blocks")
-    if "lisa" in rid:
-        raise Skip("LISA: two randomly chosen layers (plus embeddings and head) train at a time, switched every 20 steps; "
-                   "memfit has no layer-sampling setting")
     gpus = s["num_gpus"]
     packing = "packing" in rid
-    kind = "full" if method == "full" else ("peft" if method in ("dora", "adalora") else "lora")
+    kind = "full" if method in ("full", "llamapro", "lisa") else ("peft" if method in ("dora", "adalora") else "lora")
     c = Case(rec, kind, f"Qwen-7B-Chat {method}{' GaLore' if 'galore' in rid else ''}{' packing' if packing else ''}, "
-             f"{gpus}x A100-80GB, ms-agent data (<=2048), bs 1 x ga 16, AC, flash").model("qwen1-7b")
+             f"{gpus}x A100-80GB, ms-agent data (<=2048), bs 1 x ga 16, AC, flash")
+    if method == "llamapro":
+        c.model("qwen1-7b", {"num_hidden_layers": 36}, "; LLaMA-Pro expands it to 36 blocks (llamapro_num_new_blocks 4)")
+    else:
+        c.model("qwen1-7b")
     swift_common(c, "qwen1-7b", 1, 16, 2048, True, True)
     # The Tuners runs use ms-agent + ms-bench dialogues truncated at 2048, not the benchmark data.
     c.assumptions = [a if not a.startswith("seq_len") else
@@ -530,7 +528,28 @@ def swift_tuners(rec):
         c.flag("padded_seq_cap")
     else:
         c.t("sequence_lengths", "fixed", "--packing true: every sequence is packed to 2048 tokens")
-    if method == "full":
+    if method == "llamapro":
+        c.ft("method", "full", "swift's LLaMA-Pro tuner: the expanded model with every original parameter frozen")
+        c.ft("trainable_layers", 4, "llamapro_num_new_blocks 4: only the inserted blocks train (the row's 809.58 M "
+             "trainable = 4 blocks of 202.4 M)")
+        c.ft("lowest_trainable_layer", 8, "llamapro_num_groups defaults to the number of new blocks: one new block after "
+             "each group of 8 original ones, at indices 8, 17, 26 and 35; backward runs down to block 8")
+        c.ft("train_embeddings", False, "embeddings frozen")
+        c.ft("train_head", False, "lm_head frozen")
+    elif method == "lisa":
+        c.ft("method", "full", "sft_type full with swift's LISA callback")
+        c.ft("trainable_layers", 2, "lisa_activated_layers 2: the callback freezes every decoder layer and unfreezes two "
+             "random ones, switched every 20 steps (lisa_step_interval)")
+        c.ft("lowest_trainable_layer", 0, "the sampled layers can be any; the embedding trains, so backward runs through "
+             "every block regardless")
+        c.ft("train_embeddings", True, "the callback freezes only the decoder layers: the embedding keeps requires_grad")
+        c.ft("train_head", True, "lm_head keeps requires_grad as well")
+        c.flag("unmodelled_lisa_optimizer")
+        c.line("swift's DynamicLayerActivationCallback freezes every decoder layer in its __init__, before HF Trainer "
+               "builds the optimizer from the parameters that require grad: the optimizer holds the embedding, the final "
+               "norm and the head only, and the sampled layers get gradients (zeroed by model.zero_grad()) but no state; "
+               "memfit gives the two trained blocks AdamW states too (about 1.5 GiB more)")
+    elif method == "full":
         c.ft("method", "full", "sft_type full")
         if "galore" in rid:
             rank = 128 if "galore128" in rid else 32
@@ -2226,6 +2245,8 @@ FLAG_MEANINGS = {
     "unmodelled_active_bytes": "unmodelled: the source read active bytes (memory_stats active_bytes.all.peak), which "
                                "count freed blocks still waiting on another stream's events; memfit reports allocated "
                                "and reserved",
+    "unmodelled_lisa_optimizer": "unmodelled: LISA's sampled layers train without optimizer state (the callback froze "
+                                 "them before the optimizer was built)",
     "unmodelled_gpu": "unmodelled: the card is not in memfit's GPU table; its true name is kept (the lead adds cards), a "
                       "build without it runs the nearest card it has (accuracy.py PROVISIONAL_GPUS)",
     "unmodelled_alibi_bias": "unmodelled: an ALiBi bias of heads x T x T passed to every attention layer (Baichuan2-13B)",

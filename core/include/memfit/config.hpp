@@ -370,6 +370,15 @@ struct Finetune {
   // PEFT's modules_to_save: a trainable copy of the token embedding and / or the output head beside
   // the frozen original (kSaveEmbedding | kSaveHead), with any method.
   unsigned modules_to_save = 0;
+  // Full fine-tuning of some blocks only (method full): the number trained (-1: all), the lowest
+  // of them (0-based; -1: they are the top trainable_layers blocks), and whether the token
+  // embedding and the output head train too. LLaMA-Factory's freeze tuning
+  // (freeze_trainable_layers, freeze_extra_modules), LLaMA-Pro's added blocks, LISA's sampled
+  // layers with embeddings and head.
+  std::int64_t trainable_layers = -1;
+  std::int64_t lowest_trainable_layer = -1;
+  bool train_embeddings = false;
+  bool train_head = false;
 };
 
 struct Training {

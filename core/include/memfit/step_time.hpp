@@ -104,6 +104,10 @@ struct StepTimeModel {
   double block_parameters = 0, expert_parameters = 0, outside_parameters = 0, trainable_fraction = 1;
   bool lora = false;
   bool forward_only = false;  // MeZO: a second forward pass instead of a backward one
+  // Some blocks trained (training.finetune.trainable_layers): backward's cost in forward passes,
+  // averaged over the blocks (2 trained, 1 frozen above the lowest trained, 0 below); < 0: unused.
+  double partial_backward_passes = -1;
+  double partial_attention_backward_passes = -1;  // the same for attention's score matmuls (none below)
   std::int64_t base_bits = 16;
   bool sequential_pipeline = false;  // parallel.pipeline_schedule sequential
   double optimizer_states = 2;  // state tensors per trainable parameter (Adam 2, momentum 1, SGD 0)
