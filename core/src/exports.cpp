@@ -783,6 +783,15 @@ Export export_plan(const Config& c, Engine engine) {
     case Engine::kMegatron: e = megatron(c); break;
     case Engine::kTorchtune: e = torchtune(c); require_sequence_parallel(c, e, "torchtune"); break;
   }
+  if (c.training.finetune.trainable_layers >= 0) {
+    fail(e, "training.finetune.trainable_layers",
+         "which blocks train is set in the training script (requires_grad), which these configurations do not carry: "
+         "export with -1 (every block) and freeze the blocks in the script");
+  }
+  if (c.training.weight_quant != WeightQuant::kNone) {
+    fail(e, "training.weight_quant", "Q-GaLore's INT8 weights are its own training script's (--weight_quant), not an "
+                                     "option of these engines: export with none");
+  }
   if (c.parallel.pipeline > 1 && c.parallel.pipeline_schedule == PipelineSchedule::kSequential) {
     fail(e, "parallel.pipeline_schedule",
          "sequential stages are transformers' device_map=\"auto\" (set in from_pretrained, not by a launcher); these "

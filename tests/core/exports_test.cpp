@@ -260,6 +260,11 @@ TEST(Exports, LayoutsAnEngineCannotRunAreErrors) {
   const Config part = config(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_master","checkpointing":"full","checkpointed_layers":7},"parallel":{"num_gpus":8,"pipeline":2,"zero_stage":1}})");
   EXPECT_EQ(export_plan(part, Engine::kDeepSpeed).errors.at(0).field, "parallel");  // pipeline first
   EXPECT_EQ(export_plan(part, Engine::kMegatron).errors.at(0).field, "training.checkpointed_layers");  // 7 on 2 stages
+  // Frozen blocks and Q-GaLore's INT8 weights are the training script's, not the engine's.
+  const Config frozen = config(R"({"training":{"precision":"bf16_master","finetune":{"trainable_layers":4}},"parallel":{"num_gpus":8,"zero_stage":1}})");
+  EXPECT_EQ(export_plan(frozen, Engine::kDeepSpeed).errors.at(0).field, "training.finetune.trainable_layers");
+  const Config int8 = config(R"({"training":{"precision":"bf16","weight_quant":"int8"},"parallel":{"num_gpus":8,"zero_stage":3}})");
+  EXPECT_EQ(export_plan(int8, Engine::kTorchtune).errors.back().field, "training.weight_quant");
 }
 
 // The planner's own plans export and read back unchanged wherever the engine can run them.
