@@ -268,6 +268,17 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.close();
   });
 
+  test('the run line names the method: a PEFT method by name, a full fine-tune of some blocks by count', async () => {
+    const some = await open('?v=1&preset=llama-2-7b&trainable_layers=4');
+    assert.match(await some.getByTestId('run-line').textContent(), /full fine-tune of 4 of 32 blocks/);
+    await some.close();
+    const prefix = await open('?v=1&preset=llama-2-7b&method=prefix_tuning');
+    const line = await prefix.getByTestId('run-line').textContent();
+    assert.doesNotMatch(line, /full fine-tune/);
+    assert.match(line, /prefix/i);
+    await prefix.close();
+  });
+
   test('a .json file dropped on the paste box is imported', async () => {
     const p = await open();
     await p.locator('.import > summary').click();

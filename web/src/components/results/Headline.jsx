@@ -80,6 +80,13 @@ export function AccuracyLine() {
   );
 }
 
+// The method in words: LoRA's rank, another PEFT method's name, or which blocks a full fine-tune trains.
+function methodWords(f, layers) {
+  if (f.method === 'lora') return `${f.base_bits === 4 ? 'QLoRA' : 'LoRA'} rank ${f.lora_rank}`;
+  if (f.method && f.method !== 'full') return choiceWords('training.finetune.method', f.method).label;
+  return f.trainable_layers >= 0 ? `full fine-tune of ${f.trainable_layers} of ${layers} blocks` : 'full fine-tune';
+}
+
 // The run in one line of words: model, batch, precision, optimizer, GPUs.
 export function runLine(result, modelName) {
   const c = result.config;
@@ -88,7 +95,7 @@ export function runLine(result, modelName) {
   const parts = [
     modelName,
     `micro-batch ${formatCount(t.micro_batch_size)} × ${formatCount(t.seq_len)} tokens`,
-    t.finetune?.method === 'lora' ? `${t.finetune.base_bits === 4 ? 'QLoRA' : 'LoRA'} rank ${t.finetune.lora_rank}` : 'full fine-tune',
+    methodWords(t.finetune ?? {}, c.model?.num_hidden_layers),
     choiceWords('training.precision', t.precision).label,
     choiceWords('training.optimizer', t.optimizer).label,
     t.checkpointing !== 'none' ? `${choiceWords('training.checkpointing', t.checkpointing).label.toLowerCase()} checkpointing` : null,
