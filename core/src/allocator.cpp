@@ -291,7 +291,13 @@ const CachingAllocator::Block* CachingAllocator::live_block(Handle h) const {
   return block.live && block.allocated && !block.pending && block.generation == h.generation ? &block : nullptr;
 }
 
-bool CachingAllocator::free(Handle h) {
+bool CachingAllocator::free(Handle h) { return release(h, false); }
+
+bool CachingAllocator::free_recorded(Handle h) { return release(h, true); }
+
+// DeviceCachingAllocator::free: the stats drop at once; the block is cached, or, recorded on
+// another stream, kept out of the pools (and unmerged) until its events pass (insert_events).
+bool CachingAllocator::release(Handle h, bool recorded) {
   if (h.ok() && h.block == -1) {
     // A zero-byte allocation frees as a no-op, as a null DataPtr does.
     note_event();
@@ -299,29 +305,17 @@ bool CachingAllocator::free(Handle h) {
   }
   if (live_block(h) == nullptr) return false;
   Block& block = blocks_[h.block];
-  block.allocated = false;
   allocated_bytes_ -= block.size;
   requested_bytes_ -= block.requested;
   block.requested = 0;
-  free_block(h.block);
-  note_event();
-  return true;
-}
-
-bool CachingAllocator::free_recorded(Handle h) {
-  if (h.ok() && h.block == -1) {
-    note_event();
-    return true;
+  if (recorded) {
+    block.pending = true;
+    pending_bytes_ += block.size;
+    pending_.push_back(h.block);
+  } else {
+    block.allocated = false;
+    free_block(h.block);
   }
-  if (live_block(h) == nullptr) return false;
-  Block& block = blocks_[h.block];
-  // The stats move as in free(); the block stays out of the pools (and unmerged) until its events pass.
-  allocated_bytes_ -= block.size;
-  requested_bytes_ -= block.requested;
-  block.requested = 0;
-  block.pending = true;
-  pending_bytes_ += block.size;
-  pending_.push_back(h.block);
   note_event();
   return true;
 }

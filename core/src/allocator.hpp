@@ -249,6 +249,7 @@ class CachingAllocator {
   };
 
   const Block* live_block(Handle handle) const;
+  bool release(Handle handle, bool recorded);  // free() and free_recorded()
   Pool& pool_of(const Block& b) { return pools_[segments_[b.segment].small ? 0 : 1]; }
   CachedBlock key(std::int32_t b) const { return {blocks_[b].size, blocks_[b].address, b}; }
   std::int32_t new_block();

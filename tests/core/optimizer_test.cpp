@@ -81,21 +81,26 @@ Config tiny(Optimizer o) {
   return c;
 }
 
+// AdamW's optimizer-state bytes on tiny() minus those of a rank-16 low-rank optimizer.
+std::int64_t states_saved_at_rank_16(Optimizer low_rank) {
+  Config c = tiny(low_rank);
+  c.training.galore_rank = 16;
+  const Estimate low = estimate(c);
+  c.training.optimizer = Optimizer::kAdamW;
+  const Estimate adam = estimate(c);
+  EXPECT_TRUE(low.ok() && adam.ok());
+  return adam.breakdown.optimizer_states.value() - low.breakdown.optimizer_states.value();
+}
+
 // GaLore, worked (fp32 gradients, rank 16): q [64, 64] keeps two 64 × 16 moments and, as a view
 // of torch.linalg.svd's Vh, the whole 64 × 64 factor; k [32, 64] (rows < cols: left projection)
 // two 16 × 64 moments and U's 32 × 32.
 TEST(Optimizers, GaloreWorkedExample) {
-  Config c = tiny(Optimizer::kGaloreAdamW);
-  c.training.galore_rank = 16;
-  const Estimate galore = estimate(c);
-  c.training.optimizer = Optimizer::kAdamW;
-  const Estimate adam = estimate(c);
   // Per layer, elements AdamW keeps minus GaLore's: q 8192 − (2048 + 4096) = 2048; k 4096 −
   // (2048 + 1024) = 1024; v as k; o as q; gate, up [128, 64] and down [64, 128]: 16384 − (4096 +
   // 4096) = 8192 each.
   const std::int64_t saved_per_layer = 2048 + 1024 + 1024 + 2048 + 3 * 8192;
-  EXPECT_EQ(adam.breakdown.optimizer_states.value() - galore.breakdown.optimizer_states.value(),
-            2 * saved_per_layer * 4);
+  EXPECT_EQ(states_saved_at_rank_16(Optimizer::kGaloreAdamW), 2 * saved_per_layer * 4);
 }
 
 // Q-GaLore (q_galore_torch): the blocks' linear weights as uint8 codes with a bf16 scale and zero
@@ -145,15 +150,8 @@ TEST(Optimizers, Int8WeightsAreForTheTrainedWeightsOfAOneDtypeModel) {
 // [32, 64]: 4096 - (2048 + 512 + 1) = 1535; gate, up [128, 64] and down [64, 128]:
 // 16384 - (4096 + 1024 + 1) = 11263.
 TEST(Optimizers, ApolloWorkedExample) {
-  Config c = tiny(Optimizer::kApollo);
-  c.training.galore_rank = 16;
-  const Estimate apollo = estimate(c);
-  c.training.optimizer = Optimizer::kAdamW;
-  const Estimate adam = estimate(c);
-  ASSERT_TRUE(apollo.ok() && adam.ok());
   const std::int64_t saved_per_layer = 2 * 5119 + 2 * 1535 + 3 * 11263;
-  EXPECT_EQ(adam.breakdown.optimizer_states.value() - apollo.breakdown.optimizer_states.value(),
-            2 * saved_per_layer * 4);
+  EXPECT_EQ(states_saved_at_rank_16(Optimizer::kApollo), 2 * saved_per_layer * 4);
 }
 
 // LOMO and AdaLomo fuse the update into backward: no stored gradients, no optimizer phase.
