@@ -114,7 +114,9 @@ Dims make_dims(const Config& c) {
   const Finetune& f = c.training.finetune;
   const bool bnb_4bit = d.lora && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes;
   const bool unsloth = impl.framework == Framework::kUnsloth;
-  d.quantized_base_saves_input = bnb_4bit && (f.bnb_keeps_input || unsloth);
+  // ChatGLM's W8A16Linear (quantization.py) saves its input with save_for_backward, int8 or int4.
+  const bool chatglm = d.lora && f.base_bits < 16 && f.quant_method == QuantMethod::kChatglm;
+  d.quantized_base_saves_input = (bnb_4bit && (f.bnb_keeps_input || unsloth)) || chatglm;
   d.quantized_inputs_retained = bnb_4bit && f.bnb_keeps_input && !unsloth;
   return d;
 }

@@ -273,9 +273,11 @@ std::vector<Field> build_fields() {
       MF_ENUM("training.finetune.quant_type", training.finetune.quant_type, QuantType,
               "4-bit base data type (bnb_4bit_quant_type); nf4 and fp4 store the same bytes", "nf4", "fp4"),
       MF_ENUM("training.finetune.quant_method", training.finetune.quant_method, QuantMethod,
-              "who quantised the 8/4-bit base: bitsandbytes (QLoRA, LLM.int8(), at load) or gptq (auto-gptq "
-              "QuantLinear over a GPTQ checkpoint, which dequantises each weight to fp16 and keeps it for backward)",
-              "bitsandbytes", "gptq"),
+              "who quantised the 8/4-bit base: bitsandbytes (QLoRA, LLM.int8(), at load), gptq (auto-gptq "
+              "QuantLinear over a GPTQ checkpoint, which dequantises each weight to fp16 and keeps it for backward) "
+              "or chatglm (ChatGLM's own model.quantize(bits): int8 / packed int4 with an fp16 scale per row, each "
+              "quantized linear saving its input)",
+              "bitsandbytes", "gptq", "chatglm"),
       MF_ENUM("training.finetune.gptq_kernel", training.finetune.gptq_kernel, GptqKernel,
               "GPTQ base: dequantize (auto-gptq's CUDA QuantLinear: each weight unpacked to fp16 and kept for "
               "backward) or fused (triton / exllama kernels that read the packed weight and keep nothing new)",

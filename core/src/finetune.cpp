@@ -31,6 +31,13 @@ Bytes four_bit_bytes(const TensorGroup& g, const Finetune& f) {
 // auto-gptq's QuantLinear buffers (auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py __init__): qweight
 // int32 [in·bits/32, out], qzeros int32 [groups, out·bits/32], scales fp16 [groups, out] and g_idx
 // int32 [in], with groups = ceil(in / group_size) (one group for group_size -1).
+// ChatGLM's own weight-only quantization (THUDM's quantization.py, QuantizedLinear): the weight as
+// int8, or two int4 values per byte (compress_int4_weight), and an fp16 scale per output row
+// (weight.abs().max(dim=-1) / (2^(bits-1) - 1)); no zero point.
+Bytes chatglm_bytes(const TensorGroup& g, const Finetune& f) {
+  return ceil_div(g.elements_each() * f.base_bits, 8) * kByte + g.rows * Bytes{2};
+}
+
 Bytes gptq_bytes(const TensorGroup& g, const Finetune& f) {
   const Count out = g.rows, in = g.cols;
   const Count groups = f.gptq_group_size > 0 ? ceil_div(in, f.gptq_group_size) : Count(1);
@@ -105,6 +112,7 @@ Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantiz
   if (f.base_bits == 16) return g.elements_each() * unquantized;
   if (!g.linear) return g.elements_each() * kept;
   if (f.quant_method == QuantMethod::kGptq) return gptq_bytes(g, f);
+  if (f.quant_method == QuantMethod::kChatglm) return chatglm_bytes(g, f);
   return f.base_bits == 8 ? int8_bytes(g) : four_bit_bytes(g, f);
 }
 

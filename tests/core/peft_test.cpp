@@ -324,6 +324,30 @@ TEST(Peft, GptqBaseKeepsDequantisedWeights) {
   EXPECT_EQ(fused.breakdown.activations, sixteen.breakdown.activations);
 }
 
+// ChatGLM's own quantization (quantization.py QuantizedLinear): int8 codes, or two int4 values per
+// byte, and an fp16 scale per output row; the base's other tensors stay 16-bit. Llama 2 7B's block
+// linears: q, k, v, o 4096 x 4096, gate and up 11008 x 4096, down 4096 x 11008; 32 blocks. Its
+// W8A16Linear saves its input for backward (save_for_backward), which bitsandbytes' 4-bit linear
+// of today does not.
+TEST(Peft, ChatglmQuantizationKeepsCodesAndRowScales) {
+  const auto run = [](const char* method, std::int64_t bits) {
+    Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16","seq_len":512,)"
+                                 R"("finetune":{"method":"lora","lora_targets":["q","v"]}}})").config;
+    c.training.finetune.base_bits = bits;
+    c.training.finetune.quant_method = std::string(method) == "chatglm" ? QuantMethod::kChatglm : QuantMethod::kBitsandbytes;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return e;
+  };
+  const Estimate half = run("bitsandbytes", 16), int8 = run("chatglm", 8), int4 = run("chatglm", 4);
+  const std::int64_t elements = 4LL * 4096 * 4096 + 3LL * 4096 * 11008;
+  const std::int64_t rows = 4LL * 4096 + 2 * 11008 + 4096;
+  EXPECT_EQ(half.breakdown.parameters.value() - int8.breakdown.parameters.value(), 32 * (elements * 2 - (elements + rows * 2)));
+  EXPECT_EQ(half.breakdown.parameters.value() - int4.breakdown.parameters.value(),
+            32 * (elements * 2 - (elements / 2 + rows * 2)));
+  EXPECT_GT(int4.breakdown.activations.value(), run("bitsandbytes", 4).breakdown.activations.value());
+}
+
 // bitsandbytes before 0.43.2 keeps each 4-bit linear's input as a ctx attribute (`ctx.tensors =
 // (A, B)`; PR #1270 dropped it): the four inputs of every block (q/k/v, o, gate/up, down: 4096,
 // 4096, 4096 and 11008 wide), except the first block's q/k/v (a frozen embedding's output needs

@@ -2076,13 +2076,9 @@ def chatglm6b(rec):
     c.ft("prefix_projection", False, "ChatGLM's prefix_projection default False (an embedding of 128 x 2 x 28 x 4096)")
     c.ft("base_bits", bits, {4: "--quantization_bit 4", 8: "--quantization_bit 8", 16: "no quantization (FP16 row)"}[bits])
     if bits < 16:
-        c.flag("unmodelled_chatglm_quantization")
-        c.line(f"base_bits {bits} approximates ChatGLM's own weight-only INT{bits} quantization (cpm_kernels, per-row "
-               "scales), which memfit does not model (it models bitsandbytes)")
-    if bits == 4:
-        c.ft("bnb_keeps_input", True, "the closest setting: ChatGLM's W8A16Linear keeps each quantized linear's input "
-             "for backward (quantization.py, ctx.save_for_backward(inp, quant_w, scale_w)), as bitsandbytes before "
-             "0.43.2 does")
+        c.ft("quant_method", "chatglm", f"--quantization_bit {bits}: model.quantize({bits}), ChatGLM's own weight-only "
+             "quantization (quantization.py QuantizedLinear: int8 or packed int4 with an fp16 scale per row; W8A16Linear "
+             "saves its input with save_for_backward)")
     c.gpu("a100-80gb", "not stated; the card only sets the CUDA-context allowance (an Ampere card assumed)")
     parallel_defaults(c, 1, 0, "one GPU", "no sharding")
     c.t("optimizer_in_backward", False, "not used")
@@ -2255,7 +2251,6 @@ FLAG_MEANINGS = {
     "unmodelled_use_cache_in_training": "unmodelled: use_cache stays on in training, so every layer's key/value cache is "
                                         "returned and kept with the outputs",
     "unmodelled_modules_to_save": "unmodelled: PEFT modules_to_save (full trainable copies of the embedding and lm_head)",
-    "unmodelled_chatglm_quantization": "unmodelled: ChatGLM's own weight-only INT4/INT8 quantization kernels",
     "unmodelled_zeropp": "unmodelled: DeepSpeed ZeRO++ (quantized all-gathers, hierarchical partitioning)",
 }
 

@@ -52,6 +52,7 @@ export const CHOICES = {
   'training.finetune.quant_method': {
     bitsandbytes: ['bitsandbytes', 'QLoRA NF4 or LLM.int8(), at load'],
     gptq: ['GPTQ (auto-gptq)', 'a pre-quantised GPTQ checkpoint'],
+    chatglm: ['ChatGLM model.quantize', 'int8 / int4 with a scale per row'],
   },
   'training.finetune.gptq_kernel': {
     dequantize: ['CUDA (dequantise)', 'keeps each fp16 weight for backward'],

@@ -110,7 +110,7 @@ enum class QuantType { kNf4, kFp4 };
 // Who quantised the frozen base: bitsandbytes (QLoRA's NF4 / FP4, LLM.int8(): quantised at load),
 // or GPTQ (auto-gptq's QuantLinear over a pre-quantised checkpoint: packed int32 weights with
 // per-group fp16 scales and packed zeros).
-enum class QuantMethod { kBitsandbytes, kGptq };
+enum class QuantMethod { kBitsandbytes, kGptq, kChatglm };
 // How a GPTQ linear runs in training. dequantize: auto-gptq's CUDA QuantLinear (qlinear_cuda_old.py,
 // qlinear_cuda.py) unpacks the weight to fp16 with PyTorch ops for inputs of 128 rows or more and
 // calls torch.matmul, which keeps that fp16 weight for backward. fused: kernels that read the packed
