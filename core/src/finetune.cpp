@@ -73,12 +73,10 @@ ParameterCount trained_view(const Config& c, const ParameterCount& params) {
       g.count = mul_div(g.count, Count(f.trainable_layers), layers);
       continue;
     }
-    const bool embedding = g.component == Component::kTokenEmbedding || g.component == Component::kPositionEmbedding ||
-                           g.component == Component::kTokenTypeEmbedding || g.component == Component::kEmbeddingNorm;
     // A tied head is the token embedding: it trains if either does.
-    const bool tied_embedding = g.component == Component::kTokenEmbedding && c.model.tie_word_embeddings;
-    const bool head = g.component == Component::kHead;
-    const bool trains = (embedding && f.train_embeddings) || (head && f.train_head) || (tied_embedding && f.train_head);
+    const bool tied_head = g.component == Component::kTokenEmbedding && c.model.tie_word_embeddings;
+    const bool trains = (is_embedding(g.component) && f.train_embeddings) ||
+                        ((g.component == Component::kHead || tied_head) && f.train_head);
     if (!trains) g.count = Count(0);
   }
   Count total = 0;

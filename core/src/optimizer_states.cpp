@@ -153,6 +153,17 @@ Bytes came_bytes(const std::vector<StateTensor>& tensors) {
   return total;
 }
 
+// How a low-rank optimizer keeps its projection (galore_bytes).
+struct LowRankProjection {
+  // Q-GaLore --proj_quant (q_galore_projector.py _quantize): uint8 codes, one per element whatever
+  // proj_bits, with a scale and a zero in the projection's dtype per group of 256 (--proj_group_size).
+  bool quantized = false;
+  // APOLLO (random_projector.py GradientProjector): stable_randn of r × min(m, n), cast to the
+  // gradient's dtype and stored ("we store the projection matrix instead of re-generation"), never
+  // an SVD factor; and one scalar per matrix for its norm-growth limiter.
+  bool random = false;
+};
+
 // GaLore (Zhao et al. 2024; galore_torch/galore_projector.py, proj_type "std"): a hidden matrix
 // [m, n] keeps Adam's two moments of its projected gradient, [m, r] when m ≥ n (right projection)
 // else [r, n] (r capped by the SVD at k = min(m, n)), and the projection. get_orthogonal_matrix
@@ -161,11 +172,10 @@ Bytes came_bytes(const std::vector<StateTensor>& tensors) {
 // compact r × k copy (`.type(original_type)`). `element` is the gradient's dtype here (the
 // recipe's state element: fp32 except under pure bf16). Every other tensor runs plain AdamW (HF
 // Trainer's optim_target_modules: the blocks' linear layers). `eight_bit`: GaLoreAdamW8bit keeps
-// the moments as bitsandbytes does. `proj_quant` (Q-GaLore, q_galore_projector.py _quantize): each
-// projection is stored as uint8 codes, one per element whatever proj_bits, with a scale and a zero
-// in the projection's dtype per group of 256 (--proj_group_size), the r × k projection only.
+// the moments as bitsandbytes does. APOLLO (Zhu et al. 2024; apollo_torch apollo.py AdamW.step)
+// keeps the same moments over a random projection.
 Bytes galore_bytes(const std::vector<StateTensor>& tensors, std::int64_t rank, bool eight_bit, Bytes element,
-                   bool proj_quant = false) {
+                   LowRankProjection projection = {}) {
   constexpr std::int64_t kProjGroup = 256;
   std::vector<Shape> moments;
   Bytes projections{0};
@@ -177,34 +187,16 @@ Bytes galore_bytes(const std::vector<StateTensor>& tensors, std::int64_t rank, b
     }
     const Count m = s.rows, n = s.cols, r = min(Count(rank), min(m, n));
     moments.push_back({max(m, n), r, s.count * s.lead});
-    const Count kept = element == kFp32Bytes && !proj_quant ? min(m, n) : r;
-    const Count codes = kept * min(m, n) * s.count * s.lead;
-    projections += proj_quant ? codes * Bytes{1} + ceil_div(codes, Count(kProjGroup)) * element * 2 : codes * element;
+    const bool svd_view = element == kFp32Bytes && !projection.quantized && !projection.random;
+    const Count codes = (svd_view ? min(m, n) : r) * min(m, n) * s.count * s.lead;
+    projections += projection.quantized ? codes * Bytes{1} + ceil_div(codes, Count(kProjGroup)) * element * 2
+                                        : codes * element;
+    if (projection.random) projections += s.count * s.lead * element;  // the limiter's scalar
   }
   if (eight_bit) return bnb_8bit_bytes(moments, kAdamStates) + projections;
   Count n = 0;
   for (const Shape& s : moments) n += s.elements();
   return n * element * kAdamStates + projections;
-}
-
-// APOLLO (Zhu et al. 2024; apollo_torch, random_projector.py GradientProjector and apollo.py
-// AdamW.step): GaLore's shapes with a random projection: a hidden matrix [m, n] keeps Adam's two
-// moments of its projected gradient ([m, r] or [r, n], r capped at min(m, n)) and the projection
-// itself, stable_randn of r × min(m, n) cast to the gradient's dtype ("we store the projection
-// matrix instead of re-generation"), never a k × k factor; the per-parameter norm-growth limiter
-// keeps one scalar. Every other tensor runs plain AdamW.
-Bytes apollo_bytes(const std::vector<StateTensor>& tensors, std::int64_t rank, Bytes element) {
-  Count elements = 0;
-  for (const StateTensor& t : tensors) {
-    const Shape& s = t.shape;
-    if (t.role != Role::kHiddenMatrix && t.role != Role::kQueryKey) {
-      elements += s.elements() * kAdamStates;
-      continue;
-    }
-    const Count m = s.rows, n = s.cols, r = min(Count(rank), min(m, n));
-    elements += (max(m, n) * r * kAdamStates + r * min(m, n) + 1) * s.count * s.lead;
-  }
-  return elements * element;
 }
 
 // Adam-mini (Zhang et al. 2024; adam_mini/adam_mini.py v1.1.1): a full first moment m and one
@@ -350,9 +342,9 @@ Bytes optimizer_state_bytes(const Config& c, const ParameterCount& params, Count
     case Optimizer::kAdafactor:
     case Optimizer::kAdaLomo: return factored_second_moment_elements_bytes(tensors);
     case Optimizer::kCame: return came_bytes(tensors);
-    case Optimizer::kGaloreAdamW: return galore_bytes(tensors, t.galore_rank, false, element, t.galore_proj_quant);
-    case Optimizer::kGaloreAdamW8bit: return galore_bytes(tensors, t.galore_rank, true, element, t.galore_proj_quant);
-    case Optimizer::kApollo: return apollo_bytes(tensors, t.galore_rank, element);
+    case Optimizer::kGaloreAdamW: return galore_bytes(tensors, t.galore_rank, false, element, {t.galore_proj_quant});
+    case Optimizer::kGaloreAdamW8bit: return galore_bytes(tensors, t.galore_rank, true, element, {t.galore_proj_quant});
+    case Optimizer::kApollo: return galore_bytes(tensors, t.galore_rank, false, element, {false, true});
     case Optimizer::kAdamMini: return adam_mini_bytes(tensors, c.model, element);
     case Optimizer::kMuon: return muon_bytes(tensors, element);
     case Optimizer::kShampoo: return shampoo_bytes(tensors, t.max_preconditioner_dim, element);

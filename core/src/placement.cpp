@@ -75,9 +75,7 @@ Count Placement::held(const ParameterCount& params, const TensorGroup& g) const 
     }
     case LayerKind::kNone: break;
   }
-  const bool embedding = g.component == Component::kTokenEmbedding || g.component == Component::kPositionEmbedding ||
-                         g.component == Component::kTokenTypeEmbedding || g.component == Component::kEmbeddingNorm;
-  return (embedding ? first_stage : last_stage) ? g.count : Count(0);
+  return (is_embedding(g.component) ? first_stage : last_stage) ? g.count : Count(0);
 }
 
 Placement placement(const Config& c, const ParameterCount& params, Count base_count) {
@@ -94,9 +92,7 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   if (trains_some_layers(c)) {
     // Some blocks train: each stage is taken to hold its share of them (the top blocks sit on the
     // last stages of a pipeline; the busiest stage is then one that holds them, not an average).
-    const ParameterCount mine = trained_view(c, local_parameters(params, p));
-    Count trained = 0;
-    for (const TensorGroup& g : mine.groups) trained += g.elements();
+    const Count trained = trained_view(c, local_parameters(params, p)).total_count;
     p.local_trainable = mul_div(trained, p.local_params, max(p.local_count, Count(1)));
   }
   if (is_peft(c)) {
@@ -144,9 +140,7 @@ Bytes local_optimizer_state_bytes(const Config& c, const ParameterCount& params,
   if (is_peft(c)) return optimizer_state_bytes(c, mine, p.local_trainable, state_element);
   if (trains_some_layers(c)) {
     const ParameterCount trained = trained_view(c, mine);
-    Count n = 0;
-    for (const TensorGroup& g : trained.groups) n += g.elements();
-    return p.as_nominal(optimizer_state_bytes(c, trained, n, state_element));
+    return p.as_nominal(optimizer_state_bytes(c, trained, trained.total_count, state_element));
   }
   return p.as_nominal(optimizer_state_bytes(c, mine, p.local_count, state_element));
 }

@@ -429,7 +429,8 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
     before.push_back(program(c, params, p, st, b.activations, b.loss, weight_copies, temporaries, r));
   }
   StepSimulation ahead;
-  if (fsdp_gathers_run_ahead(c, p)) {
+  const bool runs_ahead = fsdp_gathers_run_ahead(c, p);
+  if (runs_ahead) {
     // The worst case, the CPU a whole step ahead: every gathered unit stays until the loop reads
     // the loss, or until cudaMalloc fails and the allocator synchronizes (release_cached_blocks),
     // so the card bounds the reserve and the step still runs (cudaMalloc retries, not an error).
@@ -448,7 +449,7 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
   if (out.ok && ahead.ok) {
     out.runahead_peak_reserved_bytes = ahead.peak_reserved_bytes;
     out.runahead_peak_allocated_bytes = ahead.peak_allocated_bytes;
-  } else if (out.ok && capacity.value() > 0 && fsdp_gathers_run_ahead(c, p)) {
+  } else if (out.ok && capacity.value() > 0 && runs_ahead) {
     // The step fits when the allocator gives back what waits on the GPU, but the replay that lets
     // the whole step's gathers pile up runs out of room: the pile reached the card, and the space
     // it handed back was in pieces the next gather could not use. The pile's high point is the card.

@@ -23,6 +23,12 @@ enum class Component {
 };
 const char* to_string(Component c);
 bool is_block_component(Component c);  // inside the transformer blocks
+// The input side outside the blocks (token, position and token-type embeddings, an embedding
+// norm): on the first pipeline stage, and trained with the embedding.
+inline bool is_embedding(Component c) {
+  return c == Component::kTokenEmbedding || c == Component::kPositionEmbedding ||
+         c == Component::kTokenTypeEmbedding || c == Component::kEmbeddingNorm;
+}
 
 // Which blocks a tensor group belongs to: none (embeddings, final norm, head), the dense blocks or
 // the mixture-of-experts blocks; its count is then layers × tensors per layer. An encoder-decoder's
