@@ -43,7 +43,18 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   const Placement place = placement(c, e.parameters, base_parameter_count);
   const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
   e.breakdown.parameters = st.weights;
-  e.breakdown.gradients = st.gradients;
+  e.breakdown.gradients = max(st.gradients, st.accumulated_gradients);
+  if (st.accumulated_gradients > st.gradients) {
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "Gradient sync at the last micro-batch (FSDP no_sync): the %lld micro-batches before it "
+                  "accumulate full, unsharded gradients (%.2f GiB) instead of this GPU's shard (%.2f GiB); "
+                  "parallel.gradient_sync every_micro_batch reduces each micro-batch instead.",
+                  static_cast<long long>(c.training.grad_accum_steps - 1),
+                  static_cast<double>(st.accumulated_gradients.value()) / 1073741824.0,
+                  static_cast<double>(st.gradients.value()) / 1073741824.0);
+    e.notes.push_back(line);
+  }
   e.breakdown.master_weights = st.master;
   e.breakdown.optimizer_states = st.states;
   e.breakdown.offloaded_bytes = st.offloaded;

@@ -414,6 +414,16 @@ std::vector<Field> build_fields() {
       MF_BOOL("parallel.fsdp_limit_all_gathers", parallel.fsdp_limit_all_gathers,
               "FSDP1 limit_all_gathers (default true since PyTorch 2.1): false lets all-gathers run ahead of the "
               "GPU, and the allocator's reserve grows toward the card (it gives the memory back when full)"),
+      MF_ENUM("parallel.gradient_sync", parallel.gradient_sync, GradientSync,
+              "when sharded gradients are reduced under accumulation: every micro-batch (DeepSpeed, torchtune, "
+              "torchtitan), or only the last, the others accumulating full unsharded gradients (FSDP no_sync: the "
+              "HF Trainer / accelerate, Lightning Fabric; pipeline schedules over FSDP2); auto = by framework",
+              "auto", "every_micro_batch", "last_micro_batch"),
+      MF_ENUM("parallel.reshard_after_forward", parallel.reshard_after_forward, ReshardAfterForward,
+              "ZeRO-3 / FSDP after a unit's forward: always free its gathered weights, or never (keep every unit "
+              "gathered until its backward: FSDP2 reshard_after_forward=False); auto = never under torchtitan with "
+              "a pipeline (its default policy), always otherwise",
+              "auto", "always", "never"),
       MF_INT("parallel.reduce_bucket_elements", parallel.reduce_bucket_elements, -1, 100 * kBillion,
              "ZeRO-2 gradient reduce bucket size in elements (DeepSpeed reduce_bucket_size); -1 = the framework's"),
       MF_INT("parallel.zero3_max_reuse_distance", parallel.zero3_max_reuse_distance, 0, 1000 * kBillion,

@@ -38,7 +38,7 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
                          const ActivationModel& act, const LossModel& loss, Bytes weight_copies,
                          const PrecisionRecipe& r) {
   const Training& t = c.training;
-  const Bytes grads_in_forward = t.grad_accum_steps > 1 && !updates_in_backward(t) ? st.gradients : Bytes{0};
+  const Bytes grads_in_forward = t.grad_accum_steps > 1 && !updates_in_backward(t) ? st.accumulated_gradients : Bytes{0};
   const Bytes gathered_layer = gathered_layer_bytes(c, params, p, r);
   return st.weights + st.master + st.states + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer +
          loss.kept_bytes + kept_cache(act) + fsdp_root_gathered_bytes(c, params, p, r);
@@ -120,7 +120,8 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
                                    ? params.component_count(Component::kTokenEmbedding) * r.gradients /
                                          c.parallel.tensor
                                    : Bytes{0};
-  const Bytes grads_at_end = updates_in_backward(c.training) ? Bytes{0} : st.gradients;
+  // A micro-batch before the last ends holding the accumulated gradients; the last, the sharded ones.
+  const Bytes grads_at_end = updates_in_backward(c.training) ? Bytes{0} : max(st.gradients, st.accumulated_gradients);
   // LOMO / AdaLomo update each parameter in backward: one gradient (and its fp32 copy) at a time.
   const Bytes fused = stores_gradients(c.training)
                           ? in_backward_step_bytes(c, params, r)
@@ -150,10 +151,31 @@ Bytes deepspeed_fp32_gradients(const Config& c, Count sharded_trainable, const P
 
 }  // namespace
 
+bool keeps_units_gathered(const Config& c) {
+  switch (c.parallel.reshard_after_forward) {
+    case ReshardAfterForward::kAlways: return false;
+    case ReshardAfterForward::kNever: return true;
+    case ReshardAfterForward::kAuto: break;
+  }
+  // torchtitan/distributed/fsdp.py, get_fsdp_reshard_after_forward_policy: "default" is
+  // `not pp_enabled` ("to avoid per-microbatch all-gathers").
+  return c.training.implementation.framework == Framework::kTorchtitan && c.parallel.pipeline > 1;
+}
+
 Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                            const PrecisionRecipe& r) {
   // With one data-parallel rank there is nothing to gather: the unit is already whole.
   if (c.parallel.zero_stage < 3 || p.zero_shards <= 1) return Bytes{0};
+  if (keeps_units_gathered(c)) {
+    // Every block of the stage stays gathered from its forward to its backward (and, inside a
+    // pipeline schedule, across micro-batches: torch.distributed.pipelining's stage.py runs every
+    // backward but the last with set_reshard_after_backward(False)).
+    Count blocks = 0;
+    for (const TensorGroup& g : params.groups) {
+      if (g.layer != LayerKind::kNone) blocks += g.elements_each() * p.held(params, g);
+    }
+    return p.as_nominal(blocks * r.gathered / c.parallel.tensor);
+  }
   Bytes block = max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered;
   // torchao's fsdp_pre_all_gather casts a tensorwise Float8 weight's shard to fp8 and gathers the
   // 1-byte data (torchao/float8/fsdp_utils.py): the dense block's linear weights at 1 byte.

@@ -14,8 +14,13 @@ namespace memfit {
 Bytes optimizer_temporaries(const Config& config, const ParameterCount& params, const Placement& place,
                             const PrecisionRecipe& recipe);
 
+// Whether ZeRO-3 / FSDP keeps each unit gathered from its forward to its backward
+// (parallel.reshard_after_forward).
+bool keeps_units_gathered(const Config& config);
+
 // Under ZeRO-3 / FSDP, one block's parameters gathered in the compute dtype (the largest block),
-// its linear weights in fp8 under torchao's Float8 all-gather; zero with nothing to gather.
+// its linear weights in fp8 under torchao's Float8 all-gather; every block of the stage when units
+// stay gathered (keeps_units_gathered); zero with nothing to gather.
 Bytes gathered_layer_bytes(const Config& config, const ParameterCount& params, const Placement& place,
                            const PrecisionRecipe& recipe);
 

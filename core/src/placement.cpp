@@ -221,6 +221,37 @@ Bytes int8_trained_weight_bytes(const Config& c, const ParameterCount& params, c
 
 }  // namespace
 
+bool defers_gradient_sync(const Config& c, const Placement& p) {
+  const Parallel& par = c.parallel;
+  const Training& t = c.training;
+  if (par.zero_stage < 2 || p.zero_shards <= 1 || t.grad_accum_steps <= 1 || par.offload_params ||
+      !stores_gradients(t) || updates_in_backward(t)) {
+    return false;
+  }
+  switch (par.gradient_sync) {
+    case GradientSync::kEveryMicroBatch: return false;
+    case GradientSync::kLastMicroBatch: return true;
+    case GradientSync::kAuto: break;
+  }
+  switch (t.implementation.framework) {
+    // accelerate's accumulate() enters the model's no_sync() on every micro-batch but the last
+    // (accelerator.py, accumulate / no_sync; GradientAccumulationPlugin.sync_each_batch defaults to
+    // False), and the HF Trainer steps through it; Lightning Fabric's no_backward_sync, which
+    // LitGPT's finetune scripts use, is FSDP's no_sync() (fabric/strategies/fsdp.py,
+    // _FSDPBackwardSyncControl). FSDP's no_sync docstring: it "accumulate[s] the full model
+    // gradients (instead of gradient shards) until the eventual sync".
+    case Framework::kHf:
+    case Framework::kLitgpt:
+    case Framework::kUnsloth:
+    case Framework::kLiger: return true;
+    // torch.distributed.pipelining runs every backward but the last with
+    // set_requires_gradient_sync(False) on an FSDP2 stage (stage.py, backward_maybe_with_nosync);
+    // without a pipeline torchtitan reduce-scatters every micro-batch.
+    case Framework::kTorchtitan: return par.pipeline > 1;
+    default: return false;  // DeepSpeed, torchtune, Megatron, nanoGPT, llm.c: every micro-batch
+  }
+}
+
 StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                          const PrecisionRecipe& r, std::vector<std::string>& notes) {
   const bool peft = is_peft(c);
@@ -259,7 +290,14 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     const Bytes copies_share = mul_div(s.states, p.local_copies, p.local_trainable);
     s.states = s.states - copies_share + mul_div(copies_share, Count(copy_element.value()), Count(state_element.value()));
   }
+  // Deferred sync: the micro-batches before the last hold every unit's gradient unsharded. FSDP1
+  // leaves it in the unsharded flat parameter's .grad, in the dtype the unit was gathered in (the
+  // base's, for a PEFT method); FSDP2 accumulates in the reduce dtype (fsdp/_fully_shard/
+  // _fsdp_param.py, to_accumulated_grad_if_needed: unsharded_accumulated_grad in reduce_dtype).
+  const bool fsdp2 = impl.framework == Framework::kTorchtitan || impl.framework == Framework::kTorchtune;
+  const Bytes unsharded_gradients = peft || fsdp2 ? s.gradients : p.local_trainable * r.gathered;
   shard(s, c.parallel.zero_stage, p.zero_shards);
+  s.accumulated_gradients = defers_gradient_sync(c, p) ? max(s.gradients, unsharded_gradients) : s.gradients;
   s.weights += p.buffer_bytes;  // module buffers: not sharded
   offload(c, s, notes);
   return s;

@@ -65,7 +65,15 @@ ParameterCount local_parameters(const ParameterCount& params, const Placement& p
 
 struct StaticBytes {
   Bytes weights, gradients, master, states, offloaded;
+  // Gradients held between the micro-batches of one step: the sharded gradients, or, when the
+  // gradient sync waits for the last micro-batch (defers_gradient_sync), the full unsharded ones.
+  Bytes accumulated_gradients;
 };
+
+// Whether the micro-batches before the last accumulate full, unsharded gradients (FSDP's no_sync /
+// set_requires_gradient_sync(False)): sharded gradients, several micro-batches, and a framework
+// (or parallel.gradient_sync) that reduces only at the last one.
+bool defers_gradient_sync(const Config& config, const Placement& place);
 
 // Weights, gradients, master weights and optimizer states on this GPU.
 StaticBytes static_bytes(const Config& config, const ParameterCount& params, const Placement& place,

@@ -180,6 +180,9 @@ struct Program {
   const LossModel* loss;
   int states_per_tensor;
   bool grads_persist;  // accumulation: gradients live across micro-batches
+  // Deferred gradient sync (defers_gradient_sync): the persistent gradients are the unsharded ones,
+  // reduce-scattered into these sharded ones for the step.
+  std::vector<Bytes> sharded_gradients;
   bool forward_transients;  // forward allocates each saved tensor beside a temporary (no full recomputation)
 };
 
@@ -308,10 +311,20 @@ void optimizer_step(Replay& r, const Program& pr, std::vector<int>& states, std:
   if (states.empty()) {
     for (int k = 0; k < pr.states_per_tensor; ++k) r.take(pr.states, states);  // created at the first step
   }
+  std::vector<int> sharded;
+  if (!pr.sharded_gradients.empty()) {
+    // The last micro-batch reduced the accumulated gradients into their shards.
+    r.take(pr.sharded_gradients, sharded);
+    r.give(grads);
+  }
   std::vector<int> temporaries;
   r.take(pr.temporaries, temporaries);
   r.mark("optimizer_step", "Optimizer step");
   r.give(temporaries);
+  if (!pr.sharded_gradients.empty()) {
+    r.give(sharded);                // zero_grad(set_to_none=True)
+    r.take(pr.gradients, grads);    // the next step's first micro-batches accumulate again
+  }
   if (!pr.grads_persist) r.give(grads);  // zero_grad(set_to_none=True)
   r.give(loss_kept);                     // a loop that held the logits drops them at the next forward
 }
@@ -333,6 +346,10 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.states_per_tensor = o == Optimizer::kSgd ? 0 : (o == Optimizer::kSgdMomentum || o == Optimizer::kLion) ? 1 : 2;
   pr.states = pr.states_per_tensor > 0 ? split(st.states / pr.states_per_tensor, trainable) : std::vector<Bytes>{};
   pr.gradients = split(st.gradients, trainable);
+  if (st.accumulated_gradients > st.gradients) {
+    pr.sharded_gradients = pr.gradients;
+    pr.gradients = split(st.accumulated_gradients, trainable);
+  }
   // foreach keeps one temporary per tensor at once; the per-parameter loop one at a time.
   if (multi_tensor(c.training.optimizer_impl)) pr.temporaries = split(temporaries, trainable);
   else pr.temporaries = {temporaries};

@@ -261,6 +261,12 @@ void check_parallel(const Config& c, Checks& out) {
     out.add("parallel.virtual_stages", "must be 1 without pipeline parallelism, and pipeline × virtual_stages at "
                                        "most model.num_hidden_layers (" + group_digits(m.num_hidden_layers) + ")");
   }
+  if (p.gradient_sync == GradientSync::kLastMicroBatch && p.zero_stage >= 2 &&
+      c.training.implementation.framework == Framework::kDeepspeed) {
+    out.add("parallel.gradient_sync", "must be every_micro_batch or auto with training.framework deepspeed and "
+                                      "ZeRO stage 2 or 3: the engine reduces every micro-batch (its no_sync() refuses "
+                                      "partitioned gradients)");
+  }
   const std::int64_t data_ranks = p.num_gpus / (p.tensor * p.pipeline);
   if (p.shard_degree > 0 && p.num_gpus % model_parallel == 0 && data_ranks % p.shard_degree != 0) {
     out.add("parallel.shard_degree", "must divide the ranks that hold the same layers (num_gpus / (tensor × "

@@ -273,5 +273,69 @@ TEST(Sharding, Float8LinearsSaveTheSameAndCastForAMoment) {
   EXPECT_EQ(a100.errors.front().field, "training.float8");
 }
 
+// Gradient sync at the last micro-batch (FSDP's no_sync under accelerate / Lightning Fabric, a
+// pipeline schedule over FSDP2): the micro-batches before it hold every unit's gradient unsharded,
+// in the gathered dtype under FSDP1 (bf16 here) and in the reduce dtype under FSDP2 (fp32); the
+// step still sees the fp32 shards. Llama-2-7B has 6,738,415,616 parameters.
+TEST(Sharding, DeferredGradientSyncHoldsUnshardedGradients) {
+  const auto run = [](const char* framework, const char* sync, std::int64_t accumulation, std::int64_t pipeline = 1) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":")") +
+                                 framework + R"(","precision":"bf16_fsdp","seq_len":2048,"checkpointing":"full"},)" +
+                                 R"("parallel":{"gradient_sync":")" + sync + R"("}})")
+                   .config;
+    c.parallel.zero_stage = 3;
+    c.parallel.num_gpus = 8;
+    c.parallel.pipeline = pipeline;
+    c.training.grad_accum_steps = accumulation;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return e;
+  };
+  const std::int64_t params = 6'738'415'616;
+  const Estimate deferred = run("hf", "auto", 4), every = run("hf", "every_micro_batch", 4);
+  EXPECT_EQ(every.breakdown.gradients.value(), params * 4 / 8);
+  EXPECT_EQ(deferred.breakdown.gradients.value(), params * 2);
+  EXPECT_EQ(phase_bytes(deferred, "forward") - phase_bytes(every, "forward"), params * 2 - params * 4 / 8);
+  EXPECT_EQ(phase_bytes(deferred, "optimizer_step"), phase_bytes(every, "optimizer_step"));
+  EXPECT_GT(deferred.peak_reserved_bytes, every.peak_reserved_bytes);
+  // One micro-batch per step has nothing to defer; torchtune and DeepSpeed reduce every micro-batch.
+  EXPECT_EQ(run("hf", "auto", 1).breakdown.gradients.value(), params * 4 / 8);
+  EXPECT_EQ(run("torchtune", "auto", 4).breakdown.gradients.value(), params * 4 / 8);
+  EXPECT_EQ(run("deepspeed", "auto", 4).breakdown.gradients, run("deepspeed", "every_micro_batch", 4).breakdown.gradients);
+  // FSDP2 under torchtitan's pipeline schedules accumulates in fp32 (4 ranks shard each stage).
+  EXPECT_EQ(run("torchtitan", "auto", 4).breakdown.gradients.value(), params * 4 / 8);
+  const Estimate pipelined = run("torchtitan", "auto", 4, 2);
+  EXPECT_GT(pipelined.breakdown.gradients.value(), params * 4 / 2 - params);  // a stage's share, in fp32
+  // DeepSpeed's engine refuses no_sync with partitioned gradients: an error naming the field.
+  Config ds = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":"deepspeed"},)"
+                                R"("parallel":{"num_gpus":8,"zero_stage":2,"gradient_sync":"last_micro_batch"}})")
+                  .config;
+  const Estimate refused = estimate(ds);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.errors.front().field, "parallel.gradient_sync");
+}
+
+// reshard_after_forward never (torchtitan's default policy under a pipeline): every block of the
+// stage stays gathered in bf16 between its forward and its backward, instead of one at a time.
+TEST(Sharding, TorchtitanKeepsAPipelineStageGathered) {
+  const auto run = [](const char* reshard) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":"torchtitan",)") +
+                                 R"("precision":"bf16_fsdp","seq_len":2048,"checkpointing":"full"},)" +
+                                 R"("parallel":{"reshard_after_forward":")" + reshard + R"("}})")
+                   .config;
+    c.parallel.zero_stage = 3;
+    c.parallel.num_gpus = 8;
+    c.parallel.pipeline = 2;
+    c.parallel.gradient_sync = GradientSync::kEveryMicroBatch;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return e;
+  };
+  const std::int64_t block = 202'383'360;  // 16 blocks per stage
+  const Estimate kept = run("auto"), freed = run("always");
+  EXPECT_EQ(run("never").peak_allocated_bytes, kept.peak_allocated_bytes);
+  EXPECT_EQ(phase_bytes(kept, "forward") - phase_bytes(freed, "forward"), (16 * block - block) * 2);
+}
+
 }  // namespace
 }  // namespace memfit

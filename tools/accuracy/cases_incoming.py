@@ -1904,6 +1904,11 @@ def ttpaper(rec):
         c.p("pipeline", pp, "PP degree 16")
         if "interleaved" in rid:
             c.p("virtual_stages", 2, "Interleaved 1F1B: torchtitan's interleaved schedule with two stages per rank")
+        c.p("gradient_sync", "last_micro_batch", "torch.distributed.pipelining runs every micro-batch's backward but the "
+            "last with set_requires_gradient_sync(False) on an FSDP2 stage (stage.py, backward_maybe_with_nosync): "
+            "unsharded fp32 gradients accumulate")
+        c.p("reshard_after_forward", "never", "torchtitan's apply_fsdp: 'For PP, do not reshard after forward to avoid "
+            "per-microbatch all-gathers' (and the schedule keeps the stage gathered across micro-batches)")
     other = str(s.get("other", ""))
     if "compile" in rid or ("torch.compile" in other and "no torch.compile" not in other):
         c.t("compile", "yes", "torch.compile, as the source states")
@@ -2180,6 +2185,18 @@ def migrate_handwritten(case):
         a.append("fsdp_use_orig_params true: Lightning Fabric's FSDPStrategy passes use_orig_params=True on torch >= 2.0 "
                  "and LitGPT wraps whole Blocks, so every unit mixes the frozen base with the LoRA weights (the mechanism "
                  "this case's discrepancy notes describe; set when memfit gained the field)")
+    if (case["id"].startswith(("lg-rt-", "lg-hub-")) and par.get("zero_stage", 0) >= 2 and t.get("grad_accum_steps", 1) > 1
+            and "gradient_sync" not in par):
+        par["gradient_sync"] = "last_micro_batch"
+        a.append("gradient_sync last_micro_batch: LitGPT's finetune scripts wrap every micro-batch but the last in "
+                 "fabric.no_backward_sync(model, enabled=is_accumulating), which under FSDPStrategy is FSDP's no_sync(): "
+                 "the unsharded gradients accumulate until the last micro-batch (set when memfit gained the field)")
+    if (case["id"].startswith("peft-") and "fsdp" in case["id"] and t.get("grad_accum_steps", 1) > 1
+            and "gradient_sync" not in par):
+        par["gradient_sync"] = "last_micro_batch"
+        a.append("gradient_sync last_micro_batch: HF Trainer steps through accelerate's accumulate(), which enters the "
+                 "FSDP model's no_sync() on every micro-batch but the last (GradientAccumulationPlugin.sync_each_batch "
+                 "defaults to False) (set when memfit gained the field)")
     hw = case["config"].setdefault("hardware", {})
     if case["id"].startswith("hf-bertlarge-") and "overhead_bytes" not in hw:
         # The page's own reading of the CUDA context on the same machine ('Model training anatomy' /

@@ -62,6 +62,16 @@ export const CHOICES = {
     '1f1b': ['1F1B', 'stages overlap micro-batches'],
     sequential: ['One at a time (device_map)', 'one micro-batch passes every GPU in turn'],
   },
+  'parallel.gradient_sync': {
+    auto: ['By framework', ''],
+    every_micro_batch: ['Every micro-batch', 'gradients stay sharded'],
+    last_micro_batch: ['Last micro-batch', 'no_sync: full gradients until then'],
+  },
+  'parallel.reshard_after_forward': {
+    auto: ['By framework', ''],
+    always: ['Always', 'one unit gathered at a time'],
+    never: ['Never', 'units stay gathered until backward'],
+  },
   'training.sequence_lengths': {
     fixed: ['All full length', 'packed, or padded to the cap'],
     varying: ['Padded per batch', 'many lengths: the allocator caches blocks for each'],
@@ -289,6 +299,8 @@ export const FIELDS = {
   'training.weight_quant': ['Trained weights', 'Q-GaLore keeps the blocks\' linear weights as INT8 codes between steps'],
   'training.weight_quant_group_size': ['INT8 group size', 'weights sharing one scale and zero'],
   'training.galore_proj_quant': ['One-byte GaLore projections', 'Q-GaLore --proj_quant: the projections as 4-bit values, one per byte'],
+  'parallel.gradient_sync': ['Gradient sync', 'when accumulated gradients are reduced: FSDP no_sync keeps them full until the last micro-batch'],
+  'parallel.reshard_after_forward': ['Reshard after forward', 'ZeRO-3 / FSDP: free each unit\'s gathered weights after its forward, or keep them until backward'],
   'parallel.fsdp_limit_all_gathers': ['FSDP rate limiter', 'limit_all_gathers: off lets all-gathers run ahead and the reserve grow toward the card'],
   'training.goal': ['Goal', 'what the run is for: decides the changes suggested and the planner\'s search'],
   'training.finetune.method': ['Method', ''],

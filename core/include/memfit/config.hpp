@@ -428,6 +428,18 @@ struct Training {
 // every stage before the next starts (transformers / accelerate device_map="auto" in one process:
 // naive model parallelism), so one micro-batch is in flight and one GPU works at a time.
 enum class PipelineSchedule { kOneFOneB, kSequential };
+// When sharded gradients are reduced under gradient accumulation. every_micro_batch: each
+// micro-batch's backward reduce-scatters (DeepSpeed ZeRO-2/3, torchtune, torchtitan without a
+// pipeline). last_micro_batch: the others accumulate the full, unsharded gradients and only the
+// last reduces them (FSDP1's no_sync() under accelerate / the HF Trainer and Lightning Fabric;
+// FSDP2's set_requires_gradient_sync(False) in torch.distributed.pipelining's schedules).
+// auto: by training.framework and the pipeline.
+enum class GradientSync { kAuto, kEveryMicroBatch, kLastMicroBatch };
+// ZeRO-3 / FSDP after a unit's forward: always reshard (free the gathered weights until backward
+// gathers them again) or never (keep them gathered until the unit's backward: FSDP2's
+// reshard_after_forward=False). auto: never under torchtitan with a pipeline (its "default"
+// fsdp_reshard_after_forward policy), always otherwise.
+enum class ReshardAfterForward { kAuto, kAlways, kNever };
 
 struct Parallel {
   std::int64_t num_gpus = 1;
@@ -454,6 +466,8 @@ struct Parallel {
   // all-gathers far ahead of the GPU, and the caching allocator holds each gathered unit until the
   // GPU is done with it, so the reserve grows (up to the card) while the step's need does not.
   bool fsdp_limit_all_gathers = true;
+  GradientSync gradient_sync = GradientSync::kAuto;
+  ReshardAfterForward reshard_after_forward = ReshardAfterForward::kAuto;
   std::int64_t reduce_bucket_elements = -1;  // gradient reduce buckets; -1: the framework's
   bool overlap_comm = false;                  // DeepSpeed ZeRO 1/2: two reduce buckets (double buffering)
   // DeepSpeed ZeRO-3 stage3_max_reuse_distance (elements): a gathered parameter used again within
