@@ -148,12 +148,19 @@ bool overflowed(const Estimate& e) {
 
 }  // namespace
 
-Estimate estimate(const Config& c) {
+Estimate estimate(const Config& requested) {
   Estimate e;
-  e.config = c;
-  e.errors = validate(c);
+  e.config = requested;
+  e.errors = validate(requested);
   if (!e.errors.empty()) return e;
-  e.warnings = advisories(c);
+  e.warnings = advisories(requested);
+  Config c = requested;
+  c.model = model_as_run(requested);
+  if (requested.model.tie_word_embeddings && !c.model.tie_word_embeddings &&
+      requested.model.output_head == OutputHead::kLm) {
+    e.notes.push_back("LitGPT keeps the output head apart from the token embedding (its checkpoint converter copies "
+                      "the embedding into lm_head.weight): both are counted.");
+  }
   e.implementation = resolve_implementation(c.training.implementation);
 
   e.parameters = count_parameters(c.model);

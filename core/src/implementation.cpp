@@ -157,6 +157,12 @@ const ImplementationProfile& implementation_profile(Framework framework) {
   return kProfiles[static_cast<std::size_t>(framework)];
 }
 
+ModelSpec model_as_run(const Config& c) {
+  ModelSpec m = c.model;
+  if (c.training.implementation.framework == Framework::kLitgpt) m.tie_word_embeddings = false;
+  return m;
+}
+
 Implementation resolve_implementation(const Implementation& r) {
   const Implementation& p = implementation_profile(r.framework).knobs;
   Implementation out = r;

@@ -170,7 +170,7 @@ std::vector<std::int64_t> gpu_counts(std::int64_t lo, std::int64_t hi, std::int6
 class Planner {
  public:
   Planner(const Config& base, const PlanOptions& options)
-      : base_(base), options_(options), params_(count_parameters(base.model)),
+      : base_(base), options_(options), params_(count_parameters(model_as_run(base))),
         model_(step_time_model(base, params_, options.step_time)), gpu_(*find_gpu(base.hardware.gpu)),
         scratch_(base) {
     per_node_ = model_.gpus_per_node;

@@ -8,6 +8,7 @@
 
 #include "finetune.hpp"
 #include "memfit/estimate.hpp"
+#include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "optimizer_states.hpp"
 
@@ -489,7 +490,9 @@ StepTime step_time(const Config& c, const StepTimeOptions& options) {
   StepTime t;
   t.errors = validate(c);
   if (!t.errors.empty()) return t;
-  return step_time(step_time_model(c, count_parameters(c.model), options), layout_of(c));
+  Config run = c;
+  run.model = model_as_run(c);
+  return step_time(step_time_model(run, count_parameters(run.model), options), layout_of(run));
 }
 
 const std::vector<const char*>& step_time_assumptions() {

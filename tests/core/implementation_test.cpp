@@ -235,5 +235,22 @@ TEST(Implementation, TransformersBefore449ShiftTheLogitsWithACopy) {
   EXPECT_EQ(loss(run(compute + R"("loss_shift_copy":"yes"}})")), loss(run(compute + R"("loss_shift_copy":"no"}})")));
 }
 
+// LitGPT holds lm_head and transformer.wte apart, and its checkpoint converter copies a tied
+// model's embedding into the head: Gemma-2B (V 256,000 × d 2,048) has a second 524,288,000-weight
+// matrix there, in bf16, with its gradient and AdamW states; the echoed model keeps its tie.
+TEST(Implementation, LitgptUntiesTheOutputHead) {
+  const auto config = [](const char* framework) {
+    return std::string(R"({"model":{"preset":"gemma-2b"},"training":{"framework":")") + framework +
+           R"(","precision":"bf16","seq_len":512}})";
+  };
+  const Json hf = run(config("hf")), litgpt = run(config("litgpt"));
+  const std::int64_t head = std::int64_t{256'000} * 2048;
+  EXPECT_EQ(field(litgpt, "parameter_count") - field(hf, "parameter_count"), head);
+  EXPECT_EQ(*litgpt.find("breakdown")->find("parameters")->as_exact_integer() -
+                *hf.find("breakdown")->find("parameters")->as_exact_integer(),
+            head * 2);
+  EXPECT_TRUE(litgpt.find("config")->find("model")->find("tie_word_embeddings")->as_bool());
+}
+
 }  // namespace
 }  // namespace memfit

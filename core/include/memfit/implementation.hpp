@@ -33,6 +33,13 @@ Implementation resolve_implementation(const Implementation& requested);
 
 const char* to_string(Framework f);
 
+// The model as the framework builds it. LitGPT never ties the output head to the token embedding:
+// its GPT holds a separate lm_head (nn.Linear) and transformer.wte (nn.Embedding)
+// (litgpt/model.py), and scripts/convert_hf_checkpoint.py copies transformer.wte.weight into
+// lm_head.weight when a Hugging Face checkpoint has no head of its own (Gemma, Falcon, ...), so
+// load_state_dict fills two tensors. Every other framework keeps the model's tie.
+ModelSpec model_as_run(const Config& config);
+
 // The knobs' JSON keys (all under training.), in the order the result echoes them.
 inline constexpr const char* kImplementationKeys[] = {
     "framework", "attention", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
