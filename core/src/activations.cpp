@@ -36,6 +36,7 @@ struct Dims {
   bool adapter_input_copies;     // each LoRA adapter saves its own cast of its input (PEFT's fp32 adapters)
   Bytes adapter_element;         // an element of what an adapter's matmuls save
   bool attention_output_copied;  // a copy of the attention output feeds the output projection (LitGPT)
+  bool lora_qkv_padded;          // the q/k/v adapters' output is zero-padded with a saved index_copy (LitGPT)
   bool dropout;
   bool residual_dropout;  // dropout masks on the embeddings and both residual branches
   bool lora;
@@ -99,6 +100,7 @@ Dims make_dims(const Config& c) {
   d.adapter_input_copies = fp32_adapters && d.stream != kFp32Bytes;
   d.adapter_element = fp32_adapters && !r.autocast ? kFp32Bytes : d.act;
   d.attention_output_copied = implementation_profile(impl.framework).attention_output_copied;
+  d.lora_qkv_padded = implementation_profile(impl.framework).lora_qkv_padded;
   d.dropout = c.training.dropout > 0.0;
   d.residual_dropout = d.dropout && m.residual_dropout;
   d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
@@ -257,6 +259,18 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
     add(t, "attention.mla_latents", d.tokens * latent * (kFp32Bytes + d.act * 2));
   }
   add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, kLoraQ | kLoraK | kLoraV | kLoraQkv, input_grad) * d.input_casts_qkv);
+  if (d.lora && d.lora_qkv_padded) {
+    // LitGPT's LoRAQKVLinear runs the q/k/v adapters as one grouped conv1d and zero-pads their
+    // output into the qkv width with result.index_copy(1, lora_ind, after_B): index_copy's
+    // backward keeps the source, one element per adapted output column (measured on the CPU:
+    // tools/frameworks, litgpt-llama-s1-sdpa-bf16_mixed-lora, IndexCopy bf16[B, T, q + v]).
+    const unsigned hit = d.targets & (kLoraQ | kLoraK | kLoraV | kLoraQkv);
+    const bool all = hit & kLoraQkv;
+    const Count width = (all || (hit & kLoraQ) ? d.heads * d.head_dim : Count(0)) +
+                        (all || (hit & kLoraK) ? d.kv_heads * d.head_dim : Count(0)) +
+                        (all || (hit & kLoraV) ? d.kv_heads * d.v_head_dim : Count(0));
+    if (!width.is_zero()) add(t, "attention.lora_qkv_padded", d.tokens * width * d.act);
+  }
   if (d.impl.attention != AttentionImpl::kEager) {
     flash_attention_terms(d, g, t);
   } else {

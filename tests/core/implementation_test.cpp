@@ -252,5 +252,23 @@ TEST(Implementation, LitgptUntiesTheOutputHead) {
   EXPECT_TRUE(litgpt.find("config")->find("model")->find("tie_word_embeddings")->as_bool());
 }
 
+// LitGPT's LoRAQKVLinear zero-pads the q/v adapters' output into the fused qkv width with an
+// out-of-place index_copy that keeps its source: B·T·(q + v widths) in bf16 per block (Llama-2-7B:
+// 4,096 + 4,096 columns; B·T = 2,048). Adapting o only pads nothing; transformers has no such copy.
+TEST(Implementation, LitgptKeepsItsZeroPaddedQkvAdapterOutput) {
+  const auto padded = [](const char* framework, const char* targets) {
+    const Json r = run(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":")") + framework +
+                       R"(","precision":"bf16","seq_len":1024,"micro_batch_size":2,"finetune":{"method":"lora",)" +
+                       R"("lora_targets":)" + targets + "}}}");
+    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
+      if (term.find("name")->as_string() == "attention.lora_qkv_padded") return *term.find("bytes")->as_exact_integer();
+    }
+    return std::int64_t{0};
+  };
+  EXPECT_EQ(padded("litgpt", R"(["q","v"])"), std::int64_t{2048} * (4096 + 4096) * 2);
+  EXPECT_EQ(padded("litgpt", R"(["o"])"), 0);
+  EXPECT_EQ(padded("hf", R"(["q","v"])"), 0);
+}
+
 }  // namespace
 }  // namespace memfit
