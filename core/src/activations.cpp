@@ -37,6 +37,7 @@ struct Dims {
   Bytes adapter_element;         // an element of what an adapter's matmuls save
   bool attention_output_copied;  // a copy of the attention output feeds the output projection (LitGPT)
   bool lora_qkv_padded;          // the q/k/v adapters' output is zero-padded with a saved index_copy (LitGPT)
+  bool gelu_kernel;              // gelu_new as torch's tanh GELU kernel (LitGPT), not transformers' Python code
   bool dropout;
   bool residual_dropout;  // dropout masks on the embeddings and both residual branches
   bool lora;
@@ -101,6 +102,7 @@ Dims make_dims(const Config& c) {
   d.adapter_element = fp32_adapters && !r.autocast ? kFp32Bytes : d.act;
   d.attention_output_copied = implementation_profile(impl.framework).attention_output_copied;
   d.lora_qkv_padded = implementation_profile(impl.framework).lora_qkv_padded;
+  d.gelu_kernel = implementation_profile(impl.framework).gelu_kernel;
   d.dropout = c.training.dropout > 0.0;
   d.residual_dropout = d.dropout && m.residual_dropout;
   d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
@@ -285,12 +287,13 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
 // Python arithmetic, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): pow keeps x, tanh its output, the
 // last product both factors (0.5·x and 1 + tanh): four tensors, three of them fp32 under autocast,
 // whose fp32 op list holds pow (activations.py NewGELUActivation; docs/frameworks.md finding 2).
+// LitGPT runs the same approximation as torch's kernel, F.gelu(x, approximate="tanh"): its input only.
 Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   const Count elements = tokens * ff;
   const bool eager =
       d.impl.activation_kernel != ActivationKernel::kFused && d.impl.activation_kernel != ActivationKernel::kFusedInplace;
   if (m.mlp == MlpKind::kGated) return elements * d.act * (eager ? 3 : 2);
-  if (eager && m.hidden_act == HiddenAct::kGeluNew) {
+  if (eager && m.hidden_act == HiddenAct::kGeluNew && !d.gelu_kernel) {
     const Bytes promoted = d.autocast ? kFp32Bytes : d.act;
     return elements * (promoted * 3 + d.act);
   }

@@ -81,10 +81,11 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      "LitGPT: SDPA after repeat_interleave, a fused qkv projection, an all-fp32 RMSNorm, 128-row chunked "
      "cross-entropy on a shifted copy of the logits, the loop keeps the logits",
      "litgpt/model.py (qkv, repeat_interleave, RMSNorm in fp32); litgpt/utils.py chunked_cross_entropy; "
-     "litgpt/finetune/full.py (logits held through backward); litgpt/lora.py (LoRAQKVLinear.zero_pad)",
+     "litgpt/finetune/full.py (logits held through backward); litgpt/lora.py (LoRAQKVLinear.zero_pad); "
+     "litgpt/model.py GptNeoxMLP (F.gelu with approximate)",
      knobs(Framework::kLitgpt, A::kSdpa, S::kFp32, L::kCompute, M::kImplicit, X::kChunked, N::kEagerFp32,
            K::kQueryHeads, P::kQkvFused, G::kEager, Switch::kYes, B::kWeights, F::kWeights, D::kDirect),
-     0, 128, true, true, false, 0, true},
+     0, 128, true, true, false, 0, true, true},
     {Framework::kMegatron, "megatron",
      "Megatron-LM local layers: unfused core attention with the fused masked softmax (16-bit probabilities), "
      "fused QKV and FC1, vocab-parallel cross-entropy on fp32 logits",

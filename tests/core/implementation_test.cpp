@@ -270,5 +270,21 @@ TEST(Implementation, LitgptKeepsItsZeroPaddedQkvAdapterOutput) {
   EXPECT_EQ(padded("hf", R"(["q","v"])"), 0);
 }
 
+// Phi-2's gelu_new: transformers runs it as Python arithmetic (four saved tensors, three in fp32
+// under autocast); LitGPT calls F.gelu(x, approximate="tanh"), one kernel that saves its input.
+// B·T = 1,024 tokens × 10,240 columns, bf16.
+TEST(Implementation, LitgptRunsGeluNewAsOneKernel) {
+  const auto inner = [](const char* framework) {
+    const Json r = run(std::string(R"({"model":{"preset":"phi-2"},"training":{"framework":")") + framework +
+                       R"(","precision":"bf16","seq_len":1024}})");
+    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
+      if (term.find("name")->as_string() == "mlp.inner") return *term.find("bytes")->as_exact_integer();
+    }
+    return std::int64_t{0};
+  };
+  EXPECT_EQ(inner("litgpt"), std::int64_t{1024} * 10240 * 2);
+  EXPECT_EQ(inner("hf"), std::int64_t{1024} * 10240 * 2 * 4);
+}
+
 }  // namespace
 }  // namespace memfit

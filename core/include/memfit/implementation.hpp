@@ -27,6 +27,9 @@ struct ImplementationProfile {
   // LoRA on the fused qkv: the adapters' output is zero-padded to the qkv width by an out-of-place
   // index_copy, whose backward keeps its source (LitGPT's LoRAQKVLinear.zero_pad).
   bool lora_qkv_padded = false;
+  // GELU of every approximation as one torch kernel that saves its input (LitGPT's
+  // F.gelu(x, approximate=config.gelu_approximate)), never transformers' Python gelu_new.
+  bool gelu_kernel = false;
 };
 
 const ImplementationProfile& implementation_profile(Framework framework);
