@@ -61,6 +61,15 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
     out.push_back({"Chunked cross-entropy", "same results; the fp32 logits exist one chunk at a time",
                    patch("training.chunked_loss", Json::boolean(true)), 1});
   }
+  // FSDP's no_sync under accumulation holds full gradients until the last micro-batch; reducing
+  // every micro-batch keeps them sharded (kept only where the estimate shows it saves memory).
+  if (c.parallel.zero_stage >= 2 && c.parallel.num_gpus > 1 && t.grad_accum_steps > 1 &&
+      c.parallel.gradient_sync != GradientSync::kEveryMicroBatch) {
+    out.push_back({"Reduce gradients every micro-batch",
+                   "same results; one reduce-scatter per micro-batch instead of one per step (accelerate: "
+                   "GradientAccumulationPlugin(sync_each_batch=True); Fabric: no no_backward_sync)",
+                   patch("parallel.gradient_sync", Json::string("every_micro_batch")), 1});
+  }
   if (t.optimizer == Optimizer::kAdamW && multi_tensor(t.optimizer_impl)) {
     out.push_back({"Fused AdamW (fused=True)", "same results; no step-sized temporary",
                    patch("training.optimizer_impl", Json::string("fused")), 1});

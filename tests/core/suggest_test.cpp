@@ -92,5 +92,19 @@ TEST(Suggest, OnlyWhatTheCardRuns) {
   EXPECT_GT(cards, 0);
 }
 
+// LoRA under LitGPT's FSDP accumulates full unsharded gradients (no_sync): reducing every
+// micro-batch is offered, and only where it saves memory (DeepSpeed already reduces each one).
+TEST(Suggest, ReduceEveryMicroBatchWhenNoSyncHoldsFullGradients) {
+  const auto list = [](const char* framework) {
+    return suggestions_for((std::string(R"({"model":{"preset":"llama-2-13b"},"training":{"framework":")") + framework +
+                            R"(","precision":"bf16","seq_len":2048,"grad_accum_steps":8,"finetune":{"method":"lora"}},)"
+                            R"("parallel":{"num_gpus":2,"zero_stage":3,"fsdp_use_orig_params":true},)"
+                            R"("hardware":{"gpu":"rtx4090"}})")
+                               .c_str());
+  };
+  EXPECT_TRUE(any_title(list("litgpt"), "every micro-batch"));
+  EXPECT_FALSE(any_title(list("torchtune"), "every micro-batch"));
+}
+
 }  // namespace
 }  // namespace memfit
