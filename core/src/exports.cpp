@@ -8,6 +8,7 @@
 #include "memfit/estimate.hpp"
 #include "memfit/gpus.hpp"
 #include "memfit/patch.hpp"
+#include "phases.hpp"
 
 namespace memfit {
 
@@ -200,7 +201,7 @@ FsdpMesh fsdp_mesh(const Config& c, Export& e, const char* engine) {
                                        str(p.zero_stage));
     return m;
   }
-  m.reshard_after_forward = p.zero_stage == 3;
+  m.reshard_after_forward = p.zero_stage == 3 && !keeps_units_gathered(c);
   // FSDP shards over data × context ranks (torchtitan's dp_shard_cp mesh); a hybrid group of
   // shard_degree of them holds shard_degree / context data ranks.
   const std::int64_t group = p.shard_degree > 0 ? p.shard_degree : data * p.context;
@@ -208,6 +209,13 @@ FsdpMesh fsdp_mesh(const Config& c, Export& e, const char* engine) {
   m.shard = std::max<std::int64_t>(1, group / p.context);
   m.replicate = std::max<std::int64_t>(1, data / m.shard);
   return m;
+}
+
+// torchtitan's fsdp_reshard_after_forward: "default" resolves as memfit's auto does (never under
+// a pipeline, always otherwise); ZeRO-2 is "never".
+const char* torchtitan_reshard_policy(const Parallel& p) {
+  if (p.zero_stage == 2 || p.reshard_after_forward == ReshardAfterForward::kNever) return "never";
+  return p.reshard_after_forward == ReshardAfterForward::kAlways ? "always" : "default";
 }
 
 bool fsdp_offload(const Config& c, Export& e, const char* engine) {
@@ -303,7 +311,7 @@ std::string torchtitan_parallelism(const Config& c, Export& e) {
   Text t;
   t << "[parallelism]\ndata_parallel_replicate_degree = " << m.replicate
     << "\ndata_parallel_shard_degree = " << m.shard
-    << "\nfsdp_reshard_after_forward = \"" << (m.reshard_after_forward ? "default" : "never") << "\""
+    << "\nfsdp_reshard_after_forward = \"" << torchtitan_reshard_policy(p) << "\""
     << "\ntensor_parallel_degree = " << p.tensor << "\ncontext_parallel_degree = " << p.context
     << "\nexpert_parallel_degree = " << p.expert << "\npipeline_parallel_degree = " << p.pipeline << "\n";
   if (p.pipeline > 1) {
@@ -665,6 +673,9 @@ void read_torchtitan(const std::map<std::string, std::string>& t, const std::vec
   if (shard * p.context > 1) {
     set_fsdp(c, replicate, shard, get("parallelism.fsdp_reshard_after_forward") != "never",
              get("training.enable_cpu_offload") == "true");
+    if (get("parallelism.fsdp_reshard_after_forward") == "always") {
+      p.reshard_after_forward = ReshardAfterForward::kAlways;
+    }
     c.training.precision = bf16 ? Precision::kBf16Fsdp : Precision::kFp32;
   } else {
     c.training.precision = bf16 ? Precision::kBf16Mixed : Precision::kFp32;

@@ -222,8 +222,12 @@ TEST(Exports, TorchtitanRoundTrips) {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","seq_len":32768},"parallel":{"num_gpus":16,"context":2,"zero_stage":2,"shard_degree":4}})",
       // layer-level selective checkpointing, every second block: 16 of Llama 3 8B's 32
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","checkpointed_layers":16},"parallel":{"num_gpus":8,"zero_stage":3}})",
+      // a pipeline that reshards after forward all the same (fsdp_reshard_after_forward = "always")
+      R"({"model":{"preset":"llama-3-70b"},"training":{"framework":"torchtitan","precision":"bf16_fsdp","checkpointing":"full","grad_accum_steps":8},"parallel":{"num_gpus":64,"tensor":4,"sequence_parallel":true,"pipeline":4,"zero_stage":3,"reshard_after_forward":"always"}})",
   };
   for (const char* c : cases) expect_round_trip(config(c), Engine::kTorchtitan);
+  const Export pipelined = export_plan(config(R"({"model":{"preset":"llama-3-70b"},"training":{"precision":"bf16_fsdp"},"parallel":{"num_gpus":64,"tensor":4,"pipeline":4,"zero_stage":3,"reshard_after_forward":"always"}})"), Engine::kTorchtitan);
+  EXPECT_NE(pipelined.text.find("fsdp_reshard_after_forward = \"always\""), std::string::npos) << pipelined.text;
 }
 
 TEST(Exports, MegatronRoundTrips) {
