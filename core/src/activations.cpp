@@ -261,7 +261,7 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
     add(t, "attention.mla_latents", d.tokens * latent * (kFp32Bytes + d.act * 2));
   }
   add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, kLoraQ | kLoraK | kLoraV | kLoraQkv, input_grad) * d.input_casts_qkv);
-  if (d.lora && d.lora_qkv_padded) {
+  if (d.lora && d.lora_qkv_padded && d.impl.projections == Projections::kQkvFused) {
     // LitGPT's LoRAQKVLinear runs the q/k/v adapters as one grouped conv1d and zero-pads their
     // output into the qkv width with result.index_copy(1, lora_ind, after_B): index_copy's
     // backward keeps the source, one element per adapted output column (measured on the CPU:

@@ -45,9 +45,10 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.breakdown.parameters = st.weights;
   e.breakdown.gradients = max(st.gradients, st.accumulated_gradients);
   if (st.accumulated_gradients > st.gradients) {
-    char line[320];
+    char line[384];
     std::snprintf(line, sizeof line,
-                  "Gradient sync at the last micro-batch (FSDP no_sync): the %lld micro-batches before it "
+                  "Gradient sync at the last micro-batch (FSDP's no_sync / set_requires_gradient_sync(False)): "
+                  "the %lld micro-batches before it "
                   "accumulate full, unsharded gradients (%.2f GiB) instead of this GPU's shard (%.2f GiB); "
                   "parallel.gradient_sync every_micro_batch reduces each micro-batch instead.",
                   static_cast<long long>(c.training.grad_accum_steps - 1),

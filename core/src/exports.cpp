@@ -201,7 +201,12 @@ FsdpMesh fsdp_mesh(const Config& c, Export& e, const char* engine) {
                                        str(p.zero_stage));
     return m;
   }
-  m.reshard_after_forward = p.zero_stage == 3 && !keeps_units_gathered(c);
+  m.reshard_after_forward = p.zero_stage == 3;
+  if (p.zero_stage == 3 && p.reshard_after_forward == ReshardAfterForward::kNever) {
+    fail(e, "parallel.reshard_after_forward",
+         std::string(engine) + "'s reshard switch is written from parallel.zero_stage (3 reshards, 2 keeps the "
+                               "weights gathered) and read back the same way: choose auto or always here");
+  }
   // FSDP shards over data × context ranks (torchtitan's dp_shard_cp mesh); a hybrid group of
   // shard_degree of them holds shard_degree / context data ranks.
   const std::int64_t group = p.shard_degree > 0 ? p.shard_degree : data * p.context;
@@ -211,11 +216,14 @@ FsdpMesh fsdp_mesh(const Config& c, Export& e, const char* engine) {
   return m;
 }
 
-// torchtitan's fsdp_reshard_after_forward: "default" resolves as memfit's auto does (never under
-// a pipeline, always otherwise); ZeRO-2 is "never".
-const char* torchtitan_reshard_policy(const Parallel& p) {
-  if (p.zero_stage == 2 || p.reshard_after_forward == ReshardAfterForward::kNever) return "never";
-  return p.reshard_after_forward == ReshardAfterForward::kAlways ? "always" : "default";
+// torchtitan's fsdp_reshard_after_forward: "default" keeps a pipeline stage gathered, as memfit's
+// auto does under framework torchtitan; other frameworks' configurations reshard, so a pipeline
+// gets "always". ZeRO-2 is "never".
+const char* torchtitan_reshard_policy(const Config& c) {
+  const Parallel& p = c.parallel;
+  if (p.zero_stage == 2) return "never";
+  if (keeps_units_gathered(c) || p.pipeline == 1) return "default";
+  return "always";
 }
 
 bool fsdp_offload(const Config& c, Export& e, const char* engine) {
@@ -267,6 +275,11 @@ Export accelerate_fsdp(const Config& c) {
               " train.py --per_device_train_batch_size " + str(t.micro_batch_size) + " --gradient_accumulation_steps " +
               str(t.grad_accum_steps);
   e.notes.push_back("train.py is your Hugging Face Trainer script; on each node set --machine_rank");
+  if (t.grad_accum_steps > 1 && p.gradient_sync == GradientSync::kEveryMicroBatch) {
+    e.notes.push_back("parallel.gradient_sync every_micro_batch: build the Accelerator with "
+                      "GradientAccumulationPlugin(num_steps=" + str(t.grad_accum_steps) +
+                      ", sync_each_batch=True) in train.py; the config file cannot say it");
+  }
   if (t.finetune.method == FinetuneMethod::kLora) e.notes.push_back(lora_note);
   return e;
 }
@@ -311,7 +324,7 @@ std::string torchtitan_parallelism(const Config& c, Export& e) {
   Text t;
   t << "[parallelism]\ndata_parallel_replicate_degree = " << m.replicate
     << "\ndata_parallel_shard_degree = " << m.shard
-    << "\nfsdp_reshard_after_forward = \"" << torchtitan_reshard_policy(p) << "\""
+    << "\nfsdp_reshard_after_forward = \"" << torchtitan_reshard_policy(c) << "\""
     << "\ntensor_parallel_degree = " << p.tensor << "\ncontext_parallel_degree = " << p.context
     << "\nexpert_parallel_degree = " << p.expert << "\npipeline_parallel_degree = " << p.pipeline << "\n";
   if (p.pipeline > 1) {
@@ -673,7 +686,8 @@ void read_torchtitan(const std::map<std::string, std::string>& t, const std::vec
   if (shard * p.context > 1) {
     set_fsdp(c, replicate, shard, get("parallelism.fsdp_reshard_after_forward") != "never",
              get("training.enable_cpu_offload") == "true");
-    if (get("parallelism.fsdp_reshard_after_forward") == "always") {
+    // "always" differs from auto only where auto keeps the units gathered.
+    if (get("parallelism.fsdp_reshard_after_forward") == "always" && keeps_units_gathered(c)) {
       p.reshard_after_forward = ReshardAfterForward::kAlways;
     }
     c.training.precision = bf16 ? Precision::kBf16Fsdp : Precision::kFp32;

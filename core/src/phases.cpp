@@ -166,25 +166,27 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
                            const PrecisionRecipe& r) {
   // With one data-parallel rank there is nothing to gather: the unit is already whole.
   if (c.parallel.zero_stage < 3 || p.zero_shards <= 1) return Bytes{0};
+  // torchao's fsdp_pre_all_gather casts a tensorwise Float8 weight's shard to fp8 and gathers the
+  // 1-byte data (torchao/float8/fsdp_utils.py): the dense blocks' linear weights at 1 byte.
+  const bool fp8_gather = c.training.float8 == Float8::kTensorwise && c.parallel.float8_all_gather;
+  const auto fp8_linear = [&](const TensorGroup& g) { return fp8_gather && g.linear && g.layer == LayerKind::kDense; };
   if (keeps_units_gathered(c)) {
     // Every block of the stage stays gathered from its forward to its backward (and, inside a
     // pipeline schedule, across micro-batches: torch.distributed.pipelining's stage.py runs every
     // backward but the last with set_reshard_after_backward(False)).
-    Count blocks = 0;
+    Bytes blocks{0};
     for (const TensorGroup& g : params.groups) {
-      if (g.layer != LayerKind::kNone) blocks += g.elements_each() * p.held(params, g);
+      if (g.layer != LayerKind::kNone) blocks += g.elements_each() * p.held(params, g) * (fp8_linear(g) ? Bytes{1} : r.gathered);
     }
-    return p.as_nominal(blocks * r.gathered / c.parallel.tensor);
+    return p.as_nominal(blocks / c.parallel.tensor);
   }
   Bytes block = max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered;
-  // torchao's fsdp_pre_all_gather casts a tensorwise Float8 weight's shard to fp8 and gathers the
-  // 1-byte data (torchao/float8/fsdp_utils.py): the dense block's linear weights at 1 byte.
-  if (c.training.float8 == Float8::kTensorwise && c.parallel.float8_all_gather) {
+  if (fp8_gather && params.per_dense_layer_count >= params.per_moe_layer_count) {
     Count linear = 0;
     for (const TensorGroup& g : params.groups) {
-      if (g.linear && g.layer == LayerKind::kDense) linear += g.elements_each() * params.per_layer(g);
+      if (fp8_linear(g)) linear += g.elements_each() * params.per_layer(g);
     }
-    if (params.per_dense_layer_count >= params.per_moe_layer_count) block = block - linear * (r.gathered - Bytes{1});
+    block = block - linear * (r.gathered - Bytes{1});
   }
   return p.as_nominal(block / c.parallel.tensor);
 }

@@ -224,8 +224,8 @@ Bytes int8_trained_weight_bytes(const Config& c, const ParameterCount& params, c
 bool defers_gradient_sync(const Config& c, const Placement& p) {
   const Parallel& par = c.parallel;
   const Training& t = c.training;
-  if (par.zero_stage < 2 || p.zero_shards <= 1 || t.grad_accum_steps <= 1 || par.offload_params ||
-      !stores_gradients(t) || updates_in_backward(t)) {
+  if (par.zero_stage < 2 || p.zero_shards <= 1 || t.grad_accum_steps <= 1 || !stores_gradients(t) ||
+      updates_in_backward(t)) {
     return false;
   }
   switch (par.gradient_sync) {
@@ -233,6 +233,9 @@ bool defers_gradient_sync(const Config& c, const Placement& p) {
     case GradientSync::kLastMicroBatch: return true;
     case GradientSync::kAuto: break;
   }
+  // bf16_master / fp16_master are DeepSpeed's (and Megatron's) recipes: the engine reduces every
+  // micro-batch whatever script drives it.
+  if (t.precision == Precision::kBf16Master || t.precision == Precision::kFp16Master) return false;
   switch (t.implementation.framework) {
     // accelerate's accumulate() enters the model's no_sync() on every micro-batch but the last
     // (accelerator.py, accumulate / no_sync; GradientAccumulationPlugin.sync_each_batch defaults to

@@ -313,9 +313,9 @@ void optimizer_step(Replay& r, const Program& pr, std::vector<int>& states, std:
   }
   std::vector<int> sharded;
   if (!pr.sharded_gradients.empty()) {
-    // The last micro-batch reduced the accumulated gradients into their shards.
-    r.take(pr.sharded_gradients, sharded);
+    // The last micro-batch reduced the accumulated gradients into their shards, unit by unit.
     r.give(grads);
+    r.take(pr.sharded_gradients, sharded);
   }
   std::vector<int> temporaries;
   r.take(pr.temporaries, temporaries);
@@ -439,7 +439,8 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
   const Count layers = p.dense_layers + p.moe_layers;
   if (layers.value() > kMostReplayedLayers || layers.overflow()) return out;
   const Program pr = program(c, params, p, st, act, loss, weight_copies, temporaries, r);
-  std::size_t tensors = pr.weights.size() + pr.gradients.size() * 2 + pr.saved.size() * pr.model.layers.size();
+  std::size_t tensors = pr.weights.size() + pr.gradients.size() * 2 + pr.sharded_gradients.size() +
+                        pr.saved.size() * pr.model.layers.size();
   if (tensors > static_cast<std::size_t>(kMostReplayedTensors)) return out;
   std::vector<Program> before;
   for (const EarlierBatch& b : earlier) {

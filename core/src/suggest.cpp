@@ -63,8 +63,10 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
   }
   // FSDP's no_sync under accumulation holds full gradients until the last micro-batch; reducing
   // every micro-batch keeps them sharded (kept only where the estimate shows it saves memory).
+  // (torchtitan's pipeline schedules defer it with no setting to change.)
   if (c.parallel.zero_stage >= 2 && c.parallel.num_gpus > 1 && t.grad_accum_steps > 1 &&
-      c.parallel.gradient_sync != GradientSync::kEveryMicroBatch) {
+      c.parallel.gradient_sync != GradientSync::kEveryMicroBatch &&
+      t.implementation.framework != Framework::kTorchtitan) {
     out.push_back({"Reduce gradients every micro-batch",
                    "same results; one reduce-scatter per micro-batch instead of one per step (accelerate: "
                    "GradientAccumulationPlugin(sync_each_batch=True); Fabric: no no_backward_sync)",

@@ -10,6 +10,7 @@
 #include "memfit/config.hpp"
 #include "memfit/estimate.hpp"
 #include "memfit/gpus.hpp"
+#include "memfit/implementation.hpp"
 #include "peft.hpp"
 #include "text.hpp"
 
@@ -266,6 +267,14 @@ void check_parallel(const Config& c, Checks& out) {
     out.add("parallel.gradient_sync", "must be every_micro_batch or auto with training.framework deepspeed and "
                                       "ZeRO stage 2 or 3: the engine reduces every micro-batch (its no_sync() refuses "
                                       "partitioned gradients)");
+  }
+  const Framework framework = c.training.implementation.framework;
+  if (p.reshard_after_forward == ReshardAfterForward::kNever && p.zero_stage == 3 &&
+      (framework == Framework::kDeepspeed || framework == Framework::kMegatron || framework == Framework::kMegatronTe)) {
+    out.add("parallel.reshard_after_forward", "must be auto or always with training.framework " +
+                                                  std::string(to_string(framework)) +
+                                                  ": it is FSDP's setting (DeepSpeed keeps what it reuses soon: "
+                                                  "parallel.zero3_max_reuse_distance)");
   }
   const std::int64_t data_ranks = p.num_gpus / (p.tensor * p.pipeline);
   if (p.shard_degree > 0 && p.num_gpus % model_parallel == 0 && data_ranks % p.shard_degree != 0) {

@@ -228,6 +228,13 @@ TEST(Exports, TorchtitanRoundTrips) {
   for (const char* c : cases) expect_round_trip(config(c), Engine::kTorchtitan);
   const Export pipelined = export_plan(config(R"({"model":{"preset":"llama-3-70b"},"training":{"precision":"bf16_fsdp"},"parallel":{"num_gpus":64,"tensor":4,"pipeline":4,"zero_stage":3,"reshard_after_forward":"always"}})"), Engine::kTorchtitan);
   EXPECT_NE(pipelined.text.find("fsdp_reshard_after_forward = \"always\""), std::string::npos) << pipelined.text;
+  // An explicit never is refused by name: the engines' switch is read back as ZeRO-2.
+  const Config never = config(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp"},"parallel":{"num_gpus":8,"zero_stage":3,"reshard_after_forward":"never"}})");
+  for (Engine engine : {Engine::kFsdp, Engine::kTorchtitan}) {
+    const Export refused = export_plan(never, engine);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.errors.at(0).field, "parallel.reshard_after_forward");
+  }
 }
 
 TEST(Exports, MegatronRoundTrips) {

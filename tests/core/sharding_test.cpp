@@ -304,8 +304,15 @@ TEST(Sharding, DeferredGradientSyncHoldsUnshardedGradients) {
   EXPECT_EQ(run("deepspeed", "auto", 4).breakdown.gradients, run("deepspeed", "every_micro_batch", 4).breakdown.gradients);
   // FSDP2 under torchtitan's pipeline schedules accumulates in fp32 (4 ranks shard each stage).
   EXPECT_EQ(run("torchtitan", "auto", 4).breakdown.gradients.value(), params * 4 / 8);
-  const Estimate pipelined = run("torchtitan", "auto", 4, 2);
-  EXPECT_GT(pipelined.breakdown.gradients.value(), params * 4 / 2 - params);  // a stage's share, in fp32
+  // The busiest of 2 stages: 16 blocks of 202,383,360, the final norm (4,096) and the head
+  // (131,072,000), unsharded, in fp32.
+  EXPECT_EQ(run("torchtitan", "auto", 4, 2).breakdown.gradients.value(),
+            (16 * std::int64_t{202'383'360} + 4096 + 131'072'000) * 4);
+  // bf16_master is DeepSpeed's recipe: whatever script drives it, the engine reduces every micro-batch.
+  Config master = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_master",)"
+                                    R"("grad_accum_steps":4},"parallel":{"num_gpus":8,"zero_stage":3}})")
+                      .config;
+  EXPECT_EQ(estimate(master).breakdown.gradients.value(), params * 4 / 8);  // fp32 main gradients, sharded
   // DeepSpeed's engine refuses no_sync with partitioned gradients: an error naming the field.
   Config ds = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":"deepspeed"},)"
                                 R"("parallel":{"num_gpus":8,"zero_stage":2,"gradient_sync":"last_micro_batch"}})")
@@ -335,6 +342,13 @@ TEST(Sharding, TorchtitanKeepsAPipelineStageGathered) {
   const Estimate kept = run("auto"), freed = run("always");
   EXPECT_EQ(run("never").peak_allocated_bytes, kept.peak_allocated_bytes);
   EXPECT_EQ(phase_bytes(kept, "forward") - phase_bytes(freed, "forward"), (16 * block - block) * 2);
+  // DeepSpeed's ZeRO-3 has no such switch (its reuse distance decides): an error naming the field.
+  Config ds = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":"deepspeed"},)"
+                                R"("parallel":{"num_gpus":8,"zero_stage":3,"reshard_after_forward":"never"}})")
+                  .config;
+  const Estimate refused = estimate(ds);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.errors.front().field, "parallel.reshard_after_forward");
 }
 
 }  // namespace
