@@ -381,6 +381,9 @@ Json applicability(std::string_view path) {
     all.push(methods(any_peft));
     all.push(when_in("training.finetune.base_bits", integers({4})));
     all.push(when_in("training.finetune.quant_method", spellings({"bitsandbytes"})));
+  } else if (path == "training.finetune.nf4_whole_tensor") {
+    all.push(methods(any_peft));
+    all.push(when_in("training.finetune.base_bits", integers({4})));
   } else if (path == "training.finetune.gptq_kernel" || path == "training.finetune.gptq_group_size") {
     all.push(methods(any_peft));
     all.push(when_in("training.finetune.base_bits", integers({4, 8})));

@@ -290,6 +290,10 @@ std::vector<Field> build_fields() {
       MF_BOOL("training.finetune.bnb_keeps_input", training.finetune.bnb_keeps_input,
               "4-bit base on bitsandbytes before 0.43.2 (July 2024): each 4-bit linear keeps its input until the "
               "step's graph is freed (ctx.tensors; removed by bitsandbytes PR #1270)"),
+      MF_BOOL("training.finetune.nf4_whole_tensor", training.finetune.nf4_whole_tensor,
+              "4-bit base quantised by torchao before 0.2 (May 2024, torchtune's early QLoRA): each weight "
+              "compared with the 16 NF4 values in one piece at load, a numel x 16 difference tensor (twice for a "
+              "moment); later torchao works in chunks"),
       MF_INT("training.finetune.quant_block_size", training.finetune.quant_block_size, 16, 4096,
              "4-bit base: weights per quantisation block (bitsandbytes blocksize; a power of two)"),
       MF_BOOL("training.finetune.prepare_kbit", training.finetune.prepare_kbit,

@@ -75,6 +75,17 @@ Bytes load_bytes(const Config& c, const ParameterCount& params, const Placement&
     case LoadPath::kDirect: break;
   }
   const bool quantised = is_peft(c) && c.training.finetune.base_bits < 16;
+  if (quantised && c.training.finetune.base_bits == 4 && c.training.finetune.nf4_whole_tensor) {
+    // torchao before 0.2 (torchao/dtypes/nf4tensor.py, convert_to_norm_float_weight and
+    // quantize_tensor_nearest): the 16-bit weight, its block-scaled copy, and (value - nf4) with
+    // its .abs(), each numel × 16 in the weight's dtype, alive together for a moment; the largest
+    // quantised weight is the blocks' largest linear.
+    Count largest_linear = 0;
+    for (const TensorGroup& g : params.groups) {
+      if (g.linear && g.layer != LayerKind::kNone) largest_linear = max(largest_linear, g.elements_each());
+    }
+    return st.weights + largest_linear / c.parallel.tensor * r.frozen_base * (2 + 2 * 16);
+  }
   return st.weights + (quantised ? largest * r.frozen_base : Bytes{0});
 }
 

@@ -480,5 +480,26 @@ TEST(Peft, BlocksLeftOutOfCheckpointingKeepTheirCasts) {
   EXPECT_EQ(copies(0), 2 * (head + blocks));
 }
 
+// torchao before 0.2 quantised each NF4 weight in one piece at load: the bf16 weight, its scaled
+// copy and two numel × 16 bf16 differences for the largest quantised linear (Llama-2-7B's MLP,
+// 4,096 × 11,008), on top of the quantised model: 68 bytes per element of it.
+TEST(Peft, TorchaoNf4InOnePiecePeaksAtLoad) {
+  const auto load = [](bool whole) {
+    Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":"torchtune",)"
+                                 R"("precision":"bf16","finetune":{"method":"lora","base_bits":4}}})")
+                   .config;
+    c.training.finetune.nf4_whole_tensor = whole;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    for (const Phase& p : e.phases) {
+      if (p.name == "load") return std::pair{p.bytes.value(), e.breakdown.parameters.value()};
+    }
+    return std::pair{std::int64_t{0}, std::int64_t{0}};
+  };
+  const auto [whole, weights] = load(true);
+  EXPECT_EQ(whole, weights + std::int64_t{4096} * 11008 * 68);
+  EXPECT_LT(load(false).first, whole);
+}
+
 }  // namespace
 }  // namespace memfit

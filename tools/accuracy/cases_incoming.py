@@ -2185,6 +2185,12 @@ def migrate_handwritten(case):
         a.append("fsdp_use_orig_params true: Lightning Fabric's FSDPStrategy passes use_orig_params=True on torch >= 2.0 "
                  "and LitGPT wraps whole Blocks, so every unit mixes the frozen base with the LoRA weights (the mechanism "
                  "this case's discrepancy notes describe; set when memfit gained the field)")
+    if case["id"] == "tt-l2-7b-qlora-1gpu" and "nf4_whole_tensor" not in t.get("finetune", {}):
+        t["finetune"]["nf4_whole_tensor"] = True
+        a.append("nf4_whole_tensor true: torchtune's QLoRA of early 2024 required torchao 0.1, whose NF4Tensor quantizes "
+                 "each weight in one piece ((value - nf4).abs() on a numel x 16 tensor, torchao/dtypes/nf4tensor.py); "
+                 "torchao PR #196 (2024-05-01) split it into 2^20-element chunks - the init-time reserved peak the "
+                 "discrepancy notes describe (set when memfit gained the field)")
     if (case["id"].startswith(("lg-rt-", "lg-hub-")) and par.get("zero_stage", 0) >= 2 and t.get("grad_accum_steps", 1) > 1
             and "gradient_sync" not in par):
         par["gradient_sync"] = "last_micro_batch"

@@ -299,6 +299,7 @@ export const FIELDS = {
   'training.weight_quant': ['Trained weights', 'Q-GaLore keeps the blocks\' linear weights as INT8 codes between steps'],
   'training.weight_quant_group_size': ['INT8 group size', 'weights sharing one scale and zero'],
   'training.galore_proj_quant': ['One-byte GaLore projections', 'Q-GaLore --proj_quant: the projections as 4-bit values, one per byte'],
+  'training.finetune.nf4_whole_tensor': ['NF4 in one piece', 'torchao before 0.2 quantised each weight at once at load: a numel x 16 comparison'],
   'parallel.gradient_sync': ['Gradient sync', 'when accumulated gradients are reduced: FSDP no_sync keeps them full until the last micro-batch'],
   'parallel.reshard_after_forward': ['Reshard after forward', 'ZeRO-3 / FSDP: free each unit\'s gathered weights after its forward, or keep them until backward'],
   'parallel.fsdp_limit_all_gathers': ['FSDP rate limiter', 'limit_all_gathers: off lets all-gathers run ahead and the reserve grow toward the card'],

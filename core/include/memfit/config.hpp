@@ -355,6 +355,11 @@ struct Finetune {
   // attribute (`ctx.tensors = (A, B)`), which backward does not release: it lives as long as the
   // graph. From 0.43.2 on it keeps `(None, B)` (bitsandbytes PR #1270).
   bool bnb_keeps_input = false;
+  // torchao's NF4 before 0.2 (May 2024; torchtune's QLoRA of that time): each weight is quantised in
+  // one piece, comparing every element with the 16 NF4 values at once (NF4Tensor.
+  // quantize_tensor_nearest: (value - nf4).abs() on a numel × 16 tensor, twice for a moment); from
+  // torchao PR #196 in chunks of 2^20 elements.
+  bool nf4_whole_tensor = false;
   std::int64_t quant_block_size = 64;       // bitsandbytes' 4-bit blocksize
   bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training: non-quantised base parameters in fp32
   std::int64_t num_virtual_tokens = 20;     // prompt / prefix / p-tuning
