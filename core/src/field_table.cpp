@@ -209,6 +209,9 @@ std::vector<Field> build_fields() {
               "kept for old links: true means training.loss fused_linear_ce"),
       MF_BOOL("training.optimizer_in_backward", training.optimizer_in_backward,
               "optimizer step fused into backward (gradients freed per parameter)"),
+      MF_BOOL("training.zero_grad_set_to_none", training.zero_grad_set_to_none,
+              "zero_grad frees the gradients (PyTorch >= 2.0's default); false zeroes them in place (PyTorch 1.x), "
+              "so they stay allocated through the next step's forward"),
       MF_BOOL("training.activation_offload", training.activation_offload, "saved activations offloaded to CPU"),
       MF_ENUM("training.float8", training.float8, Float8,
               "torchao Float8 linears (convert_to_float8_training): none, tensorwise or rowwise scaling; saved "

@@ -319,6 +319,10 @@ bool stores_gradients(const Training& t) {
 
 bool forward_only(const Training& t) { return t.optimizer == Optimizer::kMezo; }
 
+bool gradients_kept_between_steps(const Training& t) {
+  return (t.grad_accum_steps > 1 || !t.zero_grad_set_to_none) && !updates_in_backward(t);
+}
+
 Bytes optimizer_state_bytes(const Config& c, const ParameterCount& params, Count trainable, Bytes element) {
   const Training& t = c.training;
   const std::vector<StateTensor> tensors = state_tensors(c, params);

@@ -30,6 +30,9 @@ Bytes optimizer_step_temporary_bytes(const Config& config, const ParameterCount&
 // gradient at once: no gradients are stored and there is no separate optimizer step.
 bool updates_in_backward(const Training& training);
 bool stores_gradients(const Training& training);
+// Whether stored gradients live across a forward: accumulated over micro-batches, or zeroed in
+// place by zero_grad(set_to_none=False) instead of freed.
+bool gradients_kept_between_steps(const Training& training);
 // MeZO (Malladi et al. 2023, princeton-nlp/MeZO large_models/trainer.py, zo_step): two forward
 // passes under torch.no_grad with the weights perturbed in place by seeded Gaussian noise, then an
 // in-place update: no backward, no gradients, no state, nothing saved.

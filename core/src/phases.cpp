@@ -38,7 +38,7 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
                          const ActivationModel& act, const LossModel& loss, Bytes weight_copies,
                          const PrecisionRecipe& r) {
   const Training& t = c.training;
-  const Bytes grads_in_forward = t.grad_accum_steps > 1 && !updates_in_backward(t) ? st.accumulated_gradients : Bytes{0};
+  const Bytes grads_in_forward = gradients_kept_between_steps(t) ? st.accumulated_gradients : Bytes{0};
   const Bytes gathered_layer = gathered_layer_bytes(c, params, p, r);
   return st.weights + st.master + st.states + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer +
          loss.kept_bytes + kept_cache(act) + fsdp_root_gathered_bytes(c, params, p, r);

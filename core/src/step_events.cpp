@@ -353,7 +353,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   // foreach keeps one temporary per tensor at once; the per-parameter loop one at a time.
   if (multi_tensor(c.training.optimizer_impl)) pr.temporaries = split(temporaries, trainable);
   else pr.temporaries = {temporaries};
-  pr.grads_persist = c.training.grad_accum_steps > 1 && !c.training.optimizer_in_backward;
+  pr.grads_persist = gradients_kept_between_steps(c.training);
   const Count layers = static_cast<std::int64_t>(pr.model.layers.size());
   const bool every_layer = act.every_block_recomputed;
   pr.saved = layer_saved(act, layers, every_layer);

@@ -2204,6 +2204,12 @@ def migrate_handwritten(case):
                  "FSDP model's no_sync() on every micro-batch but the last (GradientAccumulationPlugin.sync_each_batch "
                  "defaults to False) (set when memfit gained the field)")
     hw = case["config"].setdefault("hardware", {})
+    if case["id"].startswith("hf-bertlarge-") and "zero_grad_set_to_none" not in t:
+        t["zero_grad_set_to_none"] = False
+        a.append("zero_grad_set_to_none false: the page's Trainer (transformers 4.2x) calls model.zero_grad() after each "
+                 "step, which on the PyTorch 1.x of that page (its 1343 MiB context predates lazy loading) zeroes the "
+                 "gradients in place (nn.Module.zero_grad set_to_none=False until PyTorch 2.0, pytorch/pytorch#92731): "
+                 "they stay allocated through the next forward (set when memfit gained the field)")
     if case["id"].startswith("hf-bertlarge-") and "overhead_bytes" not in hw:
         # The page's own reading of the CUDA context on the same machine ('Model training anatomy' /
         # 'Efficient Training on a Single GPU': torch.ones((1, 1)).to("cuda") -> 1343 MB of nvml used memory).

@@ -62,16 +62,6 @@ export const CHOICES = {
     '1f1b': ['1F1B', 'stages overlap micro-batches'],
     sequential: ['One at a time (device_map)', 'one micro-batch passes every GPU in turn'],
   },
-  'parallel.gradient_sync': {
-    auto: ['By framework', ''],
-    every_micro_batch: ['Every micro-batch', 'gradients stay sharded'],
-    last_micro_batch: ['Last micro-batch', 'no_sync: full gradients until then'],
-  },
-  'parallel.reshard_after_forward': {
-    auto: ['By framework', ''],
-    always: ['Always', 'one unit gathered at a time'],
-    never: ['Never', 'units stay gathered until backward'],
-  },
   'training.sequence_lengths': {
     fixed: ['All full length', 'packed, or padded to the cap'],
     varying: ['Padded per batch', 'many lengths: the allocator caches blocks for each'],
@@ -291,6 +281,7 @@ export const FIELDS = {
   'training.dropout': ['Dropout', 'probability; masks are kept for backward when above 0'],
   'training.chunked_loss': ['Chunked loss', 'cross-entropy in chunks: no full fp32 logits'],
   'training.optimizer_in_backward': ['Optimizer in backward', 'each gradient is applied and freed as soon as it is computed'],
+  'training.zero_grad_set_to_none': ['zero_grad frees gradients', null],
   'training.activation_offload': ['Activation offload', 'saved activations moved to CPU memory'],
   'training.finetune.trainable_layers': ['Trained blocks', 'full fine-tuning of this many blocks only; -1 = all (freeze tuning, LLaMA-Pro, LISA)'],
   'training.finetune.lowest_trainable_layer': ['Lowest trained block', 'backward stops there; -1 = the trained blocks are the top ones'],
@@ -299,9 +290,9 @@ export const FIELDS = {
   'training.weight_quant': ['Trained weights', 'Q-GaLore keeps the blocks\' linear weights as INT8 codes between steps'],
   'training.weight_quant_group_size': ['INT8 group size', 'weights sharing one scale and zero'],
   'training.galore_proj_quant': ['One-byte GaLore projections', 'Q-GaLore --proj_quant: the projections as 4-bit values, one per byte'],
-  'training.finetune.nf4_whole_tensor': ['NF4 in one piece', 'torchao before 0.2 quantised each weight at once at load: a numel x 16 comparison'],
-  'parallel.gradient_sync': ['Gradient sync', 'when accumulated gradients are reduced: FSDP no_sync keeps them full until the last micro-batch'],
-  'parallel.reshard_after_forward': ['Reshard after forward', 'ZeRO-3 / FSDP: free each unit\'s gathered weights after its forward, or keep them until backward'],
+  'training.finetune.nf4_whole_tensor': ['NF4 in one piece (torchao < 0.2)', null],
+  'parallel.gradient_sync': ['Gradient sync', null],
+  'parallel.reshard_after_forward': ['Reshard after forward', null],
   'parallel.fsdp_limit_all_gathers': ['FSDP rate limiter', 'limit_all_gathers: off lets all-gathers run ahead and the reserve grow toward the card'],
   'training.goal': ['Goal', 'what the run is for: decides the changes suggested and the planner\'s search'],
   'training.finetune.method': ['Method', ''],
@@ -329,7 +320,8 @@ export const FIELDS = {
 
 export function fieldWords(path, schemaHelp = '') {
   const entry = FIELDS[path];
-  if (entry) return { label: entry[0], explain: entry[1] };
+  // An entry whose explanation is null shows the core's help text.
+  if (entry) return { label: entry[0], explain: entry[1] ?? plainText(schemaHelp) };
   const key = path.slice(path.lastIndexOf('.') + 1);
   const label = humanize(key);
   return { label: label.charAt(0).toUpperCase() + label.slice(1), explain: plainText(schemaHelp) };

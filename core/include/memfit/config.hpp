@@ -406,6 +406,10 @@ struct Training {
   Implementation implementation;
   double dropout = 0.0;
   bool optimizer_in_backward = false;
+  // zero_grad(set_to_none=True), PyTorch's default since 2.0 (pytorch/pytorch#92731): gradients are
+  // freed after each step. False (the default before 2.0, and nn.Module.zero_grad's, which the HF
+  // Trainer of that time called) zeroes them in place: they stay allocated through the next forward.
+  bool zero_grad_set_to_none = true;
   bool activation_offload = false;
   Goal goal = Goal::kAuto;
   Float8 float8 = Float8::kNone;
