@@ -277,6 +277,11 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.doesNotMatch(line, /full fine-tune/);
     assert.match(line, /prefix/i);
     await prefix.close();
+    // The framework, when it is not transformers (the default), is named too.
+    const litgpt = await open('?v=1&preset=llama-2-7b&framework=litgpt');
+    assert.match(await litgpt.getByTestId('run-line').textContent(), /Llama 2 7B · LitGPT · micro-batch/);
+    await litgpt.close();
+    assert.doesNotMatch(line, /Hugging Face/);
   });
 
   test('a .json file dropped on the paste box is imported', async () => {

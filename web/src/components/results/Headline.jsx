@@ -94,6 +94,8 @@ export function runLine(result, modelName) {
   const p = c.parallel;
   const parts = [
     modelName,
+    // The code that runs the model, when it is not the default (transformers).
+    t.framework && t.framework !== 'hf' ? choiceWords('training.framework', t.framework).label : null,
     `micro-batch ${formatCount(t.micro_batch_size)} × ${formatCount(t.seq_len)} tokens`,
     methodWords(t.finetune ?? {}, c.model?.num_hidden_layers),
     choiceWords('training.precision', t.precision).label,
