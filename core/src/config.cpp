@@ -430,6 +430,8 @@ Json applicability(std::string_view path) {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
   } else if (path == "parallel.fsdp_use_orig_params" || path == "parallel.fsdp_limit_all_gathers") {
     all.push(when_in("parallel.zero_stage", integers({3})));
+  } else if (path == "parallel.ddp_bucket_view") {
+    all.push(when_in("parallel.zero_stage", integers({0})));
   } else if (path == "parallel.reshard_after_forward") {
     all.push(when_in("parallel.zero_stage", integers({3})));
   } else if (path == "parallel.gradient_sync") {

@@ -43,7 +43,12 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   const Placement place = placement(c, e.parameters, base_parameter_count);
   const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
   e.breakdown.parameters = st.weights;
-  e.breakdown.gradients = max(st.gradients, st.accumulated_gradients);
+  e.breakdown.gradients = max(st.gradients, st.accumulated_gradients) + st.reducer_buckets;
+  if (!st.reducer_buckets.is_zero()) {
+    e.notes.push_back("DDP's all-reduce buckets (gradient_as_bucket_view=False, PyTorch's default) keep a second copy "
+                      "of the gradients for the whole run; they are counted with the gradients. "
+                      "parallel.ddp_bucket_view true makes the gradients views into them.");
+  }
   if (st.accumulated_gradients > st.gradients) {
     char line[384];
     std::snprintf(line, sizeof line,

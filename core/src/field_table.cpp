@@ -426,6 +426,9 @@ std::vector<Field> build_fields() {
               "torchtitan), or only the last, the others accumulating full unsharded gradients (FSDP no_sync: the "
               "HF Trainer / accelerate, Lightning Fabric; pipeline schedules over FSDP2); auto = by framework",
               "auto", "every_micro_batch", "last_micro_batch"),
+      MF_BOOL("parallel.ddp_bucket_view", parallel.ddp_bucket_view,
+              "torch DDP gradient_as_bucket_view: true makes the gradients views into the all-reduce buckets; "
+              "false (PyTorch's default) keeps the buckets, as large as all the gradients, beside them"),
       MF_ENUM("parallel.reshard_after_forward", parallel.reshard_after_forward, ReshardAfterForward,
               "ZeRO-3 / FSDP after a unit's forward: always free its gathered weights, or never (keep every unit "
               "gathered until its backward: FSDP2 reshard_after_forward=False); auto = never under torchtitan with "

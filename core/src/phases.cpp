@@ -40,7 +40,7 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
   const Training& t = c.training;
   const Bytes grads_in_forward = gradients_kept_between_steps(t) ? st.accumulated_gradients : Bytes{0};
   const Bytes gathered_layer = gathered_layer_bytes(c, params, p, r);
-  return st.weights + st.master + st.states + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer +
+  return st.weights + st.master + st.states + st.reducer_buckets + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer +
          loss.kept_bytes + kept_cache(act) + fsdp_root_gathered_bytes(c, params, p, r);
 }
 
@@ -138,7 +138,7 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
                           ? in_backward_step_bytes(c, params, r)
                           : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
   // Backward frees every saved tensor but leaves ctx attributes, which go with the graph after it.
-  const Bytes end = st.weights + st.master + st.states + grads_at_end + act.embedding_saved_bytes + embedding_grad +
+  const Bytes end = st.weights + st.master + st.states + st.reducer_buckets + grads_at_end + act.embedding_saved_bytes + embedding_grad +
                     loss.kept_bytes + kept_cache(act) + act.retained_bytes + fused;
   return max(max(loss_and_head, top_block), end) + bucket;
 }
@@ -277,7 +277,7 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   phases.push_back({"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, reused, r)});
   if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
-                      st.weights + st.master + st.states + st.gradients + loss.kept_bytes + kept_cache(act) +
+                      st.weights + st.master + st.states + st.reducer_buckets + st.gradients + loss.kept_bytes + kept_cache(act) +
                           kept_graph(act) + optimizer_temporaries(c, params, p, r)});
   }
   return phases;

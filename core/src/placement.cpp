@@ -302,6 +302,21 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   shard(s, c.parallel.zero_stage, p.zero_shards);
   s.accumulated_gradients = defers_gradient_sync(c, p) ? max(s.gradients, unsharded_gradients) : s.gradients;
   s.weights += p.buffer_bytes;  // module buffers: not sharded
+  // torch DDP (plain data parallelism: no sharding, tensor, pipeline or context split) under
+  // frameworks that wrap the model in it: the
+  // reducer allocates its buckets for every parameter that requires grad, in the gradient's dtype
+  // (torch/csrc/distributed/c10d/reducer.cpp, initialize_buckets), and unless
+  // gradient_as_bucket_view they are a second copy of the gradients ("the saved memory size will be
+  // equal to the total gradients size", DistributedDataParallel's docstring).
+  const Framework f = impl.framework;
+  const bool torch_ddp = f != Framework::kDeepspeed && f != Framework::kMegatron && f != Framework::kMegatronTe &&
+                         f != Framework::kLlmC;
+  const Parallel& par = c.parallel;
+  const bool plain_data_parallel = par.tensor == 1 && par.pipeline == 1 && par.context == 1 && par.num_gpus > 1;
+  if (torch_ddp && par.zero_stage == 0 && plain_data_parallel && !par.ddp_bucket_view &&
+      !updates_in_backward(c.training)) {
+    s.reducer_buckets = s.gradients;
+  }
   offload(c, s, notes);
   return s;
 }

@@ -68,6 +68,8 @@ struct StaticBytes {
   // Gradients held between the micro-batches of one step: the sharded gradients, or, when the
   // gradient sync waits for the last micro-batch (defers_gradient_sync), the full unsharded ones.
   Bytes accumulated_gradients;
+  // torch DDP's all-reduce buckets (ddp_buckets): allocated when the model is wrapped, kept for the run.
+  Bytes reducer_buckets;
 };
 
 // Whether the micro-batches before the last accumulate full, unsharded gradients (FSDP's no_sync /

@@ -167,6 +167,7 @@ std::vector<Bytes> layer_saved(const ActivationModel& act, Count layers, bool ev
 struct Program {
   Tensors model, trainable;
   std::vector<Bytes> weights, master, states, gradients;  // per tensor (trainable order for the last three)
+  std::vector<Bytes> reducer_buckets;  // torch DDP's all-reduce buckets (bucket_cap_mb, 25 MiB each)
   std::vector<Bytes> saved, copies_per_layer, temporaries;
   Bytes gathered, working, embedding_saved;
   Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
@@ -346,6 +347,11 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.states_per_tensor = o == Optimizer::kSgd ? 0 : (o == Optimizer::kSgdMomentum || o == Optimizer::kLion) ? 1 : 2;
   pr.states = pr.states_per_tensor > 0 ? split(st.states / pr.states_per_tensor, trainable) : std::vector<Bytes>{};
   pr.gradients = split(st.gradients, trainable);
+  if (st.reducer_buckets.value() > 0) {
+    constexpr std::int64_t kBucketBytes = 25LL << 20;  // DistributedDataParallel's bucket_cap_mb=25
+    const std::int64_t n = (st.reducer_buckets.value() + kBucketBytes - 1) / kBucketBytes;
+    pr.reducer_buckets = split(st.reducer_buckets, std::vector<Count>(static_cast<std::size_t>(n), Count(1)));
+  }
   if (st.accumulated_gradients > st.gradients) {
     pr.sharded_gradients = pr.gradients;
     pr.gradients = split(st.accumulated_gradients, trainable);
@@ -394,6 +400,8 @@ StepSimulation replay_steps(const Program& full, const std::vector<Program>& ear
   GraphKept graph;
   replay.take(full.weights, weights);
   replay.take(full.master, master);
+  std::vector<int> buckets;
+  replay.take(full.reducer_buckets, buckets);
   if (full.grads_persist) replay.take(full.gradients, grads);
   for (const Program& pr : earlier) {
     if (replay.failed()) break;
@@ -439,7 +447,7 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
   const Count layers = p.dense_layers + p.moe_layers;
   if (layers.value() > kMostReplayedLayers || layers.overflow()) return out;
   const Program pr = program(c, params, p, st, act, loss, weight_copies, temporaries, r);
-  std::size_t tensors = pr.weights.size() + pr.gradients.size() * 2 + pr.sharded_gradients.size() +
+  std::size_t tensors = pr.weights.size() + pr.gradients.size() * 2 + pr.sharded_gradients.size() + pr.reducer_buckets.size() +
                         pr.saved.size() * pr.model.layers.size();
   if (tensors > static_cast<std::size_t>(kMostReplayedTensors)) return out;
   std::vector<Program> before;

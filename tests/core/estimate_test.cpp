@@ -71,6 +71,7 @@ TEST(Estimate, CheckpointingAndFlashOnlyReduceActivations) {
 TEST(Estimate, ZeroShardsExactlyWhatItShards) {
   Config base = llama();
   base.parallel.num_gpus = 8;
+  base.parallel.ddp_bucket_view = true;  // plain DDP without its buckets' second copy of the gradients
   const Estimate z0 = estimate(base);
   Config c = base;
   c.parallel.zero_stage = 1;

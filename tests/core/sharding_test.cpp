@@ -349,5 +349,26 @@ TEST(Sharding, TorchtitanKeepsAPipelineStageGathered) {
             "parallel.reshard_after_forward");
 }
 
+// torch DDP keeps its all-reduce buckets beside the gradients unless gradient_as_bucket_view: a
+// second copy of Llama-2-7B's fp32 gradients (AMP) on every rank; none on one GPU or under
+// DeepSpeed's engine, and none once the gradients are views into the buckets.
+TEST(Sharding, DdpBucketsAreASecondCopyOfTheGradients) {
+  const auto gradients = [](const char* framework, std::int64_t gpus, bool view) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":")") +
+                                 framework + R"(","precision":"bf16_mixed","seq_len":1024}})")
+                   .config;
+    c.parallel.num_gpus = gpus;
+    c.parallel.ddp_bucket_view = view;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return e.breakdown.gradients.value();
+  };
+  const std::int64_t params = 6'738'415'616;
+  EXPECT_EQ(gradients("hf", 8, false), params * 4 * 2);
+  EXPECT_EQ(gradients("hf", 8, true), params * 4);
+  EXPECT_EQ(gradients("hf", 1, false), params * 4);
+  EXPECT_EQ(gradients("deepspeed", 8, false), params * 4);
+}
+
 }  // namespace
 }  // namespace memfit

@@ -476,6 +476,9 @@ struct Parallel {
   // GPU is done with it, so the reserve grows (up to the card) while the step's need does not.
   bool fsdp_limit_all_gathers = true;
   GradientSync gradient_sync = GradientSync::kAuto;
+  // torch DDP's gradient_as_bucket_view (default False): the reducer keeps its own flat buckets, as
+  // large as all the gradients, beside param.grad; True makes the gradients views into them.
+  bool ddp_bucket_view = false;
   ReshardAfterForward reshard_after_forward = ReshardAfterForward::kAuto;
   std::int64_t reduce_bucket_elements = -1;  // gradient reduce buckets; -1: the framework's
   bool overlap_comm = false;                  // DeepSpeed ZeRO 1/2: two reduce buckets (double buffering)
