@@ -43,7 +43,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   const Placement place = placement(c, e.parameters, base_parameter_count);
   const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
   e.breakdown.parameters = st.weights;
-  e.breakdown.gradients = max(st.gradients, st.accumulated_gradients) + st.reducer_buckets;
+  e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets;
   if (!st.reducer_buckets.is_zero()) {
     e.notes.push_back("DDP's all-reduce buckets (gradient_as_bucket_view=False, PyTorch's default) keep a second copy "
                       "of the gradients for the whole run; they are counted with the gradients. "
@@ -160,8 +160,7 @@ Estimate estimate(const Config& requested) {
   e.errors = validate(requested);
   if (!e.errors.empty()) return e;
   e.warnings = advisories(requested);
-  Config c = requested;
-  c.model = model_as_run(requested);
+  const Config c = config_as_run(requested);
   if (requested.model.tie_word_embeddings && !c.model.tie_word_embeddings &&
       requested.model.output_head == OutputHead::kLm) {
     e.notes.push_back("LitGPT keeps the output head apart from the token embedding (its checkpoint converter copies "

@@ -158,10 +158,15 @@ const ImplementationProfile& implementation_profile(Framework framework) {
   return kProfiles[static_cast<std::size_t>(framework)];
 }
 
-ModelSpec model_as_run(const Config& c) {
-  ModelSpec m = c.model;
-  if (c.training.implementation.framework == Framework::kLitgpt) m.tie_word_embeddings = false;
-  return m;
+Config config_as_run(const Config& c) {
+  Config run = c;
+  if (c.training.implementation.framework == Framework::kLitgpt) run.model.tie_word_embeddings = false;
+  return run;
+}
+
+bool runs_torch_data_parallel(Framework f) {
+  return f != Framework::kDeepspeed && f != Framework::kMegatron && f != Framework::kMegatronTe &&
+         f != Framework::kLlmC;
 }
 
 Implementation resolve_implementation(const Implementation& r) {

@@ -40,8 +40,8 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
   const Training& t = c.training;
   const Bytes grads_in_forward = gradients_kept_between_steps(t) ? st.accumulated_gradients : Bytes{0};
   const Bytes gathered_layer = gathered_layer_bytes(c, params, p, r);
-  return st.weights + st.master + st.states + st.reducer_buckets + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer +
-         loss.kept_bytes + kept_cache(act) + fsdp_root_gathered_bytes(c, params, p, r);
+  return st.resident() + grads_in_forward + weight_copies + act.saved_bytes + gathered_layer + loss.kept_bytes +
+         kept_cache(act) + fsdp_root_gathered_bytes(c, params, p, r);
 }
 
 // DeepSpeed ZeRO-2: every backward() allocates the gradient reduce bucket, reduce_bucket_size
@@ -57,6 +57,15 @@ Bytes reduce_bucket_bytes(const Config& c, const PrecisionRecipe& r) {
                                     ? par.reduce_bucket_elements
                                     : implementation_profile(c.training.implementation.framework).reduce_bucket_elements;
   return Count(elements) * r.weights * (par.overlap_comm ? 2 : 1);  // self.dtype: the model's weights
+}
+
+// The blocks' largest linear weight (before tensor parallelism): what a quantiser works on.
+Count largest_block_linear(const ParameterCount& params) {
+  Count largest = 0;
+  for (const TensorGroup& g : params.groups) {
+    if (g.linear && g.layer != LayerKind::kNone) largest = max(largest, g.elements_each());
+  }
+  return largest;
 }
 
 // Loading the model, before the first step: the weights as the framework brings them in (their
@@ -80,11 +89,7 @@ Bytes load_bytes(const Config& c, const ParameterCount& params, const Placement&
     // quantize_tensor_nearest): the 16-bit weight, its block-scaled copy, and (value - nf4) with
     // its .abs(), each numel × 16 in the weight's dtype, alive together for a moment; the largest
     // quantised weight is the blocks' largest linear.
-    Count largest_linear = 0;
-    for (const TensorGroup& g : params.groups) {
-      if (g.linear && g.layer != LayerKind::kNone) largest_linear = max(largest_linear, g.elements_each());
-    }
-    return st.weights + largest_linear / c.parallel.tensor * r.frozen_base * (2 + 2 * 16);
+    return st.weights + largest_block_linear(params) / c.parallel.tensor * r.frozen_base * (2 + 2 * 16);
   }
   return st.weights + (quantised ? largest * r.frozen_base : Bytes{0});
 }
@@ -102,10 +107,7 @@ Bytes in_backward_step_bytes(const Config& c, const ParameterCount& params, cons
   if (!t.optimizer_in_backward || c.parallel.offload_optimizer) return Bytes{0};
   const Count largest = largest_trainable_tensor(c, params) / c.parallel.tensor;
   const Bytes step = optimizer_step_temporary_bytes(c, params, largest, largest, r);
-  Count largest_linear = 0;  // the weights Q-GaLore quantizes: the blocks' linear layers
-  for (const TensorGroup& g : params.groups) {
-    if (g.linear && g.layer != LayerKind::kNone) largest_linear = max(largest_linear, g.elements_each());
-  }
+  const Count largest_linear = largest_block_linear(params);  // Q-GaLore quantizes the blocks' linears
   const Bytes requantize = t.weight_quant == WeightQuant::kInt8
                                ? largest_linear / c.parallel.tensor * stored_gradient_bytes(c, r) * 8
                                : Bytes{0};
@@ -132,14 +134,14 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
                                          c.parallel.tensor
                                    : Bytes{0};
   // A micro-batch before the last ends holding the accumulated gradients; the last, the sharded ones.
-  const Bytes grads_at_end = updates_in_backward(c.training) ? Bytes{0} : max(st.gradients, st.accumulated_gradients);
+  const Bytes grads_at_end = updates_in_backward(c.training) ? Bytes{0} : st.accumulated_gradients;
   // LOMO / AdaLomo update each parameter in backward: one gradient (and its fp32 copy) at a time.
   const Bytes fused = stores_gradients(c.training)
                           ? in_backward_step_bytes(c, params, r)
                           : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
   // Backward frees every saved tensor but leaves ctx attributes, which go with the graph after it.
-  const Bytes end = st.weights + st.master + st.states + st.reducer_buckets + grads_at_end + act.embedding_saved_bytes + embedding_grad +
-                    loss.kept_bytes + kept_cache(act) + act.retained_bytes + fused;
+  const Bytes end = st.resident() + grads_at_end + act.embedding_saved_bytes + embedding_grad + loss.kept_bytes +
+                    kept_cache(act) + act.retained_bytes + fused;
   return max(max(loss_and_head, top_block), end) + bucket;
 }
 
@@ -207,9 +209,7 @@ Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, co
   // torch/distributed/fsdp/_runtime_utils.py (_post_forward_reshard: "Do not free the root's
   // parameters in the post-forward for FULL_SHARD"); torch/distributed/fsdp/_fully_shard/
   // _fsdp_state.py (_lazy_init: "For the root, do not reshard after forward").
-  const Framework f = c.training.implementation.framework;
-  if (c.parallel.zero_stage < 3 || p.zero_shards <= 1 || f == Framework::kDeepspeed || f == Framework::kMegatron ||
-      f == Framework::kMegatronTe) {
+  if (c.parallel.zero_stage < 3 || p.zero_shards <= 1 || !runs_torch_data_parallel(c.training.implementation.framework)) {
     return Bytes{0};
   }
   Count outside = 0;
@@ -277,7 +277,7 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   phases.push_back({"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, reused, r)});
   if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
-                      st.weights + st.master + st.states + st.reducer_buckets + st.gradients + loss.kept_bytes + kept_cache(act) +
+                      st.resident() + st.gradients + loss.kept_bytes + kept_cache(act) +
                           kept_graph(act) + optimizer_temporaries(c, params, p, r)});
   }
   return phases;

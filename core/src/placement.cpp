@@ -308,12 +308,9 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // (torch/csrc/distributed/c10d/reducer.cpp, initialize_buckets), and unless
   // gradient_as_bucket_view they are a second copy of the gradients ("the saved memory size will be
   // equal to the total gradients size", DistributedDataParallel's docstring).
-  const Framework f = impl.framework;
-  const bool torch_ddp = f != Framework::kDeepspeed && f != Framework::kMegatron && f != Framework::kMegatronTe &&
-                         f != Framework::kLlmC;
   const Parallel& par = c.parallel;
   const bool plain_data_parallel = par.tensor == 1 && par.pipeline == 1 && par.context == 1 && par.num_gpus > 1;
-  if (torch_ddp && par.zero_stage == 0 && plain_data_parallel && !par.ddp_bucket_view &&
+  if (runs_torch_data_parallel(impl.framework) && par.zero_stage == 0 && plain_data_parallel && !par.ddp_bucket_view &&
       !updates_in_backward(c.training)) {
     s.reducer_buckets = s.gradients;
   }

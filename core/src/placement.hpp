@@ -66,10 +66,14 @@ ParameterCount local_parameters(const ParameterCount& params, const Placement& p
 struct StaticBytes {
   Bytes weights, gradients, master, states, offloaded;
   // Gradients held between the micro-batches of one step: the sharded gradients, or, when the
-  // gradient sync waits for the last micro-batch (defers_gradient_sync), the full unsharded ones.
+  // gradient sync waits for the last micro-batch (defers_gradient_sync), the full unsharded ones
+  // (never fewer than `gradients`).
   Bytes accumulated_gradients;
-  // torch DDP's all-reduce buckets (ddp_buckets): allocated when the model is wrapped, kept for the run.
+  // torch DDP's all-reduce buckets: allocated when the model is wrapped, kept for the run.
   Bytes reducer_buckets;
+
+  // What the GPU holds from the first step to the last, whatever the phase.
+  Bytes resident() const { return weights + master + states + reducer_buckets; }
 };
 
 // Whether the micro-batches before the last accumulate full, unsharded gradients (FSDP's no_sync /

@@ -167,20 +167,13 @@ std::vector<std::int64_t> gpu_counts(std::int64_t lo, std::int64_t hi, std::int6
   return out;
 }
 
-// The configuration with the model as its framework builds it (model_as_run): what the bounds,
-// the timing and the layouts tried are computed on.
-Config as_run(const Config& c) {
-  Config run = c;
-  run.model = model_as_run(c);
-  return run;
-}
-
 class Planner {
  public:
   Planner(const Config& base, const PlanOptions& options)
-      : base_(base), options_(options), params_(count_parameters(model_as_run(base))),
-        model_(step_time_model(as_run(base), params_, options.step_time)), gpu_(*find_gpu(base.hardware.gpu)),
-        scratch_(as_run(base)) {
+      // The bounds, the timing and the layouts tried see the model as its framework builds it.
+      : base_(base), options_(options), params_(count_parameters(config_as_run(base).model)),
+        model_(step_time_model(config_as_run(base), params_, options.step_time)),
+        gpu_(*find_gpu(base.hardware.gpu)), scratch_(config_as_run(base)) {
     per_node_ = model_.gpus_per_node;
     overhead_ = base.hardware.overhead_bytes >= 0 ? Bytes(base.hardware.overhead_bytes) : gpu_.context_bytes;
     budget_ = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu_.memory_bytes.value()) *

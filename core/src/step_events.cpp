@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "finetune.hpp"
+#include "memfit/implementation.hpp"
 #include "optimizer_states.hpp"
 #include "phases.hpp"
 
@@ -486,10 +487,9 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
 }
 
 bool fsdp_gathers_run_ahead(const Config& c, const Placement& p) {
-  const Framework f = c.training.implementation.framework;
+  const Framework f = c.training.implementation.framework;  // FSDP1's switch: not FSDP2 (torchtitan)
   return !c.parallel.fsdp_limit_all_gathers && c.parallel.zero_stage >= 3 && p.zero_shards > 1 &&
-         f != Framework::kDeepspeed && f != Framework::kMegatron && f != Framework::kMegatronTe &&
-         f != Framework::kTorchtitan;
+         runs_torch_data_parallel(f) && f != Framework::kTorchtitan;
 }
 
 }  // namespace memfit

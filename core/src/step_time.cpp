@@ -490,8 +490,7 @@ StepTime step_time(const Config& c, const StepTimeOptions& options) {
   StepTime t;
   t.errors = validate(c);
   if (!t.errors.empty()) return t;
-  Config run = c;
-  run.model = model_as_run(c);
+  const Config run = config_as_run(c);
   return step_time(step_time_model(run, count_parameters(run.model), options), layout_of(run));
 }
 

@@ -270,7 +270,7 @@ void check_parallel(const Config& c, Checks& out) {
   }
   const Framework framework = c.training.implementation.framework;
   if (p.reshard_after_forward == ReshardAfterForward::kNever && p.zero_stage == 3 &&
-      (framework == Framework::kDeepspeed || framework == Framework::kMegatron || framework == Framework::kMegatronTe)) {
+      !runs_torch_data_parallel(framework)) {
     out.add("parallel.reshard_after_forward", "must be auto or always with training.framework " +
                                                   std::string(to_string(framework)) +
                                                   ": it is FSDP's setting (DeepSpeed keeps what it reuses soon: "

@@ -39,12 +39,16 @@ Implementation resolve_implementation(const Implementation& requested);
 
 const char* to_string(Framework f);
 
-// The model as the framework builds it. LitGPT never ties the output head to the token embedding:
-// its GPT holds a separate lm_head (nn.Linear) and transformer.wte (nn.Embedding)
-// (litgpt/model.py), and scripts/convert_hf_checkpoint.py copies transformer.wte.weight into
-// lm_head.weight when a Hugging Face checkpoint has no head of its own (Gemma, Falcon, ...), so
-// load_state_dict fills two tensors. Every other framework keeps the model's tie.
-ModelSpec model_as_run(const Config& config);
+// The configuration with the model as the framework builds it. LitGPT never ties the output head
+// to the token embedding: its GPT holds a separate lm_head (nn.Linear) and transformer.wte
+// (nn.Embedding) (litgpt/model.py), and scripts/convert_hf_checkpoint.py copies
+// transformer.wte.weight into lm_head.weight when a Hugging Face checkpoint has no head of its own
+// (Gemma, Falcon, ...), so load_state_dict fills two tensors. Every other framework keeps the tie.
+Config config_as_run(const Config& config);
+
+// Whether the framework's data parallelism is torch's own (DDP, FSDP1 / FSDP2). DeepSpeed,
+// Megatron and llm.c shard, gather and reduce with engines of their own.
+bool runs_torch_data_parallel(Framework framework);
 
 // The knobs' JSON keys (all under training.), in the order the result echoes them.
 inline constexpr const char* kImplementationKeys[] = {
