@@ -565,7 +565,13 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
     const Count h = d.hidden, ff = d.ff;
     const bool fp8_gathered = tr.float8 == Float8::kTensorwise && c.parallel.float8_all_gather;
     const Count weight = fp8_gathered ? Count(0) : h * ff;
-    working += max(d.tokens * (h + ff * 2), d.tokens * (ff + h * 2)) * Bytes{1} + weight * Bytes{1};
+    Bytes casts = max(d.tokens * (h + ff * 2), d.tokens * (ff + h * 2)) * Bytes{1} + weight * Bytes{1};
+    // MX training (torchao/prototype/mx_formats, mx_mm.backward) casts the same four operands, each
+    // along the reduction dimension in blocks of 32 with one E8M0 (1-byte) scale per block; the
+    // transposed (dim1) casts run in one kernel (the mxfp8_cublas recipe's CUDA or Triton dim1
+    // kernel, or Inductor's fusion under compile), with no 16-bit transposed copy.
+    if (tr.float8 == Float8::kMxfp8) casts += ceil_div(casts, 32);
+    working += casts;
   }
   // With only some blocks checkpointed (the first ones of the stage, as Megatron's block method
   // picks them), backward reaches them after the blocks above have freed everything, so their

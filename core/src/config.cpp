@@ -412,7 +412,8 @@ Json applicability(std::string_view path) {
     all.push(when_at_least("parallel.zero_stage", 1));
   } else if (path == "parallel.overlap_comm" || path == "parallel.reduce_bucket_elements") {
     all.push(when_in("parallel.zero_stage", integers({2})));
-  } else if (path == "parallel.zero3_max_reuse_distance") {
+  } else if (path == "parallel.zero3_max_reuse_distance" || path == "parallel.zero_hpz_partition_size" ||
+             path == "parallel.zero_quantized_weights") {
     all.push(when_in("parallel.zero_stage", integers({3})));
     all.push(when_in("training.framework", spellings({"deepspeed"})));
   } else if (path == "parallel.float8_all_gather") {

@@ -131,6 +131,8 @@ Json deepspeed_zero(const Config& c, Export& e) {
   if (p.offload_params) zero.set("offload_param", cpu());
   if (p.offload_params && p.zero_stage < 3) fail(e, "parallel.offload_params", "DeepSpeed offloads parameters with ZeRO-3 only");
   if (p.offload_optimizer && p.zero_stage < 1) fail(e, "parallel.offload_optimizer", "DeepSpeed offloads the optimizer with ZeRO-1 or above");
+  if (p.zero_hpz_partition_size > 1) zero.set("zero_hpz_partition_size", Json::integer(p.zero_hpz_partition_size));
+  if (p.zero_quantized_weights) zero.set("zero_quantized_weights", Json::boolean(true));
   if (p.shard_degree > 0) {
     if (p.zero_stage == 3) zero.set("mics_shard_size", Json::integer(p.shard_degree));  // MiCS: shard within groups
     else fail(e, "parallel.shard_degree", "DeepSpeed shards within groups (MiCS) with ZeRO-3 only");
@@ -631,6 +633,10 @@ void read_deepspeed(const Json& ds, const std::vector<std::string>& cmd, Config&
     p.offload_optimizer = on_cpu("offload_optimizer");
     p.offload_params = on_cpu("offload_param");
     if (const Json* mics = zero->find("mics_shard_size")) p.shard_degree = mics->as_exact_integer().value_or(0);
+    if (const Json* hpz = zero->find("zero_hpz_partition_size")) {
+      p.zero_hpz_partition_size = std::max<std::int64_t>(1, hpz->as_exact_integer().value_or(1));
+    }
+    if (const Json* qwz = zero->find("zero_quantized_weights")) p.zero_quantized_weights = qwz->is_bool() && qwz->as_bool();
   }
   c.training.checkpointing = value_of(cmd, "--gradient_checkpointing") == "true" ? Checkpointing::kFull : Checkpointing::kNone;
   c.training.checkpointed_layers = -1;  // every layer
@@ -816,6 +822,10 @@ Export export_plan(const Config& c, Engine engine) {
   if (c.training.weight_quant != WeightQuant::kNone) {
     fail(e, "training.weight_quant", "Q-GaLore's INT8 weights are its own training script's (--weight_quant), not an "
                                      "option of these engines: export with none");
+  }
+  if (c.training.float8 != Float8::kNone && e.errors.empty()) {
+    e.notes.push_back("training.float8 is torchao's conversion of the linears (Float8 or MX training), made in the "
+                      "training script or torchtitan's model converters: this file does not carry it");
   }
   if (c.parallel.pipeline > 1 && c.parallel.pipeline_schedule == PipelineSchedule::kSequential) {
     fail(e, "parallel.pipeline_schedule",

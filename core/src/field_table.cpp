@@ -214,10 +214,10 @@ std::vector<Field> build_fields() {
               "so they stay allocated through the next step's forward"),
       MF_BOOL("training.activation_offload", training.activation_offload, "saved activations offloaded to CPU"),
       MF_ENUM("training.float8", training.float8, Float8,
-              "torchao Float8 linears (convert_to_float8_training): none, tensorwise or rowwise scaling; saved "
-              "activations as in bf16 (torchao >= 0.13; rowwise >= 0.9), fp8 copies of each matmul's operands for "
-              "a moment",
-              "none", "tensorwise", "rowwise"),
+              "torchao Float8 linears (convert_to_float8_training): none, tensorwise or rowwise scaling, or mxfp8 "
+              "(torchao's MX training: one E8M0 scale per 32 elements, Blackwell only); saved activations as in "
+              "bf16 (torchao >= 0.13; rowwise >= 0.9), fp8 copies of each matmul's operands for a moment",
+              "none", "tensorwise", "rowwise", "mxfp8"),
       MF_ENUM("training.weight_quant", training.weight_quant, WeightQuant,
               "trained weights stored in low precision: int8 = the blocks' linear weights as INT8 codes with an "
               "fp32 scale and zero per group, dequantized for each matmul, updated with stochastic rounding "
@@ -439,6 +439,12 @@ std::vector<Field> build_fields() {
       MF_INT("parallel.zero3_max_reuse_distance", parallel.zero3_max_reuse_distance, 0, 1000 * kBillion,
              "DeepSpeed ZeRO-3 stage3_max_reuse_distance in elements: a gathered parameter used again within this "
              "many parameters stays gathered (the head and the last blocks across forward's end; default 1e9)"),
+      MF_INT("parallel.zero_hpz_partition_size", parallel.zero_hpz_partition_size, 1, 1024,
+             "DeepSpeed ZeRO++ hpZ (zero_hpz_partition_size): each GPU also keeps a secondary copy of 1/hpz of the "
+             "16-bit parameters, so backward gathers them inside a group of this many GPUs (usually a node); 1 = off"),
+      MF_BOOL("parallel.zero_quantized_weights", parallel.zero_quantized_weights,
+              "DeepSpeed ZeRO++ qwZ (zero_quantized_weights): ZeRO-3 gathers int8 codes and dequantizes them, "
+              "one byte per element of the gathered block beside it for a moment"),
       MF_BOOL("parallel.overlap_comm", parallel.overlap_comm,
               "DeepSpeed ZeRO-2 overlap_comm: backward reduces through two buckets of reduce_bucket_size "
               "(DeepSpeed's default for stage 2: off; stage 1 has no bucket)"),

@@ -193,7 +193,10 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
     }
     return p.as_nominal(blocks / c.parallel.tensor);
   }
-  Bytes block = max(params.per_dense_layer_count, params.per_moe_layer_count) * r.gathered;
+  // DeepSpeed ZeRO++ qwZ gathers int8 codes (one byte an element; the scales, one per group of
+  // thousands, are left out) and dequantizes them into the 16-bit block: both for a moment.
+  const bool int8_gather = c.parallel.zero_quantized_weights && c.training.implementation.framework == Framework::kDeepspeed;
+  Bytes block = max(params.per_dense_layer_count, params.per_moe_layer_count) * (r.gathered + (int8_gather ? Bytes{1} : Bytes{0}));
   if (fp8_gather && params.per_dense_layer_count >= params.per_moe_layer_count) {
     Count linear = 0;
     for (const TensorGroup& g : params.groups) {

@@ -299,7 +299,20 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // _fsdp_param.py, to_accumulated_grad_if_needed: unsharded_accumulated_grad in reduce_dtype).
   const bool fsdp2 = impl.framework == Framework::kTorchtitan || impl.framework == Framework::kTorchtune;
   const Bytes unsharded_gradients = peft || fsdp2 ? s.gradients : p.local_trainable * r.gathered;
+  const Bytes unsharded_weights = s.weights;
   shard(s, c.parallel.zero_stage, p.zero_shards);
+  // DeepSpeed ZeRO++ hpZ: a secondary partition of every parameter, numel / hpz in its dtype, kept
+  // from forward to backward and on between steps (partition_parameters.py, _partition_param_sec:
+  // ds_secondary_tensor on the parameters' device, so on the host when they are offloaded).
+  if (c.parallel.zero_stage >= 3 && impl.framework == Framework::kDeepspeed && c.parallel.zero_hpz_partition_size > 1 &&
+      p.zero_shards > 1) {
+    const std::int64_t group = std::min(c.parallel.zero_hpz_partition_size, p.zero_shards);
+    s.weights += unsharded_weights / group;
+    notes.push_back("ZeRO++ hpZ: each GPU also keeps a secondary partition, 1/" + std::to_string(group) +
+                    " of the parameters in their dtype, for backward's all-gather inside its group; it is counted "
+                    "with the parameters" + (c.parallel.offload_params ? " (on the host: the parameters are offloaded)."
+                                                                        : "."));
+  }
   s.accumulated_gradients = defers_gradient_sync(c, p) ? max(s.gradients, unsharded_gradients) : s.gradients;
   s.weights += p.buffer_bytes;  // module buffers: not sharded
   // torch DDP (plain data parallelism: no sharding, tensor, pipeline or context split) under

@@ -285,6 +285,17 @@ TEST(Sharding, Float8LinearsSaveTheSameAndCastForAMoment) {
   const Estimate a100 = run("rowwise", false, 8, "a100-80gb");
   ASSERT_FALSE(a100.ok());
   EXPECT_EQ(a100.errors.front().field, "training.float8");
+  // MX training: the same four casts, each with one 1-byte E8M0 scale per 32 elements, and only on
+  // Blackwell's block-scaled matmuls.
+  const Estimate b200 = run("none", false, 8, "b200-180gb"), mx = run("mxfp8", false, 8, "b200-180gb");
+  ASSERT_TRUE(b200.ok() && mx.ok());
+  EXPECT_EQ(mx.breakdown.activations.value(), b200.breakdown.activations.value());
+  const std::int64_t mx_casts = casts + weight;
+  EXPECT_EQ(phase_bytes(mx, "backward") - phase_bytes(b200, "backward"), mx_casts + (mx_casts + 31) / 32);
+  const Estimate hopper = run("mxfp8", false, 8);
+  ASSERT_FALSE(hopper.ok());
+  EXPECT_EQ(hopper.errors.front().field, "training.float8");
+  EXPECT_NE(hopper.errors.front().message.find("Blackwell"), std::string::npos);
 }
 
 // Gradient sync at the last micro-batch (FSDP's no_sync under accelerate / Lightning Fabric, a
@@ -368,6 +379,39 @@ TEST(Sharding, DdpBucketsAreASecondCopyOfTheGradients) {
   EXPECT_EQ(gradients("hf", 8, true), params * 4);
   EXPECT_EQ(gradients("hf", 1, false), params * 4);
   EXPECT_EQ(gradients("deepspeed", 8, false), params * 4);
+}
+
+
+// DeepSpeed ZeRO++: hpZ keeps a secondary partition, 1/hpz of the 16-bit parameters, on every GPU
+// (on the host when the parameters are offloaded); qwZ gathers int8 codes beside the gathered
+// 16-bit block for a moment. Llama-2-7B: 6,738,415,616 parameters, 202,383,360 per block.
+TEST(Sharding, ZeroPlusPlusSecondaryPartitionAndInt8Gather) {
+  const auto run = [](std::int64_t hpz, bool qwz, bool offload = false, const char* framework = "deepspeed") {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":")") +
+                                 framework + R"(","precision":"bf16_master","checkpointing":"full"},)"
+                                 R"("parallel":{"num_gpus":16,"zero_stage":3}})").config;
+    c.parallel.zero_hpz_partition_size = hpz;
+    c.parallel.zero_quantized_weights = qwz;
+    c.parallel.offload_params = offload;
+    return estimate(c);
+  };
+  const Estimate plain = run(1, false), hpz = run(8, false), qwz = run(1, true);
+  ASSERT_TRUE(plain.ok() && hpz.ok() && qwz.ok());
+  const std::int64_t params = 6738415616, block = 202383360;
+  EXPECT_EQ(hpz.breakdown.parameters.value() - plain.breakdown.parameters.value(), params * 2 / 8);
+  EXPECT_EQ(phase_bytes(qwz, "forward") - phase_bytes(plain, "forward"), block);
+  EXPECT_EQ(qwz.breakdown.parameters.value(), plain.breakdown.parameters.value());
+  // Offloaded parameters take their secondary partition to the host.
+  const Estimate off = run(1, false, true), off_hpz = run(8, false, true);
+  ASSERT_TRUE(off.ok() && off_hpz.ok());
+  EXPECT_EQ(off_hpz.breakdown.parameters.value(), 0);
+  EXPECT_EQ(off_hpz.breakdown.offloaded_bytes.value() - off.breakdown.offloaded_bytes.value(), params * 2 / 8);
+  // DeepSpeed's only, and the group must divide the data-parallel ranks.
+  const Estimate fsdp = run(8, false, false, "hf"), uneven = run(6, false);
+  ASSERT_FALSE(fsdp.ok());
+  EXPECT_EQ(fsdp.errors.front().field, "parallel.zero_hpz_partition_size");
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_EQ(uneven.errors.front().field, "parallel.zero_hpz_partition_size");
 }
 
 }  // namespace

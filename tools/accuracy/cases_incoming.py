@@ -1005,10 +1005,12 @@ def torchao_train(rec):
                 "with enable_fsdp_float8_all_gather and precompute_float8_dynamic_scale_for_fsdp")
         c.note("memfit's Float8 is torchao >= 0.13's (the bf16 input saved; 0.9-0.12 tensorwise also kept an fp8 weight, "
                "which FSDP frees under the fp8 all-gather); the run used torchao 0.10")
+    elif fp8 and variant.startswith("mxfp8"):
+        c.t("float8", "mxfp8", f"torchao MX training, recipe {variant} (torchao.prototype.mx_formats MXLinear: mx_mm "
+            "saves the bf16 input and weight, casts along both dimensions in blocks of 32 with E8M0 scales)")
     elif fp8:
         c.flag("float8")
-        c.line(f"float8 ({variant}): MX formats (torchao.prototype.mx_formats), not representable; the bf16 configuration "
-               "is kept")
+        c.line(f"float8 ({variant}): not representable; the bf16 configuration is kept")
     if gpu == "mi300x-192gb":
         c.gpu("mi300x-192gb", "8x AMD MI300X (192 GB)")
     elif gpu == "b200-180gb":
@@ -1436,8 +1438,13 @@ def ds_gist(rec):
     c.note("the two numbers of 'GPU Mem. x/y' are not named in the stored copy; if y is the reserved rather than the "
            "allocated peak, memfit's comparison shifts by the allocator's slack")
     if zeropp:
+        c.p("zero_quantized_weights", True, "'ZeRO++' column, its components unstated: DeepSpeed's ZeRO++ tutorial "
+            "turns on zero_quantized_weights, zero_hpz_partition_size (GPUs per node) and zero_quantized_gradients")
+        c.p("zero_hpz_partition_size", 8, "the tutorial's GPUs per node, all 8 here; with offload_param the secondary "
+            "partition lives on the host (partition_parameters.py: ds_secondary_tensor on the remote device)")
         c.flag("unmodelled_zeropp")
-        c.line("ZeRO++ (quantized weight all-gather, hierarchical partitioning): no memfit setting")
+        c.line("zero_quantized_gradients (qgZ, the tutorial's third switch): memfit has no setting for its quantized "
+               "all-to-all buffers")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     c.measure("peak_allocated_bytes", "GiB", "'GPU Mem. x/y': the footnote naming the two numbers was not readable; the "
@@ -2280,7 +2287,7 @@ FLAG_MEANINGS = {
     "unmodelled_use_cache_in_training": "unmodelled: use_cache stays on in training, so every layer's key/value cache is "
                                         "returned and kept with the outputs",
     "unmodelled_modules_to_save": "unmodelled: PEFT modules_to_save (full trainable copies of the embedding and lm_head)",
-    "unmodelled_zeropp": "unmodelled: DeepSpeed ZeRO++ (quantized all-gathers, hierarchical partitioning)",
+    "unmodelled_zeropp": "unmodelled: DeepSpeed ZeRO++'s quantized gradient reduction (qgZ); hpZ and qwZ are set",
 }
 
 UNIT_READINGS_BY_SOURCE = {

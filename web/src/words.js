@@ -137,6 +137,7 @@ export const CHOICES = {
     none: ['Off', ''],
     tensorwise: ['Float8, tensor-wise scales (torchao)', ''],
     rowwise: ['Float8, row-wise scales (torchao)', ''],
+    mxfp8: ['MXFP8 (torchao, Blackwell)', ''],
   },
   'training.finetune.quant_type': {
     nf4: ['NF4', '4-bit NormalFloat (QLoRA)'],
@@ -293,6 +294,8 @@ export const FIELDS = {
   'training.finetune.nf4_whole_tensor': ['NF4 in one piece', null],
   'parallel.gradient_sync': ['Gradient sync', null],
   'parallel.ddp_bucket_view': ['DDP bucket views', null],
+  'parallel.zero_hpz_partition_size': ['ZeRO++ hpZ group', null],
+  'parallel.zero_quantized_weights': ['ZeRO++ int8 gathers', null],
   'parallel.reshard_after_forward': ['Reshard after forward', null],
   'parallel.fsdp_limit_all_gathers': ['FSDP rate limiter', null],
   'training.goal': ['Goal', 'what the run is for: decides the changes suggested and the planner\'s search'],

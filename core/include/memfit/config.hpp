@@ -124,8 +124,10 @@ enum class PromptEncoder { kMlp, kLstm };
 // and what the planner searches. auto: peft for a parameter-efficient method, else full_finetune.
 enum class Goal { kAuto, kPretrain, kFullFinetune, kPeft };
 // torchao's Float8 training (convert_to_float8_training: every nn.Linear a Float8Linear), by
-// scaling: none, tensorwise (dynamic, one scale per tensor) or rowwise (one per row).
-enum class Float8 { kNone, kTensorwise, kRowwise };
+// scaling: none, tensorwise (dynamic, one scale per tensor) or rowwise (one per row); mxfp8 is
+// torchao's MX training (torchao.prototype.mx_formats, MXLinear): fp8 elements with one E8M0 scale
+// per 32, on Blackwell's block-scaled matmuls.
+enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8 };
 
 // Trained weights kept in low precision between steps (Q-GaLore, Zhang et al. 2024:
 // q_galore_torch/utils/quantization.py QGaLoreLinear): the blocks' linear weights as uint8 codes
@@ -485,6 +487,14 @@ struct Parallel {
   // DeepSpeed ZeRO-3 stage3_max_reuse_distance (elements): a gathered parameter used again within
   // this many parameters of the step's trace is not released (1e9, DeepSpeed's default).
   std::int64_t zero3_max_reuse_distance = 1'000'000'000;
+  // DeepSpeed ZeRO++ (Wang et al. 2023), ZeRO-3 only. hpZ (zero_hpz_partition_size > 1): after a
+  // module's forward each rank keeps a secondary partition of its parameters, numel / hpz in their
+  // dtype, for backward's all-gather inside the group (partition_parameters.py,
+  // _partition_param_sec: ds_secondary_tensor, on the parameters' device). qwZ
+  // (zero_quantized_weights): the all-gather moves int8 codes and dequantizes them into the
+  // 16-bit parameters.
+  std::int64_t zero_hpz_partition_size = 1;
+  bool zero_quantized_weights = false;
 };
 
 struct Hardware {

@@ -49,6 +49,8 @@ struct Gpu {
 
   bool has_bf16() const { return peak_bf16_tflops > 0; }
   bool has_fp8() const { return peak_fp8_tflops > 0; }
+  // Block-scaled MX matmuls (cuBLAS / CUTLASS mxfp8 on compute capability 10.x): Blackwell.
+  bool has_mx() const { return std::string_view(architecture) == "Blackwell"; }
 };
 
 const std::vector<Gpu>& gpu_table();
