@@ -637,6 +637,8 @@ void read_deepspeed(const Json& ds, const std::vector<std::string>& cmd, Config&
       p.zero_hpz_partition_size = std::max<std::int64_t>(1, hpz->as_exact_integer().value_or(1));
     }
     if (const Json* qwz = zero->find("zero_quantized_weights")) p.zero_quantized_weights = qwz->is_bool() && qwz->as_bool();
+    // ZeRO++ is the DeepSpeed engine's: a configuration that uses it runs under it.
+    if (p.zero_hpz_partition_size > 1 || p.zero_quantized_weights) c.training.implementation.framework = Framework::kDeepspeed;
   }
   c.training.checkpointing = value_of(cmd, "--gradient_checkpointing") == "true" ? Checkpointing::kFull : Checkpointing::kNone;
   c.training.checkpointed_layers = -1;  // every layer
@@ -838,6 +840,7 @@ Export export_plan(const Config& c, Engine engine) {
 ConfigParse read_export(const Config& base, Engine engine, std::string_view file_text, std::string_view command) {
   Config c = base;
   const std::vector<std::string> words = words_of(command);
+  std::vector<Issue> unread;
   switch (engine) {
     case Engine::kDeepSpeed: {
       const JsonParseResult ds = parse_json(file_text);
@@ -847,6 +850,15 @@ ConfigParse read_export(const Config& base, Engine engine, std::string_view file
         return bad;
       }
       read_deepspeed(*ds.value, words, c);
+      const Json* zero = ds.value->find("zero_optimization");
+      for (const char* key : {"zero_quantized_gradients", "zero_quantized_nontrainable_weights"}) {
+        const Json* on = zero ? zero->find(key) : nullptr;
+        if (on && on->is_bool() && on->as_bool()) {
+          unread.push_back({std::string("zero_optimization.") + key,
+                            "ZeRO++'s quantized gradient reduction (qgZ) and int8 frozen weights are not modelled: "
+                            "the estimate counts the 16-bit tensors"});
+        }
+      }
       break;
     }
     case Engine::kFsdp: read_accelerate(read_settings(file_text, false), words, c); break;
@@ -854,7 +866,9 @@ ConfigParse read_export(const Config& base, Engine engine, std::string_view file
     case Engine::kMegatron: read_megatron(words, c); break;
     case Engine::kTorchtune: read_torchtune(words, c); break;
   }
-  return parse_config(config_to_json(c));
+  ConfigParse out = parse_config(config_to_json(c));
+  out.warnings.insert(out.warnings.end(), unread.begin(), unread.end());
+  return out;
 }
 
 const char* to_string(Engine e) {

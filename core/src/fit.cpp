@@ -136,8 +136,8 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
 }
 
 const char* card_lacks(const Gpu& g, Precision p, Float8 float8) {
-  if (float8 != Float8::kNone && !g.has_fp8()) return "FP8";
   if (float8 == Float8::kMxfp8 && !g.has_mx()) return "MXFP8";
+  if (float8 != Float8::kNone && !g.has_fp8()) return "FP8";
   switch (p) {
     case Precision::kFp32:
     case Precision::kFp16Mixed:

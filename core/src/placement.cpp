@@ -301,12 +301,15 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   const Bytes unsharded_gradients = peft || fsdp2 ? s.gradients : p.local_trainable * r.gathered;
   const Bytes unsharded_weights = s.weights;
   shard(s, c.parallel.zero_stage, p.zero_shards);
-  // DeepSpeed ZeRO++ hpZ: a secondary partition of every parameter, numel / hpz in its dtype, kept
-  // from forward to backward and on between steps (partition_parameters.py, _partition_param_sec:
-  // ds_secondary_tensor on the parameters' device, so on the host when they are offloaded).
-  if (c.parallel.zero_stage >= 3 && impl.framework == Framework::kDeepspeed && c.parallel.zero_hpz_partition_size > 1 &&
-      p.zero_shards > 1) {
-    const std::int64_t group = std::min(c.parallel.zero_hpz_partition_size, p.zero_shards);
+  // DeepSpeed ZeRO++ hpZ: a secondary partition of every parameter, numel / group in its dtype,
+  // from forward to backward (partition_parameters.py, _partition_param_sec: ds_secondary_tensor
+  // on the parameters' device, so on the host when they are offloaded; the step frees the trained
+  // parameters' ones, stage3.py _post_step, after the step's peak). The group is
+  // min(hpz, world size) ranks (utils/groups.py, _create_zero_param_parallel_group): on one GPU a
+  // whole second copy.
+  const std::int64_t data_ranks = std::max<std::int64_t>(1, c.parallel.num_gpus / (c.parallel.tensor * c.parallel.pipeline));
+  if (c.parallel.zero_stage >= 3 && impl.framework == Framework::kDeepspeed && c.parallel.zero_hpz_partition_size > 1) {
+    const std::int64_t group = std::min(c.parallel.zero_hpz_partition_size, data_ranks);
     s.weights += unsharded_weights / group;
     notes.push_back("ZeRO++ hpZ: each GPU also keeps a secondary partition, 1/" + std::to_string(group) +
                     " of the parameters in their dtype, for backward's all-gather inside its group; it is counted "

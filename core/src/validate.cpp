@@ -171,13 +171,13 @@ void check_training(const Config& c, Checks& out) {
     // torch._scaled_mm needs FP8 tensor cores (sm_89+, MI300); Transformer Engine's recipe is
     // another path to FP8 (precision fp8_mixed), not both at once.
     const Gpu* gpu = find_gpu(c.hardware.gpu);
-    if (gpu && !gpu->has_fp8()) {
+    if (gpu && t.float8 == Float8::kMxfp8 && !gpu->has_mx()) {
+      // torchao's MX training asserts compute capability 10.0+ (block-scaled torch._scaled_mm).
+      out.add("training.float8", "mxfp8 needs a Blackwell GPU (B200) for its block-scaled matmuls; hardware.gpu is " +
+                                     std::string(gpu->name) + (gpu->has_fp8() ? " (tensorwise or rowwise run on it)" : ""));
+    } else if (gpu && !gpu->has_fp8()) {
       out.add("training.float8", "needs a GPU with FP8 matmuls (H100, H200, B200, L4, L40S, RTX 4090, MI300); "
                                  "hardware.gpu is " + std::string(gpu->name));
-    } else if (gpu && t.float8 == Float8::kMxfp8 && !gpu->has_mx()) {
-      // torchao's MX training asserts compute capability 10.0+ (block-scaled torch._scaled_mm).
-      out.add("training.float8", "mxfp8 needs a Blackwell GPU (B200) for its block-scaled matmuls; use tensorwise "
-                                 "or rowwise on hardware.gpu " + std::string(gpu->name));
     }
     if (t.precision == Precision::kFp8Mixed) {
       out.add("training.float8", "cannot be combined with training.precision fp8_mixed (Transformer Engine's FP8): "
@@ -286,12 +286,18 @@ void check_parallel(const Config& c, Checks& out) {
     out.add(p.zero_hpz_partition_size > 1 ? "parallel.zero_hpz_partition_size" : "parallel.zero_quantized_weights",
             "is DeepSpeed's ZeRO++: it applies with training.framework deepspeed and parallel.zero_stage 3 (set 1 / "
             "false otherwise)");
-  } else if (p.zero_hpz_partition_size > 1 && p.num_gpus % model_parallel == 0 &&
-             data_ranks % p.zero_hpz_partition_size != 0) {
-    // DeepSpeed builds the groups from consecutive ranks (groups._create_zero_param_parallel_group).
-    out.add("parallel.zero_hpz_partition_size", "must divide the ranks that hold the same layers (num_gpus / (tensor "
-                                                "× pipeline) = " + group_digits(data_ranks) + "); got " +
+  } else if (p.zero_hpz_partition_size > 1 && p.num_gpus % model_parallel == 0 && data_ranks > 0 &&
+             data_ranks % std::min(p.zero_hpz_partition_size, data_ranks) != 0) {
+    // DeepSpeed groups min(hpz, world size) consecutive ranks and requires them to divide the world
+    // (utils/groups.py, _create_zero_param_parallel_group).
+    out.add("parallel.zero_hpz_partition_size", "must divide the data-parallel ranks (num_gpus / (tensor × pipeline) "
+                                                "= " + group_digits(data_ranks) + ") or be at least that many; got " +
                                                 group_digits(p.zero_hpz_partition_size));
+  }
+  if (p.float8_all_gather && (framework == Framework::kDeepspeed || framework == Framework::kMegatron ||
+                              framework == Framework::kMegatronTe)) {
+    out.add("parallel.float8_all_gather", "is torchao's FSDP2 setting (enable_fsdp_float8_all_gather); training.framework " +
+                                              std::string(to_string(framework)) + " does not gather through FSDP2");
   }
   if (p.shard_degree > 0 && p.num_gpus % model_parallel == 0 && data_ranks % p.shard_degree != 0) {
     out.add("parallel.shard_degree", "must divide the ranks that hold the same layers (num_gpus / (tensor × "

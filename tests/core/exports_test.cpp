@@ -207,6 +207,23 @@ TEST(Exports, DeepSpeedRoundTrips) {
   for (const char* c : cases) expect_round_trip(config(c), Engine::kDeepSpeed);
 }
 
+// A ds_config with ZeRO++ runs under the DeepSpeed engine whatever the configuration it is read
+// into; the switches memfit does not model are named.
+TEST(Exports, DeepSpeedZeroPlusPlusIsReadAsTheEngines) {
+  const char* ds = R"({"train_micro_batch_size_per_gpu":1,"gradient_accumulation_steps":1,"bf16":{"enabled":true},)"
+                   R"("zero_optimization":{"stage":3,"zero_hpz_partition_size":8,"zero_quantized_weights":true,)"
+                   R"("zero_quantized_gradients":true}})";
+  const ConfigParse back = read_export(config(R"({"model":{"preset":"llama-3-8b"}})"), Engine::kDeepSpeed, ds,
+                                       "deepspeed --num_gpus 16 train.py --deepspeed ds_config.json");
+  ASSERT_TRUE(back.ok()) << back.errors[0].field << " " << back.errors[0].message;
+  EXPECT_EQ(back.config.training.implementation.framework, Framework::kDeepspeed);
+  EXPECT_EQ(back.config.parallel.zero_hpz_partition_size, 8);
+  EXPECT_TRUE(back.config.parallel.zero_quantized_weights);
+  bool named = false;
+  for (const Issue& w : back.warnings) named |= w.field == "zero_optimization.zero_quantized_gradients";
+  EXPECT_TRUE(named);
+}
+
 TEST(Exports, AccelerateFsdpRoundTrips) {
   const char* cases[] = {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","micro_batch_size":2,"grad_accum_steps":4},"parallel":{"num_gpus":16,"zero_stage":3}})",

@@ -98,7 +98,7 @@ TEST(Gpus, CardsWithoutTheRecipesTensorCoresAreMarked) {
   EXPECT_EQ(gpus(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"bf16_fsdp","float8":"rowwise"}})"),
             "v100-32gb=FP8 a100-80gb=FP8 h100-sxm-80gb=runs ");
   EXPECT_EQ(gpus(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"bf16_fsdp","float8":"mxfp8"},"hardware":{"gpu":"b200-180gb"}})"),
-            "v100-32gb=FP8 a100-80gb=FP8 h100-sxm-80gb=MXFP8 ");
+            "v100-32gb=MXFP8 a100-80gb=MXFP8 h100-sxm-80gb=MXFP8 ");
   const Json on_v100 =
       estimate_json(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"bf16_autocast"},"hardware":{"gpu":"v100-32gb"}})");
   ASSERT_TRUE(on_v100.find("ok")->as_bool());

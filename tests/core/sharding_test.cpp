@@ -386,10 +386,12 @@ TEST(Sharding, DdpBucketsAreASecondCopyOfTheGradients) {
 // (on the host when the parameters are offloaded); qwZ gathers int8 codes beside the gathered
 // 16-bit block for a moment. Llama-2-7B: 6,738,415,616 parameters, 202,383,360 per block.
 TEST(Sharding, ZeroPlusPlusSecondaryPartitionAndInt8Gather) {
-  const auto run = [](std::int64_t hpz, bool qwz, bool offload = false, const char* framework = "deepspeed") {
+  const auto run = [](std::int64_t hpz, bool qwz, bool offload = false, const char* framework = "deepspeed",
+                      std::int64_t gpus = 16) {
     Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":")") +
                                  framework + R"(","precision":"bf16_master","checkpointing":"full"},)"
                                  R"("parallel":{"num_gpus":16,"zero_stage":3}})").config;
+    c.parallel.num_gpus = gpus;
     c.parallel.zero_hpz_partition_size = hpz;
     c.parallel.zero_quantized_weights = qwz;
     c.parallel.offload_params = offload;
@@ -406,6 +408,10 @@ TEST(Sharding, ZeroPlusPlusSecondaryPartitionAndInt8Gather) {
   ASSERT_TRUE(off.ok() && off_hpz.ok());
   EXPECT_EQ(off_hpz.breakdown.parameters.value(), 0);
   EXPECT_EQ(off_hpz.breakdown.offloaded_bytes.value() - off.breakdown.offloaded_bytes.value(), params * 2 / 8);
+  // The group is min(hpz, world size): the tutorial's 8 on 4 GPUs keeps a quarter.
+  const Estimate four = run(1, false, false, "deepspeed", 4), four_hpz = run(8, false, false, "deepspeed", 4);
+  ASSERT_TRUE(four.ok() && four_hpz.ok());
+  EXPECT_EQ(four_hpz.breakdown.parameters.value() - four.breakdown.parameters.value(), params * 2 / 4);
   // DeepSpeed's only, and the group must divide the data-parallel ranks.
   const Estimate fsdp = run(8, false, false, "hf"), uneven = run(6, false);
   ASSERT_FALSE(fsdp.ok());
