@@ -381,6 +381,10 @@ Json applicability(std::string_view path) {
     all.push(methods(any_peft));
     all.push(when_in("training.finetune.base_bits", integers({4})));
     all.push(when_in("training.finetune.quant_method", spellings({"bitsandbytes"})));
+  } else if (path == "training.finetune.stable_embedding") {
+    all.push(methods(any_peft));
+    all.push(when_in("training.finetune.base_bits", integers({4, 8})));
+    all.push(when_in("training.finetune.quant_method", spellings({"bitsandbytes"})));
   } else if (path == "training.finetune.nf4_whole_tensor") {
     all.push(methods(any_peft));
     all.push(when_in("training.finetune.base_bits", integers({4})));

@@ -43,7 +43,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   const Placement place = placement(c, e.parameters, base_parameter_count);
   const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
   e.breakdown.parameters = st.weights;
-  e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets;
+  e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets + st.orphan_gradients;
   if (!st.reducer_buckets.is_zero()) {
     e.notes.push_back("DDP's all-reduce buckets (gradient_as_bucket_view=False, PyTorch's default) keep a second copy "
                       "of the gradients for the whole run; they are counted with the gradients. "

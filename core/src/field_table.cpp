@@ -297,6 +297,12 @@ std::vector<Field> build_fields() {
               "4-bit base quantised by torchao before 0.2 (May 2024, torchtune's early QLoRA): each weight "
               "compared with the 16 NF4 values in one piece at load, a numel x 16 difference tensor (twice for a "
               "moment); later torchao works in chunks"),
+      MF_ENUM("training.finetune.stable_embedding", training.finetune.stable_embedding, Switch,
+              "LitGPT (since Oct 2024) with a bitsandbytes base swaps the token embedding for bnb's "
+              "StableEmbedding: the old embedding stays allocated and the new one keeps a gradient no "
+              "optimizer clears, two more embedding-sized tensors; auto = yes under LitGPT with a "
+              "bitsandbytes base",
+              "auto", "yes", "no"),
       MF_INT("training.finetune.quant_block_size", training.finetune.quant_block_size, 16, 4096,
              "4-bit base: weights per quantisation block (bitsandbytes blocksize; a power of two)"),
       MF_BOOL("training.finetune.prepare_kbit", training.finetune.prepare_kbit,

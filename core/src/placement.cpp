@@ -221,6 +221,17 @@ Bytes int8_trained_weight_bytes(const Config& c, const ParameterCount& params, c
 
 }  // namespace
 
+bool uses_stable_embedding(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  if (!is_peft(c) || f.base_bits >= 16 || f.quant_method != QuantMethod::kBitsandbytes) return false;
+  switch (f.stable_embedding) {
+    case Switch::kYes: return true;
+    case Switch::kNo: return false;
+    case Switch::kAuto: break;
+  }
+  return resolve_implementation(c.training.implementation).framework == Framework::kLitgpt;
+}
+
 bool defers_gradient_sync(const Config& c, const Placement& p) {
   const Parallel& par = c.parallel;
   const Training& t = c.training;
@@ -329,6 +340,18 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   if (runs_torch_data_parallel(impl.framework) && par.zero_stage == 0 && plain_data_parallel && !par.ddp_bucket_view &&
       !updates_in_backward(c.training)) {
     s.reducer_buckets = s.gradients;
+  }
+  // LitGPT's StableEmbedding swap (finetune/lora.py, adapter.py, adapter_v2.py: `old_embedding =
+  // model.transformer.wte`, a local of main() for the whole run; the StableEmbedding's weight
+  // requires grad but was not given to the optimizer): one more embedding in the base's dtype, and
+  // its gradient in the same dtype from the first backward on.
+  if (uses_stable_embedding(c)) {
+    const Bytes embedding = Count(c.model.vocab_size) * Count(c.model.hidden_size) * base_element;
+    s.weights += embedding;
+    s.orphan_gradients = embedding;
+    notes.push_back("LitGPT's StableEmbedding swap (bitsandbytes base, LitGPT since Oct 2024): the old token "
+                    "embedding stays allocated and the new one keeps a gradient no optimizer clears; both are "
+                    "counted (training.finetune.stable_embedding).");
   }
   offload(c, s, notes);
   return s;

@@ -71,15 +71,21 @@ struct StaticBytes {
   Bytes accumulated_gradients;
   // torch DDP's all-reduce buckets: allocated when the model is wrapped, kept for the run.
   Bytes reducer_buckets;
+  // Gradients of parameters no optimizer steps, never cleared (LitGPT's StableEmbedding swap).
+  Bytes orphan_gradients;
 
   // What the GPU holds from the first step to the last, whatever the phase.
-  Bytes resident() const { return weights + master + states + reducer_buckets; }
+  Bytes resident() const { return weights + master + states + reducer_buckets + orphan_gradients; }
 };
 
 // Whether the micro-batches before the last accumulate full, unsharded gradients (FSDP's no_sync /
 // set_requires_gradient_sync(False)): sharded gradients, several micro-batches, and a framework
 // (or parallel.gradient_sync) that reduces only at the last one.
 bool defers_gradient_sync(const Config& config, const Placement& place);
+
+// LitGPT's swap of the token embedding for bitsandbytes' StableEmbedding under a bitsandbytes base
+// (training.finetune.stable_embedding).
+bool uses_stable_embedding(const Config& config);
 
 // Weights, gradients, master weights and optimizer states on this GPU.
 StaticBytes static_bytes(const Config& config, const ParameterCount& params, const Placement& place,

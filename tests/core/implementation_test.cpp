@@ -286,5 +286,24 @@ TEST(Implementation, LitgptRunsGeluNewAsOneKernel) {
   EXPECT_EQ(inner("hf"), std::int64_t{1024} * 10240 * 2 * 4);
 }
 
+// LitGPT's StableEmbedding swap under a bitsandbytes base (finetune/lora.py since PR #1770): the old
+// bf16 embedding stays referenced and the new one keeps a bf16 gradient no optimizer clears.
+// Llama-3-8B's embedding: 128,256 x 4,096.
+TEST(Implementation, LitgptStableEmbeddingKeepsTwoMoreEmbeddings) {
+  const auto qlora = [](const char* framework, const char* swap) {
+    return run(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") + framework +
+               R"(","precision":"bf16","seq_len":512,"finetune":{"method":"lora","base_bits":4,"stable_embedding":")" +
+               swap + R"("}}})");
+  };
+  const std::int64_t embedding = std::int64_t{128256} * 4096 * 2;
+  const Json on = qlora("litgpt", "auto"), off = qlora("litgpt", "no"), hf = qlora("hf", "auto"), forced = qlora("hf", "yes");
+  const auto part = [](const Json& r, const char* key) { return *r.find("breakdown")->find(key)->as_exact_integer(); };
+  EXPECT_EQ(part(on, "parameters") - part(off, "parameters"), embedding);
+  EXPECT_EQ(part(on, "gradients") - part(off, "gradients"), embedding);
+  EXPECT_EQ(field(on, "peak_allocated_bytes") - field(off, "peak_allocated_bytes"), 2 * embedding);
+  // Not transformers' (auto), unless asked for.
+  EXPECT_EQ(part(forced, "gradients") - part(hf, "gradients"), embedding);
+}
+
 }  // namespace
 }  // namespace memfit

@@ -41,7 +41,7 @@ IGNORED = {
                      "goal", "sequence_lengths", "compile", "use_cache", "float8", "checkpointed_layers", "loss_shift_copy", "weight_quant", "weight_quant_group_size", "galore_proj_quant", "zero_grad_set_to_none"],
         "parallel": ["fsdp_use_orig_params", "reduce_bucket_elements", "virtual_stages", "shard_degree", "pipeline_schedule", "overlap_comm", "float8_all_gather", "zero3_max_reuse_distance", "fsdp_limit_all_gathers", "gradient_sync", "reshard_after_forward", "ddp_bucket_view", "zero_hpz_partition_size", "zero_quantized_weights"],
         "hardware": ["expandable_segments", "gpus_per_node", "price_per_gpu_hour"],
-        "training.finetune": ["use_rslora", "quant_type", "double_quant", "quant_block_size", "prepare_kbit",
+        "training.finetune": ["stable_embedding", "use_rslora", "quant_type", "double_quant", "quant_block_size", "prepare_kbit",
                               "num_virtual_tokens", "encoder_hidden_size", "prefix_projection",
                               "encoder_reparameterization_type", "adapter_len", "adapter_start_layer",
                               "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens",

@@ -1336,6 +1336,7 @@ def litgpt_tutorial(rec):
         c.ft("quant_type", "nf4", "bnb.nf4-dq")
         c.ft("double_quant", True, "the '-dq' variant")
         c.ft("bnb_keeps_input", True, f"lit-gpt of Oct 2023 pinned bitsandbytes 0.41: {BNB_KEEPS_INPUT}")
+        c.ft("stable_embedding", "no", STABLE_EMBEDDING_WHY)
     c.gpu("a100-40gb", "not stated in the tutorial; lit-gpt's benchmarks of the time (the resource tables of the same month, "
           "with identical numbers for the shared rows) ran on an A100-SXM4-40GB")
     parallel_defaults(c, 1, 0, "single device", "no sharding")
@@ -2169,6 +2170,10 @@ HANDWRITTEN_FRAMEWORK = [
 ]
 
 
+STABLE_EMBEDDING_WHY = ("measured before LitGPT's StableEmbedding swap (PR #1770, 2024-10-04), so the token "
+                        "embedding is the model's own and no orphan gradient exists")
+
+
 def migrate_handwritten(case):
     """Gives a hand-written case training.framework and training.loss (from the older chunked_loss switch)."""
     t = case["config"]["training"]
@@ -2185,6 +2190,10 @@ def migrate_handwritten(case):
                 t["framework"] = fw
                 a.append(f"framework {fw}: {why} (set when the implementation profiles were introduced)")
                 break
+    ft = t.get("finetune", {})
+    if case["id"].startswith("lg-") and ft.get("base_bits", 16) < 16 and "stable_embedding" not in ft:
+        ft["stable_embedding"] = "no"
+        a.append(f"stable_embedding no: {STABLE_EMBEDDING_WHY}")
     par = case["config"].setdefault("parallel", {})
     if (case["id"].startswith("lg-rt-") and case["kind"] in ("lora", "qlora") and par.get("zero_stage", 0) >= 2
             and "fsdp_use_orig_params" not in par):

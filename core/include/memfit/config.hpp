@@ -362,6 +362,12 @@ struct Finetune {
   // quantize_tensor_nearest: (value - nf4).abs() on a numel × 16 tensor, twice for a moment); from
   // torchao PR #196 in chunks of 2^20 elements.
   bool nf4_whole_tensor = false;
+  // LitGPT's finetune scripts (lora.py, adapter.py, adapter_v2.py) since PR #1770 (2024-10-04), under
+  // a bitsandbytes --quantize: the token embedding is swapped for bnb's StableEmbedding after the
+  // adapters were marked trainable, so the old 16-bit embedding stays referenced for the whole run
+  // and the new one, requiring grad but in no optimizer, accumulates a 16-bit gradient that no step
+  // clears. auto: yes under framework litgpt with a bitsandbytes 4- or 8-bit base.
+  Switch stable_embedding = Switch::kAuto;
   std::int64_t quant_block_size = 64;       // bitsandbytes' 4-bit blocksize
   bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training: non-quantised base parameters in fp32
   std::int64_t num_virtual_tokens = 20;     // prompt / prefix / p-tuning
