@@ -417,7 +417,7 @@ Json applicability(std::string_view path) {
   } else if (path == "parallel.overlap_comm" || path == "parallel.reduce_bucket_elements") {
     all.push(when_in("parallel.zero_stage", integers({2})));
   } else if (path == "parallel.zero3_max_reuse_distance" || path == "parallel.zero_hpz_partition_size" ||
-             path == "parallel.zero_quantized_weights") {
+             path == "parallel.zero_quantized_weights" || path == "parallel.zero_quantized_gradients") {
     all.push(when_in("parallel.zero_stage", integers({3})));
     all.push(when_in("training.framework", spellings({"deepspeed"})));
   } else if (path == "parallel.float8_all_gather") {

@@ -133,6 +133,7 @@ Json deepspeed_zero(const Config& c, Export& e) {
   if (p.offload_optimizer && p.zero_stage < 1) fail(e, "parallel.offload_optimizer", "DeepSpeed offloads the optimizer with ZeRO-1 or above");
   if (p.zero_hpz_partition_size > 1) zero.set("zero_hpz_partition_size", Json::integer(p.zero_hpz_partition_size));
   if (p.zero_quantized_weights) zero.set("zero_quantized_weights", Json::boolean(true));
+  if (p.zero_quantized_gradients) zero.set("zero_quantized_gradients", Json::boolean(true));
   if (p.shard_degree > 0) {
     if (p.zero_stage == 3) zero.set("mics_shard_size", Json::integer(p.shard_degree));  // MiCS: shard within groups
     else fail(e, "parallel.shard_degree", "DeepSpeed shards within groups (MiCS) with ZeRO-3 only");
@@ -637,8 +638,11 @@ void read_deepspeed(const Json& ds, const std::vector<std::string>& cmd, Config&
       p.zero_hpz_partition_size = std::max<std::int64_t>(1, hpz->as_exact_integer().value_or(1));
     }
     if (const Json* qwz = zero->find("zero_quantized_weights")) p.zero_quantized_weights = qwz->is_bool() && qwz->as_bool();
+    if (const Json* qgz = zero->find("zero_quantized_gradients")) p.zero_quantized_gradients = qgz->is_bool() && qgz->as_bool();
     // ZeRO++ is the DeepSpeed engine's: a configuration that uses it runs under it.
-    if (p.zero_hpz_partition_size > 1 || p.zero_quantized_weights) c.training.implementation.framework = Framework::kDeepspeed;
+    if (p.zero_hpz_partition_size > 1 || p.zero_quantized_weights || p.zero_quantized_gradients) {
+      c.training.implementation.framework = Framework::kDeepspeed;
+    }
   }
   c.training.checkpointing = value_of(cmd, "--gradient_checkpointing") == "true" ? Checkpointing::kFull : Checkpointing::kNone;
   c.training.checkpointed_layers = -1;  // every layer
@@ -851,13 +855,10 @@ ConfigParse read_export(const Config& base, Engine engine, std::string_view file
       }
       read_deepspeed(*ds.value, words, c);
       const Json* zero = ds.value->find("zero_optimization");
-      for (const char* key : {"zero_quantized_gradients", "zero_quantized_nontrainable_weights"}) {
-        const Json* on = zero ? zero->find(key) : nullptr;
-        if (on && on->is_bool() && on->as_bool()) {
-          unread.push_back({std::string("zero_optimization.") + key,
-                            "ZeRO++'s quantized gradient reduction (qgZ) and int8 frozen weights are not modelled: "
-                            "the estimate counts the 16-bit tensors"});
-        }
+      const Json* frozen = zero ? zero->find("zero_quantized_nontrainable_weights") : nullptr;
+      if (frozen && frozen->is_bool() && frozen->as_bool()) {
+        unread.push_back({"zero_optimization.zero_quantized_nontrainable_weights",
+                          "ZeRO++'s int8 frozen weights are not modelled: the estimate counts them at 16 bits"});
       }
       break;
     }

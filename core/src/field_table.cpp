@@ -451,6 +451,9 @@ std::vector<Field> build_fields() {
       MF_BOOL("parallel.zero_quantized_weights", parallel.zero_quantized_weights,
               "DeepSpeed ZeRO++ qwZ (zero_quantized_weights): ZeRO-3 gathers int8 codes and dequantizes them, "
               "one byte per element of the gathered block beside it for a moment"),
+      MF_BOOL("parallel.zero_quantized_gradients", parallel.zero_quantized_gradients,
+              "DeepSpeed ZeRO++ qgZ (zero_quantized_gradients): ZeRO-3 reduces each gradient through int4 codes "
+              "in two all-to-alls, about a byte per element of one gradient at a time"),
       MF_BOOL("parallel.overlap_comm", parallel.overlap_comm,
               "DeepSpeed ZeRO-2 overlap_comm: backward reduces through two buckets of reduce_bucket_size "
               "(DeepSpeed's default for stage 2: off; stage 1 has no bucket)"),

@@ -59,6 +59,23 @@ Bytes reduce_bucket_bytes(const Config& c, const PrecisionRecipe& r) {
   return Count(elements) * r.weights * (par.overlap_comm ? 2 : 1);  // self.dtype: the model's weights
 }
 
+// DeepSpeed ZeRO++ qgZ (runtime/comm/coalesced_collectives.py, all_to_all_quant_reduce), one
+// gradient at a time: its int4 codes and their receive buffer (half a byte an element each), then
+// the node's reduced share twice in int4 and dequantized to 16 bits (the element count over the
+// GPUs of a node): for the largest trainable tensor, whatever else backward holds.
+Bytes quantized_gradient_bytes(const Config& c, const ParameterCount& params) {
+  const Parallel& par = c.parallel;
+  if (!par.zero_quantized_gradients || par.zero_stage != 3 ||
+      c.training.implementation.framework != Framework::kDeepspeed || !stores_gradients(c.training)) {
+    return Bytes{0};
+  }
+  const Gpu* gpu = find_gpu(c.hardware.gpu);
+  const std::int64_t node = std::max<std::int64_t>(
+      1, std::min(par.num_gpus, c.hardware.gpus_per_node > 0 ? c.hardware.gpus_per_node : (gpu ? gpu->gpus_per_node : 8)));
+  const Count n = largest_trainable_tensor(c, params);
+  return n * Bytes{1} + ceil_div(n, Count(node)) * Bytes{3};
+}
+
 // The blocks' largest linear weight (before tensor parallelism): what a quantiser works on.
 Count largest_block_linear(const ParameterCount& params) {
   Count largest = 0;
@@ -265,7 +282,7 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
                                Bytes weight_copies, const PrecisionRecipe& r) {
   const Training& t = c.training;
   const Bytes alive = alive_through_step(c, params, p, st, act, loss, weight_copies, r);
-  const Bytes bucket = reduce_bucket_bytes(c, r);
+  const Bytes bucket = reduce_bucket_bytes(c, r) + quantized_gradient_bytes(c, params);
   const ReusedGathered reused = deepspeed_reused_gathered(c, params, p, r);
   std::vector<Phase> phases = {
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},

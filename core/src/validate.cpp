@@ -281,9 +281,11 @@ void check_parallel(const Config& c, Checks& out) {
                                                   "parallel.zero3_max_reuse_distance)");
   }
   const std::int64_t data_ranks = p.num_gpus / (p.tensor * p.pipeline);
-  const bool zero_plus_plus = p.zero_hpz_partition_size > 1 || p.zero_quantized_weights;
+  const bool zero_plus_plus = p.zero_hpz_partition_size > 1 || p.zero_quantized_weights || p.zero_quantized_gradients;
   if (zero_plus_plus && (p.zero_stage != 3 || framework != Framework::kDeepspeed)) {
-    out.add(p.zero_hpz_partition_size > 1 ? "parallel.zero_hpz_partition_size" : "parallel.zero_quantized_weights",
+    out.add(p.zero_hpz_partition_size > 1 ? "parallel.zero_hpz_partition_size"
+            : p.zero_quantized_weights    ? "parallel.zero_quantized_weights"
+                                          : "parallel.zero_quantized_gradients",
             "is DeepSpeed's ZeRO++: it applies with training.framework deepspeed and parallel.zero_stage 3 (set 1 / "
             "false otherwise)");
   } else if (p.zero_hpz_partition_size > 1 && p.num_gpus % model_parallel == 0 && data_ranks > 0 &&

@@ -17,7 +17,7 @@ namespace {
 // torch_autocast with enabled and dtype, gradient_clipping, steps_per_print);
 // deepspeed/runtime/zero/config.py (DeepSpeedZeroConfig: stage, overlap_comm,
 // contiguous_gradients, reduce_bucket_size, offload_optimizer, offload_param, mics_shard_size,
-// zero_hpz_partition_size, zero_quantized_weights);
+// zero_hpz_partition_size, zero_quantized_weights, zero_quantized_gradients);
 // deepspeed/runtime/zero/offload_config.py (device, pin_memory).
 const std::set<std::string> kDeepSpeedKeys = {
     "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16.enabled",
@@ -27,7 +27,7 @@ const std::set<std::string> kDeepSpeedKeys = {
     "zero_optimization.offload_optimizer.device", "zero_optimization.offload_optimizer.pin_memory",
     "zero_optimization.offload_param.device", "zero_optimization.offload_param.pin_memory",
     "zero_optimization.mics_shard_size", "zero_optimization.zero_hpz_partition_size",
-    "zero_optimization.zero_quantized_weights"};
+    "zero_optimization.zero_quantized_weights", "zero_optimization.zero_quantized_gradients"};
 
 // huggingface/accelerate @ 16cb6eb80dd9aa8b4df1a63ef57863e455d53b83:
 // src/accelerate/commands/config/config_args.py (ClusterConfig fields) and
@@ -202,7 +202,7 @@ TEST(Exports, DeepSpeedRoundTrips) {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_mixed","micro_batch_size":1,"grad_accum_steps":8},"parallel":{"num_gpus":8,"zero_stage":2}})",
       R"({"model":{"preset":"llama-2-70b"},"training":{"precision":"fp16_master","checkpointing":"full"},"parallel":{"num_gpus":64,"zero_stage":3,"shard_degree":8,"offload_optimizer":true,"offload_params":true}})",
       R"({"model":{"preset":"gpt2"},"training":{"precision":"fp32","micro_batch_size":8}})",
-      R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"deepspeed","precision":"bf16_master","checkpointing":"full"},"parallel":{"num_gpus":32,"zero_stage":3,"zero_hpz_partition_size":8,"zero_quantized_weights":true}})",
+      R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"deepspeed","precision":"bf16_master","checkpointing":"full"},"parallel":{"num_gpus":32,"zero_stage":3,"zero_hpz_partition_size":8,"zero_quantized_weights":true,"zero_quantized_gradients":true}})",
   };
   for (const char* c : cases) expect_round_trip(config(c), Engine::kDeepSpeed);
 }
@@ -212,15 +212,16 @@ TEST(Exports, DeepSpeedRoundTrips) {
 TEST(Exports, DeepSpeedZeroPlusPlusIsReadAsTheEngines) {
   const char* ds = R"({"train_micro_batch_size_per_gpu":1,"gradient_accumulation_steps":1,"bf16":{"enabled":true},)"
                    R"("zero_optimization":{"stage":3,"zero_hpz_partition_size":8,"zero_quantized_weights":true,)"
-                   R"("zero_quantized_gradients":true}})";
+                   R"("zero_quantized_gradients":true,"zero_quantized_nontrainable_weights":true}})";
   const ConfigParse back = read_export(config(R"({"model":{"preset":"llama-3-8b"}})"), Engine::kDeepSpeed, ds,
                                        "deepspeed --num_gpus 16 train.py --deepspeed ds_config.json");
   ASSERT_TRUE(back.ok()) << back.errors[0].field << " " << back.errors[0].message;
   EXPECT_EQ(back.config.training.implementation.framework, Framework::kDeepspeed);
   EXPECT_EQ(back.config.parallel.zero_hpz_partition_size, 8);
   EXPECT_TRUE(back.config.parallel.zero_quantized_weights);
+  EXPECT_TRUE(back.config.parallel.zero_quantized_gradients);
   bool named = false;
-  for (const Issue& w : back.warnings) named |= w.field == "zero_optimization.zero_quantized_gradients";
+  for (const Issue& w : back.warnings) named |= w.field == "zero_optimization.zero_quantized_nontrainable_weights";
   EXPECT_TRUE(named);
 }
 

@@ -403,6 +403,14 @@ TEST(Sharding, ZeroPlusPlusSecondaryPartitionAndInt8Gather) {
   EXPECT_EQ(hpz.breakdown.parameters.value() - plain.breakdown.parameters.value(), params * 2 / 8);
   EXPECT_EQ(phase_bytes(qwz, "forward") - phase_bytes(plain, "forward"), block);
   EXPECT_EQ(qwz.breakdown.parameters.value(), plain.breakdown.parameters.value());
+  // qgZ: the largest gradient (the 32,000 x 4,096 embedding) as int4 codes and their receive
+  // buffer, then the node's share (8 GPUs an H100 node) twice in int4 and once in 16 bits.
+  Config with_qgz = plain.config;
+  with_qgz.parallel.zero_quantized_gradients = true;
+  const Estimate qgz = estimate(with_qgz);
+  ASSERT_TRUE(qgz.ok());
+  const std::int64_t embedding = std::int64_t{32000} * 4096;
+  EXPECT_EQ(phase_bytes(qgz, "backward") - phase_bytes(plain, "backward"), embedding + embedding / 8 * 3);
   // Offloaded parameters take their secondary partition to the host.
   const Estimate off = run(1, false, true), off_hpz = run(8, false, true);
   ASSERT_TRUE(off.ok() && off_hpz.ok());

@@ -1443,9 +1443,8 @@ def ds_gist(rec):
             "turns on zero_quantized_weights, zero_hpz_partition_size (GPUs per node) and zero_quantized_gradients")
         c.p("zero_hpz_partition_size", 8, "the tutorial's GPUs per node, all 8 here; with offload_param the secondary "
             "partition lives on the host (partition_parameters.py: ds_secondary_tensor on the remote device)")
-        c.flag("unmodelled_zeropp")
-        c.line("zero_quantized_gradients (qgZ, the tutorial's third switch): memfit has no setting for its quantized "
-               "all-to-all buffers")
+        c.p("zero_quantized_gradients", True, "the tutorial's third ZeRO++ switch (qgZ: gradients reduced through "
+            "int4 codes in two all-to-alls)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     c.measure("peak_allocated_bytes", "GiB", "'GPU Mem. x/y': the footnote naming the two numbers was not readable; the "
@@ -2296,7 +2295,6 @@ FLAG_MEANINGS = {
     "unmodelled_use_cache_in_training": "unmodelled: use_cache stays on in training, so every layer's key/value cache is "
                                         "returned and kept with the outputs",
     "unmodelled_modules_to_save": "unmodelled: PEFT modules_to_save (full trainable copies of the embedding and lm_head)",
-    "unmodelled_zeropp": "unmodelled: DeepSpeed ZeRO++'s quantized gradient reduction (qgZ); hpZ and qwZ are set",
 }
 
 UNIT_READINGS_BY_SOURCE = {

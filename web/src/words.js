@@ -296,6 +296,7 @@ export const FIELDS = {
   'parallel.ddp_bucket_view': ['DDP bucket views', null],
   'parallel.zero_hpz_partition_size': ['ZeRO++ hpZ group', null],
   'parallel.zero_quantized_weights': ['ZeRO++ int8 gathers', null],
+  'parallel.zero_quantized_gradients': ['ZeRO++ int4 gradients', null],
   'parallel.reshard_after_forward': ['Reshard after forward', null],
   'parallel.fsdp_limit_all_gathers': ['FSDP rate limiter', null],
   'training.goal': ['Goal', 'what the run is for: decides the changes suggested and the planner\'s search'],

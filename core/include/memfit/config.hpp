@@ -501,6 +501,8 @@ struct Parallel {
   // 16-bit parameters.
   std::int64_t zero_hpz_partition_size = 1;
   bool zero_quantized_weights = false;
+  // qgZ (zero_quantized_gradients): gradients reduced through int4 codes in two all-to-alls.
+  bool zero_quantized_gradients = false;
 };
 
 struct Hardware {
