@@ -43,9 +43,7 @@ std::vector<std::string> lines_of(std::string_view text) {
 }
 
 std::int64_t per_node(const Config& c) {
-  const Gpu* gpu = find_gpu(c.hardware.gpu);
-  const std::int64_t node = c.hardware.gpus_per_node > 0 ? c.hardware.gpus_per_node : (gpu ? gpu->gpus_per_node : 8);
-  return std::min(c.parallel.num_gpus, node);
+  return std::min(c.parallel.num_gpus, gpus_per_node(c.hardware.gpu, c.hardware.gpus_per_node));
 }
 
 std::int64_t data_parallel(const Config& c) {

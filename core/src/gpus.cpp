@@ -434,6 +434,12 @@ GpuLookup lookup_gpu(std::string_view name) {
 
 const Gpu* find_gpu(std::string_view name) { return lookup_gpu(name).gpu; }
 
+std::int64_t gpus_per_node(std::string_view gpu, std::int64_t configured) {
+  if (configured > 0) return configured;
+  const Gpu* g = find_gpu(gpu);
+  return g ? g->gpus_per_node : 8;
+}
+
 std::string gpu_suggestion_text(std::string_view name) {
   const GpuLookup found = lookup_gpu(name);
   if (found.gpu || found.nearest.empty()) return "";

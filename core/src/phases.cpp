@@ -69,9 +69,8 @@ Bytes quantized_gradient_bytes(const Config& c, const ParameterCount& params) {
       c.training.implementation.framework != Framework::kDeepspeed || !stores_gradients(c.training)) {
     return Bytes{0};
   }
-  const Gpu* gpu = find_gpu(c.hardware.gpu);
   const std::int64_t node = std::max<std::int64_t>(
-      1, std::min(par.num_gpus, c.hardware.gpus_per_node > 0 ? c.hardware.gpus_per_node : (gpu ? gpu->gpus_per_node : 8)));
+      1, std::min(par.num_gpus, gpus_per_node(c.hardware.gpu, c.hardware.gpus_per_node)));
   const Count n = largest_trainable_tensor(c, params);
   return n * Bytes{1} + ceil_div(n, Count(node)) * Bytes{3};
 }

@@ -219,8 +219,8 @@ Bytes int8_trained_weight_bytes(const Config& c, const ParameterCount& params, c
   return (p.local_params - linear) * r.weights + linear * Bytes{1} + groups * r.weights * 2;
 }
 
-}  // namespace
-
+// LitGPT's swap of the token embedding for bitsandbytes' StableEmbedding under a bitsandbytes base
+// (training.finetune.stable_embedding).
 bool uses_stable_embedding(const Config& c) {
   const Finetune& f = c.training.finetune;
   if (!is_peft(c) || f.base_bits >= 16 || f.quant_method != QuantMethod::kBitsandbytes) return false;
@@ -231,6 +231,8 @@ bool uses_stable_embedding(const Config& c) {
   }
   return resolve_implementation(c.training.implementation).framework == Framework::kLitgpt;
 }
+
+}  // namespace
 
 bool defers_gradient_sync(const Config& c, const Placement& p) {
   const Parallel& par = c.parallel;

@@ -83,10 +83,6 @@ struct StaticBytes {
 // (or parallel.gradient_sync) that reduces only at the last one.
 bool defers_gradient_sync(const Config& config, const Placement& place);
 
-// LitGPT's swap of the token embedding for bitsandbytes' StableEmbedding under a bitsandbytes base
-// (training.finetune.stable_embedding).
-bool uses_stable_embedding(const Config& config);
-
 // Weights, gradients, master weights and optimizer states on this GPU.
 StaticBytes static_bytes(const Config& config, const ParameterCount& params, const Placement& place,
                          const PrecisionRecipe& recipe, std::vector<std::string>& notes);

@@ -281,14 +281,15 @@ void check_parallel(const Config& c, Checks& out) {
                                                   "parallel.zero3_max_reuse_distance)");
   }
   const std::int64_t data_ranks = p.num_gpus / (p.tensor * p.pipeline);
+  // ZeRO++ is DeepSpeed's ZeRO-3; under another stage it is ignored, as DeepSpeed ignores it (and
+  // the planner may try other stages), but under ZeRO-3 another engine cannot run it.
   const bool zero_plus_plus = p.zero_hpz_partition_size > 1 || p.zero_quantized_weights || p.zero_quantized_gradients;
-  if (zero_plus_plus && (p.zero_stage != 3 || framework != Framework::kDeepspeed)) {
+  if (zero_plus_plus && p.zero_stage == 3 && framework != Framework::kDeepspeed) {
     out.add(p.zero_hpz_partition_size > 1 ? "parallel.zero_hpz_partition_size"
             : p.zero_quantized_weights    ? "parallel.zero_quantized_weights"
                                           : "parallel.zero_quantized_gradients",
-            "is DeepSpeed's ZeRO++: it applies with training.framework deepspeed and parallel.zero_stage 3 (set 1 / "
-            "false otherwise)");
-  } else if (p.zero_hpz_partition_size > 1 && p.num_gpus % model_parallel == 0 && data_ranks > 0 &&
+            "is DeepSpeed's ZeRO++: it applies with training.framework deepspeed (set 1 / false otherwise)");
+  } else if (p.zero_hpz_partition_size > 1 && p.zero_stage == 3 && p.num_gpus % model_parallel == 0 && data_ranks > 0 &&
              data_ranks % std::min(p.zero_hpz_partition_size, data_ranks) != 0) {
     // DeepSpeed groups min(hpz, world size) consecutive ranks and requires them to divide the world
     // (utils/groups.py, _create_zero_param_parallel_group).
@@ -296,8 +297,7 @@ void check_parallel(const Config& c, Checks& out) {
                                                 "= " + group_digits(data_ranks) + ") or be at least that many; got " +
                                                 group_digits(p.zero_hpz_partition_size));
   }
-  if (p.float8_all_gather && (framework == Framework::kDeepspeed || framework == Framework::kMegatron ||
-                              framework == Framework::kMegatronTe)) {
+  if (p.float8_all_gather && p.zero_stage == 3 && !runs_torch_data_parallel(framework)) {
     out.add("parallel.float8_all_gather", "is torchao's FSDP2 setting (enable_fsdp_float8_all_gather); training.framework " +
                                               std::string(to_string(framework)) + " does not gather through FSDP2");
   }

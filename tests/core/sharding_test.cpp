@@ -420,6 +420,14 @@ TEST(Sharding, ZeroPlusPlusSecondaryPartitionAndInt8Gather) {
   const Estimate four = run(1, false, false, "deepspeed", 4), four_hpz = run(8, false, false, "deepspeed", 4);
   ASSERT_TRUE(four.ok() && four_hpz.ok());
   EXPECT_EQ(four_hpz.breakdown.parameters.value() - four.breakdown.parameters.value(), params * 2 / 4);
+  // Outside ZeRO-3 DeepSpeed ignores ZeRO++, and so does memfit (the planner tries other stages).
+  Config stage2 = hpz.config;
+  stage2.parallel.zero_stage = 2;
+  Config plain2 = stage2;
+  plain2.parallel.zero_hpz_partition_size = 1;
+  const Estimate z2 = estimate(stage2), z2_plain = estimate(plain2);
+  ASSERT_TRUE(z2.ok() && z2_plain.ok());
+  EXPECT_EQ(z2.peak_allocated_bytes, z2_plain.peak_allocated_bytes);
   // DeepSpeed's only, and the group must divide the data-parallel ranks.
   const Estimate fsdp = run(8, false, false, "hf"), uneven = run(6, false);
   ASSERT_FALSE(fsdp.ok());

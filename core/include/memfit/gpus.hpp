@@ -59,6 +59,10 @@ const std::vector<Gpu>& gpu_table();
 // dashes and vendor words) name exactly one card. nullptr when none or several match.
 const Gpu* find_gpu(std::string_view name);
 
+// GPUs per server: `configured` (hardware.gpus_per_node) when above 0, else the card's usual
+// server, 8 for a card not in the table.
+std::int64_t gpus_per_node(std::string_view gpu, std::int64_t configured);
+
 struct GpuLookup {
   const Gpu* gpu = nullptr;          // the card, when the name resolves
   std::vector<const Gpu*> nearest;   // otherwise the closest entries, best first (at most 3)
