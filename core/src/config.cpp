@@ -414,9 +414,12 @@ Json applicability(std::string_view path) {
     all.push(when_at_least("parallel.pipeline", 2));
   } else if (path == "parallel.shard_degree") {
     all.push(when_at_least("parallel.zero_stage", 1));
-  } else if (path == "parallel.overlap_comm" || path == "parallel.reduce_bucket_elements") {
+  } else if (path == "parallel.overlap_comm") {
     all.push(when_in("parallel.zero_stage", integers({2})));
-  } else if (path == "parallel.zero3_max_reuse_distance" || path == "parallel.zero_hpz_partition_size" ||
+  } else if (path == "parallel.reduce_bucket_elements") {
+    all.push(when_in("parallel.zero_stage", integers({2, 3})));
+  } else if (path == "parallel.zero3_max_reuse_distance" || path == "parallel.zero_sub_group_size" ||
+             path == "parallel.zero_hpz_partition_size" ||
              path == "parallel.zero_quantized_weights" || path == "parallel.zero_quantized_gradients") {
     all.push(when_in("parallel.zero_stage", integers({3})));
     all.push(when_in("training.framework", spellings({"deepspeed"})));

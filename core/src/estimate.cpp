@@ -43,7 +43,13 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   const Placement place = placement(c, e.parameters, base_parameter_count);
   const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
   e.breakdown.parameters = st.weights;
-  e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets + st.orphan_gradients;
+  e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets + st.orphan_gradients + st.zero_reduce_bucket;
+  if (!st.zero_reduce_bucket.is_zero()) {
+    e.notes.push_back("DeepSpeed ZeRO-3 keeps a contiguous gradient bucket of reduce_bucket_size elements for the "
+                      "whole run (counted with the gradients), and backward's reduce-scatter copies a full bucket "
+                      "once more; Hugging Face's \"auto\" sets it to the hidden size squared "
+                      "(parallel.reduce_bucket_elements).");
+  }
   if (!st.reducer_buckets.is_zero()) {
     e.notes.push_back("DDP's all-reduce buckets (gradient_as_bucket_view=False, PyTorch's default) keep a second copy "
                       "of the gradients for the whole run; they are counted with the gradients. "

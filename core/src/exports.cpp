@@ -115,8 +115,14 @@ Json deepspeed_zero(const Config& c, Export& e) {
   // ZeRO-3 overlaps by default and ZeRO-1 never; for ZeRO-2 the configuration says (it doubles
   // the reduce buckets).
   zero.set("overlap_comm", Json::boolean(p.zero_stage == 3 || (p.zero_stage == 2 && p.overlap_comm)));
-  if (p.reduce_bucket_elements >= 0 && p.zero_stage == 2) {
+  if (p.reduce_bucket_elements >= 0 && (p.zero_stage == 2 || p.zero_stage == 3)) {
     zero.set("reduce_bucket_size", Json::integer(p.reduce_bucket_elements));
+  }
+  if (p.zero_stage == 3 && p.zero_sub_group_size != Parallel{}.zero_sub_group_size) {
+    zero.set("sub_group_size", Json::integer(p.zero_sub_group_size));
+  }
+  if (p.zero_stage == 3 && p.zero3_max_reuse_distance != Parallel{}.zero3_max_reuse_distance) {
+    zero.set("stage3_max_reuse_distance", Json::integer(p.zero3_max_reuse_distance));
   }
   zero.set("contiguous_gradients", Json::boolean(true));
   const auto cpu = [] {
@@ -632,6 +638,27 @@ void read_deepspeed(const Json& ds, const std::vector<std::string>& cmd, Config&
     p.offload_optimizer = on_cpu("offload_optimizer");
     p.offload_params = on_cpu("offload_param");
     if (const Json* mics = zero->find("mics_shard_size")) p.shard_degree = mics->as_exact_integer().value_or(0);
+    // Sizes in elements: DeepSpeed reads 5e8 as well as 500000000. Hugging Face fills a
+    // reduce_bucket_size of "auto" with the hidden size squared (integrations/deepspeed.py,
+    // trainer_config_finalize).
+    const auto elements = [&](const char* key) -> std::int64_t {
+      const Json* v = zero->find(key);
+      if (!v) return -1;
+      if (v->is_string()) {
+        return v->as_string() == "auto" && c.model.hidden_size > 0 ? c.model.hidden_size * c.model.hidden_size : -1;
+      }
+      if (!v->is_number()) return -1;
+      if (const auto exact = v->as_exact_integer()) return *exact >= 0 ? *exact : -1;
+      const double d = v->as_double();
+      return d >= 0.0 && d < 9.0e18 ? static_cast<std::int64_t>(d) : -1;
+    };
+    if (const std::int64_t n = elements("reduce_bucket_size"); n >= 0) p.reduce_bucket_elements = n;
+    if (const std::int64_t n = elements("sub_group_size"); n >= 1) p.zero_sub_group_size = n;
+    if (const std::int64_t n = elements("stage3_max_reuse_distance"); n >= 0) p.zero3_max_reuse_distance = n;
+    // overlap_comm doubles ZeRO-2's buckets; memfit's switch is ZeRO-2's (ZeRO-3 always overlaps).
+    if (const Json* overlap = zero->find("overlap_comm"); overlap && p.zero_stage == 2) {
+      p.overlap_comm = overlap->is_bool() && overlap->as_bool();
+    }
     if (const Json* hpz = zero->find("zero_hpz_partition_size")) {
       p.zero_hpz_partition_size = std::max<std::int64_t>(1, hpz->as_exact_integer().value_or(1));
     }

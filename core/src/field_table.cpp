@@ -441,10 +441,15 @@ std::vector<Field> build_fields() {
               "a pipeline (its default policy), always otherwise",
               "auto", "always", "never"),
       MF_INT("parallel.reduce_bucket_elements", parallel.reduce_bucket_elements, -1, 100 * kBillion,
-             "ZeRO-2 gradient reduce bucket size in elements (DeepSpeed reduce_bucket_size); -1 = the framework's"),
+             "DeepSpeed reduce_bucket_size in elements: ZeRO-2's gradient reduce bucket, and under ZeRO-3 the "
+             "contiguous gradient bucket DeepSpeed keeps for the whole run (Hugging Face's \"auto\" is hidden size "
+             "squared); -1 = the framework's (DeepSpeed's default, 5e8)"),
       MF_INT("parallel.zero3_max_reuse_distance", parallel.zero3_max_reuse_distance, 0, 1000 * kBillion,
              "DeepSpeed ZeRO-3 stage3_max_reuse_distance in elements: a gathered parameter used again within this "
              "many parameters stays gathered (the head and the last blocks across forward's end; default 1e9)"),
+      MF_INT("parallel.zero_sub_group_size", parallel.zero_sub_group_size, 1, 1000 * kBillion,
+             "DeepSpeed ZeRO-3 sub_group_size in elements: the optimizer step makes the fp32 gradients of one "
+             "sub-group of the local partition at a time (default 1e9)"),
       MF_INT("parallel.zero_hpz_partition_size", parallel.zero_hpz_partition_size, 1, 1024,
              "DeepSpeed ZeRO++ hpZ (zero_hpz_partition_size): each GPU also keeps a secondary copy of 1/hpz of the "
              "16-bit parameters, so backward gathers them inside a group of this many GPUs (usually a node); 1 = off"),

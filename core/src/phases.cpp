@@ -161,21 +161,74 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   return max(max(loss_and_head, top_block), end) + bucket;
 }
 
+// DeepSpeed ZeRO-3's largest optimizer sub-group on this GPU (runtime/zero/stage3.py,
+// _create_fp16_sub_groups): the parameters' partitions (ceil(numel / ranks) each), in the model's
+// order (embeddings, the blocks, then the final norm and the head), fill a sub-group until it
+// reaches sub_group_size elements; the parameter that reaches it closes the group, so a group can
+// pass that size by up to one partition. A parameter-efficient method's adapters, or a model too
+// deep to list, take the bound: one sub-group plus the largest partition.
+Count largest_zero3_sub_group(const Config& c, const ParameterCount& params, const Placement& p, Count sharded) {
+  const Count size = Count(std::max<std::int64_t>(1, c.parallel.zero_sub_group_size));
+  if (sharded <= size) return sharded;
+  const Count shards = Count(std::max<std::int64_t>(1, p.zero_shards));
+  const Count bound = min(sharded, size + max(Count(0), ceil_div(largest_trainable_tensor(c, params), shards) - Count(1)));
+  const std::int64_t layers = (p.dense_layers + p.moe_layers).value();
+  if (is_peft(c) || trains_some_layers(c) || layers > 4096 || p.expert > 1 || p.local_params != p.local_count) return bound;
+  Count group = 0, largest = 0;
+  const auto add = [&](Count tensor, std::int64_t times) {
+    const Count part = ceil_div(tensor / p.tensor, shards);
+    for (std::int64_t k = 0; k < times && part.value() > 0; ++k) {
+      group += part;
+      if (group >= size) {
+        largest = max(largest, group);
+        group = 0;
+      }
+    }
+  };
+  for (const TensorGroup& g : params.groups) {
+    if (g.layer == LayerKind::kNone && is_embedding(g.component)) add(g.elements_each(), p.held(params, g).value());
+  }
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const LayerKind kind = i < p.dense_layers.value() ? LayerKind::kDense : LayerKind::kMoe;
+    for (const TensorGroup& g : params.groups) {
+      if (g.layer == kind) add(g.elements_each(), params.per_layer(g).value());
+    }
+  }
+  for (const TensorGroup& g : params.groups) {
+    if (g.layer == LayerKind::kNone && !is_embedding(g.component)) add(g.elements_each(), p.held(params, g).value());
+  }
+  largest = max(largest, group);
+  return largest.is_zero() ? bound : min(largest, bound);
+}
+
 // DeepSpeed's ZeRO optimizers step on fp32 gradients made at the step: the 16-bit gradient
 // partition is flattened into a new tensor and cast to fp32 (`self.flatten(averaged_gradients[i])
 // .to(fp32)`), the fp32 copy being the master partition's .grad until the update is done. ZeRO 1/2
 // (runtime/zero/stage_1_and_2.py, step) convert every group before one optimizer.step(), so all
 // fp32 gradients coexist, beside one group's flattened copy; ZeRO-3 (runtime/zero/stage3.py,
 // _prepare_fp32_grad_for_sub_group) steps sub-group by sub-group (sub_group_size, 1e9 elements by
-// default), so one sub-group's worth at a time.
-Bytes deepspeed_fp32_gradients(const Config& c, Count sharded_trainable, const PrecisionRecipe& r) {
-  constexpr std::int64_t kSubGroupElements = 1'000'000'000;  // runtime/zero/config.py: sub_group_size 1e9
+// default), so the largest sub-group's worth at a time.
+Bytes deepspeed_fp32_gradients(const Config& c, const ParameterCount& params, const Placement& p,
+                               Count sharded_trainable, const PrecisionRecipe& r) {
   if (c.training.implementation.framework != Framework::kDeepspeed || c.parallel.zero_stage < 1) return Bytes{0};
   // The flattened 16-bit copy and its fp32 cast exist together for a moment.
   const Bytes stored = stored_gradient_bytes(c, r);
   const Bytes fp32_copy = stored == kFp32Bytes ? Bytes{0} : Bytes{kFp32Bytes};
-  const Count elements = c.parallel.zero_stage == 3 ? min(sharded_trainable, Count(kSubGroupElements)) : sharded_trainable;
+  const Count elements =
+      c.parallel.zero_stage == 3 ? largest_zero3_sub_group(c, params, p, sharded_trainable) : sharded_trainable;
   return elements * (stored + fp32_copy);
+}
+
+// DeepSpeed ZeRO-3's reduce of a full gradient bucket: reduce_scatter_coalesced interleaves the
+// bucket's gradients rank by rank into one new flat tensor for the collective
+// (runtime/comm/coalesced_collectives.py: `torch.cat(tensor_partitions_lst_with_padding)`), beside
+// the bucket itself (StaticBytes::zero_reduce_bucket). The bucket holds at most its size, and never
+// more than all the trainable gradients. qgZ reduces through its own buffers instead.
+Bytes zero3_reduce_copy_bytes(const Config& c, const Placement& p, const StaticBytes& st, const PrecisionRecipe& r) {
+  if (st.zero_reduce_bucket.is_zero() || c.parallel.zero_quantized_gradients) return Bytes{0};
+  const Bytes element = stored_gradient_bytes(c, r);
+  if (element.is_zero()) return Bytes{0};
+  return min(st.zero_reduce_bucket, p.local_trainable * element);
 }
 
 }  // namespace
@@ -272,7 +325,7 @@ Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const
   const Count sharded_trainable = zero ? p.local_trainable / p.zero_shards : p.local_trainable;
   const Count largest = zero ? Count(0) : largest_trainable_tensor(c, params);
   return optimizer_step_temporary_bytes(c, local_parameters(params, p), sharded_trainable, largest, r) +
-         deepspeed_fp32_gradients(c, sharded_trainable, r);
+         deepspeed_fp32_gradients(c, params, p, sharded_trainable, r);
 }
 
 // The step in its steady state (optimizer states already exist).
@@ -281,7 +334,8 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
                                Bytes weight_copies, const PrecisionRecipe& r) {
   const Training& t = c.training;
   const Bytes alive = alive_through_step(c, params, p, st, act, loss, weight_copies, r);
-  const Bytes bucket = reduce_bucket_bytes(c, r) + quantized_gradient_bytes(c, params);
+  const Bytes bucket = reduce_bucket_bytes(c, r) + quantized_gradient_bytes(c, params) +
+                       zero3_reduce_copy_bytes(c, p, st, r);
   const ReusedGathered reused = deepspeed_reused_gathered(c, params, p, r);
   std::vector<Phase> phases = {
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},

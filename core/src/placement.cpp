@@ -343,6 +343,19 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
       !updates_in_backward(c.training)) {
     s.reducer_buckets = s.gradients;
   }
+  // DeepSpeed ZeRO-3 with contiguous_gradients (its default) allocates, when the optimizer is built,
+  // one flat bucket of reduce_bucket_size elements in the trained parameters' dtype, whatever their
+  // number, and keeps it for the run: backward copies each gradient into it until it is full, then
+  // reduce-scatters it (runtime/zero/stage3.py, __init__: `self.__ipg_bucket_flat_buffer =
+  // torch.empty(self.reduce_bucket_size, dtype=self.dtype, ...)`; __add_grad_to_ipg_bucket). LOMO /
+  // AdaLomo and MeZO build no DeepSpeed optimizer.
+  if (impl.framework == Framework::kDeepspeed && par.zero_stage == 3 && stores_gradients(c.training) &&
+      !updates_in_backward(c.training) && !p.local_trainable.is_zero()) {
+    const std::int64_t elements = par.reduce_bucket_elements >= 0
+                                      ? par.reduce_bucket_elements
+                                      : implementation_profile(impl.framework).reduce_bucket_elements;
+    s.zero_reduce_bucket = Count(elements) * stored_gradient_bytes(c, r);
+  }
   // LitGPT's StableEmbedding swap (finetune/lora.py, adapter.py, adapter_v2.py: `old_embedding =
   // model.transformer.wte`, a local of main() for the whole run; the StableEmbedding's weight
   // requires grad but was not given to the optimizer): one more embedding in the base's dtype, and

@@ -73,9 +73,12 @@ struct StaticBytes {
   Bytes reducer_buckets;
   // Gradients of parameters no optimizer steps, never cleared (LitGPT's StableEmbedding swap).
   Bytes orphan_gradients;
+  // DeepSpeed ZeRO-3's contiguous gradient bucket (__ipg_bucket_flat_buffer): one block of
+  // reduce_bucket_size elements, allocated with the optimizer and kept for the run.
+  Bytes zero_reduce_bucket;
 
   // What the GPU holds from the first step to the last, whatever the phase.
-  Bytes resident() const { return weights + master + states + reducer_buckets + orphan_gradients; }
+  Bytes resident() const { return weights + master + states + reducer_buckets + orphan_gradients + zero_reduce_bucket; }
 };
 
 // Whether the micro-batches before the last accumulate full, unsharded gradients (FSDP's no_sync /

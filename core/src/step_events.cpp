@@ -170,6 +170,7 @@ struct Program {
   std::vector<Bytes> weights, master, states, gradients;  // per tensor (trainable order for the last three)
   std::vector<Bytes> reducer_buckets;  // torch DDP's all-reduce buckets (bucket_cap_mb, 25 MiB each)
   std::vector<Bytes> orphan_gradients;  // gradients no step clears (StaticBytes::orphan_gradients)
+  Bytes zero_reduce_bucket;  // DeepSpeed ZeRO-3's gradient bucket, one block for the run
   std::vector<Bytes> saved, copies_per_layer, temporaries;
   Bytes gathered, working, embedding_saved;
   Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
@@ -355,6 +356,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
     pr.reducer_buckets = split(st.reducer_buckets, std::vector<Count>(static_cast<std::size_t>(n), Count(1)));
   }
   if (st.orphan_gradients.value() > 0) pr.orphan_gradients = {st.orphan_gradients};
+  pr.zero_reduce_bucket = st.zero_reduce_bucket;
   if (st.accumulated_gradients > st.gradients) {
     pr.sharded_gradients = pr.gradients;
     pr.gradients = split(st.accumulated_gradients, trainable);
@@ -407,6 +409,7 @@ StepSimulation replay_steps(const Program& full, const std::vector<Program>& ear
   replay.take(full.reducer_buckets, buckets);
   std::vector<int> orphans;
   replay.take(full.orphan_gradients, orphans);
+  replay.take(full.zero_reduce_bucket);
   if (full.grads_persist) replay.take(full.gradients, grads);
   for (const Program& pr : earlier) {
     if (replay.failed()) break;

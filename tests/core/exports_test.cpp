@@ -225,6 +225,27 @@ TEST(Exports, DeepSpeedZeroPlusPlusIsReadAsTheEngines) {
   EXPECT_TRUE(named);
 }
 
+// DeepSpeed's bucket and sub-group sizes are read back, 1e8 as written in JSON as well as integers,
+// and a reduce_bucket_size of "auto" as Hugging Face fills it: the hidden size squared.
+TEST(Exports, DeepSpeedBucketSizesAreRead) {
+  const char* ds = R"({"train_micro_batch_size_per_gpu":1,"gradient_accumulation_steps":1,"bf16":{"enabled":true},)"
+                   R"("zero_optimization":{"stage":3,"reduce_bucket_size":"auto","sub_group_size":1e8,)"
+                   R"("stage3_max_reuse_distance":100000000}})";
+  const ConfigParse back = read_export(config(R"({"model":{"preset":"llama-3-8b"}})"), Engine::kDeepSpeed, ds,
+                                       "deepspeed --num_gpus 8 train.py --deepspeed ds_config.json");
+  ASSERT_TRUE(back.ok()) << back.errors[0].field << " " << back.errors[0].message;
+  EXPECT_EQ(back.config.parallel.reduce_bucket_elements, std::int64_t{4096} * 4096);
+  EXPECT_EQ(back.config.parallel.zero_sub_group_size, 100'000'000);
+  EXPECT_EQ(back.config.parallel.zero3_max_reuse_distance, 100'000'000);
+  // And written: a configuration that sets them exports them.
+  Config c = config(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"deepspeed","precision":"bf16_master"},)"
+                    R"("parallel":{"num_gpus":8,"zero_stage":3,"reduce_bucket_elements":16777216,)"
+                    R"("zero_sub_group_size":100000000}})");
+  const Export e = export_plan(c, Engine::kDeepSpeed);
+  EXPECT_NE(e.text.find("\"reduce_bucket_size\": 16777216"), std::string::npos) << e.text;
+  EXPECT_NE(e.text.find("\"sub_group_size\": 100000000"), std::string::npos) << e.text;
+}
+
 TEST(Exports, AccelerateFsdpRoundTrips) {
   const char* cases[] = {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","micro_batch_size":2,"grad_accum_steps":4},"parallel":{"num_gpus":16,"zero_stage":3}})",

@@ -1567,6 +1567,12 @@ def lomo(rec):
     if gpus > 1 or opt != "lomo":
         parallel_defaults(c, gpus, 3, f"{gpus} GPUs (Table 2 / Section 4.2)", "DeepSpeed ZeRO-3 parameter partitioning "
                           "(stated: 'parameter partitioning with ZeRO-3')")
+        c.p("zero_sub_group_size", 100_000_000, "config/ds_config.json: sub_group_size 1e8 (the step makes the fp32 "
+            "gradients of 1e8 elements at a time)")
+        c.p("zero3_max_reuse_distance", 100_000_000, "config/ds_config.json: stage3_max_reuse_distance 1e8")
+        if opt != "lomo":
+            c.p("reduce_bucket_elements", 500_000_000, "config/ds_config.json sets no reduce_bucket_size: DeepSpeed's "
+                "default 5e8 (runtime/zero/config.py), ZeRO-3's contiguous gradient bucket")
     else:
         parallel_defaults(c, 1, 0, "1x RTX 3090 (Table 2)", "one GPU: nothing to partition")
     c.t("optimizer_in_backward", opt == "lomo", "LOMO applies the update inside backward" if opt == "lomo" else "not used")
@@ -2045,6 +2051,11 @@ def qwen(rec):
         parallel_defaults(c, gpus, 3, f"{gpus} A100-SXM4-80G", "DeepSpeed ZeRO-3 (stated for the 72B LoRA runs and the 7B "
                           "full-parameter runs)" + ("; the README's OOM note is read as LoRA (emb) with the same ZeRO-3 "
                           "setting as the 72B LoRA runs" if emb else ""))
+    if c.cfg["parallel"].get("zero_stage") == 3:
+        hidden = c.cfg["model"]["hidden_size"]
+        c.p("reduce_bucket_elements", hidden * hidden, f"finetune/ds_config_zero3.json: reduce_bucket_size \"auto\", which "
+            f"HF Trainer fills with hidden_size squared ({hidden}^2; transformers integrations/deepspeed.py, "
+            "trainer_config_finalize): ZeRO-3's contiguous gradient bucket")
     if c.cfg["parallel"].get("zero_stage") == 2:
         c.p("reduce_bucket_elements", 200_000_000, "finetune/ds_config_zero2.json: reduce_bucket_size 2e8")
         c.p("overlap_comm", True, "finetune/ds_config_zero2.json: overlap_comm true (two reduce buckets at every backward)")
@@ -2146,6 +2157,9 @@ def chatglm3(rec):
           "the context allowance)")
     parallel_defaults(c, gpus, 3 if gpus > 1 else 0, f"{gpus} GPU(s)", "DeepSpeed ZeRO-3 ('4张显卡平均分配')" if gpus > 1
                       else "no sharding")
+    if gpus > 1:
+        c.p("reduce_bucket_elements", 4096 * 4096, "finetune_demo/configs/ds_zero_3.json: reduce_bucket_size \"auto\", "
+            "which HF Trainer fills with hidden_size squared (4096^2; transformers integrations/deepspeed.py)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     c.measure("device_total_bytes", "MiB", "'占用 48346MiB 显存': nvidia-smi's MiB per card -> device_total_bytes")

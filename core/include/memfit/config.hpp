@@ -488,11 +488,16 @@ struct Parallel {
   // large as all the gradients, beside param.grad; True makes the gradients views into them.
   bool ddp_bucket_view = false;
   ReshardAfterForward reshard_after_forward = ReshardAfterForward::kAuto;
-  std::int64_t reduce_bucket_elements = -1;  // gradient reduce buckets; -1: the framework's
+  // DeepSpeed reduce_bucket_size (elements): ZeRO-2's gradient reduce buckets, and ZeRO-3's
+  // contiguous gradient bucket (__ipg_bucket_flat_buffer, kept for the run); -1: the framework's.
+  std::int64_t reduce_bucket_elements = -1;
   bool overlap_comm = false;                  // DeepSpeed ZeRO 1/2: two reduce buckets (double buffering)
   // DeepSpeed ZeRO-3 stage3_max_reuse_distance (elements): a gathered parameter used again within
   // this many parameters of the step's trace is not released (1e9, DeepSpeed's default).
   std::int64_t zero3_max_reuse_distance = 1'000'000'000;
+  // DeepSpeed ZeRO-3 sub_group_size (elements): the step turns the 16-bit gradient partitions into
+  // fp32 one sub-group at a time (stage3.py, _prepare_fp32_grad_for_sub_group); 1e9 by default.
+  std::int64_t zero_sub_group_size = 1'000'000'000;
   // DeepSpeed ZeRO++ (Wang et al. 2023), ZeRO-3 only. hpZ (zero_hpz_partition_size > 1): after a
   // module's forward each rank keeps a secondary partition of its parameters, numel / hpz in their
   // dtype, for backward's all-gather inside the group (partition_parameters.py,
