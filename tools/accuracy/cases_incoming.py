@@ -1968,14 +1968,18 @@ def qwen(rec):
     qlora = "-qlora-" in rid
     full = "-full-" in rid
     multinode = "2node" in rid
-    zero3 = ("zero3" in rid and "nozero3" not in rid) or full or (is_oom and emb)
+    # The README's OOM note ("OOM occurs on 4 A100-SXM4-80G GPUs both with LoRA (emb) fine-tuning and LoRA
+    # fine-tuning without Deepspeed ZeRO 3") is read as both runs without ZeRO-3: the same README says trainable
+    # embedding and output layers rule ZeRO-3 out ("if we have these parameters trainable, it is not available to
+    # use ZeRO 3, and this is why we use ZeRO 2 in the script by default").
+    zero3 = ("zero3" in rid and "nozero3" not in rid) or full
     seq = int(rid.split("seq")[1]) if "seq" in rid else 256
     kind = "full" if full else ("qlora" if qlora else "lora")
     label = ("full" if full else "Q-LoRA (GPTQ int4)" if qlora else "LoRA (emb)" if emb else "LoRA")
     c = Case(rec, kind, f"Qwen-{size.upper().replace('P', '.')} {label}, {gpus}x A100-SXM4-80G"
-             f"{' ZeRO-3' if zero3 else (' ZeRO-2' if (multinode or qlora) else '')}, bs 1 x ga 8, seq {seq}, AC, flash")
+             f"{' ZeRO-3' if zero3 else (' ZeRO-2' if (multinode or qlora or is_oom) else '')}, bs 1 x ga 8, seq {seq}, AC, flash")
     c.model(model_key)
-    deepspeed = full or qlora or multinode or zero3 or (is_oom and "nozero3" in rid)
+    deepspeed = full or qlora or multinode or zero3 or is_oom
     if deepspeed:
         c.t("framework", "deepspeed", "finetune.py under HF Trainer with a DeepSpeed config (finetune_ds.sh / "
             "finetune_lora_ds.sh / finetune_qlora_single_gpu.sh): the model runs inside the DeepSpeed engine")
@@ -2045,12 +2049,13 @@ def qwen(rec):
     elif multinode:
         parallel_defaults(c, 4, 2, "'two servers, each containing two A100-SXM4-80G GPUs'", "finetune_lora_ds.sh's default "
                           "ds_config_zero2.json (the README advises against ZeRO-3 across nodes)")
-    elif is_oom and "nozero3" in rid:
-        parallel_defaults(c, 4, 2, "4 A100-SXM4-80G", "'without Deepspeed ZeRO 3': finetune_lora_ds.sh's ZeRO-2 default")
+    elif is_oom:
+        parallel_defaults(c, 4, 2, "4 A100-SXM4-80G", "'without Deepspeed ZeRO 3': finetune_lora_ds.sh's ZeRO-2 default" +
+                          ("; LoRA (emb) cannot use ZeRO-3 ('if we have these parameters trainable, it is not available "
+                           "to use ZeRO 3, and this is why we use ZeRO 2 in the script by default')" if emb else ""))
     else:
         parallel_defaults(c, gpus, 3, f"{gpus} A100-SXM4-80G", "DeepSpeed ZeRO-3 (stated for the 72B LoRA runs and the 7B "
-                          "full-parameter runs)" + ("; the README's OOM note is read as LoRA (emb) with the same ZeRO-3 "
-                          "setting as the 72B LoRA runs" if emb else ""))
+                          "full-parameter runs)")
     if c.cfg["parallel"].get("zero_stage") == 3:
         hidden = c.cfg["model"]["hidden_size"]
         c.p("reduce_bucket_elements", hidden * hidden, f"finetune/ds_config_zero3.json: reduce_bucket_size \"auto\", which "
