@@ -136,7 +136,7 @@ Bytes in_backward_step_bytes(const Config& c, const ParameterCount& params, cons
 // gradient, plus a tied embedding's gradient before it is added to the head's).
 Bytes backward_high_point(const Config& c, const ParameterCount& params, const StaticBytes& st,
                           const ActivationModel& act, const LossModel& loss, Bytes alive, Bytes bucket,
-                          const ReusedGathered& reused, const PrecisionRecipe& r) {
+                          const ReusedGathered& reused, Bytes root_at_end, const PrecisionRecipe& r) {
   const Bytes head_grad = loss.head_grad_bytes;
   const Bytes loss_and_head = alive + reused.head + reused.blocks +
                               max(loss.backward_bytes, loss.grad_bytes + head_grad + loss.head_input_bytes * 2);
@@ -157,7 +157,7 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
                           : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
   // Backward frees every saved tensor but leaves ctx attributes, which go with the graph after it.
   const Bytes end = st.resident() + grads_at_end + act.embedding_saved_bytes + embedding_grad + loss.kept_bytes +
-                    kept_cache(act) + act.retained_bytes + fused;
+                    kept_cache(act) + act.retained_bytes + fused + root_at_end;
   return max(max(loss_and_head, top_block), end) + bucket;
 }
 
@@ -276,6 +276,12 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
   return p.as_nominal(block / c.parallel.tensor);
 }
 
+// The tensors outside the blocks (embeddings, final norm, head): FSDP's root unit. An
+// encoder-decoder's blocks are listed without a layer kind, so the component decides.
+namespace {
+bool outside_blocks(const TensorGroup& g) { return g.layer == LayerKind::kNone && !is_block_component(g.component); }
+}  // namespace
+
 Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                                const PrecisionRecipe& r) {
   // torch/distributed/fsdp/_runtime_utils.py (_post_forward_reshard: "Do not free the root's
@@ -286,9 +292,34 @@ Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, co
   }
   Count outside = 0;
   for (const TensorGroup& g : params.groups) {
-    if (g.layer == LayerKind::kNone) outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
+    if (outside_blocks(g)) outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
   }
   return p.as_nominal(outside * r.gathered);
+}
+
+// FSDP's root unit at the end of backward (torch/distributed/fsdp: the root's post-backward runs last,
+// from the final callback). Under full sharding its parameters (the embeddings, the final norm and
+// the head) are still gathered; under full or gradient sharding the gradients of the whole unit are
+// unsharded in the compute dtype: the head's made at backward's start and kept, the embedding's just
+// made. FSDP2 (torchtitan, torchtune) then copies them into one flat reduce-scatter input in the
+// reduce dtype, the sharded gradients' (fully_shard/_fsdp_collectives.py, foreach_reduce:
+// `torch.empty(reduce_scatter_input_numel, dtype=reduce_dtype)`, foreach_reduce_scatter_copy_in);
+// FSDP1 reduce-scatters the flat gradient in place.
+Bytes fsdp_root_at_backward_end(const Config& c, const ParameterCount& params, const Placement& p,
+                                const PrecisionRecipe& r) {
+  const Framework f = c.training.implementation.framework;
+  if (c.parallel.zero_stage < 2 || p.zero_shards <= 1 || !runs_torch_data_parallel(f)) return Bytes{0};
+  const Bytes gathered = fsdp_root_gathered_bytes(c, params, p, r);
+  if (is_peft(c) || trains_some_layers(c) || !stores_gradients(c.training) || updates_in_backward(c.training)) {
+    return gathered;
+  }
+  Count outside = 0;
+  for (const TensorGroup& g : params.groups) {
+    if (outside_blocks(g)) outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
+  }
+  const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
+  const bool fsdp2 = f == Framework::kTorchtitan || f == Framework::kTorchtune;
+  return gathered + p.as_nominal(outside * compute + (fsdp2 ? outside * r.gradients : Bytes{0}));
 }
 
 ReusedGathered deepspeed_reused_gathered(const Config& c, const ParameterCount& params, const Placement& p,
@@ -347,7 +378,9 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
                       st.weights + optimizer_temporaries(c, params, p, r)});
     return phases;
   }
-  phases.push_back({"backward", "Backward (high point)", backward_high_point(c, params, st, act, loss, alive, bucket, reused, r)});
+  phases.push_back({"backward", "Backward (high point)",
+                    backward_high_point(c, params, st, act, loss, alive, bucket, reused,
+                                        fsdp_root_at_backward_end(c, params, p, r), r)});
   if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
                       st.resident() + st.gradients + loss.kept_bytes + kept_cache(act) +

@@ -262,12 +262,12 @@ TEST(Sharding, Fsdp1WithoutTheRateLimiterReservesMoreButNeedsTheSame) {
 // torchao Float8 linears save what nn.Linear saves (the bf16 input); backward casts grad_output
 // twice, the input and the weight once, one byte each, for one linear at a time; with FSDP's fp8
 // all-gather the gathered linear weights take one byte. Llama-3-8B: h 4096, MLP 14336, 7 linears
-// per block (4096·(4096 + 1024·2 + 4096) + 3·4096·14336 = 218,103,808 weights), B·T = 2048.
+// per block (4096·(4096 + 1024·2 + 4096) + 3·4096·14336 = 218,103,808 weights), B·T = 4096.
 TEST(Sharding, Float8LinearsSaveTheSameAndCastForAMoment) {
   const auto run = [](const char* float8, bool all_gather, std::int64_t gpus, const char* gpu = "h100-sxm-80gb") {
     // Eager attention: the recomputed block (its T×T scores) sets backward's high point, where the
     // casts are seen.
-    Config c = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","seq_len":2048,)"
+    Config c = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","seq_len":4096,)"
                                  R"("checkpointing":"full","attention":"eager"}})").config;
     c.training.float8 = parse_config_text(std::string(R"({"training":{"float8":")") + float8 + "\"}}").config.training.float8;
     c.parallel.zero_stage = 3;
@@ -279,7 +279,7 @@ TEST(Sharding, Float8LinearsSaveTheSameAndCastForAMoment) {
   const Estimate bf16 = run("none", false, 8), fp8 = run("tensorwise", false, 8), gathered = run("tensorwise", true, 8);
   ASSERT_TRUE(bf16.ok() && fp8.ok() && gathered.ok());
   EXPECT_EQ(fp8.breakdown.activations.value(), bf16.breakdown.activations.value());
-  const std::int64_t tokens = 2048, h = 4096, ff = 14336;
+  const std::int64_t tokens = 4096, h = 4096, ff = 14336;
   const std::int64_t casts = tokens * (h + 2 * ff), weight = h * ff;
   EXPECT_EQ(phase_bytes(fp8, "backward") - phase_bytes(bf16, "backward"), casts + weight);
   // fp8 all-gather: the gathered block's linear weights at 1 byte instead of 2, and no weight cast.
@@ -440,6 +440,36 @@ TEST(Sharding, ZeroPlusPlusSecondaryPartitionAndInt8Gather) {
   EXPECT_EQ(fsdp.errors.front().field, "parallel.zero_hpz_partition_size");
   ASSERT_FALSE(uneven.ok());
   EXPECT_EQ(uneven.errors.front().field, "parallel.zero_hpz_partition_size");
+}
+
+// FSDP's root unit (embeddings, final norm, head) reduce-scatters last: at the end of backward its
+// parameters are still gathered (bf16), its gradients whole (bf16), and FSDP2 copies them into its
+// reduce-scatter input in the reduce dtype (torchtitan: fp32). A thousand more tokens in Llama-3-8B's
+// vocabulary add 2·1000·4096 root parameters: 2 + 2 + 4 bytes each at that moment, beside 16 bytes
+// each of sharded weights, gradients and AdamW states over 8 GPUs.
+TEST(Sharding, FsdpRootGradientsAreWholeAtTheEndOfBackward) {
+  const auto backward = [](std::int64_t vocab, const char* framework) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") +
+                                 framework + R"(","precision":"bf16_fsdp","seq_len":4096,"checkpointing":"full"},)"
+                                 R"("parallel":{"num_gpus":8,"zero_stage":3}})").config;
+    c.model.vocab_size = vocab;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return phase_bytes(e, "backward");
+  };
+  const std::int64_t root = 2 * 1000 * 4096, sharded = root / 8 * 16;
+  EXPECT_EQ(backward(129256, "torchtitan") - backward(128256, "torchtitan"), root * (2 + 2 + 4) + sharded);
+  // LoRA trains nothing in the root: its gathered parameters and their bf16 shards, no gradient.
+  const auto lora = [](std::int64_t vocab) {
+    Config c = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"torchtitan",)"
+                                 R"("precision":"bf16_fsdp","seq_len":4096,"checkpointing":"full",)"
+                                 R"("finetune":{"method":"lora"}},"parallel":{"num_gpus":8,"zero_stage":3}})").config;
+    c.model.vocab_size = vocab;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return phase_bytes(e, "backward");
+  };
+  EXPECT_EQ(lora(129256) - lora(128256), root * 2 + root / 8 * 2);
 }
 
 // DeepSpeed ZeRO-3 keeps one contiguous gradient bucket of reduce_bucket_size elements in the
