@@ -18,24 +18,21 @@ constexpr std::int64_t kLargestReplayedBytes = std::int64_t{1} << 50;
 constexpr std::int64_t kMostReplayedLayers = 512;
 constexpr std::int64_t kMostReplayedTensors = 100'000;
 
-// The allocator and the live tensors of the replay, by id.
+// The allocator and the live tensors of the replay, by id. PyTorch's caching allocator serves a
+// stream only from segments made for that stream (a block freed on one stream is not reused on
+// another: CUDACachingAllocator's pools are keyed by stream), so what an FSDP unit gathers on its
+// unshard stream (FSDP1's unsharded flat parameter, FSDP2's all-gather output) is a second pool: the
+// step reserves both.
 class Replay {
  public:
-  Replay(SegmentMode segments, Bytes capacity) : allocator_(options(segments, capacity)) {}
+  Replay(SegmentMode segments, Bytes capacity)
+      : allocator_(options(segments, capacity)), side_(options(segments, Bytes{0})) {}
 
-  int take(Bytes bytes) {
-    if (bytes.overflow() || bytes.value() > kLargestReplayedBytes) failed_ = true;
-    if (failed_ || bytes.value() <= 0) return -1;
-    const Handle h = allocator_.allocate(bytes);
-    if (!h.ok()) {
-      failed_ = true;
-      return -1;
-    }
-    handles_.push_back(h);
-    return static_cast<int>(handles_.size() - 1);
-  }
+  int take(Bytes bytes) { return take_in(allocator_, false, bytes); }
+  // On the unshard / all-gather stream.
+  int take_side(Bytes bytes) { return take_in(side_, true, bytes); }
   void give(int id) {
-    if (id >= 0) allocator_.free(handles_[static_cast<std::size_t>(id)]);
+    if (id >= 0) pool(id).free(handles_[static_cast<std::size_t>(id)].handle);
   }
   void give(std::vector<int>& ids) {
     for (int id : ids) give(id);
@@ -43,20 +40,32 @@ class Replay {
   }
   // Freed on the CPU while another stream still uses it (CachingAllocator::free_recorded).
   void give_recorded(int id) {
-    if (id >= 0) allocator_.free_recorded(handles_[static_cast<std::size_t>(id)]);
+    if (id >= 0) pool(id).free_recorded(handles_[static_cast<std::size_t>(id)].handle);
   }
-  void synchronize() { allocator_.synchronize_and_free_events(); }
+  void synchronize() {
+    allocator_.synchronize_and_free_events();
+    side_.synchronize_and_free_events();
+  }
   // Allocates each of `sizes` and appends the ids.
   void take(const std::vector<Bytes>& sizes, std::vector<int>& ids) {
     for (Bytes b : sizes) ids.push_back(take(b));
   }
-  void mark(const char* name, const char* label) { marks_.push_back({name, label, allocator_.allocated_bytes()}); }
+  void mark(const char* name, const char* label) {
+    marks_.push_back({name, label, allocator_.allocated_bytes() + side_.allocated_bytes()});
+  }
 
   bool failed() const { return failed_; }
   const CachingAllocator& allocator() const { return allocator_; }
+  // Both pools together, at their joint high points.
+  Bytes peak_allocated_bytes() const { return side_used_ ? Bytes{peak_allocated_} : allocator_.peak_allocated_bytes(); }
+  Bytes peak_reserved_bytes() const { return side_used_ ? Bytes{peak_reserved_} : allocator_.peak_reserved_bytes(); }
   std::vector<Phase>& marks() { return marks_; }
 
  private:
+  struct Live {
+    Handle handle;
+    bool side;
+  };
   static AllocatorOptions options(SegmentMode segments, Bytes capacity) {
     AllocatorOptions o;
     o.segment_mode = segments;
@@ -64,11 +73,28 @@ class Replay {
     if (capacity.value() > 0) o.device_capacity_bytes = capacity;
     return o;
   }
+  CachingAllocator& pool(int id) { return handles_[static_cast<std::size_t>(id)].side ? side_ : allocator_; }
+  int take_in(CachingAllocator& a, bool side, Bytes bytes) {
+    if (bytes.overflow() || bytes.value() > kLargestReplayedBytes) failed_ = true;
+    if (failed_ || bytes.value() <= 0) return -1;
+    const Handle h = a.allocate(bytes);
+    if (!h.ok()) {
+      failed_ = true;
+      return -1;
+    }
+    side_used_ = side_used_ || side;
+    peak_allocated_ = std::max(peak_allocated_, (allocator_.allocated_bytes() + side_.allocated_bytes()).value());
+    peak_reserved_ = std::max(peak_reserved_, (allocator_.reserved_bytes() + side_.reserved_bytes()).value());
+    handles_.push_back({h, side});
+    return static_cast<int>(handles_.size() - 1);
+  }
 
-  CachingAllocator allocator_;
-  std::vector<Handle> handles_;
+  CachingAllocator allocator_, side_;
+  std::vector<Live> handles_;
   std::vector<Phase> marks_;
   bool failed_ = false;
+  bool side_used_ = false;
+  std::int64_t peak_allocated_ = 0, peak_reserved_ = 0;
 };
 
 // Sizes that split `total` bytes in proportion to `weights` (each a tensor's element count):
@@ -180,6 +206,12 @@ struct Program {
   bool retained_until_next_forward = false;
   bool forward_only = false;  // MeZO: the block's tensors go as it finishes; no backward
   bool gathers_run_ahead = false;  // FSDP1 without its rate limiter (fsdp_gathers_run_ahead)
+  // Where a unit's gathered parameters come from (a separate stream's pool): FSDP1 allocates the
+  // unsharded flat parameter on its unshard stream (_runtime_utils.py _unshard; _flat_param.py
+  // _alloc_padded_unsharded_flat_param); FSDP2 all-gathers into a flat output on its all-gather
+  // stream and copies it out into the unsharded parameters on the compute stream
+  // (_fully_shard/_fsdp_collectives.py foreach_all_gather, foreach_all_gather_copy_out).
+  enum class Gather { kCompute, kUnshardStream, kCopyOut } gather = Gather::kCompute;
   Bytes reused_head, reused_blocks;  // DeepSpeed ZeRO-3: gathered across forward's end (deepspeed_reused_gathered)
   const LossModel* loss;
   int states_per_tensor;
@@ -213,6 +245,20 @@ struct GraphKept {
 // A unit's gathered parameters after it ran: freed, or under FSDP1 without the rate limiter left
 // waiting on the compute stream's events (_free_unsharded_flat_param records the compute stream
 // on a tensor the unshard stream allocated), which the GPU, behind the CPU, has not reached.
+int take_gathered(Replay& r, const Program& pr, Bytes bytes) {
+  switch (pr.gather) {
+    case Program::Gather::kUnshardStream: return r.take_side(bytes);
+    case Program::Gather::kCopyOut: {
+      const int flat = r.take_side(bytes);
+      const int unsharded = r.take(bytes);
+      r.give(flat);
+      return unsharded;
+    }
+    case Program::Gather::kCompute: break;
+  }
+  return r.take(bytes);
+}
+
 void release_gathered(Replay& r, const Program& pr, int gathered) {
   if (pr.gathers_run_ahead) r.give_recorded(gathered);
   else r.give(gathered);
@@ -220,11 +266,11 @@ void release_gathered(Replay& r, const Program& pr, int gathered) {
 
 void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
              std::vector<int>& loss_kept, std::vector<int>& outside, GraphKept& graph) {
-  outside.push_back(r.take(pr.root_gathered));
+  outside.push_back(take_gathered(r, pr, pr.root_gathered));
   outside.push_back(r.take(pr.embedding_saved));
   std::vector<int> cache;
   for (auto& layer : saved) {
-    const int gathered = r.take(pr.gathered);
+    const int gathered = take_gathered(r, pr, pr.gathered);
     copies.push_back(r.take(pr.copies_per_layer.empty() ? Bytes{0} : pr.copies_per_layer.front()));
     // Each saved tensor comes out of an op whose other results are temporaries (the scores before
     // the softmax, the matmul output before the bias add, a dtype cast): one transient of the same
@@ -277,7 +323,7 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   graph.reused_head = -1;
   if (!pr.grads_persist && grads.empty()) r.take(gradient_slice(pr, -1), grads);
   for (std::int64_t i = static_cast<std::int64_t>(saved.size()) - 1; i >= 0; --i) {
-    const int gathered = r.take(pr.gathered);
+    const int gathered = take_gathered(r, pr, pr.gathered);
     const int working = r.take(pr.working);
     if (!pr.grads_persist) r.take(gradient_slice(pr, i), grads);
     // Backward walks the block's ops in reverse: the gradient of each saved tensor's op output is
@@ -374,6 +420,11 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.forward_transients = !every_layer;
   pr.embedding_saved = act.embedding_saved_bytes;
   pr.root_gathered = fsdp_root_gathered_bytes(c, params, p, r);
+  if (!pr.gathered.is_zero() && runs_torch_data_parallel(c.training.implementation.framework)) {
+    const Framework f = c.training.implementation.framework;
+    pr.gather = f == Framework::kTorchtitan || f == Framework::kTorchtune ? Program::Gather::kCopyOut
+                                                                          : Program::Gather::kUnshardStream;
+  }
   pr.kv_keys = act.kv_cache_key_bytes;
   pr.kv_values = act.kv_cache_value_bytes;
   pr.kv_cache_kept = act.kv_cache_kept;
@@ -421,8 +472,8 @@ StepSimulation replay_steps(const Program& full, const std::vector<Program>& ear
   }
   if (replay.failed()) return out;
   const AllocatorStats stats = replay.allocator().stats();
-  out.peak_allocated_bytes = stats.peak_allocated_bytes;
-  out.peak_reserved_bytes = stats.peak_reserved_bytes;
+  out.peak_allocated_bytes = replay.peak_allocated_bytes();
+  out.peak_reserved_bytes = replay.peak_reserved_bytes();
   out.segment_count = stats.peak_segment_count;
   out.timeline = replay.marks();
   out.ok = true;
@@ -470,8 +521,12 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
     // so the card bounds the reserve and the step still runs (cudaMalloc retries, not an error).
     Program runahead = pr;
     runahead.gathers_run_ahead = true;
+    runahead.gather = Program::Gather::kCompute;  // the pile-up is modelled in one pool
     std::vector<Program> runahead_before = before;
-    for (Program& b : runahead_before) b.gathers_run_ahead = true;
+    for (Program& b : runahead_before) {
+      b.gathers_run_ahead = true;
+      b.gather = Program::Gather::kCompute;
+    }
     ahead = replay_steps(runahead, runahead_before, segments, capacity);
   }
   if (!before.empty()) {

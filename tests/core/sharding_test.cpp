@@ -472,6 +472,22 @@ TEST(Sharding, FsdpRootGradientsAreWholeAtTheEndOfBackward) {
   EXPECT_EQ(lora(129256) - lora(128256), root * 2 + root / 8 * 2);
 }
 
+// The caching allocator serves a stream only from segments made for it: what FSDP gathers on its
+// unshard / all-gather stream (FSDP2's flat all-gather output, copied out into the unsharded
+// parameters on the compute stream) stays reserved in that stream's pool. With expandable segments
+// (little fragmentation otherwise), torchtitan's Llama-3-8B on 8 GPUs reserves at least the root
+// unit's flat output (2 · 128,256 · 4,096 + 4,096 parameters in bf16) beyond its allocated peak.
+TEST(Sharding, FsdpGathersInTheirOwnStreamsPool) {
+  Config c = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"torchtitan",)"
+                               R"("precision":"bf16_fsdp","seq_len":4096,"checkpointing":"full"},)"
+                               R"("parallel":{"num_gpus":8,"zero_stage":3},"hardware":{"expandable_segments":true}})")
+                 .config;
+  const Estimate e = estimate(c);
+  ASSERT_TRUE(e.ok());
+  const std::int64_t root = (std::int64_t{2} * 128256 * 4096 + 4096) * 2;
+  EXPECT_GE(e.peak_reserved_bytes.value() - e.peak_allocated_bytes.value(), root);
+}
+
 // DeepSpeed ZeRO-3 keeps one contiguous gradient bucket of reduce_bucket_size elements in the
 // 16-bit dtype for the run (stage3.py, __ipg_bucket_flat_buffer), and backward's reduce-scatter
 // interleaves a full bucket into a new tensor once more (coalesced_collectives.py). FSDP has none.
