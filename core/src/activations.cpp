@@ -363,6 +363,13 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
     std::erase_if(t, [](const NamedBytes& term) { return term.name == "mlp.inner"; });
   }
   if (d.residual_dropout) add(t, "mlp.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);
+  // llm.c allocates every forward buffer once and keeps it for the step (train_gpt2.cu,
+  // fill_in_activation_sizes): beside what autograd would save, the attention and MLP projections'
+  // outputs (attproj, fcproj), each B·T·C per layer.
+  if (d.impl.framework == Framework::kLlmC) {
+    add(t, "attention.projection_output", d.tokens * d.hidden_split * d.act);
+    add(t, "mlp.projection_output", d.tokens * d.hidden_split * d.act);
+  }
   // auto-gptq's QuantLinear, for inputs of at least kernel_switch_threshold (128) rows, unpacks and
   // dequantises the whole weight with PyTorch ops and calls torch.matmul(x.half(), weight)
   // (qlinear_cuda_old.py / qlinear_cuda.py forward): autograd keeps that fp16 weight to compute the

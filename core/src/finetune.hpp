@@ -22,9 +22,14 @@ inline bool is_peft(const Config& c) { return c.training.finetune.method != Fine
 // in fp32; its fp16 optimizer keeps fp16 gradients too) and casts them to fp32 at the step
 // (phases.cpp, deepspeed_fp32_gradients); Megatron's master recipes accumulate in fp32 main grads.
 inline Bytes stored_gradient_bytes(const Config& c, const PrecisionRecipe& r) {
-  const bool deepspeed_16bit = c.training.implementation.framework == Framework::kDeepspeed && !r.master.is_zero() &&
+  const Framework f = c.training.implementation.framework;
+  const bool deepspeed_16bit = f == Framework::kDeepspeed && !r.master.is_zero() &&
                                (c.parallel.zero_stage >= 1 || c.training.precision == Precision::kFp16Master);
-  return deepspeed_16bit ? r.weights : r.gradients;
+  // llm.c allocates the gradients like the parameters, in floatX (train_gpt2.cu, gpt2_backward:
+  // malloc_and_point_parameters(&model->grads, model->param_elements, model->param_sizeof)), beside
+  // its fp32 master copy.
+  const bool llm_c_16bit = f == Framework::kLlmC && !r.master.is_zero();
+  return deepspeed_16bit || llm_c_16bit ? r.weights : r.gradients;
 }
 
 // Bytes per element of a parameter-efficient base that stays unquantised: 16-bit, fp32, or the

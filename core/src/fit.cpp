@@ -42,6 +42,13 @@ Bytes scale(Bytes bytes, double factor) {
 }
 
 void allocator_reserve(const Config& c, const StepSimulation& sim, Estimate& e) {
+  // llm.c has no caching allocator: it cudaMallocs each buffer once and keeps it (train_gpt2.cu),
+  // so what it holds is what it allocated.
+  if (c.training.implementation.framework == Framework::kLlmC && c.hardware.fragmentation < 0) {
+    e.fragmentation = 0.0;
+    e.peak_reserved_bytes = e.peak_reserved_low_bytes = e.peak_reserved_high_bytes = e.peak_allocated_bytes;
+    return;
+  }
   const bool given = c.hardware.fragmentation >= 0;
   if (given) {
     // A factor the user states is a statement, not an estimate: the range is that one point.

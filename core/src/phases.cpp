@@ -1,5 +1,7 @@
 #include "phases.hpp"
 
+#include <string_view>
+
 #include "finetune.hpp"
 #include "memfit/implementation.hpp"
 #include "optimizer_states.hpp"
@@ -385,6 +387,17 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
     phases.push_back({"optimizer_step", "Optimizer step",
                       st.resident() + st.gradients + loss.kept_bytes + kept_cache(act) +
                           kept_graph(act) + optimizer_temporaries(c, params, p, r)});
+  }
+  // llm.c allocates each buffer once, at its first use, and never frees one (train_gpt2.cu: the
+  // activations at the first forward, the gradients and GradActTensors' bt4c (B·T·4C) and
+  // residual3 (B·T·C) at the first backward): from the second step on every phase holds all of it.
+  if (c.training.implementation.framework == Framework::kLlmC) {
+    const Count tokens = Count(t.micro_batch_size) * Count(t.seq_len);
+    const Bytes everything = st.resident() + st.accumulated_gradients + act.saved_bytes + loss.forward_bytes +
+                             tokens * Count(c.model.hidden_size) * Count(5) * r.compute;
+    for (Phase& ph : phases) {
+      if (std::string_view(ph.name) != "load") ph.bytes = max(ph.bytes, everything);
+    }
   }
   return phases;
 }

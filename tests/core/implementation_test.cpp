@@ -238,6 +238,27 @@ TEST(Implementation, TransformersBefore449ShiftTheLogitsWithACopy) {
 // LitGPT holds lm_head and transformer.wte apart, and its checkpoint converter copies a tied
 // model's embedding into the head: Gemma-2B (V 256,000 × d 2,048) has a second 524,288,000-weight
 // matrix there, in bf16, with its gradient and AdamW states; the echoed model keeps its tie.
+// llm.c allocates every buffer once and keeps it (train_gpt2.cu at the ZeRO-1 merge, 750c5fd): bf16
+// parameters and gradients (param_sizeof), fp32 m, v and master copy, the activations of
+// fill_in_activation_sizes (a fused classifier's one B·T·Vp buffer among them) and GradActTensors'
+// bt4c and residual3. No caching allocator: what it reserves is what it allocated. GPT-2 124M,
+// B 4, T 1024, Vp 50304, cuDNN attention.
+TEST(Implementation, LlmCHoldsEveryBufferItEverAllocated) {
+  const Json r = run(R"({"model":{"preset":"gpt2","vocab_size":50304},"training":{"framework":"llm_c",)"
+                     R"("precision":"bf16_master","micro_batch_size":4,"seq_len":1024,"attention":"flash",)"
+                     R"("checkpointing":"none","dropout":0.0}})");
+  const std::int64_t P = field(r, "parameter_count");
+  const std::int64_t B = 4, T = 1024, C = 768, L = 12, NH = 12, Vp = 50304;
+  const std::int64_t acts = B * T * C + L * B * T * C + 2 * L * B * T + L * B * T * C + L * B * NH * T * 2 +
+                            3 * L * B * T * C + 2 * L * B * T + 2 * L * B * T * 4 * C + 2 * L * B * T * C +
+                            B * T * C + 2 * B * T + L * B * T * 3 * C + B * T * Vp;
+  const std::int64_t llm_c = P * (2 + 2 + 8 + 4) + acts * 2 + B * T * 5 * C * 2;
+  EXPECT_NEAR(static_cast<double>(field(r, "peak_allocated_bytes")), static_cast<double>(llm_c), llm_c * 1e-3);
+  EXPECT_EQ(field(r, "peak_reserved_bytes"), field(r, "peak_allocated_bytes"));
+  const Json& breakdown = *r.find("breakdown");
+  EXPECT_EQ(field(breakdown, "gradients"), field(breakdown, "parameters"));
+}
+
 TEST(Implementation, LitgptUntiesTheOutputHead) {
   const auto config = [](const char* framework) {
     return std::string(R"({"model":{"preset":"gemma-2b"},"training":{"framework":")") + framework +

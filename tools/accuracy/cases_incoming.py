@@ -1161,7 +1161,8 @@ def llmc(rec):
         "no recompute existed yet (PR #422 came later)")
     c.t("attention", "flash", "USE_CUDNN=1: cuDNN flash attention (stores no T x T scores)")
     c.t("dropout", 0.0, "llm.c has no dropout")
-    c.t("loss", "eager", "llm.c's fused classifier writes logits (B x T x Vp) and their gradient in place")
+    c.t("loss", "fused_ce", "llm.c's fused classifier writes logits (B x T x Vp) and their gradient in place (the llm_c "
+        "profile's own loss)")
     c.t("precision", "bf16_master", "llm.c bf16 parameters and activations with an fp32 master copy and fp32 AdamW states")
     c.ft("method", "full", "pre-training / continued training")
     if is_oom:
