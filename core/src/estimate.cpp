@@ -44,6 +44,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
   e.breakdown.parameters = st.weights;
   e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets + st.orphan_gradients + st.zero_reduce_bucket;
+  e.fixed_gradient_buffers = st.zero_reduce_bucket;
   if (!st.zero_reduce_bucket.is_zero()) {
     e.notes.push_back("DeepSpeed ZeRO-3 keeps a contiguous gradient bucket of reduce_bucket_size elements for the "
                       "whole run (counted with the gradients), and backward's reduce-scatter copies a full bucket "
@@ -131,7 +132,8 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
 // (the seeds' "14x rule" number; 2–3 for LoRA), rounded to 1e-6: a ratio for people.
 double static_bytes_per_parameter(const Estimate& e, Count base_parameter_count) {
   const Breakdown& b = e.breakdown;
-  const Bytes statics = b.parameters + b.gradients + b.optimizer_states + b.master_weights + b.offloaded_bytes;
+  const Bytes statics = b.parameters + b.gradients - e.fixed_gradient_buffers + b.optimizer_states + b.master_weights +
+                       b.offloaded_bytes;
   return std::round(1e6 * static_cast<double>(statics.value()) * static_cast<double>(e.config.parallel.num_gpus) /
                     static_cast<double>(std::max<std::int64_t>(1, base_parameter_count.value()))) /
          1e6;

@@ -641,18 +641,20 @@ void read_deepspeed(const Json& ds, const std::vector<std::string>& cmd, Config&
     // Sizes in elements: DeepSpeed reads 5e8 as well as 500000000. Hugging Face fills a
     // reduce_bucket_size of "auto" with the hidden size squared (integrations/deepspeed.py,
     // trainer_config_finalize).
-    const auto elements = [&](const char* key) -> std::int64_t {
+    const auto elements = [&](const char* key, bool hidden_squared_auto = false) -> std::int64_t {
       const Json* v = zero->find(key);
       if (!v) return -1;
       if (v->is_string()) {
-        return v->as_string() == "auto" && c.model.hidden_size > 0 ? c.model.hidden_size * c.model.hidden_size : -1;
+        return hidden_squared_auto && v->as_string() == "auto" && c.model.hidden_size > 0
+                   ? c.model.hidden_size * c.model.hidden_size
+                   : -1;
       }
       if (!v->is_number()) return -1;
       if (const auto exact = v->as_exact_integer()) return *exact >= 0 ? *exact : -1;
       const double d = v->as_double();
       return d >= 0.0 && d < 9.0e18 ? static_cast<std::int64_t>(d) : -1;
     };
-    if (const std::int64_t n = elements("reduce_bucket_size"); n >= 0) p.reduce_bucket_elements = n;
+    if (const std::int64_t n = elements("reduce_bucket_size", true); n >= 0) p.reduce_bucket_elements = n;
     if (const std::int64_t n = elements("sub_group_size"); n >= 1) p.zero_sub_group_size = n;
     if (const std::int64_t n = elements("stage3_max_reuse_distance"); n >= 0) p.zero3_max_reuse_distance = n;
     // overlap_comm doubles ZeRO-2's buckets; memfit's switch is ZeRO-2's (ZeRO-3 always overlaps).

@@ -101,9 +101,9 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
            K::kKvHeads, P::kFused, G::kFused, Switch::kNo, B::kHalf, F::kWeights, D::kDirect),
      0, 0, false, false, false, 0},
     {Framework::kDeepspeed, "deepspeed",
-     "a transformers model under the DeepSpeed engine: as hf, plus ZeRO 1/2's gradient reduce bucket of 5e8 "
-     "elements",
-     "deepspeed/runtime/zero/config.py (reduce_bucket_size 5e8); runtime/zero/stage_1_and_2.py (IPG bucket)",
+     "a transformers model under the DeepSpeed engine: as hf, plus the gradient reduce bucket of 5e8 elements "
+     "(ZeRO-2's at every backward, ZeRO-3's for the run)",
+     "deepspeed/runtime/zero/config.py (reduce_bucket_size 5e8); runtime/zero/stage_1_and_2.py and stage3.py (IPG bucket)",
      knobs(Framework::kDeepspeed, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager,
            K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
      0, 0, false, false, true, kDeepspeedReduceBucketElements},

@@ -312,12 +312,18 @@ Bytes fsdp_root_at_backward_end(const Config& c, const ParameterCount& params, c
   const Framework f = c.training.implementation.framework;
   if (c.parallel.zero_stage < 2 || p.zero_shards <= 1 || !runs_torch_data_parallel(f)) return Bytes{0};
   const Bytes gathered = fsdp_root_gathered_bytes(c, params, p, r);
-  if (is_peft(c) || trains_some_layers(c) || !stores_gradients(c.training) || updates_in_backward(c.training)) {
+  // Deferred gradient sync already holds every unsharded gradient (StaticBytes::accumulated_gradients).
+  if (is_peft(c) || !stores_gradients(c.training) || updates_in_backward(c.training) || defers_gradient_sync(c, p)) {
     return gathered;
   }
+  // Training some blocks: the root's gradients are those of the embeddings or the head that train.
+  const Finetune& ft = c.training.finetune;
+  const bool some = trains_some_layers(c);
   Count outside = 0;
   for (const TensorGroup& g : params.groups) {
-    if (outside_blocks(g)) outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
+    if (!outside_blocks(g)) continue;
+    if (some && !(is_embedding(g.component) ? ft.train_embeddings : ft.train_head)) continue;
+    outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
   }
   const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
   const bool fsdp2 = f == Framework::kTorchtitan || f == Framework::kTorchtune;

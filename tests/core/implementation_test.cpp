@@ -235,9 +235,6 @@ TEST(Implementation, TransformersBefore449ShiftTheLogitsWithACopy) {
   EXPECT_EQ(loss(run(compute + R"("loss_shift_copy":"yes"}})")), loss(run(compute + R"("loss_shift_copy":"no"}})")));
 }
 
-// LitGPT holds lm_head and transformer.wte apart, and its checkpoint converter copies a tied
-// model's embedding into the head: Gemma-2B (V 256,000 × d 2,048) has a second 524,288,000-weight
-// matrix there, in bf16, with its gradient and AdamW states; the echoed model keeps its tie.
 // llm.c allocates every buffer once and keeps it (train_gpt2.cu at the ZeRO-1 merge, 750c5fd): bf16
 // parameters and gradients (param_sizeof), fp32 m, v and master copy, the activations of
 // fill_in_activation_sizes (a fused classifier's one B·T·Vp buffer among them) and GradActTensors'
@@ -259,6 +256,9 @@ TEST(Implementation, LlmCHoldsEveryBufferItEverAllocated) {
   EXPECT_EQ(field(breakdown, "gradients"), field(breakdown, "parameters"));
 }
 
+// LitGPT holds lm_head and transformer.wte apart, and its checkpoint converter copies a tied
+// model's embedding into the head: Gemma-2B (V 256,000 × d 2,048) has a second 524,288,000-weight
+// matrix there, in bf16, with its gradient and AdamW states; the echoed model keeps its tie.
 TEST(Implementation, LitgptUntiesTheOutputHead) {
   const auto config = [](const char* framework) {
     return std::string(R"({"model":{"preset":"gemma-2b"},"training":{"framework":")") + framework +

@@ -154,12 +154,16 @@ bool documented_exception(const Relation& r, const Config& before, std::int64_t 
   //   And at the end of backward (ZeRO 2 or 3 under FSDP) the root unit's gradients are whole until
   //   its reduce-scatter, which runs last, beside FSDP2's reduce-scatter copy: where the outside
   //   dominates and the data ranks are few, that outweighs what sharding the other gradients saves.
+  //   (An encoder-decoder's blocks carry no layer kind: the outside is what no block component is.)
   if (name == "a higher ZeRO stage" && before.parallel.zero_stage >= 1) {
     std::int64_t outside = 0;
     for (const TensorGroup& g : count_parameters(before.model).groups) {
-      if (g.layer == LayerKind::kNone) outside += g.elements().value();
+      if (g.layer == LayerKind::kNone && !is_block_component(g.component)) outside += g.elements().value();
     }
-    if (rise <= outside * 12 / before.parallel.tensor) return true;
+    // 2 → 3 gathers the root (at most 4 bytes a parameter); 1 → 2 adds its whole gradients and
+    // FSDP2's copy of them (at most 4 + 4 + 4).
+    const std::int64_t bytes = before.parallel.zero_stage == 2 ? 4 : 12;
+    if (rise <= outside * bytes / before.parallel.tensor) return true;
   }
   const bool shape = name == "one more layer" || name == "a wider model (one more unit per head)" ||
                      name == "a larger vocabulary";

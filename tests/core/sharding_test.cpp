@@ -470,6 +470,26 @@ TEST(Sharding, FsdpRootGradientsAreWholeAtTheEndOfBackward) {
     return phase_bytes(e, "backward");
   };
   EXPECT_EQ(lora(129256) - lora(128256), root * 2 + root / 8 * 2);
+  // FSDP1 (hf) accumulating 4 micro-batches with the sync deferred to the last one already holds every
+  // gradient unsharded: the root's are not counted twice. Short sequences, so that the end of
+  // backward is the high point.
+  const auto end = [](std::int64_t vocab, const char* sync) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"hf",)"
+                                             R"("precision":"bf16_fsdp","seq_len":256,"checkpointing":"full",)"
+                                             R"("grad_accum_steps":4},"parallel":{"num_gpus":8,"zero_stage":3,)"
+                                             R"("gradient_sync":")") + sync + R"("}})")
+                   .config;
+    c.model.vocab_size = vocab;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return std::pair{phase_bytes(e, "backward"), e.breakdown.gradients.value()};
+  };
+  const auto [deferred_hi, deferred_grads] = end(129256, "auto");
+  const auto [deferred_lo, deferred_grads_lo] = end(128256, "auto");
+  const auto [every_hi, every_grads] = end(129256, "every_micro_batch");
+  const auto [every_lo, every_grads_lo] = end(128256, "every_micro_batch");
+  EXPECT_EQ((deferred_hi - deferred_lo) - (every_hi - every_lo),
+            (deferred_grads - deferred_grads_lo) - (every_grads - every_grads_lo));
 }
 
 // The caching allocator serves a stream only from segments made for it: what FSDP gathers on its

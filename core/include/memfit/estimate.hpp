@@ -83,6 +83,9 @@ struct Estimate {
   double fragmentation = 0;         // reserved / allocated − 1 used for the point estimate
   bool fragmentation_simulated = false;  // from the allocator replay (else the given or fixed factor)
   Count allocator_segments;         // segments the replay's allocator held at its peak
+  // Gradient buffers of a fixed size per GPU counted with the gradients (DeepSpeed ZeRO-3's
+  // contiguous bucket): not per parameter, so static_bytes_per_parameter leaves them out.
+  Bytes fixed_gradient_buffers;
   // FSDP1 with limit_all_gathers false (parallel.fsdp_limit_all_gathers): what max_memory_reserved
   // and nvidia-smi show when the all-gathers run a whole step ahead of the GPU, up to the card.
   // The fit is judged on the need above: the allocator gives this memory back when the card is

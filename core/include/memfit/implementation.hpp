@@ -23,7 +23,7 @@ struct ImplementationProfile {
   bool loss_copies_logits;       // the loss input is a shifted copy of the logits (LitGPT)
   bool attention_output_copied;  // the attention output is transposed into a copy for the output projection (LitGPT)
   bool rotary_saved;             // rotary cos/sin computed per forward and saved (transformers), not a buffer
-  std::int64_t reduce_bucket_elements;  // gradient reduce bucket under ZeRO 1/2 (DeepSpeed: 5e8)
+  std::int64_t reduce_bucket_elements;  // gradient reduce bucket under ZeRO-2 and ZeRO-3 (DeepSpeed: 5e8)
   // LoRA on the fused qkv: the adapters' output is zero-padded to the qkv width by an out-of-place
   // index_copy, whose backward keeps its source (LitGPT's LoRAQKVLinear.zero_pad).
   bool lora_qkv_padded = false;
