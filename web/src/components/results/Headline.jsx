@@ -117,7 +117,7 @@ export function Headline({ result, units, modelName, solve = null }) {
       <div class="stat">
         <div class="stat-label">Peak allocated</div>
         <div class="stat-value"><Bytes bytes={result.peak_allocated_bytes} units={units} testid="peak-allocated" /></div>
-        <div class="stat-note" title="torch.cuda.max_memory_allocated() over one training step">the most PyTorch allocates in one step</div>
+        <div class="stat-note" title="torch.cuda.max_memory_allocated() over one training step">the most allocated at once in a step</div>
         <MeasuredBand band={result.measured_band_bytes} cases={result.measured_band_cases} units={units} />
       </div>
       <div class="stat">
