@@ -55,10 +55,7 @@ Bytes alive_through_step(const Config& c, const ParameterCount& params, const Pl
 Bytes reduce_bucket_bytes(const Config& c, const PrecisionRecipe& r) {
   const Parallel& par = c.parallel;
   if (par.zero_stage != 2) return Bytes{0};
-  const std::int64_t elements = par.reduce_bucket_elements >= 0
-                                    ? par.reduce_bucket_elements
-                                    : implementation_profile(c.training.implementation.framework).reduce_bucket_elements;
-  return Count(elements) * r.weights * (par.overlap_comm ? 2 : 1);  // self.dtype: the model's weights
+  return Count(reduce_bucket_elements(c)) * r.weights * (par.overlap_comm ? 2 : 1);  // self.dtype: the model's weights
 }
 
 // DeepSpeed ZeRO++ qgZ (runtime/comm/coalesced_collectives.py, all_to_all_quant_reduce), one
@@ -278,10 +275,20 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
   return p.as_nominal(block / c.parallel.tensor);
 }
 
-// The tensors outside the blocks (embeddings, final norm, head): FSDP's root unit. An
-// encoder-decoder's blocks are listed without a layer kind, so the component decides.
+// FSDP's root unit on this GPU, before sharding: the tensors outside the blocks (embeddings, final
+// norm, head) that `keep` selects. An encoder-decoder's blocks are listed without a layer kind, so
+// the component decides.
 namespace {
-bool outside_blocks(const TensorGroup& g) { return g.layer == LayerKind::kNone && !is_block_component(g.component); }
+template <class Keep>
+Count root_elements(const Config& c, const ParameterCount& params, const Placement& p, Keep keep) {
+  Count outside = 0;
+  for (const TensorGroup& g : params.groups) {
+    if (g.layer == LayerKind::kNone && !is_block_component(g.component) && keep(g)) {
+      outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
+    }
+  }
+  return outside;
+}
 }  // namespace
 
 Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, const Placement& p,
@@ -292,11 +299,7 @@ Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, co
   if (c.parallel.zero_stage < 3 || p.zero_shards <= 1 || !runs_torch_data_parallel(c.training.implementation.framework)) {
     return Bytes{0};
   }
-  Count outside = 0;
-  for (const TensorGroup& g : params.groups) {
-    if (outside_blocks(g)) outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
-  }
-  return p.as_nominal(outside * r.gathered);
+  return p.as_nominal(root_elements(c, params, p, [](const TensorGroup&) { return true; }) * r.gathered);
 }
 
 // FSDP's root unit at the end of backward (torch/distributed/fsdp: the root's post-backward runs last,
@@ -319,12 +322,9 @@ Bytes fsdp_root_at_backward_end(const Config& c, const ParameterCount& params, c
   // Training some blocks: the root's gradients are those of the embeddings or the head that train.
   const Finetune& ft = c.training.finetune;
   const bool some = trains_some_layers(c);
-  Count outside = 0;
-  for (const TensorGroup& g : params.groups) {
-    if (!outside_blocks(g)) continue;
-    if (some && !(is_embedding(g.component) ? ft.train_embeddings : ft.train_head)) continue;
-    outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
-  }
+  const Count outside = root_elements(c, params, p, [&](const TensorGroup& g) {
+    return !some || (is_embedding(g.component) ? ft.train_embeddings : ft.train_head);
+  });
   const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
   const bool fsdp2 = f == Framework::kTorchtitan || f == Framework::kTorchtune;
   return gathered + p.as_nominal(outside * compute + (fsdp2 ? outside * r.gradients : Bytes{0}));

@@ -234,6 +234,12 @@ bool uses_stable_embedding(const Config& c) {
 
 }  // namespace
 
+std::int64_t reduce_bucket_elements(const Config& c) {
+  return c.parallel.reduce_bucket_elements >= 0
+             ? c.parallel.reduce_bucket_elements
+             : implementation_profile(c.training.implementation.framework).reduce_bucket_elements;
+}
+
 bool defers_gradient_sync(const Config& c, const Placement& p) {
   const Parallel& par = c.parallel;
   const Training& t = c.training;
@@ -351,10 +357,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // AdaLomo and MeZO build no DeepSpeed optimizer.
   if (impl.framework == Framework::kDeepspeed && par.zero_stage == 3 && stores_gradients(c.training) &&
       !updates_in_backward(c.training) && !p.local_trainable.is_zero()) {
-    const std::int64_t elements = par.reduce_bucket_elements >= 0
-                                      ? par.reduce_bucket_elements
-                                      : implementation_profile(impl.framework).reduce_bucket_elements;
-    s.zero_reduce_bucket = Count(elements) * stored_gradient_bytes(c, r);
+    s.zero_reduce_bucket = Count(reduce_bucket_elements(c)) * stored_gradient_bytes(c, r);
   }
   // LitGPT's StableEmbedding swap (finetune/lora.py, adapter.py, adapter_v2.py: `old_embedding =
   // model.transformer.wte`, a local of main() for the whole run; the StableEmbedding's weight

@@ -86,6 +86,10 @@ struct StaticBytes {
 // (or parallel.gradient_sync) that reduces only at the last one.
 bool defers_gradient_sync(const Config& config, const Placement& place);
 
+// DeepSpeed's reduce_bucket_size in elements: the configuration's, else the framework's default
+// (DeepSpeed's 5e8; none for engines without such a bucket).
+std::int64_t reduce_bucket_elements(const Config& config);
+
 // Weights, gradients, master weights and optimizer states on this GPU.
 StaticBytes static_bytes(const Config& config, const ParameterCount& params, const Placement& place,
                          const PrecisionRecipe& recipe, std::vector<std::string>& notes);

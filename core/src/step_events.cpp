@@ -57,8 +57,8 @@ class Replay {
   bool failed() const { return failed_; }
   const CachingAllocator& allocator() const { return allocator_; }
   // Both pools together, at their joint high points.
-  Bytes peak_allocated_bytes() const { return side_used_ ? Bytes{peak_allocated_} : allocator_.peak_allocated_bytes(); }
-  Bytes peak_reserved_bytes() const { return side_used_ ? Bytes{peak_reserved_} : allocator_.peak_reserved_bytes(); }
+  Bytes peak_allocated_bytes() const { return Bytes{peak_allocated_}; }
+  Bytes peak_reserved_bytes() const { return Bytes{peak_reserved_}; }
   std::vector<Phase>& marks() { return marks_; }
 
  private:
@@ -82,7 +82,6 @@ class Replay {
       failed_ = true;
       return -1;
     }
-    side_used_ = side_used_ || side;
     peak_allocated_ = std::max(peak_allocated_, (allocator_.allocated_bytes() + side_.allocated_bytes()).value());
     peak_reserved_ = std::max(peak_reserved_, (allocator_.reserved_bytes() + side_.reserved_bytes()).value());
     handles_.push_back({h, side});
@@ -93,7 +92,6 @@ class Replay {
   std::vector<Live> handles_;
   std::vector<Phase> marks_;
   bool failed_ = false;
-  bool side_used_ = false;
   std::int64_t peak_allocated_ = 0, peak_reserved_ = 0;
 };
 
