@@ -797,6 +797,30 @@ void compiled_loss(const LossShape& s, LossModel& out) {
   out.backward_bytes = out.forward_bytes + s.logits;
 }
 
+// PyTorch's loss_parallel (torch/distributed/tensor/parallel/loss.py), which torchtitan enables with
+// tensor parallelism (the output projection's ColwiseParallel keeps the logits sharded on the
+// vocabulary, and train.py runs the loss inside the loss_parallel() context). Its handlers replace
+// aten's fused kernels with tensor arithmetic in the computation dtype (fp32 for 16-bit logits):
+// _log_softmax copies a 16-bit input to fp32, then holds the input, shifted = x - max and exp(shifted)
+// at once (a third V-wide fp32 tensor beside the input where aten's kernel writes only its output),
+// and writes the result beside the input and the shifted copy. Backward's
+// _nll_loss_and_log_softmax_backward computes (zeros_like(x) + exp(x)) * grad_output from the saved
+// log-probabilities: four V-wide tensors at once where aten's two kernels hold three.
+void loss_parallel_loss(const LossShape& s, LossModel& out) {
+  const Bytes fp32 = s.d.tokens * s.vocab * kFp32Bytes;
+  const Bytes log_probs = s.d.tokens * s.vocab * s.loss_element;  // the result, in the loss's input dtype
+  const bool cast = s.loss_element != s.d.act;
+  // The fp32 input: the explicit upcast (or autocast's), or _log_softmax's own x.to(float32) of
+  // 16-bit logits; nothing when the logits are fp32 already.
+  const Bytes input = s.d.act == kFp32Bytes ? Bytes{0} : fp32;
+  // Beside the input, shifted and exp(shifted) (then the fp32 result in exp's place); a 16-bit
+  // result is one more cast at the end.
+  const Bytes inside = fp32 * 2 + (log_probs == fp32 ? Bytes{0} : log_probs);
+  out.forward_bytes = s.head_input + s.logits + input + inside + s.labels;
+  out.grad_bytes = log_probs + (cast ? s.logits : Bytes{0});
+  out.backward_bytes = s.head_input + s.labels + max(log_probs * 4, out.grad_bytes);
+}
+
 // Fused linear cross-entropy (Liger-Kernel; torchtitan's chunked loss with per-chunk backward):
 // the head and the loss run one chunk of rows at a time, next_power_of_2(ceil(B·T / ceil(V / d)))
 // rows (Liger's rule, ops/fused_linear_cross_entropy.py) or the framework's chunk count; the
@@ -864,6 +888,7 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
     case LossKernel::kChunked: chunked_loss(s, profile, out); break;
     case LossKernel::kFusedCe: fused_loss(s, out); break;
     case LossKernel::kCompiledCe: compiled_loss(s, out); break;
+    case LossKernel::kLossParallel: loss_parallel_loss(s, out); break;
     case LossKernel::kFusedLinearCe:
       fused_linear_loss(s, profile, m, out.head_grad_bytes, out);
       out.notes.push_back("Fused linear cross-entropy: logits exist one chunk at a time; the head's gradients "

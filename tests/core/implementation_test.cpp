@@ -217,6 +217,28 @@ TEST(Implementation, ACompiledCrossEntropyKeepsTheLogitsAndWritesANewGradient) {
   EXPECT_LT(field(compiled, "peak_allocated_bytes"), field(eager, "peak_allocated_bytes"));
 }
 
+TEST(Implementation, LossParallelHoldsOneMoreFp32LogitTensorThanAtensKernels) {
+  // torch.distributed.tensor.parallel.loss_parallel (torchtitan under tensor parallelism): the
+  // log-softmax as tensor arithmetic keeps input, shifted and exp(shifted) at once, and backward's
+  // (zeros_like(x) + exp(x)) * grad_output holds four fp32 V-wide tensors where aten holds three.
+  const std::string base = R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"torchtitan",)"
+                           R"("precision":"bf16_fsdp","seq_len":8192,"micro_batch_size":4,"checkpointing":"full","compile":"no",)";
+  const std::string tail = R"(},"parallel":{"num_gpus":16,"tensor":8,"sequence_parallel":true,"zero_stage":3}})";
+  const Json parallel = run(base + R"("loss":"loss_parallel")" + tail);
+  const Json eager = run(base + R"("loss":"eager")" + tail);
+  ASSERT_EQ(parallel.find("implementation")->find("loss")->as_string(), "loss_parallel");
+  const std::int64_t tokens = 4 * 8192, vocab_shard = 128256 / 8;
+  const auto loss = [](const Json& r) { return field(*r.find("breakdown"), "logits_and_loss"); };
+  EXPECT_EQ(loss(parallel) - loss(eager), tokens * vocab_shard * 4);
+  EXPECT_GT(field(parallel, "peak_allocated_bytes"), field(eager, "peak_allocated_bytes"));
+  // Without the upcast (the logits read in bf16), _log_softmax still computes in fp32: its own copy,
+  // shifted and exp, and a bf16 result; backward's four tensors are then bf16.
+  const Json bf16 = run(base + R"("loss":"loss_parallel","logits_dtype":"compute")" + tail);
+  const std::int64_t h = tokens * vocab_shard * 2, f = tokens * vocab_shard * 4;
+  const std::int64_t head_input = tokens * 4096 / 8 * 2, labels = tokens * 8;  // sequence-parallel head input
+  EXPECT_EQ(loss(bf16), head_input + labels + std::max(h + f * 3 + h, h * 4));
+}
+
 TEST(Implementation, TransformersBefore449ShiftTheLogitsWithACopy) {
   // shift_logits = logits[..., :-1, :].contiguous() after logits.float(): while log_softmax runs,
   // the bf16 logits, the fp32 upcast, its shifted copy and the fp32 log-probabilities coexist (14

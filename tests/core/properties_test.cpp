@@ -56,9 +56,9 @@ class Generator {
     }
     t.implementation.attention = coin() ? AttentionImpl::kFlash : AttentionImpl::kEager;
     t.implementation.chunked_loss = coin(0.3);
-    // Every loss kernel (compiled_ce included) and the shifted copy of transformers 4.46-4.48.
+    // Every loss kernel (compiled_ce and loss_parallel included) and the shifted copy of transformers 4.46-4.48.
     if (std::bernoulli_distribution(0.3)(later_)) {
-      t.implementation.loss = static_cast<LossKernel>(std::uniform_int_distribution<int>(1, 5)(later_));
+      t.implementation.loss = static_cast<LossKernel>(std::uniform_int_distribution<int>(1, 6)(later_));
     }
     if (std::bernoulli_distribution(0.2)(later_)) t.implementation.loss_shift_copy = Switch::kYes;
     t.dropout = coin(0.3) ? 0.1 : 0.0;

@@ -948,6 +948,13 @@ COMPILED_LOSS_WHY = ("torchtitan's build_cross_entropy_loss compiles cross_entro
                      "training.compile is on (torchtitan/components/loss.py, from pytorch/torchtitan#1033 of 2025-04-02"
                      "; {when})")
 EAGER_LOSS_WHY = "torchtitan's cross_entropy_loss over the full logits (upcast to fp32)"
+LOSS_PARALLEL_WHY = ("torchtitan with tensor parallelism: the output projection keeps its logits sharded on the "
+                     "vocabulary (ColwiseParallel output Shard(-1), use_local_output False) and train.py runs "
+                     "cross_entropy(pred.float(), labels) inside torch.distributed.tensor.parallel.loss_parallel() "
+                     "(parallel_dims.loss_parallel_enabled = TP on and --training.disable_loss_parallel unset), whose "
+                     "handlers compute the log-softmax and its backward as fp32 tensor arithmetic "
+                     "(torch/distributed/tensor/parallel/loss.py); the loss was not compiled between 2024-12-18 and "
+                     "2025-04-02 (pytorch/torchtitan#755, #1033)")
 # torchtitan's launch script has run train.py under PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"
 # since 2024-10-22 (pytorch/torchtitan#643, run_llama_train.sh, later run_train.sh); torchao's float8
 # benchmark scripts (float8_training_benchmark.sh, later llama3.sh) and its tutorial launch through it.
@@ -1902,7 +1909,10 @@ def ttpaper(rec):
         "selective_op" else "'Full activation checkpointing'")
     c.t("attention", "flash", "F.scaled_dot_product_attention with is_causal (flash kernel)")
     c.t("dropout", 0.0, "no dropout")
-    c.t("loss", "eager", "cross-entropy over the full logits (upcast to fp32)")
+    if "70b" in rid or "405b" in rid:
+        c.t("loss", "loss_parallel", LOSS_PARALLEL_WHY)
+    else:
+        c.t("loss", "eager", "cross-entropy over the full logits (upcast to fp32)")
     c.t("precision", "bf16_fsdp", "'Mixed precision training' = FSDP2 MixedPrecisionPolicy (bf16 params/compute, fp32 "
         "sharded master parameters, AdamW states and reduce)")
     c.ft("method", "full", "pre-training from scratch")
@@ -2262,6 +2272,12 @@ def migrate_handwritten(case):
         t["norm_kernel"] = "eager"
         a.append("norm_kernel eager: " + EAGER_NORM_WHY + " (end-of-2024 runs; set when memfit's torchtitan profile "
                  "moved to nn.RMSNorm)")
+    if (case["id"].startswith("ttitan-") and t.get("loss") == "eager" and t.get("compile") != "no"
+            and par.get("tensor", 1) > 1 and not case["id"].startswith("ttitan-l31-8b-h200-")):
+        # The Dec 2024 benchmark (torchtitan 9dec370) sits between #755 and #1033: an eager loss, in loss_parallel.
+        t["loss"] = "loss_parallel"
+        a[:] = [line for line in a if not line.startswith("loss ")]
+        a.append("loss loss_parallel: " + LOSS_PARALLEL_WHY + " (set when memfit gained loss_parallel)")
     if case["id"].startswith("ttitan-l31-8b-h200-") and t.get("loss") == "eager" and t.get("compile") == "yes":
         # Trainy's June 2025 runs (torchtitan e7c0cae, 2025-06-13) compile the loss with the model.
         t["loss"] = "compiled_ce"

@@ -7,7 +7,6 @@ import { batch, computed, effect, signal } from '@preact/signals';
 
 import { STALE } from './core.js';
 import { formSections, setPath, toConfigValue } from './fields.js';
-import { fetchHubConfig } from './hub.js';
 import { URL_VERSION, decode, encode, flatten, getPath, valueText } from './url.js';
 import { SWEEP_FIELDS, VIEW_PARAMS, decodeView, encodeView } from './view.js';
 import { knowGpuNames } from './words.js';
@@ -369,6 +368,8 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
 
   async function fetchFromHub(modelId) {
     hub.value = { status: 'loading', message: `Fetching config.json for ${String(modelId).trim()}…` };
+    // The Hub's client is a chunk of its own: most visits never fetch, and the first view has no bytes to spare.
+    const { fetchHubConfig } = await import('./hub.js');
     const fetched = await fetchHubConfig(modelId, fetchImpl ? { fetchImpl } : undefined);
     if (!fetched.ok) {
       hub.value = { status: 'error', message: fetched.message };

@@ -172,8 +172,11 @@ enum class AttentionMask { kAuto, kAdditive, kImplicit, kBoolean, kAlibi };
 // fused_linear_ce (the head and the loss per chunk, gradients computed in forward: Liger,
 // torchtitan's chunked loss); compiled_ce (the eager cross-entropy under torch.compile, as
 // torchtitan compiles its loss: the upcast and log-softmax fuse, the 16-bit logits and two fp32
-// values per row are kept, and backward writes a new 16-bit gradient beside the saved logits).
-enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe, kCompiledCe };
+// values per row are kept, and backward writes a new 16-bit gradient beside the saved logits);
+// loss_parallel (PyTorch's DTensor cross-entropy on vocab-sharded logits, torchtitan under tensor
+// parallelism: an fp32 log-softmax written as Python tensor arithmetic, and a backward that builds
+// the gradient from three V-wide temporaries beside the saved log-probabilities).
+enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe, kCompiledCe, kLossParallel };
 // What an RMSNorm saves: eager (transformers: fp32 x, rstd, the normalised x in the input dtype),
 // eager_fp32 (LitGPT: fp32 x, fp32 normalised x, rstd), fused (Triton / TE kernels: x and rstd),
 // fused_fp32 (torch's fused rms_norm on an fp32 copy: fp32 x and rstd).
