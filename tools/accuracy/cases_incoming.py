@@ -1963,7 +1963,9 @@ def ttpaper(rec):
 QWEN_SIZES = {"1p8b": "qwen1-1.8b", "7b": "qwen1-7b", "14b": "qwen1-14b", "72b": "qwen1-72b"}
 QWEN_COUNTER = ("the README gives 'memory (GB)' without naming the counter; finetune.py runs HF Trainer / DeepSpeed, "
                 "which log no GPU memory per step, so the figure was read outside the process (nvidia-smi) -> "
-                "device_total_bytes; 'G' read as GiB (nvidia-smi's MiB / 1024)")
+                "device_total_bytes; 'G' read as the GB the text states (10^9 bytes), not GiB: the 7B full-parameter "
+                "row's 162.0G over two A100-SXM4-80G is 81.0 per GPU, more than the 80 GiB (81,920 MiB) a card has, "
+                "while 81.0 GB is 75.4 GiB")
 
 
 @rule("qwen1-")
@@ -2082,7 +2084,7 @@ def qwen(rec):
               "Deepspeed ZeRO 3'")
     else:
         div = gpus if rec["measured"].get("per_gpu") is False else None
-        c.measure("device_total_bytes", "GiB", QWEN_COUNTER + (f"; the multi-GPU figure exceeds one 80 GB card, so it is the "
+        c.measure("device_total_bytes", "GB", QWEN_COUNTER + (f"; the multi-GPU figure exceeds one 80 GB card, so it is the "
                   f"total over {gpus} GPUs, divided by {gpus} because ZeRO shards (or replicates) evenly" if div else ""),
                   note="unknown counter: taken as nvidia-smi (the scripts log no GPU memory)", divisor=div)
     training_defaults(c)
@@ -2345,8 +2347,10 @@ UNIT_READINGS_BY_SOURCE = {
     "Liger-Kernel": "'MB' = MiB (its callback divides by 2**20)",
     "llm.c": "MiB (printed 'MiB')",
     "ChatGLM3 finetune demo": "MiB (printed 'MiB', nvidia-smi)",
-    "Qwen-1, ChatGLM-6B, GaLore/Q-GaLore/APOLLO, MeZO, LLaMA-Factory": "'G'/'GB' read off nvidia-smi-style counters = GiB "
-                                                                      "(MiB / 1024); see each case",
+    "ChatGLM-6B, GaLore/Q-GaLore/APOLLO, MeZO, LLaMA-Factory": "'G'/'GB' read off nvidia-smi-style counters = GiB "
+                                                            "(MiB / 1024); see each case",
+    "Qwen-1": "'G' = the 'memory (GB)' its text states, 1e9 bytes: as GiB, the 7B full-parameter total (162.0G on two "
+              "80 GB A100s) would exceed the cards",
     "LOMO, llama-recipes PR #41": "'GB' as written = 1e9 bytes (conversion not shown; GiB would be 7.4 % more)",
     "llama-recipes MemoryTrace": "'GB' = whole GiB (byte2gb = int(x / 2**30))",
 }
