@@ -104,7 +104,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
     sim = simulate_step(c, e.parameters, place, st, act, loss, e.breakdown.weight_copies,
                         optimizer_temporaries(c, e.parameters, place, r), r,
                         c.hardware.expandable_segments ? SegmentMode::kExpandable : SegmentMode::kCudaMalloc,
-                        earlier, max(Bytes{0}, gpu.memory_bytes - e.breakdown.overhead));
+                        earlier, max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead));
   }
   allocator_reserve(c, sim, e);
   if (sim.runahead_peak_reserved_bytes.value() > 0 && sim.runahead_peak_allocated_bytes.value() > 0) {
@@ -112,7 +112,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
     // need's is, and never past what the card can hand out.
     const double ratio = static_cast<double>(sim.runahead_peak_reserved_bytes.value()) /
                          static_cast<double>(sim.runahead_peak_allocated_bytes.value());
-    const Bytes capacity = max(Bytes{0}, gpu.memory_bytes - e.breakdown.overhead);
+    const Bytes capacity = max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead);
     e.runahead_peak_reserved_bytes = max(e.peak_reserved_bytes, min(capacity, scale(e.peak_allocated_bytes, ratio)));
     char shown[64];
     std::snprintf(shown, sizeof shown, "%.1f GiB",

@@ -16,7 +16,9 @@ constexpr const char* kBudgetRule =
     "A run fits when what nvidia-smi would show (the allocator's peak reserve plus the CUDA context), raised "
     "to the top of the band where published runs like it landed, stays within the budget share of the card "
     "(the seeds: plan to 80-85 %); it is tight when the estimate fits the card but that band crosses the "
-    "budget, and does not fit when the estimate itself exceeds the card.";
+    "budget, and does not fit when the estimate itself exceeds the card. The card is the memory CUDA reports "
+    "(nvidia-smi's total less the driver's reserve, as PyTorch prints it: an A100 80GB holds 79.25 GiB), where "
+    "a reading is published.";
 
 
 // The implementation that ran, every `auto` resolved, with the profile's source.
@@ -143,7 +145,10 @@ Json fit_to_json(const Fit& f) {
   Json j = Json::object();
   j.set("gpu", Json::string(f.gpu->id));
   j.set("name", Json::string(f.gpu->name));
-  j.set("memory_bytes", bytes(f.gpu->memory_bytes));
+  // The memory the verdict counts against: CUDA's total where a reading is published (the
+  // driver keeps the rest), else nvidia-smi's; nvidia-smi's own total beside it.
+  j.set("memory_bytes", bytes(f.gpu->usable_bytes()));
+  j.set("nvidia_smi_total_bytes", bytes(f.gpu->memory_bytes));
   j.set("verdict", Json::string(to_string(f.verdict)));
   j.set("budget_bytes", bytes(f.budget_bytes));
   j.set("need_bytes", bytes(f.need_bytes));

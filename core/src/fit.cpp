@@ -80,14 +80,14 @@ void allocator_reserve(const Config& c, const StepSimulation& sim, Estimate& e) 
 Fit make_fit(const Gpu& gpu, Bytes need, Bytes need_high, double budget_fraction) {
   Fit f;
   f.gpu = &gpu;
-  f.budget_bytes = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu.memory_bytes.value()) * budget_fraction));
+  f.budget_bytes = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu.usable_bytes().value()) * budget_fraction));
   f.need_bytes = need;
   f.need_high_bytes = max(need, need_high);
-  f.headroom_bytes = gpu.memory_bytes - need;
+  f.headroom_bytes = gpu.usable_bytes() - need;
   f.budget_left_bytes = f.budget_bytes - f.need_high_bytes;
   // Fits only when the top of the measured band stays within the budget; tight when the estimate
   // fits the card but the band crosses the budget; does not fit when the estimate exceeds the card.
-  if (need.overflow() || need > gpu.memory_bytes) f.verdict = Verdict::kDoesNotFit;
+  if (need.overflow() || need > gpu.usable_bytes()) f.verdict = Verdict::kDoesNotFit;
   else if (f.need_high_bytes > f.budget_bytes) f.verdict = Verdict::kTight;
   else f.verdict = Verdict::kFits;
   return f;

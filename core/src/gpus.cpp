@@ -393,8 +393,64 @@ std::vector<const Gpu*> nearest_by_spelling(std::string_view name) {
 
 }  // namespace
 
+namespace {
+
+// CUDA's total per card, as PyTorch prints it in out-of-memory messages ("GPU 0; 23.70 GiB total
+// capacity", "GPU 0 has a total capacity of 79.25 GiB") in public issue threads that name the card,
+// or as torch.cuda.get_device_properties / deviceQuery print it in bytes. Readings differ by about
+// 0.1 GiB with the driver and ECC; the most common one is kept. Windows reports the whole card (its
+// driver model keeps no such reserve), so Windows readings are left out.
+struct CudaTotal {
+  const char* id;
+  Bytes bytes;
+  const char* source;
+};
+constexpr Bytes gib_hundredths(std::int64_t hundredths) { return Bytes{hundredths * (std::int64_t{1} << 30) / 100}; }
+std::vector<CudaTotal> cuda_totals() {
+  return {
+      {"t4-16gb", gib_hundredths(1475), "14.75 GiB: hpcaitech/Open-Sora#697 (Colab T4); 14.76 xinge008/Cylinder3D#109, "
+                                        "14.74 zai-org/CogVideo#741"},
+      {"v100-16gb", gib_hundredths(1577), "15.77 GiB: meta-llama/llama#918 (8x V100 16GB); 15.78 kchengiva/Shift-GCN#34"},
+      {"a10g-24gb", gib_hundredths(2220), "22.20 GiB: XavierXiao/Dreambooth-Stable-Diffusion#18 (AWS g5.12xlarge)"},
+      {"l4-24gb", gib_hundredths(2203), "22.03 GiB: ArcInstitute/evo2#190 (L4)"},
+      {"rtx-3090-24gb", gib_hundredths(2370), "23.70 GiB: GaoLii/DSP#10, xiaoxiangAQ/GAS-Net#7; 23.69 JiaweiLian/AP-PA#3"},
+      {"rtx-4090-24gb", gib_hundredths(2364), "23.64 GiB: Tencent-Hunyuan/HunyuanVideo-Avatar#25, ali-vilab/VGen#104, "
+                                              "3DTopia/Phidias-Diffusion#8; 23.65 MotrixLab/AiOS#29"},
+      {"titan-rtx-24gb", gib_hundredths(2365), "23.65 GiB: JIA-Lab-research/UVTR#4 (TITAN RTX)"},
+      {"v100-32gb", gib_hundredths(3174), "31.74 GiB: liucongg/ChatGLM-Finetuning#73 (V100 32GB), haotian-liu/LLaVA#812"},
+      {"a100-40gb", gib_hundredths(3950), "39.50 GiB: TianheWu/CoSeR#10 (one A100 40GB)"},
+      {"l40s-48gb", gib_hundredths(4442), "44.42 GiB: stepfun-ai/Step-Video-T2V#8 (8x L40S)"},
+      {"rtx-a6000-48gb", gib_hundredths(4754), "47.54 GiB: google-research/semivl#18 (2x A6000)"},
+      {"a100-80gb", gib_hundredths(7925), "79.25 GiB: levihsu/OOTDiffusion#235, HiDream-ai/VAREdit#6; 79.14-79.35 in "
+                                          "other threads (lianqi1008/Control-GIC#6, JIA-Lab-research/UVTR#4)"},
+      {"a800-80gb", gib_hundredths(7933), "79.33 GiB: hahnyuan/PB-LLM#3 (A800-80G), MoonshotAI/Kimi-VL#51 (8x A800)"},
+      {"h100-sxm-80gb", Bytes{85045477376}, "85,045,477,376 B (79.20 GiB): deviceQuery of 8x H100 SXM "
+                                            "(thamada/nvidia-smi nvsim/H100SXMx8_deviceQuery.py); 79.11 GiB with "
+                                            "driver 535 (vllm-project/vllm#27508)"},
+      {"h100-nvl-94gb", gib_hundredths(9300), "93.00 GiB: ali-vilab/VACE#56 (H100 NVL 94GB)"},
+      {"h200-141gb", mib(143156), "143,156 MiB (139.80 GiB): torch device properties on Modal "
+                                  "(ai-bot-pro/achatbot deploy/modal/src/llm/vllm/vlm/skywork_r1v.py)"},
+      {"b200-180gb", Bytes{191503007744}, "191,503,007,744 B (178.35 GiB): vllm-project/vllm#51071 (4x B200)"},
+  };
+}
+
+std::vector<Gpu> build_table_with_cuda_totals() {
+  std::vector<Gpu> table = build_table();
+  for (const CudaTotal& t : cuda_totals()) {
+    for (Gpu& g : table) {
+      if (std::string_view(g.id) == t.id) {
+        g.cuda_total_bytes = t.bytes;
+        g.cuda_total_source = t.source;
+      }
+    }
+  }
+  return table;
+}
+
+}  // namespace
+
 const std::vector<Gpu>& gpu_table() {
-  static const std::vector<Gpu> table = build_table();  // immutable after first use
+  static const std::vector<Gpu> table = build_table_with_cuda_totals();  // immutable after first use
   return table;
 }
 

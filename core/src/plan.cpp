@@ -176,7 +176,7 @@ class Planner {
         gpu_(*find_gpu(base.hardware.gpu)), scratch_(config_as_run(base)) {
     per_node_ = model_.gpus_per_node;
     overhead_ = base.hardware.overhead_bytes >= 0 ? Bytes(base.hardware.overhead_bytes) : gpu_.context_bytes;
-    budget_ = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu_.memory_bytes.value()) *
+    budget_ = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu_.usable_bytes().value()) *
                                               base.hardware.budget_fraction));
     base_count_ = base.model.nominal_parameter_count > 0 ? Count(base.model.nominal_parameter_count)
                                                          : params_.total_count;

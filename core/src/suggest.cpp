@@ -120,10 +120,10 @@ void add_larger_gpu(const Config& c, std::vector<Candidate>& out) {
   const Gpu* best = nullptr;
   for (const Fit& f : here.fits) {
     if (!runs_training(*f.gpu, c.training)) continue;
-    if (f.verdict == Verdict::kFits && (!best || f.gpu->memory_bytes < best->memory_bytes)) best = f.gpu;
+    if (f.verdict == Verdict::kFits && (!best || f.gpu->usable_bytes() < best->usable_bytes())) best = f.gpu;
   }
   const Gpu* current = find_gpu(c.hardware.gpu);
-  if (best && best->id != c.hardware.gpu && current && best->memory_bytes > current->memory_bytes) {
+  if (best && best->id != c.hardware.gpu && current && best->usable_bytes() > current->usable_bytes()) {
     // It saves nothing (the same bytes, on a card with room for them): kept as fixing the run.
     out.push_back({std::string("A larger GPU: ") + best->name, "the run as it is",
                    patch("hardware.gpu", Json::string(best->id)), 8, true});

@@ -466,7 +466,7 @@ TEST(Verdict, NeverContradictsItsBand) {
       const Estimate e = estimate(c);
       const Fit& f = e.fit;
       ASSERT_GE(f.need_high_bytes, f.need_bytes);
-      const Bytes memory = f.gpu->memory_bytes;
+      const Bytes memory = f.gpu->usable_bytes();
       if (f.verdict == Verdict::kFits) EXPECT_LE(f.need_high_bytes, f.budget_bytes);
       if (f.verdict == Verdict::kTight) EXPECT_TRUE(f.need_high_bytes > f.budget_bytes && f.need_bytes <= memory);
       if (f.verdict == Verdict::kDoesNotFit) EXPECT_GT(f.need_bytes, memory);
@@ -474,6 +474,41 @@ TEST(Verdict, NeverContradictsItsBand) {
       EXPECT_EQ(f.budget_left_bytes, f.budget_bytes - f.need_high_bytes);
       EXPECT_EQ(f.budget_left_bytes >= Bytes{0}, f.verdict == Verdict::kFits);
     }
+  }
+}
+
+// A card holds what CUDA reports as its total, not nvidia-smi's: an RTX 3090's 24,576 MiB are
+// 23.70 GiB to CUDA (PyTorch's "23.70 GiB total capacity"), so a run that would show 23.85 GiB in
+// nvidia-smi does not fit it.
+TEST(Verdict, CountsAgainstWhatCudaReportsNotNvidiaSmi) {
+  const Gpu& rtx3090 = *find_gpu("rtx-3090-24gb");
+  ASSERT_EQ(rtx3090.memory_bytes, Bytes{24576LL << 20});
+  ASSERT_EQ(rtx3090.cuda_total_bytes, Bytes{2370LL * (1LL << 30) / 100});
+  EXPECT_EQ(rtx3090.usable_bytes(), rtx3090.cuda_total_bytes);
+  Config c = default_config();
+  c.model = *preset_model("llama-3.2-1b");
+  c.training.seq_len = 512;
+  c.hardware.gpu = "rtx-3090-24gb";
+  c.hardware.fragmentation = 0.0;
+  c.hardware.overhead_bytes = 0;
+  const Bytes allocated = estimate(c).peak_allocated_bytes;
+  const Bytes shown = Bytes{2385LL * (1LL << 30) / 100};  // 23.85 GiB: under 24 GiB, over 23.70
+  ASSERT_LT(allocated, shown);
+  c.hardware.overhead_bytes = (shown - allocated).value();
+  const Estimate e = estimate(c);
+  EXPECT_EQ(e.device_total_bytes, shown);
+  EXPECT_EQ(e.fit.verdict, Verdict::kDoesNotFit);
+  EXPECT_LT(e.fit.headroom_bytes, Bytes{0});
+  // A card without a published reading keeps nvidia-smi's total.
+  const Gpu& h800 = *find_gpu("h800-80gb");
+  EXPECT_EQ(h800.cuda_total_bytes, Bytes{0});
+  EXPECT_EQ(h800.usable_bytes(), h800.memory_bytes);
+  // Every reading is below the card's nvidia-smi total, by at most 3 %.
+  for (const Gpu& g : gpu_table()) {
+    if (g.cuda_total_bytes.value() == 0) continue;
+    EXPECT_LT(g.cuda_total_bytes, g.memory_bytes) << g.id;
+    EXPECT_GT(g.cuda_total_bytes.value(), g.memory_bytes.value() * 97 / 100) << g.id;
+    EXPECT_STRNE(g.cuda_total_source, "") << g.id;
   }
 }
 

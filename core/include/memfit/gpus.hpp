@@ -46,6 +46,15 @@ struct Gpu {
   double price_per_hour;       // USD per GPU-hour, on demand; 0: no price sourced (set your own)
   const char* spec_source;     // where the compute, bandwidth and price figures come from
   std::vector<const char*> aliases;  // other spellings that name exactly this card
+  // What CUDA reports as the device's total (cudaMemGetInfo; PyTorch's "total capacity" in its
+  // out-of-memory message): nvidia-smi's total less what the driver keeps for itself. Zero where no
+  // published reading names the card. Everything the process holds, its context included, must fit
+  // in it.
+  Bytes cuda_total_bytes{};
+  const char* cuda_total_source = "";
+
+  // The memory a run can use: CUDA's total where a reading is published, else nvidia-smi's.
+  Bytes usable_bytes() const { return cuda_total_bytes.value() > 0 ? cuda_total_bytes : memory_bytes; }
 
   bool has_bf16() const { return peak_bf16_tflops > 0; }
   bool has_fp8() const { return peak_fp8_tflops > 0; }
