@@ -20,11 +20,11 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 // main.js and the chunks it imports statically are the first view; the chunks it imports with
 // import() at start (the details) and the core are the rest of the calculator; a chunk loaded only
-// on demand (the Hugging Face import, the Embed dialog) is listed alone.
+// on demand (the Hugging Face import and its Hub client, the Embed dialog) is listed alone.
 export const FIRST_VIEW = ['index.html', 'styles.css', 'main.js'];
 export const CORE = ['worker.js', 'memfit.wasm'];
 export const PLANNER_CORE = ['planner-worker.js', 'memfit-planner.wasm'];
-const ON_DEMAND = /HfImport|EmbedDialog|Planner-/;
+const ON_DEMAND = /HfImport|EmbedDialog|Planner-|hub-/;
 const PLANNER_CHUNK = /^chunks\/Planner-[^/]*\.js$/;
 
 // The files a script imports: static (import … from) and dynamic (import()), relative to dist.

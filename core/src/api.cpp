@@ -105,7 +105,6 @@ Json gpus_json() {
     j.set("context_bytes", Json::integer(g.context_bytes.value()));
     j.set("source", Json::string(g.source));
     j.set("cuda_total_bytes", Json::integer(g.cuda_total_bytes.value()));  // 0: no published reading
-    j.set("cuda_total_source", Json::string(g.cuda_total_source));
     j.set("peak_fp16_tflops", Json::number(g.peak_fp16_tflops));
     j.set("peak_bf16_tflops", Json::number(g.peak_bf16_tflops));
     j.set("peak_fp8_tflops", Json::number(g.peak_fp8_tflops));

@@ -16,9 +16,8 @@ constexpr const char* kBudgetRule =
     "A run fits when what nvidia-smi would show (the allocator's peak reserve plus the CUDA context), raised "
     "to the top of the band where published runs like it landed, stays within the budget share of the card "
     "(the seeds: plan to 80-85 %); it is tight when the estimate fits the card but that band crosses the "
-    "budget, and does not fit when the estimate itself exceeds the card. The card is the memory CUDA reports "
-    "(nvidia-smi's total less the driver's reserve, as PyTorch prints it: an A100 80GB holds 79.25 GiB), where "
-    "a reading is published.";
+    "budget, and does not fit when the estimate itself exceeds the card: the memory CUDA reports where a reading "
+    "is published (nvidia-smi's total less the driver's reserve).";
 
 
 // The implementation that ran, every `auto` resolved, with the profile's source.

@@ -403,44 +403,56 @@ namespace {
 struct CudaTotal {
   const char* id;
   Bytes bytes;
-  const char* source;
 };
 constexpr Bytes gib_hundredths(std::int64_t hundredths) { return Bytes{hundredths * (std::int64_t{1} << 30) / 100}; }
-std::vector<CudaTotal> cuda_totals() {
-  return {
-      {"t4-16gb", gib_hundredths(1475), "14.75 GiB: hpcaitech/Open-Sora#697 (Colab T4); 14.76 xinge008/Cylinder3D#109, "
-                                        "14.74 zai-org/CogVideo#741"},
-      {"v100-16gb", gib_hundredths(1577), "15.77 GiB: meta-llama/llama#918 (8x V100 16GB); 15.78 kchengiva/Shift-GCN#34"},
-      {"a10g-24gb", gib_hundredths(2220), "22.20 GiB: XavierXiao/Dreambooth-Stable-Diffusion#18 (AWS g5.12xlarge)"},
-      {"l4-24gb", gib_hundredths(2203), "22.03 GiB: ArcInstitute/evo2#190 (L4)"},
-      {"rtx-3090-24gb", gib_hundredths(2370), "23.70 GiB: GaoLii/DSP#10, xiaoxiangAQ/GAS-Net#7; 23.69 JiaweiLian/AP-PA#3"},
-      {"rtx-4090-24gb", gib_hundredths(2364), "23.64 GiB: Tencent-Hunyuan/HunyuanVideo-Avatar#25, ali-vilab/VGen#104, "
-                                              "3DTopia/Phidias-Diffusion#8; 23.65 MotrixLab/AiOS#29"},
-      {"titan-rtx-24gb", gib_hundredths(2365), "23.65 GiB: JIA-Lab-research/UVTR#4 (TITAN RTX)"},
-      {"v100-32gb", gib_hundredths(3174), "31.74 GiB: liucongg/ChatGLM-Finetuning#73 (V100 32GB), haotian-liu/LLaVA#812"},
-      {"a100-40gb", gib_hundredths(3950), "39.50 GiB: TianheWu/CoSeR#10 (one A100 40GB)"},
-      {"l40s-48gb", gib_hundredths(4442), "44.42 GiB: stepfun-ai/Step-Video-T2V#8 (8x L40S)"},
-      {"rtx-a6000-48gb", gib_hundredths(4754), "47.54 GiB: google-research/semivl#18 (2x A6000)"},
-      {"a100-80gb", gib_hundredths(7925), "79.25 GiB: levihsu/OOTDiffusion#235, HiDream-ai/VAREdit#6; 79.14-79.35 in "
-                                          "other threads (lianqi1008/Control-GIC#6, JIA-Lab-research/UVTR#4)"},
-      {"a800-80gb", gib_hundredths(7933), "79.33 GiB: hahnyuan/PB-LLM#3 (A800-80G), MoonshotAI/Kimi-VL#51 (8x A800)"},
-      {"h100-sxm-80gb", Bytes{85045477376}, "85,045,477,376 B (79.20 GiB): deviceQuery of 8x H100 SXM "
-                                            "(thamada/nvidia-smi nvsim/H100SXMx8_deviceQuery.py); 79.11 GiB with "
-                                            "driver 535 (vllm-project/vllm#27508)"},
-      {"h100-nvl-94gb", gib_hundredths(9300), "93.00 GiB: ali-vilab/VACE#56 (H100 NVL 94GB)"},
-      {"h200-141gb", mib(143156), "143,156 MiB (139.80 GiB): torch device properties on Modal "
-                                  "(ai-bot-pro/achatbot deploy/modal/src/llm/vllm/vlm/skywork_r1v.py)"},
-      {"b200-180gb", Bytes{191503007744}, "191,503,007,744 B (178.35 GiB): vllm-project/vllm#51071 (4x B200)"},
-  };
-}
+// Each reading below, with the threads it comes from (readings of one card differ by 0.01-0.2 GiB):
+//   t4-16gb 14.75 GiB: hpcaitech/Open-Sora#697 (Colab T4); 14.76 xinge008/Cylinder3D#109, 14.74 zai-org/CogVideo#741
+//   v100-16gb 15.77: meta-llama/llama#918 (8x V100 16GB); 15.78 kchengiva/Shift-GCN#34
+//   a10g-24gb 22.20: XavierXiao/Dreambooth-Stable-Diffusion#18 (AWS g5.12xlarge); the A10 (not G) reads 21.99
+//   l4-24gb 22.03: ArcInstitute/evo2#190
+//   rtx-3090-24gb 23.70: GaoLii/DSP#10 (two 3090s), xiaoxiangAQ/GAS-Net#7; 23.69 JiaweiLian/AP-PA#3
+//   rtx-4090-24gb 23.64: Tencent-Hunyuan/HunyuanVideo-Avatar#25, ali-vilab/VGen#104, 3DTopia/Phidias-Diffusion#8;
+//     23.65 MotrixLab/AiOS#29
+//   titan-rtx-24gb 23.65: JIA-Lab-research/UVTR#4
+//   v100-32gb 31.74: liucongg/ChatGLM-Finetuning#73, haotian-liu/LLaVA#812
+//   a100-40gb 39.50: TianheWu/CoSeR#10
+//   l40s-48gb 44.42: stepfun-ai/Step-Video-T2V#8 (8x L40S)
+//   rtx-a6000-48gb 47.54: google-research/semivl#18
+//   a100-80gb 79.25: levihsu/OOTDiffusion#235, HiDream-ai/VAREdit#6; 79.14-79.35 in lianqi1008/Control-GIC#6,
+//     JIA-Lab-research/UVTR#4
+//   a800-80gb 79.33: hahnyuan/PB-LLM#3, MoonshotAI/Kimi-VL#51
+//   h100-sxm-80gb 85,045,477,376 B (79.20 GiB): deviceQuery of an "NVIDIA H100 80GB HBM3" (thamada/nvidia-smi,
+//     nvsim/H100SXMx8_deviceQuery.py); 79.11 GiB with driver 535 in vllm-project/vllm#27508
+//   h100-nvl-94gb 93.00: ali-vilab/VACE#56
+//   h200-141gb 143,156 MiB (139.80 GiB): torch's device properties on Modal (ai-bot-pro/achatbot,
+//     deploy/modal/src/llm/vllm/vlm/skywork_r1v.py)
+//   b200-180gb 191,503,007,744 B (178.35 GiB): vllm-project/vllm#51071 (4x B200)
+constexpr CudaTotal kCudaTotals[] = {
+    {"t4-16gb", gib_hundredths(1475)},
+    {"v100-16gb", gib_hundredths(1577)},
+    {"a10g-24gb", gib_hundredths(2220)},
+    {"l4-24gb", gib_hundredths(2203)},
+    {"rtx-3090-24gb", gib_hundredths(2370)},
+    {"rtx-4090-24gb", gib_hundredths(2364)},
+    {"titan-rtx-24gb", gib_hundredths(2365)},
+    {"v100-32gb", gib_hundredths(3174)},
+    {"a100-40gb", gib_hundredths(3950)},
+    {"l40s-48gb", gib_hundredths(4442)},
+    {"rtx-a6000-48gb", gib_hundredths(4754)},
+    {"a100-80gb", gib_hundredths(7925)},
+    {"a800-80gb", gib_hundredths(7933)},
+    {"h100-sxm-80gb", Bytes{85045477376}},
+    {"h100-nvl-94gb", gib_hundredths(9300)},
+    {"h200-141gb", mib(143156)},
+    {"b200-180gb", Bytes{191503007744}},
+};
 
 std::vector<Gpu> build_table_with_cuda_totals() {
   std::vector<Gpu> table = build_table();
-  for (const CudaTotal& t : cuda_totals()) {
+  for (const CudaTotal& t : kCudaTotals) {
     for (Gpu& g : table) {
       if (std::string_view(g.id) == t.id) {
         g.cuda_total_bytes = t.bytes;
-        g.cuda_total_source = t.source;
       }
     }
   }

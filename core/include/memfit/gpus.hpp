@@ -49,9 +49,8 @@ struct Gpu {
   // What CUDA reports as the device's total (cudaMemGetInfo; PyTorch's "total capacity" in its
   // out-of-memory message): nvidia-smi's total less what the driver keeps for itself. Zero where no
   // published reading names the card. Everything the process holds, its context included, must fit
-  // in it.
+  // in it. gpus.cpp cites the thread of each reading.
   Bytes cuda_total_bytes{};
-  const char* cuda_total_source = "";
 
   // The memory a run can use: CUDA's total where a reading is published, else nvidia-smi's.
   Bytes usable_bytes() const { return cuda_total_bytes.value() > 0 ? cuda_total_bytes : memory_bytes; }
