@@ -78,6 +78,32 @@ def measured(case):
             "peak": m.get("step_peak_bytes")}
 
 
+def check_loss_kernels(binary, path):
+    """memfit's loss kernels against out/loss_kernels.json (loss_kernels.py: PyTorch's eager
+    cross-entropy and its loss_parallel handlers, run on the CPU): the extra V-wide fp32 tensor that
+    loss_parallel holds at backward's high point, and each kernel's backward in fp32 logits."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        m = json.load(f)
+    fp32 = m["fp32_logits_bytes"]
+    def config(loss):
+        return {"model": {"preset": "llama-3.2-1b", "vocab_size": m["vocab"]},
+                "training": {"framework": "torchtitan", "precision": "bf16", "logits_dtype": "fp32",
+                             "micro_batch_size": 1, "seq_len": m["tokens"], "checkpointing": "none",
+                             "compile": "no", "loss": loss}}
+    runs = subprocess.run([binary, "--batch"], input="\n".join(json.dumps(config(k)) for k in ("eager", "loss_parallel")) + "\n",
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    eager, parallel = (json.loads(l)["breakdown"]["logits_and_loss"] for l in runs)
+    measured = m["kernels"]["loss_parallel"]["backward_peak_bytes"] - m["kernels"]["eager"]["backward_peak_bytes"]
+    ratio = (parallel - eager) / measured
+    print(f"\nloss kernels (PyTorch {m['torch']}, {m['tokens']} x {m['vocab']} logits): backward high point in fp32 "
+          f"logits, eager {m['kernels']['eager']['backward_peak_bytes'] / fp32:.2f}, loss_parallel "
+          f"{m['kernels']['loss_parallel']['backward_peak_bytes'] / fp32:.2f}; memfit's loss_parallel - eager "
+          f"{(parallel - eager) / fp32:.2f} (measured {measured / fp32:.2f}, ratio {ratio:.3f})")
+    return [] if abs(ratio - 1) <= TOLERANCE else [f"loss_parallel - eager: memfit/measured {ratio:.3f}"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memfit", default=os.path.join(ROOT, "build", "cli", "memfit"))
@@ -119,7 +145,10 @@ def main():
           f"(known gaps, explained in KNOWN_GAPS: {len(cases) - within - len(unexplained)}); worst {worst:.1%}")
     for name in unexplained:
         print(f"outside {TOLERANCE:.0%} and unexplained: {name}")
-    if args.check and (unexplained or failures):
+    loss_failures = check_loss_kernels(args.memfit, os.path.join(HERE, "out", "loss_kernels.json"))
+    for text in loss_failures:
+        print(f"outside {TOLERANCE:.0%}: {text}")
+    if args.check and (unexplained or failures or loss_failures):
         return 1
     return 0
 
