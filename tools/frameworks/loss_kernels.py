@@ -15,12 +15,11 @@ what was alive before the loss:
 
 The loss-parallel run uses a one-rank gloo process group and a one-device mesh: the shard is the
 whole vocabulary, and the handlers' arithmetic (what sets the memory) is the same on every rank.
-Sentinel allocations of unique sizes mark the phases (as measure.py's Timeline does).
+Sentinel allocations of unique sizes mark the phases (measure.py's Timeline).
 compare.py --check holds memfit's `loss: loss_parallel` and `loss: eager` to these numbers.
 """
 
 import contextlib
-import io
 import json
 import os
 import sys
@@ -30,50 +29,18 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from measure import Timeline  # noqa: E402  (the CPU allocator timeline with sentinel marks)
 OUT = os.path.join(HERE, "out", "loss_kernels.json")
 TOKENS, VOCAB = 512, 8192
-BASE = 1_000_003
 
 
-class Phases:
-    """Allocator timeline with sentinel marks; peaks are relative to the first mark."""
-
-    def __init__(self):
-        self.names = []
-
-    def mark(self, name):
-        x = torch.empty(BASE + 2 * len(self.names), dtype=torch.uint8)
-        self.names.append(name)
-        del x
-
-    def __enter__(self):
-        self.prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
-        with contextlib.redirect_stdout(io.StringIO()):
-            self.prof.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        with contextlib.redirect_stdout(io.StringIO()):
-            self.prof.__exit__(*exc)
-
-    def peaks(self):
-        evs = [e for e in self.prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-        order = sorted(range(len(evs)), key=lambda i: (evs[i].start_ns(), i))
-        sizes = {BASE + 2 * i: n for i, n in enumerate(self.names)}
-        live, cum, pos = 0, [], {}
-        for i in order:
-            nb = evs[i].nbytes()
-            if nb in sizes and sizes[nb] not in pos:
-                pos[sizes[nb]] = len(cum)
-                cum.append(live)
-                continue
-            if -nb in sizes:
-                continue
-            live += nb
-            cum.append(live)
-        base = cum[pos["start"]]
-        return {"forward_peak_bytes": max(cum[pos["start"]:pos["forward_end"] + 1]) - base,
-                "backward_peak_bytes": max(cum[pos["forward_end"]:pos["backward_end"] + 1]) - base}
+def peaks(timeline):
+    """The loss's high points above what was alive at its start."""
+    cum, pos = timeline.cumulative()
+    base = cum[pos["start"]]
+    return {"forward_peak_bytes": max(cum[pos["start"]:pos["forward_end"] + 1]) - base,
+            "backward_peak_bytes": max(cum[pos["forward_end"]:pos["backward_end"] + 1]) - base}
 
 
 def run(parallel):
@@ -90,13 +57,13 @@ def run(parallel):
         labels = distribute_tensor(labels, mesh, [torch.distributed.tensor.Replicate()])
         context = loss_parallel()
     pred = logits.detach().requires_grad_(True)
-    with context, Phases() as ph:
-        ph.mark("start")
+    with context, Timeline() as tl:
+        tl.mark("start")
         loss = F.cross_entropy(pred.float(), labels)
-        ph.mark("forward_end")
+        tl.mark("forward_end")
         loss.backward()
-        ph.mark("backward_end")
-    return ph.peaks()
+        tl.mark("backward_end")
+    return peaks(tl)
 
 
 def main():

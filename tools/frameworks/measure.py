@@ -493,7 +493,8 @@ class Timeline:
         with contextlib.redirect_stdout(io.StringIO()):
             self.prof.__exit__(*exc)
 
-    def summary(self):
+    def cumulative(self):
+        """(live bytes after each allocator event, {mark: index of the live bytes at the mark})."""
         evs = [e for e in self.prof.profiler.kineto_results.events() if e.name() == "[memory]"]
         order = sorted(range(len(evs)), key=lambda i: (evs[i].start_ns(), i))
         sizes = {self.BASE + 2 * i: n for i, n in enumerate(self.names)}
@@ -508,6 +509,10 @@ class Timeline:
                 continue
             live += nb
             cum.append(live)
+        return cum, pos
+
+    def summary(self):
+        cum, pos = self.cumulative()
         base = cum[pos["forward_start"]]
 
         def peak(a, b):
