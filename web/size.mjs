@@ -24,7 +24,7 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 export const FIRST_VIEW = ['index.html', 'styles.css', 'main.js'];
 export const CORE = ['worker.js', 'memfit.wasm'];
 export const PLANNER_CORE = ['planner-worker.js', 'memfit-planner.wasm'];
-const ON_DEMAND = /HfImport|EmbedDialog|Planner-|hub-/;
+const ON_DEMAND = /HfImport|EmbedDialog|Planner-|^chunks\/hub-/;
 const PLANNER_CHUNK = /^chunks\/Planner-[^/]*\.js$/;
 
 // The files a script imports: static (import … from) and dynamic (import()), relative to dist.

@@ -347,7 +347,7 @@ std::vector<Field> build_fields() {
               "the loss: eager cross-entropy, chunked (per-chunk, log-probabilities kept), fused_ce (logits and "
               "a log-sum-exp kept, gradient in place), fused_linear_ce (head and loss per chunk), compiled_ce "
               "(torch.compile'd cross-entropy: logits and a log-sum-exp kept, a new gradient), loss_parallel "
-              "(DTensor's, under tensor parallelism: four fp32 tensors in backward); auto = the framework's",
+              "(DTensor's, under tensor parallelism: four V-wide tensors in backward); auto = the framework's",
               "auto", "eager", "chunked", "fused_ce", "fused_linear_ce", "compiled_ce", "loss_parallel"),
       MF_ENUM("training.norm_kernel", training.implementation.norm_kernel, NormKernel,
               "what an RMSNorm saves: eager (fp32 x, rstd, normalised x), eager_fp32 (all fp32), fused (x, rstd), "

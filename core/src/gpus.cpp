@@ -398,8 +398,10 @@ namespace {
 // CUDA's total per card, as PyTorch prints it in out-of-memory messages ("GPU 0; 23.70 GiB total
 // capacity", "GPU 0 has a total capacity of 79.25 GiB") in public issue threads that name the card,
 // or as torch.cuda.get_device_properties / deviceQuery print it in bytes. Readings differ by about
-// 0.1 GiB with the driver and ECC; the most common one is kept. Windows reports the whole card (its
-// driver model keeps no such reserve), so Windows readings are left out.
+// 0.1 GiB with the driver and ECC; the most common recent one is kept. Windows reports the whole card
+// (its driver model keeps no such reserve), so Windows readings are left out. A card shares the
+// reading of the same memory under another name where no thread tells them apart (the A100 80GB's
+// threads do not say SXM or PCIe; the H800 is the H100 SXM's board and HBM3 with slower NVLink).
 struct CudaTotal {
   const char* id;
   Bytes bytes;
@@ -415,14 +417,16 @@ constexpr Bytes gib_hundredths(std::int64_t hundredths) { return Bytes{hundredth
 //     23.65 MotrixLab/AiOS#29
 //   titan-rtx-24gb 23.65: JIA-Lab-research/UVTR#4
 //   v100-32gb 31.74: liucongg/ChatGLM-Finetuning#73, haotian-liu/LLaVA#812
-//   a100-40gb 39.50: TianheWu/CoSeR#10
+//   a100-40gb 39.50: TianheWu/CoSeR#10 (a 2025 driver); older messages read 39.59 (raoyongming/DenseCLIP#52)
 //   l40s-48gb 44.42: stepfun-ai/Step-Video-T2V#8 (8x L40S)
 //   rtx-a6000-48gb 47.54: google-research/semivl#18
-//   a100-80gb 79.25: levihsu/OOTDiffusion#235, HiDream-ai/VAREdit#6; 79.14-79.35 in lianqi1008/Control-GIC#6,
-//     JIA-Lab-research/UVTR#4
+//   a100-80gb and a100-pcie-80gb 79.25: levihsu/OOTDiffusion#235, HiDream-ai/VAREdit#6; 79.14-79.35 in
+//     lianqi1008/Control-GIC#6, JIA-Lab-research/UVTR#4 (none says SXM or PCIe)
 //   a800-80gb 79.33: hahnyuan/PB-LLM#3, MoonshotAI/Kimi-VL#51
-//   h100-sxm-80gb 85,045,477,376 B (79.20 GiB): deviceQuery of an "NVIDIA H100 80GB HBM3" (thamada/nvidia-smi,
-//     nvsim/H100SXMx8_deviceQuery.py); 79.11 GiB with driver 535 in vllm-project/vllm#27508
+//   h100-sxm-80gb and h800-80gb 85,045,477,376 B (79.20 GiB): deviceQuery of an "NVIDIA H100 80GB HBM3"
+//     (thamada/nvidia-smi, nvsim/H100SXMx8_deviceQuery.py); 79.11 GiB with driver 535 in vllm-project/vllm#27508
+//   h100-pcie-80gb 85,045,477,376 B: nvaccelinfo's "Global Memory Size" of an "NVIDIA H100 PCIe" (driver
+//     565.57, a public capture beside its nvidia-smi table: 81559 MiB)
 //   h100-nvl-94gb 93.00: ali-vilab/VACE#56
 //   h200-141gb 143,156 MiB (139.80 GiB): torch's device properties on Modal (ai-bot-pro/achatbot,
 //     deploy/modal/src/llm/vllm/vlm/skywork_r1v.py)
@@ -440,8 +444,11 @@ constexpr CudaTotal kCudaTotals[] = {
     {"l40s-48gb", gib_hundredths(4442)},
     {"rtx-a6000-48gb", gib_hundredths(4754)},
     {"a100-80gb", gib_hundredths(7925)},
+    {"a100-pcie-80gb", gib_hundredths(7925)},
     {"a800-80gb", gib_hundredths(7933)},
     {"h100-sxm-80gb", Bytes{85045477376}},
+    {"h100-pcie-80gb", Bytes{85045477376}},
+    {"h800-80gb", Bytes{85045477376}},
     {"h100-nvl-94gb", gib_hundredths(9300)},
     {"h200-141gb", mib(143156)},
     {"b200-180gb", Bytes{191503007744}},

@@ -251,7 +251,7 @@ TEST(Sharding, Fsdp1WithoutTheRateLimiterReservesMoreButNeedsTheSame) {
   // On a 40 GB card the pile stops at the card (within the last segment that no longer fit), and
   // the step still fits as it did.
   const Estimate small = run(false, "hf", "a100-40gb");
-  const std::int64_t card = find_gpu("a100-40gb")->memory_bytes.value();
+  const std::int64_t card = find_gpu("a100-40gb")->usable_bytes().value();
   EXPECT_LE(small.runahead_device_total_bytes.value(), card);
   EXPECT_GT(small.runahead_device_total_bytes.value(), card - (1LL << 30));
   EXPECT_EQ(small.fit.verdict, run(true, "hf", "a100-40gb").fit.verdict);

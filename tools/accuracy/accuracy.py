@@ -270,7 +270,8 @@ PROVISIONAL_GPUS = {
     "l40s": "l40s-48gb", "rtx-a6000": "rtx-a6000-48gb", "mi300x": "b200-180gb", "a100-40gb-pcie": "a100-40gb",
 }
 # How a `training.loss` translates into the older `training.chunked_loss` switch.
-LOSS_TO_CHUNKED = {"chunked": True, "fused_linear_ce": True, "fused_ce": False, "compiled_ce": False, "eager": False, "auto": None}
+LOSS_TO_CHUNKED = {"chunked": True, "fused_linear_ce": True, "fused_ce": False, "compiled_ce": False, "loss_parallel": False,
+                   "eager": False, "auto": None}
 LOSS_EXACT = {"chunked", "eager", "auto"}
 # Fields a build may not know whose value here is what such a build assumes anyway (so ignoring them changes nothing).
 HARMLESS_IGNORED = {("training.finetune.quant_type", "nf4"), ("training.finetune.double_quant", True),

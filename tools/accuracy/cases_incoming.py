@@ -948,13 +948,17 @@ COMPILED_LOSS_WHY = ("torchtitan's build_cross_entropy_loss compiles cross_entro
                      "training.compile is on (torchtitan/components/loss.py, from pytorch/torchtitan#1033 of 2025-04-02"
                      "; {when})")
 EAGER_LOSS_WHY = "torchtitan's cross_entropy_loss over the full logits (upcast to fp32)"
-LOSS_PARALLEL_WHY = ("torchtitan with tensor parallelism: the output projection keeps its logits sharded on the "
-                     "vocabulary (ColwiseParallel output Shard(-1), use_local_output False) and train.py runs "
-                     "cross_entropy(pred.float(), labels) inside torch.distributed.tensor.parallel.loss_parallel() "
-                     "(parallel_dims.loss_parallel_enabled = TP on and --training.disable_loss_parallel unset), whose "
-                     "handlers compute the log-softmax and its backward as fp32 tensor arithmetic "
-                     "(torch/distributed/tensor/parallel/loss.py); the loss was not compiled between 2024-12-18 and "
-                     "2025-04-02 (pytorch/torchtitan#755, #1033)")
+LOSS_PARALLEL_BASE = ("torchtitan with tensor parallelism: the output projection keeps its logits sharded on the "
+                      "vocabulary (ColwiseParallel output Shard(-1), use_local_output False) and train.py runs "
+                      "cross_entropy(pred.float(), labels) inside torch.distributed.tensor.parallel.loss_parallel() "
+                      "(parallel_dims.loss_parallel_enabled = TP on and --training.disable_loss_parallel unset), whose "
+                      "handlers compute the log-softmax and its backward as fp32 tensor arithmetic "
+                      "(torch/distributed/tensor/parallel/loss.py)")
+LOSS_PARALLEL_WHY = (LOSS_PARALLEL_BASE + "; the loss was not compiled between 2024-12-18 and 2025-04-02 "
+                     "(pytorch/torchtitan#755, #1033)")
+LOSS_PARALLEL_PAPER_WHY = (LOSS_PARALLEL_BASE + "; the paper's runs predate 2024-12-18, when torchtitan still wrapped "
+                           "the loss in torch.compile (pytorch/torchtitan#755 turned that off): what Inductor makes of "
+                           "the DTensor handlers is not modelled, so their eager memory is taken")
 # torchtitan's launch script has run train.py under PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"
 # since 2024-10-22 (pytorch/torchtitan#643, run_llama_train.sh, later run_train.sh); torchao's float8
 # benchmark scripts (float8_training_benchmark.sh, later llama3.sh) and its tutorial launch through it.
@@ -1910,7 +1914,9 @@ def ttpaper(rec):
     c.t("attention", "flash", "F.scaled_dot_product_attention with is_causal (flash kernel)")
     c.t("dropout", 0.0, "no dropout")
     if "70b" in rid or "405b" in rid:
-        c.t("loss", "loss_parallel", LOSS_PARALLEL_WHY)
+        c.t("loss", "loss_parallel", LOSS_PARALLEL_PAPER_WHY)
+        c.note("the paper's runs compiled the loss with the model (torchtitan before pytorch/torchtitan#755); memfit "
+               "takes loss_parallel's eager handlers, which hold four V-wide fp32 tensors in backward")
     else:
         c.t("loss", "eager", "cross-entropy over the full logits (upcast to fp32)")
     c.t("precision", "bf16_fsdp", "'Mixed precision training' = FSDP2 MixedPrecisionPolicy (bf16 params/compute, fp32 "
@@ -2084,8 +2090,9 @@ def qwen(rec):
               "Deepspeed ZeRO 3'")
     else:
         div = gpus if rec["measured"].get("per_gpu") is False else None
-        c.measure("device_total_bytes", "GB", QWEN_COUNTER + (f"; the multi-GPU figure exceeds one 80 GB card, so it is the "
-                  f"total over {gpus} GPUs, divided by {gpus} because ZeRO shards (or replicates) evenly" if div else ""),
+        c.measure("device_total_bytes", "GB", QWEN_COUNTER + (f"; the multi-GPU rows are totals over the GPUs (the 7B "
+                  f"full-parameter row's 139.2-162.0G exceed one 80 GB card, and the rows of a table are read alike), "
+                  f"divided by {gpus} because ZeRO shards (or replicates) evenly" if div else ""),
                   note="unknown counter: taken as nvidia-smi (the scripts log no GPU memory)", divisor=div)
     training_defaults(c)
     return low_conf(c).done()
@@ -2274,8 +2281,8 @@ def migrate_handwritten(case):
         t["norm_kernel"] = "eager"
         a.append("norm_kernel eager: " + EAGER_NORM_WHY + " (end-of-2024 runs; set when memfit's torchtitan profile "
                  "moved to nn.RMSNorm)")
-    if (case["id"].startswith("ttitan-") and t.get("loss") == "eager" and t.get("compile") != "no"
-            and par.get("tensor", 1) > 1 and not case["id"].startswith("ttitan-l31-8b-h200-")):
+    if (case["id"].startswith("ttitan-") and t.get("loss") == "eager" and par.get("tensor", 1) > 1
+            and not case["id"].startswith("ttitan-l31-8b-h200-")):
         # The Dec 2024 benchmark (torchtitan 9dec370) sits between #755 and #1033: an eager loss, in loss_parallel.
         t["loss"] = "loss_parallel"
         a[:] = [line for line in a if not line.startswith("loss ")]

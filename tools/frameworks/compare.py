@@ -11,8 +11,11 @@ the CPU (CUDA-equivalent rules applied, tools/frameworks/README.md):
   loss high point    memfit breakdown.logits_and_loss vs the head's forward peak (+ its saved input)
   step peak          memfit peak_allocated_bytes    vs  the step's peak (parameters + states + phases)
 
---check exits 1 unless every case's saved activations are within TOLERANCE (the issue's 1 %).
-Standard library only.
+The loss kernels (out/loss_kernels.json, loss_kernels.py): the extra memory PyTorch's loss_parallel
+handlers hold at backward's high point over eager cross-entropy, against memfit's two kernels.
+
+--check exits 1 unless every case's saved activations are within TOLERANCE (the issue's 1 %) and the
+loss kernels' difference is too. Standard library only.
 """
 
 import argparse
@@ -94,7 +97,10 @@ def check_loss_kernels(binary, path):
                              "compile": "no", "loss": loss}}
     runs = subprocess.run([binary, "--batch"], input="\n".join(json.dumps(config(k)) for k in ("eager", "loss_parallel")) + "\n",
                           capture_output=True, text=True, check=True).stdout.splitlines()
-    eager, parallel = (json.loads(l)["breakdown"]["logits_and_loss"] for l in runs)
+    results = [json.loads(l) for l in runs]
+    if not all(r.get("ok") for r in results):
+        return [f"loss kernels: memfit refused the configuration: {[r.get('errors') for r in results if not r.get('ok')]}"]
+    eager, parallel = (r["breakdown"]["logits_and_loss"] for r in results)
     measured = m["kernels"]["loss_parallel"]["backward_peak_bytes"] - m["kernels"]["eager"]["backward_peak_bytes"]
     ratio = (parallel - eager) / measured
     print(f"\nloss kernels (PyTorch {m['torch']}, {m['tokens']} x {m['vocab']} logits): backward high point in fp32 "

@@ -369,7 +369,14 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   async function fetchFromHub(modelId) {
     hub.value = { status: 'loading', message: `Fetching config.json for ${String(modelId).trim()}…` };
     // The Hub's client is a chunk of its own: most visits never fetch, and the first view has no bytes to spare.
-    const { fetchHubConfig } = await import('./hub.js');
+    let fetchHubConfig;
+    try {
+      ({ fetchHubConfig } = await import('./hub.js'));
+    } catch {
+      const fetched = { ok: false, message: 'The page could not load its Hugging Face client (offline, or the site was updated): reload the page, or paste the config.json.' };
+      hub.value = { status: 'error', message: fetched.message };
+      return fetched;
+    }
     const fetched = await fetchHubConfig(modelId, fetchImpl ? { fetchImpl } : undefined);
     if (!fetched.ok) {
       hub.value = { status: 'error', message: fetched.message };

@@ -122,7 +122,7 @@ export const CHOICES = {
     fused_ce: ['Fused cross-entropy', 'one kernel for softmax and loss over the full logits'],
     fused_linear_ce: ['Fused linear + cross-entropy (Liger, unsloth)', 'the logits are never stored whole'],
     compiled_ce: ['Compiled cross-entropy (torch.compile)', 'keeps the 16-bit logits and two values per row'],
-    loss_parallel: ['Loss parallel (DTensor, tensor parallelism)', 'an fp32 log-softmax per vocabulary shard; four fp32 copies in backward'],
+    loss_parallel: ['Loss parallel (DTensor, tensor parallelism)', 'an fp32 log-softmax per vocabulary shard; four vocabulary-wide copies in backward'],
   },
   'training.activation_kernel': {
     auto: ['Automatic', 'what the implementation does'],

@@ -48,7 +48,7 @@ export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
           <tr>
             <th scope="col">GPU</th>
             {bars && <th scope="col" class="col-bar"><span class="visually-hidden">Share of the card used</span></th>}
-            <th scope="col" class="num col-memory" title="What CUDA reports: nvidia-smi's total less the driver's reserve">Memory</th>
+            <th scope="col" class="num col-memory" title="What CUDA reports (the card's total less the driver's reserve), where a reading is published">Memory</th>
             <th scope="col" class="num col-budget">Budget</th>
             <th scope="col" class="num col-headroom">Headroom</th>
             <th scope="col">Verdict</th>
@@ -61,7 +61,7 @@ export function GpuTable({ result, units, onSelectGpu, asTable, onTable }) {
                 {onSelectGpu ? <button type="button" class="link" onClick={() => onSelectGpu(g.gpu)} title={`Use the ${g.name}`}>{g.name}</button> : g.name}
               </th>
               {bars && <td class="col-bar"><FitBar g={g} need={g.need_bytes ?? fit.need_bytes} /></td>}
-              <td class="num col-memory" title={`nvidia-smi: ${formatBytes(g.nvidia_smi_total_bytes, units)}`}><Bytes bytes={g.memory_bytes} units={units} /></td>
+              <td class="num col-memory" title={g.nvidia_smi_total_bytes !== g.memory_bytes ? `the card's total: ${formatBytes(g.nvidia_smi_total_bytes, units)}` : undefined}><Bytes bytes={g.memory_bytes} units={units} /></td>
               <td class="num col-budget"><Bytes bytes={g.budget_bytes} units={units} /></td>
               <td class={`num col-headroom${g.headroom_bytes < 0 ? ' negative' : ''}`}><Bytes bytes={g.headroom_bytes} units={units} /></td>
               <td>
