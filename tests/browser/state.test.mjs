@@ -77,6 +77,25 @@ describe('the page state', { skip: hasCore ? false : `no wasm module in ${WASM_D
     state.dispose();
   });
 
+  test('a Hub client that cannot load ends in a message naming the way out, not in "loading" for ever', async () => {
+    const state = createAppState(directCore(engine), data, { settleMs: 0, loadHub: () => Promise.reject(new Error('chunk gone')) });
+    await settle();
+    const answer = await state.fetchFromHub('meta-llama/Llama-3.1-8B');
+    assert.equal(answer.ok, false);
+    assert.equal(state.hub.value.status, 'error');
+    assert.match(state.hub.value.message, /reload the page, or paste the config\.json/);
+    // The client itself, when it loads, is the one the page uses (no network: an injected fetch).
+    const loaded = createAppState(directCore(engine), data, {
+      settleMs: 0, fetchImpl: async () => ({ status: 404, ok: false, text: async () => '' }),
+    });
+    await settle();
+    const missing = await loaded.fetchFromHub('nobody/nothing');
+    assert.equal(missing.ok, false);
+    assert.match(loaded.hub.value.message, /No config\.json found for nobody\/nothing/);
+    state.dispose();
+    loaded.dispose();
+  });
+
   test('without afterPaint (node, the prerender) the details follow at once', async () => {
     const state = createAppState(directCore(engine), data, { settleMs: 0 });
     await settle();

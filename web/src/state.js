@@ -38,7 +38,7 @@ const keyOf = (config) => JSON.stringify(config);
 // startPlanner: starts the planner's core (core.js startPageCore({ planner: true })), when it opens.
 // afterPaint: runs a function once the browser has painted what changed (see `settled`); without
 // one (node, the prerender) the details follow at once.
-export function createAppState(core, data, { search = '', warn = (...args) => console.warn(...args), fetchImpl, initial = null, settleMs = 250, startPlanner, afterPaint = null } = {}) {
+export function createAppState(core, data, { search = '', warn = (...args) => console.warn(...args), fetchImpl, loadHub = () => import('./hub.js'), initial = null, settleMs = 250, startPlanner, afterPaint = null } = {}) {
   const { schema, defaults, presets, gpus } = data;
   knowGpuNames(gpus);
   const fieldByPath = new Map(schema.map((f) => [f.field, f]));
@@ -371,7 +371,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     // The Hub's client is a chunk of its own: most visits never fetch, and the first view has no bytes to spare.
     let fetchHubConfig;
     try {
-      ({ fetchHubConfig } = await import('./hub.js'));
+      ({ fetchHubConfig } = await loadHub());
     } catch {
       const fetched = { ok: false, message: 'The page could not load its Hugging Face client (offline, or the site was updated): reload the page, or paste the config.json.' };
       hub.value = { status: 'error', message: fetched.message };
