@@ -104,7 +104,8 @@ Json gpus_json() {
     j.set("memory_bytes", Json::integer(g.memory_bytes.value()));
     j.set("context_bytes", Json::integer(g.context_bytes.value()));
     j.set("source", Json::string(g.source));
-    j.set("cuda_total_bytes", Json::integer(g.cuda_total_bytes.value()));  // 0: no published reading
+    // What a run can use (CUDA's total where a reading is published, else memory_bytes): the fits' memory_bytes.
+    j.set("usable_bytes", Json::integer(g.usable_bytes().value()));
     j.set("peak_fp16_tflops", Json::number(g.peak_fp16_tflops));
     j.set("peak_bf16_tflops", Json::number(g.peak_bf16_tflops));
     j.set("peak_fp8_tflops", Json::number(g.peak_fp8_tflops));

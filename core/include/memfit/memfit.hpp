@@ -35,8 +35,8 @@ Json validate_json(std::string_view config_text);
 Json import_hf_json(std::string_view hf_config_text);
 // Presets: [{id, name, family, source, published_parameter_count, parameter_count, model}].
 Json presets_json();
-// GPUs: [{id, name, architecture, memory_bytes (nvidia-smi's total), context_bytes, source, cuda_total_bytes (CUDA's
-// total where a reading is published, else 0), peak_{fp16,bf16,fp8}_tflops,
+// GPUs: [{id, name, architecture, memory_bytes (nvidia-smi's total), context_bytes, source, usable_bytes (CUDA's
+// total where a reading is published, else memory_bytes: what a verdict counts), peak_{fp16,bf16,fp8}_tflops,
 // bf16, fp8, memory_bandwidth_gb_per_s, intra_node_gb_per_s, inter_node_gb_per_s, gpus_per_node,
 // price_per_hour, spec_source, aliases}].
 Json gpus_json();

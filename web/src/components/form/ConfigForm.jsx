@@ -183,8 +183,8 @@ function HfImportSlot({ state }) {
 export function ConfigForm({ state }) {
   const units = state.units.value;
   const gpuOptions = useMemo(
-    // The memory a run can use: CUDA's total where a reading is published (what the verdict counts).
-    () => state.gpus.map((g) => ({ value: g.id, label: `${g.name} · ${formatBytes(g.cuda_total_bytes || g.memory_bytes, units)}` })),
+    // The memory a run can use, as the core counts it in every verdict.
+    () => state.gpus.map((g) => ({ value: g.id, label: `${g.name} · ${formatBytes(g.usable_bytes, units)}` })),
     [state, units]);
   const sections = state.sections;
   const model = sections.find((s) => s.id === 'model');
