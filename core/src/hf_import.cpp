@@ -556,6 +556,110 @@ void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   }
 }
 
+void read_gpt_bigcode_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // GPTBigCode (SantaCoder, StarCoder; transformers' modeling_gpt_bigcode.py): GPT-2's layout with
+  // one fused c_attn whose key and value are a single head each when multi_query (the default),
+  // biases everywhere, learned positions and a head tied to the embedding.
+  read_gpt2_family("gpt2", r, m, out);
+  m.num_key_value_heads = r.boolean("multi_query", true) ? 1 : 0;
+}
+
+void read_gptj_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // GPT-J (modeling_gptj.py): one LayerNorm (ln_1) feeding attention and MLP in parallel, rotary
+  // positions on rotary_dim of each head, q/k/v/out without bias, fc_in/fc_out with bias, and an
+  // untied lm_head with a bias.
+  m.vocab_size = r.integer({"vocab_size"}, 50400, true, 1);
+  m.hidden_size = r.integer({"n_embd", "hidden_size"}, 4096, true, 1);
+  m.num_hidden_layers = r.integer({"n_layer", "num_hidden_layers"}, 28, true, 1, max_layers());
+  m.num_attention_heads = r.integer({"n_head", "num_attention_heads"}, 16, true, 1);
+  m.intermediate_size = r.integer({"n_inner"}, 4 * m.hidden_size, false, 1);
+  m.max_position_embeddings = r.integer({"n_positions", "max_position_embeddings"}, 2048, false, 1, 1'000'000'000);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.position_embedding = PositionKind::kRotary;
+  m.attention_bias = false;
+  m.mlp_bias = true;
+  m.block = BlockLayout::kParallel;
+  m.norms_per_block = 1;
+  m.lm_head_bias = true;
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+}
+
+void read_bloom_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // BLOOM (modeling_bloom.py): a LayerNorm right after the word embeddings, ALiBi instead of
+  // position embeddings (no table), fused query_key_value, biases everywhere, a 4h GELU MLP and a
+  // head tied to the embedding.
+  m.vocab_size = r.integer({"vocab_size"}, 250880, true, 1);
+  m.hidden_size = r.integer({"hidden_size", "n_embed"}, 64, true, 1);
+  m.num_hidden_layers = r.integer({"n_layer", "num_hidden_layers"}, 2, true, 1, max_layers());
+  m.num_attention_heads = r.integer({"n_head", "num_attention_heads"}, 8, true, 1);
+  m.intermediate_size = 4 * m.hidden_size;
+  m.max_position_embeddings = r.integer({"seq_length", "max_position_embeddings"}, 2048, false, 1, 1'000'000'000);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.position_embedding = PositionKind::kNone;
+  m.attention_bias = m.mlp_bias = true;
+  m.embedding_norm = true;
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+}
+
+void read_stablelm_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  // StableLM (modeling_stablelm.py): Llama's shapes with LayerNorm (weight and bias), partial
+  // rotary, optional q/k/v bias (use_qkv_bias) and an untied head; with use_parallel_residual one
+  // LayerNorm feeds attention and MLP in parallel.
+  read_llama_like(r, m, false);
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.qkv_bias = r.boolean("use_qkv_bias", false);
+  if (r.boolean("use_parallel_residual", false)) {
+    m.block = BlockLayout::kParallel;
+    m.norms_per_block = 1;
+  }
+  if (r.boolean("qk_layernorm", false)) {
+    // One LayerNorm per head (StableLmLayerNormPerHead), not one shared by the heads as memfit's
+    // per-head norm counts.
+    out.errors.push_back({"qk_layernorm", "true (a LayerNorm for each query and key head) is not supported for "
+                                          "model_type \"" + type + "\""});
+  }
+}
+
+void read_starcoder2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // StarCoder2 (modeling_starcoder2.py): grouped-query attention with rotary positions, LayerNorm
+  // with bias, a plain c_fc / c_proj MLP, biases on every projection when use_bias (the default),
+  // dropout on both residual branches, and a head tied to the embedding by the config's default.
+  read_llama_like(r, m, true);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.attention_bias = m.mlp_bias = r.boolean("use_bias", true);
+  m.residual_dropout = true;
+}
+
+void read_cohere_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  // Cohere / Command-R / Aya (modeling_cohere.py): one LayerNorm without bias (CohereLayerNorm)
+  // feeding attention and a SwiGLU MLP in parallel, no biases, a head tied to the embedding.
+  read_llama_like(r, m, true);
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = false;
+  m.block = BlockLayout::kParallel;
+  m.norms_per_block = 1;
+  if (r.boolean("use_qk_norm", false)) {
+    // A (heads x head_dim) LayerNorm weight on queries and keys: one per head, not shared.
+    out.errors.push_back({"use_qk_norm", "true (Command R+'s per-head query and key norms) is not supported for "
+                                         "model_type \"" + type + "\""});
+  }
+}
+
+void read_gemma3_text_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Gemma 3 text (Gemma3ForCausalLM, modeling_gemma3.py): Gemma 2's four norms a block, plus an
+  // RMSNorm over each query and key head (one head_dim weight each); tied head.
+  read_llama_like(r, m, true);
+  m.norms_per_block = 4;
+  m.qk_norm = QkNorm::kPerHead;
+}
+
 // Each model_type's reader (transformers' config class of that name: what its modeling code builds).
 struct FamilyReader {
   std::vector<const char*> types;
@@ -583,6 +687,13 @@ const std::vector<FamilyReader>& family_readers() {
       {{"falcon", "RefinedWeb", "RefinedWebModel"}, read_falcon_family},
       {{"olmo2"}, read_olmo2_family},
       {{"deepseek_v3", "deepseek_v2"}, read_deepseek_v3_family},
+      {{"gpt_bigcode"}, read_gpt_bigcode_family},
+      {{"gptj"}, read_gptj_family},
+      {{"bloom"}, read_bloom_family},
+      {{"stablelm"}, read_stablelm_family},
+      {{"starcoder2"}, read_starcoder2_family},
+      {{"cohere"}, read_cohere_family},
+      {{"gemma3_text"}, read_gemma3_text_family},
   };
   return readers;
 }
@@ -602,7 +713,13 @@ const FamilyReader* find_family(const std::string& type) {
 HiddenAct default_hidden_act(const std::string& type) {
   if (type == "gpt2" || type == "phi") return HiddenAct::kGeluNew;
   if (type == "opt") return HiddenAct::kRelu;
-  if (type == "gemma" || type == "gemma2") return HiddenAct::kGeluPytorchTanh;
+  // BLOOM's BloomGelu trains through a custom autograd function that saves only its input, as
+  // gelu_pytorch_tanh does.
+  if (type == "gemma" || type == "gemma2" || type == "gemma3_text" || type == "gpt_bigcode" || type == "starcoder2" ||
+      type == "bloom") {
+    return HiddenAct::kGeluPytorchTanh;
+  }
+  if (type == "gptj") return HiddenAct::kGeluNew;
   if (type == "bert" || type == "gpt_neox" || type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel") {
     return HiddenAct::kGelu;
   }
@@ -630,7 +747,8 @@ void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec&
 
 const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
-         "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi, phi3, falcon, olmo2, deepseek_v2, deepseek_v3";
+         "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, phi3, falcon, olmo2, deepseek_v2, "
+         "deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, starcoder2, cohere";
 }
 
 HfImport import_hf_config(const Json& json) {
@@ -676,9 +794,14 @@ HfImport import_hf_config(const Json& json) {
   }
   // Classes that project q, k and v with one matmul (GPT-2's c_attn, GPT-NeoX's and Falcon's
   // query_key_value, Phi-3's qkv_proj and gate_up_proj).
-  if (t == "gpt2" || t == "gpt_neox" || t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "phi3") {
+  if (t == "gpt2" || t == "gpt_neox" || t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "phi3" ||
+      t == "gpt_bigcode" || t == "bloom") {
     out.reference.projections = Projections::kFused;
   }
+  // GPTBigCode, GPT-J and BLOOM drop out on both residual branches (resid_pdrop, hidden_dropout
+  // through dropout_add) as GPT-2 does; their eager attention upcasts the scores to fp32 before the
+  // softmax (attention_softmax_in_fp32, GPT-J's _attn, BLOOM's softmax(dtype=float32)), the default.
+  if (t == "gpt_bigcode" || t == "gptj" || t == "bloom") m.residual_dropout = true;
   if (m.hidden_act == HiddenAct::kAuto) read_class_hidden_act(t, json, m, out);
 
   // The same structural checks as a typed-in configuration, named by config.json keys.

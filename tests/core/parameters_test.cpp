@@ -124,6 +124,60 @@ TEST(Parameters, FixturesImportToThePresetCounts) {
   EXPECT_EQ(count_of("Qwen__Qwen2-7B.json"), 7'615'616'512);
 }
 
+// Families imported from config.json alone (no preset): transformers 5.24's own classes, built on
+// the meta device from the same files, count exactly these (tools/frameworks/families.py,
+// out/families.json). Gemma 3 1B's and BLOOM-560m's are also their model cards' counts.
+TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
+  const std::pair<const char*, std::int64_t> expected[] = {
+      {"bigscience__bloom-560m.json", 559'214'592},
+      {"bigcode__gpt_bigcode-santacoder.json", 1'124'886'528},
+      {"EleutherAI__gpt-j-6b.json", 6'050'882'784},
+      {"stabilityai__stablelm-3b-4e1t.json", 2'795'443'200},
+      {"stabilityai__stablelm-2-zephyr-1_6b.json", 1'644'515'328},
+      {"bigcode__starcoder2-7b.json", 7'173'923'840},
+      {"CohereForAI__aya-23-8B.json", 8'028'033'024},
+      {"google__gemma-3-1b-it.json", 999'885'952},
+  };
+  for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
+}
+
+TEST(HfImport, FamilyLayouts) {
+  const auto model = [](const std::string& file) { return import_hf_config_text(read_fixture(file)).model; };
+  // BLOOM: ALiBi (no position table), a LayerNorm on the embeddings, a tied head.
+  const ModelSpec bloom = model("bigscience__bloom-560m.json");
+  EXPECT_EQ(bloom.position_embedding, PositionKind::kNone);
+  EXPECT_TRUE(bloom.embedding_norm);
+  EXPECT_TRUE(bloom.tie_word_embeddings);
+  // SantaCoder: multi-query attention.
+  EXPECT_EQ(model("bigcode__gpt_bigcode-santacoder.json").kv_heads(), 1);
+  // GPT-J and Cohere: one norm feeding attention and the MLP in parallel; GPT-J's head has a bias.
+  const ModelSpec gptj = model("EleutherAI__gpt-j-6b.json");
+  EXPECT_EQ(gptj.block, BlockLayout::kParallel);
+  EXPECT_EQ(gptj.norms_per_block, 1);
+  EXPECT_TRUE(gptj.lm_head_bias);
+  EXPECT_FALSE(gptj.attention_bias);
+  const ModelSpec cohere = model("CohereForAI__aya-23-8B.json");
+  EXPECT_EQ(cohere.block, BlockLayout::kParallel);
+  EXPECT_FALSE(cohere.norm_bias);
+  // Gemma 3: four norms a block and a norm on each query and key head.
+  const ModelSpec gemma3 = model("google__gemma-3-1b-it.json");
+  EXPECT_EQ(gemma3.norms_per_block, 4);
+  EXPECT_EQ(gemma3.qk_norm, QkNorm::kPerHead);
+  // What memfit cannot count the way the class builds it is refused by name.
+  const auto error_of = [](const std::string& text) {
+    const HfImport r = import_hf_config_text(text);
+    return r.errors.empty() ? std::string() : r.errors[0].field + ": " + r.errors[0].message;
+  };
+  std::string cohere_plus = read_fixture("CohereForAI__aya-23-8B.json");
+  const std::string off = "\"use_qk_norm\": false";
+  cohere_plus.replace(cohere_plus.find(off), off.size(), "\"use_qk_norm\": true");
+  EXPECT_NE(error_of(cohere_plus).find("use_qk_norm: true"), std::string::npos) << error_of(cohere_plus);
+  EXPECT_NE(error_of(R"({"model_type":"stablelm","vocab_size":10,"hidden_size":8,"num_hidden_layers":1,)"
+                     R"("num_attention_heads":2,"intermediate_size":16,"qk_layernorm":true})")
+                .find("qk_layernorm"),
+            std::string::npos);
+}
+
 TEST(Parameters, FamilyStructure) {
   // Falcon-7B: one LayerNorm per parallel block, multi-query attention.
   const ModelSpec falcon = *preset_model("falcon-7b");

@@ -14,8 +14,11 @@ the CPU (CUDA-equivalent rules applied, tools/frameworks/README.md):
 The loss kernels (out/loss_kernels.json, loss_kernels.py): the extra memory PyTorch's loss_parallel
 handlers hold at backward's high point over eager cross-entropy, against memfit's two kernels.
 
---check exits 1 unless every case's saved activations are within TOLERANCE (the issue's 1 %) and the
-loss kernels' difference is too. Standard library only.
+The config.json families (out/families.json, families.py): transformers' parameter count of every
+vendored family's real model, and a tiny model's saved activations, against memfit's import.
+
+--check exits 1 unless every case's saved activations are within TOLERANCE (the issue's 1 %), the
+loss kernels' difference is too, and every family's parameter count is exact. Standard library only.
 """
 
 import argparse
@@ -110,6 +113,79 @@ def check_loss_kernels(binary, path):
     return [] if abs(ratio - 1) <= TOLERANCE else [f"loss_parallel - eager: memfit/measured {ratio:.3f}"]
 
 
+# Families whose tiny model's saved activations memfit does not yet model to 1 %, each with what the
+# measurement shows (families.py --explain); reported, not held to the tolerance. Their parameter
+# counts are held exactly like every family's.
+FAMILY_GAPS = {
+    "bloom": "BLOOM's eager attention (its only one in transformers) masks the scores with masked_fill and saves "
+             "its boolean causal mask (1 B a score); memfit does not count BLOOM's mask yet (-2.7 / -3.9 %)",
+    "gpt_bigcode/sdpa": "the CPU's SDPA saves contiguous copies of the key and value sliced from c_attn's output; "
+                        "CUDA FlashAttention takes them strided (as the hf-gpt2 SDPA cases above)",
+    "gptj/eager": "GPT-J's one ln_1 output feeds both attention and the MLP: one storage in fp32, which memfit "
+                  "counts twice (+3.5 %); under autocast each matmul makes its own cast and memfit matches",
+    "stablelm/sdpa": "o_proj saves a copy of the CPU SDPA output (transpose then reshape); memfit takes CUDA "
+                     "FlashAttention-2's (B, T, h, d) output, whose reshape is a view (not checked on a GPU)",
+    "stablelm_qkv_bias/sdpa": "as stablelm/sdpa",
+    "cohere": "CohereLayerNorm is Python arithmetic in fp32: x - mean twice and the normalised x, three fp32 "
+              "hidden-size tensors a norm where memfit counts a native LayerNorm (-9 % fp32, -22 % bf16 "
+              "with the SDPA output copy above)",
+    "gemma3_text": "Gemma's RMSNorm keeps its normalised x in fp32 (x * (1 + weight.float())) in its four block "
+                   "norms and the per-head query and key norms; memfit counts it in the stream's dtype "
+                   "(-8 % fp32, -13 % bf16)",
+}
+
+
+def check_families(binary, path):
+    """The config.json families (out/families.json, families.py: transformers' own classes on the CPU):
+    every parameter count exact (the whole file and the tiny model), and the tiny model's saved
+    activations within TOLERANCE unless FAMILY_GAPS says what memfit lacks there."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        doc = json.load(f)
+    import tempfile
+    problems = []
+    print(f"\nconfig.json families (transformers {doc['versions']['transformers']}, tiny models "
+          f"{doc['tiny']['batch']} x {doc['tiny']['seq']} tokens):")
+
+    def memfit(file, precision="bf16_mixed", attention="flash"):
+        sets = [f"training.micro_batch_size={doc['tiny']['batch']}", f"training.seq_len={doc['tiny']['seq']}",
+                f"training.precision={precision}", f"training.attention={attention}", "training.checkpointing=none",
+                "training.dropout=0", "training.optimizer=adamw", "hardware.gpu=h100-sxm-80gb"]
+        cmd = [binary, "--hf-config", file, "--json"] + [a for s in sets for a in ("--set", s)]
+        out = json.loads(subprocess.run(cmd, capture_output=True, text=True).stdout or "{}")
+        return out if out.get("ok") else {"errors": out.get("errors", "no answer")}
+
+    for fam in doc["families"]:
+        name = fam["family"]
+        full = memfit(os.path.join(ROOT, "tests", "fixtures", "hf", fam["fixture"]))
+        if full.get("parameter_count") != fam["transformers_count"]:
+            problems.append(f"{name}: parameter count memfit {full.get('parameter_count')}, transformers "
+                            f"{fam['transformers_count']} ({full.get('errors', '')})")
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(fam["tiny_config"], f)
+        try:
+            for step in fam["steps"]:
+                attention = {"eager": "eager", "sdpa": "flash"}[step["attention"]]
+                r = memfit(f.name, step["precision"], attention)
+                got = (r.get("breakdown") or {}).get("activations")
+                measured = step["measured_body_bytes_cuda"]
+                if got is None or r.get("parameter_count") != step["measured_parameter_count"]:
+                    problems.append(f"{name} tiny {step['attention']}/{step['precision']}: {r.get('errors')}, "
+                                    f"parameters {r.get('parameter_count')} vs {step['measured_parameter_count']}")
+                    continue
+                ratio = got / measured
+                gap = FAMILY_GAPS.get(f"{name}/{step['attention']}") or FAMILY_GAPS.get(name)
+                within = abs(ratio - 1) <= TOLERANCE
+                print(f"  {name:18} {step['attention']:5} {step['precision']:10} memfit/measured {ratio:.4f}"
+                      f"{'' if within else '  (known: ' + gap[:60] + '...)' if gap else '  OUTSIDE'}")
+                if not within and not gap:
+                    problems.append(f"{name} {step['attention']}/{step['precision']}: activations memfit/measured {ratio:.4f}")
+        finally:
+            os.unlink(f.name)
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memfit", default=os.path.join(ROOT, "build", "cli", "memfit"))
@@ -152,6 +228,7 @@ def main():
     for name in unexplained:
         print(f"outside {TOLERANCE:.0%} and unexplained: {name}")
     loss_failures = check_loss_kernels(args.memfit, os.path.join(HERE, "out", "loss_kernels.json"))
+    loss_failures += check_families(args.memfit, os.path.join(HERE, "out", "families.json"))
     for text in loss_failures:
         print(f"outside {TOLERANCE:.0%}: {text}")
     if args.check and (unexplained or failures or loss_failures):

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""The model families memfit imports from config.json, checked against transformers' own classes.
+
+    .venv-frameworks/bin/python tools/frameworks/families.py            # -> out/families.json
+    .venv-frameworks/bin/python tools/frameworks/families.py --check    # non-zero exit on a mismatch
+    options: --memfit BIN (default build/cli/memfit), --only bloom,gptj, --explain
+
+For each vendored config.json in FIXTURES (tests/fixtures/hf/):
+
+* the parameter count of the real model class, built on the meta device from the whole file
+  (transformers' AutoModelForCausalLM.from_config; nothing downloaded), against memfit's import of
+  the same file (`memfit --hf-config FILE`): they must be equal;
+* one training step of a tiny model of the same family (the file with its sizes shrunk: hidden 128,
+  2 layers, 4 heads, vocabulary 512, batch 2 x 64 tokens; every other key kept, dropouts 0), run
+  by measure.py's step (saved-tensor hooks, CUDA-equivalent bytes), in fp32 with eager attention
+  and under bf16 autocast with SDPA, against memfit's activations for the same tiny file.
+
+The activations are reported as memfit / measured; --check holds them to ACTIVATION_TOLERANCE.
+"""
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import measure as M  # noqa: E402  (sets up torch, the save tracker and the CUDA rules)
+import torch  # noqa: E402
+
+FIXTURES = {
+    "bloom": "bigscience__bloom-560m.json",
+    "gpt_bigcode": "bigcode__gpt_bigcode-santacoder.json",
+    "gptj": "EleutherAI__gpt-j-6b.json",
+    "stablelm": "stabilityai__stablelm-3b-4e1t.json",
+    "stablelm_qkv_bias": "stabilityai__stablelm-2-zephyr-1_6b.json",
+    "starcoder2": "bigcode__starcoder2-7b.json",
+    "cohere": "CohereForAI__aya-23-8B.json",
+    "gemma3_text": "google__gemma-3-1b-it.json",
+}
+ACTIVATION_TOLERANCE = 0.01
+TINY = dict(vocab=512, hidden=128, layers=2, heads=4, ff=344, head_dim=32, positions=256, batch=2, seq=64)
+
+
+def tiny(config):
+    """The config with its sizes shrunk and its dropouts off; every other key as the file has it."""
+    d = {k: v for k, v in config.items() if not k.startswith("_")}
+    heads = d.get("num_attention_heads", d.get("n_head"))
+    for k, v in list(d.items()):
+        if k == "vocab_size":
+            d[k] = TINY["vocab"]
+        elif k in ("hidden_size", "n_embd", "n_embed"):
+            d[k] = TINY["hidden"]
+        elif k in ("num_hidden_layers", "n_layer"):
+            d[k] = TINY["layers"]
+        elif k in ("num_attention_heads", "n_head"):
+            d[k] = TINY["heads"]
+        elif k == "num_key_value_heads":
+            d[k] = TINY["heads"] if v == heads else (1 if v == 1 else 2)
+        elif k == "intermediate_size":
+            d[k] = TINY["ff"]
+        elif k == "n_inner" and v is not None:
+            d[k] = 4 * TINY["hidden"]
+        elif k == "head_dim":
+            d[k] = TINY["head_dim"]
+        elif k == "rotary_dim":
+            d[k] = 8
+        elif k in ("max_position_embeddings", "n_positions", "seq_length"):
+            d[k] = TINY["positions"]
+        elif ("dropout" in k or "pdrop" in k) and isinstance(v, float):
+            d[k] = 0.0
+    return d
+
+
+def count_full(config):
+    from transformers import AutoConfig, AutoModelForCausalLM
+    cfg = AutoConfig.for_model(**{k: v for k, v in config.items() if not k.startswith("_")})
+    with torch.device("meta"):
+        m = AutoModelForCausalLM.from_config(cfg)
+    return sum(p.numel() for p in {id(p): p for p in m.parameters()}.values()), type(m).__name__
+
+
+def _fixture_build(case):
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+    cfg = AutoConfig.for_model(**case["hf_config"])
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=case["attention"], dtype=torch.float32)
+    model.train()
+    call = model
+    if case["precision"] == "bf16_mixed":
+        # HF Trainer bf16=True: accelerate wraps forward in autocast and upcasts the outputs
+        from accelerate.utils import convert_outputs_to_fp32
+        call = convert_outputs_to_fp32(model.forward)
+
+    def forward(ids, labels):
+        out = call(input_ids=ids, labels=labels)
+        return out["loss"], []
+    return M.Built(model, forward, note="transformers %s %s" % (transformers.__version__, type(model).__name__))
+
+
+def run_memfit(binary, path, precision, attention):
+    sets = {"training.micro_batch_size": TINY["batch"], "training.seq_len": TINY["seq"],
+            "training.precision": precision, "training.attention": attention,
+            "training.checkpointing": "none", "training.dropout": 0, "training.optimizer": "adamw",
+            "hardware.gpu": "h100-sxm-80gb"}
+    cmd = [binary, "--hf-config", path, "--json"]
+    for k, v in sets.items():
+        cmd += ["--set", "%s=%s" % (k, v)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        return {"error": (p.stderr or p.stdout).strip()[:400]}
+    if not r.get("ok", True):
+        return {"error": "; ".join("%s: %s" % (e.get("field"), e.get("message")) for e in r.get("errors", []))}
+    b = r["breakdown"]
+    return {"activations": b["activations"], "logits_and_loss": b["logits_and_loss"],
+            "parameter_count": r["parameter_count"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memfit", default=os.path.join(ROOT, "build", "cli", "memfit"))
+    ap.add_argument("--only")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--explain", action="store_true")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "families.json"))
+    args = ap.parse_args()
+    M.ARGS = types.SimpleNamespace(explain=args.explain)
+    M.BUILDERS["hf_fixture"] = _fixture_build
+    want = set(args.only.split(",")) if args.only else set(FIXTURES)
+    rows, problems = [], []
+    for family, fixture in FIXTURES.items():
+        if family not in want:
+            continue
+        path = os.path.join(ROOT, "tests", "fixtures", "hf", fixture)
+        config = json.load(open(path))
+        row = {"family": family, "fixture": fixture}
+        row["transformers_count"], row["class"] = count_full(config)
+        full = run_memfit(args.memfit, path, "bf16_mixed", "flash")
+        row["memfit_count"] = full.get("parameter_count")
+        if row["memfit_count"] != row["transformers_count"]:
+            problems.append("%s: parameter count memfit %s, transformers %s" % (
+                family, row["memfit_count"], row["transformers_count"]))
+        small = tiny(config)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(small, f)
+            small_path = f.name
+        row["tiny_config"] = small
+        row["steps"] = []
+        try:
+            from transformers import AutoConfig, AutoModelForCausalLM
+            cls = AutoModelForCausalLM._model_mapping[type(AutoConfig.for_model(**small))]
+            # A class without an SDPA path (BLOOM) trains with eager attention whatever is asked.
+            fast = ("sdpa", "flash") if cls._supports_sdpa else ("eager", "eager")
+            row["sdpa"] = bool(cls._supports_sdpa)
+            for precision, attention, memfit_attention in (("fp32", "eager", "eager"), ("bf16_mixed",) + fast):
+                name = "%s-%s-%s" % (family, attention, precision)
+                M.SIZES[name] = dict(vocab_size=TINY["vocab"], batch=TINY["batch"], seq_len=TINY["seq"])
+                case = {"name": name, "framework": "hf_fixture", "family": family, "size": name,
+                        "attention": attention, "precision": precision, "hf_config": small}
+                measured = M.run_once(case, "cuda" if precision == "bf16_mixed" else None)
+                body = measured["saved"]["body_bytes_cuda"]
+                mf = run_memfit(args.memfit, small_path, precision, memfit_attention)
+                step = {"precision": precision, "attention": attention, "measured_body_bytes_cuda": body,
+                        "measured_head_bytes_cuda": measured["saved"]["head_bytes_cuda"],
+                        "measured_parameter_count": measured["parameter_count"],
+                        "implementation": measured["implementation"], "memfit": mf}
+                if mf.get("activations") is not None and body:
+                    step["ratio"] = round(mf["activations"] / body, 4)
+                    if abs(step["ratio"] - 1) > ACTIVATION_TOLERANCE:
+                        problems.append("%s %s/%s: memfit activations %d, measured %d (ratio %.4f)" % (
+                            family, attention, precision, mf["activations"], body, step["ratio"]))
+                else:
+                    problems.append("%s %s/%s: %s" % (family, attention, precision, mf.get("error", "no result")))
+                if mf.get("parameter_count") != measured["parameter_count"]:
+                    problems.append("%s tiny: parameter count memfit %s, transformers %s" % (
+                        family, mf.get("parameter_count"), measured["parameter_count"]))
+                row["steps"].append(step)
+                print("%-22s %-6s %-10s measured %9d  memfit %9s  ratio %s" % (
+                    family, attention, precision, body, mf.get("activations"), step.get("ratio")), file=sys.stderr)
+        finally:
+            os.unlink(small_path)
+        print("%-22s parameters: transformers %d, memfit %s (%s)" % (
+            family, row["transformers_count"], row["memfit_count"], row["class"]), file=sys.stderr)
+        rows.append(row)
+    import importlib.metadata as md
+    doc = {"about": __doc__.strip().splitlines()[0],
+           "versions": {k: md.version(k) for k in ("torch", "transformers", "accelerate")},
+           "tiny": TINY, "activation_tolerance": ACTIVATION_TOLERANCE, "cuda_rules": M.CUDA_RULES,
+           "families": rows, "problems": problems}
+    if not args.only:
+        os.makedirs(os.path.dirname(args.out), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        print("wrote %s" % args.out, file=sys.stderr)
+    for p in problems:
+        print("PROBLEM " + p, file=sys.stderr)
+    return 1 if (args.check and problems) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
