@@ -9,7 +9,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { DIST, RESULTS_DIR, ROOT, launchBrowser, missingPrerequisites, startServer } from './helpers.mjs';
+import { DIST, RESULTS_DIR, ROOT, launchBrowser, missingPrerequisites, startServer, waitForIdle } from './helpers.mjs';
 
 const missing = missingPrerequisites();
 const AXE = join(ROOT, 'node_modules/axe-core/axe.min.js');
@@ -47,7 +47,7 @@ describe('accessibility', { skip: missing || false, concurrency: false }, () => 
     if (!path.startsWith('accuracy')) await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
     // The sweep and the suggestions come a moment later; the planner's plans and exports too.
     if (path.includes('planner=1')) await p.waitForSelector('[data-testid="exports"] .tab-panel :is(textarea, .export-refused)', { timeout: 20000 });
-    await p.waitForTimeout(700);
+    await waitForIdle(p);
     return p;
   }
 

@@ -102,16 +102,34 @@ export async function longTasksDuring(p, act, limitMs = 50) {
 }
 
 // Waits until the page shows the core's answer `expected` (an estimate): the core answers from its
-// Web Worker, a moment after the input.
+// Web Worker, a moment after the input. The verdict must name the expected card too: two cards can
+// give the same bytes (the seeds' toy model on an H100 and an A100 40GB), so the numbers alone may
+// still be the previous answer's.
 export async function waitForAnswer(p, expected, timeout = 10000) {
-  await p.waitForFunction(([peak, total]) => {
+  await p.waitForFunction(([peak, total, gpu]) => {
     const get = (id) => document.querySelector(`[data-testid="${id}"]`)?.dataset.bytes;
     const answer = document.querySelector('.answer');
     // The details follow the headline by a paint (state.js `settled`).
     const details = document.querySelector('[data-testid="details-settled"]');
+    const on = document.querySelector('[data-testid="verdict"] .stat-label')?.textContent;  // "On <GPU name>"
     return get('peak-allocated') === peak && get('device-total') === total && answer?.dataset.stale === 'false' &&
-      details?.dataset.settled !== 'false';
-  }, [String(expected.peak_allocated_bytes), String(expected.device_total_bytes)], { timeout });
+      details?.dataset.settled !== 'false' && (gpu === null || on === `On ${gpu}`);
+  }, [String(expected.peak_allocated_bytes), String(expected.device_total_bytes), expected.fits?.name ?? null], { timeout });
+}
+
+// Waits until the page has drawn every answer it asked the core for: nothing marked busy
+// (aria-busy="true": the form while staged, the solve line, the suggestions, the sweep, the planner
+// and its exports), the details drawn for the answer on screen (data-settled), no sweep or planner
+// search still announced in words (neither is marked busy before its first answer), and, for an
+// input the core refused, its banner (App.jsx draws it 600 ms after the error).
+export async function waitForIdle(p, timeout = 20000) {
+  await p.waitForFunction(() => {
+    const text = (id) => document.querySelector(`[data-testid="${id}"]`)?.textContent ?? '';
+    const refused = document.querySelector('.answer[data-stale="true"], .empty-results');
+    return !document.querySelector('[aria-busy="true"], [data-settled="false"]') &&
+      !text('sweep-summary').startsWith('The core is estimating') && !text('planner-status').includes('The core is searching') &&
+      (!refused || document.querySelector('[data-testid="error-banner"]') !== null);
+  }, null, { timeout });
 }
 
 // web/dist/ at https://memfit.example/ (the examples' stand-in for the hosted memfit), with CORS as

@@ -16,6 +16,7 @@ import {
 import { DEFAULT_PLANNER, decodeView, encodeView } from '../../web/src/view.js';
 import {
   RESULTS_DIR, launchBrowser, loadNodeCore, loadNodePlanner, longTasksDuring, missingPrerequisites, startServer, waitForAnswer,
+  waitForIdle,
 } from './helpers.mjs';
 
 const missing = missingPrerequisites();
@@ -156,8 +157,16 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
     const expected = planner.plan(config, options);
     assert.equal(expected.ok, true, JSON.stringify(expected.errors));
     const items = p.getByTestId('plans').locator(':scope > li');
-    await p.waitForFunction((n) => document.querySelectorAll('[data-testid="plans"] > li').length === n
-      && !document.querySelector('[data-testid="plans"]').parentElement.classList.contains('stale'), expected.plans.length, { timeout: 20000 });
+    // The count alone can be the previous answer's (a new price changes the costs, not the plans):
+    // the first plan's peak and cost must be the expected ones too.
+    const first = expected.plans[0];
+    await p.waitForFunction(([n, peak, cost]) => {
+      const plans = document.querySelector('[data-testid="plans"]');
+      const top = plans?.querySelector(':scope > li');
+      return plans?.children.length === n && !plans.parentElement.classList.contains('stale')
+        && (n === 0 || (top.querySelector('[data-testid="plan-peak"]')?.dataset.bytes === peak
+          && Number(top.querySelector('[data-testid="plan-cost"]')?.dataset.value) === cost));
+    }, [expected.plans.length, String(first?.peak_allocated_bytes), first?.cost_usd ?? null], { timeout: 20000 });
     const tokens = formatTokens(expected.plans[0]?.train_tokens);
     for (const [i, plan] of expected.plans.entries()) {
       const item = items.nth(i);
@@ -272,7 +281,8 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
     assert.match(await p.getByTestId('planner-status').textContent(), /fix the highlighted values/);
     for (const typed of ['0', '1e9', '-5', '99999999999999999999']) {
       await p.fill('#planner-gpus_max', typed);
-      await p.waitForTimeout(400);
+      // "searching the layouts again" until the core's answer for this value is in.
+      await p.getByTestId('planner-status').filter({ hasText: /cannot search these inputs/ }).waitFor({ timeout: 10000 });
       assert.doesNotMatch(await p.getByTestId('planner').textContent(), /NaN|undefined|Infinity/);
     }
     await p.fill('#planner-gpus_min', '1');
@@ -280,7 +290,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
     await assertPlans(p, TOO_BIG, DEFAULT_OPTIONS);
     // An invalid form: the planner keeps the last valid configuration's plans.
     await p.fill('#field-training-micro_batch_size', 'x');
-    await p.waitForTimeout(500);
+    await p.locator('.answer[data-stale="true"]').waitFor({ timeout: 10000 });  // the core's error answer is in
     assert.equal(await p.getByTestId('plans').locator(':scope > li').count(), 10);
     await p.close();
   });
@@ -427,7 +437,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
 
   test('no long task on the main thread while the planner opens and plans', async () => {
     const p = await open('');
-    await p.waitForTimeout(500);
+    await waitForIdle(p);
     let status = '';
     const result = await longTasksDuring(p, async () => {
       await p.getByTestId('open-planner').click();
@@ -455,7 +465,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
       const p = await open('?v=1&planner=1&plan=1', { viewport, colorScheme });
       await p.getByTestId('plans').locator(':scope > li').first().waitFor({ timeout: 20000 });
       await p.getByTestId('exports').locator('.tab-panel').waitFor();
-      await p.waitForTimeout(300);
+      await waitForIdle(p);
       await p.getByTestId('solve-answer').scrollIntoViewIfNeeded();
       await p.screenshot({ path: join(RESULTS_DIR, `${name}.png`) });
       await p.getByTestId('planner').screenshot({ path: join(RESULTS_DIR, `${name}-planner.png`) });

@@ -121,14 +121,21 @@ describe('what to change', { skip: missing || false, concurrency: false }, () =>
   });
 
   test('while the core works on new values, the last list stays, greyed and not applicable', async () => {
-    // The page's worker is slowed for suggestions only (after the first answer): the estimate for a
-    // new micro-batch arrives first, and the list must not fold up and reopen in the meantime.
+    // The page's requests for suggestions are held back (after the first answer) until the test
+    // releases them: the estimate for a new micro-batch arrives first, and the list must not fold
+    // up and reopen in the meantime.
     const p = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
     await p.addInitScript(() => {
       const Native = window.Worker;
+      const held = [];
+      window.holdSuggestions = false;
+      window.releaseSuggestions = () => {
+        window.holdSuggestions = false;
+        for (const send of held.splice(0)) send();
+      };
       window.Worker = class extends Native {
         postMessage(message, ...rest) {
-          if (message?.fn === 'suggestions' && window.holdSuggestionsMs) setTimeout(() => super.postMessage(message, ...rest), window.holdSuggestionsMs);
+          if (message?.fn === 'suggestions' && window.holdSuggestions) held.push(() => super.postMessage(message, ...rest));
           else super.postMessage(message, ...rest);
         }
       };
@@ -138,7 +145,7 @@ describe('what to change', { skip: missing || false, concurrency: false }, () =>
     const items = p.getByTestId('suggestion-list').locator(':scope > li');
     await items.first().waitFor({ timeout: 10000 });
     const before = await items.evaluateAll((lis) => lis.map((li) => li.dataset.title));
-    await p.evaluate(() => { window.holdSuggestionsMs = 3000; });
+    await p.evaluate(() => { window.holdSuggestions = true; });
     const next = merged(TOO_BIG, { training: { micro_batch_size: 3 } });
     await p.fill(id('training.micro_batch_size'), '3');
     await waitForAnswer(p, core.estimate(next));
@@ -148,6 +155,7 @@ describe('what to change', { skip: missing || false, concurrency: false }, () =>
     assert.ok(await previous.getByRole('button', { name: 'Apply' }).evaluateAll((bs) => bs.every((b) => b.disabled)));
     assert.equal(await p.getByTestId('suggestion-list').count(), 0);
     // Then the core's list for the new values takes its place.
+    await p.evaluate(() => window.releaseSuggestions());
     await items.first().waitFor({ timeout: 10000 });
     const expected = core.suggestions(next).suggestions.map((x) => x.title);
     assert.deepEqual(await items.evaluateAll((lis) => lis.map((li) => li.dataset.title)), expected);
