@@ -142,6 +142,22 @@ Bytes sum(const std::vector<NamedBytes>& terms) {
 // weight's gradient, which a frozen (LoRA) norm does not need; LitGPT's keeps the normalised x in
 // fp32 too; fused kernels keep the input and the rsqrt only (on an fp32 copy for torch's
 // F.rms_norm(x.float())).
+// An RMSNorm over `elements` values of `input` bytes each in `rows` rows (one rstd each), as
+// training.norm_kernel keeps it.
+Bytes rms_norm_bytes(const Dims& d, Count elements, Count rows, Bytes input) {
+  const Bytes rstd = rows * kFp32Bytes;
+  const bool frozen = d.lora && !d.peft.norms_trained;
+  switch (d.impl.norm_kernel) {
+    case NormKernel::kEagerFp32:
+    case NormKernel::kPythonLayerNorm: return elements * kFp32Bytes + rstd + (frozen ? Bytes{0} : elements * kFp32Bytes);
+    case NormKernel::kFused: return elements * input + rstd;
+    case NormKernel::kFusedFp32: return elements * kFp32Bytes + rstd;
+    case NormKernel::kAuto:
+    case NormKernel::kEager: break;
+  }
+  return elements * kFp32Bytes + rstd + (frozen ? Bytes{0} : elements * input);
+}
+
 Bytes norm_bytes(const ModelSpec& m, const Dims& d) {
   const Count td = d.tokens * d.hidden_split;
   const Bytes rstd = d.tokens * kFp32Bytes;
@@ -151,15 +167,27 @@ Bytes norm_bytes(const ModelSpec& m, const Dims& d) {
   if (m.norm == NormKind::kLayerNorm && d.autocast && d.stream != kFp32Bytes && d.impl.compile != Switch::kYes) {
     return td * kFp32Bytes + rstd * 2 + Count(m.hidden_size) * kFp32Bytes;
   }
-  if (m.norm == NormKind::kLayerNorm) return td * d.stream + rstd * 2;
-  switch (d.impl.norm_kernel) {
-    case NormKernel::kEagerFp32: return td * kFp32Bytes + rstd + (d.lora && !d.peft.norms_trained ? Bytes{0} : td * kFp32Bytes);
-    case NormKernel::kFused: return td * d.stream + rstd;
-    case NormKernel::kFusedFp32: return td * kFp32Bytes + rstd;
-    case NormKernel::kAuto:
-    case NormKernel::kEager: break;
+  // transformers' CohereLayerNorm: x.float(); mean; (x - mean).pow(2).mean(); (x - mean) * rsqrt(...);
+  // weight.float() * that. Each (x - mean) is a new fp32 tensor (pow keeps one, the product the
+  // other), the product the rstd, the weight's product the normalised x (measured: families.py).
+  if (m.norm == NormKind::kLayerNorm && d.impl.norm_kernel == NormKernel::kPythonLayerNorm) {
+    const bool frozen = d.lora && !d.peft.norms_trained;
+    return td * kFp32Bytes * 2 + rstd + (frozen ? Bytes{0} : td * kFp32Bytes);
   }
-  return td * kFp32Bytes + rstd + (d.lora && !d.peft.norms_trained ? Bytes{0} : td * d.stream);
+  if (m.norm == NormKind::kLayerNorm) return td * d.stream + rstd * 2;
+  return rms_norm_bytes(d, td, d.tokens, d.stream);
+}
+
+// RMSNorms on the queries and keys (Qwen3, Gemma 3: over each head, one rstd per head and token;
+// OLMo-2: over the whole projection, one per token), kept as the block's norms are
+// (training.norm_kernel), on the projections' output, which is 16-bit under autocast; measured on
+// the CPU with transformers' classes (tools/frameworks/families.py).
+Bytes qk_norm_bytes(const ModelSpec& m, const Dims& d) {
+  if (m.qk_norm == QkNorm::kNone) return Bytes{0};
+  const bool per_head = m.qk_norm == QkNorm::kPerHead;
+  const Count q = d.tokens * d.heads * d.head_dim, k = d.tokens * d.kv_heads * d.head_dim;
+  return rms_norm_bytes(d, q, per_head ? d.tokens * d.heads : d.tokens, d.act) +
+         rms_norm_bytes(d, k, per_head ? d.tokens * d.kv_heads : d.tokens, d.act);
 }
 
 // A linear layer's saved input: its own weight gradient needs it. A frozen layer saves nothing
@@ -273,6 +301,7 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
                         (all || (hit & kLoraV) ? d.kv_heads * d.v_head_dim : Count(0));
     if (!width.is_zero()) add(t, "attention.lora_qkv_padded", d.tokens * width * d.act);
   }
+  add(t, "attention.qk_norms", qk_norm_bytes(m, d));
   if (d.impl.attention != AttentionImpl::kEager) {
     flash_attention_terms(d, g, t);
   } else {
@@ -302,7 +331,14 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
 
 void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::vector<NamedBytes>& t) {
   const unsigned input_targets = m.mlp == MlpKind::kGated ? (kLoraGate | kLoraUp) : kLoraUp;
-  add(t, "mlp.input", linear_inputs(d, d.hidden_split, input_targets, input_grad) * d.input_casts_mlp);
+  // A parallel block with one norm (GPT-J, Falcon-7B, Phi, Cohere) hands the same normalised tensor
+  // to attention and the MLP. Without autocast, whose every matmul makes its own cast, that is one
+  // storage, saved once with the attention's input (measured: tools/frameworks/families.py, gptj fp32).
+  const bool shared_with_attention =
+      m.block == BlockLayout::kParallel && m.norms_per_block == 1 && !d.lora && !d.autocast && d.act == d.stream;
+  if (!shared_with_attention) {
+    add(t, "mlp.input", linear_inputs(d, d.hidden_split, input_targets, input_grad) * d.input_casts_mlp);
+  }
   add(t, "mlp.inner", mlp_inner(m, d, d.tokens, d.ff));
   add(t, "mlp.down_input", linear_inputs(d, d.ff, kLoraDown));
 }

@@ -351,8 +351,9 @@ std::vector<Field> build_fields() {
               "auto", "eager", "chunked", "fused_ce", "fused_linear_ce", "compiled_ce", "loss_parallel"),
       MF_ENUM("training.norm_kernel", training.implementation.norm_kernel, NormKernel,
               "what an RMSNorm saves: eager (fp32 x, rstd, normalised x), eager_fp32 (all fp32), fused (x, rstd), "
-              "fused_fp32 (fp32 x, rstd); auto = the framework's",
-              "auto", "eager", "eager_fp32", "fused", "fused_fp32"),
+              "fused_fp32 (fp32 x, rstd), python_layernorm (a LayerNorm in Python fp32 arithmetic, as Cohere's: "
+              "x - mean twice, rstd, fp32 normalised x); auto = the framework's",
+              "auto", "eager", "eager_fp32", "fused", "fused_fp32", "python_layernorm"),
       MF_ENUM("training.kv_saved", training.implementation.kv_saved, KvSaved,
               "keys and values a fused attention kernel saves: at kv_heads or repeated to query_heads; auto = "
               "the framework's",

@@ -802,6 +802,13 @@ HfImport import_hf_config(const Json& json) {
   // through dropout_add) as GPT-2 does; their eager attention upcasts the scores to fp32 before the
   // softmax (attention_softmax_in_fp32, GPT-J's _attn, BLOOM's softmax(dtype=float32)), the default.
   if (t == "gpt_bigcode" || t == "gptj" || t == "bloom") m.residual_dropout = true;
+  // Gemma's RMSNorm keeps its normalised x in fp32 (modeling_gemma*.py GemmaRMSNorm: the output is
+  // x.float() normalised times (1 + weight.float()), cast back after): every norm saves the fp32
+  // input, the rstd and the fp32 normalised x (measured: tools/frameworks/families.py, gemma3_text).
+  // OLMo-2's multiplies by its weight before the cast back (modeling_olmo2.py Olmo2RMSNorm).
+  if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2") out.reference.norm_kernel = NormKernel::kEagerFp32;
+  // Cohere's LayerNorm is Python arithmetic in fp32 (modeling_cohere.py CohereLayerNorm).
+  if (t == "cohere") out.reference.norm_kernel = NormKernel::kPythonLayerNorm;
   if (m.hidden_act == HiddenAct::kAuto) read_class_hidden_act(t, json, m, out);
 
   // The same structural checks as a typed-in configuration, named by config.json keys.

@@ -32,6 +32,9 @@ Json scaling_row(const Config& training_settings, const char* id) {
   if (impl.framework == Framework::kHf && impl.projections == Projections::kAuto) {
     impl.projections = reference.projections;
   }
+  if (impl.framework == Framework::kHf && impl.norm_kernel == NormKernel::kAuto) {
+    impl.norm_kernel = reference.norm_kernel;
+  }
   // Learned positions cap T; the seeds' table ignores that (GPT-2 at T = 2048), as does this one.
   c.model.max_position_embeddings = std::max(c.model.max_position_embeddings, c.training.seq_len);
   Config checkpointed = c;

@@ -50,6 +50,41 @@ TEST(Implementation, AGpt2PresetRunsAsTransformersGpt2Class) {
   EXPECT_TRUE(imported.find("model")->find("residual_dropout")->as_bool());
 }
 
+// One block's activation term by name (0 when the block has none).
+std::int64_t term(const Json& r, const std::string& name) {
+  for (const Json& t : r.find("activation_terms_per_layer")->items()) {
+    if (t.find("name")->as_string() == name) return *t.find("bytes")->as_exact_integer();
+  }
+  return 0;
+}
+
+TEST(Implementation, ModelClassesKeepTheirOwnNorms) {
+  // Qwen3: an RMSNorm on each query and key head, on bf16 projections under autocast: the fp32
+  // upcast, one rstd per head and token, the bf16 normalised copy (tools/frameworks/families.py).
+  const Json qwen3 = run(R"({"model":{"preset":"qwen3-30b-a3b"},"training":{"micro_batch_size":1,"seq_len":1024,)"
+                         R"("precision":"bf16_mixed"}})");
+  const std::int64_t tokens = 1024, heads = 32, kv = 4, head_dim = 128;
+  EXPECT_EQ(term(qwen3, "attention.qk_norms"),
+            tokens * (heads + kv) * head_dim * (4 + 2) + tokens * (heads + kv) * 4);
+  EXPECT_EQ(term(run(R"({"model":{"preset":"llama-3-8b"}})"), "attention.qk_norms"), 0);
+  // Gemma's norms keep the normalised x in fp32; an explicit knob still wins.
+  const Json gemma = run(R"({"model":{"preset":"gemma-2b"}})");
+  EXPECT_EQ(gemma.find("implementation")->find("norm_kernel")->as_string(), "eager_fp32");
+  const Json asked = run(R"({"model":{"preset":"gemma-2b"},"training":{"norm_kernel":"fused"}})");
+  EXPECT_EQ(asked.find("implementation")->find("norm_kernel")->as_string(), "fused");
+  EXPECT_LT(term(asked, "norms"), term(gemma, "norms"));
+}
+
+TEST(Implementation, AParallelBlocksOneNormIsSavedOnceWithoutAutocast) {
+  // Falcon-7B: ln output feeds attention and the MLP; pure bf16 has no per-matmul cast.
+  const Json pure = run(R"({"model":{"preset":"falcon-7b"},"training":{"precision":"bf16","seq_len":512}})");
+  EXPECT_EQ(term(pure, "mlp.input"), 0);
+  EXPECT_GT(term(pure, "attention.qkv_input"), 0);
+  // Under autocast each matmul casts the fp32 stream on its own: the MLP's copy is its own.
+  const Json mixed = run(R"({"model":{"preset":"falcon-7b"},"training":{"precision":"bf16_mixed","seq_len":512}})");
+  EXPECT_GT(term(mixed, "mlp.input"), 0);
+}
+
 TEST(Implementation, SoftmaxDtypeIsOneFieldWithTheExpectedBytes) {
   // Pure bf16, eager attention, B = 1, T = 1024, Llama-2-7B (32 heads, 32 layers). An fp32
   // softmax keeps its fp32 output (4 bytes per score) and P·V a bf16 copy (2); a compute-dtype

@@ -179,8 +179,10 @@ enum class AttentionMask { kAuto, kAdditive, kImplicit, kBoolean, kAlibi };
 enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe, kCompiledCe, kLossParallel };
 // What an RMSNorm saves: eager (transformers: fp32 x, rstd, the normalised x in the input dtype),
 // eager_fp32 (LitGPT: fp32 x, fp32 normalised x, rstd), fused (Triton / TE kernels: x and rstd),
-// fused_fp32 (torch's fused rms_norm on an fp32 copy: fp32 x and rstd).
-enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32 };
+// fused_fp32 (torch's fused rms_norm on an fp32 copy: fp32 x and rstd), python_layernorm (a
+// LayerNorm written as Python arithmetic in fp32, transformers' CohereLayerNorm: x - mean twice, the
+// rstd and the fp32 normalised x; an RMSNorm model reads it as eager_fp32).
+enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32, kPythonLayerNorm };
 // Keys and values a fused attention kernel saves: at the key/value heads (GQA passed through) or
 // repeated to every query head first.
 enum class KvSaved { kAuto, kKvHeads, kQueryHeads };
