@@ -122,6 +122,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
       ['memfit-estimate[preset]', { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048 } }],
       ['memfit-estimate[link]', { model: { preset: 'llama-3-8b' }, training: { finetune: { method: 'lora', base_bits: 4 } }, hardware: { gpu: 'rtx-4090-24gb' } }],
     ]);
+    await p.locator('memfit-estimate[link]').locator('[data-testid="gpu-table"]').waitFor({ timeout: 10000 });
     assert.equal(await p.locator('memfit-estimate[link]').locator('[data-testid="gpu-table"]').count(), 1);
     await p.screenshot({ path: join(RESULTS_DIR, 'embed-mkdocs.png'), fullPage: true });
     await context.close();
@@ -147,6 +148,8 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     const expected = core.estimate({ model: { preset: 'gpt2' }, training: { seq_len: 512 } });
     await p.waitForFunction((b) => document.querySelector('[data-testid="embed-preview"]').contentDocument
       ?.querySelector('[data-testid="peak-allocated"]')?.dataset.bytes === b, String(expected.peak_allocated_bytes), { timeout: 15000 });
+    // The fit view's GPU table follows the numbers by a paint (the details settle after the headline).
+    await preview.locator('[data-testid="gpu-table"]').waitFor({ timeout: 10000 });
     assert.equal(await preview.locator('[data-testid="gpu-table"]').count(), 1);
     // Copying refused (no clipboard permission, no fallback): said, and the snippet selected.
     await p.evaluate(() => {
