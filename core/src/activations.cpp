@@ -494,7 +494,7 @@ std::vector<NamedBytes> selective_op_terms(const Config& c, const Dims& d, bool 
 
 // Saved outside the blocks: the token ids (embedding backward), a learned table's position ids
 // (shape 1×T), the embedding dropout mask, the rotary cos/sin tables all layers share, and the
-// final norm. A frozen embedding (LoRA) saves no ids.
+// final and embedding norms. A frozen embedding (LoRA) saves no ids.
 Bytes outside_bytes(const Config& c, const Dims& d) {
   const ModelSpec& m = c.model;
   Bytes bytes{0};
@@ -509,6 +509,9 @@ Bytes outside_bytes(const Config& c, const Dims& d) {
     bytes += d.seq * d.head_dim * d.act * 2;
   }
   if (m.final_norm) bytes += norm_bytes(m, d);
+  // A norm right after the embeddings (BLOOM's word_embeddings_layernorm) saves its input, unless
+  // the embedding is frozen (LoRA): its output then needs no gradient (measured: families.py, bloom).
+  if (m.embedding_norm && !d.lora) bytes += norm_bytes(m, d);
   // Baichuan-13B's ALiBi bias (modeling_baichuan.py, BaichuanModel.forward): inverted padding mask
   // + alibi_mask.unsqueeze(0), one B×H×T×T tensor in the compute dtype, handed to every layer. A
   // checkpointed layer saves it as an input and SDPA's memory-efficient kernel by reference: one

@@ -117,8 +117,6 @@ def check_loss_kernels(binary, path):
 # measurement shows (families.py --explain); reported, not held to the tolerance. Their parameter
 # counts are held exactly like every family's.
 FAMILY_GAPS = {
-    "bloom": "BLOOM's eager attention (its only one in transformers) masks the scores with masked_fill and saves "
-             "its boolean causal mask (1 B a score); memfit does not count BLOOM's mask yet (-2.7 / -3.9 %)",
     "gpt_bigcode/sdpa": "the CPU's SDPA saves contiguous copies of the key and value sliced from c_attn's output; "
                         "CUDA FlashAttention takes them strided (as the hf-gpt2 SDPA cases above)",
     "stablelm/sdpa": "o_proj saves a copy of the CPU SDPA output (transpose then reshape); memfit takes CUDA "
