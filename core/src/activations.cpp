@@ -362,11 +362,26 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   if (inputs_kept) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
   add(t, "moe.router_softmax", d.tokens * m.num_experts * kFp32Bytes);
   add(t, "moe.topk", d.tokens * k * kInt64Bytes + d.tokens * k * kFp32Bytes + d.tokens * kFp32Bytes);
-  add(t, "moe.dispatch_indices", routed * kInt64Bytes * 2);
-  if (inputs_kept) add(t, "moe.expert_inputs", routed * d.hidden * d.act);
-  add(t, "moe.experts_inner",
-      mlp_inner(m, d, routed, expert_ff) + (inputs_kept ? routed * expert_ff * d.act : Bytes{0}));
-  add(t, "moe.combine", routed * (d.hidden * 2 + 1) * d.act);
+  if (d.impl.moe_dispatch == MoeDispatch::kGrouped) {
+    // transformers 5's grouped_mm_experts_forward (integrations/moe.py): the routed rows gathered in
+    // expert order (the gather, the routing weights' and the restoring gather each keep their int64
+    // indices), one grouped GEMM up (its input kept when the experts train) into gate and up (one
+    // storage, kept by the activation and the product), the product (the down GEMM's input), the
+    // down output and the routing weights (their product's two factors), and the int32 group
+    // offsets. The GEMMs are not autocast ops: they run in the experts' weight dtype, fp32 under
+    // autocast over fp32 weights (measured: tools/frameworks/families.py, qwen3_moe).
+    const Bytes el = !d.lora && d.stream == kFp32Bytes ? kFp32Bytes : d.act;
+    add(t, "moe.dispatch_indices", routed * kInt64Bytes * 3 + Count(m.num_experts) * Bytes{4});
+    if (inputs_kept) add(t, "moe.expert_inputs", routed * d.hidden * el);
+    add(t, "moe.experts_inner", routed * expert_ff * el * (inputs_kept ? 4 : 3));
+    add(t, "moe.combine", routed * d.hidden * el + routed * d.act);
+  } else {
+    add(t, "moe.dispatch_indices", routed * kInt64Bytes * 2);
+    if (inputs_kept) add(t, "moe.expert_inputs", routed * d.hidden * d.act);
+    add(t, "moe.experts_inner",
+        mlp_inner(m, d, routed, expert_ff) + (inputs_kept ? routed * expert_ff * d.act : Bytes{0}));
+    add(t, "moe.combine", routed * (d.hidden * 2 + 1) * d.act);
+  }
   const Count ff = shared_expert_ff(c);
   if (!ff.is_zero()) {
     add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (inputs_kept ? d.tokens * ff * d.act : Bytes{0}));

@@ -381,6 +381,12 @@ std::vector<Field> build_fields() {
               "4.46-4.48's ForCausalLMLoss, Qwen-1's remote code): one more logits-sized tensor during forward; auto "
               "= no (transformers 4.49+ shifts the labels; before 4.46 the copy replaces the freed 16-bit logits)",
               "auto", "yes", "no"),
+      MF_ENUM("training.moe_dispatch", training.implementation.moe_dispatch, MoeDispatch,
+              "how a mixture-of-experts block runs its experts: loop (one expert at a time: transformers 4, "
+              "LitGPT, Megatron's SequentialMLP) or grouped (the routed tokens sorted by expert through grouped "
+              "GEMMs: transformers 5, torchtitan; in the experts' weight dtype, fp32 under autocast "
+              "over fp32 weights); auto = the framework's",
+              "auto", "loop", "grouped"),
       MF_ENUM("training.lora_base_dtype", training.implementation.lora_base_dtype, LoraBaseDtype,
               "a LoRA base's dtype: half (16-bit), fp32, or weights (the recipe's weight dtype, as LitGPT); auto = "
               "the framework's",

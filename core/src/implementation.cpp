@@ -45,6 +45,16 @@ constexpr Implementation knobs(Framework f, A attention, S softmax, L logits, M 
   // transformers >= 4.49 (loss/loss_utils.py ForCausalLMLoss pads the labels) and every other
   // profile's eager loss: no shifted copy of the logits.
   i.loss_shift_copy = Switch::kNo;
+  i.moe_dispatch = MoeDispatch::kLoop;
+  return i;
+}
+
+// The profiles whose mixture-of-experts code runs grouped GEMMs: transformers 5 (integrations/moe.py,
+// experts_implementation "grouped_mm" by default) and the engines that run its models (deepspeed,
+// unsloth, liger), and torchtitan (models/moe: use_grouped_mm). LitGPT's LLaMAMoE and Megatron's
+// default SequentialMLP loop over experts; torchtune's is left at loop (not read).
+constexpr Implementation grouped_experts(Implementation i) {
+  i.moe_dispatch = MoeDispatch::kGrouped;
   return i;
 }
 
@@ -59,8 +69,8 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      "loss on fp32 logits, separate q/k/v and gate/up projections",
      "transformers/modeling_utils.py (default sdpa); models/llama/modeling_llama.py (RMSNorm, eager softmax in "
      "fp32); loss/loss_utils.py ForCausalLMLoss (logits.float()); integrations/sdpa_attention.py (enable_gqa)",
-     knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
-           P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+     grouped_experts(knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
+           P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
      0, 0, false, false, true, 0},
     {Framework::kTorchtune, "torchtune",
      "torchtune recipes: SDPA with K/V expanded to every head, F.rms_norm on an fp32 copy, "
@@ -74,8 +84,8 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      "torchtitan: FSDP2 mixed precision, flash/flex attention after repeat_kv, nn.RMSNorm (fused), the "
      "chunked loss wrapper (head and loss per chunk, backward per chunk)",
      "torchtitan/components/loss.py (ChunkedLossWrapper, num_chunks 8); models/common/nn_modules.py (nn.RMSNorm)",
-     knobs(Framework::kTorchtitan, A::kFlash, S::kFp32, L::kFp32, M::kImplicit, X::kFusedLinearCe, N::kFused,
-           K::kQueryHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kWeights, D::kDirect),
+     grouped_experts(knobs(Framework::kTorchtitan, A::kFlash, S::kFp32, L::kFp32, M::kImplicit, X::kFusedLinearCe, N::kFused,
+           K::kQueryHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kWeights, D::kDirect)),
      8, 0, false, false, false, 0},
     {Framework::kLitgpt, "litgpt",
      "LitGPT: SDPA after repeat_interleave, a fused qkv projection, an all-fp32 RMSNorm, 128-row chunked "
@@ -104,8 +114,8 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      "a transformers model under the DeepSpeed engine: as hf, plus the gradient reduce bucket of 5e8 elements "
      "(ZeRO-2's at every backward, ZeRO-3's for the run)",
      "deepspeed/runtime/zero/config.py (reduce_bucket_size 5e8); runtime/zero/stage_1_and_2.py and stage3.py (IPG bucket)",
-     knobs(Framework::kDeepspeed, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager,
-           K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+     grouped_experts(knobs(Framework::kDeepspeed, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager,
+           K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
      0, 0, false, false, true, kDeepspeedReduceBucketElements},
     {Framework::kNanogpt, "nanogpt",
      "nanoGPT: SDPA (flash) or a manual path whose masked_fill keeps a boolean mask per layer, a fused c_attn, "
@@ -125,16 +135,16 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      "unsloth: flash attention, Triton RMSNorm, RoPE and SwiGLU (gradients written over its inputs), a fused "
      "cross-entropy that keeps the logits and a log-sum-exp and writes the gradient in place",
      "unsloth/kernels/cross_entropy_loss.py; kernels/rms_layernorm.py; kernels/rope_embedding.py; kernels/swiglu.py",
-     knobs(Framework::kUnsloth, A::kFlash, S::kFp32, L::kCompute, M::kImplicit, X::kFusedCe, N::kFused,
-           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+     grouped_experts(knobs(Framework::kUnsloth, A::kFlash, S::kFp32, L::kCompute, M::kImplicit, X::kFusedCe, N::kFused,
+           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
      0, 0, false, false, true, 0},
     {Framework::kLiger, "liger",
      "transformers with Liger-Kernel: fused RMSNorm, RoPE and SwiGLU (gradients written over its inputs), fused "
      "linear cross-entropy (no full logits; the head's gradients computed in forward)",
      "linkedin/Liger-Kernel src/liger_kernel/transformers/monkey_patch.py; ops/fused_linear_cross_entropy.py; "
      "ops/swiglu.py",
-     knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
-           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect),
+     grouped_experts(knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
+           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
      0, 0, false, false, true, 0},
 }};
 
@@ -195,6 +205,7 @@ Implementation resolve_implementation(const Implementation& r) {
   out.compile = pick(r.compile, p.compile);
   out.use_cache = pick(r.use_cache, p.use_cache);
   out.loss_shift_copy = pick(r.loss_shift_copy, p.loss_shift_copy);
+  out.moe_dispatch = pick(r.moe_dispatch, p.moe_dispatch);
   if (out.compile == Switch::kYes) {
     if (r.norm_kernel == NormKernel::kAuto) out.norm_kernel = NormKernel::kFused;
     if (r.activation_kernel == ActivationKernel::kAuto) out.activation_kernel = ActivationKernel::kFused;

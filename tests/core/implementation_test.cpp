@@ -85,6 +85,21 @@ TEST(Implementation, AParallelBlocksOneNormIsSavedOnceWithoutAutocast) {
   EXPECT_GT(term(mixed, "mlp.input"), 0);
 }
 
+TEST(Implementation, ExpertsLoopOrGroupedGemms) {
+  // transformers 5 (the hf profile) runs the experts as grouped GEMMs; transformers 4 looped.
+  const std::string base = R"({"model":{"preset":"mixtral-8x7b"},"training":{"micro_batch_size":1,"seq_len":1024,)";
+  const Json grouped = run(base + R"("precision":"bf16"}})");
+  EXPECT_EQ(grouped.find("implementation")->find("moe_dispatch")->as_string(), "grouped");
+  const Json loop = run(base + R"("precision":"bf16","moe_dispatch":"loop"}})");
+  // Both keep the routed rows, gate/up, activation and product; the loop also keeps a second
+  // hidden-width copy per routed row in its combine (index_add_ of the weighted output).
+  const std::int64_t routed = 1024 * 2, hidden = 4096;
+  EXPECT_EQ(term(loop, "moe.combine") - term(grouped, "moe.combine"), routed * hidden * 2);
+  // Grouped GEMMs are not autocast ops: over fp32 weights they run, and keep their tensors, in fp32.
+  const Json mixed = run(base + R"("precision":"bf16_mixed"}})");
+  EXPECT_EQ(term(mixed, "moe.experts_inner"), 2 * term(grouped, "moe.experts_inner"));
+}
+
 TEST(Implementation, SoftmaxDtypeIsOneFieldWithTheExpectedBytes) {
   // Pure bf16, eager attention, B = 1, T = 1024, Llama-2-7B (32 heads, 32 layers). An fp32
   // softmax keeps its fp32 output (4 bytes per score) and P·V a bf16 copy (2); a compute-dtype

@@ -657,6 +657,9 @@ def fms(rec):
             "packed into 4096-token sequences, so every step runs at 4096")
     c.t("optimizer", "adamw", "Trainer default adamw_torch (defaults.yaml sets only adam_epsilon 1e-4)")
     c.t("optimizer_impl", "foreach", "adamw_torch passes neither foreach nor fused: torch 2.4's foreach default on CUDA")
+    if model_key == "mixtral-8x7b":
+        c.t("moe_dispatch", "loop", "transformers 4.48's MixtralSparseMoeBlock loops over the experts (one_hot expert "
+            "mask, index_add_); the grouped experts_implementation came with transformers 5")
     c.t("checkpointing", "full", "defaults.yaml gradient_checkpointing True (HF, use_reentrant default)")
     c.t("attention", "flash", "use_flash_attn True -> attn_implementation flash_attention_2 (flash-attn 2.7.3)")
     c.t("dropout", 0.1 if model_key == "santacoder" else 0.0,

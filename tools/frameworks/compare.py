@@ -122,10 +122,6 @@ FAMILY_GAPS = {
     "stablelm/sdpa": "o_proj saves a copy of the CPU SDPA output (transpose then reshape); memfit takes CUDA "
                      "FlashAttention-2's (B, T, h, d) output, whose reshape is a view (not checked on a GPU)",
     "stablelm_qkv_bias/sdpa": "as stablelm/sdpa",
-    "qwen3_moe": "transformers 5 runs the experts as one torch._grouped_mm over the tokens sorted by expert "
-                 "(its experts' Mul and GroupedMm save the sorted inputs, the routing weights and the fp32 "
-                 "intermediate); memfit counts transformers 4's per-expert loop (Mixtral's block): +8 % fp32, "
-                 "-16 % under autocast, where the CPU emulation keeps _grouped_mm in fp32",
 }
 
 

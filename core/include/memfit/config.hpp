@@ -183,6 +183,12 @@ enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe, kComp
 // LayerNorm written as Python arithmetic in fp32, transformers' CohereLayerNorm: x - mean twice, the
 // rstd and the fp32 normalised x; an RMSNorm model reads it as eager_fp32).
 enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32, kPythonLayerNorm };
+// How a mixture-of-experts block runs its experts: loop (one expert at a time on the tokens routed
+// to it: transformers 4's Mixtral block, LitGPT, Megatron's SequentialMLP) or grouped (the routed
+// tokens sorted by expert through one grouped GEMM each way: transformers 5's default
+// experts_implementation, integrations/moe.py grouped_mm_experts_forward, which runs in the
+// experts' weight dtype: fp32 under autocast over fp32 weights).
+enum class MoeDispatch { kAuto, kLoop, kGrouped };
 // Keys and values a fused attention kernel saves: at the key/value heads (GQA passed through) or
 // repeated to every query head first.
 enum class KvSaved { kAuto, kKvHeads, kQueryHeads };
@@ -235,6 +241,7 @@ struct Implementation {
   // (nn.functional.pad): no copy. Before 4.46 each model's forward rebinds logits = logits.float(),
   // freeing the 16-bit logits as the copy is made: the same peak as no copy.
   Switch loss_shift_copy = Switch::kAuto;
+  MoeDispatch moe_dispatch = MoeDispatch::kAuto;
   bool chunked_loss = false;  // before training.loss: true means loss fused_linear_ce (old links)
 };
 
