@@ -447,6 +447,8 @@ Json applicability(std::string_view path) {
     all.push(when_in("parallel.zero_stage", integers({3})));
   } else if (path == "parallel.gradient_sync") {
     all.push(when_in("parallel.zero_stage", integers({2, 3})));
+  } else if (path == "training.moe_dispatch") {
+    all.push(when_at_least("model.num_experts", 1));
   }
   return all;
 }

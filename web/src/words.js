@@ -295,6 +295,7 @@ export const FIELDS = {
   'training.finetune.nf4_whole_tensor': ['NF4 in one piece', null],
   'parallel.gradient_sync': ['Gradient sync', null],
   'parallel.ddp_bucket_view': ['DDP bucket views', null],
+  'training.moe_dispatch': ['Experts run as', null],
   'parallel.zero_hpz_partition_size': ['ZeRO++ hpZ group', null],
   'parallel.zero_quantized_weights': ['ZeRO++ int8 gathers', null],
   'parallel.zero_quantized_gradients': ['ZeRO++ int4 gradients', null],
