@@ -108,16 +108,8 @@ def _fixture_build(case):
     cfg = AutoConfig.for_model(**case["hf_config"])
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation=case["attention"], dtype=torch.float32)
     model.train()
-    call = model
-    if case["precision"] == "bf16_mixed":
-        # HF Trainer bf16=True: accelerate wraps forward in autocast and upcasts the outputs
-        from accelerate.utils import convert_outputs_to_fp32
-        call = convert_outputs_to_fp32(model.forward)
-
-    def forward(ids, labels):
-        out = call(input_ids=ids, labels=labels)
-        return out["loss"], []
-    return M.Built(model, forward, note="transformers %s %s" % (transformers.__version__, type(model).__name__))
+    return M.Built(model, M.hf_trainer_forward(model, case["precision"]),
+                   note="transformers %s %s" % (transformers.__version__, type(model).__name__))
 
 
 def run_memfit(binary, path, precision, attention):

@@ -127,9 +127,13 @@ def _hf_build(case):
                                                  target_modules=case["peft"]["targets"], lora_dropout=0.0))
         note += " + peft LoRA"
     model.train()
+    return Built(model, hf_trainer_forward(model, case["precision"]), note=note)
 
+
+def hf_trainer_forward(model, precision):
+    """The step's forward as HF Trainer runs a transformers model: forward(ids, labels) -> (loss, held)."""
     call = model
-    if case["precision"] == "bf16_mixed":
+    if precision == "bf16_mixed":
         # accelerate.prepare (HF Trainer, bf16=True): model.forward = convert_outputs_to_fp32(
         # autocast(forward)) -- the returned bf16 logits get an fp32 copy (accelerator.py:1830)
         from accelerate.utils import convert_outputs_to_fp32
@@ -140,7 +144,7 @@ def _hf_build(case):
         # the outputs (and their logits) go out of scope before backward.
         out = call(input_ids=ids, labels=labels)
         return out["loss"], []
-    return Built(model, forward, note=note)
+    return forward
 
 
 def _torchtune_build(case):
