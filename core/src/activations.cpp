@@ -40,6 +40,7 @@ struct Dims {
   bool gelu_kernel;              // gelu_new as torch's tanh GELU kernel (LitGPT), not transformers' Python code
   bool dropout;
   bool residual_dropout;  // dropout masks on the embeddings and both residual branches
+  bool attention_softcap;  // the scores go through tanh soft-capping (Gemma 2)
   bool lora;
   unsigned targets;  // LoRA target bits
   Count rank;
@@ -105,6 +106,7 @@ Dims make_dims(const Config& c) {
   d.gelu_kernel = implementation_profile(impl.framework).gelu_kernel;
   d.dropout = c.training.dropout > 0.0;
   d.residual_dropout = d.dropout && m.residual_dropout;
+  d.attention_softcap = m.attention_softcap;
   d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
   d.rank = c.training.finetune.lora_rank;
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
@@ -266,6 +268,8 @@ void eager_attention_terms(const Dims& d, const GradFlow& g, bool selective, std
     if (d.compute_softmax && scores_grad) add(t, "attention.scale_divisor", d.act);
     // Softmax saves its output for its own gradient; P·V saves the probabilities in the compute
     // dtype for v's gradient: the same storage when the softmax ran in the compute dtype.
+    // Soft-capping (Gemma 2) keeps tanh's output, in the scores' dtype, for tanh's backward.
+    if (scores_grad && d.attention_softcap) add(t, "attention.softcap_tanh", scores * d.act);
     if (scores_grad) add(t, "attention.softmax_output", scores * d.softmax);
     if (d.dropout) {
       add(t, "attention.dropout_mask", scores * kMaskBytes);
@@ -339,7 +343,10 @@ void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::ve
   if (!shared_with_attention) {
     add(t, "mlp.input", linear_inputs(d, d.hidden_split, input_targets, input_grad) * d.input_casts_mlp);
   }
-  add(t, "mlp.inner", mlp_inner(m, d, d.tokens, d.ff));
+  // ReLU's backward reads its output, which is the down projection's input: one storage, counted
+  // there (OPT's fc1 -> ReLU -> fc2; measured: tools/frameworks/families.py, opt). GELU keeps its input.
+  const bool relu_output_is_down_input = m.mlp == MlpKind::kPlain && m.hidden_act == HiddenAct::kRelu && !d.lora;
+  if (!relu_output_is_down_input) add(t, "mlp.inner", mlp_inner(m, d, d.tokens, d.ff));
   add(t, "mlp.down_input", linear_inputs(d, d.ff, kLoraDown));
 }
 
@@ -401,8 +408,10 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   if (d.lora && first_layer) norms = std::max<std::int64_t>(0, norms - (attention_adapted ? 1 : 2));
   Bytes norm_total = norm_bytes(m, d) * norms;
   // A parallel block whose two LayerNorms read the same input (GPT-NeoX / Pythia) saves that
-  // input once: the second norm adds its statistics only.
-  if (m.block == BlockLayout::kParallel && m.norm == NormKind::kLayerNorm && norms == 2 && !d.autocast) {
+  // input once: the second norm adds its statistics only. Under autocast too when the stream is
+  // fp32 (layer_norm's fp32 cast is then no copy; measured: families.py, gpt_neox).
+  if (m.block == BlockLayout::kParallel && m.norm == NormKind::kLayerNorm && norms == 2 &&
+      (!d.autocast || d.stream == kFp32Bytes) && d.impl.norm_kernel != NormKernel::kPythonLayerNorm) {
     norm_total = norm_total - d.tokens * d.hidden_split * d.stream;
   }
   add(t, "norms", norm_total);
@@ -786,6 +795,7 @@ struct LossShape {
   Bytes head_input;      // the head's saved input (nothing when the head is frozen)
   Bytes labels;          // int64 labels
   Bytes logits;          // all logits in the compute dtype
+  bool softcap = false;  // the logits are soft-capped (tanh keeps its output)
 };
 
 // Eager cross-entropy (transformers' ForCausalLMLoss): logits, their fp32 upcast, log_softmax's
@@ -807,9 +817,12 @@ void eager_loss(const LossShape& s, LossModel& out) {
   const Bytes shift_copy = s.d.impl.loss_shift_copy != Switch::kYes ? Bytes{0}
                            : s.d.impl.logits_dtype == LogitsDtype::kFp32 ? s.d.tokens * s.vocab * kFp32Bytes
                                                                           : s.logits;
-  out.forward_bytes = s.head_input + s.logits + upcast + shift_copy + log_probs + s.labels;
+  // Soft-capped logits (Gemma 2): tanh keeps its output, a second logits-sized tensor, until the
+  // loss's gradient reaches it.
+  const Bytes softcap = s.softcap ? s.logits : Bytes{0};
+  out.forward_bytes = s.head_input + s.logits + softcap + upcast + shift_copy + log_probs + s.labels;
   out.grad_bytes = log_probs + (cast ? s.logits : Bytes{0});
-  out.backward_bytes = s.head_input + s.labels + max(log_probs * 3, out.grad_bytes);
+  out.backward_bytes = s.head_input + s.labels + softcap + max(log_probs * 3, out.grad_bytes);
 }
 
 // Per-chunk cross-entropy that keeps every chunk's log-probabilities (torchtune's
@@ -935,6 +948,7 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   s.head_input = head_trainable ? s.d.tokens * s.d.hidden_split * s.d.act : Bytes{0};
   s.labels = s.d.tokens * kInt64Bytes;
   s.logits = s.d.tokens * s.vocab * s.d.act;
+  s.softcap = m.logit_softcap;
   out.head_input_bytes = s.d.tokens * s.d.hidden_split * s.d.act;
   out.head_grad_bytes = head_weight_grad_bytes(c, params);
   const ImplementationProfile& profile = implementation_profile(impl.framework);

@@ -208,6 +208,9 @@ void apply_preset_reference(const Json& json, const Implementation& reference, C
   if (reference.logits_dtype != LogitsDtype::kAuto && !find_path(json, "training.logits_dtype")) {
     impl.logits_dtype = reference.logits_dtype;
   }
+  if (reference.attention != AttentionImpl::kAuto && !find_path(json, "training.attention")) {
+    impl.attention = reference.attention;
+  }
   if (reference.norm_kernel != NormKernel::kAuto && !find_path(json, "training.norm_kernel")) {
     impl.norm_kernel = reference.norm_kernel;
   }

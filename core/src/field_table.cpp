@@ -106,6 +106,11 @@ std::vector<Field> build_fields() {
       MF_BOOL("model.final_norm", model.final_norm, "a norm after the last block"),
       MF_BOOL("model.residual_dropout", model.residual_dropout,
               "dropout on the embeddings and both residual branches (GPT-2, OPT, BERT)"),
+      MF_BOOL("model.attention_softcap", model.attention_softcap,
+              "tanh soft-capping of the attention scores (Gemma 2: attn_logit_softcapping); eager attention keeps "
+              "the tanh output"),
+      MF_BOOL("model.logit_softcap", model.logit_softcap,
+              "tanh soft-capping of the logits (Gemma 2: final_logit_softcapping); the tanh output is kept"),
       MF_ENUM("model.qk_norm", model.qk_norm, QkNorm,
               "norms on queries and keys: per head (Qwen3) or over the whole projection (OLMo-2)", "none",
               "per_head", "full_width"),

@@ -473,6 +473,10 @@ void read_gemma_family(const std::string& type, Reader& r, ModelSpec& m, HfImpor
   // attention and around the MLP: four per block.
   read_llama_like(r, m, true);
   if (type == "gemma2") m.norms_per_block = 4;
+  // Soft-capping is on when its key holds a number (Gemma 2: 50 and 30; Gemma 3: null).
+  const auto capped = [&](const char* key) { const Json* v = r.raw(key); return v && v->is_number(); };
+  m.attention_softcap = capped("attn_logit_softcapping");
+  m.logit_softcap = capped("final_logit_softcapping");
 }
 
 void read_phi_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -807,6 +811,9 @@ HfImport import_hf_config(const Json& json) {
   // input, the rstd and the fp32 normalised x (measured: tools/frameworks/families.py, gemma3_text).
   // OLMo-2's multiplies by its weight before the cast back (modeling_olmo2.py Olmo2RMSNorm).
   if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2") out.reference.norm_kernel = NormKernel::kEagerFp32;
+  // Classes without an SDPA path run eager attention when transformers picks the default (BLOOM;
+  // Gemma 2, whose soft-capping SDPA cannot do: modeling_gemma2.py _supports_sdpa = False).
+  if (t == "bloom" || t == "gemma2") out.reference.attention = AttentionImpl::kEager;
   // Cohere's LayerNorm is Python arithmetic in fp32 (modeling_cohere.py CohereLayerNorm).
   if (t == "cohere") out.reference.norm_kernel = NormKernel::kPythonLayerNorm;
   if (m.hidden_act == HiddenAct::kAuto) read_class_hidden_act(t, json, m, out);

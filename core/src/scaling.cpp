@@ -32,6 +32,9 @@ Json scaling_row(const Config& training_settings, const char* id) {
   if (impl.framework == Framework::kHf && impl.projections == Projections::kAuto) {
     impl.projections = reference.projections;
   }
+  if (impl.framework == Framework::kHf && impl.attention == AttentionImpl::kAuto) {
+    impl.attention = reference.attention;
+  }
   if (impl.framework == Framework::kHf && impl.norm_kernel == NormKernel::kAuto) {
     impl.norm_kernel = reference.norm_kernel;
   }

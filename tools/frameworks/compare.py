@@ -116,12 +116,28 @@ def check_loss_kernels(binary, path):
 # Families whose tiny model's saved activations memfit does not yet model to 1 %, each with what the
 # measurement shows (families.py --explain); reported, not held to the tolerance. Their parameter
 # counts are held exactly like every family's.
+SDPA_OUTPUT_COPY = ("the output projection saves a copy of the CPU SDPA kernel's output (transpose, then reshape); "
+                    "memfit takes CUDA FlashAttention-2's (B, T, h, d) output, whose reshape is a view (not checked on "
+                    "a GPU)")
 FAMILY_GAPS = {
     "gpt_bigcode/sdpa": "the CPU's SDPA saves contiguous copies of the key and value sliced from c_attn's output; "
                         "CUDA FlashAttention takes them strided (as the hf-gpt2 SDPA cases above)",
-    "stablelm/sdpa": "o_proj saves a copy of the CPU SDPA output (transpose then reshape); memfit takes CUDA "
-                     "FlashAttention-2's (B, T, h, d) output, whose reshape is a view (not checked on a GPU)",
-    "stablelm_qkv_bias/sdpa": "as stablelm/sdpa",
+    "stablelm/sdpa": SDPA_OUTPUT_COPY,
+    "stablelm_qkv_bias/sdpa": SDPA_OUTPUT_COPY,
+    "phi/sdpa": SDPA_OUTPUT_COPY,
+    "phi3/sdpa": SDPA_OUTPUT_COPY,
+    "gpt_neox/sdpa": SDPA_OUTPUT_COPY,
+    "falcon/sdpa": "Falcon hands SDPA its causal mask, which the CPU serves with the math kernel (fp32 scores and "
+                   "probabilities saved); CUDA's memory-efficient kernel takes the mask (not checked on a GPU)",
+    "qwen2_moe/sdpa": "not broken down yet (-1.9 % under autocast; exact within 0.5 % in fp32)",
+    "deepseek_v3": "not broken down yet (MLA and DeepSeek's MoE: +1.0 % fp32, -19 % under autocast)",
+}
+# Parameter counts that differ by definition, not by mistake: (difference memfit - transformers per
+# MoE layer and expert, why).
+COUNT_DIFFERENCES = {
+    "deepseek_v3": ("e_score_correction_bias (one value per routed expert in each MoE layer) is a buffer in "
+                    "transformers 5 and a stored tensor in the checkpoint; memfit counts it, as the published "
+                    "671,026,419,200 does"),
 }
 
 
@@ -158,7 +174,15 @@ def check_families(binary, path):
             os.unlink(f.name)
         else:
             full = memfit(file)
-        if full.get("parameter_count") != fam["transformers_count"]:
+        def count_differs(got, want, config):
+            if name in COUNT_DIFFERENCES and got is not None:
+                moe_layers = config.get("num_hidden_layers", 0) - config.get("first_k_dense_replace", 0)
+                return got - want != moe_layers * config.get("n_routed_experts", 0)
+            return got != want
+
+        with open(os.path.join(ROOT, "tests", "fixtures", "hf", fam["fixture"])) as f:
+            full_config = dict(json.load(f), **fam.get("overrides", {}))
+        if count_differs(full.get("parameter_count"), fam["transformers_count"], full_config):
             problems.append(f"{name}: parameter count memfit {full.get('parameter_count')}, transformers "
                             f"{fam['transformers_count']} ({full.get('errors', '')})")
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -169,7 +193,8 @@ def check_families(binary, path):
                 r = memfit(f.name, step["precision"], attention)
                 got = (r.get("breakdown") or {}).get("activations")
                 measured = step["measured_body_bytes_cuda"]
-                if got is None or r.get("parameter_count") != step["measured_parameter_count"]:
+                if got is None or count_differs(r.get("parameter_count"), step["measured_parameter_count"],
+                                                fam["tiny_config"]):
                     problems.append(f"{name} tiny {step['attention']}/{step['precision']}: {r.get('errors')}, "
                                     f"parameters {r.get('parameter_count')} vs {step['measured_parameter_count']}")
                     continue

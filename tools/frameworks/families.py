@@ -49,6 +49,16 @@ FIXTURES = {
     "qwen3": ("Qwen__Qwen3-30B-A3B.json", {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"]}),
     "olmo2": "allenai__OLMo-2-1124-7B.json",
     "gemma": "google__gemma-2b.json",
+    # The other preset families' classes.
+    "gemma2": "google__gemma-2-2b.json",
+    "mixtral": "mistralai__Mixtral-8x7B-v0.1.json",
+    "qwen2_moe": "Qwen__Qwen1.5-MoE-A2.7B.json",
+    "deepseek_v3": "deepseek-ai__DeepSeek-V3.json",
+    "phi": "microsoft__phi-2.json",
+    "phi3": "microsoft__Phi-3-mini-4k-instruct.json",
+    "falcon": "tiiuae__falcon-7b-instruct.json",
+    "gpt_neox": "EleutherAI__pythia-1b.json",
+    "opt": "facebook__opt-125m.json",
 }
 ACTIVATION_TOLERANCE = 0.01
 TINY = dict(vocab=512, hidden=128, layers=2, heads=4, ff=344, head_dim=32, positions=256, batch=2, seq=64)
@@ -87,6 +97,20 @@ def tiny(config):
             d[k] = 2
         elif k in ("max_window_layers",):
             d[k] = TINY["layers"]
+        elif k in ("word_embed_proj_dim",):
+            d[k] = TINY["hidden"]
+        elif k == "first_k_dense_replace":
+            d[k] = 1
+        elif k == "n_routed_experts":
+            d[k] = 8
+        elif k in ("q_lora_rank", "kv_lora_rank") and v:
+            d[k] = 64 if k == "q_lora_rank" else 32
+        elif k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            d[k] = 16
+        elif k == "n_group":
+            d[k] = 2
+        elif k == "topk_group":
+            d[k] = 1
         elif k.endswith("_token_id") and v is not None:
             d[k] = [1] * len(v) if isinstance(v, list) else 1   # inside the tiny vocabulary
         elif ("dropout" in k or "pdrop" in k) and isinstance(v, float):

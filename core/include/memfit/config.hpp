@@ -284,6 +284,10 @@ struct ModelSpec {
   // Dropout on the embeddings and on both residual branches of every block (GPT-2, OPT, BERT:
   // resid_pdrop / hidden_dropout_prob); Llama-era models drop only attention probabilities.
   bool residual_dropout = false;
+  // Gemma 2's soft-capping: tanh(x / cap) * cap on the attention scores (eager attention keeps the
+  // tanh output, one scores-sized tensor) and on the logits (one logits-sized tensor kept).
+  bool attention_softcap = false;
+  bool logit_softcap = false;
   // Encoders (BERT).
   std::int64_t type_vocab_size = 0;  // token-type embedding rows
   bool embedding_norm = false;       // a norm right after the embeddings
