@@ -29,6 +29,7 @@ FAMILY_KEYS = {
     "bart": {"d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
              "encoder_ffn_dim", "decoder_ffn_dim", "activation_function", "normalize_before", "add_final_layer_norm"},
     "roberta": BERT_LIKE_KEYS, "xlm-roberta": BERT_LIKE_KEYS,
+    "gemma2": {"attn_logit_softcapping", "final_logit_softcapping"},
     "deberta-v2": BERT_LIKE_KEYS | {"position_biased_input", "relative_attention", "position_buckets",
                                     "max_relative_positions", "share_att_key", "norm_rel_ebd", "pos_att_type",
                                     "conv_kernel_size", "embedding_size"},

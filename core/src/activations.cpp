@@ -835,9 +835,10 @@ void chunked_loss(const LossShape& s, const ImplementationProfile& p, LossModel&
   const Bytes chunk = chunk_rows * s.vocab * s.loss_element;
   const Bytes copy = p.loss_copies_logits ? s.logits : Bytes{0};
   const Bytes upcast = s.loss_element != s.d.act && p.loss_copies_logits ? chunk : Bytes{0};
-  out.forward_bytes = s.head_input + s.logits + copy + upcast + log_probs + s.labels;
+  const Bytes softcap = s.softcap ? s.logits : Bytes{0};  // the full logits were capped before chunking
+  out.forward_bytes = s.head_input + s.logits + softcap + copy + upcast + log_probs + s.labels;
   out.grad_bytes = s.logits + (s.loss_element != s.d.act ? chunk : Bytes{0});
-  out.backward_bytes = s.head_input + s.labels + log_probs + chunk * 2;
+  out.backward_bytes = s.head_input + s.labels + softcap + log_probs + chunk * 2;
 }
 
 // A fused cross-entropy kernel (unsloth, llm.c's fused classifier, a compiled loss): it keeps the

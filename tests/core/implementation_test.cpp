@@ -100,6 +100,26 @@ TEST(Implementation, ExpertsLoopOrGroupedGemms) {
   EXPECT_EQ(term(mixed, "moe.experts_inner"), 2 * term(grouped, "moe.experts_inner"));
 }
 
+TEST(Implementation, ClassSpecificSavedTensors) {
+  // OPT: ReLU keeps its output, which is fc2's saved input: no separate activation term.
+  const Json opt = run(R"({"model":{"preset":"opt-125m"},"training":{"precision":"fp32","seq_len":512}})");
+  EXPECT_EQ(term(opt, "mlp.inner"), 0);
+  EXPECT_GT(term(opt, "mlp.down_input"), 0);
+  // Gemma 2: eager attention by default (no SDPA path), and the scores' tanh output kept.
+  const Json gemma2 = run(R"({"model":{"preset":"gemma-2-2b"},"training":{"seq_len":512}})");
+  EXPECT_EQ(gemma2.find("implementation")->find("attention")->as_string(), "eager");
+  const std::int64_t scores = 1LL * 8 * 512 * 512;  // heads x T x T, micro-batch 1
+  EXPECT_EQ(term(gemma2, "attention.softcap_tanh"), scores * 2);
+  const Json flash = run(R"({"model":{"preset":"gemma-2-2b"},"training":{"seq_len":512,"attention":"flash"}})");
+  EXPECT_EQ(flash.find("implementation")->find("attention")->as_string(), "flash");
+  EXPECT_EQ(term(flash, "attention.softcap_tanh"), 0);
+  // The capped logits keep a second logits-sized tensor.
+  const Json uncapped =
+      run(R"({"model":{"preset":"gemma-2-2b","logit_softcap":false},"training":{"seq_len":512,"attention":"flash"}})");
+  const auto loss = [](const Json& r) { return *r.find("breakdown")->find("logits_and_loss")->as_exact_integer(); };
+  EXPECT_EQ(loss(flash) - loss(uncapped), 512LL * 256000 * 2);
+}
+
 TEST(Implementation, SoftmaxDtypeIsOneFieldWithTheExpectedBytes) {
   // Pure bf16, eager attention, B = 1, T = 1024, Llama-2-7B (32 heads, 32 layers). An fp32
   // softmax keeps its fp32 output (4 bytes per score) and P·V a bf16 copy (2); a compute-dtype
