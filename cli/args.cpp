@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "args.hpp"
 
 #include <sstream>
@@ -57,6 +58,7 @@ class Parser {
   ParsedArgs run() {
     for (i_ = 0; i_ < args_.size() && out_.errors.empty(); ++i_) one(args_[i_]);
     if (out_.errors.empty()) keep_default_preset();
+    if (out_.errors.empty()) drop_class_knobs_off_hf();
     return std::move(out_);
   }
 
@@ -151,10 +153,14 @@ class Parser {
     set_path(config, "model", *imported.find("model"));
     set_path(config, "model.preset", Json::string(""));
     model_described_ = true;
-    // The model's transformers class's knobs, unless already given.
+    // The model's transformers class's knobs, unless already given; they describe transformers'
+    // code, so they are dropped again when the run's framework turns out not to be hf.
     for (const auto& [key, value] : imported.find("training")->members()) {
       const Json* training = config.find("training");
-      if (!training || !training->find(key)) set_path(config, "training." + key, value);
+      if (!training || !training->find(key)) {
+        set_path(config, "training." + key, value);
+        class_knobs_.push_back(key);
+      }
     }
     for (const Json& w : imported.find("warnings")->items()) out_.request.notes.push_back("note: " + import_issue(path, w));
   }
@@ -182,8 +188,23 @@ class Parser {
     set_path(out_.request.config, "model.preset", Json::string(default_config().model.preset));
   }
 
+  // The class knobs an imported config.json set, kept only under the hf framework (the default):
+  // another framework runs its own code, as a preset's class knobs apply under hf only.
+  void drop_class_knobs_off_hf() {
+    Json& config = out_.request.config;
+    const Json* training = config.find("training");
+    const Json* framework = training ? training->find("framework") : nullptr;
+    if (!training || !framework || !framework->is_string() || framework->as_string() == "hf") return;
+    Json kept = Json::object();
+    for (const auto& [key, value] : training->members()) {
+      if (std::find(class_knobs_.begin(), class_knobs_.end(), key) == class_knobs_.end()) kept.set(key, value);
+    }
+    config.set("training", std::move(kept));
+  }
+
   const std::vector<std::string>& args_;
   const Reader& read_;
+  std::vector<std::string> class_knobs_;
   std::size_t i_ = 0;
   ParsedArgs out_;
   bool model_fields_ = false;     // a flag set a model.* field

@@ -163,18 +163,22 @@ Bytes rms_norm_bytes(const Dims& d, Count elements, Count rows, Bytes input) {
 Bytes norm_bytes(const ModelSpec& m, const Dims& d) {
   const Count td = d.tokens * d.hidden_split;
   const Bytes rstd = d.tokens * kFp32Bytes;
+  // transformers' CohereLayerNorm: x.float(); mean; (x - mean).pow(2).mean(); (x - mean) * rsqrt(...);
+  // weight.float() * that. Each (x - mean) is a new fp32 tensor (pow keeps one, the product the
+  // other), the product the rstd, the weight's product the normalised x when the weight trains, and
+  // the weight's fp32 copy when the weight is 16-bit (measured: families.py). Python arithmetic:
+  // autocast changes none of it.
+  if (m.norm == NormKind::kLayerNorm && d.impl.norm_kernel == NormKernel::kPythonLayerNorm) {
+    const bool frozen = d.lora && !d.peft.norms_trained;
+    const bool weight_16bit = d.lora || d.stream != kFp32Bytes;
+    return td * kFp32Bytes * 2 + rstd + (frozen ? Bytes{0} : td * kFp32Bytes) +
+           (weight_16bit ? Count(m.hidden_size) * kFp32Bytes : Bytes{0});
+  }
   // Autocast runs layer_norm in fp32 (its fp32 op list): a 16-bit input is saved as an fp32 copy,
   // and the weight's fp32 cast with it.
   // Compiled, the cast is fused into the norm's kernel and the 16-bit input is what is saved.
   if (m.norm == NormKind::kLayerNorm && d.autocast && d.stream != kFp32Bytes && d.impl.compile != Switch::kYes) {
     return td * kFp32Bytes + rstd * 2 + Count(m.hidden_size) * kFp32Bytes;
-  }
-  // transformers' CohereLayerNorm: x.float(); mean; (x - mean).pow(2).mean(); (x - mean) * rsqrt(...);
-  // weight.float() * that. Each (x - mean) is a new fp32 tensor (pow keeps one, the product the
-  // other), the product the rstd, the weight's product the normalised x (measured: families.py).
-  if (m.norm == NormKind::kLayerNorm && d.impl.norm_kernel == NormKernel::kPythonLayerNorm) {
-    const bool frozen = d.lora && !d.peft.norms_trained;
-    return td * kFp32Bytes * 2 + rstd + (frozen ? Bytes{0} : td * kFp32Bytes);
   }
   if (m.norm == NormKind::kLayerNorm) return td * d.stream + rstd * 2;
   return rms_norm_bytes(d, td, d.tokens, d.stream);
@@ -377,10 +381,18 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
     // down output and the routing weights (their product's two factors), and the int32 group
     // offsets. The GEMMs are not autocast ops: they run in the experts' weight dtype, fp32 under
     // autocast over fp32 weights (measured: tools/frameworks/families.py, qwen3_moe).
-    const Bytes el = !d.lora && d.stream == kFp32Bytes ? kFp32Bytes : d.act;
+    // torchtitan casts both sides to bf16 itself (models/moe: _run_experts_grouped_mm).
+    const Bytes el = !d.lora && d.stream == kFp32Bytes && d.impl.framework != Framework::kTorchtitan ? kFp32Bytes
+                                                                                                      : d.act;
     add(t, "moe.dispatch_indices", routed * kInt64Bytes * 3 + Count(m.num_experts) * Bytes{4});
     if (inputs_kept) add(t, "moe.expert_inputs", routed * d.hidden * el);
-    add(t, "moe.experts_inner", routed * expert_ff * el * (inputs_kept ? 4 : 3));
+    // Gated: the gate/up output (one storage, two halves) and the activation's output, or only the
+    // gate/up output under a fused activation kernel; plain: the activation's input. Then the down
+    // GEMM's input when the experts train.
+    const bool fused_act = d.impl.activation_kernel == ActivationKernel::kFused ||
+                           d.impl.activation_kernel == ActivationKernel::kFusedInplace;
+    const std::int64_t kept = m.mlp == MlpKind::kGated ? (fused_act ? 2 : 3) : 1;
+    add(t, "moe.experts_inner", routed * expert_ff * el * (kept + (inputs_kept ? 1 : 0)));
     add(t, "moe.combine", routed * d.hidden * el + routed * d.act);
   } else {
     add(t, "moe.dispatch_indices", routed * kInt64Bytes * 2);
@@ -392,6 +404,14 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   const Count ff = shared_expert_ff(c);
   if (!ff.is_zero()) {
     add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (inputs_kept ? d.tokens * ff * d.act : Bytes{0}));
+    // Under autocast over an fp32 stream each of the shared expert's matmuls (gate, up, and
+    // Qwen2-MoE's sigmoid gate) casts the block's input on its own; the router's cast is counted
+    // above. Qwen2-MoE's gate keeps its sigmoid and the shared expert's output for their product
+    // (measured: families.py, qwen2_moe).
+    const bool casts = d.autocast && d.stream == kFp32Bytes && inputs_kept;
+    const std::int64_t own_casts = (m.mlp == MlpKind::kGated ? 2 : 1) + (m.shared_expert_gate ? 1 : 0);
+    if (casts) add(t, "moe.shared_expert_inputs", d.tokens * d.hidden * d.act * own_casts);
+    if (m.shared_expert_gate) add(t, "moe.shared_expert_gate", d.tokens * d.hidden * d.act + d.tokens * d.act);
   }
 }
 

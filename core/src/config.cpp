@@ -211,7 +211,10 @@ void apply_preset_reference(const Json& json, const Implementation& reference, C
   if (reference.attention != AttentionImpl::kAuto && !find_path(json, "training.attention")) {
     impl.attention = reference.attention;
   }
-  if (reference.norm_kernel != NormKernel::kAuto && !find_path(json, "training.norm_kernel")) {
+  // Compiled, the norms fuse whatever the class writes (resolve_implementation): the class's norm
+  // applies to eager code only.
+  if (reference.norm_kernel != NormKernel::kAuto && !find_path(json, "training.norm_kernel") &&
+      impl.compile != Switch::kYes) {
     impl.norm_kernel = reference.norm_kernel;
   }
 }
@@ -268,6 +271,12 @@ ConfigParse parse_config(const Json& json) {
   // Any common spelling of a card ("A100 80GB PCIe", "rtx4090") is read as its id.
   if (const Gpu* gpu = find_gpu(out.config.hardware.gpu)) out.config.hardware.gpu = gpu->id;
   if (preset && preset->is_string()) apply_preset_reference(json, preset_reference(preset->as_string()), out.config);
+  // LitGPT computes soft-capped scores itself, not through SDPA (litgpt/model.py
+  // scaled_dot_product_attention: "with softcapping we cannot use SDPA").
+  if (out.config.training.implementation.framework == Framework::kLitgpt && out.config.model.attention_softcap &&
+      !find_path(json, "training.attention")) {
+    out.config.training.implementation.attention = AttentionImpl::kEager;
+  }
   // The default sequence length (2048) is longer than some models' learned position tables
   // (GPT-2: 1024, BERT: 512); unless the user chose a length, use the longest the model takes.
   ModelSpec& m = out.config.model;

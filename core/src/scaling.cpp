@@ -35,7 +35,7 @@ Json scaling_row(const Config& training_settings, const char* id) {
   if (impl.framework == Framework::kHf && impl.attention == AttentionImpl::kAuto) {
     impl.attention = reference.attention;
   }
-  if (impl.framework == Framework::kHf && impl.norm_kernel == NormKernel::kAuto) {
+  if (impl.framework == Framework::kHf && impl.norm_kernel == NormKernel::kAuto && impl.compile != Switch::kYes) {
     impl.norm_kernel = reference.norm_kernel;
   }
   // Learned positions cap T; the seeds' table ignores that (GPT-2 at T = 2048), as does this one.

@@ -73,6 +73,17 @@ TEST(CliArgs, AnImportedModelBringsItsClassKnobsUnlessGiven) {
   EXPECT_EQ(p.request.config.find("training")->find("softmax_dtype")->as_string(), "compute");
   const ParsedArgs q = parse({"--softmax-dtype", "fp32", "--hf-config", "g.json"}, {{"g.json", gpt2}});
   EXPECT_EQ(q.request.config.find("training")->find("softmax_dtype")->as_string(), "fp32");
+  // They describe transformers' class: another framework, given before or after, runs its own code.
+  for (const auto& args : {std::vector<std::string>{"--hf-config", "g.json", "--framework", "unsloth"},
+                           std::vector<std::string>{"--framework", "litgpt", "--hf-config", "g.json"}}) {
+    const ParsedArgs r = parse(args, {{"g.json", gpt2}});
+    ASSERT_TRUE(r.errors.empty());
+    EXPECT_EQ(r.request.config.find("training")->find("softmax_dtype"), nullptr);
+  }
+  // A knob the user gave stays, whatever the framework.
+  const ParsedArgs u = parse({"--softmax-dtype", "compute", "--hf-config", "g.json", "--framework", "unsloth"},
+                             {{"g.json", gpt2}});
+  EXPECT_EQ(u.request.config.find("training")->find("softmax_dtype")->as_string(), "compute");
 }
 
 TEST(CliArgs, UnknownAndIncompleteOptions) {

@@ -73,6 +73,9 @@ TEST(Implementation, ModelClassesKeepTheirOwnNorms) {
   const Json asked = run(R"({"model":{"preset":"gemma-2b"},"training":{"norm_kernel":"fused"}})");
   EXPECT_EQ(asked.find("implementation")->find("norm_kernel")->as_string(), "fused");
   EXPECT_LT(term(asked, "norms"), term(gemma, "norms"));
+  // Compiled, the class's norm fuses like any other (the class knob applies to eager code).
+  const Json compiled = run(R"({"model":{"preset":"gemma-2b"},"training":{"compile":"yes"}})");
+  EXPECT_EQ(compiled.find("implementation")->find("norm_kernel")->as_string(), "fused");
 }
 
 TEST(Implementation, AParallelBlocksOneNormIsSavedOnceWithoutAutocast) {

@@ -126,7 +126,7 @@ TEST(Parameters, FixturesImportToThePresetCounts) {
 
 // Families imported from config.json alone (no preset): transformers 5.24's own classes, built on
 // the meta device from the same files, count exactly these (tools/frameworks/families.py,
-// out/families.json). Gemma 3 1B's and BLOOM-560m's are also their model cards' counts.
+// out/families.json).
 TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
   const std::pair<const char*, std::int64_t> expected[] = {
       {"bigscience__bloom-560m.json", 559'214'592},

@@ -2242,6 +2242,13 @@ def migrate_handwritten(case):
         a.append("fsdp_use_orig_params true: Lightning Fabric's FSDPStrategy passes use_orig_params=True on torch >= 2.0 "
                  "and LitGPT wraps whole Blocks, so every unit mixes the frozen base with the LoRA weights (the mechanism "
                  "this case's discrepancy notes describe; set when memfit gained the field)")
+    if case["id"] == "lg-hub-gemma2-9b-qlora" and t.get("attention") == "flash":
+        t["attention"] = "eager"
+        a[:] = [l for l in a if not l.startswith("attention flash:")]
+        a.append("attention eager: LitGPT's CausalSelfAttention computes the scores itself when the config soft-caps "
+                 "them, as Gemma 2's does (litgpt/model.py scaled_dot_product_attention: 'with softcapping we cannot "
+                 "use SDPA': q @ k.mT, tanh soft-capping, an additive mask, softmax in fp32, then @ v) (corrected when "
+                 "memfit gained soft-capping)")
     if case["id"] == "tt-l2-7b-qlora-1gpu" and "nf4_whole_tensor" not in t.get("finetune", {}):
         t["finetune"]["nf4_whole_tensor"] = True
         a.append("nf4_whole_tensor true: torchtune's QLoRA of early 2024 required torchao 0.1, whose NF4Tensor quantizes "

@@ -2,7 +2,6 @@
 """The model families memfit imports from config.json, checked against transformers' own classes.
 
     .venv-frameworks/bin/python tools/frameworks/families.py            # -> out/families.json
-    .venv-frameworks/bin/python tools/frameworks/families.py --check    # non-zero exit on a mismatch
     options: --memfit BIN (default build/cli/memfit), --only bloom,gptj, --explain
 
 For each vendored config.json in FIXTURES (tests/fixtures/hf/):
@@ -15,7 +14,8 @@ For each vendored config.json in FIXTURES (tests/fixtures/hf/):
   by measure.py's step (saved-tensor hooks, CUDA-equivalent bytes), in fp32 with eager attention
   and under bf16 autocast with SDPA, against memfit's activations for the same tiny file.
 
-The activations are reported as memfit / measured; --check holds them to ACTIVATION_TOLERANCE.
+The activations are reported as memfit / measured (PROBLEM lines beyond ACTIVATION_TOLERANCE); the
+check is compare.py --check, which knows the gaps explained so far (FAMILY_GAPS, COUNT_DIFFERENCES).
 """
 
 import argparse
@@ -77,9 +77,9 @@ def tiny(config):
             d[k] = TINY["layers"]
         elif k in ("num_attention_heads", "n_head"):
             d[k] = TINY["heads"]
-        elif k == "num_key_value_heads":
+        elif k in ("num_key_value_heads", "num_kv_heads"):
             d[k] = TINY["heads"] if v == heads else (1 if v == 1 else 2)
-        elif k == "intermediate_size":
+        elif k in ("intermediate_size", "ffn_dim", "shared_expert_intermediate_size"):
             d[k] = TINY["ff"]
         elif k == "n_inner" and v is not None:
             d[k] = 4 * TINY["hidden"]
@@ -91,7 +91,7 @@ def tiny(config):
             d[k] = TINY["positions"]
         elif k == "moe_intermediate_size":
             d[k] = 64
-        elif k == "num_experts":
+        elif k in ("num_experts", "num_local_experts"):
             d[k] = 8
         elif k == "num_experts_per_tok":
             d[k] = 2
@@ -160,7 +160,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memfit", default=os.path.join(ROOT, "build", "cli", "memfit"))
     ap.add_argument("--only")
-    ap.add_argument("--check", action="store_true")
     ap.add_argument("--explain", action="store_true")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "families.json"))
     args = ap.parse_args()
@@ -242,7 +241,7 @@ def main():
         print("wrote %s" % args.out, file=sys.stderr)
     for p in problems:
         print("PROBLEM " + p, file=sys.stderr)
-    return 1 if (args.check and problems) else 0
+    return 0
 
 
 if __name__ == "__main__":

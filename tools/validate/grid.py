@@ -77,6 +77,9 @@ def grid():
             # models.py's GPT-2 blocks run attention as transformers' GPT-2 class does: softmax in
             # the compute dtype, causality from a buffer (no mask tensor per layer).
             train = dict(train, softmax_dtype="compute", attention_mask="implicit")
+        if model.get("num_experts"):
+            # models.py's MoE block loops over its experts (Mixtral's transformers 4 block).
+            train = dict(train, moe_dispatch="loop")
         G.append({"name": name, "config": {"model": model, "training": train}})
 
     # GPT-2 style
