@@ -6,6 +6,7 @@
 #include "config_internal.hpp"
 #include "field_table.hpp"
 #include "memfit/gpus.hpp"
+#include "memfit/implementation.hpp"
 #include "memfit/presets.hpp"
 #include "peft.hpp"
 #include "text.hpp"
@@ -191,33 +192,6 @@ void collect_unknown(const Json& root, std::vector<Issue>& warnings) {
   }
 }
 
-// Under the hf framework a preset runs as its transformers class does: the class's implementation
-// knobs (HfImport::reference) apply unless the configuration gives them.
-void apply_preset_reference(const Json& json, const Implementation& reference, Config& config) {
-  Implementation& impl = config.training.implementation;
-  if (impl.framework != Framework::kHf) return;
-  if (reference.softmax_dtype != SoftmaxDtype::kAuto && !find_path(json, "training.softmax_dtype")) {
-    impl.softmax_dtype = reference.softmax_dtype;
-  }
-  if (reference.attention_mask != AttentionMask::kAuto && !find_path(json, "training.attention_mask")) {
-    impl.attention_mask = reference.attention_mask;
-  }
-  if (reference.projections != Projections::kAuto && !find_path(json, "training.projections")) {
-    impl.projections = reference.projections;
-  }
-  if (reference.logits_dtype != LogitsDtype::kAuto && !find_path(json, "training.logits_dtype")) {
-    impl.logits_dtype = reference.logits_dtype;
-  }
-  if (reference.attention != AttentionImpl::kAuto && !find_path(json, "training.attention")) {
-    impl.attention = reference.attention;
-  }
-  // Compiled, the norms fuse whatever the class writes (resolve_implementation): the class's norm
-  // applies to eager code only.
-  if (reference.norm_kernel != NormKernel::kAuto && !find_path(json, "training.norm_kernel") &&
-      impl.compile != Switch::kYes) {
-    impl.norm_kernel = reference.norm_kernel;
-  }
-}
 
 }  // namespace
 
@@ -270,7 +244,9 @@ ConfigParse parse_config(const Json& json) {
   detail::apply_fields(json, out.config, out.errors);
   // Any common spelling of a card ("A100 80GB PCIe", "rtx4090") is read as its id.
   if (const Gpu* gpu = find_gpu(out.config.hardware.gpu)) out.config.hardware.gpu = gpu->id;
-  if (preset && preset->is_string()) apply_preset_reference(json, preset_reference(preset->as_string()), out.config);
+  if (preset && preset->is_string()) {
+    apply_class_reference(preset_reference(preset->as_string()), out.config.training.implementation);
+  }
   // LitGPT computes soft-capped scores itself, not through SDPA (litgpt/model.py
   // scaled_dot_product_attention: "with softcapping we cannot use SDPA").
   if (out.config.training.implementation.framework == Framework::kLitgpt && out.config.model.attention_softcap &&

@@ -1,3 +1,4 @@
+#include <type_traits>
 #include "memfit/implementation.hpp"
 
 #include <array>
@@ -217,6 +218,19 @@ Implementation resolve_implementation(const Implementation& r) {
   }
   out.chunked_loss = out.loss == LossKernel::kFusedLinearCe;
   return out;
+}
+
+void apply_class_reference(const Implementation& reference, Implementation& impl) {
+  if (impl.framework != Framework::kHf) return;
+  const auto take = [](auto& knob, auto value) {
+    if (knob == std::decay_t<decltype(knob)>::kAuto) knob = value;
+  };
+  take(impl.softmax_dtype, reference.softmax_dtype);
+  take(impl.attention_mask, reference.attention_mask);
+  take(impl.projections, reference.projections);
+  take(impl.logits_dtype, reference.logits_dtype);
+  take(impl.attention, reference.attention);
+  if (impl.compile != Switch::kYes) take(impl.norm_kernel, reference.norm_kernel);
 }
 
 const char* to_string(Framework f) {

@@ -21,23 +21,7 @@ Json scaling_row(const Config& training_settings, const char* id) {
   c.hardware.fragmentation = 0.0;
   // The seeds' models run as the seeds' code does (their preset's reference knobs), where the
   // configuration leaves the knobs to the framework.
-  Implementation& impl = c.training.implementation;
-  const Implementation reference = preset_reference(id);
-  if (impl.framework == Framework::kHf && impl.softmax_dtype == SoftmaxDtype::kAuto) {
-    impl.softmax_dtype = reference.softmax_dtype;
-  }
-  if (impl.framework == Framework::kHf && impl.attention_mask == AttentionMask::kAuto) {
-    impl.attention_mask = reference.attention_mask;
-  }
-  if (impl.framework == Framework::kHf && impl.projections == Projections::kAuto) {
-    impl.projections = reference.projections;
-  }
-  if (impl.framework == Framework::kHf && impl.attention == AttentionImpl::kAuto) {
-    impl.attention = reference.attention;
-  }
-  if (impl.framework == Framework::kHf && impl.norm_kernel == NormKernel::kAuto && impl.compile != Switch::kYes) {
-    impl.norm_kernel = reference.norm_kernel;
-  }
+  apply_class_reference(preset_reference(id), c.training.implementation);
   // Learned positions cap T; the seeds' table ignores that (GPT-2 at T = 2048), as does this one.
   c.model.max_position_embeddings = std::max(c.model.max_position_embeddings, c.training.seq_len);
   Config checkpointed = c;

@@ -37,6 +37,11 @@ const ImplementationProfile& implementation_profile(Framework framework);
 // The implementation with every `auto` resolved (never kAuto; chunked_loss folded into loss).
 Implementation resolve_implementation(const Implementation& requested);
 
+// Under the hf framework a model runs as its transformers class does: the class's knobs
+// (HfImport::reference, a preset's preset_reference) replace those still at auto. A class's norm
+// applies to eager code only: compiled, the norms fuse (resolve_implementation).
+void apply_class_reference(const Implementation& reference, Implementation& impl);
+
 const char* to_string(Framework f);
 
 // The configuration with the model as the framework builds it. LitGPT never ties the output head
