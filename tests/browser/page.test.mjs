@@ -186,10 +186,14 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.locator('.architecture > summary').click();
     assert.equal(await p.inputValue(id('model.hidden_size')), '768');
     assert.equal(await p.inputValue(id('model.model_type')), 'gpt2');
-    // The page's numbers are the core's for the imported model.
+    // The page's numbers are the core's for the imported model run as its transformers class runs
+    // (GPT-2: softmax in the compute dtype, fused q/k/v), as `memfit --hf-config` gives.
     const imported = core.importHfConfig(gpt2);
     const { preset: _unused, ...model } = imported.model;
-    await assertShows(p, { model: { preset: '', ...model } });
+    assert.deepEqual(imported.training, { softmax_dtype: 'compute', attention_mask: 'implicit', projections: 'fused' });
+    const plain = core.estimate({ model: { preset: '', ...model } });
+    assert.notEqual(core.estimate({ model: { preset: '', ...model }, training: imported.training }).peak_allocated_bytes, plain.peak_allocated_bytes);
+    await assertShows(p, { model: { preset: '', ...model }, training: imported.training });
 
     // The link reopens the imported model.
     const second = await open(new URL(await p.getByTestId('copy-link').getAttribute('data-href')).search);

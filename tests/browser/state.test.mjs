@@ -1,14 +1,14 @@
 // The page's state (web/src/state.js) in node, over the wasm core through the same engine the
 // worker runs: what a keystroke re-computes and when the details follow the numbers.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 
 import { computed, effect } from '@preact/signals';
 
 import { createAppState } from '../../web/src/state.js';
-import { WASM_DIR, loadNodeCore } from './helpers.mjs';
+import { ROOT, WASM_DIR, loadNodeCore } from './helpers.mjs';
 
 const hasCore = existsSync(join(WASM_DIR, 'memfit.mjs'));
 
@@ -144,6 +144,35 @@ describe('the page state', { skip: hasCore ? false : `no wasm module in ${WASM_D
     assert.equal(state.isEdited('training.seq_len'), true);
     assert.equal(state.isEdited('training.dropout'), false);
     stop();
+    state.dispose();
+  });
+  test('an imported config.json runs as its class under hf, unless a knob is set or the framework is another', async () => {
+    const state = createAppState(directCore(engine), data, { settleMs: 0 });
+    await settle();
+    const text = readFileSync(join(ROOT, 'tests/fixtures/hf/google__gemma-2-9b.json'), 'utf8');
+    const answer = await state.importConfig(text);
+    assert.equal(answer.ok, true);
+    await settle();
+    // Gemma 2's class: eager attention (no SDPA path for soft-capping), fp32 norms.
+    assert.deepEqual(answer.training, { attention: 'eager', norm_kernel: 'eager_fp32' });
+    assert.equal(state.config.value.training.attention, 'eager');
+    assert.equal(state.shown.value.result.implementation.attention, 'eager');
+    // A knob the user sets wins; the others stay the class's.
+    state.setField('training.attention', 'flash');
+    await settle();
+    assert.equal(state.config.value.training.attention, 'flash');
+    assert.equal(state.config.value.training.norm_kernel, 'eager_fp32');
+    // Another framework runs its own code: the class's knobs do not apply.
+    state.setField('training.framework', 'torchtune');
+    await settle();
+    assert.equal(state.config.value.training.norm_kernel, undefined);
+    state.setField('training.framework', 'hf');
+    await settle();
+    assert.equal(state.config.value.training.norm_kernel, 'eager_fp32');
+    // A preset is a model of its own: the imported class's knobs go.
+    state.selectPreset('llama-3-8b');
+    await settle();
+    assert.equal(state.config.value.training.norm_kernel, undefined);
     state.dispose();
   });
 });

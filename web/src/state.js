@@ -18,8 +18,14 @@ const withoutModel = (edits) =>
 
 // The configuration sent to the core: the preset plus only what the user set, each value typed
 // where it is well formed and left as typed where it is not (the core then names the problem).
-export function buildConfig(presetId, edits, fieldByPath) {
+// classKnobs: the imported config.json's class knobs (training.* → value; import_hf_config's
+// `training`), which describe transformers' code: they apply under the hf framework only, and
+// where the user has not set the knob, as on the command line (--hf-config).
+export function buildConfig(presetId, edits, fieldByPath, classKnobs = {}, defaultFramework = 'hf') {
   const config = { model: { preset: presetId } };
+  if ((edits['training.framework'] ?? defaultFramework) === 'hf') {
+    for (const [path, value] of Object.entries(classKnobs)) if (!(path in edits)) setPath(config, path, value);
+  }
   for (const [path, raw] of Object.entries(edits)) setPath(config, path, toConfigValue(fieldByPath.get(path), raw));
   return config;
 }
@@ -65,13 +71,15 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   const planner = signal(linkView.view.planner);  // the planner: open, its inputs, the chosen plan (view.js)
   const pasteText = signal('');
   const imported = signal(null);              // the last import_hf_config answer
+  const classKnobs = signal({});              // its class's knobs (see buildConfig), until the model changes
   const hub = signal({ status: 'idle', message: '' });
 
   // --- derived from the inputs alone -------------------------------------------------------
   const preset = computed(() => presetById.get(presetId.value) ?? null);
   // The model the preset supplies (custom models start from the default model, as the core does).
   const presetModel = computed(() => preset.value?.model ?? defaults.model);
-  const config = computed(() => buildConfig(presetId.value, edits.value, fieldByPath));
+  const config = computed(() =>
+    buildConfig(presetId.value, edits.value, fieldByPath, classKnobs.value, defaults.training.framework));
   const configKey = computed(() => keyOf(config.value));
   const modelKey = computed(() => keyOf(config.value.model));
 
@@ -294,6 +302,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       presetId.value = id;
       edits.value = withoutModel(edits.value);
       imported.value = null;
+      classKnobs.value = {};
     });
   }
 
@@ -307,6 +316,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       presetId.value = defaults.model.preset;
       edits.value = after;
       imported.value = null;
+      classKnobs.value = {};
       applied.value = changed ? { title: 'reset to the defaults', before, after } : null;
     });
   }
@@ -362,6 +372,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       }
       presetId.value = '';
       edits.value = { ...withoutModel(edits.value), ...model };
+      classKnobs.value = Object.fromEntries(Object.entries(answer.training ?? {}).map(([key, value]) => [`training.${key}`, value]));
     });
     return answer;
   }
