@@ -38,6 +38,12 @@ struct Dims {
   bool attention_output_copied;  // a copy of the attention output feeds the output projection (LitGPT)
   bool lora_qkv_padded;          // the q/k/v adapters' output is zero-padded with a saved index_copy (LitGPT)
   bool gelu_kernel;              // gelu_new as torch's tanh GELU kernel (LitGPT), not transformers' Python code
+  // MLA through transformers' attention integrations (DeepSeek-V2/V3 classes): v is a view of
+  // kv_b_proj's output, whose k_nope half the kernel's saved v keeps alive (SDPA), or v is
+  // zero-padded to the q/k head dim, so the kernel's v and output are that wide and o_proj reads a
+  // cropped copy (flash). Zero where neither applies.
+  Count mla_value_view_extra;    // per head: the k_nope values kept alive beside v (SDPA)
+  Count mla_value_pad;           // per head: the zero padding of v and of the output (flash)
   bool dropout;
   bool residual_dropout;  // dropout masks on the embeddings and both residual branches
   bool attention_softcap;  // the scores go through tanh soft-capping (Gemma 2)
@@ -92,8 +98,11 @@ Dims make_dims(const Config& c) {
   // every matmul that reads it; autocast caches casts of weights only, so separate q, k and v
   // projections save three copies, separate gate and up two (docs/frameworks.md, finding 1).
   const bool casts = (r.autocast || kbit_upcast) && d.stream == kFp32Bytes;
-  d.input_casts_qkv =
-      casts && impl.projections == Projections::kSeparate && m.attention_type == AttentionType::kStandard ? 3 : 1;
+  // MLA's two down-projections (q_a or q, and kv_a_proj_with_mqa) read the same input: two copies.
+  d.input_casts_qkv = !casts                                       ? 1
+                      : m.attention_type == AttentionType::kMla    ? 2
+                      : impl.projections == Projections::kSeparate ? 3
+                                                                   : 1;
   d.input_casts_mlp = casts && impl.projections != Projections::kFused && m.mlp == MlpKind::kGated ? 2 : 1;
   // PEFT keeps adapters in fp32 and casts each adapter's input to the adapter's dtype
   // (peft/tuners/lora/layer.py, _cast_input_dtype): one copy per adapter, 16-bit again under
@@ -104,6 +113,14 @@ Dims make_dims(const Config& c) {
   d.attention_output_copied = implementation_profile(impl.framework).attention_output_copied;
   d.lora_qkv_padded = implementation_profile(impl.framework).lora_qkv_padded;
   d.gelu_kernel = implementation_profile(impl.framework).gelu_kernel;
+  d.mla_value_view_extra = d.mla_value_pad = 0;
+  if (m.attention_type == AttentionType::kMla && implementation_profile(impl.framework).transformers_attention) {
+    // integrations/sdpa_attention.py hands SDPA the split view (modeling_deepseek_v3.py expand_kv:
+    // torch.split(kv_nope, [qk_nope_head_dim, v_head_dim])); integrations/flash_attention.py pads
+    // value to the query's head dim and crops the output after (FlashAttention needs one head dim).
+    if (impl.attention == AttentionImpl::kSdpa) d.mla_value_view_extra = m.qk_nope_head_dim;
+    if (impl.attention == AttentionImpl::kFlash && d.head_dim > d.v_head_dim) d.mla_value_pad = d.head_dim - d.v_head_dim;
+  }
   d.dropout = c.training.dropout > 0.0;
   d.residual_dropout = d.dropout && m.residual_dropout;
   d.attention_softcap = m.attention_softcap;
@@ -248,9 +265,11 @@ void flash_attention_terms(const Dims& d, const GradFlow& g, std::vector<NamedBy
     add(t, "attention.flash_qkv", d.tokens * (q_width + kv_heads * (d.head_dim + d.v_head_dim)) * d.act);
     add(t, "attention.flash_output", d.tokens * v_width * d.act);
     add(t, "attention.flash_logsumexp", d.batch * d.heads * lse_rows * kFp32Bytes);
+    if (d.mla_value_view_extra > 0) add(t, "attention.mla_value_storage", d.tokens * d.heads * d.mla_value_view_extra * d.act);
+    if (d.mla_value_pad > 0) add(t, "attention.mla_value_padding", d.tokens * d.heads * d.mla_value_pad * d.act * 2);
   }
   if (d.lora) add(t, "attention.o_input", linear_inputs(d, v_width, kLoraO));
-  else if (d.attention_output_copied) add(t, "attention.o_input", d.tokens * v_width * d.act);
+  else if (d.attention_output_copied || d.mla_value_pad > 0) add(t, "attention.o_input", d.tokens * v_width * d.act);
 }
 
 // Eager attention (Korthikanti et al. 2022 §4.1, for eager PyTorch code with GQA). Q·Kᵀ saves a
@@ -291,10 +310,17 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
   const ModelSpec& m = c.model;
   const bool input_grad = !(d.lora && g.first_lora_layer);
   if (m.attention_type == AttentionType::kMla) {
-    // The compressed latents: q_a (q_lora_rank) and kv_a (kv_lora_rank + rope), each normed and
-    // fed to an up-projection.
-    const Count latent = Count(m.q_lora_rank) + m.kv_lora_rank + m.qk_rope_head_dim;
-    add(t, "attention.mla_latents", d.tokens * latent * (kFp32Bytes + d.act * 2));
+    // The compressed latents: q_a's (q_lora_rank) and kv_a's first kv_lora_rank values, each an
+    // RMSNorm (as the block's norms keep it) on the projection's output whose result an
+    // up-projection reads. kv_a's last qk_rope_head_dim values (the shared rotary key) go to RoPE,
+    // which keeps only cos and sin, except where the norm's fp32 input is a view of the whole
+    // output (no cast: fp32 compute), which keeps it alive. Measured: tools/frameworks/families.py,
+    // deepseek_v3 (modeling_deepseek_v3.py DeepseekV3Attention).
+    const Count q = Count(m.q_lora_rank), kv = Count(m.kv_lora_rank);
+    Bytes latents = rms_norm_bytes(d, d.tokens * kv, d.tokens, d.act) + d.tokens * kv * d.act;
+    if (!q.is_zero()) latents += rms_norm_bytes(d, d.tokens * q, d.tokens, d.act) + d.tokens * q * d.act;
+    if (d.act == kFp32Bytes) latents += d.tokens * Count(m.qk_rope_head_dim) * kFp32Bytes;
+    add(t, "attention.mla_latents", latents);
   }
   add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, kLoraQ | kLoraK | kLoraV | kLoraQkv, input_grad) * d.input_casts_qkv);
   if (d.lora && d.lora_qkv_padded && d.impl.projections == Projections::kQkvFused) {

@@ -72,7 +72,7 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      "fp32); loss/loss_utils.py ForCausalLMLoss (logits.float()); integrations/sdpa_attention.py (enable_gqa)",
      grouped_experts(knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
            P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
-     0, 0, false, false, true, 0},
+     0, 0, false, false, true, 0, false, false, true},
     {Framework::kTorchtune, "torchtune",
      "torchtune recipes: SDPA with K/V expanded to every head, F.rms_norm on an fp32 copy, "
      "CEWithChunkedOutputLoss (8 chunks, every chunk's fp32 log-probabilities kept)",
@@ -117,7 +117,7 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      "deepspeed/runtime/zero/config.py (reduce_bucket_size 5e8); runtime/zero/stage_1_and_2.py and stage3.py (IPG bucket)",
      grouped_experts(knobs(Framework::kDeepspeed, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager,
            K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
-     0, 0, false, false, true, kDeepspeedReduceBucketElements},
+     0, 0, false, false, true, kDeepspeedReduceBucketElements, false, false, true},
     {Framework::kNanogpt, "nanogpt",
      "nanoGPT: SDPA (flash) or a manual path whose masked_fill keeps a boolean mask per layer, a fused c_attn, "
      "nn.GELU, cross-entropy on the logits as computed, the loop keeps the logits",
@@ -138,7 +138,7 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      "unsloth/kernels/cross_entropy_loss.py; kernels/rms_layernorm.py; kernels/rope_embedding.py; kernels/swiglu.py",
      grouped_experts(knobs(Framework::kUnsloth, A::kFlash, S::kFp32, L::kCompute, M::kImplicit, X::kFusedCe, N::kFused,
            K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
-     0, 0, false, false, true, 0},
+     0, 0, false, false, true, 0, false, false, true},
     {Framework::kLiger, "liger",
      "transformers with Liger-Kernel: fused RMSNorm, RoPE and SwiGLU (gradients written over its inputs), fused "
      "linear cross-entropy (no full logits; the head's gradients computed in forward)",
@@ -146,7 +146,7 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      "ops/swiglu.py",
      grouped_experts(knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
            K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
-     0, 0, false, false, true, 0},
+     0, 0, false, false, true, 0, false, false, true},
 }};
 
 bool rows_in_enum_order() {

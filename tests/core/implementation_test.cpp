@@ -58,6 +58,29 @@ std::int64_t term(const Json& r, const std::string& name) {
   return 0;
 }
 
+TEST(Implementation, MlaThroughTransformersAttentionKeepsWhatItsIntegrationsKeep) {
+  // DeepSeek-V3 (MLA: 128 heads, q/k head dim 128 + 64, v head dim 128) under autocast, one layer's terms.
+  const std::int64_t tokens = 1024, heads = 128, nope = 128, qk = 192, v = 128, hidden = 7168;
+  const std::string base = R"({"model":{"preset":"deepseek-v3"},"training":{"micro_batch_size":1,"seq_len":1024,)"
+                           R"("precision":"bf16_mixed","attention":")";
+  // SDPA gets v as a view of kv_b_proj's output: its k_nope half stays alive with it.
+  const Json sdpa = run(base + R"(sdpa"}})");
+  EXPECT_EQ(term(sdpa, "attention.mla_value_storage"), tokens * heads * nope * 2);
+  EXPECT_EQ(term(sdpa, "attention.mla_value_padding"), 0);
+  // FlashAttention gets v zero-padded to the q/k head dim: v and the output are that wide, and
+  // o_proj reads a cropped copy.
+  const Json flash = run(base + R"(flash"}})");
+  EXPECT_EQ(term(flash, "attention.mla_value_padding"), tokens * heads * (qk - v) * 2 * 2);
+  EXPECT_EQ(term(flash, "attention.o_input"), tokens * heads * v * 2);
+  EXPECT_EQ(term(flash, "attention.mla_value_storage"), 0);
+  // Both down-projections cast the fp32 norm output for themselves.
+  EXPECT_EQ(term(sdpa, "attention.qkv_input"), 2 * tokens * hidden * 2);
+  // Another framework's own attention code keeps neither.
+  const Json titan = run(R"({"model":{"preset":"deepseek-v3"},"training":{"framework":"torchtitan","micro_batch_size":1,)"
+                         R"("seq_len":1024,"precision":"bf16_mixed"}})");
+  EXPECT_EQ(term(titan, "attention.mla_value_padding") + term(titan, "attention.mla_value_storage"), 0);
+}
+
 TEST(Implementation, ModelClassesKeepTheirOwnNorms) {
   // Qwen3: an RMSNorm on each query and key head, on bf16 projections under autocast: the fp32
   // upcast, one rstd per head and token, the bf16 normalised copy (tools/frameworks/families.py).

@@ -181,7 +181,7 @@ def main():
         golden = json.load(f)
     moved = [n for n in golden["hashes"] if hashes.get(n) != golden["hashes"][n]]
     added = [n for n in hashes if n not in golden["hashes"]]
-    for name in moved[:10]:
+    for name in moved[:int(os.environ.get("GOLDEN_SHOW", "10"))]:
         print(f"golden: {name} changed" + ("" if name in hashes else " (case no longer generated)"))
         if name in golden["samples"]:
             old = golden["samples"][name]["output"].splitlines()

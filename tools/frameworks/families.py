@@ -196,7 +196,7 @@ def main():
             from transformers import AutoConfig, AutoModelForCausalLM
             cls = AutoModelForCausalLM._model_mapping[type(AutoConfig.for_model(**small))]
             # A class without an SDPA path (BLOOM) trains with eager attention whatever is asked.
-            fast = ("sdpa", "flash") if cls._supports_sdpa else ("eager", "eager")
+            fast = ("sdpa", "sdpa") if cls._supports_sdpa else ("eager", "eager")
             row["sdpa"] = bool(cls._supports_sdpa)
             for precision, attention, memfit_attention in (("fp32", "eager", "eager"), ("bf16_mixed",) + fast):
                 name = "%s-%s-%s" % (family, attention, precision)

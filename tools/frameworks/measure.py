@@ -6,7 +6,7 @@
     .venv-frameworks/bin/python tools/frameworks/measure.py --list
     options: --memfit BIN (default /work/main/build/cli/memfit, then build/cli/memfit), --no-memfit,
              --nanogpt PATH/model.py (default: karpathy/nanoGPT's model.py from the fetched mirror),
-             --out FILE, --explain (per-op table on stderr)
+             --out FILE, --explain (per-op table on stderr: the first layer, or EXPLAIN_LAYERS=N layers)
 
 Each case builds the framework's real model from a tiny config (no weights are downloaded),
 runs two training steps the way the framework's recipe runs them (its loss, its dtype
@@ -772,7 +772,7 @@ def run_once(case, amp):
     }
     if ARGS.explain:
         print("== %s (%s)" % (case["name"], amp or "-"), file=sys.stderr)
-        for L in layers[:1]:
+        for L in layers[:int(os.environ.get("EXPLAIN_LAYERS", "1"))]:
             for tag, e in sorted(L["ops"].items(), key=lambda kv: -kv[1]["bytes"]):
                 print("  L%d %-60s %9d %9d %s" % (L["layer"], tag[:60], e["bytes"], e["cuda_bytes"],
                                                    e["shapes"]), file=sys.stderr)

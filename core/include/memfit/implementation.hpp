@@ -30,6 +30,9 @@ struct ImplementationProfile {
   // GELU of every approximation as one torch kernel that saves its input (LitGPT's
   // F.gelu(x, approximate=config.gelu_approximate)), never transformers' Python gelu_new.
   bool gelu_kernel = false;
+  // Attention runs through transformers' modeling code and its attention integrations
+  // (transformers/integrations/sdpa_attention.py, flash_attention.py): hf and the profiles on it.
+  bool transformers_attention = false;
 };
 
 const ImplementationProfile& implementation_profile(Framework framework);
