@@ -547,8 +547,16 @@ std::vector<NamedBytes> selective_op_terms(const Config& c, const Dims& d, bool 
   if (m.mlp == MlpKind::kGated) mlp_widths.push_back(ff);
   mlp_widths.push_back(ff);
   mlp_widths.push_back(d.hidden_split);
+  // Compiled, the policy becomes tags on the traced graph's nodes, and the min-cut partitioner
+  // (torch/_functorch/partitioners.py, min_cut_rematerialization_partition) saves only values that
+  // backward reads: MUST_SAVE forbids recomputing a node, it does not keep an output nobody reads.
+  // A dense block's last matmul (the down projection) feeds only the residual sum, the next block's
+  // saved input, so its output is not kept; a MoE's expert outputs are, for the routing weights'
+  // gradient.
+  const bool drops_last = d.impl.compile == Switch::kYes && !moe;
   Bytes mlp_side{0};
   for (std::size_t i = 0; i < mlp_widths.size(); ++i) {
+    if (drops_last && i + 1 == mlp_widths.size()) continue;
     if ((widths.size() + i) % 2 == 0) mlp_side += tokens_through_mlp * mlp_widths[i] * d.act;
   }
   std::vector<NamedBytes> t;

@@ -14,6 +14,9 @@ the CPU (CUDA-equivalent rules applied, tools/frameworks/README.md):
 The loss kernels (out/loss_kernels.json, loss_kernels.py): the extra memory PyTorch's loss_parallel
 handlers hold at backward's high point over eager cross-entropy, against memfit's two kernels.
 
+A compiled block under torchtitan's op-level selective checkpointing (out/sac_compile.json,
+sac_compile.py): what the partitioner saves, against memfit's selective_op terms, exactly.
+
 The config.json families (out/families.json, families.py): transformers' parameter count of every
 vendored family's real model, and a tiny model's saved activations, against memfit's import.
 
@@ -151,6 +154,30 @@ COUNT_DIFFERENCES = {
 }
 
 
+def check_sac_compile(binary, path):
+    """memfit's selective_op terms for one compiled block against out/sac_compile.json (sac_compile.py:
+    torchtitan's op-level policy on a compiled Llama-style block, fp32 on the CPU): exact."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        m = json.load(f)
+    d = m["dims"]
+    config = {"model": {"preset": "", "vocab_size": 512, "hidden_size": d["hidden"], "num_hidden_layers": 1,
+                        "num_attention_heads": d["heads"], "num_key_value_heads": d["heads"],
+                        "intermediate_size": d["intermediate"], "max_position_embeddings": d["seq"]},
+              "training": {"framework": "torchtitan", "precision": "fp32", "micro_batch_size": d["batch"],
+                           "seq_len": d["seq"], "checkpointing": "selective_op", "compile": "yes",
+                           "attention": "sdpa", "dropout": 0}}
+    r = json.loads(subprocess.run([binary, "--batch"], input=json.dumps(config) + "\n", capture_output=True,
+                                  text=True, check=True).stdout)
+    if not r.get("ok"):
+        return [f"sac_compile: memfit refused the configuration: {r.get('errors')}"]
+    got = sum(t["bytes"] for t in r["activation_terms_per_layer"])
+    print(f"\ncompiled op-level selective checkpointing (PyTorch {m['torch']}, one block): saved {m['saved_bytes']:,d} B, "
+          f"memfit {got:,d} B")
+    return [] if got == m["saved_bytes"] else [f"sac_compile: memfit {got} B, measured {m['saved_bytes']} B"]
+
+
 def check_families(binary, path):
     """The config.json families (out/families.json, families.py: transformers' own classes on the CPU):
     every parameter count exact (the whole file and the tiny model), and the tiny model's saved
@@ -268,6 +295,7 @@ def main():
         print(f"outside {TOLERANCE:.0%} and unexplained: {name}")
     loss_failures = check_loss_kernels(args.memfit, os.path.join(HERE, "out", "loss_kernels.json"))
     loss_failures += check_families(args.memfit, os.path.join(HERE, "out", "families.json"))
+    loss_failures += check_sac_compile(args.memfit, os.path.join(HERE, "out", "sac_compile.json"))
     for text in loss_failures:
         print(f"outside {TOLERANCE:.0%}: {text}")
     if args.check and (unexplained or failures or loss_failures):
