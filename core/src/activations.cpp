@@ -355,6 +355,10 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   const Count elements = tokens * ff;
   const bool eager =
       d.impl.activation_kernel != ActivationKernel::kFused && d.impl.activation_kernel != ActivationKernel::kFusedInplace;
+  // gpt-oss's clamped SwiGLU (modeling_gpt_oss.py GptOssExperts._apply_gate) keeps six: the
+  // gate/up output (both clamps read strided halves of it), the clamped gate and its sigmoid (their
+  // product), and up + 1 and the gated product (the last product).
+  if (m.mlp == MlpKind::kGated && m.hidden_act == HiddenAct::kClampedSwiglu) return elements * d.act * (eager ? 6 : 2);
   if (m.mlp == MlpKind::kGated) return elements * d.act * (eager ? 3 : 2);
   if (eager && m.hidden_act == HiddenAct::kGeluNew && !d.gelu_kernel) {
     const Bytes promoted = d.autocast ? kFp32Bytes : d.act;
@@ -417,7 +421,10 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
     // GEMM's input when the experts train.
     const bool fused_act = d.impl.activation_kernel == ActivationKernel::kFused ||
                            d.impl.activation_kernel == ActivationKernel::kFusedInplace;
-    const std::int64_t kept = m.mlp == MlpKind::kGated ? (fused_act ? 2 : 3) : 1;
+    const std::int64_t kept = m.mlp != MlpKind::kGated                     ? 1
+                              : fused_act                                  ? 2
+                              : m.hidden_act == HiddenAct::kClampedSwiglu ? 6
+                                                                           : 3;
     add(t, "moe.experts_inner", routed * expert_ff * el * (kept + (inputs_kept ? 1 : 0)));
     add(t, "moe.combine", routed * d.hidden * el + routed * d.act);
   } else {

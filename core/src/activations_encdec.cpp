@@ -342,6 +342,7 @@ Bytes mlp_inner_bytes(const ModelSpec& m, const Run& r, Count tokens, Count ff) 
     case HiddenAct::kGelu:
     case HiddenAct::kGeluPytorchTanh:
     case HiddenAct::kSilu:
+    case HiddenAct::kClampedSwiglu:  // no encoder-decoder uses it; validate() refuses it there
       saved += n * r.act;
       break;
   }

@@ -77,8 +77,9 @@ std::vector<Field> build_fields() {
       MF_ENUM("model.hidden_act", model.hidden_act, HiddenAct,
               "the MLP's activation: auto (SiLU for a gated MLP, GELU otherwise), gelu, relu (T5 v1.0), gelu_new "
               "(transformers' NewGELU: GPT-2, T5 v1.1), silu, gelu_pytorch_tanh (config.json hidden_act / "
-              "activation_function)",
-              "auto", "gelu", "relu", "gelu_new", "silu", "gelu_pytorch_tanh"),
+              "activation_function), clamped_swiglu (gpt-oss: gate and up clamped, (up + 1) · gate · "
+              "sigmoid(1.702 · gate); a gated MLP)",
+              "auto", "gelu", "relu", "gelu_new", "silu", "gelu_pytorch_tanh", "clamped_swiglu"),
       MF_ENUM("model.norm", model.norm, NormKind, "normalisation layer", "layernorm", "rmsnorm"),
       MF_BOOL("model.norm_bias", model.norm_bias, "LayerNorm has a bias"),
       MF_ENUM("model.position_embedding", model.position_embedding, PositionKind,
@@ -109,6 +110,8 @@ std::vector<Field> build_fields() {
       MF_BOOL("model.attention_softcap", model.attention_softcap,
               "tanh soft-capping of the attention scores (Gemma 2: attn_logit_softcapping); eager attention keeps "
               "the tanh output"),
+      MF_BOOL("model.attention_sinks", model.attention_sinks,
+              "a learned sink logit per head joins every softmax row (gpt-oss: one parameter per head and layer)"),
       MF_BOOL("model.logit_softcap", model.logit_softcap,
               "tanh soft-capping of the logits (Gemma 2: final_logit_softcapping); the tanh output is kept"),
       MF_ENUM("model.qk_norm", model.qk_norm, QkNorm,

@@ -664,6 +664,22 @@ void read_gemma3_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   m.qk_norm = QkNorm::kPerHead;
 }
 
+void read_gpt_oss_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // gpt-oss (GptOssForCausalLM, modeling_gpt_oss.py): Llama-style attention with biases on q, k, v
+  // and o and a learned sink logit per head; every layer's MLP is num_local_experts experts of
+  // intermediate_size with biases (gate_up_proj_bias, down_proj_bias) under a router with a bias,
+  // run as a clamped SwiGLU; untied head. GptOssConfig's defaults are gpt-oss-120b's.
+  read_llama_like(r, m, false);
+  m.attention_bias = r.boolean("attention_bias", true);
+  m.attention_sinks = true;
+  m.num_experts = r.integer({"num_local_experts"}, 128, false, 1, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 4, false, 1, max_experts());
+  m.moe_intermediate_size = m.intermediate_size;
+  m.mlp_bias = true;
+  m.router_bias = true;
+  m.hidden_act = HiddenAct::kClampedSwiglu;
+}
+
 // Each model_type's reader (transformers' config class of that name: what its modeling code builds).
 struct FamilyReader {
   std::vector<const char*> types;
@@ -698,6 +714,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"starcoder2"}, read_starcoder2_family},
       {{"cohere"}, read_cohere_family},
       {{"gemma3_text"}, read_gemma3_text_family},
+      {{"gpt_oss"}, read_gpt_oss_family},
   };
   return readers;
 }
@@ -752,7 +769,7 @@ void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec&
 const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
          "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, phi3, falcon, olmo2, deepseek_v2, "
-         "deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, starcoder2, cohere";
+         "deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, starcoder2, cohere, gpt_oss";
 }
 
 HfImport import_hf_config(const Json& json) {
@@ -813,7 +830,8 @@ HfImport import_hf_config(const Json& json) {
   if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2") out.reference.norm_kernel = NormKernel::kEagerFp32;
   // Classes without an SDPA path run eager attention when transformers picks the default (BLOOM;
   // Gemma 2, whose soft-capping SDPA cannot do: modeling_gemma2.py _supports_sdpa = False).
-  if (t == "bloom" || t == "gemma2") out.reference.attention = AttentionImpl::kEager;
+  // gpt-oss's sinks have no SDPA path either (modeling_gpt_oss.py _supports_sdpa = False).
+  if (t == "bloom" || t == "gemma2" || t == "gpt_oss") out.reference.attention = AttentionImpl::kEager;
   // Cohere's LayerNorm is Python arithmetic in fp32 (modeling_cohere.py CohereLayerNorm).
   if (t == "cohere") out.reference.norm_kernel = NormKernel::kPythonLayerNorm;
   if (m.hidden_act == HiddenAct::kAuto) read_class_hidden_act(t, json, m, out);

@@ -67,6 +67,7 @@ void projection_parameters(const ModelSpec& m, Component c, const HeadShape& sha
 void attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
   const HeadShape shape = self_attention_heads(m);
   projection_parameters(m, Component::kAttention, shape, layers, b);
+  if (m.attention_sinks) b.vector(Component::kAttention, "sinks", m.num_attention_heads, layers);
   const Count q_width = shape.heads * shape.head_dim, kv_width = shape.kv_heads * shape.head_dim;
   if (m.qk_norm == QkNorm::kPerHead) {  // Qwen3: RMSNorm over each head's d_head
     b.norm(m, Component::kAttention, "q_norm", m.head_size(), layers);

@@ -67,6 +67,12 @@ void check_attention(const ModelSpec& m, Checks& out) {
 }
 
 void check_mlp(const ModelSpec& m, Checks& out) {
+  if (m.hidden_act == HiddenAct::kClampedSwiglu && m.mlp != MlpKind::kGated) {
+    out.add("model.hidden_act", "clamped_swiglu needs a gated MLP (model.mlp gated): it reads a gate and an up projection");
+  }
+  if (m.attention_sinks && m.attention_type != AttentionType::kStandard) {
+    out.add("model.attention_sinks", "needs model.attention_type standard");
+  }
   const bool has_dense_layers = m.num_experts == 0 || m.first_k_dense_replace > 0;
   if (has_dense_layers && m.intermediate_size < 1) {
     out.add("model.intermediate_size", "must be at least 1 (the model has dense MLP layers)");
@@ -97,6 +103,10 @@ void check_encoder_decoder(const Config& c, Checks& out) {
     out.add("model.attention_type", "mla is not supported for an encoder-decoder (model.is_encoder_decoder)");
   }
   if (m.num_experts > 0) out.add("model.num_experts", "must be 0 for an encoder-decoder (model.is_encoder_decoder)");
+  if (m.hidden_act == HiddenAct::kClampedSwiglu) {
+    out.add("model.hidden_act", "clamped_swiglu (gpt-oss) is not supported for an encoder-decoder (model.is_encoder_decoder)");
+  }
+  if (m.attention_sinks) out.add("model.attention_sinks", "is not supported for an encoder-decoder (model.is_encoder_decoder)");
   if (m.head_dim == 0 && m.hidden_size % m.decoder_heads() != 0) {
     out.add("model.decoder_attention_heads", "must divide model.hidden_size (" + group_digits(m.hidden_size) +
                                                  ") when model.head_dim is not given; got " +

@@ -137,12 +137,28 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       {"bigcode__starcoder2-7b.json", 7'173'923'840},
       {"CohereForAI__aya-23-8B.json", 8'028'033'024},
       {"google__gemma-3-1b-it.json", 999'885'952},
+      // gpt-oss: the model card's totals are 20.91B and 116.83B.
+      {"openai__gpt-oss-20b.json", 20'914'757'184},
+      {"openai__gpt-oss-120b.json", 116'829'156'672},
   };
   for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
 }
 
 TEST(HfImport, FamilyLayouts) {
   const auto model = [](const std::string& file) { return import_hf_config_text(read_fixture(file)).model; };
+  // gpt-oss: a sink per head, biases everywhere, every MLP 32 clamped-SwiGLU experts with biases
+  // under a biased router; no SDPA path (eager attention by default); the model card's 3.61B
+  // active parameters without the embedding.
+  const HfImport oss = import_hf_config_text(read_fixture("openai__gpt-oss-20b.json"));
+  EXPECT_TRUE(oss.model.attention_sinks);
+  EXPECT_TRUE(oss.model.attention_bias && oss.model.mlp_bias && oss.model.router_bias);
+  EXPECT_EQ(oss.model.num_experts, 32);
+  EXPECT_EQ(oss.model.num_experts_per_tok, 4);
+  EXPECT_EQ(oss.model.hidden_act, HiddenAct::kClampedSwiglu);
+  EXPECT_FALSE(oss.model.tie_word_embeddings);
+  EXPECT_EQ(oss.reference.attention, AttentionImpl::kEager);
+  const ParameterCount oss_count = count_parameters(oss.model);
+  EXPECT_EQ(oss_count.active_count.value() - oss.model.vocab_size * oss.model.hidden_size, 3'608'307'264);
   // BLOOM: ALiBi (no position table), a LayerNorm on the embeddings, a tied head.
   const ModelSpec bloom = model("bigscience__bloom-560m.json");
   EXPECT_EQ(bloom.position_embedding, PositionKind::kNone);

@@ -165,6 +165,21 @@ bool documented_exception(const Relation& r, const Config& before, std::int64_t 
     const std::int64_t bytes = before.parallel.zero_stage == 2 ? 4 : 12;
     if (rise <= outside * bytes / before.parallel.tensor) return true;
   }
+  // - Full checkpointing from selective recomputation: backward re-runs a whole block (its tensors
+  //   beside its recomputed attention core) where selective re-runs only the core, the rest being
+  //   kept already. When what full checkpointing keeps is about what selective keeps (T5 at a long
+  //   sequence: each stack's position bias, heads x T x T, is a checkpoint argument of every block),
+  //   the whole block recomputed outweighs the difference: the peak rises by at most one block's
+  //   tensors.
+  if (name == "full checkpointing" && (before.training.checkpointing == Checkpointing::kSelective ||
+                                       before.training.checkpointing == Checkpointing::kSelectiveOp)) {
+    Config none = before;
+    none.training.checkpointing = Checkpointing::kNone;
+    const Estimate e = estimate(none);
+    const ModelSpec& mm = before.model;
+    const std::int64_t blocks = mm.num_hidden_layers + (mm.is_encoder_decoder ? mm.decoder_layers() : 0);
+    if (e.ok() && blocks > 0 && rise <= e.breakdown.activations.value() / blocks) return true;
+  }
   const bool shape = name == "one more layer" || name == "a wider model (one more unit per head)" ||
                      name == "a larger vocabulary";
   if (shape && before.model.nominal_parameter_count > 0) return true;

@@ -59,6 +59,7 @@ FIXTURES = {
     "falcon": "tiiuae__falcon-7b-instruct.json",
     "gpt_neox": "EleutherAI__pythia-1b.json",
     "opt": "facebook__opt-125m.json",
+    "gpt_oss": "openai__gpt-oss-20b.json",
 }
 ACTIVATION_TOLERANCE = 0.01
 TINY = dict(vocab=512, hidden=128, layers=2, heads=4, ff=344, head_dim=32, positions=256, batch=2, seq=64)
@@ -99,6 +100,8 @@ def tiny(config):
             d[k] = TINY["layers"]
         elif k in ("word_embed_proj_dim",):
             d[k] = TINY["hidden"]
+        elif k == "layer_types" and isinstance(v, list):
+            d[k] = v[:TINY["layers"]]
         elif k == "first_k_dense_replace":
             d[k] = 1
         elif k == "n_routed_experts":

@@ -35,7 +35,8 @@ enum class OutputHead { kLm, kNone, kSequenceClassification, kTokenClassificatio
 // (erf), gelu_pytorch_tanh and silu keep their input; relu keeps its output; gelu_new is
 // transformers' NewGELUActivation written in Python ops (four saved tensors). auto: the MLP kind's
 // usual activation (GELU or SiLU: one saved input).
-enum class HiddenAct { kAuto, kGelu, kRelu, kGeluNew, kSilu, kGeluPytorchTanh };  // model.hidden_act
+// kClampedSwiglu: gpt-oss experts, (clamp(up) + 1) · clamp(gate) · σ(1.702 · clamp(gate)).
+enum class HiddenAct { kAuto, kGelu, kRelu, kGeluNew, kSilu, kGeluPytorchTanh, kClampedSwiglu };  // model.hidden_act
 // DeBERTa's relative-position score terms: content-to-position, position-to-content, or both.
 enum class PosAttType { kC2pP2c, kC2p, kP2c };
 
@@ -288,6 +289,9 @@ struct ModelSpec {
   // tanh output, one scores-sized tensor) and on the logits (one logits-sized tensor kept).
   bool attention_softcap = false;
   bool logit_softcap = false;
+  // gpt-oss: a learned logit per head that joins every softmax row and is dropped after (one
+  // parameter per head and layer).
+  bool attention_sinks = false;
   // Encoders (BERT).
   std::int64_t type_vocab_size = 0;  // token-type embedding rows
   bool embedding_norm = false;       // a norm right after the embeddings
