@@ -85,12 +85,27 @@ MODELS = {
                     num_attention_heads=16, num_key_value_heads=4, intermediate_size=3584,
                     max_position_embeddings=4096, tie_word_embeddings=False, num_experts=8,
                     num_experts_per_tok=2),
+    # DeepSeek-V3-style: multi-head latent attention (q through a rank-384 latent, k/v through a
+    # rank-256 latent and a shared 32-wide rotary key; q/k head 64 + 32, v head 64), one dense layer
+    # then MoE layers of 8 routed experts (top 2) and one shared expert (~300 M)
+    "deepseek_v3": dict(model_type="deepseek_v3", vocab_size=32000, hidden_size=1024, num_hidden_layers=4,
+                        num_attention_heads=16, num_key_value_heads=16, intermediate_size=2816,
+                        max_position_embeddings=4096, tie_word_embeddings=False, num_experts=8,
+                        num_experts_per_tok=2, moe_intermediate_size=704, num_shared_experts=1,
+                        first_k_dense_replace=1, q_lora_rank=384, kv_lora_rank=256, qk_rope_head_dim=32,
+                        qk_nope_head_dim=64, v_head_dim=64),
+    # gpt-oss-style: biases everywhere, a learned sink per head, 8 experts (top 2) with biases and the
+    # clamped SwiGLU, no SDPA path (eager or flash only) (~400 M)
+    "gpt_oss": dict(model_type="gpt_oss", vocab_size=32000, hidden_size=1024, num_hidden_layers=4,
+                    num_attention_heads=16, num_key_value_heads=4, intermediate_size=1024,
+                    max_position_embeddings=4096, tie_word_embeddings=False, num_experts=8,
+                    num_experts_per_tok=2, head_dim=64),
 }
 
 # --cpu-smoke: the same families shrunk so the real step loop runs on a CPU in a second or two.
 TINY = dict(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
             max_position_embeddings=256)
-TINY_KV = {"llama": 2, "mistral": 2, "qwen2": 2, "gpt2": 4, "mixtral": 2}
+TINY_KV = {"llama": 2, "mistral": 2, "qwen2": 2, "gpt2": 4, "mixtral": 2, "deepseek_v3": 4, "gpt_oss": 2}
 TINY_BATCH = (2, 32)
 
 
@@ -99,8 +114,13 @@ def model_dims(family, tiny=False):
     if tiny:
         m.update(TINY)
         m["num_key_value_heads"] = TINY_KV[family]
-        if family == "mixtral":
+        if family in ("mixtral", "deepseek_v3", "gpt_oss"):
             m["num_experts"] = 4
+        if family == "deepseek_v3":
+            m.update(moe_intermediate_size=64, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8,
+                     qk_nope_head_dim=16, v_head_dim=16)
+        if family == "gpt_oss":
+            m["head_dim"] = 16
     return m
 
 
@@ -194,6 +214,20 @@ def grid():
     a(case("mixtral", "bf16", "sdpa", 4, 1024))
     a(case("mixtral", "bf16_mixed", "sdpa", 4, 1024, ckpt=True))
     a(case("mixtral", "bf16_mixed", "sdpa", 4, 1024, lora=L))
+    # DeepSeek-V3-style MLA + MoE: SDPA's kernel with unequal q/k and v head dims (the CPU cannot
+    # tell which CUDA kernel keeps what), eager, checkpointing, a long sequence. Under fp32 weights
+    # only: transformers keeps the router's weight in fp32 in a 16-bit model too
+    # (_keep_in_fp32_modules_strict), which memfit does not model (a few bytes per expert and
+    # hidden unit: 0.07 % of DeepSeek-V3's parameter bytes).
+    a(case("deepseek_v3", "bf16_mixed", "sdpa", 4, 1024))
+    a(case("deepseek_v3", "bf16_mixed", "eager", 4, 1024))
+    a(case("deepseek_v3", "bf16_mixed", "sdpa", 1, 4096))
+    a(case("deepseek_v3", "bf16_mixed", "sdpa", 4, 1024, ckpt=True))
+    # gpt-oss-style: sinks and the clamped SwiGLU experts, eager attention (its default)
+    a(case("gpt_oss", "bf16_mixed", "eager", 4, 1024))
+    a(case("gpt_oss", "bf16", "eager", 4, 1024))
+    a(case("gpt_oss", "bf16_mixed", "eager", 4, 1024, ckpt=True))
+    a(case("gpt_oss", "bf16_mixed", "eager", 4, 1024, lora=L))
     # Optional packages, last: FlashAttention-2 (flash_attn) and QLoRA (bitsandbytes)
     a(case("llama", "bf16_mixed", "flash_attention_2", 4, 1024))
     a(case("llama", "bf16", "flash_attention_2", 4, 1024))
@@ -249,8 +283,10 @@ def step_flops(c, tiny=False):
     tokens = c["batch"] * c["seq"]
     attn_proj = d * h * hd * 2 + d * kv * hd * 2
     mlp = (3 if c["family"] != "gpt2" else 2) * d * ff
-    if c["family"] == "mixtral":
+    if c["family"] in ("mixtral", "gpt_oss"):
         mlp = mlp * m["num_experts_per_tok"] + d * m["num_experts"]
+    if c["family"] == "deepseek_v3":   # routed experts and the shared one (the dense first layer as one more)
+        mlp = 3 * d * m["moe_intermediate_size"] * (m["num_experts_per_tok"] + m["num_shared_experts"])
     block_fwd = 2 * tokens * (attn_proj + mlp) + 4 * c["batch"] * c["seq"] ** 2 * h * hd
     fwd = L * block_fwd + 2 * tokens * d * V
     backward = 2 * fwd if not c["lora"] else fwd * 1.1   # frozen weights: input gradients only
@@ -349,6 +385,20 @@ def memfit_model(family, tiny=False):
         "shared_expert_intermediate_size": 0, "shared_expert_gate": False, "router_bias": False,
         "first_k_dense_replace": 0, "attention_type": "standard", "nominal_parameter_count": 0,
     }
+    if family == "deepseek_v3":
+        # DeepseekV3ForCausalLM: MLA, a dense first layer, then routed experts beside a shared expert;
+        # the router's per-expert correction bias is a buffer in transformers 5 (no gradient, no
+        # state), so it is not counted here
+        out.update(attention_type="mla", num_key_value_heads=0, q_lora_rank=m["q_lora_rank"],
+                   kv_lora_rank=m["kv_lora_rank"], qk_rope_head_dim=m["qk_rope_head_dim"],
+                   qk_nope_head_dim=m["qk_nope_head_dim"], v_head_dim=m["v_head_dim"],
+                   moe_intermediate_size=m["moe_intermediate_size"], num_shared_experts=m["num_shared_experts"],
+                   first_k_dense_replace=m["first_k_dense_replace"], router_bias=False)
+    if family == "gpt_oss":
+        # GptOssForCausalLM: attention and expert biases, a sink per head, a biased router, the
+        # experts' clamped SwiGLU
+        out.update(head_dim=m["head_dim"], attention_bias=True, mlp_bias=True, router_bias=True,
+                   attention_sinks=True, hidden_act="clamped_swiglu", moe_intermediate_size=m["intermediate_size"])
     return out
 
 
@@ -442,6 +492,18 @@ def hf_config(c, tiny=False):
     if fam == "mixtral":
         kw.update(num_local_experts=m["num_experts"], num_experts_per_tok=m["num_experts_per_tok"],
                   router_jitter_noise=0.0, output_router_logits=False, sliding_window=None)
+    if fam == "deepseek_v3":
+        kw.update(n_routed_experts=m["num_experts"], num_experts_per_tok=m["num_experts_per_tok"],
+                  moe_intermediate_size=m["moe_intermediate_size"], n_shared_experts=m["num_shared_experts"],
+                  first_k_dense_replace=m["first_k_dense_replace"], q_lora_rank=m["q_lora_rank"],
+                  kv_lora_rank=m["kv_lora_rank"], qk_rope_head_dim=m["qk_rope_head_dim"],
+                  qk_nope_head_dim=m["qk_nope_head_dim"], v_head_dim=m["v_head_dim"], n_group=1, topk_group=1,
+                  num_nextn_predict_layers=0)
+    if fam == "gpt_oss":
+        kw.update(num_local_experts=m["num_experts"], num_experts_per_tok=m["num_experts_per_tok"],
+                  head_dim=m["head_dim"], sliding_window=128, output_router_logits=False)
+        # (alternating sliding and full layers as in gpt-oss; eager attention computes every score
+        # either way, so the window changes no memory)
     return AutoConfig.for_model(m["model_type"], **kw)
 
 

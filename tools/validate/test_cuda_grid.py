@@ -68,7 +68,7 @@ class Plan(unittest.TestCase):
 
     def test_every_axis_is_covered(self):
         ax = cuda_grid.axis_counts(self.cases)
-        self.assertEqual(set(ax["family"]), {"llama", "mistral", "qwen2", "gpt2", "mixtral"})
+        self.assertEqual(set(ax["family"]), {"llama", "mistral", "qwen2", "gpt2", "mixtral", "deepseek_v3", "gpt_oss"})
         self.assertEqual(set(ax["precision"]), {"fp32", "bf16_mixed", "bf16_autocast", "bf16"})
         self.assertEqual(set(ax["attention"]), {"eager", "sdpa", "flash_attention_2"})
         self.assertEqual(set(ax["checkpointing"]), {"full", "none"})
