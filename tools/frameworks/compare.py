@@ -162,20 +162,29 @@ def check_sac_compile(binary, path):
     with open(path) as f:
         m = json.load(f)
     d = m["dims"]
-    config = {"model": {"preset": "", "vocab_size": 512, "hidden_size": d["hidden"], "num_hidden_layers": 1,
-                        "num_attention_heads": d["heads"], "num_key_value_heads": d["heads"],
-                        "intermediate_size": d["intermediate"], "max_position_embeddings": d["seq"]},
-              "training": {"framework": "torchtitan", "precision": "fp32", "micro_batch_size": d["batch"],
-                           "seq_len": d["seq"], "checkpointing": "selective_op", "compile": "yes",
-                           "attention": "sdpa", "dropout": 0}}
-    r = json.loads(subprocess.run([binary, "--batch"], input=json.dumps(config) + "\n", capture_output=True,
-                                  text=True, check=True).stdout)
-    if not r.get("ok"):
-        return [f"sac_compile: memfit refused the configuration: {r.get('errors')}"]
-    got = sum(t["bytes"] for t in r["activation_terms_per_layer"])
-    print(f"\ncompiled op-level selective checkpointing (PyTorch {m['torch']}, one block): saved {m['saved_bytes']:,d} B, "
-          f"memfit {got:,d} B")
-    return [] if got == m["saved_bytes"] else [f"sac_compile: memfit {got} B, measured {m['saved_bytes']} B"]
+    def config(compile_):
+        return {"model": {"preset": "", "vocab_size": 512, "hidden_size": d["hidden"], "num_hidden_layers": 1,
+                          "num_attention_heads": d["heads"], "num_key_value_heads": d["heads"],
+                          "intermediate_size": d["intermediate"], "max_position_embeddings": d["seq"]},
+                "training": {"framework": "torchtitan", "precision": "fp32", "micro_batch_size": d["batch"],
+                             "seq_len": d["seq"], "checkpointing": "selective_op", "compile": compile_,
+                             "attention": "sdpa", "dropout": 0}}
+    lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(config(k)) + "\n" for k in ("yes", "no")),
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    problems = []
+    for line, key, label in zip(lines, ("saved_bytes", "eager_kept_bytes"), ("compiled", "eager")):
+        r = json.loads(line)
+        if not r.get("ok"):
+            problems.append(f"sac_compile {label}: memfit refused the configuration: {r.get('errors')}")
+            continue
+        if key not in m:
+            continue
+        got = sum(t["bytes"] for t in r["activation_terms_per_layer"])
+        print(f"{'' if label == 'eager' else chr(10)}op-level selective checkpointing, {label} (PyTorch {m['torch']}, one "
+              f"block): kept {m[key]:,d} B, memfit {got:,d} B")
+        if got != m[key]:
+            problems.append(f"sac_compile {label}: memfit {got} B, measured {m[key]} B")
+    return problems
 
 
 def check_families(binary, path):

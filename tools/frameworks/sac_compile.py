@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What a compiled block with torchtitan's op-level selective checkpointing saves for backward.
+"""What a block under torchtitan's op-level selective checkpointing keeps for backward, eager and compiled.
 
     .venv-frameworks/bin/python tools/frameworks/sac_compile.py [--out tools/frameworks/out/sac_compile.json]
 
@@ -10,13 +10,21 @@ kernel MUST_SAVE, and everything else PREFER_RECOMPUTE; with training.compile th
 compiled after it is wrapped. Compiled, the policy becomes tags on the traced graph and the
 min-cut partitioner (torch/_functorch/partitioners.py) saves only values that backward reads.
 
-This builds a Llama-style block (RMSNorm, q/k/v/o, SDPA, SwiGLU MLP) in fp32 on the CPU, runs
-it through torch.utils.checkpoint with that policy under torch.compile, and records every storage
-saved for backward that is not a parameter (saved-tensor hooks see what the compiled function
-saves). compare.py --check holds memfit's selective_op terms for the same block, compiled, to it.
+Eager, torch.utils.checkpoint caches every MUST_SAVE output for the recomputation (its
+_CachingTorchDispatchMode), whether backward reads it or not.
+
+This builds a Llama-style block (RMSNorm, q/k/v/o, SDPA, SwiGLU MLP) in fp32 on the CPU and runs
+it through torch.utils.checkpoint with that policy twice:
+  compiled: every storage saved for backward that is not a parameter (saved-tensor hooks see what
+            the compiled function saves);
+  eager:    every storage alive after forward that was not before it, less the block's output,
+            plus the block's input (the checkpoint keeps it) and less the CPU generator state that
+            checkpointing stores to replay randomness (a host tensor on a GPU too).
+compare.py --check holds memfit's selective_op terms for the same block to both, to the byte.
 """
 
 import argparse
+import gc
 import json
 import os
 from collections import defaultdict
@@ -94,25 +102,69 @@ def measure():
     return list(saved.values())
 
 
+def _live_storages():
+    """data_ptr -> (bytes, a tensor's description) of every CPU tensor the interpreter holds."""
+    out = {}
+    for o in gc.get_objects():
+        try:
+            if isinstance(o, torch.Tensor) and o.device.type == "cpu":
+                s = o.untyped_storage()
+                out[s.data_ptr()] = (s.nbytes(), {"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")})
+        except Exception:  # noqa: BLE001  (objects that only look like tensors)
+            continue
+    return out
+
+
+def measure_eager():
+    torch.manual_seed(0)
+    d = DIMS
+    block = Block(d["hidden"], d["intermediate"], d["heads"])
+    x = torch.randn(d["batch"], d["seq"], d["hidden"], requires_grad=True)
+    rng_bytes = torch.get_rng_state().untyped_storage().nbytes()
+    gc.collect()
+    before = _live_storages()
+    y = checkpoint(block, x, use_reentrant=False, context_fn=context_fn)
+    gc.collect()
+    after = _live_storages()
+    kept = []
+    for ptr, (nbytes, desc) in after.items():
+        if ptr in before or ptr == y.untyped_storage().data_ptr():
+            continue
+        if desc["dtype"] == "uint8" and nbytes == rng_bytes:   # the saved generator state (host memory)
+            continue
+        kept.append(dict(desc, storage_bytes=nbytes))
+    kept.append({"shape": list(x.shape), "dtype": "float32", "storage_bytes": x.untyped_storage().nbytes(),
+                 "note": "the block's input, which the checkpoint keeps"})
+    y.sum().backward()
+    return kept
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(HERE, "out", "sac_compile.json"))
     args = ap.parse_args()
     saved = measure()
+    eager = measure_eager()
     out = {
-        "about": "a compiled Llama-style block under torchtitan's op-level selective checkpointing policy, fp32 on "
-                 "the CPU: every non-parameter storage saved for backward (tools/frameworks/sac_compile.py)",
+        "about": "a Llama-style block under torchtitan's op-level selective checkpointing policy, fp32 on the CPU: "
+                 "compiled, every non-parameter storage saved for backward; eager, every storage kept after "
+                 "forward (tools/frameworks/sac_compile.py)",
         "torch": torch.__version__,
         "dims": DIMS,
         "saved": saved,
         "saved_bytes": sum(s["storage_bytes"] for s in saved),
+        "eager_kept": eager,
+        "eager_kept_bytes": sum(s["storage_bytes"] for s in eager),
     }
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")
     for s in saved:
         print("  %-18s %-8s %9d" % (s["shape"], s["dtype"], s["storage_bytes"]))
-    print("saved for backward: %d bytes (%s)" % (out["saved_bytes"], args.out))
+    print("compiled, saved for backward: %d bytes" % out["saved_bytes"])
+    for s in eager:
+        print("  %-18s %-8s %9d" % (s["shape"], s["dtype"], s["storage_bytes"]))
+    print("eager, kept after forward: %d bytes (%s)" % (out["eager_kept_bytes"], args.out))
 
 
 if __name__ == "__main__":
