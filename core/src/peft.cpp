@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "memfit/implementation.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -654,7 +655,8 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
   if (method == FinetuneMethod::kPrefixTuning) {
     // The prefix's keys and values join every layer's (past_key_values): flash attention saves k
     // and v unrepeated, eager attention the copies repeated to every query head.
-    const bool flash = c.training.implementation.attention == AttentionImpl::kFlash;
+    // (The kernel the run resolves to: a profile whose default is flash keeps k and v unrepeated.)
+    const bool flash = resolve_implementation(c.training.implementation).attention == AttentionImpl::kFlash;
     const Count kv_heads = flash ? Count(m.kv_heads()) : Count(m.num_attention_heads);
     // The rotary tables are recomputed for every layer when a cache carries the prefix.
     terms.push_back({"peft.prefix_keys_values",

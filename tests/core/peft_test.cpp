@@ -501,5 +501,24 @@ TEST(Peft, TorchaoNf4InOnePiecePeaksAtLoad) {
   EXPECT_LT(load(false).first, whole);
 }
 
+TEST(Peft, PrefixKeysFollowTheKernelTheRunResolvesTo) {
+  // The prefix's keys and values are kept at the key/value heads by flash attention and repeated to
+  // every query head by transformers' SDPA (a mask is passed): the kernel the profile resolves to
+  // decides, as an explicit one does.
+  const auto prefix = [](const std::string& training) {
+    const Json r = estimate_json(R"({"model":{"preset":"llama-3-8b"},"training":{"finetune":{"method":"prefix_tuning"},)" +
+                                 training + "}}");
+    EXPECT_TRUE(r.find("ok")->as_bool()) << r.dump();
+    for (const Json& t : r.find("activation_terms_per_layer")->items()) {
+      if (t.find("name")->as_string() == "peft.prefix_keys_values") return *t.find("bytes")->as_exact_integer();
+    }
+    return std::int64_t{-1};
+  };
+  const std::int64_t flash = prefix(R"("attention":"flash")"), sdpa = prefix(R"("attention":"sdpa")");
+  EXPECT_LT(flash, sdpa);  // 8 key/value heads against 32
+  EXPECT_EQ(prefix(R"("framework":"unsloth")"), flash);  // unsloth's default kernel is flash
+  EXPECT_EQ(prefix(R"("framework":"hf")"), sdpa);
+}
+
 }  // namespace
 }  // namespace memfit
