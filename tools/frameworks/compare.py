@@ -90,14 +90,21 @@ def measured(case):
             "peak": m.get("step_peak_bytes")}
 
 
+def load_measurement(path):
+    """A measurement file's JSON, or None when it has not been made."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
 def check_loss_kernels(binary, path):
     """memfit's loss kernels against out/loss_kernels.json (loss_kernels.py: PyTorch's eager
     cross-entropy and its loss_parallel handlers, run on the CPU): the extra V-wide fp32 tensor that
     loss_parallel holds at backward's high point, and each kernel's backward in fp32 logits."""
-    if not os.path.exists(path):
+    m = load_measurement(path)
+    if m is None:
         return []
-    with open(path) as f:
-        m = json.load(f)
     fp32 = m["fp32_logits_bytes"]
     def config(loss):
         return {"model": {"preset": "llama-3.2-1b", "vocab_size": m["vocab"]},
@@ -155,12 +162,11 @@ COUNT_DIFFERENCES = {
 
 
 def check_sac_compile(binary, path):
-    """memfit's selective_op terms for one compiled block against out/sac_compile.json (sac_compile.py:
-    torchtitan's op-level policy on a compiled Llama-style block, fp32 on the CPU): exact."""
-    if not os.path.exists(path):
+    """memfit's selective_op terms for one block against out/sac_compile.json (sac_compile.py:
+    torchtitan's op-level policy on a Llama-style block, compiled and eager, fp32 on the CPU): exact."""
+    m = load_measurement(path)
+    if m is None:
         return []
-    with open(path) as f:
-        m = json.load(f)
     d = m["dims"]
     def config(compile_):
         return {"model": {"preset": "", "vocab_size": 512, "hidden_size": d["hidden"], "num_hidden_layers": 1,
@@ -191,10 +197,9 @@ def check_families(binary, path):
     """The config.json families (out/families.json, families.py: transformers' own classes on the CPU):
     every parameter count exact (the whole file and the tiny model), and the tiny model's saved
     activations within TOLERANCE, or at the ratio FAMILY_GAPS records with what memfit lacks there."""
-    if not os.path.exists(path):
+    doc = load_measurement(path)
+    if doc is None:
         return []
-    with open(path) as f:
-        doc = json.load(f)
     import tempfile
     problems = []
     print(f"\nconfig.json families (transformers {doc['versions']['transformers']}, tiny models "
