@@ -556,7 +556,8 @@ std::vector<NamedBytes> selective_op_terms(const Config& c, const Dims& d, bool 
   mlp_widths.push_back(d.hidden_split);
   // Compiled, the policy becomes tags on the traced graph's nodes, and the min-cut partitioner
   // (torch/_functorch/partitioners.py, min_cut_rematerialization_partition) saves only values that
-  // backward reads: MUST_SAVE forbids recomputing a node, it does not keep an output nobody reads.
+  // backward reads: MUST_SAVE forbids recomputing a node (should_ban_recomputation: "marked
+  // MUST_SAVE", as a matmul is banned anyway), it does not keep an output nobody reads.
   // A dense block's last matmul (the down projection) feeds only the residual sum, the next block's
   // saved input, so its output is not kept; a MoE's expert outputs are, for the routing weights'
   // gradient.
