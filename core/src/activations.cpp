@@ -351,15 +351,23 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
 // last product both factors (0.5·x and 1 + tanh): four tensors, three of them fp32 under autocast,
 // whose fp32 op list holds pow (activations.py NewGELUActivation; docs/frameworks.md finding 2).
 // LitGPT runs the same approximation as torch's kernel, F.gelu(x, approximate="tanh"): its input only.
+// The intermediate-wide tensors a gated MLP's activation keeps (the down projection's input
+// apart): gate x, act(gate x) and up x in eager code, gate x and up x under a fused kernel.
+// gpt-oss's clamped SwiGLU (modeling_gpt_oss.py GptOssExperts._apply_gate) keeps six: the gate/up
+// output (both clamps read strided halves of it), the clamped gate and its sigmoid (their
+// product), and up + 1 and the gated product (the last product).
+std::int64_t gated_activation_tensors(const ModelSpec& m, const Dims& d) {
+  const bool fused =
+      d.impl.activation_kernel == ActivationKernel::kFused || d.impl.activation_kernel == ActivationKernel::kFusedInplace;
+  if (fused) return 2;
+  return m.hidden_act == HiddenAct::kClampedSwiglu ? 6 : 3;
+}
+
 Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   const Count elements = tokens * ff;
   const bool eager =
       d.impl.activation_kernel != ActivationKernel::kFused && d.impl.activation_kernel != ActivationKernel::kFusedInplace;
-  // gpt-oss's clamped SwiGLU (modeling_gpt_oss.py GptOssExperts._apply_gate) keeps six: the
-  // gate/up output (both clamps read strided halves of it), the clamped gate and its sigmoid (their
-  // product), and up + 1 and the gated product (the last product).
-  if (m.mlp == MlpKind::kGated && m.hidden_act == HiddenAct::kClampedSwiglu) return elements * d.act * (eager ? 6 : 2);
-  if (m.mlp == MlpKind::kGated) return elements * d.act * (eager ? 3 : 2);
+  if (m.mlp == MlpKind::kGated) return elements * d.act * gated_activation_tensors(m, d);
   if (eager && m.hidden_act == HiddenAct::kGeluNew && !d.gelu_kernel) {
     const Bytes promoted = d.autocast ? kFp32Bytes : d.act;
     return elements * (promoted * 3 + d.act);
@@ -416,15 +424,10 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
                                                                                                       : d.act;
     add(t, "moe.dispatch_indices", routed * kInt64Bytes * 3 + Count(m.num_experts) * Bytes{4});
     if (inputs_kept) add(t, "moe.expert_inputs", routed * d.hidden * el);
-    // Gated: the gate/up output (one storage, two halves) and the activation's output, or only the
-    // gate/up output under a fused activation kernel; plain: the activation's input. Then the down
-    // GEMM's input when the experts train.
-    const bool fused_act = d.impl.activation_kernel == ActivationKernel::kFused ||
-                           d.impl.activation_kernel == ActivationKernel::kFusedInplace;
-    const std::int64_t kept = m.mlp != MlpKind::kGated                     ? 1
-                              : fused_act                                  ? 2
-                              : m.hidden_act == HiddenAct::kClampedSwiglu ? 6
-                                                                           : 3;
+    // Gated: the gate/up output (one storage, two halves) and what the activation keeps beside it
+    // (gated_activation_tensors); plain: the activation's input. Then the down GEMM's input when
+    // the experts train.
+    const std::int64_t kept = m.mlp == MlpKind::kGated ? gated_activation_tensors(m, d) : 1;
     add(t, "moe.experts_inner", routed * expert_ff * el * (kept + (inputs_kept ? 1 : 0)));
     add(t, "moe.combine", routed * d.hidden * el + routed * d.act);
   } else {
