@@ -178,6 +178,7 @@ def check_sac_compile(binary, path):
     lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(config(k)) + "\n" for k in ("yes", "no")),
                            capture_output=True, text=True, check=True).stdout.splitlines()
     problems = []
+    print()
     for line, key, label in zip(lines, ("saved_bytes", "eager_kept_bytes"), ("compiled", "eager")):
         r = json.loads(line)
         if not r.get("ok"):
@@ -186,7 +187,7 @@ def check_sac_compile(binary, path):
         if key not in m:
             continue
         got = sum(t["bytes"] for t in r["activation_terms_per_layer"])
-        print(f"{'' if label == 'eager' else chr(10)}op-level selective checkpointing, {label} (PyTorch {m['torch']}, one "
+        print(f"op-level selective checkpointing, {label} (PyTorch {m['torch']}, one "
               f"block): kept {m[key]:,d} B, memfit {got:,d} B")
         if got != m[key]:
             problems.append(f"sac_compile {label}: memfit {got} B, measured {m[key]} B")
