@@ -53,6 +53,7 @@ struct Dims {
   bool lora_dropout;
   bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
   bool quantized_inputs_retained;   // ... as ctx attributes, which backward does not release
+  bool experts_unquantized;         // a bitsandbytes base leaves the stacked experts as they are
   // What a GPTQ base's CUDA kernel keeps for backward: the dequantised fp16 weight of each of one
   // block's quantised linears (set by activation_model, which has the parameter groups; 0 otherwise).
   Bytes gptq_weights_dense, gptq_weights_moe;
@@ -141,6 +142,7 @@ Dims make_dims(const Config& c) {
   const bool chatglm = d.lora && f.base_bits < 16 && f.quant_method == QuantMethod::kChatglm;
   d.quantized_base_saves_input = (bnb_4bit && (f.bnb_keeps_input || unsloth)) || chatglm;
   d.quantized_inputs_retained = bnb_4bit && f.bnb_keeps_input && !unsloth;
+  d.experts_unquantized = experts_left_unquantized(c);
   return d;
 }
 
@@ -400,6 +402,44 @@ Count shared_expert_ff(const Config& c) {
   return ceil_div(shared, c.parallel.tensor);
 }
 
+// LoRA on the routed experts (training.finetune.lora_targets gate / up / down) and the router.
+struct ExpertAdapters {
+  bool gate_up = false, down = false, router = false;
+};
+
+ExpertAdapters expert_adapters(const Dims& d) {
+  if (!d.lora) return {};
+  const unsigned g = d.peft.grad_targets;
+  return {(g & (kLoraGate | kLoraUp)) != 0, (g & kLoraDown) != 0, (g & kLoraRouter) != 0};
+}
+
+// Stacked experts' LoRA (PEFT's ParamWrapper on transformers 5's 3-D parameters) and what one MoE
+// layer saves for it beyond the grouped GEMMs' own inputs: peft/tuners/lora/layer.py
+// _activate_lora parametrizes each adapted parameter as W + s·B·A (_LoraFactorsProxy: one baddbmm
+// in the weight's dtype, with the adapter factors cast to it), so every forward builds a whole
+// copy of the stack, which the grouped GEMM saves (it needs the weight for its input's gradient),
+// and the baddbmm keeps the cast factors. Measured: tools/frameworks/moe_lora.py.
+Bytes stacked_adapter_bytes(const Config& c, const Dims& d, const ExpertAdapters& a, Count expert_ff, Bytes weight) {
+  const ModelSpec& m = c.model;
+  const Count experts = ceil_div(Count(m.num_experts), c.parallel.expert);
+  const Count up_rows = m.mlp == MlpKind::kGated ? expert_ff * 2 : expert_ff;
+  const Count r = c.training.finetune.lora_rank;
+  Count merged = 0, factors = 0;
+  if (a.gate_up) {
+    const Count rank = r * (m.mlp == MlpKind::kGated ? 2 : 1) * experts;
+    merged += experts * up_rows * d.hidden;
+    factors += rank * (d.hidden + up_rows);
+  }
+  if (a.down) {
+    merged += experts * expert_ff * d.hidden;
+    factors += r * experts * (expert_ff + d.hidden);
+  }
+  // The factors are cast only when they are not already in the weight's dtype (fp32 adapters
+  // over a 16-bit base); a cast of nothing is the parameter itself, which is not an activation.
+  const bool cast = d.adapter_input_copies;
+  return merged * weight + (cast ? factors * weight : Bytes{0});
+}
+
 // Mixture of experts as Hugging Face's Mixtral block dispatches it: an fp32 router softmax, top-k
 // indices and renormalised weights, the nonzero() index pairs of each expert, and per routed
 // token the gathered input, the expert's MLP tensors and the weighted combine.
@@ -408,10 +448,18 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   const Count k = m.num_experts_per_tok, routed = d.tokens * k;
   const Count expert_ff = ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor);
   const bool inputs_kept = !d.lora || d.quantized_base_saves_input;  // trainable, or 4-bit bitsandbytes
-  if (inputs_kept) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
+  const ExpertAdapters adapters = expert_adapters(d);
+  const bool stacked = d.impl.moe_dispatch == MoeDispatch::kGrouped;
+  if (inputs_kept || adapters.router) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
+  if (adapters.router && !inputs_kept) {
+    // The adapted router: its weight merged with the adapter (stacked: a ParamWrapper), or
+    // LoRA's A·x (an nn.Linear router: transformers 4, LitGPT).
+    add(t, "moe.router_adapter", stacked ? Count(m.num_experts) * d.hidden * d.act
+                                         : d.tokens * d.rank * d.adapter_element);
+  }
   add(t, "moe.router_softmax", d.tokens * m.num_experts * kFp32Bytes);
   add(t, "moe.topk", d.tokens * k * kInt64Bytes + d.tokens * k * kFp32Bytes + d.tokens * kFp32Bytes);
-  if (d.impl.moe_dispatch == MoeDispatch::kGrouped) {
+  if (stacked) {
     // transformers 5's grouped_mm_experts_forward (integrations/moe.py): the routed rows gathered in
     // expert order (the gather, the routing weights' and the restoring gather each keep their int64
     // indices), one grouped GEMM up (its input kept when the experts train) into gate and up (one
@@ -420,21 +468,34 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
     // offsets. The GEMMs are not autocast ops: they run in the experts' weight dtype, fp32 under
     // autocast over fp32 weights (measured: tools/frameworks/families.py, qwen3_moe).
     // torchtitan casts both sides to bf16 itself (models/moe: _run_experts_grouped_mm).
-    const Bytes el = !d.lora && d.stream == kFp32Bytes && d.impl.framework != Framework::kTorchtitan ? kFp32Bytes
-                                                                                                      : d.act;
+    // bitsandbytes leaves the stacked experts unquantised (it replaces nn.Linear modules only), so a
+    // 4-bit base keeps no input for them; under LoRA a GEMM keeps its input when its weight, merged
+    // with an adapter, needs a gradient.
+    // Quantised experts (unsloth's) are dequantised to the compute dtype for their GEMMs.
+    const bool experts_quantized = d.lora && c.training.finetune.base_bits < 16 && !d.experts_unquantized;
+    const Bytes el = d.impl.framework == Framework::kTorchtitan || experts_quantized ? d.act : d.stream;
+    const bool base_input = experts_quantized && d.quantized_base_saves_input;
+    const bool up_input = !d.lora || adapters.gate_up || base_input;
+    const bool down_input = !d.lora || adapters.down || base_input;
     add(t, "moe.dispatch_indices", routed * kInt64Bytes * 3 + Count(m.num_experts) * Bytes{4});
-    if (inputs_kept) add(t, "moe.expert_inputs", routed * d.hidden * el);
+    if (up_input) add(t, "moe.expert_inputs", routed * d.hidden * el);
     // Gated: the gate/up output (one storage, two halves) and what the activation keeps beside it
     // (gated_activation_tensors); plain: the activation's input. Then the down GEMM's input when
-    // the experts train.
+    // its weight needs a gradient.
     const std::int64_t kept = m.mlp == MlpKind::kGated ? gated_activation_tensors(m, d) : 1;
-    add(t, "moe.experts_inner", routed * expert_ff * el * (kept + (inputs_kept ? 1 : 0)));
+    add(t, "moe.experts_inner", routed * expert_ff * el * (kept + (down_input ? 1 : 0)));
     add(t, "moe.combine", routed * d.hidden * el + routed * d.act);
+    if (d.lora) add(t, "moe.merged_expert_weights", stacked_adapter_bytes(c, d, adapters, expert_ff, el));
   } else {
     add(t, "moe.dispatch_indices", routed * kInt64Bytes * 2);
-    if (inputs_kept) add(t, "moe.expert_inputs", routed * d.hidden * d.act);
-    add(t, "moe.experts_inner",
-        mlp_inner(m, d, routed, expert_ff) + (inputs_kept ? routed * expert_ff * d.act : Bytes{0}));
+    // An nn.Linear per expert: LoRA adapters on them keep what a dense layer's keep, on the rows
+    // routed to each expert (linear_inputs).
+    Dims e = d;
+    e.tokens = routed;
+    const Bytes up_inputs = !d.lora ? routed * d.hidden * d.act : linear_inputs(e, d.hidden, kLoraGate | kLoraUp);
+    const Bytes down_inputs = !d.lora ? routed * expert_ff * d.act : linear_inputs(e, expert_ff, kLoraDown);
+    add(t, "moe.expert_inputs", up_inputs);
+    add(t, "moe.experts_inner", mlp_inner(m, d, routed, expert_ff) + down_inputs);
     add(t, "moe.combine", routed * (d.hidden * 2 + 1) * d.act);
   }
   const Count ff = shared_expert_ff(c);
@@ -512,8 +573,9 @@ Bytes retained_inputs(const Config& c, const Dims& d, bool moe, bool first_layer
   if (moe) {
     const Count routed = d.tokens * m.num_experts_per_tok;
     const Count expert_ff = ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor);
-    return kept + (d.tokens * d.hidden_split + routed * d.hidden + routed * expert_ff + d.tokens * shared_expert_ff(c)) *
-                      d.act;
+    // Stacked experts that bitsandbytes left unquantised keep no ctx inputs.
+    const Count expert_inputs = d.experts_unquantized ? Count(0) : routed * d.hidden + routed * expert_ff;
+    return kept + (d.tokens * d.hidden_split + expert_inputs + d.tokens * shared_expert_ff(c)) * d.act;
   }
   if (!frozen_first_attention) kept += d.tokens * d.hidden_split * d.act;  // gate / up
   return kept + d.tokens * d.ff * d.act;                                  // down
@@ -692,6 +754,17 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   const bool in_place = d.impl.activation_kernel == ActivationKernel::kFusedInplace && c.model.mlp == MlpKind::kGated;
   const Bytes mlp_grads = d.tokens * d.ff * d.act * (in_place ? 1 : 3);
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
+  // LoRA on stacked experts: the grouped GEMM's backward returns the gradient of the whole merged
+  // weight (W + s·B·A needs one for B and A), the size of the stack, before the baddbmm's backward
+  // reduces it to the factors' (the larger of gate_up's and down's, one at a time).
+  const ExpertAdapters adapters = expert_adapters(d);
+  if (c.model.num_experts > 0 && d.impl.moe_dispatch == MoeDispatch::kGrouped && (adapters.gate_up || adapters.down)) {
+    const Count experts = ceil_div(Count(c.model.num_experts), c.parallel.expert);
+    const Count expert_ff = ceil_div(Count(c.model.moe_intermediate_size), c.parallel.tensor);
+    const Count up_rows = c.model.mlp == MlpKind::kGated ? expert_ff * 2 : expert_ff;
+    const Count largest = adapters.gate_up ? up_rows : expert_ff;
+    working += experts * largest * d.hidden * d.stream;
+  }
   if (tr.float8 != Float8::kNone) {
     // torchao's Float8Linear backward casts grad_output to fp8 twice (two layouts), the weight and
     // the input once more (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args): one

@@ -251,9 +251,9 @@ std::vector<Field> build_fields() {
              "RandLoRA, DeLoRA, GraLoRA, TinyLoRA, SHiRA)"),
       [] {
         Field f = make_field("training.finetune.lora_targets", FieldKind::kTargets,
-                             "modules a method adapts (qkv: one fused q/k/v projection, as GPT-2's c_attn; IA3 "
-                             "scales down's input and the others' output)");
-        f.choices = {"q", "k", "v", "o", "gate", "up", "down", "head", "qkv"};
+                             "modules a method adapts (qkv: one fused q/k/v projection, as GPT-2's c_attn; router: a "
+                             "mixture of experts' router; IA3 scales down's input and the others' output)");
+        f.choices = {"q", "k", "v", "o", "gate", "up", "down", "head", "qkv", "router"};
         f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.lora_targets; };
         return f;
       }(),

@@ -87,7 +87,7 @@ ParameterCount trained_view(const Config& c, const ParameterCount& params) {
 
 std::vector<Shape> trainable_shapes(const Config& c, const ParameterCount& params) {
   if (!is_peft(c)) return all_parameters(trained_view(c, params));
-  return peft_parameters(c.model, params, c.training.finetune).trainable;
+  return peft_parameters(c, params).trainable;
 }
 
 TrainableCounts trainable_counts(const Config& c, const ParameterCount& params, Count base_parameter_count) {
@@ -96,7 +96,7 @@ TrainableCounts trainable_counts(const Config& c, const ParameterCount& params, 
     return {mul_div(trained, base_parameter_count, max(params.total_count, Count(1))), Count(0), Bytes{0}};
   }
   if (!is_peft(c)) return {base_parameter_count, Count(0), Bytes{0}};
-  const PeftParameters p = peft_parameters(c.model, params, c.training.finetune);
+  const PeftParameters p = peft_parameters(c, params);
   return {p.trainable_count(), p.added_count(), p.buffer_bytes};
 }
 
@@ -104,19 +104,19 @@ TrainableCounts trainable_counts(const Config& c, const ParameterCount& params, 
 // 16 bit, as bitsandbytes / transformers leave them, or in fp32 after PEFT's
 // prepare_model_for_kbit_training (peft/utils/other.py: every fp16 / bf16 parameter of a k-bit model
 // is cast with param.data.to(torch.float32)).
-Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantized) {
+Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantized, bool experts_unquantized) {
   const bool upcast = kbit_upcast(f);
   const Bytes kept = upcast ? max(unquantized, kFp32Bytes) : unquantized;
   if (f.base_bits == 16) return g.elements_each() * unquantized;
-  if (!g.linear) return g.elements_each() * kept;
+  if (!g.linear || (experts_unquantized && g.component == Component::kExperts)) return g.elements_each() * kept;
   if (f.quant_method == QuantMethod::kGptq) return gptq_bytes(g, f);
   if (f.quant_method == QuantMethod::kChatglm) return chatglm_bytes(g, f);
   return f.base_bits == 8 ? int8_bytes(g) : four_bit_bytes(g, f);
 }
 
-Bytes frozen_base_bytes(const ParameterCount& params, const Finetune& f, Bytes unquantized) {
+Bytes frozen_base_bytes(const ParameterCount& params, const Finetune& f, Bytes unquantized, bool experts_unquantized) {
   Bytes total{0};
-  for (const TensorGroup& g : params.groups) total += frozen_bytes_each(g, f, unquantized) * g.count;
+  for (const TensorGroup& g : params.groups) total += frozen_bytes_each(g, f, unquantized, experts_unquantized) * g.count;
   return total;
 }
 

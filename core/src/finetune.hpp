@@ -55,6 +55,17 @@ inline bool kbit_upcast(const Finetune& f) {
 }
 inline bool kbit_fp32_stream(const Finetune& f) { return f.method != FinetuneMethod::kFull && kbit_upcast(f); }
 
+// bitsandbytes quantises nn.Linear modules only (transformers/integrations/bitsandbytes.py
+// replace_with_bnb_linear), so transformers 5's stacked 3-D expert parameters stay in their load
+// dtype under a 4- or 8-bit base, and in fp32 after prepare_model_for_kbit_training
+// (bitsandbytes issue #1849: "the dominant share of an MoE's weights ... silently skipped and stay
+// full precision"). unsloth quantises them itself (unsloth-zoo PR #527, Params4bit experts).
+inline bool experts_left_unquantized(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  return is_peft(c) && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes && stacked_experts(c) &&
+         c.training.implementation.framework != Framework::kUnsloth;
+}
+
 // Full fine-tuning of some blocks only (training.finetune.trainable_layers >= 0).
 inline bool trains_some_layers(const Config& c) {
   return !is_peft(c) && c.training.finetune.trainable_layers >= 0;
@@ -81,8 +92,11 @@ TrainableCounts trainable_counts(const Config& config, const ParameterCount& par
 
 // The frozen base of a parameter-efficient run: 16-bit (or fp32) weights, int8, or 4-bit
 // (bitsandbytes NF4 / FP4, with or without double quantisation).
-Bytes frozen_base_bytes(const ParameterCount& params, const Finetune& finetune, Bytes unquantized);
-Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized);  // one tensor of a group
+// `experts_unquantized`: the routed experts stay unquantised (experts_left_unquantized).
+Bytes frozen_base_bytes(const ParameterCount& params, const Finetune& finetune, Bytes unquantized,
+                        bool experts_unquantized = false);
+Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized,
+                        bool experts_unquantized = false);  // one tensor of a group
 
 // The largest trainable tensor's elements (the per-parameter optimizer loop's temporary).
 Count largest_trainable_tensor(const Config& config, const ParameterCount& params);

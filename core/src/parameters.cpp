@@ -20,8 +20,8 @@ class GroupBuilder {
   void vector(Component c, const char* name, Count size, Count count) {
     out_.push_back({c, name, size, 0, count, false, 0, layer_});
   }
-  void matrix(Component c, const char* name, Count rows, Count cols, Count count) {
-    out_.push_back({c, name, rows, cols, count, false, 0, layer_});
+  void matrix(Component c, const char* name, Count rows, Count cols, Count count, unsigned lora_target = 0) {
+    out_.push_back({c, name, rows, cols, count, false, lora_target, layer_});
   }
   // LayerNorm has weight and (optionally) bias; RMSNorm has a weight only.
   void norm(const ModelSpec& m, Component c, const char* name, Count size, Count count) {
@@ -122,7 +122,9 @@ void mlp_parameters(const ModelSpec& m, Component c, Count ff, Count count, Grou
 // A mixture-of-experts MLP (Shazeer et al. 2017; Mixtral, DeepSeekMoE): a router d → E, E routed
 // experts, optional shared experts that every token uses, and Qwen2-MoE's shared-expert gate.
 void moe_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
-  b.matrix(Component::kRouter, "router", m.num_experts, m.hidden_size, layers);
+  // Not a quantised linear: bitsandbytes skips the router (transformers 5: not an nn.Linear), but
+  // LoRA can target it.
+  b.matrix(Component::kRouter, "router", m.num_experts, m.hidden_size, layers, kLoraRouter);
   if (m.router_bias) b.vector(Component::kRouter, "router_bias", m.num_experts, layers);
   mlp_parameters(m, Component::kExperts, m.moe_intermediate_size, layers * m.num_experts, b);
   const Count shared_ff = m.shared_expert_intermediate_size > 0

@@ -41,9 +41,12 @@ Count linear_count(const std::vector<AdaptedLinear>& linears) {
 // adds a magnitude vector [out] (lora/dora.py); LoRA-FA freezes A (peft/optimizers/lorafa.py);
 // DeLoRA adds a scalar λ (delora/layer.py); AdaLoRA an SVD-style E [r, 1] (adalora/layer.py);
 // HiRA (hira/layer.py) has LoRA's A and B, applied as a Hadamard product with the weight.
+// On stacked experts (peft/tuners/lora/layer.py ParamWrapper.update_layer): one adapter over the
+// whole stack, A [r·E, in] and B [out, r·E], at rank 2r on the fused gate_up_proj
+// (peft/utils/transformers_weight_conversion.py _convert_peft_config_moe: rank_pattern r × 2).
 void low_rank(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
-  const Count r = f.lora_rank;
   for (const AdaptedLinear& a : linears) {
+    const Count r = Count(f.lora_rank) * a.rank_factor * a.stack;
     if (f.method == FinetuneMethod::kLoraFa) b.freeze(r, a.in, a.count);
     else b.train(r, a.in, a.count);
     b.train(a.out, r, a.count);
@@ -318,11 +321,39 @@ Count PeftParameters::added_count() const {
   return n;
 }
 
-std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets) {
+bool stacked_experts(const Config& c) {
+  return c.model.num_experts > 0 &&
+         resolve_implementation(c.training.implementation).moe_dispatch == MoeDispatch::kGrouped;
+}
+
+std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets, bool stacked_experts) {
   std::vector<AdaptedLinear> out;
   const std::vector<TensorGroup>& g = params.groups;
+  // The MoE layers these groups hold: one router each (a GPU's share under pipeline parallelism).
+  Count moe_layers = 0;
+  for (const TensorGroup& group : g) {
+    if (group.component == Component::kRouter && !group.cols.is_zero()) moe_layers = group.count;
+  }
+  const TensorGroup* stacked_gate = nullptr;
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (g[i].cols.is_zero() || g[i].lora_target == 0) continue;
+    if (stacked_experts && g[i].component == Component::kExperts && !moe_layers.is_zero()) {
+      if (!(g[i].lora_target & targets)) continue;
+      const Count stack = g[i].count / moe_layers;
+      AdaptedLinear a{g[i].cols, g[i].rows, moe_layers, g[i].lora_target, g[i].component, stack, 1};
+      if (g[i].lora_target == kLoraGate) {  // held until up joins it (parameters.cpp: gate, then up)
+        stacked_gate = &g[i];
+        continue;
+      }
+      if (g[i].lora_target == kLoraUp && stacked_gate) {  // gate_up_proj: [E, 2·ff, d]
+        a.out += stacked_gate->rows;
+        a.target = kLoraGate | kLoraUp;
+        a.rank_factor = 2;
+        stacked_gate = nullptr;
+      }
+      out.push_back(a);
+      continue;
+    }
     if (g[i].lora_target & targets) out.push_back({g[i].cols, g[i].rows, g[i].count, g[i].lora_target, g[i].component});
     // A fused q/k/v: this block's q with the k and v weights that follow it (parameters.cpp order).
     if ((targets & kLoraQkv) && g[i].lora_target == kLoraQ) {
@@ -334,6 +365,11 @@ std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigne
       }
       out.push_back(fused);
     }
+  }
+  // gate without up (validate_peft reports it: PEFT refuses to adapt half of gate_up_proj).
+  if (stacked_gate) {
+    out.push_back({stacked_gate->cols, stacked_gate->rows, moe_layers, kLoraGate, Component::kExperts,
+                   stacked_gate->count / moe_layers, 1});
   }
   return out;
 }
@@ -362,10 +398,12 @@ void modules_to_save(const ParameterCount& params, unsigned which, PeftParameter
 
 }  // namespace
 
-PeftParameters peft_parameters(const ModelSpec& m, const ParameterCount& params, const Finetune& f) {
+PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
+  const ModelSpec& m = c.model;
+  const Finetune& f = c.training.finetune;
   PeftParameters out;
   Builder b{out};
-  const std::vector<AdaptedLinear> linears = adapted_linears(params, f.lora_targets);
+  const std::vector<AdaptedLinear> linears = adapted_linears(params, f.lora_targets, stacked_experts(c));
   switch (f.method) {
     case FinetuneMethod::kFull: break;
     case FinetuneMethod::kLora:
@@ -583,7 +621,9 @@ void adapter_terms(const Config& c, Count tokens, Bytes act, std::vector<NamedBy
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
   const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets)) {
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, stacked_experts(c))) {
+    // Stacked experts' adapters fold into the weight; activations.cpp counts what that keeps.
+    if (a.stack > Count(1)) continue;
     const TargetSaved t = target_saved(f, a, share);
     saved += t.act_elements * act + t.fp32_bytes;
     const int group = input_group(a);
@@ -613,7 +653,9 @@ void llama_adapter_terms(const Config& c, Count batch, Count seq, Bytes act, std
   if (f.method != FinetuneMethod::kLlamaAdapterV2) return;
   Count outputs = 0;
   const LayerShare share{m, tokens};
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(m), kEveryLinear)) outputs += share.per_layer(a, a.out);
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(m), kEveryLinear, false)) {
+    outputs += share.per_layer(a, a.out);
+  }
   terms.push_back({"peft.adapter_v2_scaled_outputs", outputs * act});
 }
 
@@ -725,7 +767,32 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
   if ((f.lora_targets & kLoraQkv) && c.model.attention_type == AttentionType::kMla) {
     errors.push_back({"training.finetune.lora_targets", "qkv (a fused q/k/v projection) needs standard attention"});
   }
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets)) {
+  const bool stacked = stacked_experts(c);
+  const unsigned expert_targets = f.lora_targets & (kLoraGate | kLoraUp | kLoraDown);
+  if (stacked && expert_targets != 0) {
+    // PEFT reaches transformers 5's stacked experts through target_parameters, which only LoRA
+    // implements, without variants (ParamWrapper.update_layer: "does not work with LoRA variants
+    // like DoRA"), and it fuses gate and up into one adapter on gate_up_proj
+    // (transformers_weight_conversion.py: "Cannot convert PEFT target(s) ... without also targeting").
+    const bool lora = f.method == FinetuneMethod::kLora || f.method == FinetuneMethod::kLoraFa;
+    if (!lora) {
+      errors.push_back({"training.finetune.lora_targets",
+                        "gate, up and down reach a mixture of experts' stacked expert weights (training.moe_dispatch "
+                        "grouped, transformers 5), which PEFT adapts with plain LoRA only; leave them out, or set "
+                        "training.moe_dispatch to loop for an nn.Linear per expert"});
+      return;
+    }
+    if (c.model.mlp == MlpKind::kGated && ((expert_targets & kLoraGate) != 0) != ((expert_targets & kLoraUp) != 0)) {
+      errors.push_back({"training.finetune.lora_targets",
+                        "must name gate and up together on stacked experts (training.moe_dispatch grouped): PEFT "
+                        "adapts their fused gate_up_proj as one"});
+      return;
+    }
+  }
+  if ((f.lora_targets & kLoraRouter) && c.model.num_experts == 0) {
+    errors.push_back({"training.finetune.lora_targets", "router needs a mixture-of-experts model (model.num_experts)"});
+  }
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, stacked)) {
     const std::string problem = shape_problem(f, a);
     if (!problem.empty()) {
       const char* field = f.method == FinetuneMethod::kRoad || f.method == FinetuneMethod::kVbLora ||

@@ -25,11 +25,15 @@ struct Shape {
 };
 
 // One linear layer a method adapts: in → out features, `count` of them (one per layer), and the
-// target it answers to (a LoraTarget bit).
+// target it answers to (a LoraTarget bit). Stacked experts (transformers 5's 3-D expert
+// parameters) are one adapted layer per MoE layer holding `stack` experts; PEFT fuses gate and up
+// into gate_up_proj at twice the rank (`rank_factor` 2).
 struct AdaptedLinear {
   Count in, out, count;
   unsigned target;
   Component component;
+  Count stack = 1;
+  std::int64_t rank_factor = 1;
 };
 
 struct PeftParameters {
@@ -43,11 +47,18 @@ struct PeftParameters {
 };
 
 // The linear layers `targets` names, one entry per kind of layer (a fused `qkv` target joins each
-// block's q, k and v into one d → q + k + v layer, as PEFT sees GPT-2's c_attn).
-std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets);
+// block's q, k and v into one d → q + k + v layer, as PEFT sees GPT-2's c_attn). With
+// `stacked_experts` the routed experts' projections are stacked 3-D parameters: one entry per
+// projection and MoE layer (gate and up as one gate_up_proj), `stack` experts wide.
+std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets, bool stacked_experts);
 
-// What `finetune.method` adds and trains on this model (empty for a full fine-tune).
-PeftParameters peft_parameters(const ModelSpec& model, const ParameterCount& params, const Finetune& finetune);
+// Whether the routed experts are stacked 3-D parameters (training.moe_dispatch grouped:
+// transformers 5, torchtitan) rather than an nn.Linear per expert projection.
+bool stacked_experts(const Config& config);
+
+// What `finetune.method` adds and trains on this model (empty for a full fine-tune); `params` may
+// be one GPU's share.
+PeftParameters peft_parameters(const Config& config, const ParameterCount& params);
 
 // What a method changes in the tensors a training step saves for backward (read by
 // activations.cpp; the per-layer terms below are added to each block's).

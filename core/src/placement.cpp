@@ -11,8 +11,11 @@ namespace {
 
 Count elements(const TensorGroup& g) { return g.elements_each(); }
 
-Bytes local_frozen_base_bytes(const Placement& p, const ParameterCount& params, const Finetune& f, Bytes unquantized) {
-  return p.local<BytesUnit>(params, [&](const TensorGroup& g) { return frozen_bytes_each(g, f, unquantized); });
+Bytes local_frozen_base_bytes(const Placement& p, const ParameterCount& params, const Config& c, Bytes unquantized) {
+  const bool experts_unquantized = experts_left_unquantized(c);
+  return p.local<BytesUnit>(params, [&](const TensorGroup& g) {
+    return frozen_bytes_each(g, c.training.finetune, unquantized, experts_unquantized);
+  });
 }
 
 // The busiest stage by parameters: the first (dense layers first, plus the embeddings) or the last
@@ -97,7 +100,7 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   }
   if (is_peft(c)) {
     // What the method adds and trains on this GPU's own tensors (its stage, its tensor slice).
-    const PeftParameters peft = peft_parameters(c.model, local_parameters(params, p), c.training.finetune);
+    const PeftParameters peft = peft_parameters(c, local_parameters(params, p));
     p.local_trainable = peft.trainable_count();
     p.local_added = peft.added_count();
     p.local_copies = peft.saved_copies;
@@ -287,7 +290,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   const Bytes copy_element = kbit_fp32_stream(c.training.finetune) ? kFp32Bytes : base_element;
   const Count adapters = p.local_trainable - p.local_copies;
   StaticBytes s;
-  s.weights = peft ? p.as_nominal(local_frozen_base_bytes(p, params, c.training.finetune, base_element)) +
+  s.weights = peft ? p.as_nominal(local_frozen_base_bytes(p, params, c, base_element)) +
                          (p.local_added - p.local_copies) * adapter_element + p.local_copies * copy_element
                    : p.local_params * r.weights;
   if (!peft && c.training.weight_quant == WeightQuant::kInt8) s.weights = int8_trained_weight_bytes(c, params, p, r);

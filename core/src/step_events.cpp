@@ -170,7 +170,7 @@ Tensors trained_tensors(const Config& c, const ParameterCount& params, const Pla
 // tied to layers: their gradients arrive with the first layers' backward (they are small).
 Tensors local_adapters(const Config& c, const ParameterCount& params, const Placement& p) {
   Tensors t;
-  const PeftParameters peft = peft_parameters(c.model, local_parameters(params, p), c.training.finetune);
+  const PeftParameters peft = peft_parameters(c, local_parameters(params, p));
   for (const Shape& s : peft.trainable) {
     for (std::int64_t k = 0; k < s.count.value() && t.outside.size() < 20'000; ++k) t.outside.push_back(s.elements_each());
   }

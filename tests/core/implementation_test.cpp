@@ -126,6 +126,76 @@ TEST(Implementation, ExpertsLoopOrGroupedGemms) {
   EXPECT_EQ(term(mixed, "moe.experts_inner"), 2 * term(grouped, "moe.experts_inner"));
 }
 
+Json errors_of(const std::string& config) { return estimate_json(config); }
+
+std::string first_error_field(const Json& r) {
+  const Json* errors = r.find("errors");
+  return errors && !errors->items().empty() ? errors->items()[0].find("field")->as_string() : "";
+}
+
+TEST(Implementation, LoraOnStackedExpertsIsOneAdapterPerProjection) {
+  // transformers 5 stacks each expert projection (grouped): PEFT wraps the 3-D parameter with one
+  // adapter, A [r·E, in] and B [out, r·E], gate and up fused at rank 2r (tools/frameworks/moe_lora.py).
+  const std::string base = R"({"model":{"preset":"mixtral-8x7b"},"training":{"micro_batch_size":1,"seq_len":1024,)"
+                           R"("precision":"bf16","finetune":{"method":"lora","lora_rank":8,"lora_targets":)";
+  const Json attention = run(base + R"(["q","k","v","o"]}}})");
+  const Json stacked = run(base + R"(["q","k","v","o","gate","up","down"]}}})");
+  const Json loop = run(base + R"(["q","k","v","o","gate","up","down"]},"moe_dispatch":"loop"}})");
+  const std::int64_t layers = 32, experts = 8, r = 8, d = 4096, ff = 14336;
+  const std::int64_t per_expert = experts * (2 * r * (d + ff) + r * (ff + d));      // an adapter per nn.Linear
+  const std::int64_t fused = 2 * r * experts * (d + 2 * ff) + r * experts * (ff + d);  // gate_up_proj + down_proj
+  EXPECT_EQ(field(loop, "trainable_parameter_count") - field(attention, "trainable_parameter_count"),
+            layers * per_expert);
+  EXPECT_EQ(field(stacked, "trainable_parameter_count") - field(attention, "trainable_parameter_count"),
+            layers * fused);
+  // Each forward folds the adapter into a whole copy of the stack, which the grouped GEMM keeps,
+  // and the baddbmm keeps the fp32 adapter factors' bf16 casts.
+  EXPECT_EQ(term(stacked, "moe.merged_expert_weights"), (experts * 3 * ff * d + fused) * 2);
+  EXPECT_EQ(term(loop, "moe.merged_expert_weights"), 0);
+  EXPECT_EQ(term(attention, "moe.merged_expert_weights"), 0);
+  // The experts' inputs are kept once their weights need a gradient, in either form.
+  EXPECT_GT(term(stacked, "moe.expert_inputs"), 0);
+  EXPECT_GT(term(loop, "moe.expert_inputs"), 0);
+  EXPECT_EQ(term(attention, "moe.expert_inputs"), 0);
+  // The router is a target of its own (all-linear reaches it): A [r, d], B [E, r] per layer.
+  const Json router = run(base + R"(["q","k","v","o","router"]}}})");
+  EXPECT_EQ(field(router, "trainable_parameter_count") - field(attention, "trainable_parameter_count"),
+            layers * r * (d + experts));
+}
+
+TEST(Implementation, StackedExpertsTakeWhatPeftAllows) {
+  const std::string mixtral = R"({"model":{"preset":"mixtral-8x7b"},"training":{"finetune":)";
+  // DoRA (any variant) cannot wrap a stacked parameter; an nn.Linear per expert can.
+  EXPECT_EQ(first_error_field(errors_of(mixtral + R"({"method":"dora","lora_targets":["q","gate","up"]}}})")),
+            "training.finetune.lora_targets");
+  EXPECT_TRUE(errors_of(mixtral + R"({"method":"dora","lora_targets":["q","gate","up"]},"moe_dispatch":"loop"}})")
+                  .find("ok")->as_bool());
+  // gate and up are one fused parameter: both or neither.
+  EXPECT_EQ(first_error_field(errors_of(mixtral + R"({"method":"lora","lora_targets":["q","gate"]}}})")),
+            "training.finetune.lora_targets");
+  // A router needs experts.
+  EXPECT_EQ(first_error_field(errors_of(
+                R"({"model":{"preset":"llama-3-8b"},"training":{"finetune":{"method":"lora","lora_targets":["router"]}}})")),
+            "training.finetune.lora_targets");
+}
+
+TEST(Implementation, BitsandbytesLeavesStackedExpertsUnquantised) {
+  // bitsandbytes replaces nn.Linear modules only: transformers 5's stacked experts keep the load
+  // dtype (fp32 after prepare_model_for_kbit_training); unsloth quantises them itself.
+  const std::string base = R"({"model":{"preset":"mixtral-8x7b"},"training":{"finetune":{"method":"lora",)"
+                           R"("base_bits":4,"prepare_kbit":false})";
+  const Json stacked = run(base + "}}");
+  const Json loop = run(base + R"(,"moe_dispatch":"loop"}})");
+  const Json unsloth = run(base + R"(,"framework":"unsloth"}})");
+  const std::int64_t expert_weights = 32LL * 8 * 3 * 14336 * 4096;
+  const std::int64_t stacked_bytes = *stacked.find("breakdown")->find("parameters")->as_exact_integer();
+  const std::int64_t loop_bytes = *loop.find("breakdown")->find("parameters")->as_exact_integer();
+  // 16-bit experts against 4-bit ones (half a byte each, plus their block scales).
+  EXPECT_GT(stacked_bytes - loop_bytes, expert_weights * 2 - expert_weights / 2 - expert_weights / 8);
+  EXPECT_LT(stacked_bytes - loop_bytes, expert_weights * 2 - expert_weights / 2);
+  EXPECT_EQ(*unsloth.find("breakdown")->find("parameters")->as_exact_integer(), loop_bytes);
+}
+
 TEST(Implementation, ClassSpecificSavedTensors) {
   // OPT: ReLU keeps its output, which is fc2's saved input: no separate activation term.
   const Json opt = run(R"({"model":{"preset":"opt-125m"},"training":{"precision":"fp32","seq_len":512}})");

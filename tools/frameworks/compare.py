@@ -17,6 +17,9 @@ handlers hold at backward's high point over eager cross-entropy, against memfit'
 A compiled block under torchtitan's op-level selective checkpointing (out/sac_compile.json,
 sac_compile.py): what the partitioner saves, against memfit's selective_op terms, exactly.
 
+LoRA on transformers 5's stacked experts (out/moe_lora.json, moe_lora.py): PEFT's trainable counts
+and a 4-bit base's bytes exactly, the saved activations within TOLERANCE.
+
 The config.json families (out/families.json, families.py): transformers' parameter count of every
 vendored family's real model, and a tiny model's saved activations, against memfit's import.
 
@@ -194,6 +197,78 @@ def check_sac_compile(binary, path):
     return problems
 
 
+def check_moe_lora(binary, path):
+    """LoRA on transformers 5's stacked experts and a 4-bit base that leaves them unquantised
+    (out/moe_lora.json, moe_lora.py: the real PEFT and bitsandbytes on tiny Mixtral / Qwen3-MoE
+    models): trainable counts and base bytes exact, saved activations within TOLERANCE."""
+    doc = load_measurement(path)
+    if doc is None:
+        return []
+    import tempfile
+    sys.path.insert(0, HERE)
+    problems = []
+    print(f"\nLoRA on stacked experts (transformers {doc['versions']['transformers']}, peft "
+          f"{doc['versions']['peft']}, bitsandbytes {doc['versions']['bitsandbytes']}):")
+    files = {}
+    for family, config in doc["tiny_configs"].items():
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(config, f)
+            files[family] = f.name
+
+    def memfit(file, sets):
+        cmd = [binary, "--hf-config", file, "--json"] + [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+        out = json.loads(subprocess.run(cmd, capture_output=True, text=True).stdout or "{}")
+        return out if out.get("ok") else {"errors": out.get("errors", "no answer")}
+
+    try:
+        for case in doc["cases"]:
+            sets = {"training.micro_batch_size": doc["tiny"]["batch"], "training.seq_len": doc["tiny"]["seq"],
+                    "training.precision": case["precision"], "training.attention": case["attention"],
+                    "training.checkpointing": "none", "training.dropout": 0, "training.optimizer": "adamw",
+                    "training.finetune.method": "lora", "training.finetune.lora_rank": doc["rank"],
+                    "training.finetune.lora_dropout": 0, "hardware.gpu": "h100-sxm-80gb",
+                    "training.finetune.lora_targets": ",".join(case["memfit_targets"])}
+            if case["precision"] == "bf16_mixed":
+                sets.update({"training.lora_base_dtype": "half", "training.lora_adapter_dtype": "fp32"})
+            r = memfit(files[case["family"]], sets)
+            label = f"{case['family']} {case['targets']} {case['precision']}"
+            got = (r.get("breakdown") or {}).get("activations")
+            if got is None:
+                problems.append(f"moe_lora {label}: {r.get('errors')}")
+                continue
+            ratio = got / case["measured_body_bytes_cuda"]
+            print(f"  {label:40} trainable {r['trainable_parameter_count']:>7,d} (PEFT {case['measured_trainable']:>7,d})"
+                  f"  activations memfit/measured {ratio:.4f}")
+            if r["trainable_parameter_count"] != case["measured_trainable"]:
+                problems.append(f"moe_lora {label}: trainable memfit {r['trainable_parameter_count']}, "
+                                f"PEFT {case['measured_trainable']}")
+            if abs(ratio - 1) > TOLERANCE:
+                problems.append(f"moe_lora {label}: activations memfit/measured {ratio:.4f}")
+        for case in doc["qlora_base"]:
+            sets = {"training.finetune.method": "lora", "training.finetune.lora_rank": doc["rank"],
+                    "training.finetune.lora_targets": "q", "training.finetune.base_bits": 4,
+                    "training.finetune.quant_type": "nf4",
+                    "training.finetune.double_quant": str(case["double_quant"]).lower(),
+                    "training.finetune.prepare_kbit": str(case["prepare_kbit"]).lower(),
+                    "training.precision": "bf16_mixed", "training.lora_adapter_dtype": "fp32",
+                    "hardware.gpu": "h100-sxm-80gb"}
+            r = memfit(files[case["family"]], sets)
+            label = (f"{case['family']} 4-bit base, double_quant {case['double_quant']}, "
+                     f"prepare_kbit {case['prepare_kbit']}")
+            if "breakdown" not in r:
+                problems.append(f"moe_lora {label}: {r.get('errors')}")
+                continue
+            base = r["breakdown"]["parameters"] - r["trainable_parameter_count"] * 4  # less the fp32 adapters
+            print(f"  {label:62} experts {case['expert_dtype']:8} {case['measured_base_bytes']:>9,d} B, "
+                  f"memfit {base:>9,d} B")
+            if base != case["measured_base_bytes"]:
+                problems.append(f"moe_lora {label}: memfit {base} B, measured {case['measured_base_bytes']} B")
+    finally:
+        for name in files.values():
+            os.unlink(name)
+    return problems
+
+
 def check_families(binary, path):
     """The config.json families (out/families.json, families.py: transformers' own classes on the CPU):
     every parameter count exact (the whole file and the tiny model), and the tiny model's saved
@@ -311,6 +386,7 @@ def main():
     loss_failures = check_loss_kernels(args.memfit, os.path.join(HERE, "out", "loss_kernels.json"))
     loss_failures += check_families(args.memfit, os.path.join(HERE, "out", "families.json"))
     loss_failures += check_sac_compile(args.memfit, os.path.join(HERE, "out", "sac_compile.json"))
+    loss_failures += check_moe_lora(args.memfit, os.path.join(HERE, "out", "moe_lora.json"))
     for text in loss_failures:
         print(f"outside {TOLERANCE:.0%}: {text}")
     if args.check and (unexplained or failures or loss_failures):

@@ -59,12 +59,20 @@ MODELS = {
     "gpt2": "gpt2",
     "opt-125m": "facebook__opt-125m",
     "bert-base-uncased": "bert-base-uncased",
+    # Mixtures of experts: transformers 5 stacks each expert projection into one 3-D parameter, which
+    # PEFT adapts through target_parameters (one adapter per projection, gate and up fused).
+    "mixtral-8x7b": "mistralai__Mixtral-8x7B-v0.1",
+    "qwen3-30b-a3b": "Qwen__Qwen3-30B-A3B",
 }
 LLAMA = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.o_proj",
          "gate": "mlp.gate_proj", "up": "mlp.up_proj", "down": "mlp.down_proj", "head": "lm_head",
          "_norms": r"(input_layernorm|post_attention_layernorm|model\.norm)", "_emb": "embed_tokens"}
 NAMES = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA,
+    # The checkpoints' (transformers 4) expert names, which PEFT maps onto the stacked parameters
+    # (peft/utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING), and the router.
+    "mixtral": dict(LLAMA, gate="w1", up="w3", down="w2", router="mlp.gate"),
+    "qwen3_moe": dict(LLAMA, gate="gate_proj", up="up_proj", down="down_proj", router="mlp.gate"),
     "gpt2": {"qkv": "attn.c_attn", "o": "attn.c_proj", "up": "mlp.c_fc", "down": "mlp.c_proj", "head": "lm_head",
              "_norms": r"(ln_1|ln_2|ln_f)", "_emb": "wte"},
     "opt": {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.out_proj",
@@ -225,6 +233,13 @@ def cases():
             yield p, {"method": "llama_adapter", "adapter_len": 10, "adapter_start_layer": 2}
         if p in decoders[:4]:
             yield p, {"method": "llama_adapter_v2", "adapter_len": 10, "adapter_start_layer": 2}
+    for p in ("mixtral-8x7b", "qwen3-30b-a3b"):
+        mlp = ["q", "k", "v", "o", "gate", "up", "down"]
+        yield p, {"method": "lora", "lora_rank": 8, "lora_targets": ["q", "v"]}
+        yield p, {"method": "lora", "lora_rank": 16, "lora_targets": mlp}
+        yield p, {"method": "lora", "lora_rank": 16, "lora_targets": mlp + ["router"]}
+        yield p, {"method": "lora", "lora_rank": 8, "lora_targets": ["q", "k", "v", "o", "down"]}
+        yield p, {"method": "lora_fa", "lora_rank": 8, "lora_targets": mlp}
     yield "llama-2-7b", {"method": "oft", "lora_targets": ["q", "v"], "block_size": 48}  # adjusted to 64
     # Butterfly factors > 1 need PEFT's fbd CUDA extension; without it (on the CPU) PEFT forces the
     # factor to 1 (boft/layer.py update_layer, get_fbd_cuda), so only factor 1 can be checked here.

@@ -214,6 +214,11 @@ def grid():
     a(case("mixtral", "bf16", "sdpa", 4, 1024))
     a(case("mixtral", "bf16_mixed", "sdpa", 4, 1024, ckpt=True))
     a(case("mixtral", "bf16_mixed", "sdpa", 4, 1024, lora=L))
+    # LoRA on transformers 5's stacked experts: one adapter per projection folded into a merged
+    # copy of the experts every forward (kept without checkpointing, rebuilt in backward with it),
+    # and a 4-bit base that bitsandbytes leaves unquantised in the experts
+    a(case("mixtral", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=16, targets="all")))
+    a(case("mixtral", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=16, targets="all"), ckpt=True))
     # DeepSeek-V3-style MLA + MoE: SDPA's kernel with unequal q/k and v head dims (the CPU cannot
     # tell which CUDA kernel keeps what), eager, checkpointing, a long sequence. Under fp32 weights
     # only: transformers keeps the router's weight in fp32 in a 16-bit model too
@@ -234,6 +239,7 @@ def grid():
     a(case("mistral", "bf16_mixed", "flash_attention_2", 4, 1024, ckpt=True))
     a(case("llama", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=8, targets="qv", bits=4)))
     a(case("llama", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=64, targets="all", bits=4, double_quant=True)))
+    a(case("mixtral", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=16, targets="all", bits=4), ckpt=True))
     names = [c["name"] for c in G]
     assert len(names) == len(set(names)), "duplicate configuration names"
     return G
@@ -423,6 +429,8 @@ def memfit_config(c, gpu_id, tiny=False, expandable_segments=False):
     lo = c["lora"]
     if lo:
         _, targets = LORA_TARGETS[lo["targets"]]
+        if lo["targets"] == "all" and "num_experts" in MODELS[c["family"]]:
+            targets = targets + ["router"]  # all-linear reaches a mixture of experts' router too
         t["finetune"] = {"method": "lora", "lora_rank": lo["r"], "lora_targets": targets,
                          "lora_dropout": lo.get("dropout", 0.0), "base_bits": lo.get("bits", 16)}
         if c["precision"] == "fp32":

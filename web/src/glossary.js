@@ -97,6 +97,8 @@ export const ACTIVATION_TERMS = {
   'moe.expert_inputs': 'Expert inputs',
   'moe.experts_inner': 'Expert inner activations',
   'moe.combine': 'Combined expert outputs',
+  'moe.merged_expert_weights': 'Expert weights merged with their LoRA adapter (a copy per layer)',
+  'moe.router_adapter': 'Router adapter tensors',
   'moe.shared_expert': 'Shared expert activations',
 };
 

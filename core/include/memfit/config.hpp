@@ -184,11 +184,14 @@ enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe, kComp
 // LayerNorm written as Python arithmetic in fp32, transformers' CohereLayerNorm: x - mean twice, the
 // rstd and the fp32 normalised x; an RMSNorm model reads it as eager_fp32).
 enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32, kPythonLayerNorm };
-// How a mixture-of-experts block runs its experts: loop (one expert at a time on the tokens routed
-// to it: transformers 4's Mixtral block, LitGPT, Megatron's SequentialMLP) or grouped (the routed
-// tokens sorted by expert through one grouped GEMM each way: transformers 5's default
-// experts_implementation, integrations/moe.py grouped_mm_experts_forward, which runs in the
-// experts' weight dtype: fp32 under autocast over fp32 weights).
+// How a mixture-of-experts block holds and runs its experts: loop (an nn.Linear per expert
+// projection, one expert at a time on the tokens routed to it: transformers 4's Mixtral block,
+// LitGPT, Megatron's SequentialMLP) or grouped (each projection of all experts one stacked 3-D
+// parameter, the routed tokens sorted by expert through one grouped GEMM each way: transformers 5's
+// default experts_implementation, integrations/moe.py grouped_mm_experts_forward, which runs in the
+// experts' weight dtype: fp32 under autocast over fp32 weights; torchtitan's GroupedExperts). The
+// stacked parameters are why PEFT adapts them with one adapter per projection and bitsandbytes
+// leaves them unquantised (peft.cpp, finetune.cpp).
 enum class MoeDispatch { kAuto, kLoop, kGrouped };
 // Keys and values a fused attention kernel saves: at the key/value heads (GQA passed through) or
 // repeated to every query head first.
@@ -253,6 +256,9 @@ enum LoraTarget : unsigned {
   kLoraQ = 1u << 0, kLoraK = 1u << 1, kLoraV = 1u << 2, kLoraO = 1u << 3,
   kLoraGate = 1u << 4, kLoraUp = 1u << 5, kLoraDown = 1u << 6, kLoraHead = 1u << 7,
   kLoraQkv = 1u << 8,
+  // The router (d → experts): an nn.Linear in transformers 4, a module holding a weight in
+  // transformers 5, which PEFT adapts through the parameter (all-linear reaches it either way).
+  kLoraRouter = 1u << 9,
 };
 
 struct ModelSpec {
