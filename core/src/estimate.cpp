@@ -152,6 +152,28 @@ std::string lora_note(const Estimate& e) {
   return text;
 }
 
+// What transformers 5's stacked experts change for a parameter-efficient run, in words: the
+// experts bitsandbytes leaves unquantised, and the merged copy of the experts LoRA keeps per layer.
+void stacked_expert_notes(const Config& c, Estimate& e) {
+  if (experts_left_unquantized(c)) {
+    e.notes.push_back("bitsandbytes quantises nn.Linear modules only: transformers 5's stacked expert weights (" +
+                      detail::group_digits(e.parameters.component_count(Component::kExperts).value()) +
+                      " parameters) stay unquantised, " +
+                      (kbit_upcast(c.training.finetune) ? "in fp32 after prepare_model_for_kbit_training"
+                                                        : "in 16 bit") +
+                      ". unsloth "
+                      "quantises them (training.framework unsloth); transformers 4 had an nn.Linear per expert "
+                      "(training.moe_dispatch loop).");
+  }
+  const unsigned experts = kLoraGate | kLoraUp | kLoraDown;
+  if (is_peft(c) && stacked_experts(c) && (c.training.finetune.lora_targets & experts)) {
+    e.notes.push_back("LoRA on stacked experts: PEFT adapts each expert projection with one adapter over all experts "
+                      "(rank × experts wide; gate and up fused at twice the rank) and adds it to the whole expert "
+                      "weight at every forward, so each MoE layer keeps a merged copy of its experts for backward "
+                      "(rebuilt one layer at a time under full checkpointing).");
+  }
+}
+
 bool overflowed(const Estimate& e) {
   const Breakdown& b = e.breakdown;
   return e.parameters.overflow || e.device_total_high_bytes.overflow() || b.parameters.overflow() ||
@@ -198,6 +220,7 @@ Estimate estimate(const Config& requested) {
 
   e.static_bytes_per_parameter = static_bytes_per_parameter(e, base_parameter_count);
   if (peft) e.notes.push_back(lora_note(e));
+  stacked_expert_notes(c, e);
   fit_on_gpus(c, gpu, e);
   if (overflowed(e)) {
     e.errors.push_back({"(configuration)", "the estimate exceeds 9.2 EB (the largest exact byte count); reduce "

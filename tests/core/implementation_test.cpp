@@ -194,6 +194,16 @@ TEST(Implementation, BitsandbytesLeavesStackedExpertsUnquantised) {
   EXPECT_GT(stacked_bytes - loop_bytes, expert_weights * 2 - expert_weights / 2 - expert_weights / 8);
   EXPECT_LT(stacked_bytes - loop_bytes, expert_weights * 2 - expert_weights / 2);
   EXPECT_EQ(*unsloth.find("breakdown")->find("parameters")->as_exact_integer(), loop_bytes);
+  // The result says why, and what changes it.
+  const auto says = [](const Json& r, const char* text) {
+    for (const Json& n : r.find("notes")->items()) {
+      if (n.as_string().find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(says(stacked, "stay unquantised, in 16 bit"));
+  EXPECT_FALSE(says(loop, "stay unquantised"));
+  EXPECT_FALSE(says(unsloth, "stay unquantised"));
 }
 
 TEST(Implementation, ClassSpecificSavedTensors) {
