@@ -188,13 +188,14 @@ class Parser {
     set_path(out_.request.config, "model.preset", Json::string(default_config().model.preset));
   }
 
-  // The class knobs an imported config.json set, kept only under the hf framework (the default):
-  // another framework runs its own code, as a preset's class knobs apply under hf only.
+  // The class knobs an imported config.json set, kept only under a framework that runs the
+  // transformers class (hf, the default, and trl): another framework runs its own code, as a
+  // preset's class knobs apply there only (runs_transformers_class).
   void drop_class_knobs_off_hf() {
     Json& config = out_.request.config;
     const Json* training = config.find("training");
     const Json* framework = training ? training->find("framework") : nullptr;
-    if (!training || !framework || !framework->is_string() || framework->as_string() == "hf") return;
+    if (!training || !framework || !framework->is_string() || runs_transformers_class(framework->as_string())) return;
     Json kept = Json::object();
     for (const auto& [key, value] : training->members()) {
       if (std::find(class_knobs_.begin(), class_knobs_.end(), key) == class_knobs_.end()) kept.set(key, value);

@@ -1,8 +1,9 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 264 KiB gzipped (256 until
-//                Dec 2026, when the config.json readers of seven more families brought it to 256.2; the core
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 272 KiB gzipped (264 until
+//                Dec 3 2026, when LoRA / QLoRA on stacked experts and TRL's chunked loss brought it to 263.7;
+//                256 until Dec 2026, when the config.json readers of seven more families brought it to 256.2; the core
 //                grew with every PEFT method, the optimizers, the allocator replay, the
 //                encoder-decoder models, the solvers, the step-time model and each framework
 //                behaviour the accuracy work adds: about 175 KiB of wasm, 18 KiB of it strings; its
@@ -10,7 +11,8 @@
 //                only when the planner opens and is outside this total). It loads after the first view, which stays within its own 50 KiB).
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
-//                for the search's speed). ≤ 272 KiB gzipped (256 until Dec 2026, when the core's
+//                for the search's speed). ≤ 280 KiB gzipped (272 until Dec 3 2026, when the same two
+//                mechanisms brought it to 270.4; 256 until Dec 2026, when the core's
 //                MX training and ZeRO++ brought it to 256.0: it carries every mechanism the
 //                estimate models, as the calculator does); none of it is in the first view or the
 //                calculator.
@@ -51,7 +53,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 264 * 1024, planner: 272 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 272 * 1024, planner: 280 * 1024 };
 
 export function sizes(data) {
   return {

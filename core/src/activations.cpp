@@ -1051,6 +1051,61 @@ void fused_linear_loss(const LossShape& s, const ImplementationProfile& p, const
   out.head_grad_in_forward = true;
 }
 
+// TRL's SFTTrainer loss (loss_type chunked_nll, the default from TRL 1.7; trl/trainer/sft_trainer.py,
+// _chunked_cross_entropy_loss and _chunk). The decoder's last hidden state is shifted and its valid
+// rows packed in label order (hidden[..., :-1, :].reshape, then hidden[order]): n rows of d, kept
+// with the int64 sort order and labels (about 36 bytes a row in all). Each chunk of 256 rows runs
+// under torch.utils.checkpoint: logits = h.float() @ w.float().t() (both cast to bf16 again under
+// autocast), log_softmax, the loss, argmax, and the entropy -(exp(log_p) · log_p); nothing of it is
+// kept, and its backward recomputes it. High points (measured on TRL 1.9's own code,
+// tools/frameworks/trl_loss.py: 16 cases within 0.03 %):
+//   forward   the chunk's matmul (the .float() copies of h and of a 16-bit w, the autocast casts,
+//             the logits) or its entropy (the logits and three fp32 V-wide tensors);
+//   backward  the recomputed chunk beside the head weight's gradient so far and the packed rows'
+//             gradient (with the matmul's saved operands: w in its matmul dtype, h when w trains);
+//             the matmul's own backward (the logits' fp32 gradient, h's and w's gradients); and,
+//             the head training over two chunks or more, autograd's out-of-place sum of the chunks'
+//             weight gradients (the running sum, the new one and their sum: three V × d tensors),
+//             the last of which comes after the packed rows are released.
+constexpr std::int64_t kTrlChunkRows = 256;  // trl/trainer/sft_trainer.py _CHUNKED_LM_HEAD_CHUNK_SIZE
+constexpr std::int64_t kTrlRowBytes = 36;    // int64 sort order, shifted and packed labels, masks (measured)
+
+void chunked_recompute_loss(const Config& c, const LossShape& s, bool head_trainable, LossModel& out) {
+  const Dims& d = s.d;
+  // Every position but each sequence's last has a target (labels[..., 1:]); under context
+  // parallelism the labels come shifted already (shift_labels).
+  const Count n = c.parallel.context > 1 ? d.tokens : d.batch * max(d.seq - 1, Count(1));
+  const Count rows = min(Count(kTrlChunkRows), n);
+  const Count chunks = ceil_div(n, Count(kTrlChunkRows));
+  const Count h = d.hidden, v = s.vocab;
+  const Bytes eh = d.stream;  // the last hidden state: the residual stream's dtype
+  // The head weight: the recipe's weights, or a frozen base's dtype.
+  const Bytes ew = d.lora ? d.stream : recipe_for(c.training.precision).weights;
+  const Bytes em = d.autocast ? d.act : kFp32Bytes;  // the matmul's operands and the logits
+  const Bytes kept = n * h * eh + n * Bytes{kTrlRowBytes};
+  const Bytes h_copy = eh != kFp32Bytes ? rows * h * kFp32Bytes : Bytes{0};  // h.float()
+  const Bytes w_copy = ew != kFp32Bytes ? v * h * kFp32Bytes : Bytes{0};     // w.float()
+  const Bytes casts = d.autocast ? (rows * h + v * h) * d.act : Bytes{0};
+  const Bytes logits = rows * v * em;
+  const Bytes matmul = h_copy + w_copy + casts + logits;
+  // Soft-capped logits (Gemma 2): tanh's output is one more chunk-sized fp32 tensor.
+  const Bytes entropy = logits + rows * v * kFp32Bytes * (s.softcap ? 4 : 3);
+  out.forward_bytes = kept + max(matmul, entropy);
+  const Bytes packed_grad = n * h * eh;
+  const Bytes head_grad = head_trainable ? v * h * ew : Bytes{0};
+  const Bytes w_saved = d.autocast ? v * h * d.act : w_copy;
+  const Bytes h_saved = head_trainable ? (d.autocast ? rows * h * d.act : h_copy) : Bytes{0};
+  const Bytes recompute = head_grad + packed_grad + max(matmul, w_saved + h_saved + entropy);
+  const Bytes matmul_backward = head_grad + packed_grad + w_saved + h_saved + rows * v * kFp32Bytes + rows * h * em +
+                                (head_trainable ? v * h * em : Bytes{0});
+  const Bytes accumulate = head_trainable && chunks >= Count(2)
+                               ? v * h * ew * 3 + packed_grad + rows * h * eh - (chunks == Count(2) ? n * h * eh : Bytes{0})
+                               : Bytes{0};
+  out.backward_bytes = kept + max(max(recompute, matmul_backward), accumulate);
+  out.grad_bytes = Bytes{0};
+  out.head_input_bytes = d.tokens * d.hidden_split * eh;  // the gradient handed to the blocks
+}
+
 }  // namespace
 
 // The gradient of the head's weight (or of the tied embedding it shares), made in backward.
@@ -1096,6 +1151,10 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
     case LossKernel::kFusedCe: fused_loss(s, out); break;
     case LossKernel::kCompiledCe: compiled_loss(s, out); break;
     case LossKernel::kLossParallel: loss_parallel_loss(s, out); break;
+    case LossKernel::kChunkedRecompute:
+      chunked_recompute_loss(c, s, head_trainable, out);
+      out.notes.push_back("TRL's chunked loss: no logits kept; head and loss per 256 tokens, again in backward.");
+      break;
     case LossKernel::kFusedLinearCe:
       fused_linear_loss(s, profile, m, out.head_grad_bytes, out);
       out.notes.push_back("Fused linear cross-entropy: logits exist one chunk at a time; the head's gradients "

@@ -156,21 +156,18 @@ std::string lora_note(const Estimate& e) {
 // experts bitsandbytes leaves unquantised, and the merged copy of the experts LoRA keeps per layer.
 void stacked_expert_notes(const Config& c, Estimate& e) {
   if (experts_left_unquantized(c)) {
-    e.notes.push_back("bitsandbytes quantises nn.Linear modules only: transformers 5's stacked expert weights (" +
+    e.notes.push_back("bitsandbytes quantises nn.Linear modules only: transformers 5's stacked experts (" +
                       detail::group_digits(e.parameters.component_count(Component::kExperts).value()) +
                       " parameters) stay unquantised, " +
                       (kbit_upcast(c.training.finetune) ? "in fp32 after prepare_model_for_kbit_training"
                                                         : "in 16 bit") +
-                      ". unsloth "
-                      "quantises them (training.framework unsloth); transformers 4 had an nn.Linear per expert "
-                      "(training.moe_dispatch loop).");
+                      "; unsloth quantises them.");
   }
   const unsigned experts = kLoraGate | kLoraUp | kLoraDown;
   if (is_peft(c) && stacked_experts(c) && (c.training.finetune.lora_targets & experts)) {
-    e.notes.push_back("LoRA on stacked experts: PEFT adapts each expert projection with one adapter over all experts "
-                      "(rank × experts wide; gate and up fused at twice the rank) and adds it to the whole expert "
-                      "weight at every forward, so each MoE layer keeps a merged copy of its experts for backward "
-                      "(rebuilt one layer at a time under full checkpointing).");
+    e.notes.push_back("LoRA on stacked experts: one adapter per projection over all experts (rank × experts wide), "
+                      "added to the whole expert weight each forward: every MoE layer keeps a merged copy of its "
+                      "experts for backward.");
   }
 }
 

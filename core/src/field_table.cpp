@@ -339,7 +339,8 @@ std::vector<Field> build_fields() {
       // The implementation: what the framework's code does (implementation.cpp's profiles).
       MF_ENUM("training.framework", training.implementation.framework, Framework,
               "the code that runs the model; its profile sets every knob left at auto", "hf", "torchtune",
-              "torchtitan", "litgpt", "megatron", "megatron_te", "deepspeed", "nanogpt", "llm_c", "unsloth", "liger"),
+              "torchtitan", "litgpt", "megatron", "megatron_te", "deepspeed", "nanogpt", "llm_c", "unsloth", "liger",
+              "trl"),
       MF_ENUM("training.softmax_dtype", training.implementation.softmax_dtype, SoftmaxDtype,
               "eager attention's softmax: fp32 (upcast) or compute (the matmuls' dtype); auto = the framework's",
               "auto", "fp32", "compute"),
@@ -355,8 +356,10 @@ std::vector<Field> build_fields() {
               "the loss: eager cross-entropy, chunked (per-chunk, log-probabilities kept), fused_ce (logits and "
               "a log-sum-exp kept, gradient in place), fused_linear_ce (head and loss per chunk), compiled_ce "
               "(torch.compile'd cross-entropy: logits and a log-sum-exp kept, a new gradient), loss_parallel "
-              "(DTensor's, under tensor parallelism: four V-wide tensors in backward); auto = the framework's",
-              "auto", "eager", "chunked", "fused_ce", "fused_linear_ce", "compiled_ce", "loss_parallel"),
+              "(DTensor's, under tensor parallelism: four V-wide tensors in backward), chunked_recompute (TRL's "
+              "chunked_nll: head and loss per 256 tokens, recomputed in backward); auto = the framework's",
+              "auto", "eager", "chunked", "fused_ce", "fused_linear_ce", "compiled_ce", "loss_parallel",
+              "chunked_recompute"),
       MF_ENUM("training.norm_kernel", training.implementation.norm_kernel, NormKernel,
               "what an RMSNorm saves: eager (fp32 x, rstd, normalised x), eager_fp32 (all fp32), fused (x, rstd), "
               "fused_fp32 (fp32 x, rstd), python_layernorm (a LayerNorm in Python fp32 arithmetic, as Cohere's: "

@@ -98,6 +98,9 @@ namespace {
 // Which measured population a configuration belongs to: its implementation profile, its method
 // (full, LoRA, QLoRA / int8 base, another PEFT method) and one GPU or several
 // (tools/accuracy/band.py writes the table in that order).
+static_assert(kMeasuredBandFrameworkCount == static_cast<int>(Framework::kTrl) + 1,
+              "the measured band table needs a row per framework (tools/accuracy/accuracy.py PROFILES)");
+
 const MeasuredBand& measured_band(const Config& c, Estimate& e) {
   const int framework = static_cast<int>(e.implementation.framework);
   int method = 0;

@@ -64,7 +64,7 @@ constexpr std::int64_t kDeepspeedReduceBucketElements = 500'000'000;  // deepspe
 // One row per framework, in the Framework enum's order (checked below). Sources: docs/frameworks.md,
 // which cites the file and line of every cell; measured on the CPU where the framework runs there
 // (tools/frameworks/out/measurements.json).
-const std::array<ImplementationProfile, 11> kProfiles = {{
+const std::array<ImplementationProfile, 12> kProfiles = {{
     {Framework::kHf, "hf",
      "transformers with Trainer / accelerate: torch SDPA (GQA passed through), an eager Python RMSNorm, the "
      "loss on fp32 logits, separate q/k/v and gate/up projections",
@@ -147,6 +147,13 @@ const std::array<ImplementationProfile, 11> kProfiles = {{
      grouped_experts(knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
            K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
      0, 0, false, false, true, 0, false, false, true},
+    {Framework::kTrl, "trl",
+     "TRL's SFTTrainer: hf with TRL's loss (chunked_nll, its default from 1.7): head and loss per 256 tokens, "
+     "recomputed in backward",
+     "trl/trainer/sft_trainer.py (_chunked_cross_entropy_loss)",
+     grouped_experts(knobs(Framework::kTrl, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kChunkedRecompute, N::kEager,
+           K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
+     0, 256, false, false, true, 0, false, false, true},
 }};
 
 bool rows_in_enum_order() {
@@ -220,8 +227,18 @@ Implementation resolve_implementation(const Implementation& r) {
   return out;
 }
 
+bool runs_transformers_class(Framework f) { return f == Framework::kHf || f == Framework::kTrl; }
+
+bool runs_transformers_class(std::string_view name) {
+  const auto& choices = detail::find_field("training.framework")->choices;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (choices[i] == name) return runs_transformers_class(static_cast<Framework>(i));
+  }
+  return false;
+}
+
 void apply_class_reference(const Implementation& reference, Implementation& impl) {
-  if (impl.framework != Framework::kHf) return;
+  if (!runs_transformers_class(impl.framework)) return;
   const auto take = [](auto& knob, auto value) {
     if (knob == std::decay_t<decltype(knob)>::kAuto) knob = value;
   };

@@ -161,7 +161,8 @@ std::int64_t head_calls(const Config& c) {
     case LossKernel::kChunked:
       if (profile.loss_chunk_rows > 0) return (c.training.seq_len + profile.loss_chunk_rows - 1) / profile.loss_chunk_rows;
       return std::max<std::int64_t>(1, profile.loss_chunks);
-    case LossKernel::kFusedLinearCe: return 0;
+    case LossKernel::kFusedLinearCe:
+    case LossKernel::kChunkedRecompute: return 0;  // a chunk's weight cast is made again in its backward
     default: return 1;
   }
 }
@@ -268,7 +269,8 @@ bool defers_gradient_sync(const Config& c, const Placement& p) {
     case Framework::kHf:
     case Framework::kLitgpt:
     case Framework::kUnsloth:
-    case Framework::kLiger: return true;
+    case Framework::kLiger:
+    case Framework::kTrl: return true;
     // torch.distributed.pipelining runs every backward but the last with
     // set_requires_gradient_sync(False) on an FSDP2 stage (stage.py, backward_maybe_with_nosync);
     // without a pipeline torchtitan reduce-scatters every micro-batch.

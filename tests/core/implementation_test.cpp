@@ -206,6 +206,25 @@ TEST(Implementation, BitsandbytesLeavesStackedExpertsUnquantised) {
   EXPECT_FALSE(says(unsloth, "stay unquantised"));
 }
 
+TEST(Implementation, TrlRunsTheTransformersClassWithItsChunkedLoss) {
+  // TRL's SFTTrainer (loss_type chunked_nll, its default from 1.7): the hf profile with a loss that
+  // never holds the logits; the class's knobs still apply (Gemma 2: eager attention).
+  const std::string lora = R"({"model":{"preset":"llama-3-8b"},"training":{"seq_len":4096,"micro_batch_size":2,)"
+                           R"("finetune":{"method":"lora"},"framework":")";
+  const Json hf = run(lora + R"(hf"}})");
+  const Json trl = run(lora + R"(trl"}})");
+  EXPECT_EQ(trl.find("implementation")->find("loss")->as_string(), "chunked_recompute");
+  const auto loss = [](const Json& r) { return *r.find("breakdown")->find("logits_and_loss")->as_exact_integer(); };
+  // transformers' loss holds B·T·V fp32 log-probabilities; TRL's, 256 rows of them and the head's
+  // weight copies (the frozen bf16 head cast to fp32 and back to bf16 for each chunk).
+  const std::int64_t v = 128256, d = 4096;
+  EXPECT_GT(loss(hf), 2LL * 4096 * v * 4);
+  EXPECT_LT(loss(trl), v * d * 6 + 2LL * 4096 * d * 2 * 2 + 256LL * v * 4 * 6);
+  EXPECT_GT(loss(trl), v * d * 6);
+  const Json gemma = run(R"({"model":{"preset":"gemma-2-2b"},"training":{"framework":"trl"}})");
+  EXPECT_EQ(gemma.find("implementation")->find("attention")->as_string(), "eager");
+}
+
 TEST(Implementation, ClassSpecificSavedTensors) {
   // OPT: ReLU keeps its output, which is fc2's saved input: no separate activation term.
   const Json opt = run(R"({"model":{"preset":"opt-125m"},"training":{"precision":"fp32","seq_len":512}})");

@@ -64,7 +64,7 @@ KIND_LABEL = {"full": "full", "lora": "LoRA", "qlora": "QLoRA", "peft": "other P
 KIND_METHODS = {"full": {"full"}, "lora": {"lora"}, "qlora": {"lora"}}  # 'peft': any other PEFT method
 # The implementation profiles (training.framework), in the order the core's band table uses.
 PROFILES = ("hf", "torchtune", "torchtitan", "litgpt", "megatron", "megatron_te", "deepspeed", "nanogpt", "llm_c",
-            "unsloth", "liger")
+            "unsloth", "liger", "trl")
 BAND_MIN_CASES = 10      # a population with fewer scored cases takes the whole set's band
 SOURCE_MIN_CASES = 5     # sources reported on their own
 WITHIN = 0.15            # the 'share within' threshold of the headline statistics
@@ -245,7 +245,7 @@ PROVISIONAL_VALUES = {
 # core); a value outside these and outside the build's own choices is a mistake in the case (the tests check).
 PENDING_VALUES = {
     "training.framework": {"hf", "torchtune", "torchtitan", "litgpt", "megatron", "megatron_te", "deepspeed", "nanogpt",
-                           "llm_c", "unsloth", "liger"},
+                           "llm_c", "unsloth", "liger", "trl"},
     "training.attention": {"auto", "flash", "eager", "sdpa"},
     "training.precision": {"bf16_autocast"},
     "training.optimizer": {"galore_adamw", "galore_adamw_8bit", "adam_mini", "muon", "lomo", "adalomo", "came", "sophia",

@@ -20,6 +20,9 @@ sac_compile.py): what the partitioner saves, against memfit's selective_op terms
 LoRA on transformers 5's stacked experts (out/moe_lora.json, moe_lora.py): PEFT's trainable counts
 and a 4-bit base's bytes exactly, the saved activations within TOLERANCE.
 
+TRL's SFTTrainer loss (out/trl_loss.json, trl_loss.py): the chunked, recomputed head and
+cross-entropy's high point within TOLERANCE.
+
 The config.json families (out/families.json, families.py): transformers' parameter count of every
 vendored family's real model, and a tiny model's saved activations, against memfit's import.
 
@@ -194,6 +197,41 @@ def check_sac_compile(binary, path):
               f"block): kept {m[key]:,d} B, memfit {got:,d} B")
         if got != m[key]:
             problems.append(f"sac_compile {label}: memfit {got} B, measured {m[key]} B")
+    return problems
+
+
+def check_trl_loss(binary, path):
+    """TRL's SFTTrainer loss (out/trl_loss.json, trl_loss.py: TRL's own chunked_nll code on the CPU):
+    the loss's backward high point, which is its high point, against memfit's `loss: chunked_recompute`
+    (breakdown.logits_and_loss), within TOLERANCE."""
+    m = load_measurement(path)
+    if m is None:
+        return []
+    def config(case):
+        training = {"framework": "trl", "micro_batch_size": case["batch"], "seq_len": case["seq"],
+                    "checkpointing": "none", "dropout": 0,
+                    "precision": "bf16_mixed" if case["recipe"] == "lora_bf16_base" else case["recipe"]}
+        if case["recipe"] == "lora_bf16_base":
+            training["finetune"] = {"method": "lora", "lora_targets": ["q"]}
+        return {"model": {"preset": "", "vocab_size": case["vocab"], "hidden_size": case["hidden"],
+                          "num_hidden_layers": 1, "num_attention_heads": 8, "num_key_value_heads": 8,
+                          "intermediate_size": case["hidden"] * 2, "max_position_embeddings": 1024},
+                "training": training}
+    lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(config(c)) + "\n" for c in m["cases"]),
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    problems, worst = [], 0.0
+    for case, line in zip(m["cases"], lines):
+        r = json.loads(line)
+        label = f"{case['batch']}x{case['seq']}x{case['hidden']}x{case['vocab']} {case['recipe']}"
+        if not r.get("ok"):
+            problems.append(f"trl loss {label}: memfit refused the configuration: {r.get('errors')}")
+            continue
+        ratio = r["breakdown"]["logits_and_loss"] / case["backward_peak_bytes"]
+        worst = max(worst, abs(ratio - 1))
+        if abs(ratio - 1) > TOLERANCE:
+            problems.append(f"trl loss {label}: memfit/measured {ratio:.4f}")
+    print(f"\nTRL's chunked_nll loss (trl {m['versions']['trl']}, PyTorch {m['versions']['torch']}): "
+          f"{len(m['cases'])} cases, the loss's high point, worst memfit/measured off by {worst:.2%}")
     return problems
 
 
@@ -387,6 +425,7 @@ def main():
     loss_failures += check_families(args.memfit, os.path.join(HERE, "out", "families.json"))
     loss_failures += check_sac_compile(args.memfit, os.path.join(HERE, "out", "sac_compile.json"))
     loss_failures += check_moe_lora(args.memfit, os.path.join(HERE, "out", "moe_lora.json"))
+    loss_failures += check_trl_loss(args.memfit, os.path.join(HERE, "out", "trl_loss.json"))
     for text in loss_failures:
         print(f"outside {TOLERANCE:.0%}: {text}")
     if args.check and (unexplained or failures or loss_failures):

@@ -19,11 +19,13 @@ const withoutModel = (edits) =>
 // The configuration sent to the core: the preset plus only what the user set, each value typed
 // where it is well formed and left as typed where it is not (the core then names the problem).
 // classKnobs: the imported config.json's class knobs (training.* → value; import_hf_config's
-// `training`), which describe transformers' code: they apply under the hf framework only, and
-// where the user has not set the knob, as on the command line (--hf-config).
+// `training`), which describe transformers' code: they apply under the frameworks that run the
+// transformers class (the core's runs_transformers_class: hf and trl) only, and where the user has
+// not set the knob, as on the command line (--hf-config).
+const CLASS_FRAMEWORKS = new Set(['hf', 'trl']);
 export function buildConfig(presetId, edits, fieldByPath, classKnobs = {}, defaultFramework = 'hf') {
   const config = { model: { preset: presetId } };
-  if ((edits['training.framework'] ?? defaultFramework) === 'hf') {
+  if (CLASS_FRAMEWORKS.has(edits['training.framework'] ?? defaultFramework)) {
     for (const [path, value] of Object.entries(classKnobs)) if (!(path in edits)) setPath(config, path, value);
   }
   for (const [path, raw] of Object.entries(edits)) setPath(config, path, toConfigValue(fieldByPath.get(path), raw));

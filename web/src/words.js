@@ -114,6 +114,7 @@ export const CHOICES = {
     llm_c: ['llm.c', ''],
     unsloth: ['Unsloth', ''],
     liger: ['Liger kernels (transformers)', ''],
+    trl: ['TRL SFTTrainer (transformers)', ''],
   },
   'training.loss': {
     auto: ['Automatic', 'what the implementation does'],
@@ -123,6 +124,7 @@ export const CHOICES = {
     fused_linear_ce: ['Fused linear + cross-entropy (Liger, unsloth)', 'the logits are never stored whole'],
     compiled_ce: ['Compiled cross-entropy (torch.compile)', 'keeps the 16-bit logits and two values per row'],
     loss_parallel: ['Loss parallel (DTensor, tensor parallelism)', 'an fp32 log-softmax per vocabulary shard; four vocabulary-wide copies in backward'],
+    chunked_recompute: ['Chunked, recomputed (TRL)', 'the head and the loss 256 tokens at a time, again in backward; no logits kept'],
   },
   'training.activation_kernel': {
     auto: ['Automatic', 'what the implementation does'],

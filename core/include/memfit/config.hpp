@@ -151,6 +151,7 @@ enum class Framework {
   kLlmC,
   kUnsloth,
   kLiger,       // transformers with Liger-Kernel's patches
+  kTrl,         // TRL's SFTTrainer over a transformers model (its own loss)
 };
 // flash: FlashAttention; sdpa: torch's scaled_dot_product_attention (FlashAttention-2 for 16-bit
 // inputs, the memory-efficient kernel for fp32); eager: the matmul-softmax-matmul code.
@@ -176,8 +177,10 @@ enum class AttentionMask { kAuto, kAdditive, kImplicit, kBoolean, kAlibi };
 // values per row are kept, and backward writes a new 16-bit gradient beside the saved logits);
 // loss_parallel (PyTorch's DTensor cross-entropy on vocab-sharded logits, torchtitan under tensor
 // parallelism: an fp32 log-softmax written as Python tensor arithmetic, and a backward that builds
-// the gradient from three V-wide temporaries beside the saved log-probabilities).
-enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe, kCompiledCe, kLossParallel };
+// the gradient from three V-wide temporaries beside the saved log-probabilities); chunked_recompute
+// (TRL's SFTTrainer, loss_type chunked_nll: the head and the loss 256 valid tokens at a time, each
+// chunk under activation checkpointing, recomputed in backward; no logits are kept).
+enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe, kCompiledCe, kLossParallel, kChunkedRecompute };
 // What an RMSNorm saves: eager (transformers: fp32 x, rstd, the normalised x in the input dtype),
 // eager_fp32 (LitGPT: fp32 x, fp32 normalised x, rstd), fused (Triton / TE kernels: x and rstd),
 // fused_fp32 (torch's fused rms_norm on an fp32 copy: fp32 x and rstd), python_layernorm (a

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "memfit/config.hpp"
 
@@ -40,9 +41,12 @@ const ImplementationProfile& implementation_profile(Framework framework);
 // The implementation with every `auto` resolved (never kAuto; chunked_loss folded into loss).
 Implementation resolve_implementation(const Implementation& requested);
 
-// Under the hf framework a model runs as its transformers class does: the class's knobs
-// (HfImport::reference, a preset's preset_reference) replace those still at auto. A class's norm
-// applies to eager code only: compiled, the norms fuse (resolve_implementation).
+// Under the frameworks that run the transformers class itself (hf, and TRL's SFTTrainer, which
+// patches only the loss) a model runs as its class does: the class's knobs (HfImport::reference,
+// a preset's preset_reference) replace those still at auto. A class's norm applies to eager code
+// only: compiled, the norms fuse (resolve_implementation).
+bool runs_transformers_class(Framework framework);
+bool runs_transformers_class(std::string_view framework_name);  // training.framework's value; false if unknown
 void apply_class_reference(const Implementation& reference, Implementation& impl);
 
 const char* to_string(Framework f);
