@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "memfit/gpus.hpp"
+#include "memfit/implementation.hpp"
 #include "memfit/patch.hpp"
 #include "memfit/step_time.hpp"
 
@@ -57,7 +58,12 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
     out.push_back({"FlashAttention", "same results; no T×T scores stored",
                    patch("training.attention", Json::string("flash")), 0});
   }
-  if (!t.implementation.chunked_loss && c.model.output_head == OutputHead::kLm) {
+  // The switch (a fused linear cross-entropy) applies where the loss is the framework's, and helps
+  // only where that loss holds the whole logits (not Liger's, nor TRL's chunks).
+  const LossKernel loss = resolve_implementation(t.implementation).loss;
+  if (!t.implementation.chunked_loss && t.implementation.loss == LossKernel::kAuto &&
+      loss != LossKernel::kFusedLinearCe && loss != LossKernel::kChunkedRecompute &&
+      c.model.output_head == OutputHead::kLm) {
     out.push_back({"Chunked cross-entropy", "same results; the fp32 logits exist one chunk at a time",
                    patch("training.chunked_loss", Json::boolean(true)), 1});
   }

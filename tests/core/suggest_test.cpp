@@ -40,6 +40,13 @@ TEST(Suggest, NoAdaptersForPretraining) {
   for (const Suggestion& s : pretrain) EXPECT_EQ(s.patch.find("training") ? s.patch.find("training")->find("finetune") : nullptr, nullptr) << s.title;
 }
 
+TEST(Suggest, ChunkedLossOnlyWhereTheLossHoldsTheLogits) {
+  EXPECT_TRUE(any_title(suggestions_for(with("").c_str()), "Chunked cross-entropy"));
+  // Liger's fused linear loss and TRL's chunks never hold the whole logits.
+  EXPECT_FALSE(any_title(suggestions_for(with(R"(,"framework":"trl")").c_str()), "Chunked cross-entropy"));
+  EXPECT_FALSE(any_title(suggestions_for(with(R"(,"framework":"liger")").c_str()), "Chunked cross-entropy"));
+}
+
 TEST(Suggest, EachSaysWhatItSavesAndWhatItCosts) {
   for (const Suggestion& s : suggestions_for(with("").c_str())) {
     SCOPED_TRACE(s.title);
