@@ -218,6 +218,11 @@ Estimate estimate(const Config& requested) {
   e.static_bytes_per_parameter = static_bytes_per_parameter(e, base_parameter_count);
   if (peft) e.notes.push_back(lora_note(e));
   stacked_expert_notes(c, e);
+  // trl/trainer/sft_config.py: SFTConfig turns gradient checkpointing on unless told otherwise.
+  if (e.implementation.framework == Framework::kTrl && c.training.checkpointing == Checkpointing::kNone) {
+    e.notes.push_back("TRL's SFTConfig checkpoints by default (gradient_checkpointing=True): its default run is "
+                      "training.checkpointing full.");
+  }
   fit_on_gpus(c, gpu, e);
   if (overflowed(e)) {
     e.errors.push_back({"(configuration)", "the estimate exceeds 9.2 EB (the largest exact byte count); reduce "

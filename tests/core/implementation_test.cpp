@@ -223,6 +223,10 @@ TEST(Implementation, TrlRunsTheTransformersClassWithItsChunkedLoss) {
   EXPECT_GT(loss(trl), v * d * 6);
   const Json gemma = run(R"({"model":{"preset":"gemma-2-2b"},"training":{"framework":"trl"}})");
   EXPECT_EQ(gemma.find("implementation")->find("attention")->as_string(), "eager");
+  // SFTConfig checkpoints by default; the result says so when the configuration does not.
+  const auto notes = [](const Json& r) { return r.find("notes")->dump(); };
+  EXPECT_NE(notes(trl).find("gradient_checkpointing=True"), std::string::npos);
+  EXPECT_EQ(notes(hf).find("gradient_checkpointing=True"), std::string::npos);
 }
 
 TEST(Implementation, ClassSpecificSavedTensors) {
