@@ -133,13 +133,13 @@ LORA_TARGETS = {
 
 
 def case(family, precision, attention, batch, seq, *, ckpt=False, lora=None, fused=False, dropout=None,
-         note=""):
+         trl=False, note=""):
     """One configuration. lora: dict(r=, targets='qv'|'all', dropout=0.0, bits=16|4, double_quant=False)."""
     if dropout is None:
         dropout = 0.1 if family == "gpt2" else 0.0     # GPT-2's defaults; Llama's attention_dropout 0
     c = dict(family=family, precision=precision, attention=attention, batch=batch, seq=seq,
              checkpointing=bool(ckpt), optimizer_impl="fused" if fused else "foreach", dropout=dropout,
-             lora=lora, note=note)
+             lora=lora, trl=trl, note=note)
     parts = [family, precision, {"flash_attention_2": "fa2"}.get(attention, attention), "b%dt%d" % (batch, seq)]
     if lora:
         parts.append("%slora%d%s" % ("q" if lora.get("bits", 16) == 4 else "", lora["r"], lora["targets"]))
@@ -149,6 +149,8 @@ def case(family, precision, attention, batch, seq, *, ckpt=False, lora=None, fus
             parts.append("dq")
     if ckpt:
         parts.append("ckpt")
+    if trl:
+        parts.append("trl")
     if fused:
         parts.append("fused")
     if family == "gpt2" and dropout == 0.0:
@@ -159,6 +161,8 @@ def case(family, precision, attention, batch, seq, *, ckpt=False, lora=None, fus
         c["requires"].append("flash_attn")
     if lora and lora.get("bits", 16) == 4:
         c["requires"].append("bitsandbytes")
+    if trl:
+        c["requires"].append("trl.trainer.sft_trainer")  # TRL, and the datasets package it imports
     return c
 
 
@@ -240,6 +244,10 @@ def grid():
     a(case("llama", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=8, targets="qv", bits=4)))
     a(case("llama", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=64, targets="all", bits=4, double_quant=True)))
     a(case("mixtral", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=16, targets="all", bits=4), ckpt=True))
+    # TRL's SFTTrainer loss (chunked_nll, its default from TRL 1.7): the head and the cross-entropy
+    # 256 tokens at a time under checkpointing; full fine-tuning and LoRA, TRL's default checkpointing
+    a(case("llama", "bf16_mixed", "sdpa", 4, 1024, ckpt=True, trl=True))
+    a(case("llama", "bf16_mixed", "sdpa", 4, 1024, lora=L, ckpt=True, trl=True))
     names = [c["name"] for c in G]
     assert len(names) == len(set(names)), "duplicate configuration names"
     return G
@@ -412,7 +420,7 @@ def memfit_config(c, gpu_id, tiny=False, expandable_segments=False):
     """The memfit configuration of one grid configuration, and the knobs it exercises (why)."""
     B, T = (TINY_BATCH if tiny else (c["batch"], c["seq"]))
     t = {
-        "framework": "hf", "micro_batch_size": B, "seq_len": T, "grad_accum_steps": 1,
+        "framework": "trl" if c.get("trl") else "hf", "micro_batch_size": B, "seq_len": T, "grad_accum_steps": 1,
         "precision": c["precision"], "optimizer": "adamw", "optimizer_impl": c["optimizer_impl"],
         "checkpointing": "full" if c["checkpointing"] else "none",
         "attention": {"eager": "eager", "sdpa": "sdpa", "flash_attention_2": "flash"}[c["attention"]],
@@ -566,6 +574,12 @@ def build(c, device, tiny=False, quant_dir=None):
         with torch.device(device):
             model = get_peft_model(model, lcfg, autocast_adapter_dtype=c["precision"] != "bf16")
         model.train()
+    if c.get("trl"):
+        # SFTTrainer's loss_type "chunked_nll": the inner causal LM's forward patched
+        # (trl/trainer/sft_trainer.py, _patch_chunked_ce_lm_head), as SFTTrainer.__init__ does it
+        from trl.trainer.sft_trainer import _CHUNKED_LM_HEAD_CHUNK_SIZE, _patch_chunked_ce_lm_head
+        target = model.get_base_model() if lo else model
+        _patch_chunked_ce_lm_head(target, chunk_size=_CHUNKED_LM_HEAD_CHUNK_SIZE)
     return model
 
 

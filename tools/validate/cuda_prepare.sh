@@ -4,7 +4,7 @@
 #
 #   bash tools/validate/cuda_prepare.sh
 #
-# * .whl/: the pinned pure-Python wheels of requirements-cuda.txt (transformers, peft, accelerate;
+# * .whl/: the pinned pure-Python wheels of requirements-cuda.txt (transformers, peft, accelerate, trl;
 #   ~15 MB), and in .whl/bnb/ bitsandbytes unpacked with only its CPU and CUDA 13 libraries (the
 #   whole wheel is 43 MB; a run carries at most 64 MiB). .whl/ is kept out of git
 #   (.git/info/exclude). Set BNB_CUDA=12 for an image whose torch is a CUDA 12 build.
@@ -23,7 +23,7 @@ grep -qxF '/.whl/' "$exclude" 2>/dev/null || echo '/.whl/' >>"$exclude"
 
 rm -rf .whl
 mkdir -p .whl/bnb
-mapfile -t pins < <(grep -E '^(transformers|peft|accelerate)==' "$REQ")
+mapfile -t pins < <(grep -E '^(transformers|peft|accelerate|trl)==' "$REQ")
 "$PY" -m pip download -q --no-deps --only-binary=:all: -d .whl "${pins[@]}"
 
 bnb=$(grep -E '^bitsandbytes==' "$REQ" || true)
