@@ -59,6 +59,17 @@ constexpr Implementation grouped_experts(Implementation i) {
   return i;
 }
 
+// transformers' own code (the hf profile); TRL's SFTTrainer runs it with its own loss.
+constexpr Implementation kTransformersKnobs =
+    grouped_experts(knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
+                          P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect));
+
+constexpr Implementation trl_knobs(Implementation i) {
+  i.framework = Framework::kTrl;
+  i.loss = X::kChunkedRecompute;
+  return i;
+}
+
 constexpr std::int64_t kDeepspeedReduceBucketElements = 500'000'000;  // deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8
 
 // One row per framework, in the Framework enum's order (checked below). Sources: docs/frameworks.md,
@@ -70,9 +81,7 @@ const std::array<ImplementationProfile, 12> kProfiles = {{
      "loss on fp32 logits, separate q/k/v and gate/up projections",
      "transformers/modeling_utils.py (default sdpa); models/llama/modeling_llama.py (RMSNorm, eager softmax in "
      "fp32); loss/loss_utils.py ForCausalLMLoss (logits.float()); integrations/sdpa_attention.py (enable_gqa)",
-     grouped_experts(knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
-           P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
-     0, 0, false, false, true, 0, false, false, true},
+     kTransformersKnobs, 0, 0, false, false, true, 0, false, false, true},
     {Framework::kTorchtune, "torchtune",
      "torchtune recipes: SDPA with K/V expanded to every head, F.rms_norm on an fp32 copy, "
      "CEWithChunkedOutputLoss (8 chunks, every chunk's fp32 log-probabilities kept)",
@@ -151,9 +160,7 @@ const std::array<ImplementationProfile, 12> kProfiles = {{
      "TRL's SFTTrainer: hf with TRL's loss (chunked_nll, its default from 1.7): head and loss per 256 tokens, "
      "recomputed in backward",
      "trl/trainer/sft_trainer.py (_chunked_cross_entropy_loss)",
-     grouped_experts(knobs(Framework::kTrl, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kChunkedRecompute, N::kEager,
-           K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
-     0, 256, false, false, true, 0, false, false, true},
+     trl_knobs(kTransformersKnobs), 0, 256, false, false, true, 0, false, false, true},
 }};
 
 bool rows_in_enum_order() {

@@ -159,6 +159,18 @@ def run_memfit(binary, path, precision, attention):
             "parameter_count": r["parameter_count"]}
 
 
+def write_report(doc, path, problems, write=True):
+    """The measurement file (unless a partial run: --only) and the problems, one line each."""
+    if write:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        print("wrote %s" % path, file=sys.stderr)
+    for p in problems:
+        print("PROBLEM " + p, file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memfit", default=os.path.join(ROOT, "build", "cli", "memfit"))
@@ -236,14 +248,7 @@ def main():
            "versions": {k: md.version(k) for k in ("torch", "transformers", "accelerate")},
            "tiny": TINY, "activation_tolerance": ACTIVATION_TOLERANCE, "cuda_rules": M.CUDA_RULES,
            "families": rows, "problems": problems}
-    if not args.only:
-        os.makedirs(os.path.dirname(args.out), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        print("wrote %s" % args.out, file=sys.stderr)
-    for p in problems:
-        print("PROBLEM " + p, file=sys.stderr)
+    write_report(doc, args.out, problems, write=not args.only)
     return 0
 
 

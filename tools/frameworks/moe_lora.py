@@ -231,14 +231,7 @@ def main():
            "versions": {k: md.version(k) for k in ("torch", "transformers", "peft", "bitsandbytes")},
            "tiny": F.TINY, "tiny_configs": tiny_configs, "rank": RANK, "tolerance": TOLERANCE, "cases": rows, "qlora_base": qlora,
            "problems": problems}
-    if not args.only:
-        os.makedirs(os.path.dirname(args.out), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        print("wrote %s" % args.out, file=sys.stderr)
-    for p in problems:
-        print("PROBLEM " + p, file=sys.stderr)
+    F.write_report(doc, args.out, problems, write=not args.only)
     return 0
 
 
