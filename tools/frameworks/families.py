@@ -139,11 +139,8 @@ def _fixture_build(case):
                    note="transformers %s %s" % (transformers.__version__, type(model).__name__))
 
 
-def run_memfit(binary, path, precision, attention):
-    sets = {"training.micro_batch_size": TINY["batch"], "training.seq_len": TINY["seq"],
-            "training.precision": precision, "training.attention": attention,
-            "training.checkpointing": "none", "training.dropout": 0, "training.optimizer": "adamw",
-            "hardware.gpu": "h100-sxm-80gb"}
+def memfit_json(binary, path, sets):
+    """memfit's result for a config.json with `sets` (path -> value), or {"error": why}."""
     cmd = [binary, "--hf-config", path, "--json"]
     for k, v in sets.items():
         cmd += ["--set", "%s=%s" % (k, v)]
@@ -154,6 +151,17 @@ def run_memfit(binary, path, precision, attention):
         return {"error": (p.stderr or p.stdout).strip()[:400]}
     if not r.get("ok", True):
         return {"error": "; ".join("%s: %s" % (e.get("field"), e.get("message")) for e in r.get("errors", []))}
+    return r
+
+
+def run_memfit(binary, path, precision, attention):
+    sets = {"training.micro_batch_size": TINY["batch"], "training.seq_len": TINY["seq"],
+            "training.precision": precision, "training.attention": attention,
+            "training.checkpointing": "none", "training.dropout": 0, "training.optimizer": "adamw",
+            "hardware.gpu": "h100-sxm-80gb"}
+    r = memfit_json(binary, path, sets)
+    if "error" in r:
+        return r
     b = r["breakdown"]
     return {"activations": b["activations"], "logits_and_loss": b["logits_and_loss"],
             "parameter_count": r["parameter_count"]}

@@ -31,7 +31,6 @@ memfit's frozen base for the same file, to the byte.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import types
@@ -127,12 +126,9 @@ def run_memfit_qlora(binary, path, double_quant, prepare):
             "training.finetune.quant_type": "nf4", "training.finetune.double_quant": str(double_quant).lower(),
             "training.finetune.prepare_kbit": str(prepare).lower(), "training.precision": "bf16_mixed",
             "training.lora_adapter_dtype": "fp32", "hardware.gpu": "h100-sxm-80gb"}
-    cmd = [binary, "--hf-config", path, "--json"]
-    for k, v in sets.items():
-        cmd += ["--set", "%s=%s" % (k, v)]
-    r = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout or "{}")
-    if not r.get("ok"):
-        return {"error": r.get("errors", "no answer")}
+    r = F.memfit_json(binary, path, sets)
+    if "error" in r:
+        return r
     # the frozen base: the weights less the fp32 adapters
     return {"base_bytes": r["breakdown"]["parameters"] - r["trainable_parameter_count"] * 4}
 
@@ -147,16 +143,9 @@ def run_memfit(binary, path, precision, attention, targets):
     if precision == "bf16_mixed":
         sets["training.lora_base_dtype"] = "half"
         sets["training.lora_adapter_dtype"] = "fp32"
-    cmd = [binary, "--hf-config", path, "--json"]
-    for k, v in sets.items():
-        cmd += ["--set", "%s=%s" % (k, v)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    try:
-        r = json.loads(p.stdout)
-    except ValueError:
-        return {"error": (p.stderr or p.stdout).strip()[:400]}
-    if not r.get("ok", True):
-        return {"error": "; ".join("%s: %s" % (e.get("field"), e.get("message")) for e in r.get("errors", []))}
+    r = F.memfit_json(binary, path, sets)
+    if "error" in r:
+        return r
     return {"activations": r["breakdown"]["activations"], "trainable": r["trainable_parameter_count"]}
 
 
