@@ -153,7 +153,7 @@ export const CHOICES = {
   },
   'training.finetune.lora_targets': {
     q: ['Query', ''], k: ['Key', ''], v: ['Value', ''], o: ['Attention output', ''],
-    gate: ['MLP gate', ''], up: ['MLP up', ''], down: ['MLP down', ''], head: ['Output head', ''],
+    gate: ['MLP gate', ''], up: ['MLP up', ''], down: ['MLP down', ''], head: ['Output head', ''], router: ['MoE router', ''],
   },
   'training.finetune.modules_to_save': {
     embed: ['Token embedding', 'a trainable full copy'], head: ['Output head', 'a trainable full copy'],
