@@ -47,6 +47,7 @@ struct Dims {
   bool dropout;
   bool residual_dropout;  // dropout masks on the embeddings and both residual branches
   bool attention_softcap;  // the scores go through tanh soft-capping (Gemma 2)
+  bool attention_sinks;    // a learned logit per head joins each softmax row (gpt-oss)
   bool lora;
   unsigned targets;  // LoRA target bits
   Count rank;
@@ -125,6 +126,14 @@ Dims make_dims(const Config& c) {
   d.dropout = c.training.dropout > 0.0;
   d.residual_dropout = d.dropout && m.residual_dropout;
   d.attention_softcap = m.attention_softcap;
+  // gpt-oss (models/gpt_oss/modeling_gpt_oss.py eager_attention_forward) concatenates its sinks (a
+  // parameter, in the weights' dtype) to the scores and runs softmax(dtype=combined.dtype): an
+  // explicit dtype, which autocast leaves alone, so the softmax runs in the promotion of the scores'
+  // and the sinks' dtypes (fp32 over fp32 weights, 16-bit over a 16-bit base), one column wider;
+  // the row maximum it subtracts first keeps its int64 indices (measured: families.py,
+  // moe_lora.py).
+  d.attention_sinks = m.attention_sinks;
+  if (m.attention_sinks) d.softmax = max(d.act, d.lora ? d.stream : r.weights);
   d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
   d.rank = c.training.finetune.lora_rank;
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
@@ -295,7 +304,11 @@ void eager_attention_terms(const Dims& d, const GradFlow& g, bool selective, std
     // dtype for v's gradient: the same storage when the softmax ran in the compute dtype.
     // Soft-capping (Gemma 2) keeps tanh's output, in the scores' dtype, for tanh's backward.
     if (scores_grad && d.attention_softcap) add(t, "attention.softcap_tanh", scores * d.act);
-    if (scores_grad) add(t, "attention.softmax_output", scores * d.softmax);
+    if (scores_grad) {
+      const Count rows = d.batch * d.heads * d.seq;
+      add(t, "attention.softmax_output", (scores + (d.attention_sinks ? rows : Count(0))) * d.softmax);
+      if (d.attention_sinks) add(t, "attention.sink_max_indices", rows * kInt64Bytes);
+    }
     if (d.dropout) {
       add(t, "attention.dropout_mask", scores * kMaskBytes);
       if (g.v) add(t, "attention.dropped_probabilities", scores * d.act);
@@ -426,7 +439,8 @@ Bytes stacked_adapter_bytes(const Config& c, const Dims& d, const ExpertAdapters
   const Count r = c.training.finetune.lora_rank;
   Count merged = 0, factors = 0;
   if (a.gate_up) {
-    const Count rank = r * (m.mlp == MlpKind::kGated ? 2 : 1) * experts;
+    const bool fused_rank = m.mlp == MlpKind::kGated && !c.training.finetune.target_parameters;
+    const Count rank = r * (fused_rank ? 2 : 1) * experts;
     merged += experts * up_rows * d.hidden;
     factors += rank * (d.hidden + up_rows);
   }

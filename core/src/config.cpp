@@ -437,6 +437,10 @@ Json applicability(std::string_view path) {
     all.push(when_in("parallel.zero_stage", integers({2, 3})));
   } else if (path == "training.moe_dispatch") {
     all.push(when_at_least("model.num_experts", 1));
+  } else if (path == "training.finetune.target_parameters") {
+    all.push(when_at_least("model.num_experts", 1));
+    all.push(when_in("training.finetune.method", spellings({"lora", "lora_fa"})));
+    all.push(when_in("training.moe_dispatch", spellings({"auto", "grouped"})));
   }
   return all;
 }

@@ -277,6 +277,9 @@ std::vector<Field> build_fields() {
               "with trainable_layers: the output head trains too"),
       MF_REAL("training.finetune.lora_dropout", training.finetune.lora_dropout, 0.0, 0.99,
               "dropout on the LoRA adapters' input (PEFT lora_dropout)"),
+      MF_BOOL("training.finetune.target_parameters", training.finetune.target_parameters,
+              "stacked experts named with PEFT's target_parameters: gate_up_proj at rank r (module names: gate and "
+              "up fused at 2r)"),
       MF_BOOL("training.finetune.use_rslora", training.finetune.use_rslora,
               "rsLoRA scaling (alpha / sqrt(r)); changes no memory"),
       MF_INT("training.finetune.base_bits", training.finetune.base_bits, 4, 16,

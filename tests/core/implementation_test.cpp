@@ -148,6 +148,10 @@ TEST(Implementation, LoraOnStackedExpertsIsOneAdapterPerProjection) {
             layers * per_expert);
   EXPECT_EQ(field(stacked, "trainable_parameter_count") - field(attention, "trainable_parameter_count"),
             layers * fused);
+  // Named through target_parameters (gpt-oss's only way), gate_up_proj keeps rank r.
+  const Json by_parameter = run(base + R"(["q","k","v","o","gate","up","down"],"target_parameters":true}}})");
+  EXPECT_EQ(field(by_parameter, "trainable_parameter_count") - field(attention, "trainable_parameter_count"),
+            layers * (r * experts * (d + 2 * ff) + r * experts * (ff + d)));
   // Each forward folds the adapter into a whole copy of the stack, which the grouped GEMM keeps,
   // and the baddbmm keeps the fp32 adapter factors' bf16 casts.
   EXPECT_EQ(term(stacked, "moe.merged_expert_weights"), (experts * 3 * ff * d + fused) * 2);

@@ -268,6 +268,7 @@ def check_moe_lora(binary, path):
                     "training.finetune.lora_targets": ",".join(case["memfit_targets"])}
             if case["precision"] == "bf16_mixed":
                 sets.update({"training.lora_base_dtype": "half", "training.lora_adapter_dtype": "fp32"})
+            sets.update(case.get("memfit_extra", {}))
             r = memfit(files[case["family"]], sets)
             label = f"{case['family']} {case['targets']} {case['precision']}"
             got = (r.get("breakdown") or {}).get("activations")

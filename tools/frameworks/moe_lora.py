@@ -45,12 +45,18 @@ import families as F  # noqa: E402
 import measure as M  # noqa: E402
 import torch  # noqa: E402
 
-# Family -> the vendored config.json and the names its transformers 4 checkpoint gave the expert
-# projections (what users write in target_modules; PEFT maps them onto the stacked parameters).
+# Family -> the names its transformers 4 checkpoint gave the expert projections (what users write in
+# target_modules; PEFT maps them onto the stacked parameters), or, for gpt-oss, which is not in
+# PEFT's mapping, the stacked parameters themselves (LoraConfig target_parameters: each at rank r;
+# memfit's training.finetune.target_parameters). gpt-oss runs eager attention (no SDPA path) and its
+# router is not a Linear (no all-linear case).
 FAMILIES = {
     "mixtral": {"gate": "w1", "up": "w3", "down": "w2"},
     "qwen3_moe": {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"},
+    "gpt_oss": {"parameters": {"gate": "mlp.experts.gate_up_proj", "up": "mlp.experts.gate_up_proj",
+                               "down": "mlp.experts.down_proj"}},
 }
+QLORA_FAMILIES = ("mixtral", "qwen3_moe")
 ATTENTION = ["q", "k", "v", "o"]
 TARGET_SETS = {
     "attention": ATTENTION,
@@ -63,11 +69,24 @@ TOLERANCE = 0.01
 
 
 def peft_targets(family, targets):
+    """LoraConfig's target_modules (and target_parameters) for memfit's targets."""
     if targets == TARGET_SETS["all_linear"]:
-        return "all-linear"
+        return {"target_modules": "all-linear"}
     names = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}
-    names.update(FAMILIES[family])
-    return [names[t] for t in targets]
+    parameters = FAMILIES[family].get("parameters")
+    if parameters is None:
+        names.update(FAMILIES[family])
+        return {"target_modules": [names[t] for t in targets]}
+    out = {"target_modules": [names[t] for t in targets if t in names]}
+    stacked = sorted({parameters[t] for t in targets if t in parameters})
+    if stacked:
+        out["target_parameters"] = stacked
+    return out
+
+
+def memfit_extra(family):
+    """The memfit settings a family's cases add (compare.py reads them from the rows)."""
+    return {"training.finetune.target_parameters": "true"} if "parameters" in FAMILIES[family] else {}
 
 
 def _build(case):
@@ -81,8 +100,7 @@ def _build(case):
     # (get_peft_model's autocast_adapter_dtype=True), Trainer bf16=True.
     dtype = torch.bfloat16 if case["precision"] == "bf16_mixed" else torch.float32
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation=case["attention"], dtype=dtype)
-    model = get_peft_model(model, LoraConfig(r=RANK, lora_alpha=2 * RANK, lora_dropout=0.0,
-                                             target_modules=case["peft_targets"]))
+    model = get_peft_model(model, LoraConfig(r=RANK, lora_alpha=2 * RANK, lora_dropout=0.0, **case["peft_targets"]))
     model.train()
     return M.Built(model, M.hf_trainer_forward(model, case["precision"]),
                    note="transformers %s %s + peft LoRA" % (transformers.__version__, type(model).__name__))
@@ -133,7 +151,7 @@ def run_memfit_qlora(binary, path, double_quant, prepare):
     return {"base_bytes": r["breakdown"]["parameters"] - r["trainable_parameter_count"] * 4}
 
 
-def run_memfit(binary, path, precision, attention, targets):
+def run_memfit(binary, path, precision, attention, targets, extra):
     sets = {"training.micro_batch_size": F.TINY["batch"], "training.seq_len": F.TINY["seq"],
             "training.precision": precision, "training.attention": attention,
             "training.checkpointing": "none", "training.dropout": 0, "training.optimizer": "adamw",
@@ -143,6 +161,7 @@ def run_memfit(binary, path, precision, attention, targets):
     if precision == "bf16_mixed":
         sets["training.lora_base_dtype"] = "half"
         sets["training.lora_adapter_dtype"] = "fp32"
+    sets.update(extra)
     r = F.memfit_json(binary, path, sets)
     if "error" in r:
         return r
@@ -171,8 +190,12 @@ def main():
             json.dump(small, f)
             small_path = f.name
         try:
-            for label, targets in [(k, v) for k, v in TARGET_SETS.items() if k in only_targets]:
-                for precision, attention in (("fp32", "eager"), ("bf16_mixed", "sdpa")):
+            sets = [(k, v) for k, v in TARGET_SETS.items() if k in only_targets]
+            if "parameters" in FAMILIES[family]:
+                sets = [(k, v) for k, v in sets if k != "all_linear"]
+            fast = "eager" if family == "gpt_oss" else "sdpa"
+            for label, targets in sets:
+                for precision, attention in (("fp32", "eager"), ("bf16_mixed", fast)):
                     name = "%s-%s-%s" % (family, label, precision)
                     M.SIZES[name] = dict(vocab_size=F.TINY["vocab"], batch=F.TINY["batch"], seq_len=F.TINY["seq"])
                     case = {"name": name, "framework": "moe_lora", "family": family, "size": name,
@@ -180,8 +203,9 @@ def main():
                             "peft_targets": peft_targets(family, targets)}
                     measured = M.run_once(case, "cuda" if precision == "bf16_mixed" else None)
                     body = measured["saved"]["body_bytes_cuda"]
-                    mf = run_memfit(args.memfit, small_path, precision, attention, targets)
+                    mf = run_memfit(args.memfit, small_path, precision, attention, targets, memfit_extra(family))
                     row = {"family": family, "targets": label, "memfit_targets": targets,
+                           "memfit_extra": memfit_extra(family),
                            "peft_targets": case["peft_targets"], "precision": precision, "attention": attention,
                            "measured_body_bytes_cuda": body,
                            "measured_trainable": measured["trainable_parameter_count"], "memfit": mf}
@@ -199,7 +223,7 @@ def main():
                     print("%-10s %-14s %-10s trainable peft %7d memfit %7s   saved %9d memfit %9s ratio %s" % (
                         family, label, precision, row["measured_trainable"], mf.get("trainable"), body,
                         mf.get("activations"), row.get("ratio")), file=sys.stderr)
-            for double_quant in (False, True):
+            for double_quant in ((False, True) if family in QLORA_FAMILIES else ()):
                 for prepare in (False, True):
                     measured = measure_qlora_base(small, double_quant, prepare)
                     mf = run_memfit_qlora(args.memfit, small_path, double_quant, prepare)

@@ -376,6 +376,10 @@ struct Finetune {
   unsigned lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO;  // the modules a method adapts
   double lora_dropout = 0.0;    // PEFT's lora_dropout on the adapters' input
   bool use_rslora = false;      // rsLoRA: scaling α/√r instead of α/r (no memory effect)
+  // Stacked experts named through PEFT's target_parameters (gate_up_proj and down_proj each at
+  // rank r: the only way to reach gpt-oss's) rather than the checkpoint's module names, which PEFT
+  // maps onto them with gate and up fused at rank 2r (transformers_weight_conversion.py).
+  bool target_parameters = false;
   std::int64_t base_bits = 16;  // 16: frozen 16-bit base; 8: int8 base; 4: QLoRA 4-bit
   QuantType quant_type = QuantType::kNf4;   // bnb_4bit_quant_type
   QuantMethod quant_method = QuantMethod::kBitsandbytes;
