@@ -432,21 +432,19 @@ ExpertAdapters expert_adapters(const Dims& d) {
 // in the weight's dtype, with the adapter factors cast to it), so every forward builds a whole
 // copy of the stack, which the grouped GEMM saves (it needs the weight for its input's gradient),
 // and the baddbmm keeps the cast factors. Measured: tools/frameworks/moe_lora.py.
-Bytes stacked_adapter_bytes(const Config& c, const Dims& d, const ExpertAdapters& a, Count expert_ff, Bytes weight) {
-  const ModelSpec& m = c.model;
-  const Count experts = ceil_div(Count(m.num_experts), c.parallel.expert);
-  const Count up_rows = m.mlp == MlpKind::kGated ? expert_ff * 2 : expert_ff;
-  const Count r = c.training.finetune.lora_rank;
+// This GPU's experts (expert parallelism) and its slice of each expert's inner width (tensor
+// parallelism: gate_up's output, down's input).
+Bytes stacked_adapter_bytes(const Config& c, const Dims& d, Bytes weight) {
+  const Finetune& f = c.training.finetune;
   Count merged = 0, factors = 0;
-  if (a.gate_up) {
-    const bool fused_rank = m.mlp == MlpKind::kGated && !c.training.finetune.target_parameters;
-    const Count rank = r * (fused_rank ? 2 : 1) * experts;
-    merged += experts * up_rows * d.hidden;
-    factors += rank * (d.hidden + up_rows);
-  }
-  if (a.down) {
-    merged += experts * expert_ff * d.hidden;
-    factors += r * experts * (expert_ff + d.hidden);
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, true)) {
+    if (a.component != Component::kExperts) continue;
+    const Count experts = ceil_div(a.stack, c.parallel.expert);
+    const bool down = a.target == kLoraDown;
+    const Count in = down ? ceil_div(a.in, c.parallel.tensor) : a.in;
+    const Count out = down ? a.out : ceil_div(a.out, c.parallel.tensor);
+    merged += experts * in * out;
+    factors += expert_adapter_rank(f, a) * experts * (in + out);
   }
   // The factors are cast only when they are not already in the weight's dtype (fp32 adapters
   // over a 16-bit base); a cast of nothing is the parameter itself, which is not an activation.
@@ -499,7 +497,7 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
     const std::int64_t kept = m.mlp == MlpKind::kGated ? gated_activation_tensors(m, d) : 1;
     add(t, "moe.experts_inner", routed * expert_ff * el * (kept + (down_input ? 1 : 0)));
     add(t, "moe.combine", routed * d.hidden * el + routed * d.act);
-    if (d.lora) add(t, "moe.merged_expert_weights", stacked_adapter_bytes(c, d, adapters, expert_ff, el));
+    if (d.lora) add(t, "moe.merged_expert_weights", stacked_adapter_bytes(c, d, el));
   } else {
     add(t, "moe.dispatch_indices", routed * kInt64Bytes * 2);
     // An nn.Linear per expert: LoRA adapters on them keep what a dense layer's keep, on the rows

@@ -114,12 +114,6 @@ Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantiz
   return f.base_bits == 8 ? int8_bytes(g) : four_bit_bytes(g, f);
 }
 
-Bytes frozen_base_bytes(const ParameterCount& params, const Finetune& f, Bytes unquantized, bool experts_unquantized) {
-  Bytes total{0};
-  for (const TensorGroup& g : params.groups) total += frozen_bytes_each(g, f, unquantized, experts_unquantized) * g.count;
-  return total;
-}
-
 Count largest_trainable_tensor(const Config& c, const ParameterCount& params) {
   Count largest = 0;
   for (const Shape& s : trainable_shapes(c, params)) largest = max(largest, s.elements_each());

@@ -90,13 +90,10 @@ struct TrainableCounts {
 };
 TrainableCounts trainable_counts(const Config& config, const ParameterCount& params, Count base_parameter_count);
 
-// The frozen base of a parameter-efficient run: 16-bit (or fp32) weights, int8, or 4-bit
-// (bitsandbytes NF4 / FP4, with or without double quantisation).
-// `experts_unquantized`: the routed experts stay unquantised (experts_left_unquantized).
-Bytes frozen_base_bytes(const ParameterCount& params, const Finetune& finetune, Bytes unquantized,
-                        bool experts_unquantized = false);
-Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized,
-                        bool experts_unquantized = false);  // one tensor of a group
+// One tensor of a parameter-efficient run's frozen base: 16-bit (or fp32) weights, int8, or 4-bit
+// (bitsandbytes NF4 / FP4, with or without double quantisation). `experts_unquantized`: the routed
+// experts stay unquantised (experts_left_unquantized).
+Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized, bool experts_unquantized);
 
 // The largest trainable tensor's elements (the per-parameter optimizer loop's temporary).
 Count largest_trainable_tensor(const Config& config, const ParameterCount& params);

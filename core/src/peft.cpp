@@ -46,7 +46,7 @@ Count linear_count(const std::vector<AdaptedLinear>& linears) {
 // (peft/utils/transformers_weight_conversion.py _convert_peft_config_moe: rank_pattern r × 2).
 void low_rank(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
   for (const AdaptedLinear& a : linears) {
-    const Count r = Count(f.lora_rank) * (f.target_parameters ? 1 : a.rank_factor) * a.stack;
+    const Count r = expert_adapter_rank(f, a) * a.stack;
     if (f.method == FinetuneMethod::kLoraFa) b.freeze(r, a.in, a.count);
     else b.train(r, a.in, a.count);
     b.train(a.out, r, a.count);
@@ -319,6 +319,10 @@ Count PeftParameters::added_count() const {
   Count n = trainable_count() - trained_in_base;
   for (const Shape& s : frozen_added) n += s.elements();
   return n;
+}
+
+Count expert_adapter_rank(const Finetune& f, const AdaptedLinear& a) {
+  return Count(f.lora_rank) * (f.target_parameters ? 1 : a.rank_factor);
 }
 
 bool stacked_experts(const Config& c) {

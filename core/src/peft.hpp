@@ -52,6 +52,10 @@ struct PeftParameters {
 // projection and MoE layer (gate and up as one gate_up_proj), `stack` experts wide.
 std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets, bool stacked_experts);
 
+// The rank of one adapter on `a` per expert of its stack: LoRA's r, doubled on a fused gate_up_proj
+// that PEFT reached through the checkpoint's module names (not through target_parameters).
+Count expert_adapter_rank(const Finetune& finetune, const AdaptedLinear& a);
+
 // Whether the routed experts are stacked 3-D parameters (training.moe_dispatch grouped:
 // transformers 5, torchtitan) rather than an nn.Linear per expert projection.
 bool stacked_experts(const Config& config);
