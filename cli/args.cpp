@@ -58,7 +58,7 @@ class Parser {
   ParsedArgs run() {
     for (i_ = 0; i_ < args_.size() && out_.errors.empty(); ++i_) one(args_[i_]);
     if (out_.errors.empty()) keep_default_preset();
-    if (out_.errors.empty()) drop_class_knobs_off_hf();
+    if (out_.errors.empty()) drop_class_knobs_off_class_frameworks();
     return std::move(out_);
   }
 
@@ -191,7 +191,7 @@ class Parser {
   // The class knobs an imported config.json set, kept only under a framework that runs the
   // transformers class (hf, the default, and trl): another framework runs its own code, as a
   // preset's class knobs apply there only (runs_transformers_class).
-  void drop_class_knobs_off_hf() {
+  void drop_class_knobs_off_class_frameworks() {
     Json& config = out_.request.config;
     const Json* training = config.find("training");
     const Json* framework = training ? training->find("framework") : nullptr;

@@ -67,6 +67,10 @@ Json import_hf_json(std::string_view text) {
     if (value->as_string() != "auto" && std::string_view(key) != "framework") training.set(key, *value);
   }
   j.set("training", std::move(training));
+  // The frameworks those knobs apply under (the ones that run the transformers class).
+  Json frameworks = Json::array();
+  for (const std::string& name : transformers_class_frameworks()) frameworks.push(Json::string(name));
+  j.set("training_frameworks", std::move(frameworks));
   j.set("parameter_count", Json::integer(count.total_count.value()));
   j.set("parameters_by_component", parameters_by_component_json(count));
   return j;

@@ -244,6 +244,15 @@ bool runs_transformers_class(std::string_view name) {
   return false;
 }
 
+std::vector<std::string> transformers_class_frameworks() {
+  std::vector<std::string> out;
+  const auto& choices = detail::find_field("training.framework")->choices;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (runs_transformers_class(static_cast<Framework>(i))) out.emplace_back(choices[i]);
+  }
+  return out;
+}
+
 void apply_class_reference(const Implementation& reference, Implementation& impl) {
   if (!runs_transformers_class(impl.framework)) return;
   const auto take = [](auto& knob, auto value) {

@@ -169,6 +169,11 @@ describe('the page state', { skip: hasCore ? false : `no wasm module in ${WASM_D
     state.setField('training.framework', 'hf');
     await settle();
     assert.equal(state.config.value.training.norm_kernel, 'eager_fp32');
+    // TRL's SFTTrainer runs the same class (the core names the frameworks that do).
+    assert.deepEqual(answer.training_frameworks, ['hf', 'trl']);
+    state.setField('training.framework', 'trl');
+    await settle();
+    assert.equal(state.config.value.training.norm_kernel, 'eager_fp32');
     // A preset is a model of its own: the imported class's knobs go.
     state.selectPreset('llama-3-8b');
     await settle();

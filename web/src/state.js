@@ -18,15 +18,15 @@ const withoutModel = (edits) =>
 
 // The configuration sent to the core: the preset plus only what the user set, each value typed
 // where it is well formed and left as typed where it is not (the core then names the problem).
-// classKnobs: the imported config.json's class knobs (training.* → value; import_hf_config's
-// `training`), which describe transformers' code: they apply under the frameworks that run the
-// transformers class (the core's runs_transformers_class: hf and trl) only, and where the user has
-// not set the knob, as on the command line (--hf-config).
-const CLASS_FRAMEWORKS = new Set(['hf', 'trl']);
-export function buildConfig(presetId, edits, fieldByPath, classKnobs = {}, defaultFramework = 'hf') {
+// classKnobs: the imported config.json's class knobs, { knobs: training.* → value, frameworks }
+// (import_hf_config's `training` and `training_frameworks`), which describe transformers' code:
+// they apply under the frameworks the core names (those that run the transformers class) only, and
+// where the user has not set the knob, as on the command line (--hf-config).
+const NO_CLASS_KNOBS = Object.freeze({ knobs: {}, frameworks: [] });
+export function buildConfig(presetId, edits, fieldByPath, classKnobs = NO_CLASS_KNOBS, defaultFramework = 'hf') {
   const config = { model: { preset: presetId } };
-  if (CLASS_FRAMEWORKS.has(edits['training.framework'] ?? defaultFramework)) {
-    for (const [path, value] of Object.entries(classKnobs)) if (!(path in edits)) setPath(config, path, value);
+  if (classKnobs.frameworks.includes(edits['training.framework'] ?? defaultFramework)) {
+    for (const [path, value] of Object.entries(classKnobs.knobs)) if (!(path in edits)) setPath(config, path, value);
   }
   for (const [path, raw] of Object.entries(edits)) setPath(config, path, toConfigValue(fieldByPath.get(path), raw));
   return config;
@@ -73,7 +73,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   const planner = signal(linkView.view.planner);  // the planner: open, its inputs, the chosen plan (view.js)
   const pasteText = signal('');
   const imported = signal(null);              // the last import_hf_config answer
-  const classKnobs = signal({});              // its class's knobs (see buildConfig), until the model changes
+  const classKnobs = signal(NO_CLASS_KNOBS);  // its class's knobs (see buildConfig), until the model changes
   const hub = signal({ status: 'idle', message: '' });
 
   // --- derived from the inputs alone -------------------------------------------------------
@@ -304,7 +304,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       presetId.value = id;
       edits.value = withoutModel(edits.value);
       imported.value = null;
-      classKnobs.value = {};
+      classKnobs.value = NO_CLASS_KNOBS;
     });
   }
 
@@ -318,7 +318,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       presetId.value = defaults.model.preset;
       edits.value = after;
       imported.value = null;
-      classKnobs.value = {};
+      classKnobs.value = NO_CLASS_KNOBS;
       applied.value = changed ? { title: 'reset to the defaults', before, after } : null;
     });
   }
@@ -374,7 +374,10 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       }
       presetId.value = '';
       edits.value = { ...withoutModel(edits.value), ...model };
-      classKnobs.value = Object.fromEntries(Object.entries(answer.training ?? {}).map(([key, value]) => [`training.${key}`, value]));
+      classKnobs.value = {
+        knobs: Object.fromEntries(Object.entries(answer.training ?? {}).map(([key, value]) => [`training.${key}`, value])),
+        frameworks: answer.training_frameworks ?? [],
+      };
     });
     return answer;
   }

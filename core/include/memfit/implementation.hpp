@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "memfit/config.hpp"
 
@@ -47,6 +49,7 @@ Implementation resolve_implementation(const Implementation& requested);
 // only: compiled, the norms fuse (resolve_implementation).
 bool runs_transformers_class(Framework framework);
 bool runs_transformers_class(std::string_view framework_name);  // training.framework's value; false if unknown
+std::vector<std::string> transformers_class_frameworks();        // their training.framework values
 void apply_class_reference(const Implementation& reference, Implementation& impl);
 
 const char* to_string(Framework f);
