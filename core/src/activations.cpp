@@ -50,6 +50,7 @@ struct Dims {
   bool attention_sinks;    // a learned logit per head joins each softmax row (gpt-oss)
   bool lora;
   unsigned targets;  // LoRA target bits
+  ExpertTargeting targeting;  // where gate / up / down / router land on a mixture of experts (peft.hpp)
   Count rank;
   bool lora_dropout;
   bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
@@ -135,6 +136,7 @@ Dims make_dims(const Config& c) {
   d.attention_sinks = m.attention_sinks;
   if (m.attention_sinks) d.softmax = max(d.act, d.lora ? d.stream : r.weights);
   d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
+  d.targeting = expert_targeting(c);
   d.rank = c.training.finetune.lora_rank;
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
   // bitsandbytes' MatMul4Bit before 0.43.2 keeps its input A in ctx.tensors even though the 4-bit
@@ -331,13 +333,18 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
     // which keeps only cos and sin, except where the norm's fp32 input is a view of the whole
     // output (no cast: fp32 compute), which keeps it alive. Measured: tools/frameworks/families.py,
     // deepseek_v3 (modeling_deepseek_v3.py DeepseekV3Attention).
+    // The up-projections q_b (target q) and kv_b (target v) read the normalised latents: saved as
+    // any linear's input (a LoRA adapter's own cast copy under autocast over fp32 adapters, nothing
+    // for a frozen one); the block's input reaches q_a (or q_proj) and kv_a (target k) only.
     const Count q = Count(m.q_lora_rank), kv = Count(m.kv_lora_rank);
-    Bytes latents = rms_norm_bytes(d, d.tokens * kv, d.tokens, d.act) + d.tokens * kv * d.act;
-    if (!q.is_zero()) latents += rms_norm_bytes(d, d.tokens * q, d.tokens, d.act) + d.tokens * q * d.act;
+    Bytes latents = rms_norm_bytes(d, d.tokens * kv, d.tokens, d.act) + linear_inputs(d, kv, kLoraV);
+    if (!q.is_zero()) latents += rms_norm_bytes(d, d.tokens * q, d.tokens, d.act) + linear_inputs(d, q, kLoraQ);
     if (d.act == kFp32Bytes) latents += d.tokens * Count(m.qk_rope_head_dim) * kFp32Bytes;
     add(t, "attention.mla_latents", latents);
   }
-  add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, kLoraQ | kLoraK | kLoraV | kLoraQkv, input_grad) * d.input_casts_qkv);
+  const unsigned reading_input = m.attention_type == AttentionType::kMla ? kLoraQ | kLoraK
+                                                                         : kLoraQ | kLoraK | kLoraV | kLoraQkv;
+  add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, reading_input, input_grad) * d.input_casts_qkv);
   if (d.lora && d.lora_qkv_padded && d.impl.projections == Projections::kQkvFused) {
     // LitGPT's LoRAQKVLinear runs the q/k/v adapters as one grouped conv1d and zero-pads their
     // output into the qkv width with result.index_copy(1, lora_ind, after_B): index_copy's
@@ -422,8 +429,18 @@ struct ExpertAdapters {
 
 ExpertAdapters expert_adapters(const Dims& d) {
   if (!d.lora) return {};
-  const unsigned g = d.peft.grad_targets;
-  return {(g & (kLoraGate | kLoraUp)) != 0, (g & kLoraDown) != 0, (g & kLoraRouter) != 0};
+  const unsigned g = targets_reaching(d.peft.grad_targets, Component::kExperts, d.targeting);
+  const unsigned router = targets_reaching(d.peft.grad_targets, Component::kRouter, d.targeting);
+  return {(g & (kLoraGate | kLoraUp)) != 0, (g & kLoraDown) != 0, (router & kLoraRouter) != 0};
+}
+
+// The same block's dims with the LoRA targets that reach `component`'s linears (a dense layer's
+// MLP or the shared experts of a mixture-of-experts model: peft.hpp ExpertTargeting).
+Dims reaching(const Dims& d, Component component) {
+  Dims out = d;
+  out.targets = targets_reaching(d.targets, component, d.targeting);
+  out.peft.grad_targets = targets_reaching(d.peft.grad_targets, component, d.targeting);
+  return out;
 }
 
 // Stacked experts' LoRA (PEFT's ParamWrapper on transformers 5's 3-D parameters) and what one MoE
@@ -437,7 +454,7 @@ ExpertAdapters expert_adapters(const Dims& d) {
 Bytes stacked_adapter_bytes(const Config& c, const Dims& d, Bytes weight) {
   const Finetune& f = c.training.finetune;
   Count merged = 0, factors = 0;
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, true)) {
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, expert_targeting(c))) {
     if (a.component != Component::kExperts) continue;
     const Count experts = ceil_div(a.stack, c.parallel.expert);
     const bool down = a.target == kLoraDown;
@@ -513,6 +530,16 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   const Count ff = shared_expert_ff(c);
   if (!ff.is_zero()) {
     add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (inputs_kept ? d.tokens * ff * d.act : Bytes{0}));
+    // LoRA on the shared experts' nn.Linear projections: what a dense MLP's adapters keep (their
+    // input, A's output), beside a 4-bit base's own inputs counted above.
+    const Dims s = reaching(d, Component::kSharedExperts);
+    if (d.lora && (s.targets & (kLoraGate | kLoraUp | kLoraDown))) {
+      Dims adapters_only = s;
+      adapters_only.quantized_base_saves_input = false;
+      const unsigned up = m.mlp == MlpKind::kGated ? (kLoraGate | kLoraUp) : kLoraUp;
+      add(t, "moe.shared_expert_adapters",
+          linear_inputs(adapters_only, d.hidden, up) + linear_inputs(adapters_only, ff, kLoraDown));
+    }
     // Under autocast over an fp32 stream each of the shared expert's matmuls (gate, up, and
     // Qwen2-MoE's sigmoid gate) casts the block's input on its own; the router's cast is counted
     // above. Qwen2-MoE's gate keeps its sigmoid and the shared expert's output for their product
@@ -545,10 +572,11 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   }
   add(t, "norms", norm_total);
   if (!frozen_first_attention) attention_terms(c, d, g, t);
+  const Dims mlp = reaching(d, Component::kMlp);
   if (moe) moe_terms(c, d, t);
-  else dense_mlp_terms(m, d, !frozen_first_attention, t);
+  else dense_mlp_terms(m, mlp, !frozen_first_attention, t);
   // A frozen MLP keeps its activation's tensors only if its input needs a gradient.
-  if (frozen_first_attention && !(d.peft.grad_targets & (kLoraGate | kLoraUp))) {
+  if (frozen_first_attention && !(mlp.peft.grad_targets & (kLoraGate | kLoraUp))) {
     std::erase_if(t, [](const NamedBytes& term) { return term.name == "mlp.inner"; });
   }
   if (d.residual_dropout) add(t, "mlp.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);

@@ -163,11 +163,34 @@ void stacked_expert_notes(const Config& c, Estimate& e) {
                                                         : "in 16 bit") +
                       "; unsloth quantises them.");
   }
-  const unsigned experts = kLoraGate | kLoraUp | kLoraDown;
-  if (is_peft(c) && stacked_experts(c) && (c.training.finetune.lora_targets & experts)) {
+  const unsigned mlp_names = kLoraGate | kLoraUp | kLoraDown;
+  const unsigned targets = c.training.finetune.lora_targets;
+  const ExpertTargeting targeting = expert_targeting(c);
+  if (!is_peft(c) || targeting == ExpertTargeting::kModules || !(targets & (mlp_names | kLoraRouter))) return;
+  if (targets_reaching(targets, Component::kExperts, targeting) & mlp_names) {
     e.notes.push_back("LoRA on stacked experts: one adapter per projection over all experts (rank × experts wide), "
                       "added to the whole expert weight each forward: every MoE layer keeps a merged copy of its "
                       "experts for backward.");
+  }
+  const bool dense = !e.parameters.component_count(Component::kMlp).is_zero();
+  const bool shared = !e.parameters.component_count(Component::kSharedExperts).is_zero();
+  const bool linear_mlps = dense || shared;
+  const std::string which = dense && shared ? "the dense layers' MLPs and the shared experts"
+                            : dense         ? "the dense layers' MLPs"
+                                            : "the shared experts";
+  if (targeting == ExpertTargeting::kMapped && linear_mlps && (targets & mlp_names)) {
+    e.notes.push_back(std::string(c.training.finetune.target_parameters
+                                      ? "gate, up and down name the stacked experts' parameters (target_parameters)"
+                                      : "PEFT moves gate, up and down to the stacked experts' parameters") +
+                      ": " + which + ", nn.Linear modules of the same names, get no adapter.");
+  }
+  if (targeting == ExpertTargeting::kUnmapped) {
+    e.notes.push_back("PEFT maps no module names onto " + c.model.model_type +
+                      "'s stacked experts (transformers 5): " +
+                      (linear_mlps ? "gate, up and down adapt only " + which + " (nn.Linear modules), "
+                                   : std::string("gate, up and down reach no module, ")) +
+                      (targets & kLoraRouter ? "the router none, " : "") +
+                      "and the routed experts stay frozen; training.finetune.target_parameters adapts them.");
   }
 }
 

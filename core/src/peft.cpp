@@ -330,7 +330,33 @@ bool stacked_experts(const Config& c) {
          resolve_implementation(c.training.implementation).moe_dispatch == MoeDispatch::kGrouped;
 }
 
-std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets, bool stacked_experts) {
+ExpertTargeting expert_targeting(const Config& c) {
+  if (!stacked_experts(c)) return ExpertTargeting::kModules;
+  if (c.training.finetune.target_parameters) return ExpertTargeting::kMapped;
+  // transformers' _MODEL_TO_CONVERSION_PATTERN (conversion_mapping.py) as PEFT extends it with
+  // Mixtral: of memfit's families, Qwen2-MoE (a pattern, not a key) and gpt-oss are not in it. A
+  // model without a family is taken as Mixtral is.
+  const std::string& type = c.model.model_type;
+  const bool unmapped = type == "qwen2_moe" || type == "gpt_oss";
+  return unmapped ? ExpertTargeting::kUnmapped : ExpertTargeting::kMapped;
+}
+
+unsigned targets_reaching(unsigned targets, Component component, ExpertTargeting targeting) {
+  constexpr unsigned kMlpNames = kLoraGate | kLoraUp | kLoraDown;
+  switch (targeting) {
+    case ExpertTargeting::kModules: return targets;
+    case ExpertTargeting::kMapped:
+      return component == Component::kMlp || component == Component::kSharedExperts ? targets & ~kMlpNames : targets;
+    case ExpertTargeting::kUnmapped:
+      return component == Component::kExperts || component == Component::kRouter ? targets & ~(kMlpNames | kLoraRouter)
+                                                                                 : targets;
+  }
+  return targets;
+}
+
+std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned all_targets,
+                                           ExpertTargeting targeting) {
+  const bool stacked_experts = targeting != ExpertTargeting::kModules;
   std::vector<AdaptedLinear> out;
   const std::vector<TensorGroup>& g = params.groups;
   // The MoE layers these groups hold: one router each (a GPU's share under pipeline parallelism).
@@ -341,6 +367,7 @@ std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigne
   const TensorGroup* stacked_gate = nullptr;
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (g[i].cols.is_zero() || g[i].lora_target == 0) continue;
+    const unsigned targets = targets_reaching(all_targets, g[i].component, targeting);
     if (stacked_experts && g[i].component == Component::kExperts && !moe_layers.is_zero()) {
       if (!(g[i].lora_target & targets)) continue;
       const Count stack = g[i].count / moe_layers;
@@ -407,7 +434,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
   const Finetune& f = c.training.finetune;
   PeftParameters out;
   Builder b{out};
-  const std::vector<AdaptedLinear> linears = adapted_linears(params, f.lora_targets, stacked_experts(c));
+  const std::vector<AdaptedLinear> linears = adapted_linears(params, f.lora_targets, expert_targeting(c));
   switch (f.method) {
     case FinetuneMethod::kFull: break;
     case FinetuneMethod::kLora:
@@ -625,7 +652,7 @@ void adapter_terms(const Config& c, Count tokens, Bytes act, std::vector<NamedBy
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
   const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, stacked_experts(c))) {
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, expert_targeting(c))) {
     // Stacked experts' adapters fold into the weight; activations.cpp counts what that keeps.
     if (a.stack > Count(1)) continue;
     const TargetSaved t = target_saved(f, a, share);
@@ -657,7 +684,7 @@ void llama_adapter_terms(const Config& c, Count batch, Count seq, Bytes act, std
   if (f.method != FinetuneMethod::kLlamaAdapterV2) return;
   Count outputs = 0;
   const LayerShare share{m, tokens};
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(m), kEveryLinear, false)) {
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(m), kEveryLinear, ExpertTargeting::kModules)) {
     outputs += share.per_layer(a, a.out);
   }
   terms.push_back({"peft.adapter_v2_scaled_outputs", outputs * act});
@@ -771,9 +798,18 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
   if ((f.lora_targets & kLoraQkv) && c.model.attention_type == AttentionType::kMla) {
     errors.push_back({"training.finetune.lora_targets", "qkv (a fused q/k/v projection) needs standard attention"});
   }
-  const bool stacked = stacked_experts(c);
+  const ExpertTargeting targeting = expert_targeting(c);
   const unsigned expert_targets = f.lora_targets & (kLoraGate | kLoraUp | kLoraDown);
-  if (stacked && expert_targets != 0) {
+  if (targeting == ExpertTargeting::kUnmapped && adapted_linears(count_parameters(c.model), f.lora_targets, targeting).empty()) {
+    errors.push_back({"training.finetune.lora_targets",
+                      "reach no module of " + c.model.model_type +
+                          " under transformers 5 (PEFT: target modules not found): its stacked experts and router are "
+                          "parameters, which PEFT does not map from module names for this family; set "
+                          "training.finetune.target_parameters, or training.moe_dispatch to loop for an nn.Linear per "
+                          "expert"});
+    return;
+  }
+  if (targeting == ExpertTargeting::kMapped && expert_targets != 0) {
     // PEFT reaches transformers 5's stacked experts through target_parameters, which only LoRA
     // implements, without variants (ParamWrapper.update_layer: "does not work with LoRA variants
     // like DoRA"), and it fuses gate and up into one adapter on gate_up_proj
@@ -796,7 +832,7 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
   if ((f.lora_targets & kLoraRouter) && c.model.num_experts == 0) {
     errors.push_back({"training.finetune.lora_targets", "router needs a mixture-of-experts model (model.num_experts)"});
   }
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, stacked)) {
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, targeting)) {
     const std::string problem = shape_problem(f, a);
     if (!problem.empty()) {
       const char* field = f.method == FinetuneMethod::kRoad || f.method == FinetuneMethod::kVbLora ||

@@ -46,11 +46,29 @@ struct PeftParameters {
   Count added_count() const;  // what the method adds to sum(p.numel())
 };
 
+// Where LoRA's targets land on a model's MLPs. PEFT 0.21 meets transformers 5's stacked experts
+// by rewriting the checkpoint's module names (peft/utils/transformers_weight_conversion.py,
+// _convert_peft_config_moe), and only for the families transformers' conversion table maps
+// (_MODEL_TO_CONVERSION_PATTERN, plus Mixtral): the expert names move from target_modules to
+// target_parameters, so the routed experts (and the router, `gate.weight`) are adapted and every
+// nn.Linear of the same names, a dense layer's MLP or a shared expert, loses its adapter. Elsewhere
+// (Qwen2-MoE, gpt-oss) the names reach only nn.Linear modules: the dense MLPs and shared experts,
+// never the routed experts or the router. Measured: tools/frameworks/moe_lora.py.
+enum class ExpertTargeting {
+  kModules,   // no stacked experts (a dense model, an nn.Linear per expert): a name reaches every MLP
+  kMapped,    // names moved to the stacked experts (or training.finetune.target_parameters)
+  kUnmapped,  // names left on the nn.Linear modules: dense MLPs and shared experts only
+};
+ExpertTargeting expert_targeting(const Config& config);
+
+// The targets among `targets` that reach a tensor group of `component`.
+unsigned targets_reaching(unsigned targets, Component component, ExpertTargeting targeting);
+
 // The linear layers `targets` names, one entry per kind of layer (a fused `qkv` target joins each
-// block's q, k and v into one d → q + k + v layer, as PEFT sees GPT-2's c_attn). With
-// `stacked_experts` the routed experts' projections are stacked 3-D parameters: one entry per
-// projection and MoE layer (gate and up as one gate_up_proj), `stack` experts wide.
-std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets, bool stacked_experts);
+// block's q, k and v into one d → q + k + v layer, as PEFT sees GPT-2's c_attn), where they reach
+// (`targeting`). Stacked experts are one entry per projection and MoE layer (gate and up as one
+// gate_up_proj), `stack` experts wide.
+std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets, ExpertTargeting targeting);
 
 // The rank of one adapter on `a` per expert of its stack: LoRA's r, doubled on a fused gate_up_proj
 // that PEFT reached through the checkpoint's module names (not through target_parameters).

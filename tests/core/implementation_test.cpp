@@ -183,6 +183,56 @@ TEST(Implementation, StackedExpertsTakeWhatPeftAllows) {
             "training.finetune.lora_targets");
 }
 
+TEST(Implementation, ModuleNamesReachWhatPeftMapsOnStackedExperts) {
+  // PEFT rewrites the expert names to the stacked parameters only for the families in transformers'
+  // conversion table (peft/utils/transformers_weight_conversion.py): DeepSeek-V3 is, and its dense
+  // first layers' MLPs and shared experts (nn.Linear modules of the same names) lose their adapters;
+  // Qwen2-MoE is not, so the names reach the shared expert only (tools/frameworks/moe_lora.py).
+  const std::string tail = R"(,"training":{"micro_batch_size":1,"seq_len":512,"precision":"bf16",)"
+                           R"("finetune":{"method":"lora","lora_rank":8,"lora_targets":)";
+  const auto lora = [&](const std::string& preset, const std::string& targets, const std::string& finetune = "",
+                        const std::string& training = "") {
+    return run(R"({"model":{"preset":")" + preset + "\"}" + tail + targets + finetune + "}" + training + "}}");
+  };
+  const auto trainable = [](const Json& r) { return field(r, "trainable_parameter_count"); };
+  const std::string attention = R"(["q","k","v","o"])", mlp = R"(["q","k","v","o","gate","up","down"])";
+
+  // Qwen1.5-MoE: 24 layers, one shared expert 5632 wide, 60 routed experts 1408 wide, d 2048.
+  const std::int64_t r = 8, d = 2048, shared_ff = 5632, layers = 24;
+  const Json qwen_attention = lora("qwen1.5-moe-a2.7b", attention), qwen_mlp = lora("qwen1.5-moe-a2.7b", mlp);
+  EXPECT_EQ(trainable(qwen_mlp) - trainable(qwen_attention), layers * 3 * r * (d + shared_ff));
+  EXPECT_EQ(term(qwen_mlp, "moe.merged_expert_weights"), 0);
+  EXPECT_GT(term(qwen_mlp, "moe.shared_expert_adapters"), 0);
+  EXPECT_EQ(term(qwen_attention, "moe.shared_expert_adapters"), 0);
+  // Named through target_parameters, the routed experts are adapted and the shared expert is not.
+  const Json qwen_parameters = lora("qwen1.5-moe-a2.7b", mlp, R"(,"target_parameters":true)");
+  const std::int64_t experts = 60, expert_ff = 1408;
+  EXPECT_EQ(trainable(qwen_parameters) - trainable(qwen_attention),
+            layers * (r * experts * (d + 2 * expert_ff) + r * experts * (expert_ff + d)));
+  EXPECT_GT(term(qwen_parameters, "moe.merged_expert_weights"), 0);
+  // As an nn.Linear per expert (transformers 4), a name reaches every MLP.
+  const Json qwen_loop = lora("qwen1.5-moe-a2.7b", mlp, "", R"(,"moe_dispatch":"loop")");
+  EXPECT_EQ(trainable(qwen_loop) - trainable(qwen_attention),
+            layers * (3 * r * (d + shared_ff) + experts * 3 * r * (d + expert_ff)));
+
+  // DeepSeek-V3: 3 dense layers (MLP 18432 wide) and 58 MoE layers with one shared expert 2048 wide.
+  const std::int64_t dd = 7168, moe_layers = 58, routed = 256, dff = 2048;
+  const Json ds_attention = lora("deepseek-v3", attention), ds_mlp = lora("deepseek-v3", mlp);
+  EXPECT_EQ(trainable(ds_mlp) - trainable(ds_attention),
+            moe_layers * (2 * r * routed * (dd + 2 * dff) + r * routed * (dff + dd)));
+  const Json ds_loop = lora("deepseek-v3", mlp, "", R"(,"moe_dispatch":"loop")");
+  EXPECT_EQ(trainable(ds_loop) - trainable(ds_attention),
+            3 * 3 * r * (dd + 18432) + moe_layers * (routed + 1) * 3 * r * (dd + dff));
+
+  // gpt-oss has neither: its expert names alone reach nothing, which PEFT refuses.
+  EXPECT_EQ(first_error_field(errors_of(
+                R"({"model":{"preset":"gpt-oss-20b"},"training":{"finetune":{"method":"lora","lora_targets":["gate","up","down"]}}})")),
+            "training.finetune.lora_targets");
+  EXPECT_TRUE(errors_of(R"({"model":{"preset":"gpt-oss-20b"},"training":{"finetune":{"method":"lora",)"
+                        R"("lora_targets":["gate","up","down"],"target_parameters":true}}})")
+                  .find("ok")->as_bool());
+}
+
 TEST(Implementation, BitsandbytesLeavesStackedExpertsUnquantised) {
   // bitsandbytes replaces nn.Linear modules only: transformers 5's stacked experts keep the load
   // dtype (fp32 after prepare_model_for_kbit_training); unsloth quantises them itself.

@@ -50,12 +50,24 @@ import torch  # noqa: E402
 # PEFT's mapping, the stacked parameters themselves (LoraConfig target_parameters: each at rank r;
 # memfit's training.finetune.target_parameters). gpt-oss runs eager attention (no SDPA path) and its
 # router is not a Linear (no all-linear case).
+# Qwen2-MoE (Qwen1.5-MoE) is not in the table either: its module names reach the shared expert's
+# nn.Linear projections and not the routed experts; DeepSeek-V3 is, and its names move to the
+# stacked experts, so its dense first layer's MLP and its shared experts lose their adapters
+# (peft.hpp ExpertTargeting). DeepSeek's latent attention: memfit's q is q_a_proj and q_b_proj, k
+# kv_a_proj_with_mqa, v kv_b_proj.
+GATED_NAMES = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 FAMILIES = {
     "mixtral": {"gate": "w1", "up": "w3", "down": "w2"},
-    "qwen3_moe": {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"},
+    "qwen3_moe": GATED_NAMES,
     "gpt_oss": {"parameters": {"gate": "mlp.experts.gate_up_proj", "up": "mlp.experts.gate_up_proj",
                                "down": "mlp.experts.down_proj"}},
+    "qwen2_moe": GATED_NAMES,
+    "deepseek_v3": dict(GATED_NAMES, attention={"q": ["q_a_proj", "q_b_proj"], "k": ["kv_a_proj_with_mqa"],
+                                                "v": ["kv_b_proj"], "o": ["o_proj"]}),
 }
+# PEFT's all-linear on Qwen2-MoE also adapts shared_expert_gate (an nn.Linear d -> 1), which no
+# memfit target names; its router, a parameter under transformers 5, is not reached.
+NO_ALL_LINEAR = ("gpt_oss", "qwen2_moe")
 QLORA_FAMILIES = ("mixtral", "qwen3_moe")
 ATTENTION = ["q", "k", "v", "o"]
 TARGET_SETS = {
@@ -72,12 +84,13 @@ def peft_targets(family, targets):
     """LoraConfig's target_modules (and target_parameters) for memfit's targets."""
     if targets == TARGET_SETS["all_linear"]:
         return {"target_modules": "all-linear"}
-    names = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}
+    names = {"q": ["q_proj"], "k": ["k_proj"], "v": ["v_proj"], "o": ["o_proj"]}
+    names.update(FAMILIES[family].get("attention", {}))
     parameters = FAMILIES[family].get("parameters")
     if parameters is None:
-        names.update(FAMILIES[family])
-        return {"target_modules": [names[t] for t in targets]}
-    out = {"target_modules": [names[t] for t in targets if t in names]}
+        names.update({t: [n] for t, n in FAMILIES[family].items() if t in ("gate", "up", "down")})
+        return {"target_modules": [n for t in targets for n in names[t]]}
+    out = {"target_modules": [n for t in targets if t in names for n in names[t]]}
     stacked = sorted({parameters[t] for t in targets if t in parameters})
     if stacked:
         out["target_parameters"] = stacked
@@ -191,9 +204,12 @@ def main():
             small_path = f.name
         try:
             sets = [(k, v) for k, v in TARGET_SETS.items() if k in only_targets]
-            if "parameters" in FAMILIES[family]:
+            if family in NO_ALL_LINEAR:
                 sets = [(k, v) for k, v in sets if k != "all_linear"]
-            fast = "eager" if family == "gpt_oss" else "sdpa"
+            # gpt-oss has no SDPA path; DeepSeek's query and value head dims differ, for which the CPU's
+            # SDPA takes its math kernel (fp32 bmm and softmax), not CUDA's memory-efficient one
+            # (families.py shows the gap): both run eager attention under autocast here.
+            fast = "eager" if family in ("gpt_oss", "deepseek_v3") else "sdpa"
             for label, targets in sets:
                 for precision, attention in (("fp32", "eager"), ("bf16_mixed", fast)):
                     name = "%s-%s-%s" % (family, label, precision)

@@ -63,6 +63,9 @@ MODELS = {
     # PEFT adapts through target_parameters (one adapter per projection, gate and up fused).
     "mixtral-8x7b": "mistralai__Mixtral-8x7B-v0.1",
     "qwen3-30b-a3b": "Qwen__Qwen3-30B-A3B",
+    # Qwen2-MoE is not in PEFT's mapping: its module names reach the shared expert's nn.Linear
+    # projections only, not the stacked routed experts (memfit: peft.hpp ExpertTargeting).
+    "qwen1.5-moe-a2.7b": "Qwen__Qwen1.5-MoE-A2.7B",
 }
 LLAMA = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.o_proj",
          "gate": "mlp.gate_proj", "up": "mlp.up_proj", "down": "mlp.down_proj", "head": "lm_head",
@@ -73,6 +76,7 @@ NAMES = {
     # (peft/utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING), and the router.
     "mixtral": dict(LLAMA, gate="w1", up="w3", down="w2", router="mlp.gate"),
     "qwen3_moe": dict(LLAMA, gate="gate_proj", up="up_proj", down="down_proj", router="mlp.gate"),
+    "qwen2_moe": dict(LLAMA, gate="gate_proj", up="up_proj", down="down_proj"),
     "gpt2": {"qkv": "attn.c_attn", "o": "attn.c_proj", "up": "mlp.c_fc", "down": "mlp.c_proj", "head": "lm_head",
              "_norms": r"(ln_1|ln_2|ln_f)", "_emb": "wte"},
     "opt": {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.out_proj",
@@ -240,6 +244,11 @@ def cases():
         yield p, {"method": "lora", "lora_rank": 16, "lora_targets": mlp + ["router"]}
         yield p, {"method": "lora", "lora_rank": 8, "lora_targets": ["q", "k", "v", "o", "down"]}
         yield p, {"method": "lora_fa", "lora_rank": 8, "lora_targets": mlp}
+    mlp = ["q", "k", "v", "o", "gate", "up", "down"]
+    yield "qwen1.5-moe-a2.7b", {"method": "lora", "lora_rank": 8, "lora_targets": ["q", "v"]}
+    yield "qwen1.5-moe-a2.7b", {"method": "lora", "lora_rank": 16, "lora_targets": mlp}
+    yield "qwen1.5-moe-a2.7b", {"method": "lora", "lora_rank": 8, "lora_targets": ["q", "k", "v", "o", "down"]}
+    yield "qwen1.5-moe-a2.7b", {"method": "dora", "lora_rank": 8, "lora_targets": mlp}
     yield "llama-2-7b", {"method": "oft", "lora_targets": ["q", "v"], "block_size": 48}  # adjusted to 64
     # Butterfly factors > 1 need PEFT's fbd CUDA extension; without it (on the CPU) PEFT forces the
     # factor to 1 (boft/layer.py update_layer, get_fbd_cuda), so only factor 1 can be checked here.
@@ -251,9 +260,16 @@ def cases():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=OUT)
+    ap.add_argument("--only", help="comma-separated presets: measure only these, keep the file's other cases")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     out = []
+    if only:
+        with open(args.out) as f:
+            kept = [c for c in json.load(f)["cases"] if c["preset"] not in only]
     for preset, ft in cases():
+        if only and preset not in only:
+            continue
         entry = {"preset": preset, "finetune": ft}
         try:
             if ft["method"] == "llama_adapter_v2":
@@ -280,6 +296,11 @@ def main():
         print("%-18s %-34s %s" % (preset, json.dumps(ft)[:34], entry.get("trainable", entry.get("error"))),
               file=sys.stderr)
         out.append(entry)
+    if only:  # the file's order: every case where cases() yields it
+        measured = {(c["preset"], json.dumps(c["finetune"], sort_keys=True)): c for c in out}
+        old = {(c["preset"], json.dumps(c["finetune"], sort_keys=True)): c for c in kept}
+        out = [measured.get(k) or old[k] for k in
+               ((p, json.dumps(ft, sort_keys=True)) for p, ft in cases()) if k in measured or k in old]
     doc = {"about": "tools/frameworks/peft_fixture.py writes this: PEFT's get_nb_trainable_parameters() "
                     "(trainable, total) for memfit configurations on real model configs (meta device)",
            "versions": {k: md.version(k) for k in ("torch", "transformers", "peft", "litgpt")},
