@@ -397,19 +397,36 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   return elements * d.act;
 }
 
+// Whether what linear_inputs counts for `targets` holds the input tensor itself rather than a copy:
+// a trained linear's input, a 4-bit base that keeps its input, or LoRA adapters that neither cast
+// their input (fp32 adapters under autocast) nor drop it out. Another consumer of the same tensor
+// then keeps the same storage.
+bool keeps_raw_input(const Dims& d, unsigned targets, bool input_needs_grad = true) {
+  if (!d.lora) return true;
+  if (d.quantized_base_saves_input && input_needs_grad) return true;
+  return (d.targets & targets) != 0 && !d.lora_dropout && !d.adapter_input_copies;
+}
+
 void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::vector<NamedBytes>& t) {
   const unsigned input_targets = m.mlp == MlpKind::kGated ? (kLoraGate | kLoraUp) : kLoraUp;
   // A parallel block with one norm (GPT-J, Falcon-7B, Phi, Cohere) hands the same normalised tensor
   // to attention and the MLP. Without autocast, whose every matmul makes its own cast, that is one
-  // storage, saved once with the attention's input (measured: tools/frameworks/families.py, gptj fp32).
-  const bool shared_with_attention =
-      m.block == BlockLayout::kParallel && m.norms_per_block == 1 && !d.lora && !d.autocast && d.act == d.stream;
-  if (!shared_with_attention) {
-    add(t, "mlp.input", linear_inputs(d, d.hidden_split, input_targets, input_grad) * d.input_casts_mlp);
-  }
+  // storage, saved once with the attention's input (measured: tools/frameworks/families.py, gptj fp32);
+  // so too for LoRA adapters on both sides that keep the tensor itself (each keeps its own A output;
+  // measured with PEFT on the same tiny models, fp32).
+  const unsigned attention_targets = kLoraQ | kLoraK | kLoraV | kLoraQkv;
+  const bool one_input = m.block == BlockLayout::kParallel && m.norms_per_block == 1 && d.act == d.stream &&
+                         (d.lora || !d.autocast);
+  const bool shared_with_attention = one_input && keeps_raw_input(d, attention_targets, input_grad) &&
+                                     keeps_raw_input(d, input_targets, input_grad);
+  Bytes input = linear_inputs(d, d.hidden_split, input_targets, input_grad) * d.input_casts_mlp;
+  if (shared_with_attention) input = input - d.tokens * d.hidden_split * d.act;
+  add(t, "mlp.input", input);
   // ReLU's backward reads its output, which is the down projection's input: one storage, counted
-  // there (OPT's fc1 -> ReLU -> fc2; measured: tools/frameworks/families.py, opt). GELU keeps its input.
-  const bool relu_output_is_down_input = m.mlp == MlpKind::kPlain && m.hidden_act == HiddenAct::kRelu && !d.lora;
+  // there (OPT's fc1 -> ReLU -> fc2; measured: tools/frameworks/families.py, opt, and with PEFT's
+  // LoRA on fc2). GELU keeps its input.
+  const bool relu_output_is_down_input =
+      m.mlp == MlpKind::kPlain && m.hidden_act == HiddenAct::kRelu && keeps_raw_input(d, kLoraDown);
   if (!relu_output_is_down_input) add(t, "mlp.inner", mlp_inner(m, d, d.tokens, d.ff));
   add(t, "mlp.down_input", linear_inputs(d, d.ff, kLoraDown));
 }
@@ -561,7 +578,11 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   const bool attention_adapted = d.peft.grad_targets & (kLoraQ | kLoraK | kLoraV | kLoraO);
   const bool frozen_first_attention = d.lora && first_layer && !attention_adapted;
   std::int64_t norms = m.norms_per_block;
-  if (d.lora && first_layer) norms = std::max<std::int64_t>(0, norms - (attention_adapted ? 1 : 2));
+  // A parallel block's norms all read the block's input (GPT-NeoX's two: measured with PEFT's LoRA,
+  // tools/frameworks), which in the first block needs no gradient: none of them saves.
+  if (d.lora && first_layer) {
+    norms = m.block == BlockLayout::kParallel ? 0 : std::max<std::int64_t>(0, norms - (attention_adapted ? 1 : 2));
+  }
   Bytes norm_total = norm_bytes(m, d) * norms;
   // A parallel block whose two LayerNorms read the same input (GPT-NeoX / Pythia) saves that
   // input once: the second norm adds its statistics only. Under autocast too when the stream is

@@ -111,6 +111,31 @@ TEST(Implementation, AParallelBlocksOneNormIsSavedOnceWithoutAutocast) {
   EXPECT_GT(term(mixed, "mlp.input"), 0);
 }
 
+TEST(Implementation, LoraAdaptersThatKeepTheirInputShareItsStorage) {
+  // An adapter that neither casts nor drops out its input saves the tensor itself: in a parallel
+  // block with one norm (Falcon-7B) the attention's and the MLP's adapters read the same normalised
+  // input, one storage; OPT's fc2 adapter reads ReLU's output, which ReLU keeps anyway (measured with
+  // PEFT: tools/frameworks/families.py, LoRA steps).
+  const std::string lora = R"("precision":"fp32","micro_batch_size":1,"seq_len":512,"finetune":{"method":"lora",)"
+                           R"("lora_rank":8,"lora_dropout":0,"lora_targets":)";
+  const Json falcon = run(R"({"model":{"preset":"falcon-7b"},"training":{)" + lora + R"(["qkv","o","up","down"]}}})");
+  const std::int64_t tokens = 512, r = 8, d = 4544;
+  EXPECT_EQ(term(falcon, "mlp.input"), tokens * r * 4);  // only the up adapter's A output
+  EXPECT_GT(term(falcon, "attention.qkv_input"), tokens * d * 4);
+  // With adapter dropout each adapter keeps its own dropped copy: nothing is shared.
+  const Json dropped = run(R"({"model":{"preset":"falcon-7b"},"training":{)" +
+                           std::string(R"("precision":"fp32","micro_batch_size":1,"seq_len":512,"finetune":)") +
+                           R"({"method":"lora","lora_rank":8,"lora_dropout":0.1,"lora_targets":["qkv","o","up","down"]}}})");
+  EXPECT_GT(term(dropped, "mlp.input"), tokens * d * 4);
+  const std::string opt = R"({"model":{"preset":"opt-125m"},"training":{)" + lora;
+  const Json down = run(opt + R"(["q","v","down"]}}})");
+  const Json attention = run(opt + R"(["q","v"]}}})");
+  EXPECT_EQ(term(down, "mlp.inner"), 0);
+  EXPECT_GT(term(down, "mlp.down_input"), 0);
+  EXPECT_GT(term(attention, "mlp.inner"), 0);
+  EXPECT_EQ(term(attention, "mlp.down_input"), 0);
+}
+
 TEST(Implementation, ExpertsLoopOrGroupedGemms) {
   // transformers 5 (the hf profile) runs the experts as grouped GEMMs; transformers 4 looped.
   const std::string base = R"({"model":{"preset":"mixtral-8x7b"},"training":{"micro_batch_size":1,"seq_len":1024,)";

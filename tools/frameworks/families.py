@@ -61,6 +61,16 @@ FIXTURES = {
     "opt": "facebook__opt-125m.json",
     "gpt_oss": "openai__gpt-oss-20b.json",
 }
+# LoRA on every linear (PEFT's "all-linear", rank 4, no dropout) on the same tiny models, fp32 and
+# under bf16 autocast over a bf16 base with fp32 adapters (PEFT's recipe), eager attention (the
+# CPU's SDPA differs from CUDA's kernels where FAMILY_GAPS says so): memfit's targets for the same
+# layers, its trainable count equal to PEFT's. A fused q/k/v is memfit's `qkv`; a mixture of experts
+# adds its router. Left out, with why:
+LORA_FUSED_QKV = ("bloom", "gpt_bigcode", "falcon", "gpt_neox")
+LORA_NOT_EXPRESSIBLE = {
+    "qwen2_moe": "all-linear also adapts shared_expert_gate (d -> 1), which no memfit target names",
+    "phi3": "PEFT adapts phi-3's fused gate_up_proj as one layer; memfit has no fused gate/up target",
+}
 ACTIVATION_TOLERANCE = 0.01
 TINY = dict(vocab=512, hidden=128, layers=2, heads=4, ff=344, head_dim=32, positions=256, batch=2, seq=64)
 
@@ -167,6 +177,50 @@ def run_memfit(binary, path, precision, attention):
             "parameter_count": r["parameter_count"]}
 
 
+def lora_targets(family, small):
+    """memfit's targets for PEFT's all-linear on this family (None: not expressible)."""
+    if family in LORA_NOT_EXPRESSIBLE:
+        return None
+    attention = ["qkv", "o"] if family in LORA_FUSED_QKV else ["q", "k", "v", "o"]
+    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "gpt_oss")
+    return attention + ["gate", "up", "down"] + (["router"] if moe else [])
+
+
+def lora_steps(family, small, small_path, binary, problems):
+    """PEFT's LoRA on every linear of the tiny model against memfit (see LORA_FUSED_QKV)."""
+    import moe_lora  # imports this module: loaded here, not at the top
+    targets = lora_targets(family, small)
+    if targets is None:
+        return {"skipped": LORA_NOT_EXPRESSIBLE[family]}
+    M.BUILDERS["moe_lora"] = moe_lora._build
+    steps = []
+    for precision in ("fp32", "bf16_mixed"):
+        name = "%s-lora-eager-%s" % (family, precision)
+        M.SIZES[name] = dict(vocab_size=TINY["vocab"], batch=TINY["batch"], seq_len=TINY["seq"])
+        case = {"name": name, "framework": "moe_lora", "family": family, "size": name, "attention": "eager",
+                "precision": precision, "hf_config": small, "peft_targets": {"target_modules": "all-linear"}}
+        measured = M.run_once(case, "cuda" if precision == "bf16_mixed" else None)
+        mf = moe_lora.run_memfit(binary, small_path, precision, "eager", targets, {})
+        step = {"precision": precision, "attention": "eager", "memfit_targets": targets,
+                "measured_body_bytes_cuda": measured["saved"]["body_bytes_cuda"],
+                "measured_trainable": measured["trainable_parameter_count"], "memfit": mf}
+        if mf.get("activations") is None:
+            problems.append("%s LoRA %s: %s" % (family, precision, mf.get("error", "no result")))
+        else:
+            step["ratio"] = round(mf["activations"] / step["measured_body_bytes_cuda"], 4)
+            if mf["trainable"] != step["measured_trainable"]:
+                problems.append("%s LoRA %s: trainable memfit %d, PEFT %d" % (
+                    family, precision, mf["trainable"], step["measured_trainable"]))
+            if abs(step["ratio"] - 1) > ACTIVATION_TOLERANCE:
+                problems.append("%s LoRA eager/%s: memfit activations %d, measured %d (ratio %.4f)" % (
+                    family, precision, mf["activations"], step["measured_body_bytes_cuda"], step["ratio"]))
+        print("%-22s LoRA   %-10s measured %9d  memfit %9s  ratio %s" % (
+            family, precision, step["measured_body_bytes_cuda"], mf.get("activations"), step.get("ratio")),
+            file=sys.stderr)
+        steps.append(step)
+    return steps
+
+
 def write_report(doc, path, problems, write=True):
     """The measurement file (unless a partial run: --only) and the problems, one line each."""
     if write:
@@ -246,6 +300,7 @@ def main():
                 row["steps"].append(step)
                 print("%-22s %-6s %-10s measured %9d  memfit %9s  ratio %s" % (
                     family, attention, precision, body, mf.get("activations"), step.get("ratio")), file=sys.stderr)
+            row["lora_steps"] = lora_steps(family, small, small_path, args.memfit, problems)
         finally:
             os.unlink(small_path)
         print("%-22s parameters: transformers %d, memfit %s (%s)" % (
