@@ -51,6 +51,7 @@ struct Dims {
   bool lora;
   unsigned targets;  // LoRA target bits
   ExpertTargeting targeting;  // where gate / up / down / router land on a mixture of experts (peft.hpp)
+  bool fused_gate_up;         // gate and up are one adapted layer (peft.hpp AdapterLayout)
   Count rank;
   bool lora_dropout;
   bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
@@ -136,7 +137,9 @@ Dims make_dims(const Config& c) {
   d.attention_sinks = m.attention_sinks;
   if (m.attention_sinks) d.softmax = max(d.act, d.lora ? d.stream : r.weights);
   d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
-  d.targeting = expert_targeting(c);
+  const AdapterLayout layout = adapter_layout(c);
+  d.targeting = layout.experts;
+  d.fused_gate_up = layout.fused_gate_up;
   d.rank = c.training.finetune.lora_rank;
   d.lora_dropout = c.training.finetune.lora_dropout > 0.0;
   // bitsandbytes' MatMul4Bit before 0.43.2 keeps its input A in ctx.tensors even though the 4-bit
@@ -234,7 +237,9 @@ Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, 
   const Bytes input = d.tokens * width * d.act;
   if (!d.lora) return input;
   const unsigned hit = d.targets & targets_sharing_input;
-  const Count adapters = static_cast<std::int64_t>(__builtin_popcount(hit));
+  // A fused gate_up is one adapter for both targets.
+  const bool fused = d.fused_gate_up && (hit & (kLoraGate | kLoraUp)) == (kLoraGate | kLoraUp);
+  const Count adapters = static_cast<std::int64_t>(__builtin_popcount(hit) - (fused ? 1 : 0));
   const bool base_keeps_input = d.quantized_base_saves_input && input_needs_grad;
   if (adapters.is_zero()) return base_keeps_input ? input : Bytes{0};
   // Adapter dropout keeps a bool mask only when its input needs a gradient, and a dropped copy of
@@ -471,7 +476,7 @@ Dims reaching(const Dims& d, Component component) {
 Bytes stacked_adapter_bytes(const Config& c, const Dims& d, Bytes weight) {
   const Finetune& f = c.training.finetune;
   Count merged = 0, factors = 0;
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, expert_targeting(c))) {
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, adapter_layout(c))) {
     if (a.component != Component::kExperts) continue;
     const Count experts = ceil_div(a.stack, c.parallel.expert);
     const bool down = a.target == kLoraDown;

@@ -354,10 +354,16 @@ unsigned targets_reaching(unsigned targets, Component component, ExpertTargeting
   return targets;
 }
 
-std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned all_targets,
-                                           ExpertTargeting targeting) {
+AdapterLayout adapter_layout(const Config& c) {
+  const Implementation impl = resolve_implementation(c.training.implementation);
+  return {expert_targeting(c), impl.projections == Projections::kFused && c.model.mlp == MlpKind::kGated};
+}
+
+std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned all_targets, AdapterLayout layout) {
+  const ExpertTargeting targeting = layout.experts;
   const bool stacked_experts = targeting != ExpertTargeting::kModules;
   std::vector<AdaptedLinear> out;
+  std::vector<bool> joined(params.groups.size(), false);  // an up projection fused into the gate before it
   const std::vector<TensorGroup>& g = params.groups;
   // The MoE layers these groups hold: one router each (a GPU's share under pipeline parallelism).
   Count moe_layers = 0;
@@ -383,6 +389,22 @@ std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigne
         stacked_gate = nullptr;
       }
       out.push_back(a);
+      continue;
+    }
+    if (joined[i]) continue;
+    // A fused gate_up (layout.fused_gate_up): this gate with the up of the same MLP after it.
+    const bool gate_up = layout.fused_gate_up && g[i].lora_target == kLoraGate && (targets & kLoraGate) &&
+                         (targets & kLoraUp);
+    if (gate_up) {
+      AdaptedLinear fused{g[i].cols, g[i].rows, g[i].count, kLoraGate | kLoraUp, g[i].component};
+      for (std::size_t j = i + 1; j < g.size() && g[j].component == g[i].component; ++j) {
+        if (g[j].lora_target == kLoraUp && g[j].count == g[i].count && g[j].cols == g[i].cols) {
+          fused.out += g[j].rows;
+          joined[j] = true;
+          break;
+        }
+      }
+      out.push_back(fused);
       continue;
     }
     if (g[i].lora_target & targets) out.push_back({g[i].cols, g[i].rows, g[i].count, g[i].lora_target, g[i].component});
@@ -434,7 +456,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
   const Finetune& f = c.training.finetune;
   PeftParameters out;
   Builder b{out};
-  const std::vector<AdaptedLinear> linears = adapted_linears(params, f.lora_targets, expert_targeting(c));
+  const std::vector<AdaptedLinear> linears = adapted_linears(params, f.lora_targets, adapter_layout(c));
   switch (f.method) {
     case FinetuneMethod::kFull: break;
     case FinetuneMethod::kLora:
@@ -652,7 +674,7 @@ void adapter_terms(const Config& c, Count tokens, Bytes act, std::vector<NamedBy
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
   const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, expert_targeting(c))) {
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, adapter_layout(c))) {
     // Stacked experts' adapters fold into the weight; activations.cpp counts what that keeps.
     if (a.stack > Count(1)) continue;
     const TargetSaved t = target_saved(f, a, share);
@@ -684,7 +706,7 @@ void llama_adapter_terms(const Config& c, Count batch, Count seq, Bytes act, std
   if (f.method != FinetuneMethod::kLlamaAdapterV2) return;
   Count outputs = 0;
   const LayerShare share{m, tokens};
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(m), kEveryLinear, ExpertTargeting::kModules)) {
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(m), kEveryLinear, AdapterLayout{})) {
     outputs += share.per_layer(a, a.out);
   }
   terms.push_back({"peft.adapter_v2_scaled_outputs", outputs * act});
@@ -798,9 +820,16 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
   if ((f.lora_targets & kLoraQkv) && c.model.attention_type == AttentionType::kMla) {
     errors.push_back({"training.finetune.lora_targets", "qkv (a fused q/k/v projection) needs standard attention"});
   }
-  const ExpertTargeting targeting = expert_targeting(c);
+  const AdapterLayout layout = adapter_layout(c);
+  const ExpertTargeting targeting = layout.experts;
   const unsigned expert_targets = f.lora_targets & (kLoraGate | kLoraUp | kLoraDown);
-  if (targeting == ExpertTargeting::kUnmapped && adapted_linears(count_parameters(c.model), f.lora_targets, targeting).empty()) {
+  if (layout.fused_gate_up && ((f.lora_targets & kLoraGate) != 0) != ((f.lora_targets & kLoraUp) != 0)) {
+    errors.push_back({"training.finetune.lora_targets",
+                      "must name gate and up together: this model's gate and up projections are one fused layer "
+                      "(training.projections fused, e.g. Phi-3's gate_up_proj), which PEFT adapts as one"});
+    return;
+  }
+  if (targeting == ExpertTargeting::kUnmapped && adapted_linears(count_parameters(c.model), f.lora_targets, layout).empty()) {
     errors.push_back({"training.finetune.lora_targets",
                       "reach no module of " + c.model.model_type +
                           " under transformers 5 (PEFT: target modules not found): its stacked experts and router are "
@@ -832,7 +861,7 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
   if ((f.lora_targets & kLoraRouter) && c.model.num_experts == 0) {
     errors.push_back({"training.finetune.lora_targets", "router needs a mixture-of-experts model (model.num_experts)"});
   }
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, targeting)) {
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, layout)) {
     const std::string problem = shape_problem(f, a);
     if (!problem.empty()) {
       const char* field = f.method == FinetuneMethod::kRoad || f.method == FinetuneMethod::kVbLora ||

@@ -64,11 +64,20 @@ ExpertTargeting expert_targeting(const Config& config);
 // The targets among `targets` that reach a tensor group of `component`.
 unsigned targets_reaching(unsigned targets, Component component, ExpertTargeting targeting);
 
+// How a run's modules meet LoRA's targets: where the expert names land, and whether a gated MLP's
+// gate and up are one fused layer (training.projections fused: Phi-3's gate_up_proj, Megatron's
+// linear_fc1), which PEFT adapts with one adapter d → 2·ff and cannot adapt by halves.
+struct AdapterLayout {
+  ExpertTargeting experts = ExpertTargeting::kModules;
+  bool fused_gate_up = false;
+};
+AdapterLayout adapter_layout(const Config& config);
+
 // The linear layers `targets` names, one entry per kind of layer (a fused `qkv` target joins each
 // block's q, k and v into one d → q + k + v layer, as PEFT sees GPT-2's c_attn), where they reach
-// (`targeting`). Stacked experts are one entry per projection and MoE layer (gate and up as one
+// (`layout`). Stacked experts are one entry per projection and MoE layer (gate and up as one
 // gate_up_proj), `stack` experts wide.
-std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets, ExpertTargeting targeting);
+std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned targets, AdapterLayout layout);
 
 // The rank of one adapter on `a` per expert of its stack: LoRA's r, doubled on a fused gate_up_proj
 // that PEFT reached through the checkpoint's module names (not through target_parameters).

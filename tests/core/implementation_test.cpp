@@ -258,6 +258,25 @@ TEST(Implementation, ModuleNamesReachWhatPeftMapsOnStackedExperts) {
                   .find("ok")->as_bool());
 }
 
+TEST(Implementation, AFusedGateUpIsOneAdapter) {
+  // Phi-3's gate_up_proj (training.projections fused on import): PEFT adapts it with one adapter
+  // A [r, d], B [2ff, r], and cannot adapt half of it (peft_counts.json has the real counts).
+  const std::string phi3 = R"({"model":{"preset":"phi-3-mini-4k"},"training":{"precision":"fp32","seq_len":512,)"
+                           R"("finetune":{"method":"lora","lora_rank":8,"lora_dropout":0,"lora_targets":)";
+  const Json attention = run(phi3 + R"(["qkv","o"]}}})");
+  const Json mlp = run(phi3 + R"(["qkv","o","gate","up"]}}})");
+  const std::int64_t layers = 32, r = 8, d = 3072, ff = 8192;
+  EXPECT_EQ(field(mlp, "trainable_parameter_count") - field(attention, "trainable_parameter_count"),
+            layers * r * (d + 2 * ff));
+  // One adapter reads the MLP's input: its A output once, the input shared with nothing else.
+  EXPECT_EQ(term(mlp, "mlp.input"), 512 * d * 4 + 512 * r * 4);
+  EXPECT_EQ(first_error_field(errors_of(phi3 + R"(["qkv","gate"]}}})")), "training.finetune.lora_targets");
+  // Separate projections (transformers' Llama) keep two adapters.
+  const Json split = run(phi3 + R"(["qkv","o","gate","up"]},"projections":"separate"}})");
+  EXPECT_EQ(field(split, "trainable_parameter_count") - field(attention, "trainable_parameter_count"),
+            layers * 2 * r * (d + ff));
+}
+
 TEST(Implementation, BitsandbytesLeavesStackedExpertsUnquantised) {
   // bitsandbytes replaces nn.Linear modules only: transformers 5's stacked experts keep the load
   // dtype (fp32 after prepare_model_for_kbit_training); unsloth quantises them itself.

@@ -66,10 +66,10 @@ FIXTURES = {
 # CPU's SDPA differs from CUDA's kernels where FAMILY_GAPS says so): memfit's targets for the same
 # layers, its trainable count equal to PEFT's. A fused q/k/v is memfit's `qkv`; a mixture of experts
 # adds its router. Left out, with why:
-LORA_FUSED_QKV = ("bloom", "gpt_bigcode", "falcon", "gpt_neox")
+# (Phi-3's gate_up_proj is one layer too: memfit's gate and up, under its fused projections.)
+LORA_FUSED_QKV = ("bloom", "gpt_bigcode", "falcon", "gpt_neox", "phi3")
 LORA_NOT_EXPRESSIBLE = {
     "qwen2_moe": "all-linear also adapts shared_expert_gate (d -> 1), which no memfit target names",
-    "phi3": "PEFT adapts phi-3's fused gate_up_proj as one layer; memfit has no fused gate/up target",
 }
 ACTIVATION_TOLERANCE = 0.01
 TINY = dict(vocab=512, hidden=128, layers=2, heads=4, ff=344, head_dim=32, positions=256, batch=2, seq=64)

@@ -66,6 +66,8 @@ MODELS = {
     # Qwen2-MoE is not in PEFT's mapping: its module names reach the shared expert's nn.Linear
     # projections only, not the stacked routed experts (memfit: peft.hpp ExpertTargeting).
     "qwen1.5-moe-a2.7b": "Qwen__Qwen1.5-MoE-A2.7B",
+    # Phi-3: fused qkv_proj and gate_up_proj, each one adapted layer (memfit: qkv; gate and up together).
+    "phi-3-mini-4k": "microsoft__Phi-3-mini-4k-instruct",
 }
 LLAMA = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.o_proj",
          "gate": "mlp.gate_proj", "up": "mlp.up_proj", "down": "mlp.down_proj", "head": "lm_head",
@@ -77,6 +79,7 @@ NAMES = {
     "mixtral": dict(LLAMA, gate="w1", up="w3", down="w2", router="mlp.gate"),
     "qwen3_moe": dict(LLAMA, gate="gate_proj", up="up_proj", down="down_proj", router="mlp.gate"),
     "qwen2_moe": dict(LLAMA, gate="gate_proj", up="up_proj", down="down_proj"),
+    "phi3": dict(LLAMA, qkv="self_attn.qkv_proj", gate="mlp.gate_up_proj", up="mlp.gate_up_proj"),
     "gpt2": {"qkv": "attn.c_attn", "o": "attn.c_proj", "up": "mlp.c_fc", "down": "mlp.c_proj", "head": "lm_head",
              "_norms": r"(ln_1|ln_2|ln_f)", "_emb": "wte"},
     "opt": {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.out_proj",
@@ -249,6 +252,11 @@ def cases():
     yield "qwen1.5-moe-a2.7b", {"method": "lora", "lora_rank": 16, "lora_targets": mlp}
     yield "qwen1.5-moe-a2.7b", {"method": "lora", "lora_rank": 8, "lora_targets": ["q", "k", "v", "o", "down"]}
     yield "qwen1.5-moe-a2.7b", {"method": "dora", "lora_rank": 8, "lora_targets": mlp}
+    phi3 = ["qkv", "o", "gate", "up", "down"]
+    yield "phi-3-mini-4k", {"method": "lora", "lora_rank": 8, "lora_targets": ["qkv", "o"]}
+    yield "phi-3-mini-4k", {"method": "lora", "lora_rank": 16, "lora_targets": phi3}
+    yield "phi-3-mini-4k", {"method": "dora", "lora_rank": 8, "lora_targets": phi3}
+    yield "phi-3-mini-4k", {"method": "vera", "lora_rank": 64, "lora_targets": ["qkv", "o"]}
     yield "llama-2-7b", {"method": "oft", "lora_targets": ["q", "v"], "block_size": 48}  # adjusted to 64
     # Butterfly factors > 1 need PEFT's fbd CUDA extension; without it (on the CPU) PEFT forces the
     # factor to 1 (boft/layer.py update_layer, get_fbd_cuda), so only factor 1 can be checked here.
