@@ -253,6 +253,16 @@ Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, 
   return bytes + adapters * d.tokens * d.rank * d.adapter_element;
 }
 
+// Whether what linear_inputs counts for `targets` holds the input tensor itself rather than a copy:
+// a trained linear's input, a 4-bit base that keeps its input, or LoRA adapters that neither cast
+// their input (fp32 adapters under autocast) nor drop it out. Another consumer of the same tensor
+// then keeps the same storage.
+bool keeps_raw_input(const Dims& d, unsigned targets, bool input_needs_grad = true) {
+  if (!d.lora) return true;
+  if (d.quantized_base_saves_input && input_needs_grad) return true;
+  return (d.targets & targets) != 0 && !d.lora_dropout && !d.adapter_input_copies;
+}
+
 // Which of q, k and v need a gradient. Every block after the first gets a gradient through its
 // input; under LoRA the first block's input (a frozen embedding's output) does not, so there only
 // the adapted projections' outputs do, and autograd saves only what those gradients need.
@@ -286,8 +296,17 @@ void flash_attention_terms(const Dims& d, const GradFlow& g, std::vector<NamedBy
     if (d.mla_value_view_extra > 0) add(t, "attention.mla_value_storage", d.tokens * d.heads * d.mla_value_view_extra * d.act);
     if (d.mla_value_pad > 0) add(t, "attention.mla_value_padding", d.tokens * d.heads * d.mla_value_pad * d.act * 2);
   }
-  if (d.lora) add(t, "attention.o_input", linear_inputs(d, v_width, kLoraO));
-  else if (d.attention_output_copied || d.mla_value_pad > 0) add(t, "attention.o_input", d.tokens * v_width * d.act);
+  if (d.lora) {
+    // The output the kernel saved is the tensor the output projection's adapter reads (the kernel's
+    // [B, T, heads, d] layout makes the transpose back a view), unless the code copies it: one
+    // storage (measured: tools/frameworks, torchtune LoRA on every projection, pure bf16).
+    Bytes o = linear_inputs(d, v_width, kLoraO);
+    const bool kernel_output_read = (g.q || g.k || g.v) && !d.attention_output_copied && d.mla_value_pad == 0;
+    if (kernel_output_read && keeps_raw_input(d, kLoraO)) o = o - d.tokens * v_width * d.act;
+    add(t, "attention.o_input", o);
+  } else if (d.attention_output_copied || d.mla_value_pad > 0) {
+    add(t, "attention.o_input", d.tokens * v_width * d.act);
+  }
 }
 
 // Eager attention (Korthikanti et al. 2022 §4.1, for eager PyTorch code with GQA). Q·Kᵀ saves a
@@ -354,13 +373,15 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
     // LitGPT's LoRAQKVLinear runs the q/k/v adapters as one grouped conv1d and zero-pads their
     // output into the qkv width with result.index_copy(1, lora_ind, after_B): index_copy's
     // backward keeps the source, one element per adapted output column (measured on the CPU:
-    // tools/frameworks, litgpt-llama-s1-sdpa-bf16_mixed-lora, IndexCopy bf16[B, T, q + v]).
+    // tools/frameworks, litgpt-llama-s1-sdpa-bf16_mixed-lora, IndexCopy bf16[B, T, q + v]). With
+    // q, k and v all adapted there is nothing to pad (litgpt/lora.py zero_pad: `if
+    // all(self.enable_lora): return x`; measured: litgpt-llama-s1-sdpa-bf16-lora-mlp).
     const unsigned hit = d.targets & (kLoraQ | kLoraK | kLoraV | kLoraQkv);
-    const bool all = hit & kLoraQkv;
-    const Count width = (all || (hit & kLoraQ) ? d.heads * d.head_dim : Count(0)) +
-                        (all || (hit & kLoraK) ? d.kv_heads * d.head_dim : Count(0)) +
-                        (all || (hit & kLoraV) ? d.kv_heads * d.v_head_dim : Count(0));
-    if (!width.is_zero()) add(t, "attention.lora_qkv_padded", d.tokens * width * d.act);
+    const bool all = (hit & kLoraQkv) || (hit & (kLoraQ | kLoraK | kLoraV)) == (kLoraQ | kLoraK | kLoraV);
+    const Count width = (hit & kLoraQ ? d.heads * d.head_dim : Count(0)) +
+                        (hit & kLoraK ? d.kv_heads * d.head_dim : Count(0)) +
+                        (hit & kLoraV ? d.kv_heads * d.v_head_dim : Count(0));
+    if (!all && !width.is_zero()) add(t, "attention.lora_qkv_padded", d.tokens * width * d.act);
   }
   add(t, "attention.qk_norms", qk_norm_bytes(m, d));
   if (d.impl.attention != AttentionImpl::kEager) {
@@ -400,16 +421,6 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
     return elements * (promoted * 3 + d.act);
   }
   return elements * d.act;
-}
-
-// Whether what linear_inputs counts for `targets` holds the input tensor itself rather than a copy:
-// a trained linear's input, a 4-bit base that keeps its input, or LoRA adapters that neither cast
-// their input (fp32 adapters under autocast) nor drop it out. Another consumer of the same tensor
-// then keeps the same storage.
-bool keeps_raw_input(const Dims& d, unsigned targets, bool input_needs_grad = true) {
-  if (!d.lora) return true;
-  if (d.quantized_base_saves_input && input_needs_grad) return true;
-  return (d.targets & targets) != 0 && !d.lora_dropout && !d.adapter_input_copies;
 }
 
 void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::vector<NamedBytes>& t) {

@@ -372,7 +372,10 @@ TEST(Peft, OldBitsandbytesKeepsInputsUntilTheGraphGoes) {
   const std::int64_t tokens = 2 * 512;
   EXPECT_EQ(current.breakdown.activations, sixteen.breakdown.activations);
   const std::int64_t retained = (32 * (4096 * 3 + 11008) - 4096) * tokens * 2;
-  EXPECT_EQ(old.breakdown.activations.value() - current.breakdown.activations.value(), retained);
+  // While the graph lives, o_proj's kept input is the attention output FlashAttention saved: one
+  // storage, so the saved activations grow by the rest.
+  const std::int64_t saved_extra = retained - 32 * 4096 * tokens * 2;
+  EXPECT_EQ(old.breakdown.activations.value() - current.breakdown.activations.value(), saved_extra);
   const auto phase = [](const Estimate& e, const char* name) {
     for (const Phase& p : e.phases) if (p.name == name) return p.bytes.value();
     return std::int64_t{-1};
@@ -385,7 +388,7 @@ TEST(Peft, OldBitsandbytesKeepsInputsUntilTheGraphGoes) {
   c.training.finetune.bnb_keeps_input = false;
   const Estimate held_current = estimate(c);
   EXPECT_EQ(phase(held, "optimizer_step") - phase(held_current, "optimizer_step"), retained);
-  EXPECT_EQ(phase(held, "forward") - phase(held_current, "forward"), 2 * retained);
+  EXPECT_EQ(phase(held, "forward") - phase(held_current, "forward"), retained + saved_extra);
   EXPECT_GT(held.peak_allocated_bytes, old.peak_allocated_bytes);
   // With varying lengths the micro-batch before the longest one is of average length (the lengths
   // the allocator replay draws, from an eighth of seq_len up to it): its inputs are fewer.
@@ -393,7 +396,7 @@ TEST(Peft, OldBitsandbytesKeepsInputsUntilTheGraphGoes) {
   const Estimate varying_current = estimate(c);
   c.training.finetune.bnb_keeps_input = true;
   const Estimate varying = estimate(c);
-  const std::int64_t before = phase(varying, "forward") - phase(varying_current, "forward") - retained;
+  const std::int64_t before = phase(varying, "forward") - phase(varying_current, "forward") - saved_extra;
   EXPECT_GT(before, retained / 2);
   EXPECT_LT(before, retained * 2 / 3);
 }

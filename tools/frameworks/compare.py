@@ -55,6 +55,7 @@ KNOWN_GAPS = {
     "litgpt-neox-s1-sdpa-fp32": "as above: the CPU SDPA copies the q/k/v slices of the fused qkv output (litgpt "
                                 "GPT-NeoX, partial rotary)",
     "litgpt-neox-s1-sdpa-bf16": "as above",
+    "litgpt-neox-s1-sdpa-bf16-lora-mlp": "as above (LoRA on every projection and the MLP)",
     "litgpt-neox-s1-sdpa-bf16_mixed": "as above (within 1 % until the two LayerNorms' shared fp32 input was counted "
                                       "once under autocast too, as measured: the double count had hidden the copies)",
     "litgpt-llama-s1-sdpa-bf16_mixed-lora":

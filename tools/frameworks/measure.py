@@ -162,7 +162,8 @@ def _torchtune_build(case):
     try:
         if case.get("peft"):
             model = lora_llama3(lora_attn_modules=case["peft"]["targets"], lora_rank=case["peft"]["r"],
-                                lora_alpha=2 * case["peft"]["r"], **dims)
+                                lora_alpha=2 * case["peft"]["r"], apply_lora_to_mlp=case["peft"].get("mlp", False),
+                                **dims)
             set_trainable_params(model, get_adapter_params(model))
         else:
             model = llama3(**dims)
@@ -212,7 +213,8 @@ def _litgpt_build(case):
         from litgpt.lora import GPT, Config, mark_only_lora_as_trainable
         cfg = Config(lora_r=lora["r"], lora_alpha=2 * lora["r"], lora_dropout=0.0,
                      lora_query="q" in lora["targets"], lora_key="k" in lora["targets"],
-                     lora_value="v" in lora["targets"], lora_projection=False, lora_mlp=False,
+                     lora_value="v" in lora["targets"], lora_projection="o" in lora["targets"],
+                     lora_mlp=lora.get("mlp", False),
                      lora_head=False, **kw)
     else:
         from litgpt import GPT, Config
@@ -306,6 +308,7 @@ def _mk(fw, family, size, attention, precision, **kw):
                     (["compiled_loss"] if kw.get("compile_loss") else []) +
                     (["w16"] if kw.get("weights") == "bf16" else []) +
                     (["lora"] if kw.get("peft") else []) +
+                    (["mlp"] if (kw.get("peft") or {}).get("mlp") else []) +
                     (["drop%g" % kw["dropout"]] if kw.get("dropout") else []))
     c = dict(name=name, framework=fw, family=family, size=size, attention=attention,
              precision=precision)
@@ -338,11 +341,16 @@ def all_cases():
     cs.append(_mk("torchtune", "llama", "s1", "sdpa", "fp32"))
     cs.append(_mk("torchtune", "llama", "s1", "sdpa", "bf16", compile_loss=True))
     cs.append(_mk("torchtune", "llama", "s1", "sdpa", "bf16", peft={"r": 8, "targets": ["q_proj", "v_proj"]}))
+    # Every projection and the MLP (torchtune's lora_attn_modules + apply_lora_to_mlp; LitGPT's lora_* flags).
+    cs.append(_mk("torchtune", "llama", "s1", "sdpa", "bf16",
+                  peft={"r": 8, "targets": ["q_proj", "k_proj", "v_proj", "output_proj"], "mlp": True}))
     for fam in ("llama", "neox"):
         for prec in ("fp32", "bf16_mixed", "bf16"):
             cs.append(_mk("litgpt", fam, "s1", "sdpa", prec))
     cs.append(_mk("litgpt", "llama", "s2", "sdpa", "bf16_mixed"))
     cs.append(_mk("litgpt", "llama", "s1", "sdpa", "bf16_mixed", peft={"r": 8, "targets": ["q", "v"]}))
+    cs.append(_mk("litgpt", "llama", "s1", "sdpa", "bf16", peft={"r": 8, "targets": ["q", "k", "v", "o"], "mlp": True}))
+    cs.append(_mk("litgpt", "neox", "s1", "sdpa", "bf16", peft={"r": 8, "targets": ["q", "k", "v", "o"], "mlp": True}))
     for att in ("flash", "eager"):
         for prec in ("fp32", "bf16_mixed"):
             cs.append(_mk("nanogpt", "gpt2", "s1", att, prec))
@@ -431,9 +439,12 @@ def memfit_configs(case):
          "dropout": case.get("dropout", 0.0)}
     ft = {"method": "full"}
     if case.get("peft"):
-        tg = {"q_proj": "q", "v_proj": "v", "k_proj": "k", "o_proj": "o", "q": "q", "v": "v", "k": "k"}
+        tg = {"q_proj": "q", "v_proj": "v", "k_proj": "k", "o_proj": "o", "output_proj": "o", "q": "q", "v": "v",
+              "k": "k", "o": "o"}
+        mlp = ["gate", "up", "down"] if case["family"] in ("llama", "mistral", "qwen2") else ["up", "down"]
         ft = {"method": "lora", "lora_rank": case["peft"]["r"],
-              "lora_targets": [tg[x] for x in case["peft"]["targets"]], "lora_dropout": 0.0}
+              "lora_targets": [tg[x] for x in case["peft"]["targets"]] + (mlp if case["peft"].get("mlp") else []),
+              "lora_dropout": 0.0}
     kb = knobs(case)
     if case.get("weights") == "bf16":
         kb["weights_dtype"] = "bf16"   # autocast over bf16 weights (no fp32 master)
