@@ -34,6 +34,7 @@ struct Dims {
   std::int64_t input_casts_qkv;  // copies of an attention input that q, k, v save (autocast casts per matmul)
   std::int64_t input_casts_mlp;  // copies of an MLP input that gate and up save
   bool adapter_input_copies;     // each LoRA adapter saves its own cast of its input (PEFT's fp32 adapters)
+  bool adapters_cast;            // fp32 adapters under autocast: what each saves is autocast's cast of its input
   Bytes adapter_element;         // an element of what an adapter's matmuls save
   bool attention_output_copied;  // a copy of the attention output feeds the output projection (LitGPT)
   bool lora_qkv_padded;          // the q/k/v adapters' output is zero-padded with a saved index_copy (LitGPT)
@@ -51,6 +52,8 @@ struct Dims {
   bool lora;
   unsigned targets;  // LoRA target bits
   ExpertTargeting targeting;  // where gate / up / down / router land on a mixture of experts (peft.hpp)
+  Bytes mlp_act;              // an element of the MLP's intermediate tensors (d.act, or fp32 out of a
+                              // quantised linear over an fp32 stream)
   bool fused_gate_up;         // gate and up are one adapted layer (peft.hpp AdapterLayout)
   Count rank;
   bool lora_dropout;
@@ -93,6 +96,20 @@ Dims make_dims(const Config& c) {
   d.stream = d.lora ? lora_base_bytes(r, impl) : r.stream;
   const bool kbit_upcast = kbit_fp32_stream(c.training.finetune);
   if (kbit_upcast) d.stream = kFp32Bytes;
+  // bitsandbytes' Linear4bit / Linear8bitLt return their output in the input's dtype
+  // (bitsandbytes/nn/modules.py: `.to(inp_dtype)`), where an nn.Linear under autocast gives the
+  // compute dtype: an MLP whose input is fp32 (the fp32 stream after prepare_model_for_kbit_training,
+  // or a native LayerNorm's output, which autocast computes in fp32) gets fp32 projections, and its
+  // activation and gated product keep fp32 tensors (measured with a real bitsandbytes 4-bit base on
+  // the CPU: tools/frameworks/families.py, QLoRA steps). unsloth's own LoRA MLP kernels run in the
+  // compute dtype.
+  const Finetune& base = c.training.finetune;
+  const bool bnb_base = d.lora && base.base_bits < 16 && base.quant_method == QuantMethod::kBitsandbytes &&
+                        impl.framework != Framework::kUnsloth;
+  const bool fp32_norm_output = r.autocast && m.norm == NormKind::kLayerNorm && impl.norm_kernel == NormKernel::kEager;
+  d.mlp_act = bnb_base && (d.stream == kFp32Bytes || fp32_norm_output) ? kFp32Bytes : d.act;
+  // The MLP's fp32 output then turns the residual stream fp32 from the first block on.
+  if (bnb_base && fp32_norm_output) d.stream = kFp32Bytes;
   d.impl = impl;
   d.autocast = r.autocast;
   d.compute_softmax = impl.softmax_dtype == SoftmaxDtype::kCompute;
@@ -113,6 +130,7 @@ Dims make_dims(const Config& c) {
   // autocast, fp32 without it.
   const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
   d.adapter_input_copies = fp32_adapters && d.stream != kFp32Bytes;
+  d.adapters_cast = fp32_adapters && r.autocast;
   d.adapter_element = fp32_adapters && !r.autocast ? kFp32Bytes : d.act;
   d.attention_output_copied = implementation_profile(impl.framework).attention_output_copied;
   d.lora_qkv_padded = implementation_profile(impl.framework).lora_qkv_padded;
@@ -260,7 +278,7 @@ Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, 
 bool keeps_raw_input(const Dims& d, unsigned targets, bool input_needs_grad = true) {
   if (!d.lora) return true;
   if (d.quantized_base_saves_input && input_needs_grad) return true;
-  return (d.targets & targets) != 0 && !d.lora_dropout && !d.adapter_input_copies;
+  return (d.targets & targets) != 0 && !d.lora_dropout && !d.adapter_input_copies && !d.adapters_cast;
 }
 
 // Which of q, k and v need a gradient. Every block after the first gets a gradient through its
@@ -415,12 +433,13 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   const Count elements = tokens * ff;
   const bool eager =
       d.impl.activation_kernel != ActivationKernel::kFused && d.impl.activation_kernel != ActivationKernel::kFusedInplace;
-  if (m.mlp == MlpKind::kGated) return elements * d.act * gated_activation_tensors(m, d);
+  const Bytes act = d.mlp_act;
+  if (m.mlp == MlpKind::kGated) return elements * act * gated_activation_tensors(m, d);
   if (eager && m.hidden_act == HiddenAct::kGeluNew && !d.gelu_kernel) {
-    const Bytes promoted = d.autocast ? kFp32Bytes : d.act;
-    return elements * (promoted * 3 + d.act);
+    const Bytes promoted = d.autocast ? kFp32Bytes : act;
+    return elements * (promoted * 3 + act);
   }
-  return elements * d.act;
+  return elements * act;
 }
 
 void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::vector<NamedBytes>& t) {

@@ -162,6 +162,8 @@ FAMILY_GAPS = {
                            "takes its norms as pre-norms and drops one, whose input (the attention output) needs a "
                            "gradient there (one RMSNorm, 66,048 B, of the tiny model's two blocks)"),
     "olmo2/lora-bf16_mixed": (0.9679, "as olmo2/lora"),
+    "olmo2/qlora": (0.9679, "as olmo2/lora"),
+    "olmo2/qlora-prepare": (0.9796, "as olmo2/lora"),
 }
 # Parameter counts that differ by definition, not by mistake: (difference memfit - transformers per
 # MoE layer and expert, why).
@@ -400,6 +402,31 @@ def check_families(binary, path):
                 within = abs(ratio - 1) <= TOLERANCE
                 held = gap is not None and abs(ratio - gap[0]) <= TOLERANCE
                 print(f"  {name:18} LoRA  {step['precision']:10} memfit/measured {ratio:.4f}"
+                      f"{'' if within else '  (known, at ' + format(gap[0], '.4f') + ')' if held else '  OUTSIDE'}")
+                if within and gap is not None:
+                    problems.append(f"{label}: within {TOLERANCE:.0%} now ({ratio:.4f}): remove its FAMILY_GAPS entry")
+                elif not within and not held:
+                    problems.append(f"{label}: activations memfit/measured {ratio:.4f}")
+            for step in fam.get("qlora_steps") if isinstance(fam.get("qlora_steps"), list) else []:
+                sets = {"training.finetune.method": "lora", "training.finetune.lora_rank": 4,
+                        "training.finetune.lora_dropout": 0,
+                        "training.finetune.lora_targets": ",".join(step["memfit_targets"]),
+                        "training.finetune.base_bits": 4, "training.finetune.quant_type": "nf4",
+                        "training.finetune.double_quant": "true",
+                        "training.finetune.prepare_kbit": "true" if step["prepare_kbit"] else "false",
+                        "training.lora_adapter_dtype": "fp32"}
+                r = memfit(f.name, "bf16_autocast", "eager", sets)
+                got = (r.get("breakdown") or {}).get("activations")
+                label = f"{name} QLoRA{' prepare_kbit' if step['prepare_kbit'] else ''}"
+                if got is None or r.get("trainable_parameter_count") != step["measured_trainable"]:
+                    problems.append(f"{label}: {r.get('errors')}, trainable {r.get('trainable_parameter_count')} "
+                                    f"vs PEFT {step['measured_trainable']}")
+                    continue
+                ratio = got / step["measured_body_bytes_cuda"]
+                gap = FAMILY_GAPS.get(f"{name}/qlora" + ("-prepare" if step["prepare_kbit"] else ""))
+                within = abs(ratio - 1) <= TOLERANCE
+                held = gap is not None and abs(ratio - gap[0]) <= TOLERANCE
+                print(f"  {name:18} QLoRA {'prepare' if step['prepare_kbit'] else 'plain':10} memfit/measured {ratio:.4f}"
                       f"{'' if within else '  (known, at ' + format(gap[0], '.4f') + ')' if held else '  OUTSIDE'}")
                 if within and gap is not None:
                     problems.append(f"{label}: within {TOLERANCE:.0%} now ({ratio:.4f}): remove its FAMILY_GAPS entry")

@@ -71,6 +71,13 @@ LORA_FUSED_QKV = ("bloom", "gpt_bigcode", "falcon", "gpt_neox", "phi3")
 LORA_NOT_EXPRESSIBLE = {
     "qwen2_moe": "all-linear also adapts shared_expert_gate (d -> 1), which no memfit target names",
 }
+# QLoRA: the same LoRA over a real bitsandbytes 4-bit base (NF4, double quantisation, bf16 compute)
+# loaded on the CPU, under bf16 autocast, with and without prepare_model_for_kbit_training.
+QLORA_NOT_QUANTISED = {
+    "falcon": "transformers 5 quantises modules whose type is exactly nn.Linear "
+              "(integrations/bitsandbytes.py: `type(module) is nn.Linear`); Falcon's FalconLinear subclass stays "
+              "16-bit, so the base is not quantised at all",
+}
 ACTIVATION_TOLERANCE = 0.01
 TINY = dict(vocab=512, hidden=128, layers=2, heads=4, ff=344, head_dim=32, positions=256, batch=2, seq=64)
 
@@ -221,6 +228,77 @@ def lora_steps(family, small, small_path, binary, problems):
     return steps
 
 
+def _qlora_build(case):
+    from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig
+    from compat import peft_without_torchao
+    peft_without_torchao()
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+    # the checkpoint's own quantisation (DeepSeek-V3's FP8) is not this run's
+    cfg = AutoConfig.for_model(**{k: v for k, v in case["hf_config"].items() if k != "quantization_config"})
+    with tempfile.TemporaryDirectory() as folder:
+        AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16).save_pretrained(folder)
+        quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16,
+                                   bnb_4bit_use_double_quant=True)
+        model = AutoModelForCausalLM.from_pretrained(folder, quantization_config=quant, dtype=torch.bfloat16,
+                                                     device_map="cpu", attn_implementation="eager")
+    if case["prepare_kbit"]:
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear"))
+    model.train()
+    return M.Built(model, M.hf_trainer_forward(model, "bf16_mixed"),
+                   note="bitsandbytes NF4 base%s + peft LoRA" % (", prepare_model_for_kbit_training"
+                                                                 if case["prepare_kbit"] else ""))
+
+
+def qlora_steps(family, small, small_path, binary, problems):
+    """PEFT's LoRA on every linear over a real bitsandbytes 4-bit base, against memfit."""
+    targets = lora_targets(family, small)
+    if targets is None or family in QLORA_NOT_QUANTISED:
+        return {"skipped": LORA_NOT_EXPRESSIBLE.get(family) or QLORA_NOT_QUANTISED[family]}
+    M.BUILDERS["qlora"] = _qlora_build
+    steps = []
+    for prepare in (False, True):
+        name = "%s-qlora-%s" % (family, "prepare" if prepare else "plain")
+        M.SIZES[name] = dict(vocab_size=TINY["vocab"], batch=TINY["batch"], seq_len=TINY["seq"])
+        case = {"name": name, "framework": "qlora", "family": family, "size": name, "attention": "eager",
+                "precision": "bf16_mixed", "hf_config": small, "prepare_kbit": prepare}
+        measured = M.run_once(case, "cuda")
+        sets = qlora_sets(targets, prepare)
+        r = memfit_json(binary, small_path, sets)
+        step = {"prepare_kbit": prepare, "memfit_targets": targets,
+                "measured_body_bytes_cuda": measured["saved"]["body_bytes_cuda"],
+                "measured_trainable": measured["trainable_parameter_count"]}
+        if "error" in r:
+            problems.append("%s QLoRA (prepare_kbit %s): %s" % (family, prepare, r["error"]))
+        else:
+            step["memfit"] = {"activations": r["breakdown"]["activations"],
+                              "trainable": r["trainable_parameter_count"]}
+            step["ratio"] = round(r["breakdown"]["activations"] / step["measured_body_bytes_cuda"], 4)
+            if r["trainable_parameter_count"] != step["measured_trainable"]:
+                problems.append("%s QLoRA (prepare_kbit %s): trainable memfit %d, PEFT %d" % (
+                    family, prepare, r["trainable_parameter_count"], step["measured_trainable"]))
+            if abs(step["ratio"] - 1) > ACTIVATION_TOLERANCE:
+                problems.append("%s QLoRA (prepare_kbit %s): memfit activations %d, measured %d (ratio %.4f)" % (
+                    family, prepare, r["breakdown"]["activations"], step["measured_body_bytes_cuda"], step["ratio"]))
+        print("%-22s QLoRA  prepare %-5s measured %9d  memfit %9s  ratio %s" % (
+            family, prepare, step["measured_body_bytes_cuda"], (step.get("memfit") or {}).get("activations"),
+            step.get("ratio")), file=sys.stderr)
+        steps.append(step)
+    return steps
+
+
+def qlora_sets(targets, prepare):
+    """memfit's settings for qlora_steps (compare.py reads the same)."""
+    return {"training.micro_batch_size": TINY["batch"], "training.seq_len": TINY["seq"],
+            "training.precision": "bf16_autocast", "training.attention": "eager",
+            "training.checkpointing": "none", "training.dropout": 0, "training.optimizer": "adamw",
+            "training.finetune.method": "lora", "training.finetune.lora_rank": 4,
+            "training.finetune.lora_dropout": 0, "training.finetune.lora_targets": ",".join(targets),
+            "training.finetune.base_bits": 4, "training.finetune.quant_type": "nf4",
+            "training.finetune.double_quant": "true", "training.finetune.prepare_kbit": str(prepare).lower(),
+            "training.lora_adapter_dtype": "fp32", "hardware.gpu": "h100-sxm-80gb"}
+
+
 def write_report(doc, path, problems, write=True):
     """The measurement file (unless a partial run: --only) and the problems, one line each."""
     if write:
@@ -301,6 +379,7 @@ def main():
                 print("%-22s %-6s %-10s measured %9d  memfit %9s  ratio %s" % (
                     family, attention, precision, body, mf.get("activations"), step.get("ratio")), file=sys.stderr)
             row["lora_steps"] = lora_steps(family, small, small_path, args.memfit, problems)
+            row["qlora_steps"] = qlora_steps(family, small, small_path, args.memfit, problems)
         finally:
             os.unlink(small_path)
         print("%-22s parameters: transformers %d, memfit %s (%s)" % (
