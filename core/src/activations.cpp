@@ -27,6 +27,7 @@ struct Dims {
   Count ff;                            // dense MLP inner size on this GPU
   Bytes act;      // s: a matmul input/output element
   Bytes stream;   // the residual stream element (fp32 under AMP)
+  Bytes base_weights;  // the unquantised weights' dtype as the stream had it (the weights' under LoRA)
   Bytes softmax;  // the softmax output element
   bool compute_softmax;  // GPT-2-style eager code: softmax in the compute dtype, scores scaled by a 0-dim tensor
   Implementation impl;   // every knob resolved
@@ -53,7 +54,7 @@ struct Dims {
   unsigned targets;  // LoRA target bits
   ExpertTargeting targeting;  // where gate / up / down / router land on a mixture of experts (peft.hpp)
   Bytes mlp_act;              // an element of the MLP's intermediate tensors (d.act, or fp32 out of a
-                              // quantised linear over an fp32 stream)
+                              // bitsandbytes linear fed fp32: an fp32 stream, a LayerNorm under autocast)
   bool fused_gate_up;         // gate and up are one adapted layer (peft.hpp AdapterLayout)
   Count rank;
   bool lora_dropout;
@@ -96,6 +97,7 @@ Dims make_dims(const Config& c) {
   d.stream = d.lora ? lora_base_bytes(r, impl) : r.stream;
   const bool kbit_upcast = kbit_fp32_stream(c.training.finetune);
   if (kbit_upcast) d.stream = kFp32Bytes;
+  d.base_weights = d.stream;  // before a quantised base's fp32 outputs turn the stream fp32 (below)
   // bitsandbytes' Linear4bit / Linear8bitLt return their output in the input's dtype
   // (bitsandbytes/nn/modules.py: `.to(inp_dtype)`), where an nn.Linear under autocast gives the
   // compute dtype: an MLP whose input is fp32 (the fp32 stream after prepare_model_for_kbit_training,
@@ -120,11 +122,13 @@ Dims make_dims(const Config& c) {
   // projections save three copies, separate gate and up two (docs/frameworks.md, finding 1).
   const bool casts = (r.autocast || kbit_upcast) && d.stream == kFp32Bytes;
   // MLA's two down-projections (q_a or q, and kv_a_proj_with_mqa) read the same input: two copies.
-  d.input_casts_qkv = !casts                                       ? 1
+  // (Under LoRA the frozen base keeps no input, and each adapter's own cast is counted per adapter:
+  // linear_inputs, Dims::adapters_cast.)
+  d.input_casts_qkv = !casts || d.lora                             ? 1
                       : m.attention_type == AttentionType::kMla    ? 2
                       : impl.projections == Projections::kSeparate ? 3
                                                                    : 1;
-  d.input_casts_mlp = casts && impl.projections != Projections::kFused && m.mlp == MlpKind::kGated ? 2 : 1;
+  d.input_casts_mlp = casts && !d.lora && impl.projections != Projections::kFused && m.mlp == MlpKind::kGated ? 2 : 1;
   // PEFT keeps adapters in fp32 and casts each adapter's input to the adapter's dtype
   // (peft/tuners/lora/layer.py, _cast_input_dtype): one copy per adapter, 16-bit again under
   // autocast, fp32 without it.
@@ -153,7 +157,7 @@ Dims make_dims(const Config& c) {
   // the row maximum it subtracts first keeps its int64 indices (measured: families.py,
   // moe_lora.py).
   d.attention_sinks = m.attention_sinks;
-  if (m.attention_sinks) d.softmax = max(d.act, d.lora ? d.stream : r.weights);
+  if (m.attention_sinks) d.softmax = max(d.act, d.lora ? d.base_weights : r.weights);
   d.targets = d.lora && d.peft.lora_style ? c.training.finetune.lora_targets : 0;
   const AdapterLayout layout = adapter_layout(c);
   d.targeting = layout.experts;
@@ -251,8 +255,10 @@ Bytes qk_norm_bytes(const ModelSpec& m, const Dims& d) {
 // (autograd keeps only what a requires-grad input needs); a LoRA adapter saves its input for A
 // (one tensor for adapters that share it, unless adapter dropout makes one copy each, plus a
 // bool mask) and A's output for B.
-Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, bool input_needs_grad = true) {
-  const Bytes input = d.tokens * width * d.act;
+Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, bool input_needs_grad = true,
+                    Bytes element = Bytes{0}) {
+  // The input's element: the compute dtype, or what the layer before gave (Dims::mlp_act).
+  const Bytes input = d.tokens * width * (element.is_zero() ? d.act : element);
   if (!d.lora) return input;
   const unsigned hit = d.targets & targets_sharing_input;
   // A fused gate_up is one adapter for both targets.
@@ -267,16 +273,18 @@ Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, 
   const Bytes kept_base = base_keeps_input ? input : Bytes{0};
   Bytes bytes = input;
   if (d.lora_dropout) bytes = adapters * (adapter_input + mask) + kept_base;
-  else if (d.adapter_input_copies) bytes = adapters * adapter_input + kept_base;
+  else if (d.adapter_input_copies || d.adapters_cast) bytes = adapters * adapter_input + kept_base;
   return bytes + adapters * d.tokens * d.rank * d.adapter_element;
 }
 
 // Whether what linear_inputs counts for `targets` holds the input tensor itself rather than a copy:
 // a trained linear's input, a 4-bit base that keeps its input, or LoRA adapters that neither cast
-// their input (fp32 adapters under autocast) nor drop it out. Another consumer of the same tensor
-// then keeps the same storage.
-bool keeps_raw_input(const Dims& d, unsigned targets, bool input_needs_grad = true) {
+// their input (PEFT's cast to fp32 adapters, autocast's to the compute dtype) nor drop it out.
+// Another consumer of the same tensor then keeps the same storage. An input in another dtype than
+// the compute dtype (`element`) reaches a quantised base or an adapter as a cast copy.
+bool keeps_raw_input(const Dims& d, unsigned targets, bool input_needs_grad = true, Bytes element = Bytes{0}) {
   if (!d.lora) return true;
+  if (!element.is_zero() && element != d.act) return false;
   if (d.quantized_base_saves_input && input_needs_grad) return true;
   return (d.targets & targets) != 0 && !d.lora_dropout && !d.adapter_input_copies && !d.adapters_cast;
 }
@@ -378,9 +386,11 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
     // The up-projections q_b (target q) and kv_b (target v) read the normalised latents: saved as
     // any linear's input (a LoRA adapter's own cast copy under autocast over fp32 adapters, nothing
     // for a frozen one); the block's input reaches q_a (or q_proj) and kv_a (target k) only.
+    // In the first LoRA block a latent needs a gradient only if its down-projection is adapted.
     const Count q = Count(m.q_lora_rank), kv = Count(m.kv_lora_rank);
-    Bytes latents = rms_norm_bytes(d, d.tokens * kv, d.tokens, d.act) + linear_inputs(d, kv, kLoraV);
-    if (!q.is_zero()) latents += rms_norm_bytes(d, d.tokens * q, d.tokens, d.act) + linear_inputs(d, q, kLoraQ);
+    const bool kv_grad = input_grad || (d.targets & kLoraK), q_grad = input_grad || (d.targets & kLoraQ);
+    Bytes latents = rms_norm_bytes(d, d.tokens * kv, d.tokens, d.act) + linear_inputs(d, kv, kLoraV, kv_grad);
+    if (!q.is_zero()) latents += rms_norm_bytes(d, d.tokens * q, d.tokens, d.act) + linear_inputs(d, q, kLoraQ, q_grad);
     if (d.act == kFp32Bytes) latents += d.tokens * Count(m.qk_rope_head_dim) * kFp32Bytes;
     add(t, "attention.mla_latents", latents);
   }
@@ -442,17 +452,20 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   return elements * act;
 }
 
-void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::vector<NamedBytes>& t) {
+// `input_grad`: whether the MLP's input needs a gradient; `attention_input_grad`: the attention's.
+void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, bool attention_input_grad,
+                     std::vector<NamedBytes>& t) {
   const unsigned input_targets = m.mlp == MlpKind::kGated ? (kLoraGate | kLoraUp) : kLoraUp;
   // A parallel block with one norm (GPT-J, Falcon-7B, Phi, Cohere) hands the same normalised tensor
-  // to attention and the MLP. Without autocast, whose every matmul makes its own cast, that is one
-  // storage, saved once with the attention's input (measured: tools/frameworks/families.py, gptj fp32);
-  // so too for LoRA adapters on both sides that keep the tensor itself (each keeps its own A output;
-  // measured with PEFT on the same tiny models, fp32).
+  // to attention and the MLP: one storage, saved once with the attention's input, where both sides
+  // keep the tensor itself: a full fine-tune without autocast (under it every matmul makes its own
+  // cast; measured: tools/frameworks/families.py, gptj fp32), or LoRA adapters on both sides that
+  // neither cast nor drop out their input (each keeps its own A output; measured with PEFT on the
+  // same tiny models, fp32).
   const unsigned attention_targets = kLoraQ | kLoraK | kLoraV | kLoraQkv;
   const bool one_input = m.block == BlockLayout::kParallel && m.norms_per_block == 1 && d.act == d.stream &&
                          (d.lora || !d.autocast);
-  const bool shared_with_attention = one_input && keeps_raw_input(d, attention_targets, input_grad) &&
+  const bool shared_with_attention = one_input && keeps_raw_input(d, attention_targets, attention_input_grad) &&
                                      keeps_raw_input(d, input_targets, input_grad);
   Bytes input = linear_inputs(d, d.hidden_split, input_targets, input_grad) * d.input_casts_mlp;
   if (shared_with_attention) input = input - d.tokens * d.hidden_split * d.act;
@@ -460,10 +473,10 @@ void dense_mlp_terms(const ModelSpec& m, const Dims& d, bool input_grad, std::ve
   // ReLU's backward reads its output, which is the down projection's input: one storage, counted
   // there (OPT's fc1 -> ReLU -> fc2; measured: tools/frameworks/families.py, opt, and with PEFT's
   // LoRA on fc2). GELU keeps its input.
-  const bool relu_output_is_down_input =
-      m.mlp == MlpKind::kPlain && m.hidden_act == HiddenAct::kRelu && keeps_raw_input(d, kLoraDown);
+  const bool relu_output_is_down_input = m.mlp == MlpKind::kPlain && m.hidden_act == HiddenAct::kRelu &&
+                                         keeps_raw_input(d, kLoraDown, true, d.mlp_act);
   if (!relu_output_is_down_input) add(t, "mlp.inner", mlp_inner(m, d, d.tokens, d.ff));
-  add(t, "mlp.down_input", linear_inputs(d, d.ff, kLoraDown));
+  add(t, "mlp.down_input", linear_inputs(d, d.ff, kLoraDown, true, d.mlp_act));
 }
 
 // The shared experts' MLP width on this GPU (Qwen-MoE's one shared expert, DeepSeek's n of them; 0: none).
@@ -554,7 +567,7 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
     // with an adapter, needs a gradient.
     // Quantised experts (unsloth's) are dequantised to the compute dtype for their GEMMs.
     const bool experts_quantized = d.lora && c.training.finetune.base_bits < 16 && !d.experts_unquantized;
-    const Bytes el = d.impl.framework == Framework::kTorchtitan || experts_quantized ? d.act : d.stream;
+    const Bytes el = d.impl.framework == Framework::kTorchtitan || experts_quantized ? d.act : d.base_weights;
     const bool base_input = experts_quantized && d.quantized_base_saves_input;
     const bool up_input = !d.lora || adapters.gate_up || base_input;
     const bool down_input = !d.lora || adapters.down || base_input;
@@ -583,14 +596,20 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   if (!ff.is_zero()) {
     add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (inputs_kept ? d.tokens * ff * d.act : Bytes{0}));
     // LoRA on the shared experts' nn.Linear projections: what a dense MLP's adapters keep (their
-    // input, A's output), beside a 4-bit base's own inputs counted above.
+    // input, A's output). An adapter that keeps the tensor itself shares it with what is counted
+    // above: the block's input with the router's, the product with a 4-bit base's kept input.
     const Dims s = reaching(d, Component::kSharedExperts);
     if (d.lora && (s.targets & (kLoraGate | kLoraUp | kLoraDown))) {
-      Dims adapters_only = s;
-      adapters_only.quantized_base_saves_input = false;
+      Dims a = s;
+      a.quantized_base_saves_input = false;  // the base's own inputs are counted above
       const unsigned up = m.mlp == MlpKind::kGated ? (kLoraGate | kLoraUp) : kLoraUp;
-      add(t, "moe.shared_expert_adapters",
-          linear_inputs(adapters_only, d.hidden, up) + linear_inputs(adapters_only, ff, kLoraDown));
+      Bytes up_inputs = linear_inputs(a, d.hidden_split, up);
+      if (keeps_raw_input(a, up) && (inputs_kept || adapters.router)) {
+        up_inputs = up_inputs - d.tokens * d.hidden_split * d.act;
+      }
+      Bytes down_inputs = linear_inputs(a, ff, kLoraDown, true, d.mlp_act);
+      if (keeps_raw_input(a, kLoraDown) && inputs_kept) down_inputs = down_inputs - d.tokens * ff * d.mlp_act;
+      add(t, "moe.shared_expert_adapters", up_inputs + down_inputs);
     }
     // Under autocast over an fp32 stream each of the shared expert's matmuls (gate, up, and
     // Qwen2-MoE's sigmoid gate) casts the block's input on its own; the router's cast is counted
@@ -629,10 +648,13 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   add(t, "norms", norm_total);
   if (!frozen_first_attention) attention_terms(c, d, g, t);
   const Dims mlp = reaching(d, Component::kMlp);
+  // The MLP's input needs a gradient unless it is the first LoRA block's frozen input: always in a
+  // parallel block (its norm reads the block's input), else when no attention projection is adapted.
+  const bool mlp_input_grad = !(d.lora && first_layer && (m.block == BlockLayout::kParallel || !attention_adapted));
   if (moe) moe_terms(c, d, t);
-  else dense_mlp_terms(m, mlp, !frozen_first_attention, t);
+  else dense_mlp_terms(m, mlp, mlp_input_grad, !(d.lora && first_layer), t);
   // A frozen MLP keeps its activation's tensors only if its input needs a gradient.
-  if (frozen_first_attention && !(mlp.peft.grad_targets & (kLoraGate | kLoraUp))) {
+  if (!mlp_input_grad && !(mlp.peft.grad_targets & (kLoraGate | kLoraUp))) {
     std::erase_if(t, [](const NamedBytes& term) { return term.name == "mlp.inner"; });
   }
   if (d.residual_dropout) add(t, "mlp.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);
@@ -673,8 +695,9 @@ Bytes retained_inputs(const Config& c, const Dims& d, bool moe, bool first_layer
     const Count expert_inputs = d.experts_unquantized ? Count(0) : routed * d.hidden + routed * expert_ff;
     return kept + (d.tokens * d.hidden_split + expert_inputs + d.tokens * shared_expert_ff(c)) * d.act;
   }
-  if (!frozen_first_attention) kept += d.tokens * d.hidden_split * d.act;  // gate / up
-  return kept + d.tokens * d.ff * d.act;                                  // down
+  const bool mlp_input_grad = !(first_layer && (m.block == BlockLayout::kParallel || !attention_adapted));
+  if (mlp_input_grad) kept += d.tokens * d.hidden_split * d.act;  // gate / up
+  return kept + d.tokens * d.ff * d.act;                          // down
 }
 
 // The output width of each matmul of one block's attention, in forward order.

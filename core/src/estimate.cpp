@@ -185,12 +185,14 @@ void stacked_expert_notes(const Config& c, Estimate& e) {
                       ": " + which + ", nn.Linear modules of the same names, get no adapter.");
   }
   if (targeting == ExpertTargeting::kUnmapped) {
-    e.notes.push_back("PEFT maps no module names onto " + c.model.model_type +
-                      "'s stacked experts (transformers 5): " +
-                      (linear_mlps ? "gate, up and down adapt only " + which + " (nn.Linear modules), "
-                                   : std::string("gate, up and down reach no module, ")) +
-                      (targets & kLoraRouter ? "the router none, " : "") +
-                      "and the routed experts stay frozen; training.finetune.target_parameters adapts them.");
+    std::string reach;
+    if (targets & mlp_names) {
+      reach = linear_mlps ? "gate, up and down adapt only " + which + " (nn.Linear modules), "
+                          : "gate, up and down reach no module, ";
+    }
+    if (targets & kLoraRouter) reach += "the router (a parameter there) gets no adapter, ";
+    e.notes.push_back("PEFT maps no module names onto " + c.model.model_type + "'s stacked experts (transformers 5): " +
+                      reach + "and the routed experts stay frozen; training.finetune.target_parameters adapts them.");
   }
 }
 
@@ -217,6 +219,10 @@ Estimate estimate(const Config& requested) {
                       "the embedding into lm_head.weight): both are counted.");
   }
   e.implementation = resolve_implementation(c.training.implementation);
+  if (c.training.finetune.lora_targets != requested.training.finetune.lora_targets) {
+    e.notes.push_back("Fused projections (training.projections fused) are one module each to PEFT: the adapter "
+                      "covers the whole fused layer (q, k and v as qkv; gate and up as gate_up).");
+  }
 
   e.parameters = count_parameters(c.model);
   e.parameter_count = c.model.nominal_parameter_count > 0 ? Count(c.model.nominal_parameter_count)

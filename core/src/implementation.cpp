@@ -186,6 +186,20 @@ const ImplementationProfile& implementation_profile(Framework framework) {
 Config config_as_run(const Config& c) {
   Config run = c;
   if (c.training.implementation.framework == Framework::kLitgpt) run.model.tie_word_embeddings = false;
+  // A fused projection is one module to PEFT (training.projections fused: GPT-2's c_attn, Falcon's
+  // query_key_value, Phi-3's qkv_proj and gate_up_proj, Megatron's linear_qkv and linear_fc1): a
+  // target naming part of it adapts all of it, as PEFT's own default targets for these models do
+  // (peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: gpt2 -> c_attn).
+  // LitGPT's fused qkv (qkv_fused) adapts q, k and v one by one.
+  Finetune& f = run.training.finetune;
+  const Implementation impl = resolve_implementation(c.training.implementation);
+  if (f.method != FinetuneMethod::kFull && impl.projections == Projections::kFused) {
+    constexpr unsigned kQkv = kLoraQ | kLoraK | kLoraV;
+    if ((f.lora_targets & kQkv) && c.model.attention_type == AttentionType::kStandard) {
+      f.lora_targets = (f.lora_targets & ~kQkv) | kLoraQkv;
+    }
+    if ((f.lora_targets & (kLoraGate | kLoraUp)) && c.model.mlp == MlpKind::kGated) f.lora_targets |= kLoraGate | kLoraUp;
+  }
   return run;
 }
 

@@ -823,12 +823,6 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
   const AdapterLayout layout = adapter_layout(c);
   const ExpertTargeting targeting = layout.experts;
   const unsigned expert_targets = f.lora_targets & (kLoraGate | kLoraUp | kLoraDown);
-  if (layout.fused_gate_up && ((f.lora_targets & kLoraGate) != 0) != ((f.lora_targets & kLoraUp) != 0)) {
-    errors.push_back({"training.finetune.lora_targets",
-                      "must name gate and up together: this model's gate and up projections are one fused layer "
-                      "(training.projections fused, e.g. Phi-3's gate_up_proj), which PEFT adapts as one"});
-    return;
-  }
   if (targeting == ExpertTargeting::kUnmapped && adapted_linears(count_parameters(c.model), f.lora_targets, layout).empty()) {
     errors.push_back({"training.finetune.lora_targets",
                       "reach no module of " + c.model.model_type +

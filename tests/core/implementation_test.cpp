@@ -258,6 +258,24 @@ TEST(Implementation, ModuleNamesReachWhatPeftMapsOnStackedExperts) {
                   .find("ok")->as_bool());
 }
 
+TEST(Implementation, AdaptersOverAQuantisedBaseShareWhatIsAlreadyKept) {
+  // The shared expert's adapters read the block's input and the product, which an old bitsandbytes
+  // base (bnb_keeps_input) already keeps: only their A outputs are new.
+  const std::string moe = R"({"model":{"preset":"qwen1.5-moe-a2.7b"},"training":{"precision":"bf16","seq_len":512,)"
+                          R"("lora_adapter_dtype":"weights","finetune":{"method":"lora","lora_rank":8,"lora_dropout":0,)"
+                          R"("base_bits":4,"bnb_keeps_input":true,"lora_targets":)";
+  const Json shared = run(moe + R"(["q","v","gate","up","down"]}}})");
+  EXPECT_EQ(term(shared, "moe.shared_expert_adapters"), 512 * 8 * 2 * 3);
+  // Over an fp32 stream (prepare_model_for_kbit_training) OPT's ReLU output is fp32 and fc2's adapter
+  // keeps its own 16-bit cast: adapting fc2 adds to what is saved, never takes away.
+  const std::string opt = R"({"model":{"preset":"opt-125m"},"training":{"precision":"bf16_mixed","seq_len":512,)"
+                          R"("finetune":{"method":"lora","lora_rank":8,"base_bits":4,"prepare_kbit":true,"lora_targets":)";
+  const Json without = run(opt + R"(["q","v"]}}})");
+  const Json with_down = run(opt + R"(["q","v","down"]}}})");
+  EXPECT_GT(field(*with_down.find("breakdown"), "activations"), field(*without.find("breakdown"), "activations"));
+  EXPECT_GT(term(with_down, "mlp.inner"), 0);
+}
+
 TEST(Implementation, AFusedGateUpIsOneAdapter) {
   // Phi-3's gate_up_proj (training.projections fused on import): PEFT adapts it with one adapter
   // A [r, d], B [2ff, r], and cannot adapt half of it (peft_counts.json has the real counts).
@@ -270,7 +288,12 @@ TEST(Implementation, AFusedGateUpIsOneAdapter) {
             layers * r * (d + 2 * ff));
   // One adapter reads the MLP's input: its A output once, the input shared with nothing else.
   EXPECT_EQ(term(mlp, "mlp.input"), 512 * d * 4 + 512 * r * 4);
-  EXPECT_EQ(first_error_field(errors_of(phi3 + R"(["qkv","gate"]}}})")), "training.finetune.lora_targets");
+  // Naming part of a fused layer adapts all of it, as PEFT's targets name modules (q, v -> qkv_proj).
+  const Json gate = run(phi3 + R"(["q","v","gate"]}}})");
+  EXPECT_EQ(field(gate, "trainable_parameter_count"), field(mlp, "trainable_parameter_count") -
+                                                          layers * r * 2 * d);  // no o adapter
+  EXPECT_EQ(field(run(phi3 + R"(["q","v"]}}})"), "trainable_parameter_count"),
+            field(run(phi3 + R"(["qkv"]}}})"), "trainable_parameter_count"));
   // Separate projections (transformers' Llama) keep two adapters.
   const Json split = run(phi3 + R"(["qkv","o","gate","up"]},"projections":"separate"}})");
   EXPECT_EQ(field(split, "trainable_parameter_count") - field(attention, "trainable_parameter_count"),
