@@ -634,8 +634,14 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   std::int64_t norms = m.norms_per_block;
   // A parallel block's norms all read the block's input (GPT-NeoX's two: measured with PEFT's LoRA,
   // tools/frameworks), which in the first block needs no gradient: none of them saves.
+  // Without input norms (OLMo-2) the first norm reads the attention's output, the second the MLP's:
+  // each saves when its sublayer's output needs a gradient.
   if (d.lora && first_layer) {
-    norms = m.block == BlockLayout::kParallel ? 0 : std::max<std::int64_t>(0, norms - (attention_adapted ? 1 : 2));
+    const bool mlp_adapted = d.peft.grad_targets & (kLoraGate | kLoraUp | kLoraDown);
+    const std::int64_t dropped = m.block == BlockLayout::kParallel ? norms
+                                 : !m.input_norm                    ? (attention_adapted ? 0 : mlp_adapted ? 1 : 2)
+                                                                    : (attention_adapted ? 1 : 2);
+    norms = std::max<std::int64_t>(0, norms - dropped);
   }
   Bytes norm_total = norm_bytes(m, d) * norms;
   // A parallel block whose two LayerNorms read the same input (GPT-NeoX / Pythia) saves that

@@ -105,6 +105,9 @@ std::vector<Field> build_fields() {
               "sequential", "parallel"),
       MF_INT("model.norms_per_block", model.norms_per_block, 0, 8, "hidden-size norms in each block"),
       MF_BOOL("model.final_norm", model.final_norm, "a norm after the last block"),
+      MF_BOOL("model.input_norm", model.input_norm,
+              "each sublayer normalises its input (pre-norm); false: only its output, before the residual add "
+              "(OLMo-2)"),
       MF_BOOL("model.residual_dropout", model.residual_dropout,
               "dropout on the embeddings and both residual branches (GPT-2, OPT, BERT)"),
       MF_BOOL("model.attention_softcap", model.attention_softcap,

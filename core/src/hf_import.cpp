@@ -530,6 +530,7 @@ void read_olmo2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfI
   // query and key projections.
   read_llama_like(r, m, false);
   m.qk_norm = QkNorm::kFullWidth;
+  m.input_norm = false;
 }
 
 void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {

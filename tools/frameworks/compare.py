@@ -158,12 +158,6 @@ FAMILY_GAPS = {
                                  "output, the output and the log-sum-exp (116,736 B); with those, and without the "
                                  "output's CPU-only copy (SDPA_OUTPUT_COPY, 16,384 B), memfit is at 0.9985 (RoPE's "
                                  "cos and sin, 8,192 B a layer, are not counted; the MoE layer is 12,800 B over)"),
-    "olmo2/lora": (0.9787, "OLMo-2 normalises each sublayer's output (no input norm); memfit's first-block LoRA rule "
-                           "takes its norms as pre-norms and drops one, whose input (the attention output) needs a "
-                           "gradient there (one RMSNorm, 66,048 B, of the tiny model's two blocks)"),
-    "olmo2/lora-bf16_mixed": (0.9679, "as olmo2/lora"),
-    "olmo2/qlora": (0.9679, "as olmo2/lora"),
-    "olmo2/qlora-prepare": (0.9739, "as olmo2/lora"),
 }
 # Parameter counts that differ by definition, not by mistake: (difference memfit - transformers per
 # MoE layer and expert, why).

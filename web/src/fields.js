@@ -17,7 +17,7 @@ const LAYOUT = [
     { title: 'Shape', fields: ['vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attention_heads',
       'num_key_value_heads', 'head_dim', 'intermediate_size', 'max_position_embeddings'] },
     { title: 'Structure', fields: ['mlp', 'norm', 'position_embedding', 'block', 'qk_norm', 'norms_per_block',
-      'output_head', 'position_embedding_offset', 'tie_word_embeddings', 'final_norm', 'norm_bias',
+      'output_head', 'position_embedding_offset', 'tie_word_embeddings', 'final_norm', 'input_norm', 'norm_bias',
       'attention_bias', 'qkv_bias', 'mlp_bias', 'lm_head_bias'] },
     { title: 'Mixture of experts', fields: ['num_experts', 'num_experts_per_tok', 'num_shared_experts',
       'moe_intermediate_size', 'shared_expert_intermediate_size', 'first_k_dense_replace',

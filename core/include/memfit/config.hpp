@@ -291,6 +291,10 @@ struct ModelSpec {
   std::int64_t norms_per_block = 2;  // hidden-size norms in each block (Falcon-7B 1, Gemma-2 4)
   bool final_norm = true;
   QkNorm qk_norm = QkNorm::kNone;
+  // Each sublayer normalises its input (pre-norm); OLMo-2 instead normalises each sublayer's output
+  // before the residual add and has no input norm (modeling_olmo2.py: post_attention_layernorm and
+  // post_feedforward_layernorm only). It decides which norms the first LoRA block saves.
+  bool input_norm = true;
   // Dropout on the embeddings and on both residual branches of every block (GPT-2, OPT, BERT:
   // resid_pdrop / hidden_dropout_prob); Llama-era models drop only attention probabilities.
   bool residual_dropout = false;
