@@ -134,7 +134,8 @@ LORA_TARGETS = {
 
 def case(family, precision, attention, batch, seq, *, ckpt=False, lora=None, fused=False, dropout=None,
          trl=False, note=""):
-    """One configuration. lora: dict(r=, targets='qv'|'all', dropout=0.0, bits=16|4, double_quant=False)."""
+    """One configuration. lora: dict(r=, targets='qv'|'all', dropout=0.0, bits=16|4, double_quant=False,
+    prepare=False: PEFT's prepare_model_for_kbit_training on the 4-bit model)."""
     if dropout is None:
         dropout = 0.1 if family == "gpt2" else 0.0     # GPT-2's defaults; Llama's attention_dropout 0
     c = dict(family=family, precision=precision, attention=attention, batch=batch, seq=seq,
@@ -147,6 +148,8 @@ def case(family, precision, attention, batch, seq, *, ckpt=False, lora=None, fus
             parts.append("ldrop%g" % lora["dropout"])
         if lora.get("double_quant"):
             parts.append("dq")
+        if lora.get("prepare"):
+            parts.append("prep")
     if ckpt:
         parts.append("ckpt")
     if trl:
@@ -244,6 +247,9 @@ def grid():
     a(case("llama", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=8, targets="qv", bits=4)))
     a(case("llama", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=64, targets="all", bits=4, double_quant=True)))
     a(case("mixtral", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=16, targets="all", bits=4), ckpt=True))
+    # prepare_model_for_kbit_training: every unquantised weight in fp32, so the stream is fp32 and
+    # bitsandbytes' linears (which return their input's dtype) give the MLP fp32 intermediates
+    a(case("llama", "bf16_mixed", "sdpa", 4, 1024, lora=dict(r=8, targets="all", bits=4, prepare=True)))
     # TRL's SFTTrainer loss (chunked_nll, its default from TRL 1.7): the head and the cross-entropy
     # 256 tokens at a time under checkpointing; full fine-tuning and LoRA, TRL's default checkpointing
     a(case("llama", "bf16_mixed", "sdpa", 4, 1024, ckpt=True, trl=True))
@@ -440,7 +446,8 @@ def memfit_config(c, gpu_id, tiny=False, expandable_segments=False):
         if lo["targets"] == "all" and "num_experts" in MODELS[c["family"]]:
             targets = targets + ["router"]  # all-linear reaches a mixture of experts' router too
         t["finetune"] = {"method": "lora", "lora_rank": lo["r"], "lora_targets": targets,
-                         "lora_dropout": lo.get("dropout", 0.0), "base_bits": lo.get("bits", 16)}
+                         "lora_dropout": lo.get("dropout", 0.0), "base_bits": lo.get("bits", 16),
+                         "prepare_kbit": bool(lo.get("prepare"))}
         if c["precision"] == "fp32":
             t["lora_base_dtype"] = "fp32"
             t["lora_adapter_dtype"] = "weights"
@@ -557,6 +564,10 @@ def build(c, device, tiny=False, quant_dir=None):
     quantised = bool(lo and lo.get("bits", 16) == 4) and device != "meta"
     if quantised:
         model = _build_quantised(c, cfg, dtype, attn, quant_dir)
+        if lo.get("prepare"):
+            _peft_tolerating_old_torchao()
+            from peft import prepare_model_for_kbit_training
+            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     else:
         with torch.device(device):
             model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn, dtype=dtype)
