@@ -219,6 +219,13 @@ Estimate estimate(const Config& requested) {
                       "the embedding into lm_head.weight): both are counted.");
   }
   e.implementation = resolve_implementation(c.training.implementation);
+  if (falcon_left_unquantized(requested)) {
+    e.notes.push_back("transformers 5 quantises only modules whose type is exactly nn.Linear: Falcon's FalconLinear "
+                      "layers stay 16-bit under bitsandbytes, so the base is not quantised" +
+                      std::string(requested.training.finetune.prepare_kbit
+                                      ? ", and prepare_model_for_kbit_training casts all of it to fp32."
+                                      : "."));
+  }
   if (c.training.finetune.lora_targets != requested.training.finetune.lora_targets) {
     e.notes.push_back("Fused projections (training.projections fused) are one module each to PEFT: the adapter "
                       "covers the whole fused layer (q, k and v as qkv; gate and up as gate_up).");

@@ -200,7 +200,21 @@ Config config_as_run(const Config& c) {
     }
     if ((f.lora_targets & (kLoraGate | kLoraUp)) && c.model.mlp == MlpKind::kGated) f.lora_targets |= kLoraGate | kLoraUp;
   }
+  if (falcon_left_unquantized(c)) {
+    // transformers 5 leaves Falcon's linears as they are under bitsandbytes (see the header): a
+    // 16-bit base, which prepare_model_for_kbit_training then casts whole to fp32.
+    f.base_bits = 16;
+    if (f.prepare_kbit && run.training.implementation.lora_base_dtype == LoraBaseDtype::kAuto) {
+      run.training.implementation.lora_base_dtype = LoraBaseDtype::kFp32;
+    }
+  }
   return run;
+}
+
+bool falcon_left_unquantized(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  return f.method != FinetuneMethod::kFull && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
+         runs_transformers_class(c.training.implementation.framework) && c.model.model_type == "falcon";
 }
 
 bool runs_torch_data_parallel(Framework f) {

@@ -276,6 +276,21 @@ TEST(Implementation, AdaptersOverAQuantisedBaseShareWhatIsAlreadyKept) {
   EXPECT_GT(term(with_down, "mlp.inner"), 0);
 }
 
+TEST(Implementation, TransformersLeavesFalconUnquantised) {
+  // transformers 5's bitsandbytes integration replaces modules whose type is exactly nn.Linear:
+  // Falcon's FalconLinear stays 16-bit (fp32 after prepare_model_for_kbit_training); LitGPT's
+  // Falcon is quantised as asked.
+  const std::string falcon = R"({"model":{"preset":"falcon-7b"},"training":{"finetune":{"method":"lora","base_bits":4,)";
+  const Json hf = run(falcon + R"("prepare_kbit":false}}})");
+  const Json sixteen = run(R"({"model":{"preset":"falcon-7b"},"training":{"finetune":{"method":"lora"}}})");
+  const Json prepared = run(falcon + R"("prepare_kbit":true}}})");
+  const Json litgpt = run(falcon + R"("prepare_kbit":false},"framework":"litgpt"}})");
+  const auto weights = [](const Json& r) { return field(*r.find("breakdown"), "parameters"); };
+  EXPECT_EQ(weights(hf), weights(sixteen));
+  EXPECT_GT(weights(prepared), weights(hf) * 19 / 10);
+  EXPECT_LT(weights(litgpt), weights(hf) * 6 / 10);  // 4-bit linears; its own untied head stays 16-bit
+}
+
 TEST(Implementation, AFusedGateUpIsOneAdapter) {
   // Phi-3's gate_up_proj (training.projections fused on import): PEFT adapts it with one adapter
   // A [r, d], B [2ff, r], and cannot adapt half of it (peft_counts.json has the real counts).

@@ -59,7 +59,15 @@ const char* to_string(Framework f);
 // (nn.Embedding) (litgpt/model.py), and scripts/convert_hf_checkpoint.py copies
 // transformer.wte.weight into lm_head.weight when a Hugging Face checkpoint has no head of its own
 // (Gemma, Falcon, ...), so load_state_dict fills two tensors. Every other framework keeps the tie.
+// A part of a fused projection named as a LoRA target stands for the whole fused layer, and a
+// Falcon base that transformers does not quantise is 16-bit (falcon_left_unquantized).
 Config config_as_run(const Config& config);
+
+// transformers 5 quantises with bitsandbytes only modules whose type is exactly nn.Linear (or
+// Conv1D): integrations/bitsandbytes.py replace_with_bnb_linear, `type(module) is nn.Linear`
+// (transformers 4 tested isinstance). Falcon's FalconLinear subclass is left as it is: the whole
+// base stays 16-bit under a 4- or 8-bit config (measured: transformers 5.24 on the CPU).
+bool falcon_left_unquantized(const Config& config);
 
 // Whether the framework's data parallelism is torch's own (DDP, FSDP1 / FSDP2). DeepSpeed,
 // Megatron and llm.c shard, gather and reduce with engines of their own.
