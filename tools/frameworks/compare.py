@@ -381,54 +381,44 @@ def check_families(binary, path):
                 elif not within and not held:
                     problems.append(f"{name} {step['attention']}/{step['precision']}: activations memfit/measured "
                                     f"{ratio:.4f}" + (f" (its known gap stands at {gap[0]:.4f})" if gap else ""))
+            def adapted(step, label, column, sets, precision, gap_key):
+                """One LoRA or QLoRA step: PEFT's trainable count exactly, the saved bytes within
+                TOLERANCE or at their FAMILY_GAPS ratio."""
+                r = memfit(f.name, precision, "eager", dict({"training.finetune.method": "lora",
+                                                             "training.finetune.lora_rank": 4,
+                                                             "training.finetune.lora_dropout": 0,
+                                                             "training.finetune.lora_targets":
+                                                                 ",".join(step["memfit_targets"])}, **sets))
+                got = (r.get("breakdown") or {}).get("activations")
+                if got is None or r.get("trainable_parameter_count") != step["measured_trainable"]:
+                    problems.append(f"{label}: {r.get('errors')}, trainable {r.get('trainable_parameter_count')} "
+                                    f"vs PEFT {step['measured_trainable']}")
+                    return
+                ratio = got / step["measured_body_bytes_cuda"]
+                gap = FAMILY_GAPS.get(gap_key)
+                within = abs(ratio - 1) <= TOLERANCE
+                held = gap is not None and abs(ratio - gap[0]) <= TOLERANCE
+                print(f"  {name:18} {column:16} memfit/measured {ratio:.4f}"
+                      f"{'' if within else '  (known, at ' + format(gap[0], '.4f') + ')' if held else '  OUTSIDE'}")
+                if within and gap is not None:
+                    problems.append(f"{label}: within {TOLERANCE:.0%} now ({ratio:.4f}): remove its FAMILY_GAPS entry")
+                elif not within and not held:
+                    problems.append(f"{label}: activations memfit/measured {ratio:.4f}")
+
             for step in fam.get("lora_steps") if isinstance(fam.get("lora_steps"), list) else []:
-                sets = {"training.finetune.method": "lora", "training.finetune.lora_rank": 4,
-                        "training.finetune.lora_dropout": 0,
-                        "training.finetune.lora_targets": ",".join(step["memfit_targets"])}
-                if step["precision"] == "bf16_mixed":
-                    sets.update({"training.lora_base_dtype": "half", "training.lora_adapter_dtype": "fp32"})
-                r = memfit(f.name, step["precision"], step["attention"], sets)
-                got = (r.get("breakdown") or {}).get("activations")
-                label = f"{name} LoRA {step['attention']}/{step['precision']}"
-                if got is None or r.get("trainable_parameter_count") != step["measured_trainable"]:
-                    problems.append(f"{label}: {r.get('errors')}, trainable {r.get('trainable_parameter_count')} "
-                                    f"vs PEFT {step['measured_trainable']}")
-                    continue
-                ratio = got / step["measured_body_bytes_cuda"]
-                gap = FAMILY_GAPS.get(f"{name}/lora" + ("" if step["precision"] == "fp32" else "-" + step["precision"]))
-                within = abs(ratio - 1) <= TOLERANCE
-                held = gap is not None and abs(ratio - gap[0]) <= TOLERANCE
-                print(f"  {name:18} LoRA  {step['precision']:10} memfit/measured {ratio:.4f}"
-                      f"{'' if within else '  (known, at ' + format(gap[0], '.4f') + ')' if held else '  OUTSIDE'}")
-                if within and gap is not None:
-                    problems.append(f"{label}: within {TOLERANCE:.0%} now ({ratio:.4f}): remove its FAMILY_GAPS entry")
-                elif not within and not held:
-                    problems.append(f"{label}: activations memfit/measured {ratio:.4f}")
+                mixed = step["precision"] == "bf16_mixed"
+                adapted(step, f"{name} LoRA {step['attention']}/{step['precision']}", f"LoRA  {step['precision']}",
+                        {"training.lora_base_dtype": "half", "training.lora_adapter_dtype": "fp32"} if mixed else {},
+                        step["precision"], f"{name}/lora" + ("-" + step["precision"] if mixed else ""))
             for step in fam.get("qlora_steps") if isinstance(fam.get("qlora_steps"), list) else []:
-                sets = {"training.finetune.method": "lora", "training.finetune.lora_rank": 4,
-                        "training.finetune.lora_dropout": 0,
-                        "training.finetune.lora_targets": ",".join(step["memfit_targets"]),
-                        "training.finetune.base_bits": 4, "training.finetune.quant_type": "nf4",
-                        "training.finetune.double_quant": "true",
-                        "training.finetune.prepare_kbit": "true" if step["prepare_kbit"] else "false",
-                        "training.lora_adapter_dtype": "fp32"}
-                r = memfit(f.name, "bf16_autocast", "eager", sets)
-                got = (r.get("breakdown") or {}).get("activations")
-                label = f"{name} QLoRA{' prepare_kbit' if step['prepare_kbit'] else ''}"
-                if got is None or r.get("trainable_parameter_count") != step["measured_trainable"]:
-                    problems.append(f"{label}: {r.get('errors')}, trainable {r.get('trainable_parameter_count')} "
-                                    f"vs PEFT {step['measured_trainable']}")
-                    continue
-                ratio = got / step["measured_body_bytes_cuda"]
-                gap = FAMILY_GAPS.get(f"{name}/qlora" + ("-prepare" if step["prepare_kbit"] else ""))
-                within = abs(ratio - 1) <= TOLERANCE
-                held = gap is not None and abs(ratio - gap[0]) <= TOLERANCE
-                print(f"  {name:18} QLoRA {'prepare' if step['prepare_kbit'] else 'plain':10} memfit/measured {ratio:.4f}"
-                      f"{'' if within else '  (known, at ' + format(gap[0], '.4f') + ')' if held else '  OUTSIDE'}")
-                if within and gap is not None:
-                    problems.append(f"{label}: within {TOLERANCE:.0%} now ({ratio:.4f}): remove its FAMILY_GAPS entry")
-                elif not within and not held:
-                    problems.append(f"{label}: activations memfit/measured {ratio:.4f}")
+                prepare = step["prepare_kbit"]
+                adapted(step, f"{name} QLoRA{' prepare_kbit' if prepare else ''}",
+                        f"QLoRA {'prepare' if prepare else 'plain'}",
+                        {"training.finetune.base_bits": 4, "training.finetune.quant_type": "nf4",
+                         "training.finetune.double_quant": "true",
+                         "training.finetune.prepare_kbit": "true" if prepare else "false",
+                         "training.lora_adapter_dtype": "fp32"},
+                        "bf16_autocast", f"{name}/qlora" + ("-prepare" if prepare else ""))
         finally:
             os.unlink(f.name)
     return problems
