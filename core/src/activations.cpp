@@ -255,6 +255,10 @@ Bytes qk_norm_bytes(const ModelSpec& m, const Dims& d) {
 // (autograd keeps only what a requires-grad input needs); a LoRA adapter saves its input for A
 // (one tensor for adapters that share it, unless adapter dropout makes one copy each, plus a
 // bool mask) and A's output for B.
+// Whether each LoRA adapter keeps its own copy of its input: a dropped-out one, PEFT's cast to its
+// fp32 adapters, or autocast's cast under them; otherwise the adapters keep the input itself.
+bool adapters_copy_input(const Dims& d) { return d.lora_dropout || d.adapter_input_copies || d.adapters_cast; }
+
 Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, bool input_needs_grad = true,
                     Bytes element = Bytes{0}) {
   // The input's element: the compute dtype, or what the layer before gave (Dims::mlp_act).
@@ -271,9 +275,9 @@ Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, 
   const Bytes mask = input_needs_grad ? d.tokens * width * kMaskBytes : Bytes{0};
   const Bytes adapter_input = d.tokens * width * d.adapter_element;
   const Bytes kept_base = base_keeps_input ? input : Bytes{0};
-  Bytes bytes = input;
-  if (d.lora_dropout) bytes = adapters * (adapter_input + mask) + kept_base;
-  else if (d.adapter_input_copies || d.adapters_cast) bytes = adapters * adapter_input + kept_base;
+  const Bytes bytes = adapters_copy_input(d)
+                          ? adapters * (adapter_input + (d.lora_dropout ? mask : Bytes{0})) + kept_base
+                          : input;
   return bytes + adapters * d.tokens * d.rank * d.adapter_element;
 }
 
@@ -286,7 +290,7 @@ bool keeps_raw_input(const Dims& d, unsigned targets, bool input_needs_grad = tr
   if (!d.lora) return true;
   if (!element.is_zero() && element != d.act) return false;
   if (d.quantized_base_saves_input && input_needs_grad) return true;
-  return (d.targets & targets) != 0 && !d.lora_dropout && !d.adapter_input_copies && !d.adapters_cast;
+  return (d.targets & targets) != 0 && !adapters_copy_input(d);
 }
 
 // Which of q, k and v need a gradient. Every block after the first gets a gradient through its

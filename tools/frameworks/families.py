@@ -190,39 +190,47 @@ def lora_targets(family, small):
     return attention + ["gate", "up", "down"] + (["router"] if moe else [])
 
 
-def lora_steps(family, small, small_path, binary, problems):
-    """PEFT's LoRA on every linear of the tiny model against memfit (see LORA_FUSED_QKV)."""
+def adapter_steps(family, small, small_path, binary, problems, label, variants):
+    """PEFT's LoRA on every linear of the tiny model against memfit, one step per variant:
+    (the keys the step records, the measured case's settings, memfit's precision and settings)."""
     import moe_lora  # imports this module: loaded here, not at the top
     targets = lora_targets(family, small)
     if targets is None:
         return {"skipped": LORA_NOT_EXPRESSIBLE[family]}
-    M.BUILDERS["moe_lora"] = moe_lora._build
     steps = []
-    for precision in ("fp32", "bf16_mixed"):
-        name = "%s-lora-eager-%s" % (family, precision)
+    for keys, settings, precision, sets in variants:
+        what = "%s %s %s" % (family, label, " ".join("%s %s" % kv for kv in keys.items()))
+        name = "-".join([family, label] + [str(v) for v in keys.values()])
         M.SIZES[name] = dict(vocab_size=TINY["vocab"], batch=TINY["batch"], seq_len=TINY["seq"])
-        case = {"name": name, "framework": "moe_lora", "family": family, "size": name, "attention": "eager",
-                "precision": precision, "hf_config": small, "peft_targets": {"target_modules": "all-linear"}}
-        measured = M.run_once(case, "cuda" if precision == "bf16_mixed" else None)
-        mf = moe_lora.run_memfit(binary, small_path, precision, "eager", targets, {})
-        step = {"precision": precision, "attention": "eager", "memfit_targets": targets,
-                "measured_body_bytes_cuda": measured["saved"]["body_bytes_cuda"],
-                "measured_trainable": measured["trainable_parameter_count"], "memfit": mf}
+        case = dict({"name": name, "family": family, "size": name, "attention": "eager", "hf_config": small},
+                    **settings)
+        measured = M.run_once(case, "cuda" if case["precision"] == "bf16_mixed" else None)
+        mf = moe_lora.run_memfit(binary, small_path, precision, "eager", targets, sets)
+        step = dict(keys, memfit_targets=targets, measured_body_bytes_cuda=measured["saved"]["body_bytes_cuda"],
+                    measured_trainable=measured["trainable_parameter_count"], memfit=mf)
         if mf.get("activations") is None:
-            problems.append("%s LoRA %s: %s" % (family, precision, mf.get("error", "no result")))
+            problems.append("%s: %s" % (what, mf.get("error", "no result")))
         else:
             step["ratio"] = round(mf["activations"] / step["measured_body_bytes_cuda"], 4)
             if mf["trainable"] != step["measured_trainable"]:
-                problems.append("%s LoRA %s: trainable memfit %d, PEFT %d" % (
-                    family, precision, mf["trainable"], step["measured_trainable"]))
+                problems.append("%s: trainable memfit %d, PEFT %d" % (what, mf["trainable"], step["measured_trainable"]))
             if abs(step["ratio"] - 1) > ACTIVATION_TOLERANCE:
-                problems.append("%s LoRA eager/%s: memfit activations %d, measured %d (ratio %.4f)" % (
-                    family, precision, mf["activations"], step["measured_body_bytes_cuda"], step["ratio"]))
-        print("%-22s LoRA   %-10s measured %9d  memfit %9s  ratio %s" % (
-            family, precision, step["measured_body_bytes_cuda"], mf.get("activations"), step.get("ratio")),
-            file=sys.stderr)
+                problems.append("%s: memfit activations %d, measured %d (ratio %.4f)" % (
+                    what, mf["activations"], step["measured_body_bytes_cuda"], step["ratio"]))
+        print("%-40s measured %9d  memfit %9s  ratio %s" % (
+            what, step["measured_body_bytes_cuda"], mf.get("activations"), step.get("ratio")), file=sys.stderr)
         steps.append(step)
     return steps
+
+
+def lora_steps(family, small, small_path, binary, problems):
+    """LoRA over the 16-bit base, fp32 and under bf16 autocast (PEFT's recipe: bf16 base, fp32 adapters)."""
+    import moe_lora
+    M.BUILDERS["moe_lora"] = moe_lora._build
+    return adapter_steps(family, small, small_path, binary, problems, "LoRA", [
+        ({"precision": p, "attention": "eager"},
+         {"framework": "moe_lora", "precision": p, "peft_targets": {"target_modules": "all-linear"}}, p, {})
+        for p in ("fp32", "bf16_mixed")])
 
 
 def _qlora_build(case):
@@ -248,52 +256,28 @@ def _qlora_build(case):
 
 
 def qlora_steps(family, small, small_path, binary, problems):
-    """PEFT's LoRA on every linear over a real bitsandbytes 4-bit base, against memfit."""
-    targets = lora_targets(family, small)
-    if targets is None:
-        return {"skipped": LORA_NOT_EXPRESSIBLE[family]}
+    """LoRA over a real bitsandbytes 4-bit base (NF4, double quantisation, bf16 compute) under bf16
+    autocast, with and without prepare_model_for_kbit_training."""
     M.BUILDERS["qlora"] = _qlora_build
-    steps = []
-    for prepare in (False, True):
-        name = "%s-qlora-%s" % (family, "prepare" if prepare else "plain")
-        M.SIZES[name] = dict(vocab_size=TINY["vocab"], batch=TINY["batch"], seq_len=TINY["seq"])
-        case = {"name": name, "framework": "qlora", "family": family, "size": name, "attention": "eager",
-                "precision": "bf16_mixed", "hf_config": small, "prepare_kbit": prepare}
-        measured = M.run_once(case, "cuda")
-        sets = qlora_sets(targets, prepare)
-        r = memfit_json(binary, small_path, sets)
-        step = {"prepare_kbit": prepare, "memfit_targets": targets,
-                "measured_body_bytes_cuda": measured["saved"]["body_bytes_cuda"],
-                "measured_trainable": measured["trainable_parameter_count"]}
-        if "error" in r:
-            problems.append("%s QLoRA (prepare_kbit %s): %s" % (family, prepare, r["error"]))
-        else:
-            step["memfit"] = {"activations": r["breakdown"]["activations"],
-                              "trainable": r["trainable_parameter_count"]}
-            step["ratio"] = round(r["breakdown"]["activations"] / step["measured_body_bytes_cuda"], 4)
-            if r["trainable_parameter_count"] != step["measured_trainable"]:
-                problems.append("%s QLoRA (prepare_kbit %s): trainable memfit %d, PEFT %d" % (
-                    family, prepare, r["trainable_parameter_count"], step["measured_trainable"]))
-            if abs(step["ratio"] - 1) > ACTIVATION_TOLERANCE:
-                problems.append("%s QLoRA (prepare_kbit %s): memfit activations %d, measured %d (ratio %.4f)" % (
-                    family, prepare, r["breakdown"]["activations"], step["measured_body_bytes_cuda"], step["ratio"]))
-        print("%-22s QLoRA  prepare %-5s measured %9d  memfit %9s  ratio %s" % (
-            family, prepare, step["measured_body_bytes_cuda"], (step.get("memfit") or {}).get("activations"),
-            step.get("ratio")), file=sys.stderr)
-        steps.append(step)
-    return steps
+    base = {"training.finetune.base_bits": 4, "training.finetune.quant_type": "nf4",
+            "training.finetune.double_quant": "true", "training.lora_adapter_dtype": "fp32"}
+    return adapter_steps(family, small, small_path, binary, problems, "QLoRA", [
+        ({"prepare_kbit": prepare}, {"framework": "qlora", "precision": "bf16_mixed", "prepare_kbit": prepare},
+         "bf16_autocast", dict(base, **{"training.finetune.prepare_kbit": str(prepare).lower()}))
+        for prepare in (False, True)])
 
 
-def qlora_sets(targets, prepare):
-    """memfit's settings for qlora_steps (compare.py reads the same)."""
-    return {"training.micro_batch_size": TINY["batch"], "training.seq_len": TINY["seq"],
-            "training.precision": "bf16_autocast", "training.attention": "eager",
-            "training.checkpointing": "none", "training.dropout": 0, "training.optimizer": "adamw",
-            "training.finetune.method": "lora", "training.finetune.lora_rank": 4,
-            "training.finetune.lora_dropout": 0, "training.finetune.lora_targets": ",".join(targets),
-            "training.finetune.base_bits": 4, "training.finetune.quant_type": "nf4",
-            "training.finetune.double_quant": "true", "training.finetune.prepare_kbit": str(prepare).lower(),
-            "training.lora_adapter_dtype": "fp32", "hardware.gpu": "h100-sxm-80gb"}
+def tool_args(out_name, doc=None):
+    """The command line these tools share (--memfit, --only, --explain, --out), parsed; --explain set
+    for measure.py."""
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--memfit", default=os.path.join(ROOT, "build", "cli", "memfit"))
+    ap.add_argument("--only")
+    ap.add_argument("--explain", action="store_true")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", out_name))
+    args = ap.parse_args()
+    M.ARGS = types.SimpleNamespace(explain=args.explain)
+    return args
 
 
 def write_report(doc, path, problems, write=True):
@@ -309,13 +293,7 @@ def write_report(doc, path, problems, write=True):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--memfit", default=os.path.join(ROOT, "build", "cli", "memfit"))
-    ap.add_argument("--only")
-    ap.add_argument("--explain", action="store_true")
-    ap.add_argument("--out", default=os.path.join(HERE, "out", "families.json"))
-    args = ap.parse_args()
-    M.ARGS = types.SimpleNamespace(explain=args.explain)
+    args = tool_args("families.json")
     M.BUILDERS["hf_fixture"] = _fixture_build
     want = set(args.only.split(",")) if args.only else set(FIXTURES)
     rows, problems = [], []

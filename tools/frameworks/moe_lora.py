@@ -28,12 +28,10 @@ PEFT's prepare_model_for_kbit_training. The tiny model is saved in bf16 and load
 memfit's frozen base for the same file, to the byte.
 """
 
-import argparse
 import json
 import os
 import sys
 import tempfile
-import types
 import warnings
 
 warnings.filterwarnings("ignore")
@@ -182,13 +180,7 @@ def run_memfit(binary, path, precision, attention, targets, extra):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--memfit", default=os.path.join(ROOT, "build", "cli", "memfit"))
-    ap.add_argument("--only")
-    ap.add_argument("--explain", action="store_true")
-    ap.add_argument("--out", default=os.path.join(HERE, "out", "moe_lora.json"))
-    args = ap.parse_args()
-    M.ARGS = types.SimpleNamespace(explain=args.explain)
+    args = F.tool_args("moe_lora.json")
     M.BUILDERS["moe_lora"] = _build
     want = set(args.only.split(",")) if args.only else set(FAMILIES)
     rows, qlora, problems, tiny_configs = [], [], [], {}
