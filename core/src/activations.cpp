@@ -215,7 +215,10 @@ Bytes rms_norm_bytes(const Dims& d, Count elements, Count rows, Bytes input) {
   return elements * kFp32Bytes + rstd + (frozen ? Bytes{0} : elements * input);
 }
 
-Bytes norm_bytes(const ModelSpec& m, const Dims& d) {
+// `input`: the bytes of one input element of an RMSNorm: the stream's, or the sublayer output's for
+// a block without input norms (OLMo-2, EXAONE 4), whose norms read the attention's and the MLP's
+// outputs (16-bit under autocast) before the residual add.
+Bytes norm_bytes(const ModelSpec& m, const Dims& d, Bytes input) {
   const Count td = d.tokens * d.hidden_split;
   const Bytes rstd = d.tokens * kFp32Bytes;
   // transformers' CohereLayerNorm: x.float(); mean; (x - mean).pow(2).mean(); (x - mean) * rsqrt(...);
@@ -236,8 +239,10 @@ Bytes norm_bytes(const ModelSpec& m, const Dims& d) {
     return td * kFp32Bytes + rstd * 2 + Count(m.hidden_size) * kFp32Bytes;
   }
   if (m.norm == NormKind::kLayerNorm) return td * d.stream + rstd * 2;
-  return rms_norm_bytes(d, td, d.tokens, d.stream);
+  return rms_norm_bytes(d, td, d.tokens, input);
 }
+
+Bytes norm_bytes(const ModelSpec& m, const Dims& d) { return norm_bytes(m, d, d.stream); }
 
 // RMSNorms on the queries and keys (Qwen3, Gemma 3: over each head, one rstd per head and token;
 // OLMo-2: over the whole projection, one per token), kept as the block's norms are
@@ -647,7 +652,7 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
                                                                     : (attention_adapted ? 1 : 2);
     norms = std::max<std::int64_t>(0, norms - dropped);
   }
-  Bytes norm_total = norm_bytes(m, d) * norms;
+  Bytes norm_total = norm_bytes(m, d, m.input_norm ? d.stream : d.act) * norms;
   // A parallel block whose two LayerNorms read the same input (GPT-NeoX / Pythia) saves that
   // input once: the second norm adds its statistics only. Under autocast too when the stream is
   // fp32 (layer_norm's fp32 cast is then no copy; measured: families.py, gpt_neox).

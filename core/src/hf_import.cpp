@@ -434,8 +434,32 @@ void read_deberta_v2_family(const std::string& /*type*/, Reader& r, ModelSpec& m
   read_deberta_v2(r, m, out);
 }
 
-void read_llama_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+void read_llama_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // SmolLM3Config ties the head unless the file says otherwise; the others' classes do not.
+  read_llama_like(r, m, type == "smollm3");
+}
+
+void read_seed_oss_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  // Seed-OSS: Llama's layout; attention_bias puts a bias on q, k and v, attention_out_bias on o
+  // (modeling_seed_oss.py SeedOssAttention).
   read_llama_like(r, m, false);
+  m.attention_bias = false;
+  const bool qkv = r.boolean("attention_bias", false);
+  const bool o = r.boolean("attention_out_bias", false);
+  if (o && !qkv) {
+    out.errors.push_back({"attention_out_bias", "true without attention_bias is not supported for model_type \"" +
+                                                    type + "\" (memfit has no bias on o_proj alone)"});
+  }
+  m.qkv_bias = qkv && !o;
+  m.attention_bias = qkv && o;
+}
+
+void read_exaone4_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // EXAONE 4.0: OLMo-2's block (norms after attention and after the MLP, none on the input) with
+  // Qwen3's RMSNorm on each query and key head (modeling_exaone4.py Exaone4Attention).
+  read_llama_like(r, m, false);
+  m.qk_norm = QkNorm::kPerHead;
+  m.input_norm = false;
 }
 
 void read_mixtral_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
@@ -697,7 +721,11 @@ const std::vector<FamilyReader>& family_readers() {
       {{"bart"}, read_bart_family},
       {{"roberta", "xlm-roberta"}, read_roberta_family},
       {{"deberta-v2"}, read_deberta_v2_family},
-      {{"llama", "mistral"}, read_llama_family},
+      // Granite's multipliers (embeddings, residual branches, attention scale, logits) and SmolLM3's
+      // layers without rotary positions change no shape and keep nothing more for backward.
+      {{"llama", "mistral", "granite", "smollm3", "helium"}, read_llama_family},
+      {{"seed_oss"}, read_seed_oss_family},
+      {{"exaone4"}, read_exaone4_family},
       {{"mixtral"}, read_mixtral_family},
       {{"qwen2"}, read_qwen2_family},
       {{"qwen2_moe"}, read_qwen2_moe_family},
@@ -706,7 +734,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"phi"}, read_phi_family},
       {{"phi3"}, read_phi3_family},
       {{"falcon", "RefinedWeb", "RefinedWebModel"}, read_falcon_family},
-      {{"olmo2"}, read_olmo2_family},
+      {{"olmo2", "olmo3"}, read_olmo2_family},
       {{"deepseek_v3", "deepseek_v2"}, read_deepseek_v3_family},
       {{"gpt_bigcode"}, read_gpt_bigcode_family},
       {{"gptj"}, read_gptj_family},
@@ -769,8 +797,9 @@ void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec&
 
 const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
-         "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, phi3, falcon, olmo2, deepseek_v2, "
-         "deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, starcoder2, cohere, gpt_oss";
+         "granite, smollm3, helium, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
+         "phi3, falcon, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
+         "starcoder2, cohere, gpt_oss";
 }
 
 HfImport import_hf_config(const Json& json) {
@@ -824,11 +853,18 @@ HfImport import_hf_config(const Json& json) {
   // through dropout_add) as GPT-2 does; their eager attention upcasts the scores to fp32 before the
   // softmax (attention_softmax_in_fp32, GPT-J's _attn, BLOOM's softmax(dtype=float32)), the default.
   if (t == "gpt_bigcode" || t == "gptj" || t == "bloom") m.residual_dropout = true;
+  // Seed-OSS drops out on both residual branches (residual_dropout, modeling_seed_oss.py
+  // SeedOssMLP and SeedOssAttention) but not on the embeddings, whose mask memfit counts with them:
+  // one tokens x hidden byte mask too many, against two a layer.
+  if (t == "seed_oss") m.residual_dropout = true;
   // Gemma's RMSNorm keeps its normalised x in fp32 (modeling_gemma*.py GemmaRMSNorm: the output is
   // x.float() normalised times (1 + weight.float()), cast back after): every norm saves the fp32
   // input, the rstd and the fp32 normalised x (measured: tools/frameworks/families.py, gemma3_text).
-  // OLMo-2's multiplies by its weight before the cast back (modeling_olmo2.py Olmo2RMSNorm).
-  if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2") out.reference.norm_kernel = NormKernel::kEagerFp32;
+  // OLMo-2's, OLMo-3's and Helium's multiply by the weight before the cast back (modeling_olmo2.py
+  // Olmo2RMSNorm, modeling_olmo3.py, modeling_helium.py HeliumRMSNorm).
+  if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3" || t == "helium") {
+    out.reference.norm_kernel = NormKernel::kEagerFp32;
+  }
   // Classes without an SDPA path run eager attention when transformers picks the default (BLOOM;
   // Gemma 2, whose soft-capping SDPA cannot do: modeling_gemma2.py _supports_sdpa = False).
   // gpt-oss's sinks have no SDPA path either (modeling_gpt_oss.py _supports_sdpa = False).

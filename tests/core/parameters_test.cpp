@@ -137,6 +137,9 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       {"bigcode__starcoder2-7b.json", 7'173'923'840},
       {"CohereForAI__aya-23-8B.json", 8'028'033'024},
       {"google__gemma-3-1b-it.json", 999'885'952},
+      {"ibm-granite__granite-3.3-8b-instruct.json", 8'170'864'640},
+      {"HuggingFaceTB__SmolLM3-3B.json", 3'075'098'624},
+      {"ByteDance-Seed__Seed-OSS-36B-Instruct.json", 36'151'104'512},
       // gpt-oss: the model card's totals are 20.91B and 116.83B.
       {"openai__gpt-oss-20b.json", 20'914'757'184},
       {"openai__gpt-oss-120b.json", 116'829'156'672},
@@ -179,6 +182,16 @@ TEST(HfImport, FamilyLayouts) {
   const ModelSpec gemma3 = model("google__gemma-3-1b-it.json");
   EXPECT_EQ(gemma3.norms_per_block, 4);
   EXPECT_EQ(gemma3.qk_norm, QkNorm::kPerHead);
+  // Granite and SmolLM3 are Llama's layout (tied heads here); Seed-OSS has biases on q, k and v
+  // only and drops out on both residual branches.
+  const ModelSpec granite = model("ibm-granite__granite-3.3-8b-instruct.json");
+  EXPECT_TRUE(granite.tie_word_embeddings);
+  EXPECT_EQ(granite.norms_per_block, 2);
+  EXPECT_TRUE(model("HuggingFaceTB__SmolLM3-3B.json").tie_word_embeddings);
+  const ModelSpec seed = model("ByteDance-Seed__Seed-OSS-36B-Instruct.json");
+  EXPECT_TRUE(seed.qkv_bias);
+  EXPECT_FALSE(seed.attention_bias);
+  EXPECT_TRUE(seed.residual_dropout);
   // What memfit cannot count the way the class builds it is refused by name.
   const auto error_of = [](const std::string& text) {
     const HfImport r = import_hf_config_text(text);
@@ -188,6 +201,12 @@ TEST(HfImport, FamilyLayouts) {
   const std::string off = "\"use_qk_norm\": false";
   cohere_plus.replace(cohere_plus.find(off), off.size(), "\"use_qk_norm\": true");
   EXPECT_NE(error_of(cohere_plus).find("use_qk_norm: true"), std::string::npos) << error_of(cohere_plus);
+  std::string seed_o_only = read_fixture("ByteDance-Seed__Seed-OSS-36B-Instruct.json");
+  const std::string qkv_on = "\"attention_bias\": true";
+  seed_o_only.replace(seed_o_only.find(qkv_on), qkv_on.size(), "\"attention_bias\": false");
+  const std::string o_off = "\"attention_out_bias\": false";
+  seed_o_only.replace(seed_o_only.find(o_off), o_off.size(), "\"attention_out_bias\": true");
+  EXPECT_NE(error_of(seed_o_only).find("attention_out_bias"), std::string::npos) << error_of(seed_o_only);
   EXPECT_NE(error_of(R"({"model_type":"stablelm","vocab_size":10,"hidden_size":8,"num_hidden_layers":1,)"
                      R"("num_attention_heads":2,"intermediate_size":16,"qk_layernorm":true})")
                 .find("qk_layernorm"),

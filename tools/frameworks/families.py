@@ -60,6 +60,12 @@ FIXTURES = {
     "gpt_neox": "EleutherAI__pythia-1b.json",
     "opt": "facebook__opt-125m.json",
     "gpt_oss": "openai__gpt-oss-20b.json",
+    # Llama's layout under other classes: Granite's multipliers, SmolLM3's layers without rotary
+    # positions, Seed-OSS's biases on q, k and v only (the file, put together from partial copies,
+    # has no dropout keys: SeedOssConfig's defaults of 0.1 are set to 0 as tiny() does the others).
+    "granite": "ibm-granite__granite-3.3-8b-instruct.json",
+    "smollm3": "HuggingFaceTB__SmolLM3-3B.json",
+    "seed_oss": ("ByteDance-Seed__Seed-OSS-36B-Instruct.json", {"residual_dropout": 0.0, "attention_dropout": 0.0}),
 }
 # LoRA on every linear (PEFT's "all-linear", rank 4, no dropout) on the same tiny models, fp32 and
 # under bf16 autocast over a bf16 base with fp32 adapters (PEFT's recipe), eager attention (the
