@@ -140,6 +140,7 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       {"ibm-granite__granite-3.3-8b-instruct.json", 8'170'864'640},
       {"HuggingFaceTB__SmolLM3-3B.json", 3'075'098'624},
       {"ByteDance-Seed__Seed-OSS-36B-Instruct.json", 36'151'104'512},
+      {"LGAI-EXAONE__EXAONE-4.0-1.2B.json", 1'279'391'488},
       // gpt-oss: the model card's totals are 20.91B and 116.83B.
       {"openai__gpt-oss-20b.json", 20'914'757'184},
       {"openai__gpt-oss-120b.json", 116'829'156'672},
@@ -192,6 +193,20 @@ TEST(HfImport, FamilyLayouts) {
   EXPECT_TRUE(seed.qkv_bias);
   EXPECT_FALSE(seed.attention_bias);
   EXPECT_TRUE(seed.residual_dropout);
+  // EXAONE 4: norms after attention and the MLP only, a norm on each query and key head, Llama's
+  // RMSNorm kernel (the weight on the 16-bit normalised x), not OLMo-2's.
+  const HfImport exaone = import_hf_config_text(read_fixture("LGAI-EXAONE__EXAONE-4.0-1.2B.json"));
+  EXPECT_FALSE(exaone.model.input_norm);
+  EXPECT_EQ(exaone.model.qk_norm, QkNorm::kPerHead);
+  EXPECT_NE(exaone.reference.norm_kernel, NormKernel::kEagerFp32);
+  // OLMo-3 is read as OLMo-2 (its sliding-window layers change nothing memfit counts).
+  std::string olmo3 = read_fixture("allenai__OLMo-2-1124-7B.json");
+  const std::string olmo2_type = "\"model_type\": \"olmo2\"";
+  olmo3.replace(olmo3.find(olmo2_type), olmo2_type.size(), "\"model_type\": \"olmo3\"");
+  const HfImport o3 = import_hf_config_text(olmo3);
+  ASSERT_TRUE(o3.errors.empty());
+  EXPECT_EQ(count_parameters(o3.model).total_count.value(), count_of("allenai__OLMo-2-1124-7B.json"));
+  EXPECT_EQ(o3.reference.norm_kernel, NormKernel::kEagerFp32);
   // What memfit cannot count the way the class builds it is refused by name.
   const auto error_of = [](const std::string& text) {
     const HfImport r = import_hf_config_text(text);

@@ -66,6 +66,15 @@ FIXTURES = {
     "granite": "ibm-granite__granite-3.3-8b-instruct.json",
     "smollm3": "HuggingFaceTB__SmolLM3-3B.json",
     "seed_oss": ("ByteDance-Seed__Seed-OSS-36B-Instruct.json", {"residual_dropout": 0.0, "attention_dropout": 0.0}),
+    # OLMo-2's block with Qwen3's per-head query and key norms and Llama's RMSNorm (the weight
+    # applied to the 16-bit normalised x).
+    "exaone4": "LGAI-EXAONE__EXAONE-4.0-1.2B.json",
+    # OLMo-3's class (Olmo3ForCausalLM, three sliding-window layers to one full) on OLMo-2 7B's
+    # shapes: a test shape, not a released model.
+    "olmo3": ("allenai__OLMo-2-1124-7B.json", {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"],
+                                               "sliding_window": 4096, "layer_types": [
+                                                   "sliding_attention", "sliding_attention", "sliding_attention",
+                                                   "full_attention"] * 8}),
 }
 # LoRA on every linear (PEFT's "all-linear", rank 4, no dropout) on the same tiny models, fp32 and
 # under bf16 autocast over a bf16 base with fp32 adapters (PEFT's recipe), eager attention (the
