@@ -1,5 +1,6 @@
 #include "memfit/config.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <string_view>
 
@@ -79,6 +80,24 @@ std::string read_string(const Field& f, const Json& value, Config& config) {
   return "";
 }
 
+// What a refused enum value most likely meant: a choice spelled in other letter case ("LoRA"), or
+// a name other tools give to a combination of memfit's settings (QLoRA: LoRA over a 4-bit base).
+std::string enum_hint(const Field& f, const Json& value) {
+  if (!value.is_string()) return "";
+  const auto lower = [](std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  const std::string v = lower(value.as_string());
+  if (std::string(f.path) == "training.finetune.method" && v == "qlora") {
+    return " (QLoRA is method \"lora\" with training.finetune.base_bits 4)";
+  }
+  for (const char* choice : f.choices) {
+    if (v == lower(choice)) return " (did you mean \"" + std::string(choice) + "\"?)";
+  }
+  return "";
+}
+
 std::string read_enum(const Field& f, const Json& value, Config& config) {
   for (std::size_t i = 0; value.is_string() && i < f.choices.size(); ++i) {
     if (value.as_string() == f.choices[i]) {
@@ -86,7 +105,7 @@ std::string read_enum(const Field& f, const Json& value, Config& config) {
       return "";
     }
   }
-  return "must be one of " + choices_text(f.choices) + "; got " + describe(value);
+  return "must be one of " + choices_text(f.choices) + "; got " + describe(value) + enum_hint(f, value);
 }
 
 // A list of names from the field's choices, stored as a bit set.

@@ -43,6 +43,12 @@ TEST(Config, ErrorsNameTheFieldAndTheRange) {
   EXPECT_EQ(first_error(R"({"training":{"precision":"fp4"}})"),
             "training.precision must be one of fp32, fp16_mixed, bf16_mixed, fp16_master, bf16_master, bf16, "
             "fp8_mixed, seed_14p, bf16_fsdp or bf16_autocast; got \"fp4\"");
+  // A choice in other letter case, and QLoRA (a combination of two settings), say what was meant.
+  EXPECT_NE(first_error(R"({"training":{"precision":"BF16_Mixed"}})").find("got \"BF16_Mixed\" (did you mean \"bf16_mixed\"?)"),
+            std::string::npos);
+  EXPECT_NE(first_error(R"({"training":{"finetune":{"method":"QLoRA"}}})")
+                .find("(QLoRA is method \"lora\" with training.finetune.base_bits 4)"),
+            std::string::npos);
   EXPECT_EQ(first_error(R"({"training":{"dropout":1.5}})"), "training.dropout must be a number from 0 to 0.99; got 1.5");
   EXPECT_EQ(first_error(R"({"training":{"chunked_loss":"yes"}})"), "training.chunked_loss must be true or false; got \"yes\"");
   EXPECT_EQ(first_error(R"({"model":{"preset":"gpt-5"}})").rfind("model.preset must be the id of a preset", 0), 0u);
