@@ -73,7 +73,11 @@ void print_table(const memfit::Json& r) {
   const memfit::Json& training = *config.find("training");
   const memfit::Json& model = *config.find("model");
   const std::string preset = model.find("preset")->as_string();
-  std::cout << "memfit: " << (preset.empty() ? "custom model" : preset) << ", "
+  // A model without a preset is named by its family when it has one (an imported config.json).
+  const memfit::Json* type = model.find("model_type");
+  const std::string family = type && type->is_string() ? type->as_string() : "";
+  const std::string name = !preset.empty() ? preset : !family.empty() ? "custom " + family + " model" : "custom model";
+  std::cout << "memfit: " << name << ", "
             << training.find("precision")->as_string() << ", " << training.find("optimizer")->as_string()
             << ", micro-batch " << training.find("micro_batch_size")->dump() << " x "
             << training.find("seq_len")->dump() << " tokens, checkpointing "
