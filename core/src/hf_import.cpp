@@ -817,7 +817,28 @@ HfImport import_hf_config(const Json& json) {
   const std::string& t = type->as_string();
   const FamilyReader* family = find_family(t);
   if (!family) {
-    out.errors.push_back({"model_type", describe(*type) + " is not supported; supported: " + supported_hf_model_types()});
+    // A multimodal model (Gemma 3, Mistral 3, LLaVA, PaliGemma) nests its language model's
+    // config in text_config: that model is read, its vision encoder and projector are not.
+    const Json* text = json.find("text_config");
+    const Json* text_type = text && text->is_object() ? text->find("model_type") : nullptr;
+    if (text_type && text_type->is_string() && find_family(text_type->as_string())) {
+      Json language = *text;
+      // The outer file can carry the tie (LLaVA's does); the text config's own key wins.
+      if (const Json* tie = json.find("tie_word_embeddings"); tie && !text->find("tie_word_embeddings")) {
+        language.set("tie_word_embeddings", *tie);
+      }
+      HfImport inner = import_hf_config(language);
+      for (Issue& e : inner.errors) e.field = "text_config." + e.field;
+      for (Issue& w : inner.warnings) w.field = "text_config." + w.field;
+      inner.warnings.insert(inner.warnings.begin(),
+                            {"model_type", describe(*type) + " is a multimodal model: memfit reads its language model (text_config, "
+                                           "model_type " + describe(*text_type) + "); the vision encoder and projector (vision_config) "
+                                           "are not in the estimate (text-only training never runs them, but their weights are loaded)"});
+      return inner;
+    }
+    out.errors.push_back({"model_type", describe(*type) + " is not supported" +
+                                            (text_type ? " (nor its text_config's " + describe(*text_type) + ")" : std::string()) +
+                                            "; supported: " + supported_hf_model_types()});
     return out;
   }
   Reader reader(json, out);

@@ -116,5 +116,27 @@ TEST(HfImport, HostileValuesAreNamedNotEchoed) {
   EXPECT_EQ(first_error(item), "mlp_only_layers must hold integer layer indices; got \"one\"");
 }
 
+// A multimodal file (Gemma 3's, LLaVA's) nests its language model in text_config: that model is
+// read, with a warning that the vision encoder is not in the estimate; the outer tie applies when
+// the text config has none; an unknown text model is refused with both names.
+TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
+  const std::string text = R"({"model_type":"llama","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,)"
+                           R"("num_attention_heads":4,"intermediate_size":128})";
+  const HfImport alone = import_hf_config_text(text);
+  const HfImport wrapped = import_hf_config_text(R"({"model_type":"llava","tie_word_embeddings":true,"text_config":)" +
+                                                 text + R"(,"vision_config":{"model_type":"clip_vision_model"}})");
+  ASSERT_TRUE(wrapped.errors.empty()) << first_error(wrapped);
+  EXPECT_EQ(wrapped.model.model_type, "llama");
+  EXPECT_TRUE(wrapped.model.tie_word_embeddings);
+  EXPECT_EQ(count_parameters(wrapped.model).total_count.value(),
+            count_parameters(alone.model).total_count.value() - 1000 * 64);  // the tied head
+  ASSERT_FALSE(wrapped.warnings.empty());
+  EXPECT_NE(wrapped.warnings[0].message.find("vision encoder"), std::string::npos);
+  const HfImport bad = import_hf_config_text(R"({"model_type":"llava","text_config":{"model_type":"llama","hidden_size":64}})");
+  EXPECT_EQ(first_error(bad).rfind("text_config.", 0), 0u) << first_error(bad);
+  const HfImport unknown = import_hf_config_text(R"({"model_type":"llama4","text_config":{"model_type":"llama4_text"}})");
+  EXPECT_NE(first_error(unknown).find("nor its text_config's \"llama4_text\""), std::string::npos) << first_error(unknown);
+}
+
 }  // namespace
 }  // namespace memfit
