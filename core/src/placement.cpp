@@ -324,7 +324,42 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   const bool fsdp2 = impl.framework == Framework::kTorchtitan || impl.framework == Framework::kTorchtune;
   const Bytes unsharded_gradients = peft || fsdp2 ? s.gradients : p.local_trainable * r.gathered;
   const Bytes unsharded_weights = s.weights;
-  shard(s, c.parallel.zero_stage, p.zero_shards);
+  // Expert parallelism is carved out of the data-parallel ranks: the routed experts this GPU holds
+  // are held by zero_shards / expert ranks only, and ZeRO / FSDP shard them over that group
+  // (DeepSpeed-MoE's expert-data-parallel groups, deepspeed/utils/groups.py; Megatron's
+  // expert-data-parallel distributed optimizer; torchtitan's FSDP over dp_shard / ep for the
+  // experts). The rest is sharded over all zero_shards ranks. The experts' share is their share
+  // of this GPU's base parameters (a PEFT method's adapters are counted with the rest).
+  if (p.expert > 1 && c.parallel.zero_stage > 0) {
+    const auto experts_only = [](auto each) {
+      return [each](const TensorGroup& g) { return g.component == Component::kExperts ? each(g) : decltype(each(g)){}; };
+    };
+    const Count expert_count = p.local<CountUnit>(params, experts_only(elements));
+    StaticBytes e;
+    e.weights = peft ? p.as_nominal(p.local<BytesUnit>(params, experts_only([&](const TensorGroup& g) {
+                         return frozen_bytes_each(g, c.training.finetune, base_element, experts_left_unquantized(c));
+                       })))
+                     : mul_div(s.weights, expert_count, max(p.local_count, Count(1)));
+    if (!peft) {
+      const auto share = [&](Bytes b) { return mul_div(b, expert_count, max(p.local_count, Count(1))); };
+      e.gradients = share(s.gradients);
+      e.master = share(s.master);
+      e.states = share(s.states);
+    }
+    StaticBytes rest = s;
+    rest.weights = s.weights - e.weights;
+    rest.gradients = s.gradients - e.gradients;
+    rest.master = s.master - e.master;
+    rest.states = s.states - e.states;
+    shard(rest, c.parallel.zero_stage, p.zero_shards);
+    shard(e, c.parallel.zero_stage, std::max<std::int64_t>(1, p.zero_shards / p.expert));
+    s.weights = rest.weights + e.weights;
+    s.gradients = rest.gradients + e.gradients;
+    s.master = rest.master + e.master;
+    s.states = rest.states + e.states;
+  } else {
+    shard(s, c.parallel.zero_stage, p.zero_shards);
+  }
   // DeepSpeed ZeRO++ hpZ: a secondary partition of every parameter, numel / group in its dtype,
   // from forward to backward (partition_parameters.py, _partition_param_sec: ds_secondary_tensor
   // on the parameters' device, so on the host when they are offloaded; the step frees the trained
