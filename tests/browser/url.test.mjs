@@ -76,6 +76,15 @@ describe('url.js', () => {
     assert.equal(decode(q, DEFAULTS).values['model.model_type'], 'a&b=c d/é');
   });
 
+  // An imported config.json is a custom model: the core builds it from its own plain model, so a
+  // field equal to the default preset's (Llama 3.1 8B's vocabulary is Llama 3 8B's) is written too
+  // (QA report, Dec 3: the link reopened an 8.03B import as 6.74B).
+  test('a custom model writes every field it holds', () => {
+    const model = { preset: '', hidden_size: DEFAULTS.model.hidden_size, num_hidden_layers: 30 };
+    assert.equal(encode({ model }, DEFAULTS, null), `v=1&preset=&hidden_size=${DEFAULTS.model.hidden_size}&num_hidden_layers=30`);
+    assert.equal(encode({ model }, DEFAULTS, DEFAULTS.model), 'v=1&preset=&num_hidden_layers=30');
+  });
+
   test('an empty list round-trips', () => {
     const q = encode({ training: { finetune: { lora_targets: [] } } }, DEFAULTS, DEFAULTS.model);
     assert.equal(q, 'v=1&lora_targets=');

@@ -60,7 +60,8 @@ function linkFields(defaults) {
 
 // config: the configuration (full or sparse; values typed or as typed by the user).
 // defaults: the full default configuration (its fields and their order define the link).
-// presetModel: the chosen preset's model fields (null/undefined: compare with defaults.model).
+// presetModel: the chosen preset's model fields (undefined: compare with defaults.model; null: a
+// custom model, whose fields are all written).
 // resolved (optional): the defaults as the core resolves them for this model (a learned-position
 // model's sequence length defaults to its longest); a field equal to `defaults` but not to
 // `resolved` is written too, so the link reopens exactly what was shown.
@@ -71,13 +72,13 @@ export function encode(config, defaults, presetModel, resolved) {
   for (const [path, defaultValue] of fields) {
     const value = getPath(config, path);
     if (value === undefined) continue;
-    let base = defaultValue;
-    if (path !== PRESET_PATH && path.startsWith('model.') && presetModel) {
-      const fromPreset = getPath(presetModel, path.slice('model.'.length));
-      if (fromPreset !== undefined) base = fromPreset;
-    }
+    const model = path.startsWith('model.');
+    // A custom model (presetModel null) is every field it holds: the core fills the rest from its
+    // own plain model, not from `defaults` (the path, as the base, equals no value).
+    let base = model && presetModel === null ? path : defaultValue;
+    if (model && presetModel && path !== PRESET_PATH) base = getPath(presetModel, path.slice(6)) ?? base;
     const text = valueText(value);
-    const resolvedValue = resolved && !path.startsWith('model.') ? getPath(resolved, path) : undefined;
+    const resolvedValue = resolved && !model ? getPath(resolved, path) : undefined;
     if (text === valueText(base) && (resolvedValue === undefined || text === valueText(resolvedValue))) continue;
     parts.push(`${encodeText(names.get(path))}=${encodeText(text)}`);
   }
