@@ -643,7 +643,8 @@ Plan Planner::finish(const Candidate& c) {
 
 // The global batch, in sequences: as given, else the configuration's when it gives every GPU of
 // the largest count at least one sequence, else the default for the goal.
-std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_t max_gpus, PlanResult& r) {
+std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_t min_gpus, std::int64_t max_gpus,
+                              PlanResult& r) {
   const Training& t = c.training;
   const std::int64_t data = c.parallel.num_gpus / (c.parallel.tensor * c.parallel.pipeline * c.parallel.context);
   std::int64_t tokens = o.global_batch_tokens;
@@ -655,9 +656,17 @@ std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_
                         "set global_batch_tokens)");
     }
   }
-  const std::int64_t sequences = std::max<std::int64_t>(1, tokens / t.seq_len);
+  std::int64_t sequences = std::max<std::int64_t>(1, tokens / t.seq_len);
   if (sequences * t.seq_len != tokens) {
     r.notes.push_back("global batch rounded to whole sequences: " + detail::group_digits(sequences * t.seq_len) + " tokens");
+  }
+  // A batch the planner chose for one GPU count that does not divide it (6, 12, 24 GPUs) is rounded
+  // up to a multiple of it, so that its data-parallel ranks share the batch evenly.
+  if (o.global_batch_tokens <= 0 && min_gpus == max_gpus && sequences % min_gpus != 0) {
+    sequences += min_gpus - sequences % min_gpus;
+    r.notes.push_back("global batch rounded up to " + detail::group_digits(sequences) + " sequences (" +
+                      detail::group_digits(sequences * t.seq_len) + " tokens), a multiple of the " +
+                      std::to_string(min_gpus) + " GPUs");
   }
   return sequences;
 }
@@ -665,7 +674,7 @@ std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_
 // What every search shares: the global batch, the precisions and checkpointing modes to try.
 void Planner::setup(std::int64_t lo, std::int64_t hi, PlanResult& r) {
   (void)lo;
-  global_sequences_ = global_sequences(base_, options_, hi, r);
+  global_sequences_ = global_sequences(base_, options_, lo, hi, r);
   r.global_batch_tokens = global_sequences_ * base_.training.seq_len;
   precisions_ = precisions_for(base_, gpu_, options_.keep_precision);
   // Megatron's selective recomputation drops eager attention's scores; FlashAttention stores none,
@@ -710,7 +719,11 @@ PlanResult Planner::run() {
   for (const auto& [gpus, c] : best_per_count_) r.best_per_gpu_count.push_back(finish(c));
   if (found_.empty()) {
     r.notes.push_back("no layout fits " + std::string(gpu_.name) + " within the budget on " + std::to_string(lo) +
-                      (hi > lo ? "–" + std::to_string(hi) : "") + " GPUs");
+                      (hi > lo ? "–" + std::to_string(hi) : "") + " GPUs" +
+                      (counts_.layouts == 0 ? " (none was tried: no data-parallel degree of these GPU counts divides "
+                                              "the global batch of " + detail::group_digits(global_sequences_) +
+                                              " sequences; set global_batch_tokens to a multiple of the GPU count)"
+                                            : ""));
   }
   r.counts = counts_;
   return r;

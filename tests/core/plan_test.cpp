@@ -118,6 +118,28 @@ TEST(Plan, RecipesAlikeInActivationsSaveTheSame) {
 }
 
 // A plan without tokens to train says which default its time and cost assume; one with them does not.
+// A GPU count that is not a power of two (QA report, Dec 3: `plan --gpus 6` searched nothing and
+// said no layout fits): the batch the planner chooses is rounded up to a multiple of it; a batch
+// the user gives that no data-parallel degree divides is named as the reason nothing was tried.
+TEST(Plan, SixGpusShareTheBatchOrSayWhyNot) {
+  const Config c = config(kSmall);
+  PlanOptions o;
+  o.gpus_min = o.gpus_max = 6;
+  o.top = 1;
+  const PlanResult chosen = plan(c, o);
+  ASSERT_TRUE(chosen.ok());
+  ASSERT_FALSE(chosen.plans.empty());
+  EXPECT_EQ(chosen.plans.front().config.parallel.num_gpus, 6);
+  EXPECT_EQ(chosen.global_batch_tokens % (6 * c.training.seq_len), 0);
+  o.global_batch_tokens = 7 * c.training.seq_len;   // 7 sequences: no data-parallel degree of 6 GPUs divides it
+  const PlanResult given = plan(c, o);
+  ASSERT_TRUE(given.ok());
+  EXPECT_TRUE(given.plans.empty());
+  bool said = false;
+  for (const std::string& n : given.notes) said = said || n.find("none was tried") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(Plan, SaysWhichTokensToTrainItAssumes) {
   Config c = config(R"({"model":{"preset":"llama-3-8b"},"training":{"goal":"pretrain"},"hardware":{"gpu":"h100-sxm-80gb"}})");
   PlanOptions o;
