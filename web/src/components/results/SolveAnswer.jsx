@@ -25,10 +25,10 @@ function Answer({ answer, gpu }) {
   const gpus = answer.target === 'min-gpus';
   const binds = answer.binding && <span class="solve-binding"> · limited by {bindingWords(answer.binding)}</span>;
   if (!answer.found) {
-    // Terms that are per GPU whatever the count (data parallelism shards neither): say so, rather
-    // than how far the search went.
+    // Terms that are per GPU whatever the count (data parallelism shards neither): say so, and
+    // what does shrink them, rather than how far the search went (a tight run can still run).
     if (gpus && PER_GPU.has(answer.binding)) {
-      return <><strong>No number of {gpu} fits</strong> with ZeRO-3 / FSDP sharding: {bindingWords(answer.binding)} per GPU do not shrink with more GPUs</>;
+      return <><strong>More GPUs do not help</strong>: {bindingWords(answer.binding)} per GPU do not shrink with ZeRO-3 / FSDP sharding; checkpointing or a smaller micro-batch does</>;
     }
     return gpus
       ? <><strong>No number of {gpu} fits</strong> with ZeRO-3 / FSDP sharding (tried up to {formatCount(answer.next?.value)}){binds}</>
