@@ -96,14 +96,16 @@ class Reader {
 };
 
 // Fields every decoder family spells the Llama way.
-void read_llama_like(Reader& r, ModelSpec& m, bool tie_default) {
-  m.vocab_size = r.integer({"vocab_size"}, m.vocab_size, true, 1);
-  m.hidden_size = r.integer({"hidden_size"}, m.hidden_size, true, 1);
-  m.num_hidden_layers = r.integer({"num_hidden_layers"}, m.num_hidden_layers, true, 1, max_layers());
-  m.num_attention_heads = r.integer({"num_attention_heads"}, m.num_attention_heads, true, 1);
-  m.num_key_value_heads = r.integer({"num_key_value_heads"}, 0, false, 1);
-  m.head_dim = r.integer({"head_dim"}, 0, false, 1);
-  m.intermediate_size = r.integer({"intermediate_size"}, m.intermediate_size, true, 1);
+// required: the sizes must be in the file; otherwise the values already in `m` (the class's
+// defaults) stand in for the keys it leaves out, as transformers' config class fills them.
+void read_llama_like(Reader& r, ModelSpec& m, bool tie_default, bool required = true) {
+  m.vocab_size = r.integer({"vocab_size"}, m.vocab_size, required, 1);
+  m.hidden_size = r.integer({"hidden_size"}, m.hidden_size, required, 1);
+  m.num_hidden_layers = r.integer({"num_hidden_layers"}, m.num_hidden_layers, required, 1, max_layers());
+  m.num_attention_heads = r.integer({"num_attention_heads"}, m.num_attention_heads, required, 1);
+  m.num_key_value_heads = r.integer({"num_key_value_heads"}, required ? 0 : m.num_key_value_heads, false, 1);
+  m.head_dim = r.integer({"head_dim"}, required ? 0 : m.head_dim, false, 1);
+  m.intermediate_size = r.integer({"intermediate_size"}, m.intermediate_size, required, 1);
   m.max_position_embeddings = r.integer({"max_position_embeddings"}, 4096, false, 1, 1'000'000'000);
   m.tie_word_embeddings = r.boolean("tie_word_embeddings", tie_default);
   m.mlp = MlpKind::kGated;
@@ -683,8 +685,17 @@ void read_cohere_family(const std::string& type, Reader& r, ModelSpec& m, HfImpo
 
 void read_gemma3_text_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
   // Gemma 3 text (Gemma3ForCausalLM, modeling_gemma3.py): Gemma 2's four norms a block, plus an
-  // RMSNorm over each query and key head (one head_dim weight each); tied head.
-  read_llama_like(r, m, true);
+  // RMSNorm over each query and key head (one head_dim weight each); tied head. Gemma3TextConfig's
+  // defaults (configuration_gemma3.py) fill the keys a file leaves out: gemma-3-4b's text_config
+  // gives its sizes and relies on them for the vocabulary and the heads.
+  m.vocab_size = 262208;
+  m.hidden_size = 2304;
+  m.intermediate_size = 9216;
+  m.num_hidden_layers = 26;
+  m.num_attention_heads = 8;
+  m.num_key_value_heads = 4;
+  m.head_dim = 256;
+  read_llama_like(r, m, true, false);
   m.norms_per_block = 4;
   m.qk_norm = QkNorm::kPerHead;
 }
@@ -821,8 +832,17 @@ HfImport import_hf_config(const Json& json) {
     // config in text_config: that model is read, its vision encoder and projector are not.
     const Json* text = json.find("text_config");
     const Json* text_type = text && text->is_object() ? text->find("model_type") : nullptr;
+    // A text_config without its own model_type is the wrapper's default text class
+    // (Gemma3Config: Gemma3TextConfig; Mistral3Config, LlavaConfig: CONFIG_MAPPING's mistral, llama).
+    static const std::pair<const char*, const char*> kTextClass[] = {
+        {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"}};
+    Json implied;
+    for (const auto& [outer, inner] : kTextClass) {
+      if (text && text->is_object() && !text_type && t == outer) text_type = &(implied = Json::string(inner));
+    }
     if (text_type && text_type->is_string() && find_family(text_type->as_string())) {
       Json language = *text;
+      language.set("model_type", *text_type);
       // The outer file can carry the tie (LLaVA's does); the text config's own key wins.
       if (const Json* tie = json.find("tie_word_embeddings"); tie && !text->find("tie_word_embeddings")) {
         language.set("tie_word_embeddings", *tie);

@@ -134,6 +134,16 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   EXPECT_NE(wrapped.warnings[0].message.find("vision encoder"), std::string::npos);
   const HfImport bad = import_hf_config_text(R"({"model_type":"llava","text_config":{"model_type":"llama","hidden_size":64}})");
   EXPECT_EQ(first_error(bad).rfind("text_config.", 0), 0u) << first_error(bad);
+  // Gemma 3 4B's text_config gives only its sizes; Gemma3TextConfig's defaults give the vocabulary
+  // and the heads: transformers 5.24's Gemma3ForCausalLM from the same keys has 3,880,263,168.
+  // Without its own model_type the text config is the wrapper's default text class.
+  for (const char* type : {R"("model_type":"gemma3_text",)", ""}) {
+    const HfImport gemma3 = import_hf_config_text(std::string(R"({"model_type":"gemma3","text_config":{)") + type +
+                                                  R"("hidden_size":2560,"intermediate_size":10240,"num_hidden_layers":34,)"
+                                                  R"("rope_scaling":{"factor":8.0,"rope_type":"linear"},"sliding_window":1024}})");
+    ASSERT_TRUE(gemma3.errors.empty()) << first_error(gemma3);
+    EXPECT_EQ(count_parameters(gemma3.model).total_count.value(), 3'880'263'168);
+  }
   const HfImport unknown = import_hf_config_text(R"({"model_type":"llama4","text_config":{"model_type":"llama4_text"}})");
   EXPECT_NE(first_error(unknown).find("nor its text_config's \"llama4_text\""), std::string::npos) << first_error(unknown);
 }
