@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "finetune.hpp"
 #include "memfit/gpus.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/patch.hpp"
@@ -190,6 +191,22 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
                    lora_patch(4), 6});
   }
   if (c.parallel.num_gpus == 1) add_more_gpus(c, out);
+  // Several GPUs already, not fully sharded: shard on them before asking for more.
+  if (c.parallel.num_gpus > 1 && c.parallel.zero_stage < 3) {
+    out.push_back({"ZeRO-3 / FSDP on the " + std::to_string(c.parallel.num_gpus) + " GPUs",
+                   "shards weights, gradients and states " +
+                       std::to_string(c.parallel.num_gpus / (c.parallel.tensor * c.parallel.pipeline)) + " ways",
+                   patch("parallel.zero_stage", Json::integer(3)), 4});
+  }
+  // bitsandbytes quantises nn.Linear modules only: transformers 5's stacked experts stay 16-bit
+  // (finetune.hpp, experts_left_unquantized). Experts as one nn.Linear each (transformers 4's
+  // loop over experts, unsloth's kernels) are quantised with the rest.
+  if (experts_left_unquantized(c)) {
+    out.push_back({"Quantise the experts too",
+                   "experts as nn.Linear modules, which bitsandbytes quantises (transformers 4.x; unsloth does it "
+                   "for transformers 5): the 4-bit base covers the experts",
+                   patch("training.moe_dispatch", Json::string("loop")), 5});
+  }
   add_larger_gpu(c, out);
 }
 

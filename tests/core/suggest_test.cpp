@@ -31,6 +31,21 @@ std::string with(const char* extra) {
   return text;
 }
 
+// QA pass, Dec 3: Mixtral QLoRA on two A100s with ZeRO off was offered a larger GPU, not the
+// sharding on the GPUs it has; and its experts, left 16-bit by transformers 5, had no way out.
+TEST(Suggest, ShardOnTheGpusYouHaveAndQuantiseTheExperts) {
+  const auto list = suggestions_for(R"({"model":{"preset":"mixtral-8x7b"},"training":{"seq_len":4096,"checkpointing":"full",)"
+                                    R"("finetune":{"method":"lora","base_bits":4}},"parallel":{"num_gpus":2},)"
+                                    R"("hardware":{"gpu":"a100-80gb"}})");
+  bool shard = false, experts = false;
+  for (const Suggestion& s : list) {
+    if (s.title == "ZeRO-3 / FSDP on the 2 GPUs") shard = s.verdict == Verdict::kFits;
+    if (s.title == "Quantise the experts too") experts = s.saved_bytes.value() > 40LL * (1LL << 30);
+  }
+  EXPECT_TRUE(shard);
+  EXPECT_TRUE(experts);
+}
+
 TEST(Suggest, NoAdaptersForPretraining) {
   const auto finetune = suggestions_for(with("").c_str());
   EXPECT_TRUE(any_title(finetune, "LoRA"));
