@@ -7,6 +7,7 @@
 #include "memfit/gpus.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/patch.hpp"
+#include "memfit/solve.hpp"
 #include "memfit/step_time.hpp"
 
 namespace memfit {
@@ -103,18 +104,16 @@ void add_smaller_micro_batch(const Config& c, std::vector<Candidate>& out) {
   }
 }
 
-// The fewest GPUs of the same kind that fit with ZeRO-3 / FSDP full sharding.
+// The fewest GPUs of the same kind that fit with ZeRO-3 / FSDP full sharding: the headline's
+// solver (solve.cpp, min-gpus), so both say the same count.
 void add_more_gpus(const Config& c, std::vector<Candidate>& out) {
-  for (std::int64_t g = 2; g <= 1024; g *= 2) {
-    Json p = patch("parallel.num_gpus", Json::integer(g));
-    set_path(p, "parallel.zero_stage", Json::integer(3));
-    const Estimate e = estimate_patched(c, p);
-    if (e.ok() && e.fit.verdict == Verdict::kFits) {
-      out.push_back({std::to_string(g) + " GPUs with ZeRO-3 / FSDP",
-                     "shards weights, gradients and states " + std::to_string(g) + " ways", std::move(p), 7});
-      return;
-    }
-  }
+  const Solution s = solve(c, SolveTarget::kMinGpus, GpuFamily::kZero3);
+  if (!s.ok() || !s.found || s.value < 2 || s.value > 1024) return;
+  const std::int64_t g = s.value;
+  Json p = patch("parallel.num_gpus", Json::integer(g));
+  set_path(p, "parallel.zero_stage", Json::integer(3));
+  out.push_back({std::to_string(g) + " GPUs with ZeRO-3 / FSDP",
+                 "shards weights, gradients and states " + std::to_string(g) + " ways", std::move(p), 7});
 }
 
 // Whether a card runs the training settings (estimate.hpp's card_lacks).
