@@ -98,6 +98,25 @@ std::string enum_hint(const Field& f, const Json& value) {
   return "";
 }
 
+// The preset a refused id most likely meant: its id in other letter case ("llama-3-70B"), or the
+// Hugging Face model its architecture comes from ("meta-llama/Meta-Llama-3-8B", the source's first
+// word).
+std::string preset_hint(const Json& value) {
+  if (!value.is_string()) return "";
+  const auto lower = [](std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  const std::string v = lower(value.as_string());
+  for (const Preset& p : presets()) {
+    const std::string source(p.source);
+    if (v == lower(p.id) || (v.find('/') != std::string::npos && lower(source.substr(0, source.find(' '))) == v)) {
+      return " (did you mean \"" + std::string(p.id) + "\"?)";
+    }
+  }
+  return "";
+}
+
 std::string read_enum(const Field& f, const Json& value, Config& config) {
   for (std::size_t i = 0; value.is_string() && i < f.choices.size(); ++i) {
     if (value.as_string() == f.choices[i]) {
@@ -255,7 +274,8 @@ ConfigParse parse_config(const Json& json) {
   if (preset && !(preset->is_string() && preset->as_string().empty())) {
     const auto model = preset->is_string() ? preset_model(preset->as_string()) : std::nullopt;
     if (!model) {
-      out.errors.push_back({"model.preset", "must be the id of a preset (see `memfit --list-presets`); got " + describe(*preset)});
+      out.errors.push_back({"model.preset", "must be the id of a preset (see `memfit --list-presets`); got " +
+                                                describe(*preset) + preset_hint(*preset)});
       return out;
     }
     out.config.model = *model;

@@ -913,6 +913,18 @@ HfImport import_hf_config(const Json& json) {
   // Cohere's LayerNorm is Python arithmetic in fp32 (modeling_cohere.py CohereLayerNorm).
   if (t == "cohere") out.reference.norm_kernel = NormKernel::kPythonLayerNorm;
   if (m.hidden_act == HiddenAct::kAuto) read_class_hidden_act(t, json, m, out);
+  // The file's dropout is a training setting in memfit (training.dropout, 0 unless set): say so
+  // when the file drops out, since model.train() applies it and keeps its masks.
+  for (const char* key : {"hidden_dropout_prob", "resid_pdrop", "dropout_rate", "dropout", "hidden_dropout",
+                          "residual_dropout", "attention_probs_dropout_prob", "attn_pdrop", "attention_dropout"}) {
+    const Json* v = json.find(key);
+    if (v && v->is_number() && v->as_double() > 0 && v->as_double() < 1) {
+      out.warnings.push_back({key, "is " + v->dump() + ": transformers drops out with it in training; memfit counts "
+                                   "dropout from training.dropout (0 unless set), so set that to " + v->dump() +
+                                   " to count the masks it keeps"});
+      break;
+    }
+  }
 
   // The same structural checks as a typed-in configuration, named by config.json keys.
   if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0 && m.attention_type != AttentionType::kMla) {

@@ -49,6 +49,9 @@ TEST(Config, ErrorsNameTheFieldAndTheRange) {
   EXPECT_NE(first_error(R"({"training":{"finetune":{"method":"QLoRA"}}})")
                 .find("(QLoRA is method \"lora\" with training.finetune.base_bits 4)"),
             std::string::npos);
+  EXPECT_NE(first_error(R"({"model":{"preset":"llama-3-70B"}})").find("(did you mean \"llama-3-70b\"?)"), std::string::npos);
+  EXPECT_NE(first_error(R"({"model":{"preset":"meta-llama/Meta-Llama-3-8B"}})").find("(did you mean \"llama-3-8b\"?)"),
+            std::string::npos);
   EXPECT_EQ(first_error(R"({"training":{"dropout":1.5}})"), "training.dropout must be a number from 0 to 0.99; got 1.5");
   EXPECT_EQ(first_error(R"({"training":{"chunked_loss":"yes"}})"), "training.chunked_loss must be true or false; got \"yes\"");
   EXPECT_EQ(first_error(R"({"model":{"preset":"gpt-5"}})").rfind("model.preset must be the id of a preset", 0), 0u);

@@ -148,5 +148,17 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   EXPECT_NE(first_error(unknown).find("nor its text_config's \"llama4_text\""), std::string::npos) << first_error(unknown);
 }
 
+// A file that drops out says that memfit counts dropout from training.dropout (QA pass, Dec 3:
+// BERT / T5 / GPT-2 imports kept 0 silently, about 5 % low); one that does not says nothing.
+TEST(HfImport, AFileThatDropsOutSaysWhereMemfitTakesDropoutFrom) {
+  const std::string llama = R"({"model_type":"llama","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,)"
+                            R"("num_attention_heads":4,"intermediate_size":128,"attention_dropout":)";
+  const HfImport dropping = import_hf_config_text(llama + "0.1}");
+  ASSERT_EQ(dropping.warnings.size(), 1u);
+  EXPECT_EQ(dropping.warnings[0].field, "attention_dropout");
+  EXPECT_NE(dropping.warnings[0].message.find("training.dropout"), std::string::npos);
+  EXPECT_TRUE(import_hf_config_text(llama + "0.0}").warnings.empty());
+}
+
 }  // namespace
 }  // namespace memfit
