@@ -304,7 +304,10 @@ int main(int argc, char** argv) {
   switch (parsed.request.action) {
     case memfit::cli::Action::kHelp: std::cout << kUsage; return 0;
     case memfit::cli::Action::kListPresets: list_presets(); return 0;
-    case memfit::cli::Action::kListGpus: list_gpus(); return 0;
+    case memfit::cli::Action::kListGpus:
+      if (parsed.request.json) std::cout << memfit::gpus_json().dump(2) << "\n";
+      else list_gpus();
+      return 0;
     case memfit::cli::Action::kSchema: std::cout << memfit::config_schema().dump(2) << "\n"; return 0;
     case memfit::cli::Action::kDefaultConfig: std::cout << memfit::default_config_json().dump(2) << "\n"; return 0;
     case memfit::cli::Action::kEstimate: return run_estimate(parsed.request);

@@ -72,6 +72,9 @@ TEST(CliSubcommands, JsonShapesEndToEnd) {
   const Json e = run("export torchtitan --preset llama-3-8b --num-gpus 8 --zero-stage 3 --precision bf16_fsdp --json");
   EXPECT_EQ(e.find("filename")->as_string(), "memfit.toml");
   EXPECT_NE(e.find("command")->as_string().find("torchrun --standalone --nproc_per_node=8"), std::string::npos);
+  const Json g = run("--list-gpus --json");  // the GPU table as JSON (it printed the text table)
+  ASSERT_TRUE(g.is_array());
+  EXPECT_FALSE(g.items().empty());
 }
 
 // The human-readable tables of every subcommand print and exit 0 (a GPU range prints the
