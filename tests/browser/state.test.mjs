@@ -92,6 +92,15 @@ describe('the page state', { skip: hasCore ? false : `no wasm module in ${WASM_D
     const missing = await loaded.fetchFromHub('nobody/nothing');
     assert.equal(missing.ok, false);
     assert.match(loaded.hub.value.message, /No config\.json found for nobody\/nothing/);
+    // A file's address on the Hub (what people copy) is read as its model's id.
+    let asked = '';
+    const byUrl = createAppState(directCore(engine), data, {
+      settleMs: 0, fetchImpl: async (url) => { asked = url; return { status: 404, ok: false, text: async () => '' }; },
+    });
+    await settle();
+    await byUrl.fetchFromHub('https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json');
+    assert.equal(asked, 'https://huggingface.co/Qwen/Qwen2.5-7B/resolve/main/config.json');
+    byUrl.dispose();
     state.dispose();
     loaded.dispose();
   });

@@ -9,7 +9,9 @@ export function hubConfigUrl(modelId) {
 
 // → { ok: true, text, url } or { ok: false, message }.
 export async function fetchHubConfig(modelId, { fetchImpl = globalThis.fetch, timeoutMs = 15000 } = {}) {
-  const id = String(modelId ?? '').trim().replace(/^https?:\/\/huggingface\.co\//, '').replace(/\/+$/, '');
+  // A model page's address, or a file's in it (…/blob/main/config.json, …/tree/main): the id.
+  const id = String(modelId ?? '').trim().replace(/^https?:\/\/huggingface\.co\//, '')
+    .replace(/\/(blob|resolve|tree)\/.*$/, '').replace(/\/+$/, '');
   if (!MODEL_ID.test(id)) {
     return { ok: false, message: 'Enter a model id like "meta-llama/Llama-3.1-8B" (organisation/name).' };
   }
