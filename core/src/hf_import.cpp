@@ -734,7 +734,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"deberta-v2"}, read_deberta_v2_family},
       // Granite's multipliers (embeddings, residual branches, attention scale, logits) and SmolLM3's
       // layers without rotary positions change no shape and keep nothing more for backward.
-      {{"llama", "mistral", "granite", "smollm3", "helium"}, read_llama_family},
+      {{"llama", "mistral", "granite", "smollm3"}, read_llama_family},
       {{"seed_oss"}, read_seed_oss_family},
       {{"exaone4"}, read_exaone4_family},
       {{"mixtral"}, read_mixtral_family},
@@ -808,7 +808,7 @@ void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec&
 
 const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
-         "granite, smollm3, helium, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
+         "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
          "starcoder2, cohere, gpt_oss";
 }
@@ -901,9 +901,9 @@ HfImport import_hf_config(const Json& json) {
   // Gemma's RMSNorm keeps its normalised x in fp32 (modeling_gemma*.py GemmaRMSNorm: the output is
   // x.float() normalised times (1 + weight.float()), cast back after): every norm saves the fp32
   // input, the rstd and the fp32 normalised x (measured: tools/frameworks/families.py, gemma3_text).
-  // OLMo-2's, OLMo-3's and Helium's multiply by the weight before the cast back (modeling_olmo2.py
-  // Olmo2RMSNorm, modeling_olmo3.py, modeling_helium.py HeliumRMSNorm).
-  if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3" || t == "helium") {
+  // OLMo-2's and OLMo-3's multiply by the weight before the cast back (modeling_olmo2.py
+  // Olmo2RMSNorm, modeling_olmo3.py).
+  if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3") {
     out.reference.norm_kernel = NormKernel::kEagerFp32;
   }
   // Classes without an SDPA path run eager attention when transformers picks the default (BLOOM;
