@@ -80,14 +80,16 @@ std::string read_string(const Field& f, const Json& value, Config& config) {
   return "";
 }
 
+// ASCII letters in lower case (ids and choices are ASCII): what the hints below compare.
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 // What a refused enum value most likely meant: a choice spelled in other letter case ("LoRA"), or
 // a name other tools give to a combination of memfit's settings (QLoRA: LoRA over a 4-bit base).
 std::string enum_hint(const Field& f, const Json& value) {
   if (!value.is_string()) return "";
-  const auto lower = [](std::string s) {
-    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  };
   const std::string v = lower(value.as_string());
   if (std::string(f.path) == "training.finetune.method" && v == "qlora") {
     return " (QLoRA is method \"lora\" with training.finetune.base_bits 4)";
@@ -103,10 +105,6 @@ std::string enum_hint(const Field& f, const Json& value) {
 // word).
 std::string preset_hint(const Json& value) {
   if (!value.is_string()) return "";
-  const auto lower = [](std::string s) {
-    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  };
   const std::string v = lower(value.as_string());
   for (const Preset& p : presets()) {
     const std::string source(p.source);

@@ -445,7 +445,6 @@ void read_seed_oss_family(const std::string& type, Reader& r, ModelSpec& m, HfIm
   // Seed-OSS: Llama's layout; attention_bias puts a bias on q, k and v, attention_out_bias on o
   // (modeling_seed_oss.py SeedOssAttention).
   read_llama_like(r, m, false);
-  m.attention_bias = false;
   const bool qkv = r.boolean("attention_bias", false);
   const bool o = r.boolean("attention_out_bias", false);
   if (o && !qkv) {
@@ -838,7 +837,10 @@ HfImport import_hf_config(const Json& json) {
         {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"}};
     Json implied;
     for (const auto& [outer, inner] : kTextClass) {
-      if (text && text->is_object() && !text_type && t == outer) text_type = &(implied = Json::string(inner));
+      if (t == outer && text && text->is_object() && !text_type) {
+        implied = Json::string(inner);
+        text_type = &implied;
+      }
     }
     if (text_type && text_type->is_string() && find_family(text_type->as_string())) {
       Json language = *text;

@@ -335,28 +335,27 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
       return [each](const TensorGroup& g) { return g.component == Component::kExperts ? each(g) : decltype(each(g)){}; };
     };
     const Count expert_count = p.local<CountUnit>(params, experts_only(elements));
+    const auto share = [&](Bytes b) { return mul_div(b, expert_count, max(p.local_count, Count(1))); };
     StaticBytes e;
     e.weights = peft ? p.as_nominal(p.local<BytesUnit>(params, experts_only([&](const TensorGroup& g) {
                          return frozen_bytes_each(g, c.training.finetune, base_element, experts_left_unquantized(c));
                        })))
-                     : mul_div(s.weights, expert_count, max(p.local_count, Count(1)));
+                     : share(s.weights);
     if (!peft) {
-      const auto share = [&](Bytes b) { return mul_div(b, expert_count, max(p.local_count, Count(1))); };
       e.gradients = share(s.gradients);
       e.master = share(s.master);
       e.states = share(s.states);
     }
-    StaticBytes rest = s;
-    rest.weights = s.weights - e.weights;
-    rest.gradients = s.gradients - e.gradients;
-    rest.master = s.master - e.master;
-    rest.states = s.states - e.states;
-    shard(rest, c.parallel.zero_stage, p.zero_shards);
+    s.weights = s.weights - e.weights;
+    s.gradients = s.gradients - e.gradients;
+    s.master = s.master - e.master;
+    s.states = s.states - e.states;
+    shard(s, c.parallel.zero_stage, p.zero_shards);
     shard(e, c.parallel.zero_stage, std::max<std::int64_t>(1, p.zero_shards / p.expert));
-    s.weights = rest.weights + e.weights;
-    s.gradients = rest.gradients + e.gradients;
-    s.master = rest.master + e.master;
-    s.states = rest.states + e.states;
+    s.weights += e.weights;
+    s.gradients += e.gradients;
+    s.master += e.master;
+    s.states += e.states;
   } else {
     shard(s, c.parallel.zero_stage, p.zero_shards);
   }
