@@ -290,6 +290,47 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.doesNotMatch(line, /Hugging Face/);
   });
 
+  test('the run line names the layout over the GPUs: ZeRO, the parallel degrees, offload', async () => {
+    const p = await open('?v=1&preset=mixtral-8x7b&num_gpus=16&zero_stage=3&tensor=2&expert=8&offload_optimizer=true');
+    assert.match(await p.getByTestId('run-line').textContent(), / · 16 GPUs, ZeRO-3, TP 2, EP 8, states offloaded$/);
+    await p.close();
+    const one = await open('?v=1&preset=llama-2-7b');
+    assert.match(await one.getByTestId('run-line').textContent(), / · 1 GPU$/);
+    await one.close();
+  });
+
+  test('the "More settings" folds: closed, counting what is changed, opened by a refused value', async () => {
+    const p = await open('?v=1&preset=llama-2-7b&optimizer_impl=fused');
+    const more = p.locator('section[aria-labelledby="section-training"] details.more');
+    assert.equal(await more.getAttribute('open'), null);
+    assert.match(await more.locator('summary').textContent(), /More settings\s*1 changed/);
+    assert.equal(await p.locator(id('training.optimizer_impl')).count(), 0);
+    await more.locator('summary').click();
+    assert.equal(await p.inputValue(id('training.optimizer_impl')), 'fused');
+    await p.close();
+    // A value the core refuses opens its fold, so the message by the field is in sight.
+    const bad = await open('?v=1&price_per_gpu_hour=-3', { quiet: true });
+    const hardware = bad.locator('section[aria-labelledby="section-hardware"] details.more');
+    await bad.waitForFunction(() => document.querySelector('section[aria-labelledby="section-hardware"] details.more')?.open, null, { timeout: 10000 });
+    assert.equal(await bad.inputValue(id('hardware.price_per_gpu_hour')), '-3');
+    assert.match(await hardware.locator('.field-error').textContent(), /got -3/);
+    await bad.close();
+  });
+
+  test('a link with names memfit does not know says so on the page, and the rest of it is used', async () => {
+    const p = await open('?v=1&preset=llama-2-7b&seq_len=1024&foo=1&seqlen=4&units=MB', { quiet: true });
+    const notes = p.getByTestId('link-notes');
+    const text = await notes.textContent();
+    assert.match(text, /^Part of this link was not used: settings memfit does not know, left out: "foo", "seqlen"; units must be GiB or GB; got "MB"\./);
+    assert.match(await p.getByTestId('run-line').textContent(), /1,024 tokens/);
+    await notes.getByRole('button', { name: 'Dismiss' }).click();
+    assert.equal(await notes.count(), 0);
+    await p.close();
+    const clean = await open('?v=1&preset=llama-2-7b');
+    assert.equal(await clean.getByTestId('link-notes').count(), 0);
+    await clean.close();
+  });
+
   test('a .json file dropped on the paste box is imported', async () => {
     const p = await open();
     await p.locator('.import > summary').click();

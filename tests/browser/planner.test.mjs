@@ -220,6 +220,18 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
     await p.close();
   });
 
+  test('when a layout rule (not memory) stops one GPU fewer, the headline says so', async () => {
+    // Mixtral over 16 GPUs with TP 2 and EP 8: GPU counts step by 16, so 31 cannot be laid out.
+    const config = { model: { preset: 'mixtral-8x7b' }, parallel: { num_gpus: 16, zero_stage: 3, tensor: 2, expert: 8 } };
+    const p = await open('?v=1&preset=mixtral-8x7b&num_gpus=16&zero_stage=3&tensor=2&expert=8');
+    const { expected, text } = await assertSolve(p, config, 'min-gpus');
+    assert.equal(expected.found, true);
+    assert.match(expected.binding, /must divide/);
+    assert.match(text, new RegExp(`^Needs ${expected.value} × NVIDIA H100 SXM 80GB with ZeRO-3 / FSDP sharding · ${expected.value - 1} cannot take this layout: `));
+    assert.doesNotMatch(text, /limited by/);
+    await p.close();
+  });
+
   test('a run that fits: the headline names the largest micro-batch; it follows the form', async () => {
     const p = await open(FITS_LINK);
     const { expected, text } = await assertSolve(p, FITS, 'max-micro-batch');
@@ -261,6 +273,10 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
     await p.waitForFunction(() => /plan_gpus_max=8&plan_rank_by=cost/.test(location.search), null, { timeout: 5000 });
     // A form field drawn in the planner is the form's: the price changes every cost.
     await p.fill('#planner-hardware-price_per_gpu_hour', '2');
+    // The form holds it in the hardware section's folded "More settings", which says so.
+    const more = p.locator('section[aria-labelledby="section-hardware"] details.more');
+    assert.match(await more.locator('summary').textContent(), /1 changed/);
+    await more.locator('summary').click();
     assert.equal(await p.inputValue('#field-hardware-price_per_gpu_hour'), '2');
     const priced = { ...TOO_BIG, hardware: { price_per_gpu_hour: 2 } };
     const answer = await assertPlans(p, priced, { ...DEFAULT_OPTIONS, gpus_max: 8, rank_by: 'cost' });

@@ -55,12 +55,21 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
 
   // --- inputs -------------------------------------------------------------------------------
   const link = decode(search, defaults);
-  for (const name of link.unknown) if (!VIEW_PARAMS.has(name)) warn(`memfit: ignoring unknown link parameter "${name}"`);
+  // What the link held that the page could not use, said on the page as well (linkNotes).
+  const notes = [];
+  const unknownNames = link.unknown.filter((name) => !VIEW_PARAMS.has(name));
+  for (const name of unknownNames) warn(`memfit: ignoring unknown link parameter "${name}"`);
+  if (unknownNames.length) notes.push(`${unknownNames.length === 1 ? 'a setting' : 'settings'} memfit does not know, left out: ${unknownNames.map((n) => `"${n.slice(0, 40)}"`).join(', ')}`);
   if (link.version !== null && link.version !== URL_VERSION) {
     warn(`memfit: link version ${link.version} is not ${URL_VERSION}; reading it as version ${URL_VERSION}`);
+    notes.push(`link version ${String(link.version).slice(0, 20)}, read as version ${URL_VERSION}`);
   }
   const linkView = decodeView(search);
-  for (const problem of linkView.problems) warn(`memfit: link: ${problem}`);
+  for (const problem of linkView.problems) {
+    warn(`memfit: link: ${problem}`);
+    notes.push(problem);
+  }
+  const linkNotes = signal(notes);  // cleared when the reader dismisses them
   const { [`${MODEL_PREFIX}preset`]: linkPreset, ...linkEdits } = link.values;
 
   const linkPresetValue = linkPreset ?? defaults.model.preset;
@@ -413,7 +422,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     presetId, edits, units, tables, sweepName, planner, pasteText, imported, hub, suggestionsWanted,
     // derived and answered
     preset, presetModel, config, result, pending, base, presetLabel, issues, shown, settled, query, suggestions,
-    previousSuggestions, solved, sweep, previousSweep, sweepField, applied, canUndo, coreError, fieldValue, isEdited,
+    previousSuggestions, solved, sweep, previousSweep, sweepField, applied, canUndo, coreError, linkNotes, fieldValue, isEdited,
     // actions
     setField, selectPreset, resetAll, importConfig, fetchFromHub, applySuggestion, undoSuggestion, showAsTable, askPlanner,
     dispose: () => {

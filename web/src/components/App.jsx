@@ -78,6 +78,7 @@ function AnswerSection({ state, late }) {
           <strong>The memfit core stopped: {coreError}.</strong> Reload the page to start it again.
         </div>
       )}
+      <LinkNotes state={state} />
       {result && !result.ok && (
         <Later ms={BANNER_DELAY_MS}>
           <ErrorBanner
@@ -107,6 +108,19 @@ function AnswerSection({ state, late }) {
       )}
       {PlannerSlot && <PlannerSlot state={state} Field={Field} />}
     </section>
+  );
+}
+
+// What the share link held that the page could not use (unknown names, a bad view value): said
+// once, in words, until dismissed; the rest of the link is shown as it reads.
+function LinkNotes({ state }) {
+  const notes = state.linkNotes.value;
+  if (!notes.length) return null;
+  return (
+    <div class="banner link-notes" role="status" data-testid="link-notes">
+      <strong>Part of this link was not used:</strong> {notes.join('; ')}.{' '}
+      <button type="button" class="link" onClick={() => (state.linkNotes.value = [])}>Dismiss</button>
+    </div>
   );
 }
 

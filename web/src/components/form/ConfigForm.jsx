@@ -2,7 +2,8 @@
 import { computed } from '@preact/signals';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 
-import { isDefaultValue, whenItApplies } from '../../fields.js';
+import { fieldApplies, isDefaultValue, whenItApplies } from '../../fields.js';
+import { getPath } from '../../paths.js';
 import { formatBytes, formatCount } from '../../format.js';
 import { plainText } from '../../words.js';
 import { Field } from './Field.jsx';
@@ -55,7 +56,9 @@ function FieldSlot({ f, state, options, markEdits, hideInactive }) {
   );
 }
 
-function FieldGroup({ group, state, gpuOptions, markEdits = false }) {
+// foldMore: a "More" group is folded (MoreGroup); inside the folded architecture it is not.
+function FieldGroup({ group, state, gpuOptions, markEdits = false, foldMore = false }) {
+  if (foldMore && group.title === 'More') return <MoreGroup group={group} state={state} />;
   return (
     <div class="group">
       {group.title && <h3 class="group-title">{group.title}</h3>}
@@ -70,6 +73,47 @@ function FieldGroup({ group, state, gpuOptions, markEdits = false }) {
         />
       ))}
     </div>
+  );
+}
+
+// A section's "More" fields. The knobs that apply to the default run (the implementation's, the
+// allocator's, the price) are folded until opened, and opened by a value the core refuses; the
+// fold says how many hold something other than their default, so a setting from a link or a
+// suggestion is never out of sight unannounced. A field that a choice brings in (GaLore's rank
+// once GaLore is the optimizer, FSDP's knobs once ZeRO-3 is on) is drawn above the fold while it
+// applies or holds a value, as before.
+function MoreGroup({ group, state }) {
+  const [open, setOpen] = useState(false);
+  const { folded, brought } = useMemo(() => {
+    const atDefaults = (path) => getPath(state.defaults, path);
+    const folded = group.fields.filter((f) => fieldApplies(f, atDefaults));
+    return { folded, brought: group.fields.filter((f) => !folded.includes(f)) };
+  }, [state, group]);
+  const counts = useMemo(() => computed(() => {
+    const issues = state.issues.value.byField;
+    let set = 0;
+    let wrong = false;
+    for (const f of folded) {
+      if (!isDefaultValue(f, state.fieldValue(f.field))) set += 1;
+      if (issues.get(f.field)?.errors.length) wrong = true;
+    }
+    return { set, wrong };
+  }), [state, folded]);
+  const { set, wrong } = counts.value;
+  const shown = open || wrong;
+  return (
+    <>
+      <div class="group">
+        <h3 class="group-title">For these choices</h3>
+        {brought.map((f) => <FieldSlot key={f.field} f={f} state={state} hideInactive />)}
+      </div>
+      <details class="group more" open={shown} onToggle={(e) => setOpen(e.currentTarget.open)}>
+        <summary>
+          More settings <span class="summary-note">{set ? `${set} changed` : `${folded.length} fields`}</span>
+        </summary>
+        {shown && folded.map((f) => <FieldSlot key={f.field} f={f} state={state} hideInactive />)}
+      </details>
+    </>
   );
 }
 
@@ -200,7 +244,7 @@ export function ConfigForm({ state }) {
       {sections.filter((s) => s.id !== 'model').map((s) => (
         <section class="card form-section" aria-labelledby={`section-${s.id}`} key={s.id}>
           <h2 id={`section-${s.id}`}>{s.title}</h2>
-          {s.groups.map((g) => <FieldGroup key={g.title} group={g} state={state} gpuOptions={gpuOptions} />)}
+          {s.groups.map((g) => <FieldGroup key={g.title} group={g} state={state} gpuOptions={gpuOptions} foldMore />)}
         </section>
       ))}
     </div>

@@ -58,14 +58,16 @@ function Headroom({ fit, units }) {
 }
 
 // The core's band from published runs, when it gives one (result.measured_band_bytes): where 80 %
-// of them landed relative to memfit's estimate of the same quantity (docs/accuracy.md).
-function MeasuredBand({ band, cases, units }) {
+// of them landed relative to memfit's estimate of the same quantity (docs/accuracy.md), from the
+// runs of this population (profile · method · GPU count) or, with too few of those, from all.
+function MeasuredBand({ result, units }) {
+  const band = result.measured_band_bytes;
   if (!Array.isArray(band) || band.length !== 2 || !band.every((b) => typeof b === 'number')) return null;
+  const cases = typeof result.measured_band_cases === 'number' ? formatCount(result.measured_band_cases) : 'the';
   return (
-    <div class="stat-note measured-band" data-testid="measured-band">
-      Published runs like this measured <Bytes bytes={band[0]} units={units} /> to{' '}
-      <Bytes bytes={band[1]} units={units} /> (80{'\u00a0'}% of {typeof cases === 'number' ? cases : 'the'} scored
-      runs)
+    <div class="stat-note measured-band" data-testid="measured-band" title={result.measured_band_population}>
+      Likely <Bytes bytes={band[0]} units={units} /> – <Bytes bytes={band[1]} units={units} />, from how {cases} published
+      runs{result.measured_band_fallback ? '' : ' like this'} compared with memfit (the middle 80{'\u00a0'}%)
     </div>
   );
 }
@@ -101,10 +103,24 @@ export function runLine(result, modelName) {
     choiceWords('training.precision', t.precision).label,
     choiceWords('training.optimizer', t.optimizer).label,
     t.checkpointing !== 'none' ? `${choiceWords('training.checkpointing', t.checkpointing).label.toLowerCase()} checkpointing` : null,
-    p.num_gpus > 1 ? `${formatCount(p.num_gpus)} GPUs${p.zero_stage ? `, ZeRO-${p.zero_stage}` : ''}` : '1 GPU',
+    gpuWords(p),
   ];
   return parts.filter(Boolean).join(' · ');
 }
+
+// The GPUs and how the run is laid out over them: ZeRO, the model-parallel degrees, offload.
+function gpuWords(p) {
+  if (!(p.num_gpus > 1)) return p.offload_optimizer || p.offload_params ? `1 GPU, ${offloadWords(p)}` : '1 GPU';
+  const layout = [
+    p.zero_stage ? `ZeRO-${p.zero_stage}` : null,
+    ...[['TP', p.tensor], ['PP', p.pipeline], ['CP', p.context], ['EP', p.expert]].map(([n, v]) => (v > 1 ? `${n} ${v}` : null)),
+    offloadWords(p),
+  ].filter(Boolean);
+  return `${formatCount(p.num_gpus)} GPUs${layout.length ? `, ${layout.join(', ')}` : ''}`;
+}
+
+const offloadWords = (p) =>
+  p.offload_optimizer && p.offload_params ? 'states and weights offloaded' : p.offload_optimizer ? 'states offloaded' : p.offload_params ? 'weights offloaded' : null;
 
 // solve: the headline's answer (the fewest GPUs, the largest micro-batch), drawn under the numbers.
 export function Headline({ result, units, modelName, solve = null }) {
@@ -118,7 +134,7 @@ export function Headline({ result, units, modelName, solve = null }) {
         <div class="stat-label">Peak allocated</div>
         <div class="stat-value"><Bytes bytes={result.peak_allocated_bytes} units={units} testid="peak-allocated" /></div>
         <div class="stat-note" title="torch.cuda.max_memory_allocated() over one training step">the most allocated at once in a step</div>
-        <MeasuredBand band={result.measured_band_bytes} cases={result.measured_band_cases} units={units} />
+        <MeasuredBand result={result} units={units} />
       </div>
       <div class="stat">
         <div class="stat-label">Device total (nvidia-smi)</div>

@@ -34,8 +34,12 @@ function Answer({ answer, gpu }) {
       ? <><strong>No number of {gpu} fits</strong> with ZeRO-3 / FSDP sharding (tried up to {formatCount(answer.next?.value)}){binds}</>
       : <><strong>No micro-batch fits</strong> this run on the {gpu}{binds}</>;
   }
+  // A rule of the layout (not a term of the memory) stopped one GPU fewer: say it that way.
+  const rule = gpus && answer.binding && !TERMS[answer.binding];
   return gpus
-    ? <><strong>Needs {formatCount(answer.value)} × {gpu}</strong> with ZeRO-3 / FSDP sharding{binds}</>
+    ? <><strong>Needs {formatCount(answer.value)} × {gpu}</strong> with ZeRO-3 / FSDP sharding{rule
+      ? <span class="solve-binding"> · {formatCount(answer.value - 1)} cannot take this layout: {bindingWords(answer.binding)}</span>
+      : binds}</>
     : <><strong>Largest micro-batch that fits: {formatCount(answer.value)}</strong>{binds}</>;
 }
 
