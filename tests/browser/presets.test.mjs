@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { TEXTBOOK_GROUP, groupPresets, rankPresets, sizeOf, words } from '../../web/src/presets.js';
+import { TEXTBOOK_GROUP, groupPresets, rankPresets, searchGroups, sizeOf, words } from '../../web/src/presets.js';
 import { launchBrowser, loadNodeCore, missingPrerequisites, startServer, waitForAnswer } from './helpers.mjs';
 
 const missing = missingPrerequisites();
@@ -64,6 +64,15 @@ describe('presets.js', { skip: missing || false }, () => {
     assert.ok(groups.slice(0, -1).every(([, items]) => items.every((p) => !p.id.startsWith('seed-'))));
     assert.equal(groups.reduce((n, [, items]) => n + items.length, 0), presets.length);
     assert.ok(groups.slice(0, -1).every(([family, items]) => items.every((p) => p.family === family)));
+  });
+
+  test('a search shows the source documents\' matches in their own group, after the real models\'', () => {
+    const groups = searchGroups(presets, 'llama 7b');
+    assert.deepEqual(groups.map(([title]) => title), ['Best matches', TEXTBOOK_GROUP]);
+    assert.ok(groups[0][1].length > 0 && groups[0][1].every((p) => !p.id.startsWith('seed-')));
+    assert.ok(groups[1][1].some((p) => p.id === 'seed-llama-7b') && groups[1][1].every((p) => p.id.startsWith('seed-')));
+    assert.deepEqual(searchGroups(presets, 'mixtral').map(([title]) => title), ['Best matches']);
+    assert.deepEqual(searchGroups(presets, 'zzz qqq'), []);
   });
 
   test('words and sizes', () => {

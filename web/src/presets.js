@@ -114,6 +114,15 @@ export function groupPresets(list) {
   return [...groups.entries()];
 }
 
+// A typed query's answers as the picker shows them: the real models that match, best first, then
+// the source documents' idealised configurations that match, in their own group (never mixed in
+// among real checkpoints). [[group title, [preset]]], empty groups left out.
+export function searchGroups(list, query) {
+  const found = rankPresets(list, query).map((r) => r.preset);
+  return [['Best matches', found.filter((p) => !isTextbook(p))], [TEXTBOOK_GROUP, found.filter(isTextbook)]]
+    .filter(([, items]) => items.length > 0);
+}
+
 // The limits a preset brings that a user may hit: a learned position table caps the sequence.
 // → [{ kind: 'positions', max, text }] (empty when none).
 export function presetLimits(model) {

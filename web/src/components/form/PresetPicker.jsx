@@ -5,7 +5,7 @@
 import { useMemo, useRef, useState } from 'preact/hooks';
 
 import { formatCount, formatCountShort } from '../../format.js';
-import { TEXTBOOK_GROUP, groupPresets, isTextbook, rankPresets } from '../../presets.js';
+import { TEXTBOOK_GROUP, groupPresets, isTextbook, searchGroups } from '../../presets.js';
 import { plainText } from '../../words.js';
 
 export const presetName = (p) => plainText(p.name);
@@ -18,9 +18,7 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
   const list = useRef(null);
 
   const searching = query.trim() !== '';
-  const groups = useMemo(() => (searching
-    ? [['Best matches', rankPresets(presets, query).map((r) => r.preset)]]
-    : groupPresets(presets)), [presets, query, searching]);
+  const groups = useMemo(() => (searching ? searchGroups(presets, query) : groupPresets(presets)), [presets, query, searching]);
   const flat = useMemo(() => groups.flatMap(([, items]) => items), [groups]);
   const current = presets.find((p) => p.id === value);
 

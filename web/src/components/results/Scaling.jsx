@@ -10,9 +10,11 @@ export function Scaling({ scaling, units }) {
       <h2 id="h-scaling">Scaling: the source documents' five models</h2>
       <p class="card-note">
         The same training settings (micro-batch, sequence length, precision, optimizer) applied to the idealised models
-        of the source documents at their nominal sizes, without and with full activation checkpointing. Total is the
-        step's peak, which is less than static plus activations when the gradients and the activations are not all held
-        at once (under the textbook convention it is their sum).
+        of the source documents at their nominal sizes, without and with full activation checkpointing. Static is the
+        weights, gradients, optimizer states and master weights. Total is the step's peak allocated, which is not their
+        sum with the activations: it is less when the gradients and the activations are not all held at once, and more
+        with what neither column holds (16-bit weight copies, the optimizer step's temporaries). Under the textbook
+        convention it is the sum.
       </p>
       {!scaling.ok ? (
         <ul class="warnings">{scaling.errors.map((e) => <li key={e.message}>{plainMessage(e.message)}</li>)}</ul>
