@@ -272,8 +272,8 @@ int run_plan(const memfit::cli::Request& request) {
   const memfit::Json& s = *r.find("search");
   std::cout << "\n  searched " << group(integer(s, "layouts")) << " layouts: " << group(integer(s, "timed"))
             << " timed, " << group(integer(s, "pruned_by_time")) << " bounded by time, "
-            << group(integer(s, "pruned_by_memory")) << " by memory, " << group(integer(s, "estimates"))
-            << " full estimates\n";
+            << group(integer(s, "pruned_by_memory")) << " by memory, " << group(integer(s, "not_runnable"))
+            << " that no engine runs, " << group(integer(s, "estimates")) << " full estimates\n";
   for (const memfit::Json& n : r.find("notes")->items()) std::cout << "  note: " << n.as_string() << "\n";
   return 0;
 }

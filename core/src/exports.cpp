@@ -93,8 +93,7 @@ Json deepspeed_precision(const Config& c, Export& e) {
       return block;
     case Precision::kFp32: return Json::null();
     default:
-      fail(e, "training.precision", "DeepSpeed runs bf16_master (bf16), fp16_master (fp16), bf16_mixed or "
-                                    "fp16_mixed (torch_autocast) or fp32; got " +
+      fail(e, "training.precision", "DeepSpeed takes bf16_master, fp16_master, bf16_mixed, fp16_mixed or fp32; got " +
                                         std::string(to_string(c.training.precision)));
       return Json::null();
   }
@@ -184,6 +183,11 @@ Export deepspeed(const Config& c) {
   std::string args = "train.py --deepspeed ds_config.json --per_device_train_batch_size " + str(t.micro_batch_size) +
                      " --gradient_accumulation_steps " + str(t.grad_accum_steps);
   if (t.checkpointing == Checkpointing::kFull) args += " --gradient_checkpointing true";
+  // transformers' DeepSpeed integration checks the config's bf16/fp16 "enabled" against
+  // TrainingArguments (integrations/deepspeed.py, trainer_config_process: fill_match on bf16.enabled
+  // and fp16.enabled) and refuses to start on a mismatch: the Trainer is told the same.
+  if (t.precision == Precision::kBf16Master) args += " --bf16 true";
+  if (t.precision == Precision::kFp16Master) args += " --fp16 true";
   e.command = torchrun(c, args);
   e.notes.push_back("train.py is your Hugging Face Trainer script (TrainingArguments flags)");
   if (t.finetune.method == FinetuneMethod::kLora) e.notes.push_back(lora_note);
@@ -393,8 +397,9 @@ std::string megatron_model_args(const ModelSpec& m) {
   if (!m.attention_bias && !m.mlp_bias) a += " --disable-bias-linear";
   if (m.qkv_bias) a += " --add-qkv-bias";
   if (m.num_experts > 0) {
+    // All-to-all token dispatch, as memfit's step time assumes (Megatron's default is allgather).
     a += " --num-experts " + str(m.num_experts) + " --moe-router-topk " + str(m.num_experts_per_tok) +
-         " --moe-ffn-hidden-size " + str(m.moe_intermediate_size);
+         " --moe-ffn-hidden-size " + str(m.moe_intermediate_size) + " --moe-token-dispatcher-type alltoall";
   }
   return a + " --vocab-size " + str(m.vocab_size) + " --make-vocab-size-divisible-by 1";
 }
@@ -417,8 +422,11 @@ std::string megatron_sharding(const Parallel& p, Export& e) {
   std::string a;
   if (p.zero_stage == 1) a = " --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather";
   if (p.zero_stage >= 2) {
+    // The Megatron-FSDP user guide's required flags; megatron/training/arguments.py asserts the
+    // fsdp_dtensor checkpoint format under --use-megatron-fsdp (the default is torch_dist).
     a = std::string(" --use-megatron-fsdp --data-parallel-sharding-strategy ") +
-        (p.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
+        (p.zero_stage == 2 ? "optim_grads" : "optim_grads_params") +
+        " --no-gradient-accumulation-fusion --use-distributed-optimizer --ckpt-format fsdp_dtensor";
   }
   if (p.shard_degree > 0) fail(e, "parallel.shard_degree", "memfit exports Megatron-LM's full sharding only");
   if (p.offload_params) fail(e, "parallel.offload_params", "Megatron-LM offloads optimizer states, not parameters");
@@ -468,9 +476,20 @@ Export megatron(const Config& c) {
   if (p.sequence_parallel) a += " --sequence-parallel";
   a += " --micro-batch-size " + str(t.micro_batch_size) + " --global-batch-size " + str(global_batch(c));
   a += megatron_precision(t.precision, e) + megatron_sharding(p, e) + megatron_recompute(c, e);
-  e.command = torchrun(c, a);
+  // megatron/training/arguments.py (validate_args) asserts CUDA_DEVICE_MAX_CONNECTIONS=1 under
+  // tensor or context parallelism on GPUs before Blackwell, except with Megatron-FSDP, which wants
+  // it unset (the Megatron-FSDP user guide).
+  const bool one_connection = (p.tensor > 1 || p.context > 1) && p.zero_stage < 2;
+  e.command = (one_connection ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "") + torchrun(c, a);
   e.notes.push_back("add the data and tokenizer flags (--data-path, --tokenizer-type ...); the padded vocabulary "
                     "must stay " + str(c.model.vocab_size));
+  if (c.model.position_embedding == PositionKind::kRotary) {
+    e.notes.push_back("add --rotary-base <the model's rope_theta> (the default is 10000)");
+  }
+  e.notes.push_back("to fine-tune: --load <the converted checkpoint> --finetune");
+  if (p.zero_stage >= 2 && p.pipeline > 1) {
+    e.notes.push_back("Megatron-FSDP's guide names TP, CP and EP as compatible, not pipeline stages");
+  }
   return e;
 }
 
@@ -519,24 +538,37 @@ Export torchtune(const Config& c) {
     fail(e, "training.precision", "torchtune trains in pure bf16 (dtype=bf16) or fp32");
   }
   const bool lora = t.finetune.method == FinetuneMethod::kLora;
-  FsdpMesh m;
-  if (p.num_gpus / (p.tensor * p.context) > 1 || p.zero_stage > 0) m = fsdp_mesh(c, e, "torchtune");
-  const bool offload = fsdp_offload(c, e, "torchtune");
-  const std::int64_t k = per_node(c), nodes = (p.num_gpus + k - 1) / k;
-  std::string a = "tune run --nnodes " + str(nodes) + " --nproc_per_node " + str(k) +
-                  (lora ? " lora_finetune_distributed" : " full_finetune_distributed") + " --config " +
-                  (lora ? "<model>/<size>_lora" : "<model>/<size>_full") + " batch_size=" + str(t.micro_batch_size) +
-                  " gradient_accumulation_steps=" + str(t.grad_accum_steps) + " tokenizer.max_seq_len=" +
-                  str(t.seq_len) + " dtype=" + (t.precision == Precision::kFp32 ? "fp32" : "bf16") +
-                  " fsdp_cpu_offload=" + (offload ? "True" : "False") + " fsdp_reshard_after_forward=" +
-                  (m.reshard_after_forward ? "True" : "False") + " data_parallel_shard_dim=" + str(m.shard) +
-                  " data_parallel_replicate_dim=" + str(m.replicate) + " tensor_parallel_dim=" + str(p.tensor) +
-                  " context_parallel_dim=" + str(p.context) + " optimizer_in_bwd=" +
-                  (t.optimizer_in_backward ? "True" : "False") + torchtune_checkpointing(c, e);
+  const bool qlora = lora && t.finetune.base_bits == 4;
+  // One GPU without sharding: the single-device recipes and their configs (recipes/
+  // lora_finetune_single_device.py, full_finetune_single_device.py; configs *_single_device.yaml),
+  // which take no FSDP or parallel dimensions.
+  const bool single = p.num_gpus == 1 && p.zero_stage == 0 && p.tensor == 1 && p.context == 1;
+  const std::string recipe = std::string(lora ? "lora_finetune_" : "full_finetune_") + (single ? "single_device" : "distributed");
+  const std::string config = std::string("<model>/<size>_") + (qlora ? "qlora" : lora ? "lora" : "full") + (single ? "_single_device" : "");
+  const std::string common = " batch_size=" + str(t.micro_batch_size) + " gradient_accumulation_steps=" +
+                             str(t.grad_accum_steps) + " tokenizer.max_seq_len=" + str(t.seq_len) +
+                             " dtype=" + (t.precision == Precision::kFp32 ? "fp32" : "bf16");
+  std::string a;
+  if (single) {
+    if (p.offload_optimizer || p.offload_params) fail(e, "parallel.offload_optimizer", "torchtune offloads through FSDP (its distributed recipes): set parallel.zero_stage 3");
+    if (lora && t.optimizer_in_backward) fail(e, "training.optimizer_in_backward", "torchtune's single-device LoRA recipe has no optimizer_in_bwd");
+    a = "tune run " + recipe + " --config " + config + common +
+        (lora ? "" : std::string(" optimizer_in_bwd=") + (t.optimizer_in_backward ? "True" : "False")) + torchtune_checkpointing(c, e);
+  } else {
+    FsdpMesh m;
+    if (p.num_gpus / (p.tensor * p.context) > 1 || p.zero_stage > 0) m = fsdp_mesh(c, e, "torchtune");
+    const bool offload = fsdp_offload(c, e, "torchtune");
+    const std::int64_t k = per_node(c), nodes = (p.num_gpus + k - 1) / k;
+    a = "tune run --nnodes " + str(nodes) + " --nproc_per_node " + str(k) + " " + recipe + " --config " + config + common +
+        " fsdp_cpu_offload=" + (offload ? "True" : "False") + " fsdp_reshard_after_forward=" +
+        (m.reshard_after_forward ? "True" : "False") + " data_parallel_shard_dim=" + str(m.shard) +
+        " data_parallel_replicate_dim=" + str(m.replicate) + " tensor_parallel_dim=" + str(p.tensor) +
+        " context_parallel_dim=" + str(p.context) + " optimizer_in_bwd=" +
+        (t.optimizer_in_backward ? "True" : "False") + torchtune_checkpointing(c, e);
+  }
   if (lora) a += torchtune_lora(t.finetune, e);
   e.command = a;
   e.notes.push_back("replace <model>/<size> with torchtune's config for the model (tune ls)");
-  if (lora && t.finetune.base_bits == 4) e.notes.push_back("QLoRA: use the config's qlora model builder (model._component_)");
   return e;
 }
 
@@ -819,7 +851,9 @@ void read_torchtune(const std::vector<std::string>& a, Config& c) {
                     : value_of(a, "ac_option") == "op"                        ? Checkpointing::kSelectiveOp
                                                                                : Checkpointing::kFull;
   t.checkpointed_layers = -1;  // every layer
-  if (has_word(a, "lora_finetune_distributed")) read_torchtune_lora(a, c);
+  // The single-device recipes take no FSDP settings: no sharding.
+  if (has_word(a, "lora_finetune_single_device") || has_word(a, "full_finetune_single_device")) p.zero_stage = 0;
+  if (has_word(a, "lora_finetune_distributed") || has_word(a, "lora_finetune_single_device")) read_torchtune_lora(a, c);
   else c.training.finetune.method = FinetuneMethod::kFull;
 }
 

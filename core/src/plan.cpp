@@ -21,6 +21,7 @@
 
 #include "activations.hpp"
 #include "finetune.hpp"
+#include "memfit/exports.hpp"
 #include "memfit/gpus.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
@@ -167,6 +168,17 @@ std::vector<std::int64_t> gpu_counts(std::int64_t lo, std::int64_t hi, std::int6
   return out;
 }
 
+// An export's refusal that is about the layout (what apply_layout sets: the parallel degrees,
+// ZeRO and offload, the precision recipe, the checkpointing) rather than the model or the method.
+bool layout_issue(const Issue& i) {
+  return i.field == "parallel" || i.field.rfind("parallel.", 0) == 0 || i.field == "training.precision" ||
+         i.field == "training.checkpointing" || i.field == "training.checkpointed_layers";
+}
+
+bool refuses_layout(const Export& e) {
+  return std::any_of(e.errors.begin(), e.errors.end(), layout_issue);
+}
+
 class Planner {
  public:
   Planner(const Config& base, const PlanOptions& options)
@@ -251,6 +263,8 @@ class Planner {
   double threshold(std::int64_t gpus) const;
   void keep(const Candidate& c);
   Plan finish(const Candidate& c);
+  void choose_engines(PlanResult* r);
+  bool runnable(const Layout& l);
 
   const Config& base_;
   const PlanOptions& options_;
@@ -279,6 +293,12 @@ class Planner {
   using SeenKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
                              std::int64_t, std::int64_t, bool, bool, std::int64_t, std::int64_t>;
   std::unordered_map<SeenKey, Estimate, TupleHash> fitting_;  // the full estimates of layouts that fit
+  // The engines memfit exports to (exports.cpp) that a plan must run on, one at least; empty: no
+  // engine runs this configuration whatever its layout, and the layouts are not filtered.
+  std::vector<Engine> engines_;
+  using RunKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                            std::int64_t, bool, bool, int, std::int64_t>;
+  std::map<RunKey, bool> runs_;
 };
 
 Layout Planner::layout(const Structure& s, const Variant& v, std::int64_t gpus, std::int64_t micro_batch) const {
@@ -531,6 +551,52 @@ void Planner::keep(const Candidate& c) {
   if (top_metrics_.size() > static_cast<std::size_t>(std::max(1, options_.top))) top_metrics_.pop_back();
 }
 
+// The engines a plan may run on: the one the configuration's framework names (Megatron-LM for
+// megatron and megatron_te, torchtitan, torchtune, DeepSpeed), else any of the five; less those
+// that refuse the configuration for what no layout changes (LoRA under Megatron-LM or
+// torchtitan, frozen blocks, Q-GaLore's INT8 weights). A plan mixing what no one engine runs
+// (Megatron's FP8 recipe with torchtitan's op-level checkpointing and DeepSpeed's offload) is
+// not a plan anyone can launch.
+void Planner::choose_engines(PlanResult* r) {
+  std::vector<Engine> named;
+  switch (base_.training.implementation.framework) {
+    case Framework::kMegatron:
+    case Framework::kMegatronTe: named = {Engine::kMegatron}; break;
+    case Framework::kTorchtitan: named = {Engine::kTorchtitan}; break;
+    case Framework::kTorchtune: named = {Engine::kTorchtune}; break;
+    case Framework::kDeepspeed: named = {Engine::kDeepSpeed}; break;
+    default:
+      named = {Engine::kDeepSpeed, Engine::kFsdp, Engine::kTorchtitan, Engine::kMegatron, Engine::kTorchtune};
+  }
+  engines_.clear();
+  for (Engine e : named) {
+    const Export x = export_plan(base_, e);
+    if (std::all_of(x.errors.begin(), x.errors.end(), layout_issue)) engines_.push_back(e);
+  }
+  if (!r) return;
+  if (engines_.empty()) {
+    r->notes.push_back("no engine memfit exports to runs this configuration: layouts are not checked against them");
+  } else if (named.size() == 1) {
+    r->notes.push_back(std::string("only layouts ") + to_string(named.front()) + " runs (training.framework)");
+  }
+}
+
+// Whether an engine of engines_ runs the layout (its export has no refusal about the layout).
+bool Planner::runnable(const Layout& l) {
+  if (engines_.empty()) return true;
+  const RunKey key{static_cast<int>(l.precision), l.num_gpus, l.tensor, l.pipeline, l.virtual_stages, l.context,
+                   l.expert, l.zero_stage * 1'000'000 + l.shard_degree, l.offload_optimizer, l.offload_params,
+                   static_cast<int>(l.checkpointing), l.micro_batch_size};
+  auto it = runs_.find(key);
+  if (it == runs_.end()) {
+    const Config c = config_for(l);
+    const bool any = std::any_of(engines_.begin(), engines_.end(),
+                                 [&](Engine e) { return !refuses_layout(export_plan(c, e)); });
+    it = runs_.emplace(key, any).first;
+  }
+  return it->second;
+}
+
 // A time no layout of the structure beats: its compute and its tensor / context / expert
 // communication (the same for every ZeRO variant, and least with the largest micro-batch, which
 // has the fewest per-collective latencies), and its bubble (about proportional to the
@@ -622,6 +688,10 @@ bool Planner::try_item(Frontier& f, const Item& item, std::int64_t gpus) {
   const Structure& s = f.structures[item.structure];
   const Opened& o = f.opened[f.slot[item.structure]];
   const Layout l = layout(s, o.variants[item.variant], gpus, s.batches[item.batch]);
+  if (!runnable(l)) {
+    ++counts_.not_runnable;
+    return false;
+  }
   if (!fits(l, *o.fails_from[item.variant])) {
     ++counts_.pruned_by_memory;
     return false;
@@ -675,6 +745,7 @@ std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_
 void Planner::setup(std::int64_t lo, std::int64_t hi, PlanResult& r) {
   (void)lo;
   global_sequences_ = global_sequences(base_, options_, lo, hi, r);
+  choose_engines(&r);
   r.global_batch_tokens = global_sequences_ * base_.training.seq_len;
   precisions_ = precisions_for(base_, gpu_, options_.keep_precision);
   // Megatron's selective recomputation drops eager attention's scores; FlashAttention stores none,
@@ -692,7 +763,10 @@ std::vector<Layout> Planner::space(std::int64_t gpus) {
   for (Structure& s : structures(gpus)) {
     s.batches = micro_batches(s, gpus);
     for (const Variant& v : variants(s, gpus)) {
-      for (std::int64_t b : s.batches) out.push_back(layout(s, v, gpus, b));
+      for (std::int64_t b : s.batches) {
+        const Layout l = layout(s, v, gpus, b);
+        if (runnable(l)) out.push_back(l);
+      }
     }
   }
   return out;
@@ -723,7 +797,8 @@ PlanResult Planner::run() {
                       (counts_.layouts == 0 ? " (none was tried: no data-parallel degree of these GPU counts divides "
                                               "the global batch of " + detail::group_digits(global_sequences_) +
                                               " sequences; set global_batch_tokens to a multiple of the GPU count)"
-                                            : ""));
+                                            : "") +
+                      (counts_.not_runnable > 0 ? " that an engine runs" : ""));
   }
   r.counts = counts_;
   return r;
@@ -736,7 +811,7 @@ PlanResult plan(const Config& config, const PlanOptions& options) {
   r.errors = validate(config);
   if (options.gpus_min < 0 || options.gpus_max < 0 || options.gpus_max > 1'000'000 ||
       (options.gpus_max > 0 && options.gpus_min > options.gpus_max)) {
-    r.errors.push_back({"gpus_max", "must be from gpus_min to 1,000,000"});
+    r.errors.push_back({"gpus_max", "must be at least gpus_min, and at most 1,000,000"});
   }
   if (!r.errors.empty()) return r;
   return Planner(config, options).run();
@@ -849,6 +924,7 @@ Json plan_result_to_json(const PlanResult& r) {
   search.set("timed", Json::integer(r.counts.timed));
   search.set("pruned_by_time", Json::integer(r.counts.pruned_by_time));
   search.set("pruned_by_memory", Json::integer(r.counts.pruned_by_memory));
+  search.set("not_runnable", Json::integer(r.counts.not_runnable));
   search.set("quick_estimates", Json::integer(r.counts.quick_estimates));
   search.set("estimates", Json::integer(r.counts.estimates));
   j.set("search", std::move(search));

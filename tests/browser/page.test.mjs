@@ -308,6 +308,16 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await more.locator('summary').click();
     assert.equal(await p.inputValue(id('training.optimizer_impl')), 'fused');
     await p.close();
+    // A fold counts what opening it shows, and is left out when that is nothing (ZeRO-3 makes
+    // the parallelism section's one plain-DDP knob irrelevant).
+    const z3 = await open('?v=1&num_gpus=8&zero_stage=3');
+    assert.equal(await z3.locator('section[aria-labelledby="section-parallel"] details.more').count(), 0);
+    for (const fold of await z3.locator('details.more').all()) {
+      const said = Number((await fold.locator('summary .summary-note').textContent()).match(/^(\d+) fields?$/)[1]);
+      await fold.locator('summary').click();
+      assert.equal(await fold.locator('.field').count(), said);
+    }
+    await z3.close();
     // A value the core refuses opens its fold, so the message by the field is in sight.
     const bad = await open('?v=1&price_per_gpu_hour=-3', { quiet: true });
     const hardware = bad.locator('section[aria-labelledby="section-hardware"] details.more');

@@ -3,6 +3,8 @@
 // same estimate, to the byte.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <set>
 #include <sstream>
 #include <string>
@@ -67,7 +69,15 @@ const std::set<std::string> kMegatronFlags = {
     "--expert-model-parallel-size", "--num-layers-per-virtual-pipeline-stage", "--sequence-parallel",
     "--micro-batch-size", "--global-batch-size", "--bf16", "--fp16", "--fp8-format", "--use-distributed-optimizer",
     "--overlap-grad-reduce", "--overlap-param-gather", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
-    "--optimizer-cpu-offload", "--recompute-granularity", "--recompute-method", "--recompute-num-layers"};
+    "--optimizer-cpu-offload", "--recompute-granularity", "--recompute-method", "--recompute-num-layers",
+    // the Megatron-FSDP user guide's required flags, and the MoE token dispatcher
+    // (megatron/training/arguments.py: --no-gradient-accumulation-fusion, --ckpt-format,
+    // --moe-token-dispatcher-type)
+    "--no-gradient-accumulation-fusion", "--ckpt-format", "--moe-token-dispatcher-type"};
+
+// Environment variables a command may set before its launcher: Megatron-LM's validate_args
+// asserts CUDA_DEVICE_MAX_CONNECTIONS=1 under tensor or context parallelism.
+const std::set<std::string> kEnvironment = {"CUDA_DEVICE_MAX_CONNECTIONS"};
 
 // pytorch/torchtune @ bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1: recipes/full_finetune_distributed.py
 // and lora_finetune_distributed.py (cfg.batch_size, cfg.gradient_accumulation_steps, cfg.dtype,
@@ -87,7 +97,7 @@ const std::set<std::string> kTorchtuneKeys = {
 const std::set<std::string> kLauncherFlags = {
     "--nnodes", "--nproc_per_node", "--rdzv_backend", "--rdzv_endpoint", "--standalone", "--config_file",
     "--main_process_ip", "--machine_rank", "--config", "--deepspeed", "--per_device_train_batch_size",
-    "--gradient_accumulation_steps", "--gradient_checkpointing", "--job.config_file", "-m"};
+    "--gradient_accumulation_steps", "--gradient_checkpointing", "--bf16", "--fp16", "--job.config_file", "-m"};
 
 void flatten(const Json& j, const std::string& prefix, std::set<std::string>& out) {
   for (const auto& [key, value] : j.members()) {
@@ -123,7 +133,14 @@ std::set<std::string> keys_of(const std::string& text, bool toml) {
 // "--flag" words and "key=value" keys of a command line.
 void words_of(const std::string& command, std::set<std::string>& flags, std::set<std::string>& overrides) {
   std::istringstream in(command);
-  for (std::string w; in >> w;) {
+  bool first = true;
+  for (std::string w; in >> w; first = false) {
+    // An environment assignment before the launcher.
+    if (first && w.find('=') != std::string::npos && std::isupper(static_cast<unsigned char>(w[0]))) {
+      EXPECT_TRUE(kEnvironment.count(w.substr(0, w.find('=')))) << "environment " << w;
+      first = false;
+      in >> w;
+    }
     if (w.rfind("--", 0) == 0 || w == "-m") flags.insert(w.substr(0, w.find('=')));
     else if (w.find('=') != std::string::npos && w[0] != '$') overrides.insert(w.substr(0, w.find('=')));
   }
@@ -298,6 +315,56 @@ TEST(Exports, TorchtuneRoundTrips) {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16","optimizer_in_backward":true,"checkpointing":"full"},"parallel":{"num_gpus":8,"tensor":2,"sequence_parallel":true,"zero_stage":3,"offload_optimizer":true,"offload_params":true}})",
   };
   for (const char* c : cases) expect_round_trip(config(c), Engine::kTorchtune);
+}
+
+// One GPU without sharding runs torchtune's single-device recipes and configs; QLoRA its qlora configs.
+TEST(Exports, TorchtuneOnOneGpuUsesTheSingleDeviceRecipes) {
+  const Config lora = config(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16","finetune":{"method":"lora","lora_rank":8,"lora_targets":["q","v"]}},"parallel":{"num_gpus":1}})");
+  const Export e = export_plan(lora, Engine::kTorchtune);
+  ASSERT_TRUE(e.ok()) << e.errors.at(0).message;
+  EXPECT_EQ(e.command.rfind("tune run lora_finetune_single_device --config <model>/<size>_lora_single_device ", 0), 0u) << e.command;
+  EXPECT_EQ(e.command.find("fsdp_"), std::string::npos) << e.command;
+  expect_round_trip(lora, Engine::kTorchtune);
+  Config qlora = lora;
+  qlora.training.finetune.base_bits = 4;
+  EXPECT_NE(export_plan(qlora, Engine::kTorchtune).command.find("--config <model>/<size>_qlora_single_device "), std::string::npos);
+  qlora.parallel.num_gpus = 4;
+  qlora.parallel.zero_stage = 3;
+  EXPECT_NE(export_plan(qlora, Engine::kTorchtune).command.find("lora_finetune_distributed --config <model>/<size>_qlora "), std::string::npos);
+  const Config full = config(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"bf16","optimizer_in_backward":true,"checkpointing":"full"},"parallel":{"num_gpus":1}})");
+  EXPECT_EQ(export_plan(full, Engine::kTorchtune).command.rfind("tune run full_finetune_single_device --config <model>/<size>_full_single_device ", 0), 0u);
+  expect_round_trip(full, Engine::kTorchtune);
+}
+
+// The launch lines start as the engines require: the Trainer told the DeepSpeed config's precision,
+// Megatron-LM's CUDA_DEVICE_MAX_CONNECTIONS under tensor parallelism, Megatron-FSDP's required flags.
+TEST(Exports, LaunchLinesCarryWhatTheEnginesCheck) {
+  const Config bf16 = config(R"({"training":{"precision":"bf16_master"},"parallel":{"num_gpus":8,"zero_stage":2}})");
+  EXPECT_NE(export_plan(bf16, Engine::kDeepSpeed).command.find(" --bf16 true"), std::string::npos);
+  Config fp16 = bf16;
+  fp16.training.precision = Precision::kFp16Master;
+  EXPECT_NE(export_plan(fp16, Engine::kDeepSpeed).command.find(" --fp16 true"), std::string::npos);
+  Config amp = bf16;
+  amp.training.precision = Precision::kBf16Mixed;
+  const std::string amp_command = export_plan(amp, Engine::kDeepSpeed).command;
+  EXPECT_EQ(amp_command.find(" --bf16"), std::string::npos) << amp_command;
+
+  const Config tp = config(R"({"training":{"precision":"bf16_master"},"parallel":{"num_gpus":16,"tensor":4,"sequence_parallel":true,"zero_stage":1}})");
+  EXPECT_EQ(export_plan(tp, Engine::kMegatron).command.rfind("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun ", 0), 0u);
+  const Config dp = config(R"({"training":{"precision":"bf16_master"},"parallel":{"num_gpus":16,"zero_stage":1}})");
+  EXPECT_EQ(export_plan(dp, Engine::kMegatron).command.rfind("torchrun ", 0), 0u);
+  Config fsdp = tp;
+  fsdp.parallel.zero_stage = 3;
+  const Export m = export_plan(fsdp, Engine::kMegatron);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m.command.rfind("torchrun ", 0), 0u) << "Megatron-FSDP wants CUDA_DEVICE_MAX_CONNECTIONS unset";
+  for (const char* flag : {"--use-megatron-fsdp", "--no-gradient-accumulation-fusion", "--use-distributed-optimizer",
+                           "--ckpt-format fsdp_dtensor"}) {
+    EXPECT_NE(m.command.find(flag), std::string::npos) << flag;
+  }
+  expect_round_trip(fsdp, Engine::kMegatron);
+  const Config moe = config(R"({"model":{"preset":"mixtral-8x7b"},"training":{"precision":"bf16_master"},"parallel":{"num_gpus":16,"expert":8,"zero_stage":1}})");
+  EXPECT_NE(export_plan(moe, Engine::kMegatron).command.find("--moe-token-dispatcher-type alltoall"), std::string::npos);
 }
 
 // What an engine cannot express is an error that says so, never a silently different plan.

@@ -2,6 +2,7 @@
 // step time), and what its plans promise: a full estimate that fits, ranked by step time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -73,6 +74,34 @@ TEST(Plan, EveryPlanFitsByItsFullEstimateAndTheyAreRanked) {
   EXPECT_EQ(r.best_per_gpu_count.front().config.parallel.num_gpus, 8);
   EXPECT_EQ(r.plans.front().config.parallel.num_gpus, 1024);
   EXPECT_GT(r.counts.layouts, 500'000);
+}
+
+// Every plan is one an engine memfit exports to can run as exported (not a mix of one engine's
+// precision with another's checkpointing); a framework that names an engine keeps to it.
+TEST(Plan, EveryPlanRunsOnAnEngine) {
+  const Engine all[] = {Engine::kDeepSpeed, Engine::kFsdp, Engine::kTorchtitan, Engine::kMegatron, Engine::kTorchtune};
+  PlanOptions o;
+  o.gpus_min = 8;
+  o.gpus_max = 64;
+  const char* configs[] = {
+      R"({"model":{"preset":"llama-3-70b"}})",
+      R"({"model":{"preset":"mistral-7b-v0.3"},"training":{"finetune":{"method":"lora"}},"hardware":{"gpu":"a100-80gb"}})",
+      R"({"model":{"preset":"mixtral-8x7b"},"training":{"goal":"pretrain"}})",
+  };
+  for (const char* text : configs) {
+    SCOPED_TRACE(text);
+    const PlanResult r = plan(config(text), o);
+    ASSERT_TRUE(r.ok());
+    ASSERT_FALSE(r.plans.empty());
+    for (const Plan& p : r.plans) {
+      EXPECT_TRUE(std::any_of(std::begin(all), std::end(all), [&](Engine e) { return export_plan(p.config, e).ok(); }))
+          << config_to_json(p.config).dump();
+    }
+  }
+  const PlanResult megatron = plan(config(R"({"model":{"preset":"llama-3-70b"},"training":{"framework":"megatron"}})"), o);
+  ASSERT_TRUE(megatron.ok());
+  ASSERT_FALSE(megatron.plans.empty());
+  for (const Plan& p : megatron.plans) EXPECT_TRUE(export_plan(p.config, Engine::kMegatron).ok()) << config_to_json(p.config).dump();
 }
 
 TEST(Plan, RespectsTheGoalAndTheCard) {

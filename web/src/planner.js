@@ -32,7 +32,7 @@ export const ENGINE_WORDS = [
 
 // The options as the core's messages name them ("set global_batch_tokens"), in words.
 const OPTION_NAMES = {
-  gpus_min: 'GPUs from', gpus_max: 'GPUs to', global_batch_tokens: 'the global batch', train_tokens: 'tokens to train',
+  gpus_min: 'the “From” count of GPUs', gpus_max: 'the “To” count of GPUs', global_batch_tokens: 'the global batch', train_tokens: 'tokens to train',
   rank_by: 'rank by', keep_precision: 'keep the form\'s precision', top: 'plans shown',
 };
 

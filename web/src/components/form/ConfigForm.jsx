@@ -89,17 +89,23 @@ function MoreGroup({ group, state }) {
     const folded = group.fields.filter((f) => fieldApplies(f, atDefaults));
     return { folded, brought: group.fields.filter((f) => !folded.includes(f)) };
   }, [state, group]);
+  // The fold counts what opening it shows (FieldSlot leaves out a field that is not read now, at
+  // its default and without a message), and is left out when that is nothing.
   const counts = useMemo(() => computed(() => {
     const issues = state.issues.value.byField;
     let set = 0;
+    let visible = 0;
     let wrong = false;
     for (const f of folded) {
-      if (!isDefaultValue(f, state.fieldValue(f.field))) set += 1;
-      if (issues.get(f.field)?.errors.length) wrong = true;
+      const changed = !isDefaultValue(f, state.fieldValue(f.field));
+      const found = issues.get(f.field);
+      if (changed) set += 1;
+      if (found?.errors.length) wrong = true;
+      if (changed || found || fieldApplies(f, state.fieldValue)) visible += 1;
     }
-    return { set, wrong };
+    return { set, visible, wrong };
   }), [state, folded]);
-  const { set, wrong } = counts.value;
+  const { set, visible, wrong } = counts.value;
   const shown = open || wrong;
   return (
     <>
@@ -107,12 +113,14 @@ function MoreGroup({ group, state }) {
         <h3 class="group-title">For these choices</h3>
         {brought.map((f) => <FieldSlot key={f.field} f={f} state={state} hideInactive />)}
       </div>
-      <details class="group more" open={shown} onToggle={(e) => setOpen(e.currentTarget.open)}>
-        <summary>
-          More settings <span class="summary-note">{set ? `${set} changed` : `${folded.length} fields`}</span>
-        </summary>
-        {shown && folded.map((f) => <FieldSlot key={f.field} f={f} state={state} hideInactive />)}
-      </details>
+      {visible > 0 && (
+        <details class="group more" open={shown} onToggle={(e) => setOpen(e.currentTarget.open)}>
+          <summary>
+            More settings <span class="summary-note">{set ? `${set} changed` : visible === 1 ? '1 field' : `${visible} fields`}</span>
+          </summary>
+          {shown && folded.map((f) => <FieldSlot key={f.field} f={f} state={state} hideInactive />)}
+        </details>
+      )}
     </>
   );
 }

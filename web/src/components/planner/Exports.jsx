@@ -8,14 +8,18 @@ import { CopyBlock } from '../CopyBlock.jsx';
 
 // wrap: soft-wrap long lines (a command), else keep each line as it is (a file).
 
-function Panel({ engine, name, what, answer, n }) {
+// others: the other engines that run the plan (their names).
+function Panel({ engine, name, what, answer, n, others }) {
   if (!answer) return <p class="card-note" aria-busy="true">The core is writing the files…</p>;
   if (!answer.ok) {
     return (
       <div class="export-refused" data-testid="export-refused">
         <p>{name} cannot run this plan as it is:</p>
         <ul>{(answer.errors ?? []).map((e) => <li key={e.message}>{plannerMessage(e.message)}</li>)}</ul>
-        <p class="card-note">Another engine may: see the other tabs.</p>
+        <p class="card-note">
+          {others.length ? `${others.join(' and ')} ${others.length === 1 ? 'runs' : 'run'} it: see ${others.length === 1 ? 'its tab' : 'their tabs'}.`
+            : 'None of these engines runs it as it is: change what they name, or choose another plan.'}
+        </p>
       </div>
     );
   }
@@ -68,7 +72,8 @@ export function Exports({ exports, n }) {
         })}
       </div>
       <div class="tab-panel" role="tabpanel" id={`panel-${active}`} aria-labelledby={`tab-${active}`} data-engine={active}>
-        <Panel engine={active} name={name} what={what} answer={exports?.[active]} n={n} />
+        <Panel engine={active} name={name} what={what} answer={exports?.[active]} n={n}
+          others={ENGINE_WORDS.filter(([id]) => id !== active && exports?.[id]?.ok).map(([, label]) => label)} />
       </div>
     </div>
   );
