@@ -575,7 +575,7 @@ void Planner::choose_engines(PlanResult* r) {
   }
   if (!r) return;
   if (engines_.empty()) {
-    r->notes.push_back("no engine memfit exports to runs this configuration: layouts are not checked against them");
+    r->notes.push_back("no engine memfit exports to runs this configuration: layouts not checked");
   } else if (named.size() == 1) {
     r->notes.push_back(std::string("only layouts ") + to_string(named.front()) + " runs (training.framework)");
   }
@@ -720,7 +720,10 @@ std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_
   std::int64_t tokens = o.global_batch_tokens;
   if (tokens <= 0) {
     tokens = t.micro_batch_size * t.grad_accum_steps * data * t.seq_len;
-    if (tokens / t.seq_len < max_gpus) {
+    if (tokens / t.seq_len >= max_gpus) {
+      r.notes.push_back("global batch not given: the configuration's " + detail::group_digits(tokens) +
+                        " tokens (set global_batch_tokens)");
+    } else {
       tokens = resolved_goal(t) == Goal::kPretrain ? kPretrainBatchTokens : kFinetuneBatchTokens;
       r.notes.push_back("global batch not given: " + detail::group_digits(tokens) + " tokens (the default for the goal; "
                         "set global_batch_tokens)");
@@ -736,7 +739,7 @@ std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_
     sequences += min_gpus - sequences % min_gpus;
     r.notes.push_back("global batch rounded up to " + detail::group_digits(sequences) + " sequences (" +
                       detail::group_digits(sequences * t.seq_len) + " tokens), a multiple of the " +
-                      std::to_string(min_gpus) + " GPUs");
+                      detail::group_digits(min_gpus) + " GPUs");
   }
   return sequences;
 }
@@ -785,6 +788,10 @@ PlanResult Planner::run() {
     const double tokens = default_train_tokens(base_, params_, &why);
     r.notes.push_back("tokens to train not given: " + detail::group_digits(static_cast<std::int64_t>(tokens)) + " (" +
                       why + "; set train_tokens)");
+  }
+  const double to_train = options_.step_time.train_tokens > 0 ? options_.step_time.train_tokens : default_train_tokens(base_, params_, nullptr);
+  if (double(r.global_batch_tokens) > to_train) {
+    r.notes.push_back("one step covers all the tokens to train");
   }
   for (std::int64_t gpus : gpu_counts(lo, hi, per_node_)) search_gpu_count(gpus);
   std::stable_sort(found_.begin(), found_.end(), [](const Candidate& a, const Candidate& b) { return a.metric < b.metric; });

@@ -317,7 +317,8 @@ void totals(const StepTimeModel& m, const Layout& l, const Passes& re, StepTime&
   t.mfu = t.model_flops_per_token * t.tokens_per_s_per_gpu / peak16;
   t.hfu = t.hardware_flops_per_token * t.tokens_per_s_per_gpu / peak16;
   t.train_tokens = m.options.train_tokens;
-  t.train_time_s = t.train_tokens / t.tokens_per_s;
+  // Training runs whole steps: never less than one, however few the tokens.
+  t.train_time_s = std::max(t.train_tokens / t.tokens_per_s, t.step_time_s);
   t.gpu_hours = t.train_time_s / 3600.0 * double(l.num_gpus);
   t.price_per_gpu_hour = m.price_per_gpu_hour;
   t.cost_usd = t.gpu_hours * m.price_per_gpu_hour;

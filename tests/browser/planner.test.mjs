@@ -164,15 +164,16 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
       const plans = document.querySelector('[data-testid="plans"]');
       const top = plans?.querySelector(':scope > li');
       return plans?.children.length === n && !plans.parentElement.classList.contains('stale')
-        && (n === 0 || (top.querySelector('[data-testid="plan-peak"]')?.dataset.bytes === peak
+        && (n === 0 || (top.querySelector('[data-testid="plan-device-total"]')?.dataset.bytes === peak
           && Number(top.querySelector('[data-testid="plan-cost"]')?.dataset.value) === cost));
-    }, [expected.plans.length, String(first?.peak_allocated_bytes), first?.cost_usd ?? null], { timeout: 20000 });
+    }, [expected.plans.length, String(first?.device_total_bytes), first?.cost_usd ?? null], { timeout: 20000 });
     const tokens = formatTokens(expected.plans[0]?.train_tokens);
     for (const [i, plan] of expected.plans.entries()) {
       const item = items.nth(i);
-      const peak = item.getByTestId('plan-peak');
-      assert.equal(await peak.getAttribute('data-bytes'), String(plan.peak_allocated_bytes), `plan ${i + 1} peak`);
-      assert.equal((await peak.textContent()).trim(), formatBytes(plan.peak_allocated_bytes), `plan ${i + 1} peak text`);
+      // Per GPU: the device total, the quantity of the verdict, the headroom and the CLI's GiB/GPU.
+      const total = item.getByTestId('plan-device-total');
+      assert.equal(await total.getAttribute('data-bytes'), String(plan.device_total_bytes), `plan ${i + 1} device total`);
+      assert.equal((await total.textContent()).trim(), formatBytes(plan.device_total_bytes), `plan ${i + 1} device total text`);
       for (const [testid, value, text] of [
         ['plan-step', plan.step_time_s, formatDuration(plan.step_time_s)],
         ['plan-rate', plan.tokens_per_s, formatRate(plan.tokens_per_s)],

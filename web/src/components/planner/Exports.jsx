@@ -18,7 +18,7 @@ function Panel({ engine, name, what, answer, n, others }) {
         <ul>{(answer.errors ?? []).map((e) => <li key={e.message}>{plannerMessage(e.message)}</li>)}</ul>
         <p class="card-note">
           {others.length ? `${others.join(' and ')} ${others.length === 1 ? 'runs' : 'run'} it: see ${others.length === 1 ? 'its tab' : 'their tabs'}.`
-            : 'None of these engines runs it as it is: change what they name, or choose another plan.'}
+            : 'No engine here runs it as it is.'}
         </p>
       </div>
     );

@@ -261,8 +261,8 @@ function PlanItem({ state, plan, n, planner, units, tokensText, stale }) {
       </div>
       <dl class="plan-stats">
         <div class="plan-stat">
-          <dt>Peak per GPU</dt>
-          <dd><Bytes bytes={plan.peak_allocated_bytes} units={units} testid="plan-peak" /></dd>
+          <dt>Per GPU (nvidia-smi)</dt>
+          <dd><Bytes bytes={plan.device_total_bytes} units={units} testid="plan-device-total" /></dd>
         </div>
         <Stat label="Step time" value={plan.step_time_s} text={formatDuration(plan.step_time_s)} testid="plan-step" />
         <Stat label="Tokens per second" value={plan.tokens_per_s} text={formatRate(plan.tokens_per_s)} testid="plan-rate" />
@@ -292,7 +292,7 @@ function ByGpuCount({ rows, units, tokensText }) {
           <thead>
             <tr>
               <th scope="col" class="num">GPUs</th>
-              <th scope="col" class="num">Peak per GPU</th>
+              <th scope="col" class="num">Per GPU (nvidia-smi)</th>
               <th scope="col" class="num">Step time</th>
               <th scope="col" class="num">Tokens per second</th>
               <th scope="col" class="num">MFU</th>
@@ -304,7 +304,7 @@ function ByGpuCount({ rows, units, tokensText }) {
             {rows.map((r) => (
               <tr key={r.num_gpus} data-gpus={r.num_gpus}>
                 <th scope="row" class="num">{formatCount(r.num_gpus)}</th>
-                <td class="num"><Bytes bytes={r.peak_allocated_bytes} units={units} /></td>
+                <td class="num"><Bytes bytes={r.device_total_bytes} units={units} /></td>
                 <td class="num" data-value={r.step_time_s}>{formatDuration(r.step_time_s)}</td>
                 <td class="num" data-value={r.tokens_per_s}>{formatRate(r.tokens_per_s)}</td>
                 <td class="num" data-value={r.mfu}>{formatPercent(r.mfu)}</td>
