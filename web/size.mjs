@@ -14,7 +14,7 @@
 //                for the search's speed). ≤ 282 KiB gzipped (280 until the second Dec 3 2026
 //                session, when plans were held to the layouts an engine memfit exports to runs,
 //                checked through the exporters, and the exports gained what the engines check at
-//                launch, bringing it to 280.0; 272 until Dec 3 2026, when the same two
+//                launch, and plans listed one per family, bringing it to 281.0; 272 until Dec 3 2026, when the same two
 //                mechanisms brought it to 270.4; 256 until Dec 2026, when the core's
 //                MX training and ZeRO++ brought it to 256.0: it carries every mechanism the
 //                estimate models, as the calculator does); none of it is in the first view or the

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <tuple>
 
@@ -104,6 +105,17 @@ struct Candidate {
   double step_time_s = 0;
   double metric = 0;  // what the ranking sorts by
 };
+
+// A plan's family: what a user would call a different layout. Interleaving (virtual stages) and
+// context parallelism at a doubled micro-batch are variants of one family, which can time within
+// a hair of each other; the plans list the fastest of each family, so that ten plans are ten
+// alternatives, not one layout ten ways.
+using FamilyKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, std::int64_t,
+                             std::int64_t, bool, bool>;
+FamilyKey family_of(const Layout& l) {
+  return {l.num_gpus, l.tensor, l.pipeline, l.expert, static_cast<int>(l.precision), static_cast<int>(l.checkpointing),
+          l.zero_stage, l.shard_degree, l.offload_optimizer, l.offload_params};
+}
 
 // What the memory search remembers per structure and variant across GPU counts: the smallest
 // micro-batch known not to fit on a larger GPU count (so not on this one either).
@@ -296,6 +308,7 @@ class Planner {
   // The engines memfit exports to (exports.cpp) that a plan must run on, one at least; empty: no
   // engine runs this configuration whatever its layout, and the layouts are not filtered.
   std::vector<Engine> engines_;
+  std::map<FamilyKey, double> family_best_;  // the best metric of each family found
   using RunKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                             std::int64_t, bool, bool, int, std::int64_t>;
   std::map<RunKey, bool> runs_;
@@ -547,6 +560,14 @@ void Planner::keep(const Candidate& c) {
   found_.push_back(c);
   auto best = best_per_count_.find(c.layout.num_gpus);
   if (best == best_per_count_.end() || c.metric < best->second.metric) best_per_count_[c.layout.num_gpus] = c;
+  // The threshold counts families (family_of): the best metric of each, the `top` best kept.
+  auto [family, added] = family_best_.try_emplace(family_of(c.layout), c.metric);
+  if (!added) {
+    if (family->second <= c.metric) return;
+    const auto old = std::lower_bound(top_metrics_.begin(), top_metrics_.end(), family->second);
+    if (old != top_metrics_.end() && *old == family->second) top_metrics_.erase(old);
+    family->second = c.metric;
+  }
   top_metrics_.insert(std::upper_bound(top_metrics_.begin(), top_metrics_.end(), c.metric), c.metric);
   if (top_metrics_.size() > static_cast<std::size_t>(std::max(1, options_.top))) top_metrics_.pop_back();
 }
@@ -796,7 +817,10 @@ PlanResult Planner::run() {
   for (std::int64_t gpus : gpu_counts(lo, hi, per_node_)) search_gpu_count(gpus);
   std::stable_sort(found_.begin(), found_.end(), [](const Candidate& a, const Candidate& b) { return a.metric < b.metric; });
   const std::size_t top = static_cast<std::size_t>(std::max(1, options_.top));
-  for (std::size_t i = 0; i < found_.size() && i < top; ++i) r.plans.push_back(finish(found_[i]));
+  std::set<FamilyKey> listed;
+  for (std::size_t i = 0; i < found_.size() && r.plans.size() < top; ++i) {
+    if (listed.insert(family_of(found_[i].layout)).second) r.plans.push_back(finish(found_[i]));
+  }
   for (const auto& [gpus, c] : best_per_count_) r.best_per_gpu_count.push_back(finish(c));
   if (found_.empty()) {
     r.notes.push_back("no layout fits " + std::string(gpu_.name) + " within the budget on " + std::to_string(lo) +

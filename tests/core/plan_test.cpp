@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+#include <string>
 
 #include "memfit/memfit.hpp"
 
@@ -98,6 +100,19 @@ TEST(Plan, EveryPlanRunsOnAnEngine) {
           << config_to_json(p.config).dump();
     }
   }
+  // Ten plans are ten layouts, not one layout with its interleaving or context split varied.
+  const PlanResult big = plan(config(configs[0]), o);
+  std::set<std::string> families;
+  for (const Plan& p : big.plans) {
+    const Parallel& q = p.config.parallel;
+    const std::string family = std::to_string(q.num_gpus) + "/" + std::to_string(q.tensor) + "/" + std::to_string(q.pipeline) +
+                               "/" + std::to_string(q.expert) + "/" + to_string(p.config.training.precision) + "/" +
+                               to_string(p.config.training.checkpointing) + "/" + std::to_string(q.zero_stage) + "/" +
+                               std::to_string(q.shard_degree) + "/" + std::to_string(q.offload_optimizer) +
+                               std::to_string(q.offload_params);
+    EXPECT_TRUE(families.insert(family).second) << family;
+  }
+  EXPECT_EQ(big.plans.size(), 10u);
   const PlanResult megatron = plan(config(R"({"model":{"preset":"llama-3-70b"},"training":{"framework":"megatron"}})"), o);
   ASSERT_TRUE(megatron.ok());
   ASSERT_FALSE(megatron.plans.empty());
