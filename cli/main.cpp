@@ -125,10 +125,11 @@ void list_gpus() {
   const memfit::Json list = memfit::gpus_json();
   for (const memfit::Json& g : list.items()) {
     const double price = g.find("price_per_hour")->as_double();
+    char price_text[32] = "";
+    if (price > 0) std::snprintf(price_text, sizeof price_text, "$%.2f/h", price);  // rounded, as the page shows it
     std::printf("%-18s %-38s %s  bf16 %7.1f  fp8 %7.1f TFLOP/s  %s\n", g.find("id")->as_string().c_str(),
                 g.find("name")->as_string().c_str(), gib(g.find("memory_bytes")->as_exact_integer().value_or(0)).c_str(),
-                g.find("peak_bf16_tflops")->as_double(), g.find("peak_fp8_tflops")->as_double(),
-                price > 0 ? ("$" + std::to_string(price).substr(0, std::to_string(price).find('.') + 3) + "/h").c_str() : "");
+                g.find("peak_bf16_tflops")->as_double(), g.find("peak_fp8_tflops")->as_double(), price_text);
   }
 }
 
@@ -218,8 +219,9 @@ int run_time(const memfit::cli::Request& request) {
   print_time_parts(t);
   const memfit::Json e = memfit::estimate_json(request.config.dump());
   if (e.find("ok")->as_bool() && e.find("fits")->find("verdict")->as_string() != "fits") {
-    std::printf("  note: this configuration does not fit the card (%s); `memfit` with the same options shows why\n",
-                e.find("fits")->find("verdict")->as_string().c_str());
+    const bool tight = e.find("fits")->find("verdict")->as_string() == "tight";
+    std::printf("  note: this configuration %s the %s; `memfit` with the same options shows why\n",
+                tight ? "is over the memory budget of" : "does not fit", e.find("fits")->find("name")->as_string().c_str());
   }
   std::printf("  %s tokens: %s, %s GPU-hours", group(static_cast<std::int64_t>(number(t, "train_tokens"))).c_str(),
               duration_text(number(t, "train_time_s")).c_str(),
@@ -275,6 +277,9 @@ int run_plan(const memfit::cli::Request& request) {
             << group(integer(s, "pruned_by_memory")) << " by memory, " << group(integer(s, "not_runnable"))
             << " that no engine runs, " << group(integer(s, "estimates")) << " full estimates\n";
   for (const memfit::Json& n : r.find("notes")->items()) std::cout << "  note: " << n.as_string() << "\n";
+  if (r.find("plans")->items().empty() && !request.options.find("gpus_max")) {
+    std::cout << "  try a range of GPU counts: --gpus-min 1 --gpus-max 64\n";
+  }
   return 0;
 }
 

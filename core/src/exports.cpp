@@ -367,8 +367,10 @@ Export torchtitan(const Config& c) {
   const std::int64_t local = p.pipeline > 1 ? t.micro_batch_size * t.grad_accum_steps : t.micro_batch_size;
   Text toml;
   const char* flavor = torchtitan_flavor(c.model.preset);
-  toml << "[job]\ndump_folder = \"./outputs\"\n\n[model]\nname = \"llama3\"\nflavor = \""
-       << (flavor ? flavor : "set-me") << "\"\n\n[training]\nlocal_batch_size = " << local
+  // torchtitan builds its own model definitions: Llama 3's flavours are named; any other
+  // architecture (a mixture of experts above all) is left for the user to name.
+  toml << "[job]\ndump_folder = \"./outputs\"\n\n[model]\nname = \"" << (flavor ? "llama3" : "set-me")
+       << "\"\nflavor = \"" << (flavor ? flavor : "set-me") << "\"\n\n[training]\nlocal_batch_size = " << local
        << "\nglobal_batch_size = " << global_batch(c) << "\nseq_len = " << t.seq_len
        << "\nmixed_precision_param = \"" << (t.precision == Precision::kFp32 ? "float32" : "bfloat16") << "\""
        << "\nmixed_precision_reduce = \"float32\"\nenable_cpu_offload = " << yes(offload) << "\n\n"

@@ -823,8 +823,8 @@ PlanResult Planner::run() {
   }
   for (const auto& [gpus, c] : best_per_count_) r.best_per_gpu_count.push_back(finish(c));
   if (found_.empty()) {
-    r.notes.push_back("no layout fits " + std::string(gpu_.name) + " within the budget on " + std::to_string(lo) +
-                      (hi > lo ? "–" + std::to_string(hi) : "") + " GPUs" +
+    r.notes.push_back("no layout fits " + std::string(gpu_.name) + " within the budget on " + detail::group_digits(lo) +
+                      (hi > lo ? "–" + detail::group_digits(hi) : "") + (hi == 1 ? " GPU" : " GPUs") +
                       (counts_.layouts == 0 ? " (none was tried: no data-parallel degree of these GPU counts divides "
                                               "the global batch of " + detail::group_digits(global_sequences_) +
                                               " sequences; set global_batch_tokens to a multiple of the GPU count)"

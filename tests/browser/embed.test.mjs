@@ -86,6 +86,21 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     }
   }
 
+  test('embed.html: what a link holds that the card cannot use is warned in the console, the rest used', async () => {
+    const p = await browser.newPage();
+    const warnings = [];
+    p.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
+    await p.goto(`${server.url}embed.html?v=2&preset=gpt2&micro_batch_size=8&foo=1&view=bogus&theme=pink&units=xx`);
+    const expected = core.estimate({ model: { preset: 'gpt2' }, training: { micro_batch_size: 8 } });
+    await p.locator(`[data-testid="peak-allocated"][data-bytes="${expected.peak_allocated_bytes}"]`).waitFor({ timeout: 15000 });
+    const said = warnings.join('\n');
+    for (const part of [/unknown link parameter "foo"/, /link version 2 read as version 1/, /view must be card, breakdown, fit, full; got "bogus"/,
+      /theme must be auto, light, dark; got "pink"/, /units must be GiB or GB; got "xx"/]) {
+      assert.match(said, part);
+    }
+    await p.close();
+  });
+
   test('<memfit-estimate> in a plain HTML page: the core\'s numbers, attribute changes, the estimate event', async () => {
     const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
     await serveMemfitExample(context);

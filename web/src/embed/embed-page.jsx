@@ -23,6 +23,7 @@ const core = startPageCore();
 core.ready
   .then(async (data) => {
     const link = readLink(data, location.search);
+    for (const problem of link.problems) console.warn(`memfit: link: ${problem}`);
     if (link.theme !== 'auto') document.documentElement.dataset.theme = link.theme;
     const openHref = new URL(`./?${link.query}`, site).href;
     const draw = (result) => render(

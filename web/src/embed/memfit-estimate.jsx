@@ -97,6 +97,9 @@ class MemfitEstimate extends HTMLElement {
       return;
     }
     const link = readLink(data, this.linkText());
+    const problems = link.problems.join('\n');
+    if (problems && problems !== this.warned) for (const problem of link.problems) console.warn(`memfit-estimate: link: ${problem}`);
+    this.warned = problems;
     const draw = (result) => render(
       <EmbedCard result={result} units={link.units} view={link.view} modelName={link.modelName}
         openHref={new URL(`./?${link.query}`, here).href} accuracyHref={new URL('accuracy.html', here).href} />,
