@@ -221,7 +221,8 @@ int run_time(const memfit::cli::Request& request) {
   if (e.find("ok")->as_bool() && e.find("fits")->find("verdict")->as_string() != "fits") {
     const bool tight = e.find("fits")->find("verdict")->as_string() == "tight";
     std::printf("  note: this configuration %s the %s; `memfit` with the same options shows why\n",
-                tight ? "is over the memory budget of" : "does not fit", e.find("fits")->find("name")->as_string().c_str());
+                tight ? "may not fit (its likely high end is over the memory budget of)" : "does not fit",
+                e.find("fits")->find("name")->as_string().c_str());
   }
   std::printf("  %s tokens: %s, %s GPU-hours", group(static_cast<std::int64_t>(number(t, "train_tokens"))).c_str(),
               duration_text(number(t, "train_time_s")).c_str(),

@@ -552,8 +552,16 @@ Export torchtune(const Config& c) {
                              " dtype=" + (t.precision == Precision::kFp32 ? "fp32" : "bf16");
   std::string a;
   if (single) {
-    if (p.offload_optimizer || p.offload_params) fail(e, "parallel.offload_optimizer", "torchtune offloads through FSDP (its distributed recipes): set parallel.zero_stage 3");
-    if (lora && t.optimizer_in_backward) fail(e, "training.optimizer_in_backward", "torchtune's single-device LoRA recipe has no optimizer_in_bwd");
+    if (p.offload_optimizer || p.offload_params) {
+      fail(e, p.offload_optimizer ? "parallel.offload_optimizer" : "parallel.offload_params",
+           "torchtune offloads through FSDP (its distributed recipes): set parallel.zero_stage 3");
+    }
+    // Refusals of the single-device recipes are about the layout (one GPU, no sharding): the
+    // distributed recipes take these settings.
+    if (lora && t.optimizer_in_backward) fail(e, "parallel.num_gpus", "torchtune's single-device LoRA recipe has no optimizer_in_bwd: use its distributed recipe (ZeRO-2 or 3)");
+    if (t.checkpointing == Checkpointing::kSelectiveOp) {
+      fail(e, "training.checkpointing", "torchtune's single-device recipes checkpoint whole layers (enable_activation_checkpointing): full or none");
+    }
     a = "tune run " + recipe + " --config " + config + common +
         (lora ? "" : std::string(" optimizer_in_bwd=") + (t.optimizer_in_backward ? "True" : "False")) + torchtune_checkpointing(c, e);
   } else {

@@ -109,7 +109,8 @@ struct Candidate {
 // A plan's family: what a user would call a different layout. Interleaving (virtual stages) and
 // context parallelism at a doubled micro-batch are variants of one family, which can time within
 // a hair of each other; the plans list the fastest of each family, so that ten plans are ten
-// alternatives, not one layout ten ways.
+// alternatives, not one layout ten ways. (ZeRO and offload are in the key, but a structure keeps
+// only its fastest fitting variant, so two plans never differ by those alone.)
 using FamilyKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, std::int64_t,
                              std::int64_t, bool, bool>;
 FamilyKey family_of(const Layout& l) {
@@ -309,8 +310,9 @@ class Planner {
   // engine runs this configuration whatever its layout, and the layouts are not filtered.
   std::vector<Engine> engines_;
   std::map<FamilyKey, double> family_best_;  // the best metric of each family found
+  // Every Layout field (apply_layout writes them all into the exported configuration).
   using RunKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                            std::int64_t, bool, bool, int, std::int64_t>;
+                            std::int64_t, std::int64_t, bool, bool, bool, int, std::int64_t, std::int64_t, std::int64_t>;
   std::map<RunKey, bool> runs_;
 };
 
@@ -606,8 +608,8 @@ void Planner::choose_engines(PlanResult* r) {
 bool Planner::runnable(const Layout& l) {
   if (engines_.empty()) return true;
   const RunKey key{static_cast<int>(l.precision), l.num_gpus, l.tensor, l.pipeline, l.virtual_stages, l.context,
-                   l.expert, l.zero_stage * 1'000'000 + l.shard_degree, l.offload_optimizer, l.offload_params,
-                   static_cast<int>(l.checkpointing), l.micro_batch_size};
+                   l.expert, l.zero_stage, l.shard_degree, l.sequence_parallel, l.offload_optimizer, l.offload_params,
+                   static_cast<int>(l.checkpointing), l.checkpointed_layers, l.micro_batch_size, l.grad_accum_steps};
   auto it = runs_.find(key);
   if (it == runs_.end()) {
     const Config c = config_for(l);
@@ -823,13 +825,13 @@ PlanResult Planner::run() {
   }
   for (const auto& [gpus, c] : best_per_count_) r.best_per_gpu_count.push_back(finish(c));
   if (found_.empty()) {
-    r.notes.push_back("no layout fits " + std::string(gpu_.name) + " within the budget on " + detail::group_digits(lo) +
+    r.notes.push_back(std::string(engines_.empty() ? "no layout" : "no layout that an engine runs") + " fits " +
+                      std::string(gpu_.name) + " within the budget on " + detail::group_digits(lo) +
                       (hi > lo ? "–" + detail::group_digits(hi) : "") + (hi == 1 ? " GPU" : " GPUs") +
                       (counts_.layouts == 0 ? " (none was tried: no data-parallel degree of these GPU counts divides "
                                               "the global batch of " + detail::group_digits(global_sequences_) +
                                               " sequences; set global_batch_tokens to a multiple of the GPU count)"
-                                            : "") +
-                      (counts_.not_runnable > 0 ? " that an engine runs" : ""));
+                                            : ""));
   }
   r.counts = counts_;
   return r;

@@ -297,6 +297,9 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     const one = await open('?v=1&preset=llama-2-7b');
     assert.match(await one.getByTestId('run-line').textContent(), / · 1 GPU$/);
     await one.close();
+    const offloaded = await open('?v=1&preset=llama-2-7b&zero_stage=3&offload_optimizer=true&offload_params=true');
+    assert.match(await offloaded.getByTestId('run-line').textContent(), / · 1 GPU, ZeRO-3, states and weights offloaded$/);
+    await offloaded.close();
   });
 
   test('the "More settings" folds: closed, counting what is changed, opened by a refused value', async () => {
@@ -331,11 +334,17 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     const p = await open('?v=1&preset=llama-2-7b&seq_len=1024&foo=1&seqlen=4&units=MB', { quiet: true });
     const notes = p.getByTestId('link-notes');
     const text = await notes.textContent();
-    assert.match(text, /^Part of this link was not used: settings memfit does not know, left out: "foo", "seqlen"; units must be GiB or GB; got "MB"\./);
+    assert.match(text, /^Part of this link could not be used as written: settings memfit does not know, left out: "foo", "seqlen"; units must be GiB or GB; got "MB"\./);
     assert.match(await p.getByTestId('run-line').textContent(), /1,024 tokens/);
     await notes.getByRole('button', { name: 'Dismiss' }).click();
     assert.equal(await notes.count(), 0);
+    // The focus goes to the answer, not to the page's top.
+    assert.equal(await p.evaluate(() => document.activeElement?.id), 'results');
     await p.close();
+    // Bounded: the first five unknown names, then a count.
+    const many = await open('?v=1&a=1&b=1&c=1&d=1&e=1&f=1&g=1', { quiet: true });
+    assert.match(await many.getByTestId('link-notes').textContent(), /"a", "b", "c", "d", "e" and 2 more\./);
+    await many.close();
     const clean = await open('?v=1&preset=llama-2-7b');
     assert.equal(await clean.getByTestId('link-notes').count(), 0);
     await clean.close();

@@ -331,6 +331,14 @@ TEST(Exports, TorchtuneOnOneGpuUsesTheSingleDeviceRecipes) {
   qlora.parallel.num_gpus = 4;
   qlora.parallel.zero_stage = 3;
   EXPECT_NE(export_plan(qlora, Engine::kTorchtune).command.find("lora_finetune_distributed --config <model>/<size>_qlora "), std::string::npos);
+  // What only the distributed recipes take is a refusal about the layout (so the planner keeps
+  // torchtune for the same run on more GPUs): op-level checkpointing, LoRA's optimizer_in_bwd.
+  Config op = lora;
+  op.training.checkpointing = Checkpointing::kSelectiveOp;
+  EXPECT_EQ(export_plan(op, Engine::kTorchtune).errors.at(0).field, "training.checkpointing");
+  Config in_backward = lora;
+  in_backward.training.optimizer_in_backward = true;
+  EXPECT_EQ(export_plan(in_backward, Engine::kTorchtune).errors.at(0).field, "parallel.num_gpus");
   const Config full = config(R"({"model":{"preset":"llama-3.2-1b"},"training":{"precision":"bf16","optimizer_in_backward":true,"checkpointing":"full"},"parallel":{"num_gpus":1}})");
   EXPECT_EQ(export_plan(full, Engine::kTorchtune).command.rfind("tune run full_finetune_single_device --config <model>/<size>_full_single_device ", 0), 0u);
   expect_round_trip(full, Engine::kTorchtune);

@@ -113,6 +113,21 @@ TEST(Plan, EveryPlanRunsOnAnEngine) {
     EXPECT_TRUE(families.insert(family).second) << family;
   }
   EXPECT_EQ(big.plans.size(), 10u);
+  // torchtune with what only its distributed recipes take: its single-device layouts are left out,
+  // and the engine is not dropped for a refusal that depends on the layout.
+  for (const char* text : {R"({"model":{"preset":"llama-3.2-1b"},"training":{"framework":"torchtune","precision":"bf16","optimizer_in_backward":true,"finetune":{"method":"lora"}}})",
+                           R"({"model":{"preset":"llama-3.2-3b"},"training":{"framework":"torchtune","precision":"bf16","seq_len":8192}})"}) {
+    SCOPED_TRACE(text);
+    PlanOptions one;
+    one.gpus_min = 1;
+    one.gpus_max = 8;
+    one.global_batch_tokens = 65536;
+    const PlanResult tt = plan(config(text), one);
+    ASSERT_TRUE(tt.ok());
+    ASSERT_FALSE(tt.plans.empty());
+    for (const Plan& p : tt.plans) EXPECT_TRUE(export_plan(p.config, Engine::kTorchtune).ok()) << config_to_json(p.config).dump();
+    for (const Plan& p : tt.best_per_gpu_count) EXPECT_TRUE(export_plan(p.config, Engine::kTorchtune).ok()) << config_to_json(p.config).dump();
+  }
   const PlanResult megatron = plan(config(R"({"model":{"preset":"llama-3-70b"},"training":{"framework":"megatron"}})"), o);
   ASSERT_TRUE(megatron.ok());
   ASSERT_FALSE(megatron.plans.empty());

@@ -59,10 +59,14 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   const notes = [];
   const unknownNames = link.unknown.filter((name) => !VIEW_PARAMS.has(name));
   for (const name of unknownNames) warn(`memfit: ignoring unknown link parameter "${name}"`);
-  if (unknownNames.length) notes.push(`${unknownNames.length === 1 ? 'a setting' : 'settings'} memfit does not know, left out: ${unknownNames.map((n) => `"${n.slice(0, 40)}"`).join(', ')}`);
+  if (unknownNames.length) {
+    const shown = unknownNames.slice(0, 5).map((n) => `"${n.slice(0, 40)}"`).join(', ');
+    const more = unknownNames.length > 5 ? ` and ${unknownNames.length - 5} more` : '';
+    notes.push(`${unknownNames.length === 1 ? 'a setting' : 'settings'} memfit does not know, left out: ${shown}${more}`);
+  }
   if (link.version !== null && link.version !== URL_VERSION) {
     warn(`memfit: link version ${link.version} is not ${URL_VERSION}; reading it as version ${URL_VERSION}`);
-    notes.push(`link version ${String(link.version).slice(0, 20)}, read as version ${URL_VERSION}`);
+    notes.push(`its version ${String(link.version).slice(0, 20)} is not known: it was read as version ${URL_VERSION}`);
   }
   const linkView = decodeView(search);
   for (const problem of linkView.problems) {

@@ -30,17 +30,18 @@ export function decodeView(search) {
   if (params.has('units')) {
     const u = params.get('units');
     if (u === 'GiB' || u === 'GB') view.units = u;
-    else problems.push(`units must be GiB or GB; got "${u}"`);
+    else problems.push(`units must be GiB or GB; got "${u.slice(0, 40)}"`);
   }
   if (params.has('tables')) {
     const names = params.get('tables').split(',').filter(Boolean);
     view.tables = names.filter((n) => CHARTS.includes(n));
-    for (const n of names) if (!CHARTS.includes(n)) problems.push(`tables: no chart "${n}" (${CHARTS.join(', ')})`);
+    const bad = names.filter((n) => !CHARTS.includes(n));
+    if (bad.length) problems.push(`tables: no chart ${bad.slice(0, 3).map((n) => `"${n.slice(0, 40)}"`).join(', ')}${bad.length > 3 ? ` and ${bad.length - 3} more` : ''} (${CHARTS.join(', ')})`);
   }
   if (params.has('sweep')) {
     const s = params.get('sweep');
     if (s in SWEEP_FIELDS) view.sweep = s;
-    else problems.push(`sweep must be ${Object.keys(SWEEP_FIELDS).join(' or ')}; got "${s}"`);
+    else problems.push(`sweep must be ${Object.keys(SWEEP_FIELDS).join(' or ')}; got "${s.slice(0, 40)}"`);
   }
   view.planner = { ...DEFAULT_PLANNER };
   for (const [key, name, allowed] of PLANNER_PARAMS) {

@@ -117,9 +117,12 @@ function LinkNotes({ state }) {
   const notes = state.linkNotes.value;
   if (!notes.length) return null;
   return (
-    <div class="banner link-notes" role="status" data-testid="link-notes">
-      <strong>Part of this link was not used:</strong> {notes.join('; ')}.{' '}
-      <button type="button" class="link" onClick={() => (state.linkNotes.value = [])}>Dismiss</button>
+    <div class="banner link-notes" role="note" data-testid="link-notes">
+      <strong>Part of this link could not be used as written:</strong> {notes.join('; ')}.{' '}
+      <button type="button" class="link" onClick={() => {
+        state.linkNotes.value = [];
+        document.getElementById('results')?.focus();
+      }}>Dismiss</button>
     </div>
   );
 }

@@ -103,9 +103,10 @@ function MoreGroup({ group, state }) {
       if (found?.errors.length) wrong = true;
       if (changed || found || fieldApplies(f, state.fieldValue)) visible += 1;
     }
-    return { set, visible, wrong };
+    // A string, so the fold re-renders only when one of the three changes (not at every answer).
+    return `${set}|${visible}|${wrong ? 1 : 0}`;
   }), [state, folded]);
-  const { set, visible, wrong } = counts.value;
+  const [set, visible, wrong] = counts.value.split('|').map(Number);
   const shown = open || wrong;
   return (
     <>

@@ -17,7 +17,7 @@ function Panel({ engine, name, what, answer, n, others }) {
         <p>{name} cannot run this plan as it is:</p>
         <ul>{(answer.errors ?? []).map((e) => <li key={e.message}>{plannerMessage(e.message)}</li>)}</ul>
         <p class="card-note">
-          {others.length ? `${others.join(' and ')} ${others.length === 1 ? 'runs' : 'run'} it: see ${others.length === 1 ? 'its tab' : 'their tabs'}.`
+          {others.length ? `${others.length > 1 ? `${others.slice(0, -1).join(', ')} and ${others.at(-1)}` : others[0]} ${others.length === 1 ? 'runs' : 'run'} it: see ${others.length === 1 ? 'its tab' : 'their tabs'}.`
             : 'No engine here runs it as it is.'}
         </p>
       </div>

@@ -110,13 +110,13 @@ export function runLine(result, modelName) {
 
 // The GPUs and how the run is laid out over them: ZeRO, the model-parallel degrees, offload.
 function gpuWords(p) {
-  if (!(p.num_gpus > 1)) return p.offload_optimizer || p.offload_params ? `1 GPU, ${offloadWords(p)}` : '1 GPU';
   const layout = [
     p.zero_stage ? `ZeRO-${p.zero_stage}` : null,
     ...[['TP', p.tensor], ['PP', p.pipeline], ['CP', p.context], ['EP', p.expert]].map(([n, v]) => (v > 1 ? `${n} ${v}` : null)),
     offloadWords(p),
   ].filter(Boolean);
-  return `${formatCount(p.num_gpus)} GPUs${layout.length ? `, ${layout.join(', ')}` : ''}`;
+  const gpus = p.num_gpus > 1 ? `${formatCount(p.num_gpus)} GPUs` : '1 GPU';
+  return `${gpus}${layout.length ? `, ${layout.join(', ')}` : ''}`;
 }
 
 const offloadWords = (p) =>
