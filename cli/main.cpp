@@ -278,8 +278,15 @@ int run_plan(const memfit::cli::Request& request) {
             << group(integer(s, "pruned_by_memory")) << " by memory, " << group(integer(s, "not_runnable"))
             << " that no engine runs, " << group(integer(s, "estimates")) << " full estimates\n";
   for (const memfit::Json& n : r.find("notes")->items()) std::cout << "  note: " << n.as_string() << "\n";
-  if (r.find("plans")->items().empty() && !request.options.find("gpus_max")) {
-    std::cout << "  try a range of GPU counts: --gpus-min 1 --gpus-max 64\n";
+  // Nothing fits on the configuration's own count: a range is the next thing to try (unless
+  // nothing was tried at all, which the note explains).
+  bool tried = true;
+  for (const memfit::Json& n : r.find("notes")->items()) tried = tried && n.as_string().find("none was tried") == std::string::npos;
+  if (r.find("plans")->items().empty() && !request.options.find("gpus_max") && tried) {
+    const memfit::Json* parallel = request.config.find("parallel");
+    const memfit::Json* count = parallel ? parallel->find("num_gpus") : nullptr;
+    const std::int64_t gpus = count && count->as_exact_integer() ? *count->as_exact_integer() : 1;
+    std::cout << "  try a range of GPU counts: --gpus-min " << gpus << " --gpus-max " << std::max<std::int64_t>(64, gpus * 8) << "\n";
   }
   return 0;
 }

@@ -82,11 +82,25 @@ TEST(CliSubcommands, JsonShapesEndToEnd) {
 TEST(CliSubcommands, TablesPrint) {
   for (const char* args : {"solve min-gpus --preset llama-3-70b --checkpointing full", "solve max-seq-len",
                            "plan --preset llama-3-8b --gpus-min 1 --gpus-max 16 --top 3", "time --num-gpus 8",
-                           "export megatron --precision bf16_master --num-gpus 8 --zero-stage 1"}) {
+                           "export megatron --precision bf16_master --num-gpus 8 --zero-stage 1",
+                           // nothing fits the configuration's one GPU: the notes and a range to try
+                           "plan --preset llama-3-70b", "plan --preset llama-3-70b --num-gpus 4"}) {
     FILE* pipe = popen((std::string(MEMFIT_CLI) + " " + args + " > /dev/null 2>&1").c_str(), "r");
     ASSERT_NE(pipe, nullptr);
     EXPECT_EQ(pclose(pipe), 0) << args;
   }
+}
+
+// A plan with nothing on the configuration's own GPU count suggests a range of counts.
+TEST(CliSubcommands, PlanWithNothingSuggestsARange) {
+  FILE* pipe = popen((std::string(MEMFIT_CLI) + " plan --preset llama-3-70b 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0);
+  EXPECT_NE(out.find("no layout that an engine runs fits NVIDIA H100 SXM 80GB within the budget on 1 GPU"), std::string::npos) << out;
+  EXPECT_NE(out.find("try a range of GPU counts: --gpus-min 1 --gpus-max 64"), std::string::npos) << out;
 }
 
 }  // namespace
