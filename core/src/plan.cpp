@@ -264,7 +264,7 @@ class Planner {
   const StaticBytes& statics_of(const Layout& l) const;
   Bytes activations_of(const Layout& l) const;
   bool exceeds_budget(Bytes bound, std::int64_t gpus) const;
-  bool fits(const Layout& l, std::int64_t& fails_from);
+  bool fits(const Layout& l, std::int64_t& fails_from, bool& unrunnable);
   double time_bound(const Structure& s, std::int64_t gpus) const;
   bool over_budget(const Layout& l) const;
   Layout layout(const Structure& s, const Variant& v, std::int64_t gpus, std::int64_t micro_batch) const;
@@ -310,9 +310,13 @@ class Planner {
   // engine runs this configuration whatever its layout, and the layouts are not filtered.
   std::vector<Engine> engines_;
   std::map<FamilyKey, double> family_best_;  // the best metric of each family found
-  // Every Layout field (apply_layout writes them all into the exported configuration).
-  using RunKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                            std::int64_t, std::int64_t, bool, bool, bool, int, std::int64_t, std::int64_t, std::int64_t>;
+  // Every Layout field an export's refusal can depend on (apply_layout writes them all into the
+  // exported configuration). The micro-batch and the accumulation are refused by no engine, and
+  // the GPU count matters only as one GPU or several, and whether data × context ranks remain
+  // beside tensor parallelism (torchtune's recipes; exports.cpp): the check is one per structure
+  // and variant, not per count (tests/core/plan_test.cpp checks the classes against the exports).
+  using RunKey = std::tuple<int, bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                            std::int64_t, std::int64_t, bool, bool, bool, int, std::int64_t>;
   std::map<RunKey, bool> runs_;
 };
 
@@ -512,13 +516,19 @@ bool Planner::below_memory_bound(const Structure& s, const Variant& v, std::int6
   return largest.grad_accum_steps > 1 || batches.size() == 1 || over_budget(largest);
 }
 
-bool Planner::fits(const Layout& l, std::int64_t& fails_from) {
+bool Planner::fits(const Layout& l, std::int64_t& fails_from, bool& unrunnable) {
   if (l.grad_accum_steps > 1 && l.micro_batch_size >= fails_from) return false;
   // Each layout is tried once (a structure, variant and micro-batch is one item of one count's
   // frontier), so nothing here is asked twice.
   // The bound first: cheaper than an estimate, and what fails most layouts that fail.
   if (over_budget(l)) {
     if (l.grad_accum_steps > 1) fails_from = std::min(fails_from, l.micro_batch_size);
+    return false;
+  }
+  // Past the bound, before any estimate: a layout no engine runs is not a plan (exporting costs
+  // less than an estimate, and its answer is cached per structure and variant).
+  if (!runnable(l)) {
+    unrunnable = true;
     return false;
   }
   // The step's allocated peak does not depend on the allocator replay, and the replay only adds
@@ -607,9 +617,10 @@ void Planner::choose_engines(PlanResult* r) {
 // Whether an engine of engines_ runs the layout (its export has no refusal about the layout).
 bool Planner::runnable(const Layout& l) {
   if (engines_.empty()) return true;
-  const RunKey key{static_cast<int>(l.precision), l.num_gpus, l.tensor, l.pipeline, l.virtual_stages, l.context,
+  const RunKey key{static_cast<int>(l.precision), l.num_gpus == 1, l.num_gpus / (l.tensor * l.context) > 1, l.tensor,
+                   l.pipeline, l.virtual_stages, l.context,
                    l.expert, l.zero_stage, l.shard_degree, l.sequence_parallel, l.offload_optimizer, l.offload_params,
-                   static_cast<int>(l.checkpointing), l.checkpointed_layers, l.micro_batch_size, l.grad_accum_steps};
+                   static_cast<int>(l.checkpointing), l.checkpointed_layers};
   auto it = runs_.find(key);
   if (it == runs_.end()) {
     const Config c = config_for(l);
@@ -711,12 +722,9 @@ bool Planner::try_item(Frontier& f, const Item& item, std::int64_t gpus) {
   const Structure& s = f.structures[item.structure];
   const Opened& o = f.opened[f.slot[item.structure]];
   const Layout l = layout(s, o.variants[item.variant], gpus, s.batches[item.batch]);
-  if (!runnable(l)) {
-    ++counts_.not_runnable;
-    return false;
-  }
-  if (!fits(l, *o.fails_from[item.variant])) {
-    ++counts_.pruned_by_memory;
+  bool unrunnable = false;
+  if (!fits(l, *o.fails_from[item.variant], unrunnable)) {
+    ++(unrunnable ? counts_.not_runnable : counts_.pruned_by_memory);
     return false;
   }
   keep({l, item.metric * (options_.rank_by == RankBy::kCost ? 1.0 / double(gpus) : 1.0), item.metric});

@@ -134,6 +134,48 @@ TEST(Plan, EveryPlanRunsOnAnEngine) {
   for (const Plan& p : megatron.plans) EXPECT_TRUE(export_plan(p.config, Engine::kMegatron).ok()) << config_to_json(p.config).dump();
 }
 
+// The planner asks the exporters once per layout class (plan.cpp, Planner::runnable): whether an
+// engine refuses a layout must not depend on the GPU count beyond one GPU or several and whether
+// data × context ranks remain beside tensor parallelism, nor on the micro-batch.
+TEST(Plan, ExportRefusalsDependOnTheGpuCountOnlyByClass) {
+  const Config base = config(R"({"model":{"preset":"llama-3-8b"}})");
+  const Engine engines[] = {Engine::kDeepSpeed, Engine::kFsdp, Engine::kTorchtitan, Engine::kMegatron, Engine::kTorchtune};
+  const Precision precisions[] = {Precision::kBf16, Precision::kBf16Master, Precision::kBf16Fsdp, Precision::kBf16Mixed,
+                                  Precision::kFp8Mixed};
+  const Checkpointing modes[] = {Checkpointing::kNone, Checkpointing::kFull, Checkpointing::kSelectiveOp};
+  int compared = 0;
+  for (std::int64_t tp : {1, 2}) for (std::int64_t cp : {1, 2}) for (std::int64_t pp : {1, 2}) for (int zero : {0, 1, 2, 3})
+  for (Precision prec : precisions) for (Checkpointing ckpt : modes) for (bool offload : {false, true}) {
+    if (offload && zero < 2) continue;
+    std::map<std::pair<int, std::pair<bool, bool>>, bool> seen;  // (engine, class) → refuses the layout
+    for (std::int64_t gpus : {tp * cp * pp, 2 * tp * cp * pp, 8 * tp * cp * pp, 64 * tp * cp * pp}) {
+      for (std::int64_t mb : {1, 4}) {
+        Layout l;
+        l.num_gpus = gpus; l.tensor = tp; l.context = cp; l.pipeline = pp; l.zero_stage = zero; l.precision = prec;
+        l.checkpointing = ckpt; l.offload_optimizer = l.offload_params = offload; l.sequence_parallel = tp > 1;
+        l.micro_batch_size = mb;
+        Config c = base;
+        apply_layout(l, c);
+        if (!validate(c).empty()) continue;
+        const std::pair<bool, bool> cls{gpus == 1, gpus / (tp * cp) > 1};
+        for (Engine e : engines) {
+          const Export x = export_plan(c, e);
+          const bool refuses = std::any_of(x.errors.begin(), x.errors.end(), [](const Issue& i) {
+            return i.field == "parallel" || i.field.rfind("parallel.", 0) == 0 || i.field == "training.precision" ||
+                   i.field == "training.checkpointing" || i.field == "training.checkpointed_layers";
+          });
+          const auto [it, added] = seen.try_emplace({static_cast<int>(e), cls}, refuses);
+          if (!added) {
+            ++compared;
+            EXPECT_EQ(it->second, refuses) << to_string(e) << " gpus " << gpus << " mb " << mb << " " << config_to_json(c).dump();
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+}
+
 TEST(Plan, RespectsTheGoalAndTheCard) {
   PlanOptions o;
   o.gpus_min = o.gpus_max = 8;

@@ -48,7 +48,7 @@ struct PlanSearchCounts {
   std::int64_t timed = 0;            // layouts timed one by one (the rest decided in bulk by a bound)
   std::int64_t pruned_by_time = 0;   // never tried: no faster than a plan already found
   std::int64_t pruned_by_memory = 0; // tried and found not to fit (by a bound or an estimate)
-  std::int64_t not_runnable = 0;     // tried and left out: no engine memfit exports to runs the layout
+  std::int64_t not_runnable = 0;     // within the memory bound, but no engine memfit exports to runs the layout
   std::int64_t quick_estimates = 0;  // estimates without the allocator replay (which only adds)
   std::int64_t estimates = 0;        // full estimates run
 };
