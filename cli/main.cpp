@@ -279,10 +279,8 @@ int run_plan(const memfit::cli::Request& request) {
             << " that no engine runs, " << group(integer(s, "estimates")) << " full estimates\n";
   for (const memfit::Json& n : r.find("notes")->items()) std::cout << "  note: " << n.as_string() << "\n";
   // Nothing fits on the configuration's own count: a range is the next thing to try (unless
-  // nothing was tried at all, which the note explains).
-  bool tried = true;
-  for (const memfit::Json& n : r.find("notes")->items()) tried = tried && n.as_string().find("none was tried") == std::string::npos;
-  if (r.find("plans")->items().empty() && !request.options.find("gpus_max") && tried) {
+  // no layout was tried at all, which the note explains).
+  if (r.find("plans")->items().empty() && !request.options.find("gpus_max") && integer(s, "layouts") > 0) {
     const memfit::Json* parallel = request.config.find("parallel");
     const memfit::Json* count = parallel ? parallel->find("num_gpus") : nullptr;
     const std::int64_t gpus = count && count->as_exact_integer() ? *count->as_exact_integer() : 1;

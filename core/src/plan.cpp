@@ -276,7 +276,7 @@ class Planner {
   double threshold(std::int64_t gpus) const;
   void keep(const Candidate& c);
   Plan finish(const Candidate& c);
-  void choose_engines(PlanResult* r);
+  void choose_engines(PlanResult& r);
   bool runnable(const Layout& l);
 
   const Config& base_;
@@ -590,7 +590,7 @@ void Planner::keep(const Candidate& c) {
 // torchtitan, frozen blocks, Q-GaLore's INT8 weights). A plan mixing what no one engine runs
 // (Megatron's FP8 recipe with torchtitan's op-level checkpointing and DeepSpeed's offload) is
 // not a plan anyone can launch.
-void Planner::choose_engines(PlanResult* r) {
+void Planner::choose_engines(PlanResult& r) {
   std::vector<Engine> named;
   switch (base_.training.implementation.framework) {
     case Framework::kMegatron:
@@ -606,11 +606,10 @@ void Planner::choose_engines(PlanResult* r) {
     const Export x = export_plan(base_, e);
     if (std::all_of(x.errors.begin(), x.errors.end(), layout_issue)) engines_.push_back(e);
   }
-  if (!r) return;
   if (engines_.empty()) {
-    r->notes.push_back("no engine memfit exports to runs this configuration: layouts not checked");
+    r.notes.push_back("no engine memfit exports to runs this configuration: layouts not checked");
   } else if (named.size() == 1) {
-    r->notes.push_back(std::string("only layouts ") + to_string(named.front()) + " runs (training.framework)");
+    r.notes.push_back(std::string("only layouts ") + to_string(named.front()) + " runs (training.framework)");
   }
 }
 
@@ -779,7 +778,7 @@ std::int64_t global_sequences(const Config& c, const PlanOptions& o, std::int64_
 void Planner::setup(std::int64_t lo, std::int64_t hi, PlanResult& r) {
   (void)lo;
   global_sequences_ = global_sequences(base_, options_, lo, hi, r);
-  choose_engines(&r);
+  choose_engines(r);
   r.global_batch_tokens = global_sequences_ * base_.training.seq_len;
   precisions_ = precisions_for(base_, gpu_, options_.keep_precision);
   // Megatron's selective recomputation drops eager attention's scores; FlashAttention stores none,
@@ -820,8 +819,8 @@ PlanResult Planner::run() {
     r.notes.push_back("tokens to train not given: " + detail::group_digits(static_cast<std::int64_t>(tokens)) + " (" +
                       why + "; set train_tokens)");
   }
-  const double to_train = options_.step_time.train_tokens > 0 ? options_.step_time.train_tokens : default_train_tokens(base_, params_, nullptr);
-  if (double(r.global_batch_tokens) > to_train) {
+  // The step-time model holds the tokens to train, given or defaulted.
+  if (double(r.global_batch_tokens) > model_.options.train_tokens) {
     r.notes.push_back("one step covers all the tokens to train");
   }
   for (std::int64_t gpus : gpu_counts(lo, hi, per_node_)) search_gpu_count(gpus);

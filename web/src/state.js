@@ -8,7 +8,7 @@ import { batch, computed, effect, signal } from '@preact/signals';
 import { STALE } from './core.js';
 import { formSections, setPath, toConfigValue } from './fields.js';
 import { URL_VERSION, decode, encode, flatten, getPath, valueText } from './url.js';
-import { SWEEP_FIELDS, VIEW_PARAMS, decodeView, encodeView } from './view.js';
+import { SWEEP_FIELDS, decodeView, encodeView, unusedLinkParts } from './view.js';
 import { knowGpuNames } from './words.js';
 
 const MODEL_PREFIX = 'model.';
@@ -55,21 +55,21 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
 
   // --- inputs -------------------------------------------------------------------------------
   const link = decode(search, defaults);
-  // What the link held that the page could not use, said on the page as well (linkNotes).
-  const notes = [];
-  const unknownNames = link.unknown.filter((name) => !VIEW_PARAMS.has(name));
-  for (const name of unknownNames) warn(`memfit: ignoring unknown link parameter "${name}"`);
-  if (unknownNames.length) {
-    const shown = unknownNames.slice(0, 5).map((n) => `"${n.slice(0, 40)}"`).join(', ');
-    const more = unknownNames.length > 5 ? ` and ${unknownNames.length - 5} more` : '';
-    notes.push(`${unknownNames.length === 1 ? 'a setting' : 'settings'} memfit does not know, left out: ${shown}${more}`);
-  }
-  if (link.version !== null && link.version !== URL_VERSION) {
-    warn(`memfit: link version ${link.version} is not ${URL_VERSION}; reading it as version ${URL_VERSION}`);
-    notes.push(`its version ${String(link.version).slice(0, 20)} is not known: it was read as version ${URL_VERSION}`);
-  }
   const linkView = decodeView(search);
-  for (const problem of linkView.problems) {
+  // What the link held that the page could not use, said on the page as well (linkNotes).
+  const unused = unusedLinkParts(link, linkView);
+  const notes = [];
+  for (const name of unused.unknown) warn(`memfit: ignoring unknown link parameter "${name}"`);
+  if (unused.unknown.length) {
+    const shown = unused.unknown.slice(0, 5).map((n) => `"${n.slice(0, 40)}"`).join(', ');
+    const more = unused.unknown.length > 5 ? ` and ${unused.unknown.length - 5} more` : '';
+    notes.push(`${unused.unknown.length === 1 ? 'a setting' : 'settings'} memfit does not know, left out: ${shown}${more}`);
+  }
+  if (unused.version !== null) {
+    warn(`memfit: link version ${unused.version} is not ${URL_VERSION}; reading it as version ${URL_VERSION}`);
+    notes.push(`its version ${String(unused.version).slice(0, 20)} is not known: it was read as version ${URL_VERSION}`);
+  }
+  for (const problem of unused.view) {
     warn(`memfit: link: ${problem}`);
     notes.push(problem);
   }

@@ -4,6 +4,7 @@
 //   ?v=1&…&units=GB&tables=breakdown,timeline&sweep=seq_len
 //   &planner=1&plan_gpus_min=8&plan_gpus_max=64&plan_global_batch_tokens=4e6&plan_rank_by=cost&plan=2
 // Pure: no DOM, no wasm.
+import { URL_VERSION } from './url.js';
 
 export const CHARTS = ['breakdown', 'timeline', 'sweep', 'gpus'];
 export const SWEEP_FIELDS = { micro_batch_size: 'training.micro_batch_size', seq_len: 'training.seq_len' };
@@ -51,6 +52,17 @@ export function decodeView(search) {
     else problems.push(`${name}: "${v.slice(0, 40)}" is not accepted`);
   }
   return { view, problems };
+}
+
+// What a link holds that cannot be used as written, for the page's notice and the embeds' console:
+// link: url.js decode()'s answer; linkView: decodeView()'s. → { unknown: [names], version (null
+// when known), view: [problems] }.
+export function unusedLinkParts(link, linkView) {
+  return {
+    unknown: link.unknown.filter((name) => !VIEW_PARAMS.has(name)),
+    version: link.version !== null && link.version !== URL_VERSION ? link.version : null,
+    view: linkView.problems,
+  };
 }
 
 // view → "&units=GB&…" ('' when everything is the default).

@@ -3,7 +3,7 @@
 import { fieldLabel } from '../fields.js';
 import { buildConfig } from '../state.js';
 import { URL_VERSION, decode } from '../url.js';
-import { VIEW_PARAMS, decodeView } from '../view.js';
+import { decodeView, unusedLinkParts } from '../view.js';
 import { plainMessage, plainText } from '../words.js';
 
 export const VIEWS = ['card', 'breakdown', 'fit', 'full'];
@@ -15,13 +15,15 @@ export function readLink(data, search) {
   let text = String(search ?? '');
   if (/^[a-z]+:\/\//i.test(text)) text = new URL(text).search;
   const params = new URLSearchParams(text.replace(/^\?/, ''));
-  const { values, unknown, version } = decode(text, data.defaults);
+  const link = decode(text, data.defaults);
+  const { values } = link;
   const linkView = decodeView(text);
   // What the link held that the card cannot use, for the console (as the page warns).
+  const unused = unusedLinkParts(link, linkView);
   const problems = [
-    ...unknown.filter((n) => !VIEW_PARAMS.has(n)).map((n) => `ignoring unknown link parameter "${n}"`),
-    ...(version !== null && version !== URL_VERSION ? [`link version ${version} read as version ${URL_VERSION}`] : []),
-    ...linkView.problems,
+    ...unused.unknown.map((n) => `ignoring unknown link parameter "${n}"`),
+    ...(unused.version !== null ? [`link version ${unused.version} read as version ${URL_VERSION}`] : []),
+    ...unused.view,
   ];
   const { 'model.preset': preset, ...edits } = values;
   const presetId = preset ?? data.defaults.model.preset;
