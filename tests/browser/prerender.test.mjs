@@ -47,6 +47,26 @@ describe('prerendered numbers', { skip: missing || false, concurrency: false }, 
     await context.close();
   });
 
+  test('the prerendered folds are the live page\'s: closed, with nothing but their summary', async () => {
+    // A fold's open attribute is a boolean: open="0" would draw it open at first paint and close
+    // it when the page hydrates, and a number 0 in the markup would print as text.
+    const html = readFileSync(join(DIST, 'index.html'), 'utf8');
+    assert.deepEqual(html.match(/<details[^>]*\sopen[\s=>][^>]*>/g) ?? [], []);
+    const p = await browser.newPage();
+    await p.goto(server.url);
+    const folds = () => p.$$eval('details', (ds) => ds.map((d) => ({
+      open: d.open,
+      rest: [...d.childNodes].filter((n) => n.nodeName !== 'SUMMARY').map((n) => n.textContent).join('').trim(),
+    })));
+    const first = await folds();
+    assert.ok(first.length >= 4, `${first.length} folds`);
+    for (const f of first) assert.deepEqual(f, { open: false, rest: '' });
+    await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
+    // The same folds once the page is live (the details drawn after it add folds of their own).
+    assert.deepEqual((await folds()).slice(0, first.length), first);
+    await p.close();
+  });
+
   test('what is typed before the core is ready is kept, and answered', async () => {
     const p = await browser.newPage();
     let release;

@@ -107,7 +107,7 @@ function MoreGroup({ group, state }) {
     return `${set}|${visible}|${wrong ? 1 : 0}`;
   }), [state, folded]);
   const [set, visible, wrong] = counts.value.split('|').map(Number);
-  const shown = open || wrong;
+  const shown = open || wrong === 1;  // a boolean: a 0 would print as text and as open="0"
   return (
     <>
       <div class="group">
