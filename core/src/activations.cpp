@@ -67,6 +67,25 @@ struct Dims {
   PeftActivation peft;              // what a PEFT method changes (peft.cpp)
 };
 
+// torch FSDP1 reshards a unit whose flat parameter needs no gradient from a hook on the unit's
+// inputs (torch/distributed/fsdp/_runtime_utils.py, _register_post_backward_reshard_only_hook:
+// register_multi_grad_hook on the inputs that require grad, kept in
+// flat_param._post_backward_hook_state until _finalize_params removes it at backward's end). Under
+// reentrant checkpointing the unit runs under no_grad in forward and registers the hook when
+// backward recomputes it, on the detached leaf copy of its input (torch/utils/checkpoint.py,
+// CheckpointFunction.backward: detach_variable); the hook holds that leaf's grad accumulator, which
+// holds the leaf, and backward writes the leaf's .grad: each block's input and its gradient stay
+// until the whole backward ends, instead of going with the block's backward. Frozen units are what
+// a PEFT method under FSDP1 without use_orig_params has (PEFT's fsdp_auto_wrap_policy gives every
+// trainable leaf module a unit of its own); FSDP2 (torchtitan, torchtune) has no such hook.
+bool fsdp1_keeps_recomputed_inputs(const Config& c, const Implementation& impl) {
+  const Framework f = impl.framework;
+  const bool fsdp1 = runs_torch_data_parallel(f) && f != Framework::kTorchtitan && f != Framework::kTorchtune;
+  return fsdp1 && c.parallel.zero_stage >= 2 && is_peft(c) && !c.parallel.fsdp_use_orig_params &&
+         c.training.checkpointing == Checkpointing::kFull && impl.checkpoint_impl == CheckpointImpl::kReentrant &&
+         !forward_only(c.training);
+}
+
 Dims make_dims(const Config& c) {
   const ModelSpec& m = c.model;
   const Parallel& p = c.parallel;
@@ -1035,18 +1054,40 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
                         (out.retained_until_next_forward ? ", which the loop holds (with the logits) until the next "
                                                            "forward returns." : ", after backward."));
   }
+  if (fsdp1_keeps_recomputed_inputs(c, d.impl) && b.recomputed > Count(0)) {
+    out.frozen_unit_input_bytes = d.tokens * d.hidden_split * d.stream;
+    // Blocks below the lowest that trains run without autograd: no recomputation there.
+    const std::int64_t layers = std::max<std::int64_t>(1, m.num_hidden_layers);
+    out.frozen_unit_blocks = lowest > 0 ? mul_div(b.recomputed, Count(std::max<std::int64_t>(0, layers - lowest)), Count(layers))
+                                        : b.recomputed;
+    out.notes.push_back("FSDP1 with frozen units under reentrant checkpointing: every recomputed block's input and "
+                        "its gradient stay until backward ends (the units' reshard-only hooks hold them).");
+  }
   if (d.impl.use_cache == Switch::kYes) {
     // transformers' attention returns (key_states, value_states) after the rotary embedding, at the
     // key/value heads, before any repeat_kv (models/llama/modeling_llama.py, past_key_value). They
     // are the very tensors a fused kernel saves at the key/value heads, or eager attention of a
     // model without grouped queries; where the block is recomputed, or what is saved is repeated to
     // every query head, the cache is memory of its own.
+    //
+    // A fused projection (GPT-2's and GPTBigCode's c_attn) returns its keys and values as views of
+    // its output (split, view, transpose: GPTBigCode's `present = key_value`, a slice of c_attn's
+    // output), so the cache keeps that whole output alive, queries included, in the projection's
+    // output dtype: fp32 out of a bitsandbytes linear fed fp32 (Dims::mlp_act), which the kernels
+    // save only as their 16-bit casts. memfit counts it as the keys' tensor (values: none apart).
     const bool recomputed = tr.checkpointing == Checkpointing::kFull;
     const bool repeated = d.kv_heads != d.heads &&
                           (d.impl.attention == AttentionImpl::kEager || d.impl.kv_saved == KvSaved::kQueryHeads);
-    if (recomputed || repeated) {
-      out.kv_cache_key_bytes = d.tokens * d.kv_heads * d.head_dim * d.act;
-      out.kv_cache_value_bytes = d.tokens * d.kv_heads * d.v_head_dim * d.act;
+    const bool fused_view = d.impl.projections == Projections::kFused && m.attention_type != AttentionType::kMla;
+    const Bytes projected = fused_view ? d.mlp_act : d.act;
+    if (recomputed || repeated || projected != d.act) {
+      if (fused_view) {
+        out.kv_cache_key_bytes = d.tokens * (d.heads * d.head_dim + d.kv_heads * (d.head_dim + d.v_head_dim)) * projected;
+        out.kv_cache_value_bytes = Bytes{0};
+      } else {
+        out.kv_cache_key_bytes = d.tokens * d.kv_heads * d.head_dim * d.act;
+        out.kv_cache_value_bytes = d.tokens * d.kv_heads * d.v_head_dim * d.act;
+      }
       out.kv_cache_bytes = (out.kv_cache_key_bytes + out.kv_cache_value_bytes) * b.layers;
       out.kv_cache_kept = d.impl.loop_keeps_logits == Switch::kYes;
       out.notes.push_back("use_cache in training: every layer's keys and values are returned with the outputs" +

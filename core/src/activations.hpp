@@ -32,6 +32,12 @@ struct ActivationModel {
   // when the next forward returns.
   Bytes retained_bytes;
   bool retained_until_next_forward = false;
+  // FSDP1 with units of frozen parameters (a PEFT base with use_orig_params off) under reentrant
+  // checkpointing: each recomputed block's input, and the gradient backward gives it, stay until
+  // backward ends (fsdp1_keeps_recomputed_inputs in activations.cpp). One block's input (its
+  // gradient is as large), and the blocks whose inputs stay; zero where it does not apply.
+  Bytes frozen_unit_input_bytes;
+  Count frozen_unit_blocks;
   std::vector<std::string> notes;
 };
 

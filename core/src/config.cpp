@@ -458,7 +458,7 @@ Json applicability(std::string_view path) {
     Json yes = Json::array();
     yes.push(Json::boolean(true));
     all.push(when_in("model.is_encoder_decoder", std::move(yes)));
-  } else if (path == "training.checkpointed_layers") {
+  } else if (path == "training.checkpointed_layers" || path == "training.checkpoint_impl") {
     all.push(when_in("training.checkpointing", spellings({"full"})));
   } else if (path == "training.weight_quant_group_size") {
     all.push(when_in("training.weight_quant", spellings({"int8"})));

@@ -896,6 +896,12 @@ HfImport import_hf_config(const Json& json) {
   // through dropout_add) as GPT-2 does; their eager attention upcasts the scores to fp32 before the
   // softmax (attention_softmax_in_fp32, GPT-J's _attn, BLOOM's softmax(dtype=float32)), the default.
   if (t == "gpt_bigcode" || t == "gptj" || t == "bloom") m.residual_dropout = true;
+  // GPTBigCode keeps use_cache on in training: unlike Llama's, its model class does not turn the
+  // cache off under gradient checkpointing (transformers 4.48 modeling_gpt_bigcode.py,
+  // GPTBigCodeModel.forward: `presents.append(outputs[1])` with use_cache from the config, no
+  // `use_cache = False` beside `self.gradient_checkpointing and self.training`), and no trainer
+  // turns it off: every block's `present` is returned with the outputs.
+  if (t == "gpt_bigcode" && reader.boolean("use_cache", true)) out.reference.use_cache = Switch::kYes;
   // Seed-OSS drops out on both residual branches (residual_dropout, modeling_seed_oss.py
   // SeedOssMLP and SeedOssAttention) but not on the embeddings, whose mask memfit counts with them:
   // one tokens x hidden byte mask too many, against two a layer.

@@ -47,6 +47,18 @@ constexpr Implementation knobs(Framework f, A attention, S softmax, L logits, M 
   // profile's eager loss: no shifted copy of the logits.
   i.loss_shift_copy = Switch::kNo;
   i.moe_dispatch = MoeDispatch::kLoop;
+  // torch's checkpoint_wrapper (CheckpointImpl.NO_REENTRANT by default: torchtune's, torchtitan's,
+  // LitGPT's activation checkpointing) and engines with checkpointing of their own.
+  i.checkpoint_impl = CheckpointImpl::kNonReentrant;
+  return i;
+}
+
+// transformers' gradient_checkpointing_enable passes use_reentrant=True unless told otherwise
+// (modeling_utils.py: `gradient_checkpointing_kwargs = {"use_reentrant": True}`), under Trainer,
+// TRL, DeepSpeed and Liger alike; unsloth's offloaded checkpointer recomputes on a detached leaf copy
+// of the block's input as the reentrant one does.
+constexpr Implementation reentrant(Implementation i) {
+  i.checkpoint_impl = CheckpointImpl::kReentrant;
   return i;
 }
 
@@ -61,8 +73,8 @@ constexpr Implementation grouped_experts(Implementation i) {
 
 // transformers' own code (the hf profile); TRL's SFTTrainer runs it with its own loss.
 constexpr Implementation kTransformersKnobs =
-    grouped_experts(knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
-                          P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect));
+    reentrant(grouped_experts(knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
+                          P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)));
 
 constexpr Implementation trl_knobs(Implementation i) {
   i.framework = Framework::kTrl;
@@ -124,8 +136,8 @@ const std::array<ImplementationProfile, 12> kProfiles = {{
      "a transformers model under the DeepSpeed engine: as hf, plus the gradient reduce bucket of 5e8 elements "
      "(ZeRO-2's at every backward, ZeRO-3's for the run)",
      "deepspeed/runtime/zero/config.py (reduce_bucket_size 5e8); runtime/zero/stage_1_and_2.py and stage3.py (IPG bucket)",
-     grouped_experts(knobs(Framework::kDeepspeed, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager,
-           K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
+     reentrant(grouped_experts(knobs(Framework::kDeepspeed, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager,
+           K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect))),
      0, 0, false, false, true, kDeepspeedReduceBucketElements, false, false, true},
     {Framework::kNanogpt, "nanogpt",
      "nanoGPT: SDPA (flash) or a manual path whose masked_fill keeps a boolean mask per layer, a fused c_attn, "
@@ -145,16 +157,16 @@ const std::array<ImplementationProfile, 12> kProfiles = {{
      "unsloth: flash attention, Triton RMSNorm, RoPE and SwiGLU (gradients written over its inputs), a fused "
      "cross-entropy that keeps the logits and a log-sum-exp and writes the gradient in place",
      "unsloth/kernels/cross_entropy_loss.py; kernels/rms_layernorm.py; kernels/rope_embedding.py; kernels/swiglu.py",
-     grouped_experts(knobs(Framework::kUnsloth, A::kFlash, S::kFp32, L::kCompute, M::kImplicit, X::kFusedCe, N::kFused,
-           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
+     reentrant(grouped_experts(knobs(Framework::kUnsloth, A::kFlash, S::kFp32, L::kCompute, M::kImplicit, X::kFusedCe, N::kFused,
+           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect))),
      0, 0, false, false, true, 0, false, false, true},
     {Framework::kLiger, "liger",
      "transformers with Liger-Kernel: fused RMSNorm, RoPE and SwiGLU (gradients written over its inputs), fused "
      "linear cross-entropy (no full logits; the head's gradients computed in forward)",
      "linkedin/Liger-Kernel src/liger_kernel/transformers/monkey_patch.py; ops/fused_linear_cross_entropy.py; "
      "ops/swiglu.py",
-     grouped_experts(knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
-           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
+     reentrant(grouped_experts(knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
+           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect))),
      0, 0, false, false, true, 0, false, false, true},
     {Framework::kTrl, "trl",
      "TRL's SFTTrainer: hf with TRL's loss (chunked_nll, its default from 1.7): head and loss per 256 tokens, "
@@ -248,6 +260,7 @@ Implementation resolve_implementation(const Implementation& r) {
   out.compile = pick(r.compile, p.compile);
   out.use_cache = pick(r.use_cache, p.use_cache);
   out.loss_shift_copy = pick(r.loss_shift_copy, p.loss_shift_copy);
+  out.checkpoint_impl = pick(r.checkpoint_impl, p.checkpoint_impl);
   out.moe_dispatch = pick(r.moe_dispatch, p.moe_dispatch);
   if (out.compile == Switch::kYes) {
     if (r.norm_kernel == NormKernel::kAuto) out.norm_kernel = NormKernel::kFused;
@@ -291,6 +304,7 @@ void apply_class_reference(const Implementation& reference, Implementation& impl
   take(impl.projections, reference.projections);
   take(impl.logits_dtype, reference.logits_dtype);
   take(impl.attention, reference.attention);
+  take(impl.use_cache, reference.use_cache);
   if (impl.compile != Switch::kYes) take(impl.norm_kernel, reference.norm_kernel);
 }
 

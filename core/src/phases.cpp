@@ -154,10 +154,17 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   const Bytes fused = stores_gradients(c.training)
                           ? in_backward_step_bytes(c, params, r)
                           : fused_update_temporary_bytes(c.training, largest_trainable_tensor(c, params), r);
+  // FSDP1's frozen units under reentrant checkpointing (ActivationModel::frozen_unit_input_bytes):
+  // each recomputed block's input stays, with its gradient, until backward ends, so the bottom
+  // block's backward runs beside the inputs and gradients of every block above it.
+  const Bytes kept_inputs = act.frozen_unit_input_bytes * act.frozen_unit_blocks;
+  const Bytes bottom_block = kept_inputs.is_zero() ? Bytes{0}
+                                                   : alive + reused.blocks + kept_inputs - act.frozen_unit_input_bytes +
+                                                         act.layer_backward_working_bytes;
   // Backward frees every saved tensor but leaves ctx attributes, which go with the graph after it.
   const Bytes end = st.resident() + grads_at_end + act.embedding_saved_bytes + embedding_grad + loss.kept_bytes +
-                    kept_cache(act) + act.retained_bytes + fused + root_at_end;
-  return max(max(loss_and_head, top_block), end) + bucket;
+                    kept_cache(act) + act.retained_bytes + fused + root_at_end + kept_inputs * Count(2);
+  return max(max(max(loss_and_head, top_block), bottom_block), end) + bucket;
 }
 
 // DeepSpeed ZeRO-3's largest optimizer sub-group on this GPU (runtime/zero/stage3.py,

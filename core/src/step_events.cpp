@@ -218,6 +218,10 @@ struct Program {
   // reduce-scattered into these sharded ones for the step.
   std::vector<Bytes> sharded_gradients;
   bool forward_transients;  // forward allocates each saved tensor beside a temporary (no full recomputation)
+  // FSDP1's frozen units under reentrant checkpointing: the top `frozen_unit_blocks` blocks keep
+  // their input and its gradient (one block's input each) until backward ends.
+  Bytes frozen_unit_input;
+  std::int64_t frozen_unit_blocks = 0;
 };
 
 // Gradients of layer `i`'s trainable tensors (or of the outside ones when i < 0), as sized.
@@ -320,6 +324,8 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   r.give(graph.reused_head);  // the head's backward is done: DeepSpeed releases it
   graph.reused_head = -1;
   if (!pr.grads_persist && grads.empty()) r.take(gradient_slice(pr, -1), grads);
+  std::vector<int> kept_inputs;  // FSDP1's frozen units: the recomputed inputs and their gradients
+  const std::int64_t blocks = static_cast<std::int64_t>(saved.size());
   for (std::int64_t i = static_cast<std::int64_t>(saved.size()) - 1; i >= 0; --i) {
     const int gathered = take_gathered(r, pr, pr.gathered);
     const int working = r.take(pr.working);
@@ -332,6 +338,14 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
       r.give(previous);
       previous = grad;
     }
+    // The block's last gradient is its input's, made while its working memory is still held; under
+    // FSDP1's frozen units it stays, with the input, until backward ends.
+    if (i >= blocks - pr.frozen_unit_blocks) {
+      auto& layer = saved[static_cast<std::size_t>(i)];
+      kept_inputs.insert(kept_inputs.end(), layer.begin(), layer.end());
+      layer.clear();
+      kept_inputs.push_back(r.take(pr.frozen_unit_input));
+    }
     r.give(previous);
     r.give(working);
     r.give(graph.reused_blocks);  // the kept blocks go as their backward passes (all counted at the top one)
@@ -340,6 +354,7 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     r.give(copies[static_cast<std::size_t>(i)]);
     release_gathered(r, pr, gathered);
   }
+  r.give(kept_inputs);  // FSDP1's _finalize_params removes the hooks at backward's end
   r.give(input_grad);
   r.give(outside);
   r.mark("backward", "Backward (end)");
@@ -426,6 +441,10 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.kv_keys = act.kv_cache_key_bytes;
   pr.kv_values = act.kv_cache_value_bytes;
   pr.kv_cache_kept = act.kv_cache_kept;
+  if (every_layer) {
+    pr.frozen_unit_input = act.frozen_unit_input_bytes;
+    pr.frozen_unit_blocks = act.frozen_unit_blocks.value();
+  }
   pr.retained = layers.value() > 0 ? act.retained_bytes / layers.value() : Bytes{0};
   pr.retained_until_next_forward = act.retained_until_next_forward;
   pr.forward_only = forward_only(c.training);

@@ -158,6 +158,31 @@ void add_precision_changes(const Config& c, std::vector<Candidate>& out) {
   }
 }
 
+// The precision change a card needs before any other change can run on it (bf16 on a T4 or a
+// V100), or nothing.
+std::optional<Candidate> runnable_precision(const Config& c) {
+  const Gpu* gpu = find_gpu(c.hardware.gpu);
+  if (!gpu || !card_lacks(*gpu, c.training.precision)) return std::nullopt;
+  std::vector<Candidate> changes;
+  add_precision_changes(c, changes);
+  for (Candidate& change : changes) {
+    if (change.fixes_card) return std::move(change);
+  }
+  return std::nullopt;
+}
+
+// A change worked out on top of the card's precision change: both in one patch.
+Candidate with_precision(const Candidate& precision, Candidate change) {
+  Json merged = precision.patch;
+  merge_patch(merged, change.patch);
+  change.patch = std::move(merged);
+  const std::string recipe = precision.patch.find("training")->find("precision")->as_string();
+  change.title += " + " + recipe;
+  change.detail += "; " + precision.detail;
+  change.disruption = std::max(change.disruption, precision.disruption);
+  return change;  // kept where it saves memory: the precision change alone is listed for the card's sake
+}
+
 void add_candidates(const Config& c, std::vector<Candidate>& out) {
   const Training& t = c.training;
   if (t.precision == Precision::kSeed14p) return;  // the seeds' convention is for reproducing them
@@ -258,6 +283,23 @@ std::vector<Suggestion> suggest(const Config& c) {
   add_candidates(c, candidates);
   const Estimate now = estimate(c);
   if (!now.ok()) return {};
+  // On a card without the precision asked for, every other change keeps a recipe the card cannot
+  // run: each is worked out again on top of the precision the card runs, in one patch.
+  const std::optional<Candidate> precision = runnable_precision(c);
+  std::optional<Config> runnable;
+  if (precision) {
+    ConfigParse fixed = apply_patch(c, precision->patch);
+    if (fixed.ok()) runnable = std::move(fixed.config);
+  }
+  if (runnable) {
+    std::vector<Candidate> more;
+    add_candidates(*runnable, more);
+    for (Candidate& change : more) {
+      const Json* training = change.patch.find("training");
+      if (changes_card(change) || (training && training->find("precision"))) continue;
+      candidates.push_back(with_precision(*precision, std::move(change)));
+    }
+  }
   std::vector<Estimate> results;
   for (const Candidate& cand : candidates) results.push_back(estimate_patched(c, cand.patch));
   // A combined plan when no single change fits on the user's own card: a larger card fitting is
@@ -269,7 +311,8 @@ std::vector<Suggestion> suggest(const Config& c) {
     }
   }
   if (now.fit.verdict != Verdict::kFits && !fits_on_this_card) {
-    if (auto plan = combined_plan(c)) {
+    if (auto plan = runnable ? combined_plan(*runnable) : combined_plan(c)) {
+      if (runnable) plan = with_precision(*precision, std::move(*plan));
       results.insert(results.begin(), estimate_patched(c, plan->patch));
       candidates.insert(candidates.begin(), std::move(*plan));
     }

@@ -134,6 +134,11 @@ describe('the built accuracy pages', { skip: missing || false, concurrency: fals
     // The table behind the chart has the same rows.
     assert.equal(await p.getByTestId('accuracy-table').locator('tbody tr').count(), points.length);
     const summary = JSON.parse(readFileSync(join(ROOT, 'docs/data/accuracy_summary.json'), 'utf8'));
+    // Every kind of run is named in the legend, and the table by kind adds up to every run.
+    const legend = await p.locator('.chart.scatter .legend .mark').evaluateAll((gs) => gs.map((g) => g.getAttribute('class')));
+    for (const kind of new Set(points.map((pt) => pt.kind))) assert.ok(legend.includes(`mark kind-${kind}`), `a legend entry for ${kind}`);
+    const runs = await p.getByTestId('accuracy-kinds').locator('tbody td:nth-of-type(1)').allTextContents();
+    assert.equal(runs.reduce((sum, t) => sum + Number(t.replace(/,/g, '')), 0), summary.count);
     assert.match(await p.getByTestId('median-error').textContent(), new RegExp(`${(summary.median_abs_error * 100).toFixed(1)}`));
     mkdirSync(RESULTS_DIR, { recursive: true });
     await p.screenshot({ path: join(RESULTS_DIR, 'accuracy.png'), fullPage: true });

@@ -88,6 +88,24 @@ describe('core.js', () => {
     const none = startCore({ createWorker: () => { throw new Error('Worker is not defined'); } });
     await assert.rejects(none.ready, /Web Worker could not start \(Worker is not defined\)/);
   });
+
+  test('an init still on its way (the wasm compiling): what is asked meanwhile goes first, init follows', async () => {
+    const w = fakeWorker();
+    let give;
+    const core = startCore({ createWorker: () => w, init: new Promise((resolve) => { give = resolve; }) });
+    const early = core.call('estimate', { model: {} });
+    assert.equal(w.sent.length, 1);
+    assert.equal(w.sent[0].fn, 'estimate');
+    give({ wasmUrl: 'x.wasm', wasmModule: 'compiled' });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.deepEqual(w.sent[1], { type: 'init', wasmUrl: 'x.wasm', wasmModule: 'compiled' });
+    w.ready();
+    w.answer(w.sent[0].id, 'A');
+    assert.equal(await early, 'A');
+    // An init that fails is said, as a worker's failure is.
+    const broken = startCore({ createWorker: () => fakeWorker(), init: Promise.reject(new Error('no wasm')) });
+    await assert.rejects(broken.ready, /core could not start \(no wasm\)/);
+  });
 });
 
 const missing = missingPrerequisites();
@@ -114,6 +132,22 @@ describe('engine.js (what the worker runs)', { skip: missing || false }, () => {
     assert.equal(g.points.at(-1).value, 1024);
     assert.equal(g.stop.value, 2048);
     assert.match(g.stop.message, /1,?024/);
+  });
+
+  test('loadModule: a module the page compiled runs the same core; one that cannot instantiate is refused, not awaited forever', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { pathToFileURL } = await import('node:url');
+    const { WASM_DIR } = await import('./helpers.mjs');
+    const { createEngine, loadModule } = await import('../../web/src/engine.js');
+    const { default: createMemfit } = await import(pathToFileURL(join(WASM_DIR, 'memfit.mjs')).href);
+    const wasmModule = await WebAssembly.compile(readFileSync(join(WASM_DIR, 'memfit.wasm')));
+    const compiled = createEngine(await loadModule(createMemfit, { wasmModule }));
+    const config = { model: { preset: 'gpt2' }, training: { micro_batch_size: 3 } };
+    assert.deepEqual(compiled.estimate(config), (await loadNodeCore()).estimate(config));
+    // A module with an import the loader does not provide: instantiation fails and says so.
+    const foreign = await WebAssembly.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 2, 10, 1, 1, 120, 4, 110, 111, 110, 101, 0, 0]));
+    await assert.rejects(loadModule(createMemfit, { wasmModule: foreign }), /import|function|none/i);
   });
 
   test('view: the estimate, the model\'s resolved defaults and the scaling table in one answer', async () => {

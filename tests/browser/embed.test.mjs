@@ -6,12 +6,12 @@
 // web/dist/ here, from another origin than the host pages: the component's cross-origin path.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { formatBytes } from '../../web/src/format.js';
-import { RESULTS_DIR, ROOT, launchBrowser, loadNodeCore, missingPrerequisites, serveMemfitExample, startServer } from './helpers.mjs';
+import { DIST, RESULTS_DIR, ROOT, launchBrowser, loadNodeCore, missingPrerequisites, serveMemfitExample, startServer } from './helpers.mjs';
 
 const missing = missingPrerequisites();
 const MKDOCS = [process.env.MEMFIT_MKDOCS, join(ROOT, '.venv-docs/bin/mkdocs')].find((p) => p && existsSync(p));
@@ -126,6 +126,33 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     await context.close();
   });
 
+  test('<memfit-estimate> fetches the wasm beside the worker\'s script, and copes with a server that mislabels it', async () => {
+    // The page compiles the wasm while the worker's script loads (both requests from the host page,
+    // at once); served as application/octet-stream, streaming compilation is refused and the worker
+    // loads it itself. Numbers in both cases, and no error.
+    for (const wasmType of ['application/wasm', 'application/octet-stream']) {
+      const context = await browser.newContext();
+      await serveMemfitExample(context);
+      if (wasmType !== 'application/wasm') {
+        await context.route('https://memfit.example/memfit.wasm', (route) => route.fulfill({
+          status: 200,
+          body: readFileSync(join(DIST, 'memfit.wasm')),
+          headers: { 'content-type': wasmType, 'access-control-allow-origin': '*' },
+        }));
+      }
+      const p = await context.newPage();
+      const errors = [];
+      p.on('pageerror', (e) => errors.push(e.message));
+      await p.goto(`${site.url}examples/plain-html/index.html`);
+      await assertComponents(p, [['#full', { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048 } }]]);
+      const fetched = await p.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
+      assert.ok(fetched.includes('/worker.js'), `${wasmType}: ${fetched}`);
+      assert.ok(fetched.includes('/memfit.wasm'), `${wasmType}: the page fetched ${fetched}`);
+      assert.deepEqual(errors, [], wasmType);
+      await context.close();
+    }
+  });
+
   test('<memfit-estimate> in a site MkDocs (Material) generates', { skip: MKDOCS ? false : 'MkDocs is not installed (scripts/setup.sh puts it in .venv-docs/)' }, async () => {
     const out = join(ROOT, 'build-web/mkdocs-site');
     execFileSync(MKDOCS, ['build', '-q', '-f', join(ROOT, 'examples/mkdocs/mkdocs.yml'), '-d', out]);
@@ -146,17 +173,21 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
   test('the Embed button: both snippets for this configuration, a live preview, honest copying', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
     const p = await context.newPage();
-    await p.goto(`${server.url}?v=1&preset=gpt2&seq_len=512`);
+    // The page's own view (a chart shown as a table, the sweep) is left out of the snippets; the
+    // unit choice stays.
+    await p.goto(`${server.url}?v=1&preset=gpt2&seq_len=512&units=GB&tables=breakdown&sweep=seq_len`);
     await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
     await p.getByTestId('embed-button').click();
     const dialog = p.getByTestId('embed-dialog');
     await dialog.waitFor();
     const iframe = await p.inputValue('#snippet-iframe');
     const component = await p.inputValue('#snippet-component');
-    assert.match(iframe, new RegExp(`<iframe src="${server.url.replace(/[.]/g, '\\.')}embed\\.html\\?v=1&amp;preset=gpt2&amp;seq_len=512"`));
+    const src = new URL(iframe.match(/<iframe src="([^"]*)"/)[1].replace(/&amp;/g, '&'));
+    assert.equal(`${src.origin}${src.pathname}`, `${server.url}embed.html`);
+    assert.deepEqual([...src.searchParams].sort(), [['preset', 'gpt2'], ['seq_len', '512'], ['units', 'GB'], ['v', '1']]);
     assert.match(iframe, /event\.source/);
     assert.match(component, new RegExp(`<script type="module" src="${server.url.replace(/[.]/g, '\\.')}memfit-estimate\\.js"></script>`));
-    assert.match(component, /<memfit-estimate link="\?v=1&amp;preset=gpt2&amp;seq_len=512"><\/memfit-estimate>/);
+    assert.equal(component.match(/<memfit-estimate link="\?([^"]*)">/)[1], src.search.slice(1).replace(/&/g, '&amp;'));
     await p.selectOption('#embed-view', 'fit');
     assert.match(await p.inputValue('#snippet-component'), / view="fit"/);
     const preview = p.frameLocator('[data-testid="embed-preview"]');

@@ -177,7 +177,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
       for (const [testid, value, text] of [
         ['plan-step', plan.step_time_s, formatDuration(plan.step_time_s)],
         ['plan-rate', plan.tokens_per_s, formatRate(plan.tokens_per_s)],
-        ['plan-mfu', plan.mfu, formatPercent(plan.mfu)],
+        ['plan-mfu', plan.mfu, formatPercent(plan.mfu, { decimals: 1 })],
         ['plan-time', plan.train_time_s, formatDuration(plan.train_time_s)],
         ['plan-cost', plan.cost_usd, plan.price_per_gpu_hour > 0 ? formatMoney(plan.cost_usd) : 'no price: set one'],
       ]) {

@@ -101,6 +101,17 @@ describe('the preset picker in the page', { skip: missing || false, concurrency:
     await p.goto(server.url);
     await p.waitForSelector('html[data-ready="true"]');
     await p.locator('#preset-input').click();
+    // The list is drawn over the cards below it: every option in view is what a click there reaches
+    // (cards keep their layout inside them, which also stacks them; the card in use is raised).
+    const reached = await p.locator('#preset-list [role="option"]').evaluateAll((options) => {
+      const list = document.getElementById('preset-list').getBoundingClientRect();
+      return options.filter((o) => o.getBoundingClientRect().bottom <= list.bottom).map((o) => {
+        const r = o.getBoundingClientRect();
+        return o.contains(document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2));
+      });
+    });
+    assert.ok(reached.length >= 5, `${reached.length} options in view`);
+    assert.deepEqual(reached, reached.map(() => true));
     const groups = await p.locator('#preset-list [role="group"]').evaluateAll((gs) => gs.map((g) => g.getAttribute('aria-label')));
     assert.equal(groups.at(-1), TEXTBOOK_GROUP);
     assert.equal(groups[0], 'GPT-2');

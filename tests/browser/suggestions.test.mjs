@@ -188,6 +188,8 @@ describe('what to change', { skip: missing || false, concurrency: false }, () =>
       assert.equal(String(shown), String(value), path);
     }
     assert.match(await p.getByTestId('applied').textContent(), new RegExp(`Applied: ${plan.title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    // The pressed Apply went with its list: the focus is on Undo, not lost to the page's body.
+    assert.equal(await p.evaluate(() => document.activeElement?.dataset.testid), 'undo');
     // The link follows: every field the patch sets is in it, by its last name, unless it is the
     // default (micro-batch 1, for one, is not written).
     const linkAfter = new URL(await p.getByTestId('copy-link').getAttribute('data-href')).search;
@@ -206,6 +208,8 @@ describe('what to change', { skip: missing || false, concurrency: false }, () =>
 
     await p.getByTestId('undo').click();
     assert.deepEqual(await formState(p), formBefore);
+    // Undo went with its status: the focus moves to the answer.
+    await p.waitForFunction(() => document.activeElement?.id === 'results', null, { timeout: 5000 });
     await waitForAnswer(p, core.estimate(TOO_BIG));
     assert.deepEqual(await headline(p), headBefore);
     assert.equal(await p.getByTestId('applied').count(), 0);
@@ -248,7 +252,7 @@ describe('what to change', { skip: missing || false, concurrency: false }, () =>
     // The page bundles docs/data/accuracy_summary.json when it is built: after the file changes,
     // rebuild (npm run build:web) before running this.
     assert.equal((await line.textContent()).replace(/\s+/g, ' ').trim(),
-      `Scored against ${summary.count} published GPU runs: median error ${formatPercent(summary.median_abs_error)}. How accurate is this?`.replace(/\s+/g, ' '));
+      `Scored against ${summary.count} published GPU runs: median error ${formatPercent(summary.median_abs_error, { decimals: 1 })}. How accurate is this?`.replace(/\s+/g, ' '));
     // The band under the peak appears only when the core gives one.
     const band = core.estimate(TOO_BIG).measured_band_bytes;
     const shown = p.getByTestId('measured-band');

@@ -5,9 +5,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 
-import { fieldApplies, formSections, toConfigValue, whenItApplies } from '../../web/src/fields.js';
+import { fieldApplies, formSections, setPath, toConfigValue, whenItApplies } from '../../web/src/fields.js';
 import { formatBytes, formatCount, formatPercent } from '../../web/src/format.js';
 import { URL_VERSION, decode, encode, flatten, paramNames } from '../../web/src/url.js';
+import { plainMessage } from '../../web/src/words.js';
 import { WASM_DIR, loadNodeCore } from './helpers.mjs';
 
 // A small configuration in the core's shape (the real one is checked below when the core is built).
@@ -157,6 +158,10 @@ describe('format.js', () => {
     assert.equal(formatCount(124439808), '124,439,808');
     assert.equal(formatPercent(0.85), '85\u00a0%');
     assert.equal(formatPercent(0.075), '7.5\u00a0%');
+    // A column's figures keep one number of decimals: 42.0 % beside 41.3 %, as the CLI prints them.
+    assert.equal(formatPercent(0.42, { decimals: 1 }), '42.0\u00a0%');
+    assert.equal(formatPercent(0.41349, { decimals: 1 }), '41.3\u00a0%');
+    assert.equal(formatPercent(NaN, { decimals: 1 }), '\u2014');
   });
 });
 
@@ -172,6 +177,22 @@ describe('with the real schema (wasm core)', { skip: !existsSync(join(WASM_DIR, 
     const dupes = lasts.filter((name, i) => lasts.indexOf(name) !== i);
     assert.deepEqual(dupes, [], `colliding names: ${dupes.join(', ')}`);
     assert.deepEqual([...paramNames(paths).values()], lasts);
+  });
+
+  test('every field whose -1 means automatic is shown and typed as "auto", and its message says so', () => {
+    // QA pass 3: Reduce bucket elements showed -1 and refused "auto"; messages said "type -1".
+    const automatic = core.schema().filter((f) => (f.help ?? '').includes('-1 = '));
+    assert.ok(automatic.length >= 5);
+    let said = 0;
+    for (const f of automatic) {
+      assert.equal(toConfigValue(f, 'auto'), -1, f.field);
+      const refused = core.estimate(setPath(structuredClone(core.defaultConfig()), f.field, -5));
+      const message = refused.errors?.find((e) => e.field === f.field)?.message ?? '';
+      if (!message.includes('(automatic)')) continue;
+      assert.match(plainMessage(message), /must be "auto" or /, f.field);
+      said += 1;
+    }
+    assert.ok(said >= 3, `${said} messages checked`);
   });
 
   test('the schema and the default configuration list the same fields', () => {

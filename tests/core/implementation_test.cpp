@@ -500,6 +500,88 @@ TEST(Implementation, UseCacheInTrainingKeepsEveryLayersKeysAndValues) {
             field(run(plain + R"("use_cache":"no"}})"), "peak_allocated_bytes"));
 }
 
+TEST(Implementation, GptBigCodeKeepsItsCacheAsViewsOfTheFusedProjection) {
+  // transformers' GPTBigCodeModel leaves use_cache on under gradient checkpointing: every block's
+  // present is key_value, a slice of c_attn's output, so the whole output (queries included) lives
+  // until the loss is computed. SantaCoder: 24 blocks of width 2048, 16 query heads and one key /
+  // value head of 128; B·T = 4·2048.
+  const std::string config = R"({"model_type":"gpt_bigcode","vocab_size":49280,"n_embd":2048,"n_layer":24,)"
+                             R"("n_head":16,"n_positions":2048,"multi_query":true,"use_cache":true})";
+  const HfImport imported = import_hf_config_text(config);
+  ASSERT_TRUE(imported.errors.empty());
+  EXPECT_EQ(imported.reference.use_cache, Switch::kYes);
+  const Json json = import_hf_json(config);
+  EXPECT_EQ(json.find("training")->find("use_cache")->as_string(), "yes");
+  EXPECT_EQ(import_hf_config_text(R"({"model_type":"gpt_bigcode","n_embd":2048,"n_layer":24,"n_head":16,)"
+                                  R"("use_cache":false})").reference.use_cache, Switch::kAuto);
+  const std::string model = R"({"model":{"preset":"gpt2","model_type":"gpt_bigcode","hidden_size":2048,)"
+                            R"("num_hidden_layers":24,"num_attention_heads":16,"num_key_value_heads":1,)"
+                            R"("intermediate_size":8192,"vocab_size":49280,"max_position_embeddings":2048},)";
+  const std::string training = R"("training":{"micro_batch_size":4,"seq_len":2048,"checkpointing":"full",)"
+                               R"("attention":"flash","projections":"fused",)";
+  const auto phase = [](const Json& r, const char* name) {
+    for (const Json& p : r.find("phases")->items()) {
+      if (p.find("name")->as_string() == name) return *p.find("bytes")->as_exact_integer();
+    }
+    return std::int64_t{-1};
+  };
+  const std::int64_t tokens = 4 * 2048, width = 2048 + 2 * 128;
+  // Full fine-tuning in bf16: c_attn's output is bf16.
+  const Json full_on = run(model + training + R"("precision":"bf16","use_cache":"yes"}})");
+  const Json full_off = run(model + training + R"("precision":"bf16","use_cache":"no"}})");
+  EXPECT_EQ(phase(full_on, "forward") - phase(full_off, "forward"), 24 * tokens * width * 2);
+  // QLoRA under autocast: the LayerNorm's fp32 output into a bitsandbytes linear gives an fp32
+  // c_attn output (bitsandbytes/nn/modules.py `.to(inp_dtype)`), and that is what is kept.
+  const std::string qlora = R"("precision":"bf16_autocast","finetune":{"method":"lora","base_bits":4,)"
+                            R"("lora_targets":["qkv"]},)";
+  const Json q_on = run(model + training + qlora + R"("use_cache":"yes"}})");
+  const Json q_off = run(model + training + qlora + R"("use_cache":"no"}})");
+  EXPECT_EQ(phase(q_on, "forward") - phase(q_off, "forward"), 24 * tokens * width * 4);
+}
+
+TEST(Implementation, Fsdp1FrozenUnitsKeepTheRecomputedInputsUnderReentrantCheckpointing) {
+  // torch FSDP1 reshards a unit of frozen parameters from a hook on its inputs, registered when
+  // reentrant checkpointing recomputes the block on a detached copy of its input and removed only
+  // at backward's end: every block's input and its gradient are alive at the end of backward.
+  // Llama-2-7B LoRA on 2 GPUs (FULL_SHARD, use_orig_params off), bf16, B·T = 4·2048: 32 blocks of
+  // 4·2048·4096·2 bytes, twice.
+  // A fused linear cross-entropy keeps the loss small, so the blocks' backward is the high point.
+  const std::string base = R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16","micro_batch_size":4,)"
+                           R"("seq_len":2048,"checkpointing":"full","loss":"fused_linear_ce","finetune":{"method":"lora"},)";
+  const std::string fsdp = R"("parallel":{"num_gpus":2,"zero_stage":3}})";
+  const auto phase = [](const Json& r, const char* name) {
+    for (const Json& p : r.find("phases")->items()) {
+      if (p.find("name")->as_string() == name) return *p.find("bytes")->as_exact_integer();
+    }
+    return std::int64_t{-1};
+  };
+  const Json reentrant = run(base + R"("checkpoint_impl":"reentrant"},)" + fsdp);
+  const Json plain = run(base + R"("checkpoint_impl":"non_reentrant"},)" + fsdp);
+  EXPECT_EQ(reentrant.find("implementation")->find("checkpoint_impl")->as_string(), "reentrant");
+  const std::int64_t one = std::int64_t{4} * 2048 * 4096 * 2, inputs = 32 * one;
+  // The bottom block's backward runs beside the other 31 blocks' input gradients (their inputs are
+  // the checkpoints, alive in both); a plain backward's high point is the top block's, beside the
+  // head's input gradient (one block input).
+  EXPECT_EQ(phase(reentrant, "backward") - phase(plain, "backward"), inputs - one - one);
+  EXPECT_EQ(phase(reentrant, "forward"), phase(plain, "forward"));
+  // The hf profile's checkpointing is reentrant (transformers' use_reentrant=True default).
+  EXPECT_EQ(phase(run(base + R"("framework":"hf"},)" + fsdp), "backward"), phase(reentrant, "backward"));
+  // Not where no unit is frozen (use_orig_params mixes the adapters in), under FSDP2 (torchtune),
+  // without FSDP units (ZeRO-1), or for a full fine-tune.
+  EXPECT_EQ(phase(run(base + R"("checkpoint_impl":"reentrant"},"parallel":{"num_gpus":2,"zero_stage":3,)"
+                             R"("fsdp_use_orig_params":true}})"), "backward"),
+            phase(run(base + R"("checkpoint_impl":"non_reentrant"},"parallel":{"num_gpus":2,"zero_stage":3,)"
+                             R"("fsdp_use_orig_params":true}})"), "backward"));
+  EXPECT_EQ(phase(run(base + R"("framework":"torchtune","checkpoint_impl":"reentrant"},)" + fsdp), "backward"),
+            phase(run(base + R"("framework":"torchtune","checkpoint_impl":"non_reentrant"},)" + fsdp), "backward"));
+  EXPECT_EQ(phase(run(base + R"("checkpoint_impl":"reentrant"},"parallel":{"num_gpus":2,"zero_stage":1}})"), "backward"),
+            phase(run(base + R"("checkpoint_impl":"non_reentrant"},"parallel":{"num_gpus":2,"zero_stage":1}})"), "backward"));
+  const std::string full = R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16","micro_batch_size":4,)"
+                           R"("seq_len":2048,"checkpointing":"full","loss":"fused_linear_ce",)";
+  EXPECT_EQ(phase(run(full + R"("checkpoint_impl":"reentrant"},)" + fsdp), "backward"),
+            phase(run(full + R"("checkpoint_impl":"non_reentrant"},)" + fsdp), "backward"));
+}
+
 TEST(Implementation, BaichuanAlibiBiasIsOneTensorPerStepAndACacheBetweenSteps) {
   // 32 heads, B·T = 2·1024, bf16: the step's B×H×T×T bias (kept through backward by the
   // checkpointed layers) and the model's H×T×T table (a module buffer, counted with the weights).

@@ -163,7 +163,17 @@ bool documented_exception(const Relation& r, const Config& before, std::int64_t 
     // 2 → 3 gathers the root (at most 4 bytes a parameter); 1 → 2 adds its whole gradients and
     // FSDP2's copy of them (at most 4 + 4 + 4).
     const std::int64_t bytes = before.parallel.zero_stage == 2 ? 4 : 12;
-    if (rise <= outside * bytes / before.parallel.tensor) return true;
+    // - 1 → 2 under FSDP1 with a PEFT method and reentrant full checkpointing: the frozen units'
+    //   reshard-only hooks keep every recomputed block's input and its gradient until backward ends
+    //   (ActivationModel::frozen_unit_input_bytes): at most two fp32 tensors of B x T x d a block.
+    const Implementation impl = resolve_implementation(before.training.implementation);
+    const bool frozen_units = before.parallel.zero_stage == 1 && before.training.finetune.method != FinetuneMethod::kFull &&
+                              before.training.checkpointing == Checkpointing::kFull &&
+                              impl.checkpoint_impl == CheckpointImpl::kReentrant;
+    const std::int64_t kept = frozen_units ? 2 * 4 * before.training.micro_batch_size * before.training.seq_len *
+                                                 before.model.hidden_size * before.model.num_hidden_layers
+                                           : 0;
+    if (rise <= outside * bytes / before.parallel.tensor + kept) return true;
   }
   // - Full checkpointing from selective recomputation: backward re-runs a whole block (its tensors
   //   beside its recomputed attention core) where selective re-runs only the core, the rest being
@@ -179,6 +189,17 @@ bool documented_exception(const Relation& r, const Config& before, std::int64_t 
     const ModelSpec& mm = before.model;
     const std::int64_t blocks = mm.num_hidden_layers + (mm.is_encoder_decoder ? mm.decoder_layers() : 0);
     if (e.ok() && blocks > 0 && rise <= e.breakdown.activations.value() / blocks) return true;
+  }
+  // - Full checkpointing (or one more checkpointed block) under FSDP1 with a PEFT method,
+  //   reentrant: the frozen units keep every recomputed block's input and its gradient until
+  //   backward ends (above); where the activations were small before (offloaded to the host), that
+  //   can raise the peak, by at most those tensors.
+  if ((name == "full checkpointing" || name == "one more checkpointed block") && before.parallel.zero_stage >= 2 &&
+      before.training.finetune.method != FinetuneMethod::kFull &&
+      resolve_implementation(before.training.implementation).checkpoint_impl == CheckpointImpl::kReentrant &&
+      rise <= 2 * 4 * before.training.micro_batch_size * before.training.seq_len * before.model.hidden_size *
+                  before.model.num_hidden_layers) {
+    return true;
   }
   const bool shape = name == "one more layer" || name == "a wider model (one more unit per head)" ||
                      name == "a larger vocabulary";

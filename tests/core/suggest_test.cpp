@@ -114,6 +114,31 @@ TEST(Suggest, OnlyWhatTheCardRuns) {
   EXPECT_GT(cards, 0);
 }
 
+// QA pass 3, Dec 3: on a T4 (no bf16) the default bf16 run was offered only a larger card and
+// fp16 alone (which does not fit): every other change kept bf16, which the card cannot run. They are
+// worked out on top of fp16 now, in one patch, and the ones that fit come first.
+TEST(Suggest, OnACardWithoutTheRecipeEveryChangeComesWithTheRecipeItRuns) {
+  const char* t4 = R"({"model":{"preset":"llama-3.2-1b"},"hardware":{"gpu":"t4-16gb"}})";
+  const auto list = suggestions_for(t4);
+  ASSERT_FALSE(list.empty());
+  const ConfigParse base = parse_config_text(t4);
+  int with_fp16 = 0;
+  for (const Suggestion& s : list) {
+    const ConfigParse after = apply_patch(base.config, s.patch);
+    ASSERT_TRUE(after.ok()) << s.title;
+    // Every suggestion runs on the card it leaves the run on.
+    EXPECT_EQ(card_lacks(*find_gpu(after.config.hardware.gpu), after.config.training), nullptr) << s.title;
+    const Json* training = s.patch.find("training");
+    if (training && training->find("precision") && s.patch.find("hardware") == nullptr) ++with_fp16;
+  }
+  EXPECT_GE(with_fp16, 4);  // fp16 alone, and LoRA, QLoRA, checkpointing... with it
+  EXPECT_TRUE(any_title(list, "LoRA"));
+  // The first suggestion fits on the T4 itself, with fp16.
+  EXPECT_EQ(list.front().verdict, Verdict::kFits);
+  EXPECT_EQ(list.front().patch.find("hardware"), nullptr) << list.front().title;
+  EXPECT_EQ(apply_patch(base.config, list.front().patch).config.training.precision, Precision::kFp16Mixed);
+}
+
 // LoRA under LitGPT's FSDP accumulates full unsharded gradients (no_sync): reducing every
 // micro-batch is offered, and only where it saves memory (DeepSpeed already reduces each one).
 TEST(Suggest, ReduceEveryMicroBatchWhenNoSyncHoldsFullGradients) {

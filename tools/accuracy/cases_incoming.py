@@ -661,6 +661,8 @@ def fms(rec):
         c.t("moe_dispatch", "loop", "transformers 4.48's MixtralSparseMoeBlock loops over the experts (one_hot expert "
             "mask, index_add_); the grouped experts_implementation came with transformers 5")
     c.t("checkpointing", "full", "defaults.yaml gradient_checkpointing True (HF, use_reentrant default)")
+    c.t("checkpoint_impl", "reentrant", "no gradient_checkpointing_kwargs: transformers 4.48's gradient_checkpointing_enable "
+        "passes use_reentrant=True (modeling_utils.py)")
     c.t("attention", "flash", "use_flash_attn True -> attn_implementation flash_attention_2 (flash-attn 2.7.3)")
     c.t("dropout", 0.1 if model_key == "santacoder" else 0.0,
         "gpt_bigcode-santacoder config: attn_pdrop, resid_pdrop and embd_pdrop 0.1" if model_key == "santacoder"
@@ -671,6 +673,10 @@ def fms(rec):
         c.t("logits_dtype", "compute", "GPTBigCodeForCausalLM passes the lm_head output to the loss without upcasting")
         c.t("loss_shift_copy", "yes", "GPTBigCodeForCausalLM shifts the logits with a copy: shift_logits = "
             "lm_logits[..., :-1, :].contiguous()")
+        c.t("use_cache", "yes", "santacoder's config.json sets use_cache true and transformers 4.48's GPTBigCodeModel does "
+            "not turn it off under gradient checkpointing (modeling_gpt_bigcode.py: presents.append(outputs[1]); no "
+            "use_cache = False beside self.gradient_checkpointing), nor do Trainer, TRL 0.13 or fms-hf-tuning: every "
+            "block's present (a view of its c_attn output) lives until compute_loss returns")
     else:
         c.t("loss", "eager", "transformers 4.48 ForCausalLMLoss: cross-entropy over the full logits")
         c.t("logits_dtype", "auto", "the hf profile: ForCausalLMLoss upcasts the logits to fp32")
@@ -1222,6 +1228,8 @@ def llamarecipes_pr41(rec):
     c.t("optimizer", "adamw", "optim.AdamW(model.parameters(), lr, weight_decay=0.0)")
     c.t("optimizer_impl", "foreach", "no foreach/fused argument: torch's foreach default")
     c.t("checkpointing", "full", "fsdp_activation_checkpointing True: checkpoint_wrapper on every LlamaDecoderLayer")
+    c.t("checkpoint_impl", "non_reentrant", "llama-recipes' apply_fsdp_checkpointing wraps each LlamaDecoderLayer with "
+        "checkpoint_wrapper(checkpoint_impl=CheckpointImpl.NO_REENTRANT)")
     c.t("attention", "eager", "transformers' LlamaAttention of mid-2023 (matmul + softmax upcast to fp32)")
     c.t("dropout", 0.0, "Llama-2 config")
     c.t("loss", "eager", "LlamaForCausalLM's cross-entropy over fp32-upcast logits")

@@ -12,7 +12,8 @@ export const STALE = Symbol('stale');
 // loop) is given up: the worker is replaced and the others are sent to the new one.
 export const TIME_LIMIT_MS = 3000;
 
-// createWorker: () => Worker (a test may pass a fake). init: { wasmUrl } or { wasmBinary }.
+// createWorker: () => Worker (a test may pass a fake). init: { wasmUrl }, { wasmBinary } or
+// { wasmModule }, or a promise of one (the worker starts loading its script meanwhile).
 // Returns { ready: Promise<static data>, call(fn, ...args), latest(channel, fn, args, options), close }.
 export function startCore({ createWorker, init = {}, timeLimitMs = TIME_LIMIT_MS }) {
   let nextId = 1;
@@ -61,7 +62,15 @@ export function startCore({ createWorker, init = {}, timeLimitMs = TIME_LIMIT_MS
     worker = createWorker();
     worker.onmessage = onmessage;
     worker.onerror = onerror;
-    worker.postMessage({ type: 'init', ...init });
+    if (typeof init?.then !== 'function') {
+      worker.postMessage({ type: 'init', ...init });
+      return;
+    }
+    // The worker keeps what it is sent before its init, and answers it once initialised.
+    const own = worker;
+    init.then((options) => {
+      if (worker === own && !failure) worker.postMessage({ type: 'init', ...options });
+    }, (error) => fail(`the core could not start (${error?.message ?? error})`));
   };
   try {
     start();
@@ -116,6 +125,17 @@ export function startCore({ createWorker, init = {}, timeLimitMs = TIME_LIMIT_MS
   };
 }
 
+// The init of a worker whose wasm is at wasmUrl: the page fetches and compiles the wasm while the
+// worker's script loads (two requests at once, not one after the other) and hands the worker the
+// compiled module. Where the page cannot compile it (no compileStreaming, a server that does not
+// send application/wasm), the worker fetches it itself.
+export function wasmInit(wasmUrl, extra = {}) {
+  const compiled = typeof WebAssembly?.compileStreaming === 'function' && typeof fetch === 'function'
+    ? WebAssembly.compileStreaming(fetch(wasmUrl)).catch(() => null)
+    : Promise.resolve(null);
+  return compiled.then((wasmModule) => (wasmModule ? { ...extra, wasmUrl, wasmModule } : { ...extra, wasmUrl }));
+}
+
 // The page's worker: worker.js beside the page, the wasm beside it (found from the page's address,
 // not this module's: the module may sit in a chunk). In the single-file build (memfit.html) both are
 // in the page (#memfit-worker, #memfit-wasm): the worker starts from a blob and gets the wasm's
@@ -132,7 +152,7 @@ export function startPageCore({ planner = false } = {}) {
     return startCore({ createWorker: () => new Worker(blob, { name }), init: { wasmBinary: bytes, bare } });
   }
   const here = (file) => new URL(file, document.baseURI);
-  const init = { wasmUrl: String(here(`./${name}.wasm`)), bare };
+  const init = wasmInit(String(here(`./${name}.wasm`)), { bare });
   const workerUrl = here(planner ? './planner-worker.js' : './worker.js');
   return startCore({ createWorker: () => new Worker(workerUrl, { type: 'module', name: `${name}-core` }), init });
 }

@@ -6,12 +6,23 @@
 
 import { setPath } from './paths.js';
 
-// The wasm module (createMemfit from memfit.mjs), instantiated from `wasmBinary` or fetched from
-// `wasmUrl` (streaming) or, with neither, from beside memfit.mjs.
-export async function loadModule(createMemfit, { wasmBinary, wasmUrl } = {}) {
+// The wasm module (createMemfit from memfit.mjs), instantiated from `wasmModule` (a compiled
+// WebAssembly.Module: the page compiled it while the worker's script loaded), from `wasmBinary`, or
+// fetched from `wasmUrl` (streaming) or, with none of them, from beside memfit.mjs.
+export async function loadModule(createMemfit, { wasmModule, wasmBinary, wasmUrl } = {}) {
   // locateFile always: without it the Emscripten loader resolves the wasm against its own
   // address, which a worker started from a blob does not have.
   const options = { locateFile: (name) => (name.endsWith('.wasm') && wasmUrl ? wasmUrl : name) };
+  if (wasmModule) {
+    // Emscripten's hook: instantiate it ourselves and hand the instance back (a failure rejects).
+    let failed;
+    const failure = new Promise((resolve, reject) => { failed = reject; });
+    options.instantiateWasm = (imports, receive) => {
+      WebAssembly.instantiate(wasmModule, imports).then((instance) => receive(instance, wasmModule), failed);
+      return {};
+    };
+    return Promise.race([createMemfit(options), failure]);
+  }
   if (wasmBinary) options.wasmBinary = wasmBinary;
   return createMemfit(options);
 }

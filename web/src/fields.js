@@ -109,6 +109,11 @@ export const AUTO_VALUE = {
   'hardware.fragmentation': -1,
   'hardware.gpus_per_node': 0,
   'hardware.price_per_gpu_hour': -1,
+  'parallel.reduce_bucket_elements': -1,
+  'training.checkpointed_layers': -1,
+  'training.finetune.trainable_layers': -1,
+  'training.finetune.lowest_trainable_layer': -1,
+  'model.max_relative_positions': -1,
 };
 export const AUTO_TEXT = 'auto';
 

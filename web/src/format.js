@@ -58,9 +58,11 @@ export function formatCountShort(n) {
 }
 
 // 0.85 → "85 %", 0.075 → "7.5 %".
-export function formatPercent(fraction) {
+export function formatPercent(fraction, { decimals } = {}) {
   if (!isNumber(fraction)) return '\u2014';
   const pct = fraction * 100;
+  // A column of figures (the planner's MFU) gives every row the same decimals, as the CLI does.
+  if (decimals !== undefined) return `${pct.toFixed(decimals)}\u00a0%`;
   const text = Number.isInteger(Math.round(pct * 10) / 10) ? String(Math.round(pct)) : (Math.round(pct * 10) / 10).toFixed(1);
   return `${text}\u00a0%`;
 }

@@ -72,6 +72,11 @@ export const CHOICES = {
     full: ['Full', 'only each block\'s input is kept; blocks are recomputed in backward'],
     selective_op: ['Op-level selective (torchtitan)', 'every second matrix-multiply output and the attention output are kept'],
   },
+  'training.checkpoint_impl': {
+    auto: ['The framework\'s', 'reentrant under transformers\' gradient checkpointing, non-reentrant under torch\'s checkpoint_wrapper'],
+    reentrant: ['Reentrant (use_reentrant=True)', 'transformers\' default; under FSDP1 with adapters every block\'s input and its gradient stay until backward ends'],
+    non_reentrant: ['Non-reentrant', 'torch\'s checkpoint_wrapper (torchtune, torchtitan, LitGPT, llama-recipes)'],
+  },
   'training.attention': {
     auto: ['Automatic', 'what the implementation uses for this model and precision'],
     flash: ['FlashAttention / SDPA', 'no T × T attention matrix is stored'],
@@ -226,6 +231,7 @@ export function humanize(id) {
 
 // Labels and one-line explanations of the fields. The schema's own help is the fallback.
 export const FIELDS = {
+  'model.preset': ['Model', 'a preset: a real model or a source document\'s configuration'],
   'model.model_type': ['Model family', 'the Hugging Face model type it was read from'],
   'model.vocab_size': ['Vocabulary size', 'tokens in the vocabulary (V)'],
   'model.hidden_size': ['Hidden size', 'width of the residual stream (d)'],
@@ -298,6 +304,7 @@ export const FIELDS = {
   'parallel.gradient_sync': ['Gradient sync', null],
   'parallel.ddp_bucket_view': ['DDP bucket views', null],
   'training.moe_dispatch': ['Experts run as', null],
+  'training.checkpoint_impl': ['Recomputation', null],
   'parallel.zero_hpz_partition_size': ['ZeRO++ hpZ group', null],
   'parallel.zero_quantized_weights': ['ZeRO++ int8 gathers', null],
   'parallel.zero_quantized_gradients': ['ZeRO++ int4 gradients', null],
@@ -362,6 +369,8 @@ export function plainText(text) {
 // become their labels ("Max positions"), choice ids in quotes their names.
 export function plainMessage(text) {
   return plainText(text)
+    // The form shows and takes "auto" where the core's -1 means automatic (fields.js AUTO_VALUE).
+    .replace(/(^|[^\w-])-1 \(automatic\)/g, '$1"auto"')
     .replace(/\b(model|training|parallel|hardware)\.[a-z_]+(?:\.[a-z_]+)?\b/g, (path) => (FIELDS[path] ? FIELDS[path][0] : path))
     .replace(/\b(bf16_mixed|fp16_mixed|bf16_master|fp16_master|fp8_mixed|seed_14p|bf16_fsdp|selective_op|adamw_8bit|paged_adamw_8bit|paged_adamw|sgd_momentum|optimizer_in_backward)\b/g,
       (id) => {

@@ -218,6 +218,11 @@ enum class LoadPath { kAuto, kDirect, kFp32ThenCast, kCheckpointOnGpu };
 // states in fp32, and each adapter casts its input to fp32 first) or the recipe's weights dtype.
 enum class LoraAdapterDtype { kAuto, kFp32, kWeights };
 enum class Switch { kAuto, kYes, kNo };
+// How activation checkpointing recomputes a block: reentrant (torch.utils.checkpoint with
+// use_reentrant=True: the block runs under no_grad, and backward recomputes it on detached leaf
+// copies of its inputs; transformers' gradient_checkpointing_enable default) or non-reentrant
+// (saved-tensor hooks: torch's checkpoint_wrapper default, torchtune, torchtitan, LitGPT).
+enum class CheckpointImpl { kAuto, kReentrant, kNonReentrant };
 
 struct Implementation {
   Framework framework = Framework::kHf;              // training.framework
@@ -249,6 +254,7 @@ struct Implementation {
   // freeing the 16-bit logits as the copy is made: the same peak as no copy.
   Switch loss_shift_copy = Switch::kAuto;
   MoeDispatch moe_dispatch = MoeDispatch::kAuto;
+  CheckpointImpl checkpoint_impl = CheckpointImpl::kAuto;
   bool chunked_loss = false;  // before training.loss: true means loss fused_linear_ce (old links)
 };
 

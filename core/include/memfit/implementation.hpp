@@ -77,6 +77,6 @@ bool runs_torch_data_parallel(Framework framework);
 inline constexpr const char* kImplementationKeys[] = {
     "framework", "attention", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
     "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "lora_adapter_dtype",
-    "load", "compile", "use_cache", "loss_shift_copy", "moe_dispatch"};
+    "load", "compile", "use_cache", "loss_shift_copy", "moe_dispatch", "checkpoint_impl"};
 
 }  // namespace memfit

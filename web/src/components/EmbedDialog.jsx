@@ -7,13 +7,21 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import css from '../embed.css';
 import { addStyles } from './addStyles.js';
 import { CopyBlock } from './CopyBlock.jsx';
+import { VIEW_PARAMS } from '../view.js';
 
 const VIEWS = [['card', 'Card'], ['breakdown', 'With the breakdown'], ['fit', 'With the GPUs'], ['full', 'Everything']];
 const THEMES = [['auto', 'The reader\'s preference'], ['light', 'Light'], ['dark', 'Dark']];
 
 const attr = (text) => String(text).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
-export function snippets(site, query, view, theme) {
+// What the page's link holds for the page alone (charts shown as tables, the sweep, the planner)
+// means nothing to an embed and is left out of its snippets; the unit choice stays.
+const PAGE_ONLY = [...VIEW_PARAMS].filter((name) => !['units', 'view', 'theme'].includes(name));
+
+export function snippets(site, pageQuery, view, theme) {
+  const params = new URLSearchParams(pageQuery);
+  for (const name of PAGE_ONLY) params.delete(name);
+  const query = params.toString();
   const extra = `${view !== 'card' ? `&view=${view}` : ''}${theme !== 'auto' ? `&theme=${theme}` : ''}`;
   const src = `${site}embed.html?${query}${extra}`;
   const origin = new URL(site).origin;

@@ -1,5 +1,5 @@
 // A breakdown term with its glossary entry: what it is, how it is counted, where from. The entry
-// shows on hover and on keyboard focus of the "?" button (Escape hides it), and is the button's
+// shows on hover and on keyboard focus of the "?" button (Escape hides it, keeping the focus), and is the button's
 // description for screen readers.
 import { termWords } from '../glossary.js';
 
@@ -16,7 +16,9 @@ export function Term({ k, label }) {
             class="term-info"
             aria-label={`About ${w.label}`}
             aria-describedby={tipId}
-            onKeyDown={(e) => e.key === 'Escape' && e.currentTarget.blur()}
+            // Escape hides the entry and leaves the focus where it is; it shows again on the next focus.
+            onKeyDown={(e) => e.key === 'Escape' && e.currentTarget.classList.add('tip-hidden')}
+            onBlur={(e) => e.currentTarget.classList.remove('tip-hidden')}
           >?</button>
           <span role="tooltip" id={tipId} class="tip">
             <strong>{w.label}</strong>{w.short ? `: ${w.short}.` : '.'}

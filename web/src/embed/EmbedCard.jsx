@@ -40,7 +40,7 @@ export function EmbedCard({ result, units, view = 'card', modelName, openHref, a
       )}
       <p class="embed-foot">
         <a href={openHref} {...NEW_TAB} data-testid="open-in-memfit">Open in memfit</a>
-        <span class="muted"> · scored against {formatCount(count)} published runs, median error {formatPercent(medianAbsError)} · </span>
+        <span class="muted"> · scored against {formatCount(count)} published runs, median error {formatPercent(medianAbsError, { decimals: 1 })} · </span>
         <a href={accuracyHref} {...NEW_TAB}>How accurate?</a>
       </p>
     </div>

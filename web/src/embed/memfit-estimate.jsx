@@ -13,7 +13,7 @@ import { render } from 'preact';
 import pageCss from '../styles.css';
 import detailsCss from '../details.css';
 import embedCss from '../embed.css';
-import { STALE, startCore } from '../core.js';
+import { STALE, startCore, wasmInit } from '../core.js';
 import { EmbedCard } from './EmbedCard.jsx';
 import { readLink } from './link.js';
 
@@ -30,11 +30,12 @@ const shadowCss = `${pageCss}\n${detailsCss}\n${embedCss}`
 
 // One worker for every element. A script from another origin cannot start a worker from its own
 // address directly: then the worker's code is fetched and started from a blob.
+// The wasm is compiled here while the worker's script loads (core.js wasmInit).
 let shared = null;
 function sharedCore() {
   if (shared) return shared;
   const workerUrl = new URL('worker.js', here);
-  const init = { wasmUrl: new URL('memfit.wasm', here).href };
+  const init = wasmInit(new URL('memfit.wasm', here).href);
   const sameOrigin = workerUrl.origin === location.origin;
   const make = (url) => () => new Worker(url, { type: 'module', name: 'memfit-core' });
   if (sameOrigin) {

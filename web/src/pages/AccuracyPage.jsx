@@ -16,7 +16,8 @@ export function AccuracyPage({ summary, points, sources }) {
   const high = 1 / (1 + summary.p10_signed_error);
   const within25 = points.filter((p) => Math.abs(p.error) <= 0.25).length;
   const under = points.filter((p) => p.error < 0).length;
-  const kinds = [['full fine-tune / pre-training', 'Full fine-tune or pre-training'], ['LoRA', 'LoRA'], ['QLoRA', 'QLoRA']];
+  const kinds = [['full fine-tune / pre-training', 'Full fine-tune or pre-training'], ['LoRA', 'LoRA'], ['QLoRA', 'QLoRA'],
+    ['other PEFT', 'Other PEFT methods']];
   return (
     <>
       <h1>How accurate is memfit?</h1>
@@ -29,7 +30,7 @@ export function AccuracyPage({ summary, points, sources }) {
       <div class="headline doc-stats">
         <div class="stat">
           <div class="stat-label">Typical error</div>
-          <div class="stat-value" data-testid="median-error">{pct(summary.median_abs_error)}</div>
+          <div class="stat-value" data-testid="median-error">{formatPercent(summary.median_abs_error, { decimals: 1 })}</div>
           <div class="stat-note">median over {formatCount(summary.count)} runs; {formatCount(within25)} of them within 25 %</div>
         </div>
         <div class="stat">

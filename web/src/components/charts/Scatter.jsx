@@ -8,11 +8,13 @@ const KIND = {
   full: ['Full fine-tune or pre-training', 'circle'],
   lora: ['LoRA', 'square'],
   qlora: ['QLoRA', 'triangle'],
+  peft: ['Other PEFT methods', 'diamond'],
 };
 export const kindLabel = (k) => KIND[k]?.[0] ?? k;
 
 function Mark({ shape, x, y, r = 4.5 }) {
   if (shape === 'square') return <rect x={x - r} y={y - r} width={2 * r} height={2 * r} />;
+  if (shape === 'diamond') return <path d={`M${x},${y - r * 1.3} L${x + r * 1.3},${y} L${x},${y + r * 1.3} L${x - r * 1.3},${y} Z`} />;
   if (shape === 'triangle') return <path d={`M${x},${y - r * 1.2} L${x + r * 1.1},${y + r * 0.8} L${x - r * 1.1},${y + r * 0.8} Z`} />;
   return <circle cx={x} cy={y} r={r} />;
 }

@@ -6,7 +6,7 @@ import { useMemo, useRef, useState } from 'preact/hooks';
 
 import { formatCount, formatCountShort } from '../../format.js';
 import { TEXTBOOK_GROUP, groupPresets, isTextbook, searchGroups } from '../../presets.js';
-import { plainText } from '../../words.js';
+import { plainMessage, plainText } from '../../words.js';
 
 export const presetName = (p) => plainText(p.name);
 const optionId = (id) => `preset-option-${id}`;
@@ -120,7 +120,7 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
           : !current && 'A model of your own: choose a preset to start over.'}
       </p>
       {children}
-      {errors.map((m) => <p class="field-error" key={m}>{m}</p>)}
+      {errors.map((m) => <p class="field-error" key={m}>{plainMessage(m)}</p>)}
     </div>
   );
 }

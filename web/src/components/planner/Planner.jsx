@@ -266,7 +266,7 @@ function PlanItem({ state, plan, n, planner, units, tokensText, stale }) {
         </div>
         <Stat label="Step time" value={plan.step_time_s} text={formatDuration(plan.step_time_s)} testid="plan-step" />
         <Stat label="Tokens per second" value={plan.tokens_per_s} text={formatRate(plan.tokens_per_s)} testid="plan-rate" />
-        <Stat label="MFU" value={plan.mfu} text={formatPercent(plan.mfu)} testid="plan-mfu" />
+        <Stat label="MFU" value={plan.mfu} text={formatPercent(plan.mfu, { decimals: 1 })} testid="plan-mfu" />
         <Stat label={`${tokensText} tokens in`} value={plan.train_time_s} text={formatDuration(plan.train_time_s)} testid="plan-time" />
         <Stat label="Cost" value={plan.cost_usd} text={noPrice ? 'no price: set one' : formatMoney(plan.cost_usd)} testid="plan-cost" />
       </dl>
@@ -307,7 +307,7 @@ function ByGpuCount({ rows, units, tokensText }) {
                 <td class="num"><Bytes bytes={r.device_total_bytes} units={units} /></td>
                 <td class="num" data-value={r.step_time_s}>{formatDuration(r.step_time_s)}</td>
                 <td class="num" data-value={r.tokens_per_s}>{formatRate(r.tokens_per_s)}</td>
-                <td class="num" data-value={r.mfu}>{formatPercent(r.mfu)}</td>
+                <td class="num" data-value={r.mfu}>{formatPercent(r.mfu, { decimals: 1 })}</td>
                 <td class="num" data-value={r.train_time_s}>{formatDuration(r.train_time_s)}</td>
                 <td class="num" data-value={r.cost_usd}>{r.cost_usd > 0 ? formatMoney(r.cost_usd) : '\u2014'}</td>
               </tr>

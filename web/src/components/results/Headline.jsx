@@ -76,7 +76,7 @@ function MeasuredBand({ result, units }) {
 export function AccuracyLine() {
   return (
     <p class="accuracy-line" data-testid="accuracy-line">
-      Scored against {formatCount(count)} published GPU runs: median error {formatPercent(medianAbsError)}.{' '}
+      Scored against {formatCount(count)} published GPU runs: median error {formatPercent(medianAbsError, { decimals: 1 })}.{' '}
       <a href={ACCURACY_PAGE}>How accurate is this?</a>
     </p>
   );

@@ -1,7 +1,7 @@
 // What to change: the core's suggestions (suggestions()), each with the device total it would
 // give and its verdict, and a button that applies it to the form. Prominent when the run does not
 // fit (or is tight) on the chosen GPU; a folded list otherwise.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { fieldLabel } from '../../fields.js';
 import { flatten } from '../../url.js';
@@ -116,12 +116,26 @@ export function WaysToSave({ suggestions, previous, units, stale, onApply, onOpe
   );
 }
 
-// After Apply: what was applied, and the way back.
+// Where focus went when the control that had it was redrawn away (Apply's list is replaced, Undo
+// goes with its status): nowhere, the page's body.
+const focusLost = () => !document.activeElement || document.activeElement === document.body;
+
+// After Apply: what was applied, and the way back. The Apply button that was pressed is gone with
+// its list, so focus moves to Undo; after Undo it moves to the answer.
 export function Applied({ applied, onUndo }) {
+  const undo = useRef(null);
+  useEffect(() => {
+    if (focusLost()) undo.current?.focus();
+  }, [applied]);
+  useEffect(() => () => {
+    requestAnimationFrame(() => {
+      if (focusLost()) document.getElementById('results')?.focus();
+    });
+  }, []);
   return (
     <div class="applied" role="status" data-testid="applied">
       <span>Applied: <strong>{applied.title}</strong>.</span>
-      <button type="button" class="link undo" onClick={onUndo} data-testid="undo">Undo</button>
+      <button type="button" class="link undo" onClick={onUndo} data-testid="undo" ref={undo}>Undo</button>
     </div>
   );
 }
