@@ -90,6 +90,22 @@ describe('accessibility', { skip: missing || false, concurrency: false }, () => 
     const scroller = p.locator('.table-scroll').first();
     assert.equal(await scroller.getAttribute('tabindex'), '0');
     assert.ok((await scroller.getAttribute('aria-label')).length > 0);
+    // The units toggle is a radio group: one Tab stop, the arrow keys choose; a "?" tip hides on
+    // Escape and the focus stays on its button.
+    const units = p.locator('[role="radiogroup"][aria-label="Units"] [role="radio"]');
+    assert.deepEqual(await units.evaluateAll((bs) => bs.map((b) => b.tabIndex)), [0, -1]);
+    await units.first().focus();
+    await p.keyboard.press('ArrowRight');
+    assert.equal(await p.evaluate(() => document.activeElement.dataset.unit), 'GB');
+    assert.equal(await units.nth(1).getAttribute('aria-checked'), 'true');
+    await p.keyboard.press('ArrowLeft');
+    assert.equal(await units.first().getAttribute('aria-checked'), 'true');
+    const tip = p.locator('.term-info').first();
+    await tip.focus();
+    assert.ok(await p.locator('.term-info:focus + .tip').isVisible());
+    await p.keyboard.press('Escape');
+    assert.equal(await p.evaluate(() => document.activeElement.classList.contains('term-info')), true);
+    assert.equal(await p.locator('.term-info:focus + .tip').isVisible(), false);
     await p.context().close();
   });
 });

@@ -12,7 +12,17 @@ export function UnitToggle({ value, onChange }) {
           aria-checked={value === u}
           class={value === u ? 'on' : ''}
           title={title}
+          data-unit={u}
+          tabIndex={value === u ? 0 : -1}
           onClick={() => onChange(u)}
+          // A radio group: one stop for Tab, the arrow keys choose (and move the focus).
+          onKeyDown={(e) => {
+            if (!['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown'].includes(e.key)) return;
+            e.preventDefault();
+            const other = u === 'GiB' ? 'GB' : 'GiB';
+            onChange(other);
+            e.currentTarget.parentElement.querySelector(`[data-unit="${other}"]`)?.focus();
+          }}
         >
           {u}
         </button>
