@@ -176,8 +176,8 @@ Candidate with_precision(const Candidate& precision, Candidate change) {
   Json merged = precision.patch;
   merge_patch(merged, change.patch);
   change.patch = std::move(merged);
-  const std::string recipe = precision.patch.find("training")->find("precision")->as_string();
-  change.title += " + " + recipe;
+  const bool master = precision.patch.find("training")->find("precision")->as_string() == "fp16_master";
+  change.title += master ? " + FP16 weights with an fp32 master copy" : " + FP16 mixed precision";
   change.detail += "; " + precision.detail;
   change.disruption = std::max(change.disruption, precision.disruption);
   return change;  // kept where it saves memory: the precision change alone is listed for the card's sake
