@@ -868,7 +868,10 @@ std::vector<Issue> read_plan_options(const Json& json, PlanOptions& o) {
   const auto integer = [&](const std::string& key, const Json& v, std::int64_t lo, std::int64_t hi) -> std::int64_t {
     const auto n = v.as_exact_integer();
     if (!v.is_number() || !n || *n < lo || *n > hi) {
-      errors.push_back({key, "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi)});
+      // As the configuration's fields say it: grouped digits, and what was given.
+      const std::string given = v.is_string() ? "\"" + v.as_string().substr(0, 40) + "\"" : v.dump().substr(0, 40);
+      errors.push_back({key, "must be an integer from " + detail::group_digits(lo) + " to " + detail::group_digits(hi) +
+                                 "; got " + given});
       return lo;
     }
     return *n;

@@ -271,6 +271,11 @@ TEST(Plan, OptionsAreReadAndChecked) {
   ASSERT_EQ(bad.size(), 2u);
   EXPECT_EQ(bad[0].field, "gpus");
   EXPECT_EQ(bad[1].field, "rank_by");
+  // Ranges as the configuration's fields say them: grouped digits, and what was given.
+  const std::vector<Issue> range = read_plan_options(*parse_json(R"({"gpus_max":"abc","global_batch_tokens":0})").value, o);
+  ASSERT_EQ(range.size(), 2u);
+  EXPECT_EQ(range[0].message, "must be an integer from 1 to 1,000,000; got \"abc\"");
+  EXPECT_EQ(range[1].message, "must be an integer from 1 to 1,099,511,627,776; got 0");
 }
 
 }  // namespace
