@@ -1054,12 +1054,15 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
                         (out.retained_until_next_forward ? ", which the loop holds (with the logits) until the next "
                                                            "forward returns." : ", after backward."));
   }
+  // With part of the stack checkpointed the bottom block's high point still counts the other
+  // blocks' tensors, which their backward has freed by then: an overestimate there (and the
+  // allocator replay models the hold only where every block is recomputed).
   if (fsdp1_keeps_recomputed_inputs(c, d.impl) && b.recomputed > Count(0)) {
     out.frozen_unit_input_bytes = d.tokens * d.hidden_split * d.stream;
-    // Blocks below the lowest that trains run without autograd: no recomputation there.
-    const std::int64_t layers = std::max<std::int64_t>(1, m.num_hidden_layers);
-    out.frozen_unit_blocks = lowest > 0 ? mul_div(b.recomputed, Count(std::max<std::int64_t>(0, layers - lowest)), Count(layers))
-                                        : b.recomputed;
+    out.frozen_unit_blocks = b.recomputed;
+    // Offloaded, the checkpoints are on the host; backward brings each input back and the hook
+    // keeps that copy on the GPU.
+    out.frozen_unit_inputs_offloaded = tr.activation_offload;
     out.notes.push_back("FSDP1 with frozen units under reentrant checkpointing: every recomputed block's input and "
                         "its gradient stay until backward ends (the units' reshard-only hooks hold them).");
   }
@@ -1074,7 +1077,8 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     // its output (split, view, transpose: GPTBigCode's `present = key_value`, a slice of c_attn's
     // output), so the cache keeps that whole output alive, queries included, in the projection's
     // output dtype: fp32 out of a bitsandbytes linear fed fp32 (Dims::mlp_act), which the kernels
-    // save only as their 16-bit casts. memfit counts it as the keys' tensor (values: none apart).
+    // save only as their 16-bit casts. memfit counts it as the keys' tensor; the values' is the
+    // rotated keys of a rotary model.
     const bool recomputed = tr.checkpointing == Checkpointing::kFull;
     const bool repeated = d.kv_heads != d.heads &&
                           (d.impl.attention == AttentionImpl::kEager || d.impl.kv_saved == KvSaved::kQueryHeads);
@@ -1083,7 +1087,10 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     if (recomputed || repeated || projected != d.act) {
       if (fused_view) {
         out.kv_cache_key_bytes = d.tokens * (d.heads * d.head_dim + d.kv_heads * (d.head_dim + d.v_head_dim)) * projected;
-        out.kv_cache_value_bytes = Bytes{0};
+        // Rotary models (GPT-NeoX, Falcon, Phi-3) return rotated keys, new tensors, beside the
+        // values' view of the fused output.
+        out.kv_cache_value_bytes = m.position_embedding == PositionKind::kRotary ? d.tokens * d.kv_heads * d.head_dim * d.act
+                                                                                 : Bytes{0};
       } else {
         out.kv_cache_key_bytes = d.tokens * d.kv_heads * d.head_dim * d.act;
         out.kv_cache_value_bytes = d.tokens * d.kv_heads * d.v_head_dim * d.act;

@@ -157,10 +157,12 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   // FSDP1's frozen units under reentrant checkpointing (ActivationModel::frozen_unit_input_bytes):
   // each recomputed block's input stays, with its gradient, until backward ends, so the bottom
   // block's backward runs beside the inputs and gradients of every block above it.
+  // (The inputs are the checkpoints, already alive, unless offloaded: then backward's copies.)
   const Bytes kept_inputs = act.frozen_unit_input_bytes * act.frozen_unit_blocks;
+  const Bytes inputs_back = act.frozen_unit_inputs_offloaded ? kept_inputs : Bytes{0};
   const Bytes bottom_block = kept_inputs.is_zero() ? Bytes{0}
-                                                   : alive + reused.blocks + kept_inputs - act.frozen_unit_input_bytes +
-                                                         act.layer_backward_working_bytes;
+                                                   : alive + reused.blocks + inputs_back + kept_inputs -
+                                                         act.frozen_unit_input_bytes + act.layer_backward_working_bytes;
   // Backward frees every saved tensor but leaves ctx attributes, which go with the graph after it.
   const Bytes end = st.resident() + grads_at_end + act.embedding_saved_bytes + embedding_grad + loss.kept_bytes +
                     kept_cache(act) + act.retained_bytes + fused + root_at_end + kept_inputs * Count(2);
@@ -267,6 +269,22 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
       if (g.layer != LayerKind::kNone) blocks += g.elements_each() * p.held(params, g) * (fp8_linear(g) ? Bytes{1} : r.gathered);
     }
     return p.as_nominal(blocks / c.parallel.tensor);
+  }
+  // A quantised frozen base is gathered as it is stored, not as a 16-bit copy: bitsandbytes packs
+  // two 4-bit codes per byte into a storage dtype that transformers' Trainer sets FSDP's parameter
+  // dtype to (trainer.py, _fsdp_qlora_plugin_updates: mixed precision = bnb_4bit_quant_storage;
+  // bitsandbytes functional.py quantize_4bit packs into quant_storage), and GPTQ's packed int32
+  // codes are flattened as they are: the block's frozen tensors at their stored bytes.
+  const Finetune& f = c.training.finetune;
+  if (is_peft(c) && f.base_bits < 16) {
+    const bool experts_unquantized = experts_left_unquantized(c);
+    Bytes dense{0}, moe{0};
+    for (const TensorGroup& g : params.groups) {
+      if (g.layer == LayerKind::kNone) continue;
+      const Bytes each = frozen_bytes_each(g, f, r.gathered, experts_unquantized) * params.per_layer(g);
+      (g.layer == LayerKind::kMoe ? moe : dense) += each;
+    }
+    return p.as_nominal(max(dense, moe) / c.parallel.tensor);
   }
   // DeepSpeed ZeRO++ qwZ gathers int8 codes (one byte an element; the scales, one per group of
   // thousands, are left out) and dequantizes them into the 16-bit block: both for a moment.

@@ -222,6 +222,7 @@ struct Program {
   // their input and its gradient (one block's input each) until backward ends.
   Bytes frozen_unit_input;
   std::int64_t frozen_unit_blocks = 0;
+  bool frozen_unit_inputs_offloaded = false;  // the inputs come back from the host: a copy each
 };
 
 // Gradients of layer `i`'s trainable tensors (or of the outside ones when i < 0), as sized.
@@ -344,6 +345,7 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
       auto& layer = saved[static_cast<std::size_t>(i)];
       kept_inputs.insert(kept_inputs.end(), layer.begin(), layer.end());
       layer.clear();
+      if (pr.frozen_unit_inputs_offloaded) kept_inputs.push_back(r.take(pr.frozen_unit_input));
       kept_inputs.push_back(r.take(pr.frozen_unit_input));
     }
     r.give(previous);
@@ -354,10 +356,10 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     r.give(copies[static_cast<std::size_t>(i)]);
     release_gathered(r, pr, gathered);
   }
-  r.give(kept_inputs);  // FSDP1's _finalize_params removes the hooks at backward's end
   r.give(input_grad);
   r.give(outside);
   r.mark("backward", "Backward (end)");
+  r.give(kept_inputs);  // FSDP1's _finalize_params (the final callback) removes the hooks
   // The loop reads the loss after backward (HF Trainer's NaN filter, a printed or logged loss),
   // which waits for the GPU: what waited on the unshard stream's events is free again.
   if (pr.gathers_run_ahead) r.synchronize();
@@ -444,6 +446,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   if (every_layer) {
     pr.frozen_unit_input = act.frozen_unit_input_bytes;
     pr.frozen_unit_blocks = act.frozen_unit_blocks.value();
+    pr.frozen_unit_inputs_offloaded = act.frozen_unit_inputs_offloaded;
   }
   pr.retained = layers.value() > 0 ? act.retained_bytes / layers.value() : Bytes{0};
   pr.retained_until_next_forward = act.retained_until_next_forward;

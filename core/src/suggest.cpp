@@ -20,6 +20,7 @@ struct Candidate {
   Json patch;
   int disruption;           // 0: free; larger: changes the training more
   bool fixes_card = false;  // makes the run possible on this card (kept even if it saves nothing)
+  bool on_card_precision = false;  // worked out on top of the card's precision change (with_precision)
 };
 
 // Whether a change swaps the card (its patch sets hardware.gpu): the user's own card is what the
@@ -180,7 +181,8 @@ Candidate with_precision(const Candidate& precision, Candidate change) {
   change.title += master ? " + FP16 weights with an fp32 master copy" : " + FP16 mixed precision";
   change.detail += "; " + precision.detail;
   change.disruption = std::max(change.disruption, precision.disruption);
-  return change;  // kept where it saves memory: the precision change alone is listed for the card's sake
+  change.on_card_precision = true;  // what it saves is counted from the run in that precision
+  return change;
 }
 
 void add_candidates(const Config& c, std::vector<Candidate>& out) {
@@ -320,10 +322,14 @@ std::vector<Suggestion> suggest(const Config& c) {
   std::vector<Suggestion> out;
   std::vector<int> disruption;
   const StepTime time_now = step_time(c);
+  // A change on top of the card's precision saves (or not) against the run in that precision,
+  // which is the run the card can do.
+  const Estimate runnable_now = runnable ? estimate(*runnable) : Estimate{};
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Estimate& e = results[i];
+    const Estimate& base = candidates[i].on_card_precision && runnable_now.ok() ? runnable_now : now;
     // A change must help, and a precision the card lacks is not a change it can make.
-    const bool helps = e.ok() && (e.device_total_bytes < now.device_total_bytes || candidates[i].fixes_card);
+    const bool helps = e.ok() && (e.device_total_bytes < base.device_total_bytes || candidates[i].fixes_card);
     const Gpu* gpu = e.ok() ? find_gpu(e.config.hardware.gpu) : nullptr;
     if (!helps || !gpu || !runs_training(*gpu, e.config.training)) continue;
     Suggestion s;
@@ -332,7 +338,7 @@ std::vector<Suggestion> suggest(const Config& c) {
     s.patch = candidates[i].patch;
     s.device_total_bytes = e.device_total_bytes;
     s.verdict = e.fit.verdict;
-    s.saved_bytes = now.device_total_bytes - e.device_total_bytes;
+    s.saved_bytes = base.device_total_bytes - e.device_total_bytes;
     add_time_cost(time_now, e.config, s);
     out.push_back(std::move(s));
     disruption.push_back(candidates[i].disruption);

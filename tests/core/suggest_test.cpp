@@ -132,6 +132,18 @@ TEST(Suggest, OnACardWithoutTheRecipeEveryChangeComesWithTheRecipeItRuns) {
     if (training && training->find("precision") && s.patch.find("hardware") == nullptr) ++with_fp16;
   }
   EXPECT_GE(with_fp16, 4);  // fp16 alone, and LoRA, QLoRA, checkpointing... with it
+  // What a change on top of fp16 saves is counted from the fp16 run (the one the card can do).
+  Config fp16 = base.config;
+  fp16.training.precision = Precision::kFp16Mixed;
+  const Bytes fp16_total = estimate(fp16).device_total_bytes;
+  for (const Suggestion& s : list) {
+    const Json* training = s.patch.find("training");
+    if (!training || !training->find("precision") || s.patch.find("hardware") || s.patch.members().size() == 1 &&
+        training->members().size() == 1) {
+      continue;  // not a change on top of fp16 (fp16 alone, or a card)
+    }
+    EXPECT_EQ(s.saved_bytes, fp16_total - s.device_total_bytes) << s.title;
+  }
   EXPECT_TRUE(any_title(list, "LoRA"));
   // The first suggestion fits on the T4 itself, with fp16.
   EXPECT_EQ(list.front().verdict, Verdict::kFits);

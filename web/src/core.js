@@ -130,7 +130,9 @@ export function startCore({ createWorker, init = {}, timeLimitMs = TIME_LIMIT_MS
 // compiled module. Where the page cannot compile it (no compileStreaming, a server that does not
 // send application/wasm), the worker fetches it itself.
 export function wasmInit(wasmUrl, extra = {}) {
-  const compiled = typeof WebAssembly?.compileStreaming === 'function' && typeof fetch === 'function'
+  // (typeof on the global itself: where WebAssembly is switched off it is not even declared.)
+  const compiled = typeof WebAssembly === 'object' && typeof WebAssembly.compileStreaming === 'function' &&
+    typeof fetch === 'function'
     ? WebAssembly.compileStreaming(fetch(wasmUrl)).catch(() => null)
     : Promise.resolve(null);
   return compiled.then((wasmModule) => (wasmModule ? { ...extra, wasmUrl, wasmModule } : { ...extra, wasmUrl }));

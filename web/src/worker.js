@@ -1,6 +1,7 @@
 // The Web Worker that runs the memfit core, so the page's main thread never waits on it.
 // Protocol (core.js is the only other end):
-//   page → worker  { type: 'init', wasmUrl | wasmBinary, bare? }  once; answered { type: 'ready', data }
+//   page → worker  { type: 'init', wasmUrl | wasmBinary | wasmModule (compiled by the page), bare? }
+//                  once; answered { type: 'ready', data }
 //                  (data: the core's static data; null when `bare`: the planner's worker)
 //                  { id, fn, args, channel?, priority? }       one call of engine.js
 //   worker → page  { running: id } as it starts one, then { id, value } | { id, error } |

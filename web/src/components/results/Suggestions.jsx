@@ -68,7 +68,10 @@ function List({ list, units, disabled = false, updating = false, onApply }) {
             class={`button${i === 0 && s.verdict === 'fits' ? ' primary' : ''}`}
             disabled={disabled || updating}
             title={updating ? 'Updating for the new values' : disabled ? 'Fix the highlighted inputs first' : `Apply: ${s.title}`}
-            onClick={() => onApply(s)}
+            onClick={() => {
+              focusNext = 'undo';
+              onApply(s);
+            }}
           >
             Apply
           </button>
@@ -116,26 +119,33 @@ export function WaysToSave({ suggestions, previous, units, stale, onApply, onOpe
   );
 }
 
-// Where focus went when the control that had it was redrawn away (Apply's list is replaced, Undo
-// goes with its status): nowhere, the page's body.
-const focusLost = () => !document.activeElement || document.activeElement === document.body;
+// Where the focus goes after an Apply or Undo press, whose button is redrawn away with its list or
+// its status: 'undo', 'results', or nowhere (Reset and typing keep theirs).
+let focusNext = null;
 
 // After Apply: what was applied, and the way back. The Apply button that was pressed is gone with
 // its list, so focus moves to Undo; after Undo it moves to the answer.
 export function Applied({ applied, onUndo }) {
   const undo = useRef(null);
   useEffect(() => {
-    if (focusLost()) undo.current?.focus();
+    if (focusNext !== 'undo') return;
+    focusNext = null;
+    undo.current?.focus();
   }, [applied]);
   useEffect(() => () => {
     requestAnimationFrame(() => {
-      if (focusLost()) document.getElementById('results')?.focus();
+      if (focusNext !== 'results') return;
+      focusNext = null;
+      document.getElementById('results')?.focus();
     });
   }, []);
   return (
     <div class="applied" role="status" data-testid="applied">
       <span>Applied: <strong>{applied.title}</strong>.</span>
-      <button type="button" class="link undo" onClick={onUndo} data-testid="undo" ref={undo}>Undo</button>
+      <button type="button" class="link undo" data-testid="undo" ref={undo} onClick={() => {
+        focusNext = 'results';
+        onUndo();
+      }}>Undo</button>
     </div>
   );
 }
