@@ -137,6 +137,12 @@ describe('the built accuracy pages', { skip: missing || false, concurrency: fals
     // Every kind of run is named in the legend, and the table by kind adds up to every run.
     const legend = await p.locator('.chart.scatter .legend .mark').evaluateAll((gs) => gs.map((g) => g.getAttribute('class')));
     for (const kind of new Set(points.map((pt) => pt.kind))) assert.ok(legend.includes(`mark kind-${kind}`), `a legend entry for ${kind}`);
+    // ... each on a row of its own (the lines' entries below the kinds').
+    const rows = await p.locator('.chart.scatter .legend > g').evaluateAll((gs) => gs.map((g) => {
+      const r = g.getBoundingClientRect();
+      return [r.top, r.bottom];
+    }).sort((a, b) => a[0] - b[0]));
+    for (let i = 1; i < rows.length; i++) assert.ok(rows[i][0] >= rows[i - 1][1] - 1, `legend rows ${i - 1} and ${i} overlap`);
     const runs = await p.getByTestId('accuracy-kinds').locator('tbody td:nth-of-type(1)').allTextContents();
     assert.equal(runs.reduce((sum, t) => sum + Number(t.replace(/,/g, '')), 0), summary.count);
     assert.match(await p.getByTestId('median-error').textContent(), new RegExp(`${(summary.median_abs_error * 100).toFixed(1)}`));

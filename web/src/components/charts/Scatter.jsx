@@ -11,6 +11,7 @@ const KIND = {
   peft: ['Other PEFT methods', 'diamond'],
 };
 export const kindLabel = (k) => KIND[k]?.[0] ?? k;
+const KINDS = Object.keys(KIND).length;
 
 function Mark({ shape, x, y, r = 4.5 }) {
   if (shape === 'square') return <rect x={x - r} y={y - r} width={2 * r} height={2 * r} />;
@@ -63,8 +64,9 @@ export function Scatter({ points, width = 640, height = 460, summaryId }) {
             <text x={16} y={4}>{label}</text>
           </g>
         ))}
-        <g transform="translate(0, 54)" class="legend-line"><path class="diagonal" d="M0,0 L10,0" /><text x={16} y={4}>memfit = measured</text></g>
-        <g transform="translate(0, 72)" class="legend-line"><path class="band" d="M0,0 L10,0" /><text x={16} y={4}>±25 %</text></g>
+        {/* The lines' entries below the kinds' (one row each, 18 px). */}
+        <g transform={`translate(0, ${KINDS * 18})`} class="legend-line"><path class="diagonal" d="M0,0 L10,0" /><text x={16} y={4}>memfit = measured</text></g>
+        <g transform={`translate(0, ${(KINDS + 1) * 18})`} class="legend-line"><path class="band" d="M0,0 L10,0" /><text x={16} y={4}>±25 %</text></g>
       </g>
     </svg>
   );
