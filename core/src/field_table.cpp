@@ -395,9 +395,9 @@ std::vector<Field> build_fields() {
               "auto", "yes", "no"),
       MF_ENUM("training.checkpoint_impl", training.implementation.checkpoint_impl, CheckpointImpl,
               "how activation checkpointing recomputes a block: reentrant (torch.utils.checkpoint use_reentrant=True, "
-              "transformers' gradient checkpointing default; under FSDP1 a unit of frozen parameters then keeps every "
-              "block's recomputed input and its gradient until backward ends) or non_reentrant (torch's "
-              "checkpoint_wrapper: torchtune, torchtitan, LitGPT); auto = the framework's",
+              "transformers 4's gradient checkpointing default, unsloth's; under FSDP1 a unit of frozen parameters "
+              "then keeps every block's recomputed input and its gradient until backward ends) or non_reentrant "
+              "(transformers 5, torch's checkpoint_wrapper: torchtune, torchtitan, LitGPT); auto = the framework's",
               "auto", "reentrant", "non_reentrant"),
       MF_ENUM("training.loss_shift_copy", training.implementation.loss_shift_copy, Switch,
               "the eager loss shifts a contiguous copy of the logits while the 16-bit logits are held (transformers "

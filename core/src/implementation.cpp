@@ -53,10 +53,12 @@ constexpr Implementation knobs(Framework f, A attention, S softmax, L logits, M 
   return i;
 }
 
-// transformers' gradient_checkpointing_enable passes use_reentrant=True unless told otherwise
-// (modeling_utils.py: `gradient_checkpointing_kwargs = {"use_reentrant": True}`), under Trainer,
-// TRL, DeepSpeed and Liger alike; unsloth's offloaded checkpointer recomputes on a detached leaf copy
-// of the block's input as the reentrant one does.
+// unsloth's offloaded checkpointer recomputes on a detached leaf copy of the block's input as the
+// reentrant one does (unsloth_zoo/gradient_checkpointing.py, Unsloth_Offloaded_Gradient_Checkpointer).
+// transformers' gradient_checkpointing_enable passed use_reentrant=True unless told otherwise from
+// 4.35 to 4.x (modeling_utils.py: `gradient_checkpointing_kwargs = {"use_reentrant": True}`) and
+// passes False since transformers 5 (huggingface/transformers#43203), which the hf profile models:
+// a run on transformers 4 sets training.checkpoint_impl to reentrant.
 constexpr Implementation reentrant(Implementation i) {
   i.checkpoint_impl = CheckpointImpl::kReentrant;
   return i;
@@ -73,8 +75,8 @@ constexpr Implementation grouped_experts(Implementation i) {
 
 // transformers' own code (the hf profile); TRL's SFTTrainer runs it with its own loss.
 constexpr Implementation kTransformersKnobs =
-    reentrant(grouped_experts(knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
-                          P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)));
+    grouped_experts(knobs(Framework::kHf, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager, K::kKvHeads,
+                          P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect));
 
 constexpr Implementation trl_knobs(Implementation i) {
   i.framework = Framework::kTrl;
@@ -136,8 +138,8 @@ const std::array<ImplementationProfile, 12> kProfiles = {{
      "a transformers model under the DeepSpeed engine: as hf, plus the gradient reduce bucket of 5e8 elements "
      "(ZeRO-2's at every backward, ZeRO-3's for the run)",
      "deepspeed/runtime/zero/config.py (reduce_bucket_size 5e8); runtime/zero/stage_1_and_2.py and stage3.py (IPG bucket)",
-     reentrant(grouped_experts(knobs(Framework::kDeepspeed, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager,
-           K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect))),
+     grouped_experts(knobs(Framework::kDeepspeed, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kEager, N::kEager,
+           K::kKvHeads, P::kSeparate, G::kEager, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
      0, 0, false, false, true, kDeepspeedReduceBucketElements, false, false, true},
     {Framework::kNanogpt, "nanogpt",
      "nanoGPT: SDPA (flash) or a manual path whose masked_fill keeps a boolean mask per layer, a fused c_attn, "
@@ -165,8 +167,8 @@ const std::array<ImplementationProfile, 12> kProfiles = {{
      "linear cross-entropy (no full logits; the head's gradients computed in forward)",
      "linkedin/Liger-Kernel src/liger_kernel/transformers/monkey_patch.py; ops/fused_linear_cross_entropy.py; "
      "ops/swiglu.py",
-     reentrant(grouped_experts(knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
-           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect))),
+     grouped_experts(knobs(Framework::kLiger, A::kSdpa, S::kFp32, L::kFp32, M::kAdditive, X::kFusedLinearCe, N::kFused,
+           K::kKvHeads, P::kSeparate, G::kFusedInplace, Switch::kNo, B::kHalf, F::kFp32, D::kDirect)),
      0, 0, false, false, true, 0, false, false, true},
     {Framework::kTrl, "trl",
      "TRL's SFTTrainer: hf with TRL's loss (chunked_nll, its default from 1.7): head and loss per 256 tokens, "

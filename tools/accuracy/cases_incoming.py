@@ -1398,6 +1398,8 @@ def axolotl(rec):
     c.t("optimizer", "paged_adamw_8bit", "optimizer: paged_adamw_8bit")
     c.t("optimizer_impl", "fused", "bitsandbytes' 8-bit paged AdamW updates in place")
     c.t("checkpointing", "full", "gradient_checkpointing: true")
+    c.t("checkpoint_impl", "reentrant", "axolotl passes gradient_checkpointing_kwargs use_reentrant True unless the config "
+        "sets them (axolotl PR #1167, Jan 2024, 'improve vram use w gradient checkpointing'); the config shown sets none")
     c.t("attention", "flash", "flash_attention: true")
     c.t("dropout", 0.0, "Llama-2 config")
     c.t("loss", "eager", "transformers' cross-entropy")

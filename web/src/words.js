@@ -73,9 +73,9 @@ export const CHOICES = {
     selective_op: ['Op-level selective (torchtitan)', 'every second matrix-multiply output and the attention output are kept'],
   },
   'training.checkpoint_impl': {
-    auto: ['The framework\'s', 'reentrant under transformers\' gradient checkpointing, non-reentrant under torch\'s checkpoint_wrapper'],
-    reentrant: ['Reentrant (use_reentrant=True)', 'transformers\' default; under FSDP1 with adapters every block\'s input and its gradient stay until backward ends'],
-    non_reentrant: ['Non-reentrant', 'torch\'s checkpoint_wrapper (torchtune, torchtitan, LitGPT, llama-recipes)'],
+    auto: ['The framework\'s', 'non-reentrant (transformers 5, torch\'s checkpoint_wrapper); reentrant under unsloth'],
+    reentrant: ['Reentrant (use_reentrant=True)', 'transformers 4\'s default; under FSDP1 with adapters every block\'s input and its gradient stay until backward ends'],
+    non_reentrant: ['Non-reentrant', 'transformers 5, torch\'s checkpoint_wrapper (torchtune, torchtitan, LitGPT, llama-recipes)'],
   },
   'training.attention': {
     auto: ['Automatic', 'what the implementation uses for this model and precision'],
