@@ -78,10 +78,12 @@ struct Dims {
 // until the whole backward ends, instead of going with the block's backward. Frozen units are what
 // a PEFT method under FSDP1 without use_orig_params has (PEFT's fsdp_auto_wrap_policy gives every
 // trainable leaf module a unit of its own); FSDP2 (torchtitan, torchtune) has no such hook.
+// On one GPU too: FSDP1 falls back to NO_SHARD there but still registers the hooks. Not under
+// pipeline stages, which no FSDP1 stack here runs (and whose final callback runs per micro-batch).
 bool fsdp1_keeps_recomputed_inputs(const Config& c, const Implementation& impl) {
   const Framework f = impl.framework;
   const bool fsdp1 = runs_torch_data_parallel(f) && f != Framework::kTorchtitan && f != Framework::kTorchtune;
-  return fsdp1 && c.parallel.zero_stage >= 2 && is_peft(c) && !c.parallel.fsdp_use_orig_params &&
+  return fsdp1 && c.parallel.zero_stage >= 2 && c.parallel.pipeline == 1 && is_peft(c) && !c.parallel.fsdp_use_orig_params &&
          c.training.checkpointing == Checkpointing::kFull && impl.checkpoint_impl == CheckpointImpl::kReentrant &&
          !forward_only(c.training);
 }
