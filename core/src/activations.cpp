@@ -907,7 +907,20 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   // over the tensors it saved (Liger-Kernel ops/swiglu.py, _swiglu_backward_kernel; unsloth
   // kernels/swiglu.py, _DWf_DW_dfg_kernel) adds only the first.
   const bool in_place = d.impl.activation_kernel == ActivationKernel::kFusedInplace && c.model.mlp == MlpKind::kGated;
-  const Bytes mlp_grads = d.tokens * d.ff * d.act * (in_place ? 1 : 3);
+  Bytes mlp_grads = d.tokens * d.ff * d.act * (in_place ? 1 : 3);
+  // A mixture of experts run as a loop (transformers 4's MixtralSparseMoeBlock: one expert's rows
+  // at a time, index_add_ into the output) goes back through one expert's chain at a time, and
+  // autograd frees each node's saved tensors as it runs: the MLP's gradients are one expert's rows
+  // (tokens · top-k / experts on average), not every token's. Dense blocks beside it, and shared
+  // experts (every token), keep the whole-batch size.
+  const ModelSpec& m = c.model;
+  if (m.num_experts > 0 && d.impl.moe_dispatch == MoeDispatch::kLoop && m.num_shared_experts == 0 &&
+      m.num_experts_per_tok > 0) {
+    const Count expert_ff = m.moe_intermediate_size > 0 ? ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor) : d.ff;
+    const Count rows = ceil_div(d.tokens * Count(m.num_experts_per_tok), Count(m.num_experts));
+    const Bytes expert_grads = rows * expert_ff * d.act * (in_place ? 1 : 3);
+    mlp_grads = m.first_k_dense_replace > 0 ? max(mlp_grads, expert_grads) : expert_grads;
+  }
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
   // LoRA on stacked experts: the grouped GEMM's backward returns the gradient of the whole merged
   // weight (W + s·B·A needs one for B and A), the size of the stack, before the baddbmm's backward
