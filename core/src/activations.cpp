@@ -907,7 +907,8 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   // over the tensors it saved (Liger-Kernel ops/swiglu.py, _swiglu_backward_kernel; unsloth
   // kernels/swiglu.py, _DWf_DW_dfg_kernel) adds only the first.
   const bool in_place = d.impl.activation_kernel == ActivationKernel::kFusedInplace && c.model.mlp == MlpKind::kGated;
-  Bytes mlp_grads = d.tokens * d.ff * d.act * (in_place ? 1 : 3);
+  const Count grads_per_element = in_place ? 1 : 3;
+  Bytes mlp_grads = d.tokens * d.ff * d.act * grads_per_element;
   // A mixture of experts run as a loop (transformers 4's MixtralSparseMoeBlock: one expert's rows
   // at a time, index_add_ into the output) goes back through one expert's chain at a time, and
   // autograd frees each node's saved tensors as it runs: the MLP's gradients are one expert's rows
@@ -918,7 +919,7 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
       m.num_experts_per_tok > 0) {
     const Count expert_ff = m.moe_intermediate_size > 0 ? ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor) : d.ff;
     const Count rows = ceil_div(d.tokens * Count(m.num_experts_per_tok), Count(m.num_experts));
-    const Bytes expert_grads = rows * expert_ff * d.act * (in_place ? 1 : 3);
+    const Bytes expert_grads = rows * expert_ff * d.act * grads_per_element;
     mlp_grads = m.first_k_dense_replace > 0 ? max(mlp_grads, expert_grads) : expert_grads;
   }
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
@@ -1075,9 +1076,6 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   if (fsdp1_keeps_recomputed_inputs(c, d.impl) && b.recomputed > Count(0)) {
     out.frozen_unit_input_bytes = d.tokens * d.hidden_split * d.stream;
     out.frozen_unit_blocks = b.recomputed;
-    // Offloaded, the checkpoints are on the host; backward brings each input back and the hook
-    // keeps that copy on the GPU.
-    out.frozen_unit_inputs_offloaded = tr.activation_offload;
     out.notes.push_back("FSDP1 with frozen units under reentrant checkpointing: every recomputed block's input and "
                         "its gradient stay until backward ends (the units' reshard-only hooks hold them).");
   }

@@ -38,7 +38,6 @@ struct ActivationModel {
   // gradient is as large), and the blocks whose inputs stay; zero where it does not apply.
   Bytes frozen_unit_input_bytes;
   Count frozen_unit_blocks;
-  bool frozen_unit_inputs_offloaded = false;  // activation offload: the inputs are not among the saved bytes
   std::vector<std::string> notes;
 };
 

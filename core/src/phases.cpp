@@ -157,9 +157,10 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   // FSDP1's frozen units under reentrant checkpointing (ActivationModel::frozen_unit_input_bytes):
   // each recomputed block's input stays, with its gradient, until backward ends, so the bottom
   // block's backward runs beside the inputs and gradients of every block above it.
-  // (The inputs are the checkpoints, already alive, unless offloaded: then backward's copies.)
+  // (The inputs are the checkpoints, already alive, unless offloaded to the host: then backward
+  // brings each back, and the hook keeps that copy on the GPU.)
   const Bytes kept_inputs = act.frozen_unit_input_bytes * act.frozen_unit_blocks;
-  const Bytes inputs_back = act.frozen_unit_inputs_offloaded ? kept_inputs : Bytes{0};
+  const Bytes inputs_back = c.training.activation_offload ? kept_inputs : Bytes{0};
   const Bytes bottom_block = kept_inputs.is_zero() ? Bytes{0}
                                                    : alive + reused.blocks + inputs_back + kept_inputs -
                                                          act.frozen_unit_input_bytes + act.layer_backward_working_bytes;

@@ -446,7 +446,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   if (every_layer) {
     pr.frozen_unit_input = act.frozen_unit_input_bytes;
     pr.frozen_unit_blocks = act.frozen_unit_blocks.value();
-    pr.frozen_unit_inputs_offloaded = act.frozen_unit_inputs_offloaded;
+    pr.frozen_unit_inputs_offloaded = c.training.activation_offload;
   }
   pr.retained = layers.value() > 0 ? act.retained_bytes / layers.value() : Bytes{0};
   pr.retained_until_next_forward = act.retained_until_next_forward;
