@@ -146,6 +146,12 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   test('4. an invalid value is marked with the core\'s message and kept as typed', async () => {
     const box = page.locator(id('training.micro_batch_size'));
     const field = page.locator('[data-field="training.micro_batch_size"]');
+    // Where the answer and the field typed in stand before any input is refused.
+    const tops = () => page.evaluate(() => [
+      document.querySelector('[data-testid="device-total"]').getBoundingClientRect().top + scrollY,
+      document.querySelector('#field-training-micro_batch_size').getBoundingClientRect().top + scrollY,
+    ]);
+    const before = await tops();
     for (const typed of ['abc', '0']) {
       await box.fill(typed);
       const config = withTraining(SEED_CONFIG, { micro_batch_size: typed === 'abc' ? 'abc' : 0 });
@@ -160,6 +166,10 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
       assert.equal((await field.locator('.field-error').textContent()).trim(), message);
       assert.match(await page.getByTestId('error-banner').textContent(), /Micro-batch size/);
       assert.equal(await page.locator('.answer').getAttribute('data-stale'), 'true');
+      // The banner lies over the faded answer: nothing on the page moved when it came.
+      assert.deepEqual(await tops(), before);
+      // Announced once, by the banner (an alert): the polite summary does not repeat it.
+      assert.equal((await page.locator('.answer-area > p[aria-live]').textContent()).trim(), '');
       const text = await page.locator('body').innerText();
       assert.doesNotMatch(text, /\bNaN\b|\bundefined\b|\bInfinity\b/);
       // The link keeps the bad value as typed, so it reopens the same problem.

@@ -7,7 +7,6 @@ import { Header } from './Header.jsx';
 import { Answer } from './results/Answer.jsx';
 import { SummaryBar } from './results/SummaryBar.jsx';
 import { Field, fieldDomId } from './form/Field.jsx';
-import { fieldLabel } from '../fields.js';
 import { formatBytes } from '../format.js';
 import { plainText } from '../words.js';
 import { afterPaint } from '../afterPaint.js';
@@ -35,10 +34,10 @@ function Later({ ms, children }) {
 }
 
 // One sentence for screen readers, announced as the numbers change.
+// An input the core refused is announced once, by the banner (an alert) when it appears, and by
+// the field itself (its message is part of the field's description): not a third time here.
 function summary(result, shown, units) {
-  if (!result) return '';
-  if (!result.ok) return `Input problem: ${result.errors.map((e) => `${fieldLabel(e.field)} ${e.message}`).join('; ')}`;
-  if (!shown) return '';
+  if (!result || !result.ok || !shown) return '';
   const r = shown.result;
   const verdict = { fits: 'fits', tight: 'is tight', does_not_fit: 'does not fit' }[r.fits.verdict] ?? r.fits.verdict;
   return `Device total ${formatBytes(r.device_total_bytes, units)}; ${verdict} on ${r.fits.name}.`;

@@ -3,9 +3,12 @@ import { plainMessage } from '../words.js';
 
 // The inputs the core refused, each named in words: a form field is a button that takes the
 // focus to it; anything else (the configuration as a whole, a link parameter) is its message alone.
+// Over a last valid answer (shown faded) the banner lies on top of it, held in a slot that takes no
+// room, so its coming and going while someone types never moves the page; with no answer yet it
+// stands in the answer's place.
 export function ErrorBanner({ errors, hasResult, fieldByPath, onFocusField }) {
-  return (
-    <div class="banner" role="alert" data-testid="error-banner">
+  const banner = (
+    <div class={`banner input-errors${hasResult ? ' over-answer' : ''}`} role="alert" data-testid="error-banner">
       <strong>
         {hasResult ? 'Showing the last valid result. ' : ''}
         {errors.length === 1 ? 'One input needs fixing:' : `${errors.length} inputs need fixing:`}
@@ -28,6 +31,7 @@ export function ErrorBanner({ errors, hasResult, fieldByPath, onFocusField }) {
       </ul>
     </div>
   );
+  return hasResult ? <div class="banner-slot">{banner}</div> : banner;
 }
 
 // A problem outside the form's fields: named once, in words ("Configuration: …"), never as a
