@@ -527,11 +527,17 @@ const std::vector<Field>& config_fields() {
 namespace {
 // A field whose -1 stands for "the framework's / memfit's own choice" (its help says "-1 = ...").
 bool minus_one_is_automatic(const Field& f) { return std::string_view(f.help).find("-1 = ") != std::string_view::npos; }
+// One whose -1 stands for all of something ("-1 = all", "-1 = every block"): said so, not "automatic".
+bool minus_one_is_all(const Field& f) {
+  const std::string_view help(f.help);
+  return help.find("-1 = all") != std::string_view::npos || help.find("-1 = every") != std::string_view::npos;
+}
 }  // namespace
 
 std::string int_range_text(const Field& f) {
   if (f.min_int == -1 && minus_one_is_automatic(f)) {
-    return "-1 (automatic) or an integer from 0 to " + group_digits(f.max_int);
+    return std::string(minus_one_is_all(f) ? "-1 (all)" : "-1 (automatic)") + " or an integer from 0 to " +
+           group_digits(f.max_int);
   }
   return "an integer from " + group_digits(f.min_int) + " to " + group_digits(f.max_int);
 }

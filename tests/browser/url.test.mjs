@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 
-import { fieldApplies, formSections, setPath, toConfigValue, whenItApplies } from '../../web/src/fields.js';
+import { autoText, fieldApplies, formSections, setPath, toConfigValue, whenItApplies } from '../../web/src/fields.js';
 import { formatBytes, formatCount, formatPercent } from '../../web/src/format.js';
 import { URL_VERSION, decode, encode, flatten, paramNames } from '../../web/src/url.js';
 import { plainMessage } from '../../web/src/words.js';
@@ -183,16 +183,23 @@ describe('with the real schema (wasm core)', { skip: !existsSync(join(WASM_DIR, 
     // QA pass 3: Reduce bucket elements showed -1 and refused "auto"; messages said "type -1".
     const automatic = core.schema().filter((f) => (f.help ?? '').includes('-1 = '));
     assert.ok(automatic.length >= 5);
+    // Review: where -1 means all of them (checkpointed layers, trainable layers) the word is "all".
+    const all = (f) => /-1 = (all|every)/.test(f.help ?? '');
+    assert.deepEqual(automatic.filter(all).map((f) => f.field).sort(),
+      ['training.checkpointed_layers', 'training.finetune.trainable_layers']);
     let said = 0;
     for (const f of automatic) {
+      const word = all(f) ? 'all' : 'auto';
+      assert.equal(autoText(f.field), word, f.field);
       assert.equal(toConfigValue(f, 'auto'), -1, f.field);
+      assert.equal(toConfigValue(f, word), -1, f.field);
       const refused = core.estimate(setPath(structuredClone(core.defaultConfig()), f.field, -5));
       const message = refused.errors?.find((e) => e.field === f.field)?.message ?? '';
-      if (!message.includes('(automatic)')) continue;
-      assert.match(plainMessage(message), /must be "auto" or /, f.field);
+      if (!message.includes(all(f) ? '(all)' : '(automatic)')) continue;
+      assert.match(plainMessage(message), new RegExp(`must be "${word}" or `), f.field);
       said += 1;
     }
-    assert.ok(said >= 3, `${said} messages checked`);
+    assert.ok(said >= 5, `${said} messages checked`);
   });
 
   test('the schema and the default configuration list the same fields', () => {

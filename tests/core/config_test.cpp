@@ -71,6 +71,9 @@ TEST(Config, ErrorsNameTheFieldAndTheRange) {
   // A field whose -1 means "automatic" says so, rather than offering -1 as one more integer.
   EXPECT_EQ(first_error(R"({"hardware":{"overhead_bytes":-5}})"),
             "hardware.overhead_bytes must be -1 (automatic) or an integer from 0 to 1,099,511,627,776; got -5");
+  // One whose -1 means all of them says "all".
+  EXPECT_EQ(first_error(R"({"training":{"checkpointed_layers":-5}})"),
+            "training.checkpointed_layers must be -1 (all) or an integer from 0 to 100,000; got -5");
 }
 
 TEST(Config, EveryBadFieldIsReportedNotJustTheFirst) {

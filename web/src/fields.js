@@ -116,6 +116,13 @@ export const AUTO_VALUE = {
   'model.max_relative_positions': -1,
 };
 export const AUTO_TEXT = 'auto';
+// Fields among those whose automatic value means "all of them" (the core's help says "-1 = all" or
+// "-1 = every block"): the form shows and accepts "all" there ("auto" is still accepted).
+const AUTO_WORD = {
+  'training.checkpointed_layers': 'all',
+  'training.finetune.trainable_layers': 'all',
+};
+export const autoText = (path) => AUTO_WORD[path] ?? AUTO_TEXT;
 
 // What the form holds (text typed, a checkbox's boolean, a list) → what the core is sent.
 // Text that is a well-formed number is sent as a number; anything else is sent exactly as typed
@@ -123,7 +130,7 @@ export const AUTO_TEXT = 'auto';
 export function toConfigValue(field, raw) {
   if (raw === undefined || raw === null) return raw;
   const auto = AUTO_VALUE[field?.field];
-  if (auto !== undefined && String(raw).trim().toLowerCase() === AUTO_TEXT) return auto;
+  if (auto !== undefined && [AUTO_TEXT, autoText(field.field)].includes(String(raw).trim().toLowerCase())) return auto;
   switch (field?.kind) {
     case 'integer':
     case 'number':

@@ -393,8 +393,10 @@ export function plainText(text) {
 // become their labels ("Max positions"), choice ids in quotes their names.
 export function plainMessage(text) {
   return plainText(text)
-    // The form shows and takes "auto" where the core's -1 means automatic (fields.js AUTO_VALUE).
+    // The form shows and takes "auto" where the core's -1 means automatic, "all" where it means all
+    // of them (fields.js AUTO_VALUE, autoText).
     .replace(/(^|[^\w-])-1 \(automatic\)/g, '$1"auto"')
+    .replace(/(^|[^\w-])-1 \(all\)/g, '$1"all"')
     .replace(/\b(model|training|parallel|hardware)\.[a-z_]+(?:\.[a-z_]+)?\b/g, (path) => (FIELDS[path] ? FIELDS[path][0] : path))
     .replace(/\b(bf16_mixed|fp16_mixed|bf16_master|fp16_master|fp8_mixed|seed_14p|bf16_fsdp|selective_op|adamw_8bit|paged_adamw_8bit|paged_adamw|sgd_momentum|optimizer_in_backward)\b/g,
       (id) => {

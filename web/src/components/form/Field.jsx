@@ -1,7 +1,7 @@
 // One configuration field, drawn from its schema entry: { value, onChange } and the core's
 // messages. Text inputs hold exactly what was typed; the core decides whether it is valid. Labels,
 // explanations and choices are in words (words.js), never the core's ids.
-import { AUTO_TEXT, AUTO_VALUE } from '../../fields.js';
+import { AUTO_VALUE, autoText } from '../../fields.js';
 import { CHOICES, CHOICE_INTEGERS, choiceWords, fieldWords, plainMessage } from '../../words.js';
 
 export const fieldDomId = (path) => (path === 'model.preset' ? 'preset-input' : `field-${path.replace(/\./g, '-')}`);
@@ -23,7 +23,7 @@ function Messages({ id, errors, warnings }) {
 
 function TextInput({ id, field, value, invalid, describedBy, onChange, disabled }) {
   const auto = AUTO_VALUE[field.field];
-  const shown = auto !== undefined && value === auto ? AUTO_TEXT : text(value);
+  const shown = auto !== undefined && value === auto ? autoText(field.field) : text(value);
   return (
     <input
       id={id}
