@@ -175,7 +175,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     const p = await context.newPage();
     // The page's own view (a chart shown as a table, the sweep) is left out of the snippets; the
     // unit choice stays.
-    await p.goto(`${server.url}?v=1&preset=gpt2&seq_len=512&units=GB&tables=breakdown&sweep=seq_len`);
+    await p.goto(`${server.url}?v=1&preset=gpt2&seq_len=512&method=lora&lora_targets=qkv,o&units=GB&tables=breakdown&sweep=seq_len`);
     await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
     await p.getByTestId('embed-button').click();
     const dialog = p.getByTestId('embed-dialog');
@@ -184,14 +184,17 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     const component = await p.inputValue('#snippet-component');
     const src = new URL(iframe.match(/<iframe src="([^"]*)"/)[1].replace(/&amp;/g, '&'));
     assert.equal(`${src.origin}${src.pathname}`, `${server.url}embed.html`);
-    assert.deepEqual([...src.searchParams].sort(), [['preset', 'gpt2'], ['seq_len', '512'], ['units', 'GB'], ['v', '1']]);
+    assert.deepEqual([...src.searchParams].sort(),
+      [['lora_targets', 'qkv,o'], ['method', 'lora'], ['preset', 'gpt2'], ['seq_len', '512'], ['units', 'GB'], ['v', '1']]);
+    // Written as the page writes its own link: a list's commas stay readable.
+    assert.match(iframe, /lora_targets=qkv,o/);
     assert.match(iframe, /event\.source/);
     assert.match(component, new RegExp(`<script type="module" src="${server.url.replace(/[.]/g, '\\.')}memfit-estimate\\.js"></script>`));
     assert.equal(component.match(/<memfit-estimate link="\?([^"]*)">/)[1], src.search.slice(1).replace(/&/g, '&amp;'));
     await p.selectOption('#embed-view', 'fit');
     assert.match(await p.inputValue('#snippet-component'), / view="fit"/);
     const preview = p.frameLocator('[data-testid="embed-preview"]');
-    const expected = core.estimate({ model: { preset: 'gpt2' }, training: { seq_len: 512 } });
+    const expected = core.estimate({ model: { preset: 'gpt2' }, training: { seq_len: 512, finetune: { method: 'lora', lora_targets: ['qkv', 'o'] } } });
     await p.waitForFunction((b) => document.querySelector('[data-testid="embed-preview"]').contentDocument
       ?.querySelector('[data-testid="peak-allocated"]')?.dataset.bytes === b, String(expected.peak_allocated_bytes), { timeout: 15000 });
     // The fit view's GPU table follows the numbers by a paint (the details settle after the headline).

@@ -18,10 +18,21 @@ const attr = (text) => String(text).replace(/&/g, '&amp;').replace(/"/g, '&quot;
 // means nothing to an embed and is left out of its snippets; the unit choice stays.
 const PAGE_ONLY = [...VIEW_PARAMS].filter((name) => !['units', 'view', 'theme'].includes(name));
 
+function paramName(part) {
+  const name = part.split('=')[0];
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
+}
+
 export function snippets(site, pageQuery, view, theme) {
-  const params = new URLSearchParams(pageQuery);
-  for (const name of PAGE_ONLY) params.delete(name);
-  const query = params.toString();
+  // The page's own parameters as the page wrote them (commas and slashes left readable): only the
+  // page-only ones are taken out, so nothing is encoded a second time.
+  const query = String(pageQuery ?? '').replace(/^\?/, '').split('&')
+    .filter((part) => part && !PAGE_ONLY.includes(paramName(part)))
+    .join('&');
   const extra = `${view !== 'card' ? `&view=${view}` : ''}${theme !== 'auto' ? `&theme=${theme}` : ''}`;
   const src = `${site}embed.html?${query}${extra}`;
   const origin = new URL(site).origin;
