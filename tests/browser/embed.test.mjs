@@ -128,17 +128,21 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
 
   test('<memfit-estimate> fetches the wasm beside the worker\'s script, and copes with a server that mislabels it', async () => {
     // The page compiles the wasm while the worker's script loads (both requests from the host page,
-    // at once); served as application/octet-stream, streaming compilation is refused and the worker
-    // loads it itself. Numbers in both cases, and no error.
+    // at once); served as application/octet-stream, streaming compilation is refused and the same
+    // download is compiled from its bytes (fetched once). Numbers in both cases, and no error.
     for (const wasmType of ['application/wasm', 'application/octet-stream']) {
       const context = await browser.newContext();
       await serveMemfitExample(context);
+      let served = 0;
       if (wasmType !== 'application/wasm') {
-        await context.route('https://memfit.example/memfit.wasm', (route) => route.fulfill({
-          status: 200,
-          body: readFileSync(join(DIST, 'memfit.wasm')),
-          headers: { 'content-type': wasmType, 'access-control-allow-origin': '*' },
-        }));
+        await context.route('https://memfit.example/memfit.wasm', (route) => {
+          served += 1;
+          return route.fulfill({
+            status: 200,
+            body: readFileSync(join(DIST, 'memfit.wasm')),
+            headers: { 'content-type': wasmType, 'access-control-allow-origin': '*' },
+          });
+        });
       }
       const p = await context.newPage();
       const errors = [];
@@ -149,6 +153,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
       assert.ok(fetched.includes('/worker.js'), `${wasmType}: ${fetched}`);
       assert.ok(fetched.includes('/memfit.wasm'), `${wasmType}: the page fetched ${fetched}`);
       assert.deepEqual(errors, [], wasmType);
+      if (wasmType !== 'application/wasm') assert.equal(served, 1, 'the mislabelled wasm is downloaded once');
       await context.close();
     }
   });

@@ -131,9 +131,17 @@ export function startCore({ createWorker, init = {}, timeLimitMs = TIME_LIMIT_MS
 // send application/wasm), the worker fetches it itself.
 export function wasmInit(wasmUrl, extra = {}) {
   // (typeof on the global itself: where WebAssembly is switched off it is not even declared.)
+  // A server that does not send application/wasm makes streaming compilation refuse the response:
+  // the same download (a copy of its body) is then compiled from its bytes, not fetched again. Bytes
+  // that do not compile (an error page) leave it to the worker, which says what went wrong.
   const compiled = typeof WebAssembly === 'object' && typeof WebAssembly.compileStreaming === 'function' &&
     typeof fetch === 'function'
-    ? WebAssembly.compileStreaming(fetch(wasmUrl)).catch(() => null)
+    ? fetch(wasmUrl).then((response) => {
+      if (!response.ok) return null;
+      const copy = response.clone();
+      return WebAssembly.compileStreaming(response)
+        .catch(() => copy.arrayBuffer().then((bytes) => WebAssembly.compile(bytes)));
+    }).catch(() => null)
     : Promise.resolve(null);
   return compiled.then((wasmModule) => (wasmModule ? { ...extra, wasmUrl, wasmModule } : { ...extra, wasmUrl }));
 }
