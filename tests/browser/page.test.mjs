@@ -420,11 +420,18 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     const wide = await open('?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
     await wide.screenshot({ path: join(RESULTS_DIR, 'page.png') });
     await wide.screenshot({ path: join(RESULTS_DIR, 'page-full.png'), fullPage: true });
+    const wideEditLink = await wide.getByTestId('run-edit').isVisible();
     await wide.close();
     const narrow = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
     await narrow.goto(`${server.url}?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p`);
     await narrow.waitForSelector('html[data-ready="true"]');
     await narrow.screenshot({ path: join(RESULTS_DIR, 'page-narrow.png'), fullPage: true });
+    // QA pass 3: on a phone the form comes after the whole answer; the run's summary links to it
+    // (a wide screen has the form beside the answer, and no such link).
+    assert.equal(wideEditLink, false);
+    await narrow.getByTestId('run-edit').click();
+    await narrow.waitForFunction(() => Math.abs(document.getElementById('inputs').getBoundingClientRect().top) < 40);
+    await narrow.screenshot({ path: join(RESULTS_DIR, 'page-narrow-inputs.png') });
     await narrow.close();
     assert.deepEqual(consoleErrors, []);
   });

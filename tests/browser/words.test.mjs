@@ -13,6 +13,8 @@ test('a recipe note names its recipe once', () => {
   assert.equal(plainText('bf16_fsdp: FSDP mixed precision (param_dtype bf16): fp32 weights'),
     'BF16 with FSDP mixed precision (accelerate, torchtitan): FSDP mixed precision (param_dtype bf16): fp32 weights');
   assert.equal(plainText('fp32: fp32 weights, gradients and optimizer states.'), 'FP32, full precision: fp32 weights, gradients and optimizer states.');
+  // A preset's source as the core writes it: seed paths in words, code spans without backticks.
+  assert.equal(plainText('seeds/001 `config` and SimpleTransformer'), 'source document 001 config and SimpleTransformer');
   assert.equal(plainText('LoRA: 2.15 bytes of weights'), 'LoRA: 2.15 bytes of weights');
 });
 

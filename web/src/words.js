@@ -386,7 +386,9 @@ export function plainText(text) {
     .replace(/\bthe seeds'/gi, 'the source documents\'')
     .replace(/\bthe seeds\b/gi, 'the source documents')
     .replace(/\bSeeds' /g, 'Textbook ')
-    .replace(/\bseeds\b/gi, 'source documents');
+    .replace(/\bseeds\b/gi, 'source documents')
+    // Code spans of the core's text (`config`) are shown as plain words, not with their backticks.
+    .replace(/`([^`\n]+)`/g, '$1');
 }
 
 // A message from the core in the page's words: field paths ("model.max_position_embeddings")

@@ -243,7 +243,7 @@ export function ConfigForm({ state }) {
   const model = sections.find((s) => s.id === 'model');
 
   return (
-    <div class="inputs" aria-label="Configuration">
+    <div class="inputs" id="inputs" aria-label="Configuration">
       <section class="card form-section" aria-labelledby="section-model">
         <h2 id="section-model">Model</h2>
         <PresetSlot state={state} />

@@ -10,7 +10,7 @@ export function Answer({ result, units, stale, modelName, suggestions, previousS
   const fits = result.fits.verdict === 'fits';
   return (
     <div class={`results-body answer${stale ? ' stale' : ''}`} data-stale={stale ? 'true' : 'false'}>
-      <Headline result={result} units={units} modelName={modelName} solve={solve} />
+      <Headline result={result} units={units} modelName={modelName} solve={solve} editHref="#inputs" />
       <AccuracyLine />
       {applied && <Applied applied={applied} onUndo={onUndo} />}
       {!fits && <WhatToChange result={result} suggestions={suggestions} previous={previousSuggestions} units={units} stale={stale} onApply={onApply} />}

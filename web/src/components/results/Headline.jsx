@@ -123,12 +123,17 @@ const offloadWords = (p) =>
   p.offload_optimizer && p.offload_params ? 'states and weights offloaded' : p.offload_optimizer ? 'states offloaded' : p.offload_params ? 'weights offloaded' : null;
 
 // solve: the headline's answer (the fewest GPUs, the largest micro-batch), drawn under the numbers.
-export function Headline({ result, units, modelName, solve = null }) {
+// editHref: where the form is, for a link after the run's summary that only narrow screens show
+// (there the form comes after the whole answer; on a wide screen it stands beside it).
+export function Headline({ result, units, modelName, solve = null, editHref = null }) {
   const fit = result.fits;
   const [lo, hi] = result.device_total_range_bytes ?? [];
   return (
     <div class="headline-wrap">
-    <p class="run-line" data-testid="run-line">{runLine(result, modelName)}</p>
+    <p class="run-line">
+      <span data-testid="run-line">{runLine(result, modelName)}</span>
+      {editHref && <span class="run-edit"> · <a href={editHref} data-testid="run-edit">Change the inputs</a></span>}
+    </p>
     <div class="headline">
       <div class="stat">
         <div class="stat-label">Peak allocated</div>
