@@ -1053,8 +1053,19 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     return out;
   }
   // bitsandbytes' ctx attributes outlive backward: the inputs of the blocks that are not recomputed
-  // (a recomputed block's are made again, in a graph of its own that goes with its backward).
-  const Count not_recomputed = tr.checkpointing == Checkpointing::kFull ? b.layers - b.recomputed : b.layers;
+  // (under reentrant checkpointing a recomputed block's forward runs under no_grad, so no ctx keeps
+  // anything, and its recomputation is a graph of its own that goes with its backward). Non-reentrant
+  // checkpointing runs the block's first forward with grad and only drops what save_for_backward
+  // saves (torch/utils/checkpoint.py, _checkpoint_hook: saved_tensors_hooks): MatMul4Bit's
+  // `ctx.tensors = (A, B)` is a plain attribute, so every block keeps its 4-bit linears' inputs until
+  // the step's graph is freed, recomputed or not (bitsandbytes 0.41.3 autograd/_functions.py; PEFT's
+  // examples/sft/README.md: QLoRA needs use_reentrant True "else QLoRA leads to high GPU memory
+  // consumption"; ms-swift 1.x made non-reentrant its default, swift/llm/utils/model.py
+  // fix_gradient_checkpointing_warning).
+  const bool first_forward_keeps_ctx = tr.checkpointing == Checkpointing::kFull &&
+                                       d.impl.checkpoint_impl == CheckpointImpl::kNonReentrant;
+  const Count not_recomputed =
+      tr.checkpointing == Checkpointing::kFull && !first_forward_keeps_ctx ? b.layers - b.recomputed : b.layers;
   if (d.quantized_inputs_retained && tr.checkpointing != Checkpointing::kSelectiveOp && not_recomputed > Count(0)) {
     Bytes retained = mul_div(retained_inputs(c, d, false) * b.dense_layers +
                                  (m.num_experts > 0 ? retained_inputs(c, d, true) * b.moe_layers : Bytes{0}),
@@ -1064,11 +1075,18 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
       retained = retained - (retained_inputs(c, d, first_is_moe) - retained_inputs(c, d, first_is_moe, true));
     }
     out.retained_bytes = mul_div(retained, in_flight.chunks, in_flight.chunks_per_stage);
+    // The recomputed blocks' share is held on top of their checkpoints (which is all the saved bytes
+    // count for them), from their forward to the end of the step.
+    if (first_forward_keeps_ctx) out.saved_bytes += mul_div(out.retained_bytes, b.recomputed, b.layers);
     out.retained_until_next_forward = d.impl.loop_keeps_logits == Switch::kYes;
     out.notes.push_back(std::string("bitsandbytes before 0.43.2: each 4-bit linear keeps its input as a ctx attribute, "
                                     "which backward does not free; they go with the step's graph") +
                         (out.retained_until_next_forward ? ", which the loop holds (with the logits) until the next "
-                                                           "forward returns." : ", after backward."));
+                                                           "forward returns." : ", after backward.") +
+                        (first_forward_keeps_ctx && b.recomputed > Count(0)
+                             ? " Under non-reentrant checkpointing the recomputed blocks keep theirs too, from their "
+                               "first forward (use_reentrant=True avoids it)."
+                             : ""));
   }
   // With part of the stack checkpointed the bottom block's high point still counts the other
   // blocks' tensors, which their backward has freed by then: an overestimate there (and the

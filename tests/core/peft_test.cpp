@@ -401,6 +401,41 @@ TEST(Peft, OldBitsandbytesKeepsInputsUntilTheGraphGoes) {
   EXPECT_LT(before, retained * 2 / 3);
 }
 
+// Under full checkpointing the kept inputs depend on how the blocks are checkpointed. Reentrant
+// checkpointing runs a block's first forward under no_grad (MatMul4Bit sets no ctx.tensors) and its
+// recomputation is a graph of its own, freed by that block's backward: nothing more is kept.
+// Non-reentrant checkpointing runs the first forward with grad and drops only what
+// save_for_backward saved, so the ctx attributes of every block stay until the graph goes
+// (ms-swift 1.x's default; PEFT's examples ask for use_reentrant True with QLoRA for this reason).
+TEST(Peft, OldBitsandbytesUnderNonReentrantCheckpointingKeepsEveryBlocksInputs) {
+  Config c = llama2(FinetuneMethod::kLora);
+  c.training.precision = Precision::kBf16;
+  c.training.checkpointing = Checkpointing::kFull;
+  c.training.micro_batch_size = 2;
+  c.training.finetune.base_bits = 4;
+  const auto with = [&](CheckpointImpl impl, bool keeps) {
+    Config v = c;
+    v.training.implementation.checkpoint_impl = impl;
+    v.training.finetune.bnb_keeps_input = keeps;
+    const Estimate e = estimate(v);
+    EXPECT_TRUE(e.ok());
+    return e;
+  };
+  const Estimate reentrant_current = with(CheckpointImpl::kReentrant, false);
+  const Estimate reentrant_old = with(CheckpointImpl::kReentrant, true);
+  const Estimate non_reentrant_current = with(CheckpointImpl::kNonReentrant, false);
+  const Estimate non_reentrant_old = with(CheckpointImpl::kNonReentrant, true);
+  EXPECT_EQ(reentrant_old.breakdown.activations, reentrant_current.breakdown.activations);
+  EXPECT_EQ(reentrant_old.peak_allocated_bytes, reentrant_current.peak_allocated_bytes);
+  EXPECT_EQ(non_reentrant_current.breakdown.activations, reentrant_current.breakdown.activations);
+  const std::int64_t tokens = 2 * 512;
+  const std::int64_t retained = (32 * (4096 * 3 + 11008) - 4096) * tokens * 2;
+  EXPECT_EQ(non_reentrant_old.breakdown.activations.value() - non_reentrant_current.breakdown.activations.value(),
+            retained);
+  EXPECT_GT(non_reentrant_old.peak_allocated_bytes.value() - non_reentrant_current.peak_allocated_bytes.value(),
+            retained / 2);
+}
+
 // modules_to_save: PEFT trains a deep copy of the embedding and the head beside the frozen
 // originals (print_trainable_parameters counts both copies as trainable and in "all params"). The
 // copies keep the base's bf16 while PEFT's LoRA adapters are fp32: bf16 weights, gradients and

@@ -358,6 +358,10 @@ def swift_common(c, model_key, mbs=1, ga=16, seq=2048, ckpt=True, flash=True):
     c.t("optimizer_impl", "foreach", "adamw_torch passes neither foreach nor fused, so torch 2.1's foreach default on CUDA")
     c.t("checkpointing", "full" if ckpt else "none", "--gradient_checkpointing (Benchmark.md default true unless the row "
         "turns it off)")
+    if ckpt:
+        c.t("checkpoint_impl", "non_reentrant", "swift 1.x replaces torch.utils.checkpoint.checkpoint with a wrapper whose "
+            "use_reentrant defaults to False (swift/llm/utils/model.py fix_gradient_checkpointing_warning, from Nov 2023), "
+            "and the models' own checkpoint calls pass no use_reentrant")
     if flash:
         if fam in ("chatglm3", "baichuan2"):
             c.t("attention", "sdpa", "ChatGLM3's remote code calls torch's scaled_dot_product_attention and Baichuan2's calls "
@@ -884,6 +888,10 @@ def llamafactory(rec):
     c.t("optimizer_impl", "foreach", "torch's default")
     c.t("checkpointing", "full", "not stated: LLaMA-Factory enables gradient checkpointing unless "
         "disable_gradient_checkpointing is set")
+    if not unsloth:
+        c.t("checkpoint_impl", "reentrant", "LLaMA-Factory of Dec 2023 (src/llmtuner/model/patcher.py) calls "
+            "gradient_checkpointing_enable() without gradient_checkpointing_kwargs: transformers 4.36 then checkpoints "
+            "with torch's default use_reentrant=True")
     if fa2 or unsloth:
         c.t("attention", "flash", "'FA2' in the method name")
     else:
