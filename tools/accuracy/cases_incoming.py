@@ -2115,6 +2115,17 @@ def qwen(rec):
                   f"full-parameter row's 139.2-162.0G exceed one 80 GB card, and the rows of a table are read alike), "
                   f"divided by {gpus} because ZeRO shards (or replicates) evenly" if div else ""),
                   note="unknown counter: taken as nvidia-smi (the scripts log no GPU memory)", divisor=div)
+    if size == "1p8b" and full:
+        # Research (QwenLM/Qwen history): the 1.8B rows came with e8e1596 (2023-11-30), when finetune.py passed
+        # device_map="auto" to every run; transformers then turns on low_cpu_mem_usage, which raises under ZeRO-3
+        # (the crash QwenLM/Qwen PR #833 reports for finetune_ds.sh, fixed in January 2024).
+        c.flag("low_confidence")
+        c.note("the 1.8B rows were added to the README (QwenLM/Qwen e8e1596, 2023-11-30) while finetune.py passed "
+               "device_map='auto', which fails under ZeRO-3 (QwenLM/Qwen PR #833): the full-parameter run was not made with "
+               "the committed script, and its real configuration (ZeRO-2 or ZeRO-3, buckets) is not stated")
+        c.whatif("ZeRO-2 as every other single-GPU DeepSpeed script of the repository (ds_config_zero2.json: buckets 2e8, "
+                 "overlap_comm)", parallel__zero_stage=2, parallel__reduce_bucket_elements=200_000_000,
+                 parallel__overlap_comm=True)
     training_defaults(c)
     return low_conf(c).done()
 
