@@ -10,6 +10,8 @@
 //   details.css                       the details' styles (charts, tables): not in the first view
 //   embed.html, embed.js, embed.css   the iframe card (embed.css: the embed forms' styles, also in
 //                                     memfit-estimate.js and the Embed dialog's chunk)
+//   static-data.json                  the core's static data (schema, defaults, presets, GPUs) as
+//                                     this build's core gives it, for the embed forms' workers
 // and prints a size report (gzip and brotli). Nothing here runs in the browser.
 //   node web/build.mjs            (npm run build:web)
 //   MEMFIT_WASM_DIR=... to take the wasm files from elsewhere
@@ -137,6 +139,10 @@ const indexHtml = (await readFile(join(web, 'index.html'), 'utf8'))
   .replace('%LINK_SCRIPT%', linkScript)
   .replace('%APP%', appHtml);
 await writeFile(join(dist, 'index.html'), indexHtml);
+// The embed forms start their worker without building the static data (tens of milliseconds of wasm
+// run for the first time, before the first estimate could start) and read this file instead: the
+// same core's answer, written once here (core.js startPageCore / withStaticData).
+await writeFile(join(dist, 'static-data.json'), JSON.stringify(data));
 
 // --- the accuracy pages ---------------------------------------------------------------------
 const summary = JSON.parse(await readFile(join(root, 'docs/data/accuracy_summary.json'), 'utf8'));

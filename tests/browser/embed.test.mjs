@@ -126,6 +126,26 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     await context.close();
   });
 
+  test('static-data.json is this build\'s core\'s static data; without it the component asks its worker', async () => {
+    // The embed forms' workers start bare and read the static data from the build (core.js
+    // withStaticData): it must be what the core itself gives.
+    assert.deepEqual(JSON.parse(readFileSync(join(DIST, 'static-data.json'), 'utf8')), core.staticData());
+    for (const missing of [false, true]) {
+      const context = await browser.newContext();
+      await serveMemfitExample(context);
+      if (missing) await context.route('https://memfit.example/static-data.json', (route) => route.fulfill({ status: 404, body: 'not found' }));
+      const p = await context.newPage();
+      const errors = [];
+      p.on('pageerror', (e) => errors.push(e.message));
+      await p.goto(`${site.url}examples/plain-html/index.html`);
+      await assertComponents(p, [['#full', { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048 } }]]);
+      const fetched = await p.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
+      assert.ok(fetched.includes('/static-data.json'), `${fetched}`);
+      assert.deepEqual(errors, [], missing ? 'static data missing' : 'static data read');
+      await context.close();
+    }
+  });
+
   test('<memfit-estimate> fetches the wasm beside the worker\'s script, and copes with a server that mislabels it', async () => {
     // The page compiles the wasm while the worker's script loads (both requests from the host page,
     // at once); served as application/octet-stream, streaming compilation is refused and the same

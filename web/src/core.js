@@ -151,9 +151,11 @@ export function wasmInit(wasmUrl, extra = {}) {
 // in the page (#memfit-worker, #memfit-wasm): the worker starts from a blob and gets the wasm's
 // bytes. `planner`: the planner's worker instead (planner-worker.js and memfit-planner.wasm, or
 // #memfit-planner-worker and #memfit-planner-wasm), which sends no static data.
-export function startPageCore({ planner = false } = {}) {
+// staticDataFile: read the core's static data from this file beside the page (static-data.json,
+// written by the build from the same core) and start the worker bare (withStaticData).
+export function startPageCore({ planner = false, staticDataFile = null } = {}) {
   const name = planner ? 'memfit-planner' : 'memfit';
-  const bare = planner;
+  const bare = planner || Boolean(staticDataFile);
   const inlineWorker = globalThis.document?.getElementById(`${name}-worker`);
   const inlineWasm = globalThis.document?.getElementById(`${name}-wasm`);
   if (inlineWorker && inlineWasm) {
@@ -164,5 +166,17 @@ export function startPageCore({ planner = false } = {}) {
   const here = (file) => new URL(file, document.baseURI);
   const init = wasmInit(String(here(`./${name}.wasm`)), { bare });
   const workerUrl = here(planner ? './planner-worker.js' : './worker.js');
-  return startCore({ createWorker: () => new Worker(workerUrl, { type: 'module', name: `${name}-core` }), init });
+  const core = startCore({ createWorker: () => new Worker(workerUrl, { type: 'module', name: `${name}-core` }), init });
+  return staticDataFile ? withStaticData(core, String(here(`./${staticDataFile}`))) : core;
+}
+
+// A core whose worker started bare, with its static data read from the build's file instead: the
+// worker's first task is then the first estimate, not the schema, the presets and the GPU table
+// (the first run of wasm code is its slowest). Where the file cannot be read, the worker is asked.
+export function withStaticData(core, dataUrl) {
+  const file = typeof fetch === 'function'
+    ? fetch(dataUrl).then((r) => (r.ok ? r.json() : null)).catch(() => null)
+    : Promise.resolve(null);
+  const ready = Promise.all([core.ready, file]).then(([, data]) => data ?? core.call('staticData'));
+  return { ...core, ready };
 }

@@ -19,7 +19,7 @@ function postHeight() {
 }
 new ResizeObserver(postHeight).observe(document.documentElement);
 
-const core = startPageCore();
+const core = startPageCore({ staticDataFile: 'static-data.json' });
 core.ready
   .then(async (data) => {
     const link = readLink(data, location.search);

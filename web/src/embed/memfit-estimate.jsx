@@ -13,7 +13,7 @@ import { render } from 'preact';
 import pageCss from '../styles.css';
 import detailsCss from '../details.css';
 import embedCss from '../embed.css';
-import { STALE, startCore, wasmInit } from '../core.js';
+import { STALE, startCore, wasmInit, withStaticData } from '../core.js';
 import { EmbedCard } from './EmbedCard.jsx';
 import { readLink } from './link.js';
 
@@ -30,25 +30,28 @@ const shadowCss = `${pageCss}\n${detailsCss}\n${embedCss}`
 
 // One worker for every element. A script from another origin cannot start a worker from its own
 // address directly: then the worker's code is fetched and started from a blob.
-// The wasm is compiled here while the worker's script loads (core.js wasmInit).
+// The wasm is compiled here while the worker's script loads (core.js wasmInit); the worker starts
+// bare and the static data comes from the build's file (core.js withStaticData).
 let shared = null;
 function sharedCore() {
   if (shared) return shared;
   const workerUrl = new URL('worker.js', here);
-  const init = wasmInit(new URL('memfit.wasm', here).href);
+  const init = wasmInit(new URL('memfit.wasm', here).href, { bare: true });
   const sameOrigin = workerUrl.origin === location.origin;
   const make = (url) => () => new Worker(url, { type: 'module', name: 'memfit-core' });
+  let core;
   if (sameOrigin) {
-    shared = startCore({ createWorker: make(workerUrl), init });
+    core = startCore({ createWorker: make(workerUrl), init });
   } else {
     const pending = fetch(workerUrl).then((r) => r.text()).then((code) =>
       startCore({ createWorker: make(URL.createObjectURL(new Blob([code], { type: 'text/javascript' }))), init }));
-    shared = {
+    core = {
       ready: pending.then((c) => c.ready),
       latest: (...args) => pending.then((c) => c.latest(...args)),
       call: (...args) => pending.then((c) => c.call(...args)),
     };
   }
+  shared = withStaticData(core, new URL('static-data.json', here).href);
   return shared;
 }
 
