@@ -46,6 +46,28 @@ TEST(Suggest, ShardOnTheGpusYouHaveAndQuantiseTheExperts) {
   EXPECT_TRUE(experts);
 }
 
+// QLoRA on bitsandbytes before 0.43.2 under non-reentrant checkpointing keeps every block's 4-bit
+// linears' inputs: a newer bitsandbytes, or reentrant checkpointing, saves them (the same amount
+// here, where every block is checkpointed); neither is offered where it saves nothing.
+TEST(Suggest, OldBitsandbytesUpgradeOrReentrantCheckpointing) {
+  const char* old_bnb = R"({"model":{"preset":"llama-3-8b"},"training":{"micro_batch_size":4,"seq_len":4096,)"
+                        R"("checkpointing":"full","checkpoint_impl":"non_reentrant","finetune":{"method":"lora",)"
+                        R"("base_bits":4,"bnb_keeps_input":true}},"hardware":{"gpu":"rtx-4090-24gb"}})";
+  std::int64_t upgrade = 0, reentrant = 0;
+  for (const Suggestion& s : suggestions_for(old_bnb)) {
+    if (s.title == "bitsandbytes 0.43.2 or later") upgrade = s.saved_bytes.value();
+    if (s.title == "Reentrant checkpointing (use_reentrant=True)") reentrant = s.saved_bytes.value();
+  }
+  // 4 × 4096 tokens × 32 blocks × (3 × 4096 + 14336) inputs × 2 bytes, less the first block's q/k/v.
+  EXPECT_GT(upgrade, 25LL << 30);
+  EXPECT_EQ(reentrant, upgrade);
+  const auto current = suggestions_for(R"({"model":{"preset":"llama-3-8b"},"training":{"micro_batch_size":4,)"
+                                       R"("seq_len":4096,"checkpointing":"full","finetune":{"method":"lora","base_bits":4}},)"
+                                       R"("hardware":{"gpu":"rtx-4090-24gb"}})");
+  EXPECT_FALSE(any_title(current, "bitsandbytes 0.43.2"));
+  EXPECT_FALSE(any_title(current, "Reentrant checkpointing"));
+}
+
 TEST(Suggest, NoAdaptersForPretraining) {
   const auto finetune = suggestions_for(with("").c_str());
   EXPECT_TRUE(any_title(finetune, "LoRA"));

@@ -75,7 +75,7 @@ export const CHOICES = {
   'training.checkpoint_impl': {
     auto: ['The framework\'s', 'non-reentrant (transformers 5, torch\'s checkpoint_wrapper); reentrant under unsloth'],
     reentrant: ['Reentrant (use_reentrant=True)', 'transformers 4\'s default; under FSDP1 with adapters every block\'s input and its gradient stay until backward ends'],
-    non_reentrant: ['Non-reentrant', 'transformers 5, torch\'s checkpoint_wrapper (torchtune, torchtitan, LitGPT, llama-recipes)'],
+    non_reentrant: ['Non-reentrant', 'transformers 5, torch\'s checkpoint_wrapper (torchtune, torchtitan, LitGPT, llama-recipes); bitsandbytes before 0.43.2 then keeps every block\'s 4-bit inputs'],
   },
   'training.attention': {
     auto: ['Automatic', 'what the implementation uses for this model and precision'],
