@@ -92,7 +92,7 @@ Dims make_dims(const Config& c) {
   const ModelSpec& m = c.model;
   const Parallel& p = c.parallel;
   const PrecisionRecipe& r = recipe_for(c.training.precision);
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   Dims d;
   d.batch = c.training.micro_batch_size;
   d.peft = peft_activation(c);

@@ -218,7 +218,7 @@ Estimate estimate(const Config& requested) {
     e.notes.push_back("LitGPT keeps the output head apart from the token embedding (its checkpoint converter copies "
                       "the embedding into lm_head.weight): both are counted.");
   }
-  e.implementation = resolve_implementation(c.training.implementation);
+  e.implementation = resolve_implementation(c);
   if (falcon_left_unquantized(requested)) {
     e.notes.push_back("transformers 5 quantises only modules whose type is exactly nn.Linear: Falcon's FalconLinear "
                       "layers stay 16-bit under bitsandbytes, so the base is not quantised" +

@@ -279,6 +279,17 @@ Implementation resolve_implementation(const Implementation& r) {
 
 bool runs_transformers_class(Framework f) { return f == Framework::kHf || f == Framework::kTrl; }
 
+Implementation resolve_implementation(const Config& c) {
+  Implementation out = resolve_implementation(c.training.implementation);
+  const Framework f = out.framework;
+  const bool follows_transformers = runs_transformers_class(f) || f == Framework::kDeepspeed || f == Framework::kLiger;
+  if (c.training.implementation.checkpoint_impl == CheckpointImpl::kAuto && c.training.finetune.bnb_keeps_input &&
+      follows_transformers) {
+    out.checkpoint_impl = CheckpointImpl::kReentrant;
+  }
+  return out;
+}
+
 bool runs_transformers_class(std::string_view name) {
   const auto& choices = detail::find_field("training.framework")->choices;
   for (std::size_t i = 0; i < choices.size(); ++i) {

@@ -94,7 +94,7 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
     out.push_back({"bitsandbytes 0.43.2 or later", "same results; its 4-bit layers keep no copy of their input",
                    patch("training.finetune.bnb_keeps_input", Json::boolean(false)), 0});
     if (t.checkpointing == Checkpointing::kFull &&
-        resolve_implementation(t.implementation).checkpoint_impl == CheckpointImpl::kNonReentrant) {
+        resolve_implementation(c).checkpoint_impl == CheckpointImpl::kNonReentrant) {
       out.push_back({"Reentrant checkpointing (use_reentrant=True)",
                      "same results; the old bitsandbytes then keeps no inputs of the checkpointed blocks",
                      patch("training.checkpoint_impl", Json::string("reentrant")), 1});

@@ -130,10 +130,15 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     // The embed forms' workers start bare and read the static data from the build (core.js
     // withStaticData): it must be what the core itself gives.
     assert.deepEqual(JSON.parse(readFileSync(join(DIST, 'static-data.json'), 'utf8')), core.staticData());
-    for (const missing of [false, true]) {
+    // Read; missing; answering something else (review: `{}` broke the component): the worker's own then.
+    for (const missing of [false, 404, '{}']) {
       const context = await browser.newContext();
       await serveMemfitExample(context);
-      if (missing) await context.route('https://memfit.example/static-data.json', (route) => route.fulfill({ status: 404, body: 'not found' }));
+      if (missing) {
+        await context.route('https://memfit.example/static-data.json', (route) => route.fulfill(missing === 404
+          ? { status: 404, body: 'not found' }
+          : { status: 200, body: missing, headers: { 'content-type': 'application/json', 'access-control-allow-origin': '*' } }));
+      }
       const p = await context.newPage();
       const errors = [];
       p.on('pageerror', (e) => errors.push(e.message));
@@ -141,7 +146,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
       await assertComponents(p, [['#full', { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048 } }]]);
       const fetched = await p.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
       assert.ok(fetched.includes('/static-data.json'), `${fetched}`);
-      assert.deepEqual(errors, [], missing ? 'static data missing' : 'static data read');
+      assert.deepEqual(errors, [], `static data: ${missing || 'read'}`);
       await context.close();
     }
   });

@@ -431,7 +431,18 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.equal(wideEditLink, false);
     await narrow.getByTestId('run-edit').click();
     await narrow.waitForFunction(() => Math.abs(document.getElementById('inputs').getBoundingClientRect().top) < 40);
+    assert.equal(await narrow.evaluate(() => location.hash), '', 'the address keeps no #inputs');
     await narrow.screenshot({ path: join(RESULTS_DIR, 'page-narrow-inputs.png') });
+    // Review: on a phone the banner is in the flow above (nothing lies over the form or the link),
+    // and the field typed in stays where it is when it comes (the browser's scroll anchoring).
+    const box = narrow.locator(id('training.micro_batch_size'));
+    await box.scrollIntoViewIfNeeded();
+    const top = () => box.evaluate((e) => e.getBoundingClientRect().top);
+    const was = await top();
+    await box.fill('0');
+    await narrow.getByTestId('error-banner').waitFor();
+    assert.ok(Math.abs((await top()) - was) < 2, `the field moved by ${(await top()) - was} px`);
+    assert.equal(await narrow.getByTestId('error-banner').evaluate((e) => getComputedStyle(e).position), 'static');
     await narrow.close();
     assert.deepEqual(consoleErrors, []);
   });

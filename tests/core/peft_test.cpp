@@ -434,6 +434,12 @@ TEST(Peft, OldBitsandbytesUnderNonReentrantCheckpointingKeepsEveryBlocksInputs) 
             retained);
   EXPECT_GT(non_reentrant_old.peak_allocated_bytes.value() - non_reentrant_current.peak_allocated_bytes.value(),
             retained / 2);
+  // Left to the hf profile (transformers 5: non-reentrant), a run on that old bitsandbytes is a
+  // transformers 4 run: reentrant, as echoed in the result.
+  const Estimate automatic = with(CheckpointImpl::kAuto, true);
+  EXPECT_EQ(automatic.implementation.checkpoint_impl, CheckpointImpl::kReentrant);
+  EXPECT_EQ(automatic.peak_allocated_bytes, reentrant_old.peak_allocated_bytes);
+  EXPECT_EQ(with(CheckpointImpl::kAuto, false).implementation.checkpoint_impl, CheckpointImpl::kNonReentrant);
 }
 
 // modules_to_save: PEFT trains a deep copy of the embedding and the head beside the frozen

@@ -161,7 +161,8 @@ export function startPageCore({ planner = false, staticDataFile = null } = {}) {
   if (inlineWorker && inlineWasm) {
     const bytes = Uint8Array.from(atob(inlineWasm.textContent.trim()), (c) => c.charCodeAt(0));
     const blob = URL.createObjectURL(new Blob([inlineWorker.textContent], { type: 'text/javascript' }));
-    return startCore({ createWorker: () => new Worker(blob, { name }), init: { wasmBinary: bytes, bare } });
+    // (The single file has no static-data.json beside it: its worker builds the static data.)
+    return startCore({ createWorker: () => new Worker(blob, { name }), init: { wasmBinary: bytes, bare: planner } });
   }
   const here = (file) => new URL(file, document.baseURI);
   const init = wasmInit(String(here(`./${name}.wasm`)), { bare });
@@ -173,9 +174,17 @@ export function startPageCore({ planner = false, staticDataFile = null } = {}) {
 // A core whose worker started bare, with its static data read from the build's file instead: the
 // worker's first task is then the first estimate, not the schema, the presets and the GPU table
 // (the first run of wasm code is its slowest). Where the file cannot be read, the worker is asked.
-export function withStaticData(core, dataUrl) {
+// A file that does not answer within STATIC_DATA_WAIT_MS, or does not hold the four parts, is
+// given up for the worker's own answer.
+export const STATIC_DATA_WAIT_MS = 3000;
+const isStaticData = (d) => Boolean(d) && Array.isArray(d.schema) && Array.isArray(d.presets) &&
+  Array.isArray(d.gpus) && typeof d.defaults === 'object' && d.defaults !== null && typeof d.defaults.model === 'object';
+export function withStaticData(core, dataUrl, waitMs = STATIC_DATA_WAIT_MS) {
   const file = typeof fetch === 'function'
-    ? fetch(dataUrl).then((r) => (r.ok ? r.json() : null)).catch(() => null)
+    ? Promise.race([
+      fetch(dataUrl).then((r) => (r.ok ? r.json() : null)).then((d) => (isStaticData(d) ? d : null)).catch(() => null),
+      new Promise((resolve) => setTimeout(() => resolve(null), waitMs)),
+    ])
     : Promise.resolve(null);
   const ready = Promise.all([core.ready, file]).then(([, data]) => data ?? core.call('staticData'));
   return { ...core, ready };

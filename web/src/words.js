@@ -73,7 +73,7 @@ export const CHOICES = {
     selective_op: ['Op-level selective (torchtitan)', 'every second matrix-multiply output and the attention output are kept'],
   },
   'training.checkpoint_impl': {
-    auto: ['The framework\'s', 'non-reentrant (transformers 5, torch\'s checkpoint_wrapper); reentrant under unsloth'],
+    auto: ['The framework\'s', 'non-reentrant (transformers 5, torch\'s checkpoint_wrapper); reentrant under unsloth and with bitsandbytes before 0.43.2 (transformers 4)'],
     reentrant: ['Reentrant (use_reentrant=True)', 'transformers 4\'s default; under FSDP1 with adapters every block\'s input and its gradient stay until backward ends'],
     non_reentrant: ['Non-reentrant', 'transformers 5, torch\'s checkpoint_wrapper (torchtune, torchtitan, LitGPT, llama-recipes); bitsandbytes before 0.43.2 then keeps every block\'s 4-bit inputs'],
   },
@@ -295,7 +295,7 @@ export const FIELDS = {
   'training.optimizer': ['Optimizer', ''],
   'training.optimizer_impl': ['Optimizer step', 'how the optimizer runs its update'],
   'training.checkpointing': ['Activation checkpointing', 'recompute activations in backward instead of keeping them'],
-  'training.checkpointed_layers': ['Checkpointed blocks', 'how many blocks full checkpointing recomputes; -1 = all'],
+  'training.checkpointed_layers': ['Checkpointed blocks', 'how many blocks full checkpointing recomputes; "all": every block'],
   'training.attention': ['Attention kernel', ''],
   'training.dropout': ['Dropout', 'probability; masks are kept for backward when above 0'],
   'training.chunked_loss': ['Chunked loss', 'cross-entropy in chunks: no full fp32 logits'],

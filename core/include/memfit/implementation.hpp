@@ -42,6 +42,11 @@ const ImplementationProfile& implementation_profile(Framework framework);
 
 // The implementation with every `auto` resolved (never kAuto; chunked_loss folded into loss).
 Implementation resolve_implementation(const Implementation& requested);
+// The same, for a whole configuration: where the checkpointing implementation is left to the
+// profile but the run names bitsandbytes before 0.43.2 (training.finetune.bnb_keeps_input), the
+// profiles that follow transformers' own default (hf, trl, deepspeed, liger: non-reentrant since
+// transformers 5) take that of transformers 4, the versions of that bitsandbytes: reentrant.
+Implementation resolve_implementation(const Config& c);
 
 // Under the frameworks that run the transformers class itself (hf, and TRL's SFTTrainer, which
 // patches only the loss) a model runs as its class does: the class's knobs (HfImport::reference,

@@ -122,6 +122,15 @@ function gpuWords(p) {
 const offloadWords = (p) =>
   p.offload_optimizer && p.offload_params ? 'states and weights offloaded' : p.offload_optimizer ? 'states offloaded' : p.offload_params ? 'weights offloaded' : null;
 
+// The link to the form scrolls to it without writing #inputs into the address (which a reload or
+// a copied address would then reopen at the form).
+function toForm(event) {
+  const form = document.querySelector(event.currentTarget.getAttribute('href'));
+  if (!form) return;
+  event.preventDefault();
+  form.scrollIntoView({ block: 'start' });
+}
+
 // solve: the headline's answer (the fewest GPUs, the largest micro-batch), drawn under the numbers.
 // editHref: where the form is, for a link after the run's summary that only narrow screens show
 // (there the form comes after the whole answer; on a wide screen it stands beside it).
@@ -132,7 +141,7 @@ export function Headline({ result, units, modelName, solve = null, editHref = nu
     <div class="headline-wrap">
     <p class="run-line">
       <span data-testid="run-line">{runLine(result, modelName)}</span>
-      {editHref && <span class="run-edit"> · <a href={editHref} data-testid="run-edit">Change the inputs</a></span>}
+      {editHref && <span class="run-edit"> · <a href={editHref} data-testid="run-edit" onClick={toForm}>Change the inputs</a></span>}
     </p>
     <div class="headline">
       <div class="stat">
