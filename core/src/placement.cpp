@@ -411,6 +411,18 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
                     "counted (training.finetune.stable_embedding).");
   }
   offload(c, s, notes);
+  // DeepSpeed's optimizer offload keeps the gradient partitions on the host with the states: ZeRO-3
+  // puts its flat gradient buffer on the offload device (runtime/zero/stage3.py: `self.device` is the
+  // CPU under offload_optimizer; grad_partitions_flat_buffer is made there) and ZeRO-2 copies each
+  // reduced gradient into the host's fp32 partition (runtime/zero/stage_1_and_2.py,
+  // copy_grads_in_partition / async_accumulate_grad_in_cpu_via_gpu), keeping on the GPU one buffer
+  // the size of the largest parameter (temp_grad_buffer_for_gpu_offload, in the model's dtype).
+  if (impl.framework == Framework::kDeepspeed && par.offload_optimizer && par.zero_stage >= 2 &&
+      stores_gradients(c.training) && s.accumulated_gradients == s.gradients) {
+    const Bytes on_gpu = par.zero_stage == 3 ? Bytes{0} : min(s.gradients, largest_trainable_tensor(c, params) * r.weights);
+    s.offloaded += s.gradients - on_gpu;
+    s.gradients = s.accumulated_gradients = on_gpu;
+  }
   return s;
 }
 

@@ -193,6 +193,27 @@ TEST(Sharding, DeepSpeedKeepsSixteenBitGradientsUnderZero) {
   EXPECT_EQ(gradients(2), params / 4 * 2);
 }
 
+// DeepSpeed's optimizer offload keeps the gradient partitions on the host with the states: ZeRO-3
+// keeps none on the GPU (but its reduce bucket), ZeRO-2 one buffer the size of the largest parameter (Llama 3.2 1B: the
+// 128,256 x 2,048 embedding, bf16). Other frameworks' offload keeps them where they were.
+TEST(Sharding, DeepSpeedOptimizerOffloadKeepsGradientsOnTheHost) {
+  const auto run = [](std::int64_t stage, const char* framework) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-3.2-1b"},"training":{"framework":")") +
+                                 framework + R"(","precision":"bf16_master"},"parallel":{"num_gpus":4,)"
+                                 R"("offload_optimizer":true}})")
+                   .config;
+    c.parallel.zero_stage = stage;
+    return estimate(c);
+  };
+  const std::int64_t params = *estimate_json(R"({"model":{"preset":"llama-3.2-1b"}})").find("parameter_count")->as_exact_integer();
+  const std::int64_t embedding = 128256LL * 2048 * 2;
+  // ZeRO-3: only its reduce bucket stays (reduce_bucket_size, DeepSpeed's 5e8 elements, bf16).
+  EXPECT_EQ(run(3, "deepspeed").breakdown.gradients.value(), 500'000'000LL * 2);
+  EXPECT_EQ(run(2, "deepspeed").breakdown.gradients.value(), embedding);
+  EXPECT_EQ(run(2, "deepspeed").breakdown.offloaded_bytes.value() - run(2, "hf").breakdown.offloaded_bytes.value(), params / 4 * 2 - embedding);
+  EXPECT_GT(run(3, "hf").breakdown.gradients.value(), 0);
+}
+
 // FSDP (1 and 2) does not reshard the root unit after forward: the parameters outside the wrapped
 // blocks stay gathered in the compute dtype until the end of backward. DeepSpeed's ZeRO-3 gathers
 // and releases module by module, except what the step uses again within stage3_max_reuse_distance

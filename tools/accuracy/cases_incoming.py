@@ -1464,13 +1464,27 @@ def ds_gist(rec):
     c.p("offload_optimizer", offopt, "'Optim. Off.' column")
     c.p("offload_params", offparam, "'Param. Off.' column")
     if offopt:
-        c.note("with offload_optimizer DeepSpeed keeps the fp32 gradient partitions and AdamW states in pinned host "
-               "memory and moves each reduced gradient bucket there; the GPU keeps only the reduce buckets")
+        c.note("with offload_optimizer DeepSpeed keeps the gradient partitions, fp32 master weights and AdamW states in "
+               "host memory (memfit moves the gradients too; ZeRO-2 keeps one largest-parameter buffer on the GPU)")
     if offparam:
         c.note("with offload_param the GPU holds only the parameters being gathered (stage3_max_live_parameters, the "
                "prefetch bucket) besides the activations")
-    c.note("the two numbers of 'GPU Mem. x/y' are not named in the stored copy; if y is the reserved rather than the "
-           "allocated peak, memfit's comparison shifts by the allocator's slack")
+    if offparam or (mbs == 8 and ga == 2):
+        # Research (the gist's own table): the rows' x/y do not belong to the batch their 'BS' column states.
+        c.flag("low_confidence")
+        implied = 2 if offparam else 16
+        c.note(f"the gist's own numbers disagree with its 'BS' column for this row: they fall on the line of the other "
+               f"rows at micro-batch {implied} ("
+               + ("the offopt-bs2 row minus the 1.57 GiB bf16 parameter partition that param offload moves: 7.83 / 2.23 "
+                  "against 7.9 / 2.2; at micro-batch 4 the checkpoints and the fp32 loss alone would exceed 9.8 GiB"
+                  if offparam else "the ZeRO-3 rows extrapolated to micro-batch 16 give 64.0 / 21.6 GiB against 63.9 / "
+                  "21.4, while two accumulation steps at one micro-batch add nothing")
+               + "); the stated batch is kept")
+        c.whatif(f"micro-batch {implied}, as the gist's own numbers imply", training__micro_batch_size=implied)
+    if zero == 2 and ga == 8 and not offopt:
+        c.note("with eight accumulation steps the log line may come before the first optimizer step (DeepSpeed creates "
+               "Adam's states lazily, at the first step): the row's x (19.4 GiB) is below the states, master weights "
+               "and gradients that a step leaves allocated")
     if zeropp:
         c.p("zero_quantized_weights", True, "'ZeRO++' column, its components unstated: DeepSpeed's ZeRO++ tutorial "
             "turns on zero_quantized_weights, zero_hpz_partition_size (GPUs per node) and zero_quantized_gradients")
@@ -1480,10 +1494,8 @@ def ds_gist(rec):
             "int4 codes in two all-to-alls)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
-    c.measure("peak_allocated_bytes", "GiB", "'GPU Mem. x/y': the footnote naming the two numbers was not readable; the "
-              "second (always the larger, tracking batch and checkpointing) is taken as the peak allocated memory that "
-              "DeepSpeed's see_memory_usage prints as Max_MA beside MA, in its 'GB' = bytes / 2**30",
-              note="unknown counter: taken as DeepSpeed's Max_MA (max_memory_allocated)")
+    c.measure("peak_allocated_bytes", "GiB", "'GPU Mem. x/y': the gist's footnote 7, 'GPU Mem. represents "
+              "torch.cuda.memory_allocated()/torch.cuda.max_memory_allocated()': y is the allocated peak, in bytes / 2**30")
     training_defaults(c)
     return low_conf(c).done()
 

@@ -30,7 +30,7 @@ struct Breakdown {
   Bytes logits_and_loss;
   Bytes overhead;                // CUDA context and library workspaces (outside the allocator)
   Bytes weight_copies;           // autocast's 16-bit / FP8 copies of the weights, alive fwd→bwd
-  Bytes offloaded_bytes;         // optimizer states / parameters kept in CPU memory (not on GPU)
+  Bytes offloaded_bytes;         // optimizer states / parameters (DeepSpeed: gradients too) in CPU memory
 };
 
 struct Phase {
