@@ -1495,7 +1495,9 @@ def ds_gist(rec):
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     c.measure("peak_allocated_bytes", "GiB", "'GPU Mem. x/y': the gist's footnote 7, 'GPU Mem. represents "
-              "torch.cuda.memory_allocated()/torch.cuda.max_memory_allocated()': y is the allocated peak, in bytes / 2**30")
+              "torch.cuda.memory_allocated()/torch.cuda.max_memory_allocated()': y is the allocated peak, in bytes / 2**30",
+              note="the record left the counter unknown (its copy of the footnote was unreadable); the gist's footnote 7 "
+                   "names it: torch.cuda.max_memory_allocated()")
     training_defaults(c)
     return low_conf(c).done()
 
