@@ -1,7 +1,10 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 276 KiB gzipped (272 until the
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 277 KiB gzipped (276 until the
+//                fourth Dec 3 2026 session, when old bitsandbytes' kept inputs under non-reentrant
+//                checkpointing and its two suggestions, DeepSpeed's offloaded gradients, Liger's head
+//                gradient dtype and the embed forms' static-data reader brought it to 276.02; 272 until the
 //                third Dec 3 2026 session, when FSDP1's frozen units under reentrant checkpointing
 //                (training.checkpoint_impl), GPTBigCode's cache, a quantised base gathered at its stored
 //                size and suggestions worked out on a card's own precision brought it to 274.3; 264 until Dec 3 2026, when LoRA / QLoRA on stacked experts and TRL's chunked loss brought it to 263.7;
@@ -59,7 +62,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 276 * 1024, planner: 286 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 277 * 1024, planner: 286 * 1024 };
 
 export function sizes(data) {
   return {

@@ -1368,11 +1368,21 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
       chunked_recompute_loss(c, s, head_trainable, out);
       out.notes.push_back("TRL's chunked loss: no logits kept; head and loss per 256 tokens, again in backward.");
       break;
-    case LossKernel::kFusedLinearCe:
-      fused_linear_loss(s, profile, m, out.head_grad_bytes, out);
+    case LossKernel::kFusedLinearCe: {
+      // The head's gradient is made in forward as torch.zeros_like(weight) (Liger-Kernel
+      // ops/fused_linear_cross_entropy.py, fused_linear_cross_entropy_forward): in the dtype of the
+      // weight the module sees, which ZeRO-3 / FSDP gathers in its compute dtype (FSDP mixed
+      // precision's param_dtype), whatever dtype the sharded gradients are kept in.
+      Bytes head_grad = out.head_grad_bytes;
+      if (c.parallel.zero_stage >= 3 && r.gathered.value() > 0 && r.gathered < r.gradients) {
+        head_grad = mul_div(head_grad, Count(r.gathered.value()), Count(r.gradients.value()));
+      }
+      fused_linear_loss(s, profile, m, head_grad, out);
+      out.head_grad_bytes = head_grad;
       out.notes.push_back("Fused linear cross-entropy: logits exist one chunk at a time; the head's gradients "
                           "are computed during forward.");
       break;
+    }
     case LossKernel::kAuto:
     case LossKernel::kEager: eager_loss(s, out); break;
   }

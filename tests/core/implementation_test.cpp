@@ -15,6 +15,20 @@ Json run(const std::string& config) {
 
 std::int64_t field(const Json& r, const char* key) { return *r.find(key)->as_exact_integer(); }
 
+// Liger's fused linear cross-entropy makes the head's gradient in forward as zeros_like(weight):
+// under FSDP mixed precision with full sharding the weight it sees is the gathered bf16 one, so the
+// gradient is bf16 (Llama 3 8B's 128,256 x 4,096 head: 2 bytes each), where unsharded (ZeRO-2) the
+// module's weight is the fp32 one.
+TEST(Implementation, LigerHeadGradientInTheGatheredWeightsDtype) {
+  const auto loss = [](int zero) {
+    const Json r = estimate_json(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"liger",)"
+                                 R"("precision":"bf16_fsdp"},"parallel":{"num_gpus":8,"zero_stage":)" +
+                                 std::to_string(zero) + "}}");
+    return *r.find("breakdown")->find("logits_and_loss")->as_exact_integer();
+  };
+  EXPECT_EQ(loss(2) - loss(3), 128256LL * 4096 * 2);
+}
+
 TEST(Implementation, ModelTypeIsInformational) {
   // A GPT-2 shape called "llama" is still the same shape: every number stays.
   const std::string gpt2 = R"({"model":{"preset":"gpt2"},"training":{"attention":"eager","dropout":0.1}})";
