@@ -76,6 +76,18 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     await context.close();
   });
 
+  // The plain-HTML example in a new page of `context`: its #full component's numbers checked;
+  // → { errors: page errors, fetched: the paths the page fetched }.
+  async function exampleComponent(context) {
+    const p = await context.newPage();
+    const errors = [];
+    p.on('pageerror', (e) => errors.push(e.message));
+    await p.goto(`${site.url}examples/plain-html/index.html`);
+    await assertComponents(p, [['#full', { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048 } }]]);
+    const fetched = await p.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
+    return { errors, fetched };
+  }
+
   async function assertComponents(p, expectations) {
     for (const [selector, config] of expectations) {
       const el = p.locator(selector);
@@ -139,12 +151,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
           ? { status: 404, body: 'not found' }
           : { status: 200, body: missing, headers: { 'content-type': 'application/json', 'access-control-allow-origin': '*' } }));
       }
-      const p = await context.newPage();
-      const errors = [];
-      p.on('pageerror', (e) => errors.push(e.message));
-      await p.goto(`${site.url}examples/plain-html/index.html`);
-      await assertComponents(p, [['#full', { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048 } }]]);
-      const fetched = await p.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
+      const { errors, fetched } = await exampleComponent(context);
       assert.ok(fetched.includes('/static-data.json'), `${fetched}`);
       assert.deepEqual(errors, [], `static data: ${missing || 'read'}`);
       await context.close();
@@ -169,12 +176,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
           });
         });
       }
-      const p = await context.newPage();
-      const errors = [];
-      p.on('pageerror', (e) => errors.push(e.message));
-      await p.goto(`${site.url}examples/plain-html/index.html`);
-      await assertComponents(p, [['#full', { model: { preset: 'llama-3-8b' }, training: { seq_len: 2048 } }]]);
-      const fetched = await p.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
+      const { errors, fetched } = await exampleComponent(context);
       assert.ok(fetched.includes('/worker.js'), `${wasmType}: ${fetched}`);
       assert.ok(fetched.includes('/memfit.wasm'), `${wasmType}: the page fetched ${fetched}`);
       assert.deepEqual(errors, [], wasmType);
