@@ -16,7 +16,8 @@
 //                only when the planner opens and is outside this total). It loads after the first view, which stays within its own 50 KiB).
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
-//                for the search's speed). ≤ 286 KiB gzipped (282 until the third Dec 3 2026 session, when
+//                for the search's speed). ≤ 287 KiB gzipped (286 until the fourth Dec 3 2026 session, when
+//                the calculator's new mechanisms brought it to 286.01; 282 until the third Dec 3 2026 session, when
 //                the same mechanisms and the planner's MFU in one decimal brought it to 284.9; 280 until the second Dec 3 2026
 //                session, when plans were held to the layouts an engine memfit exports to runs,
 //                checked through the exporters, and the exports gained what the engines check at
@@ -62,7 +63,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 277 * 1024, planner: 286 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 277 * 1024, planner: 287 * 1024 };
 
 export function sizes(data) {
   return {
