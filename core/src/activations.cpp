@@ -198,7 +198,7 @@ Dims make_dims(const Config& c) {
   // ChatGLM's W8A16Linear (quantization.py) saves its input with save_for_backward, int8 or int4.
   const bool chatglm = d.lora && f.base_bits < 16 && f.quant_method == QuantMethod::kChatglm;
   d.quantized_base_saves_input = (bnb_4bit && (f.bnb_keeps_input || unsloth)) || chatglm;
-  d.quantized_inputs_retained = bnb_4bit && f.bnb_keeps_input && !unsloth;
+  d.quantized_inputs_retained = bnb_inputs_retained(c, impl.framework);
   d.experts_unquantized = experts_left_unquantized(c);
   return d;
 }
@@ -1322,21 +1322,23 @@ void chunked_recompute_loss(const Config& c, const LossShape& s, bool head_train
 }  // namespace
 
 // The gradient of the head's weight (or of the tied embedding it shares), made in backward.
-Bytes head_weight_grad_bytes(const Config& c, const ParameterCount& params) {
+// element: the gradient's bytes per element (the recipe's gradients unless the kernel makes it in
+// the weight's own dtype).
+Bytes head_weight_grad_bytes(const Config& c, const ParameterCount& params, Bytes element) {
   const ModelSpec& m = c.model;
   if (m.output_head != OutputHead::kLm || is_peft(c)) return Bytes{0};
   const Finetune& f = c.training.finetune;
   if (trains_some_layers(c) && !f.train_head && !(m.tie_word_embeddings && f.train_embeddings)) return Bytes{0};
   const Count head = m.tie_word_embeddings ? params.component_count(Component::kTokenEmbedding)
                                            : params.component_count(Component::kHead);
-  return head * recipe_for(c.training.precision).gradients / c.parallel.tensor;
+  return head * element / c.parallel.tensor;
 }
 
 LossModel loss_model(const Config& c, const ParameterCount& params) {
   const ModelSpec& m = c.model;
   if (uses_encoder_activation_model(m)) {
     LossModel out = encoder_loss_model(c);
-    out.head_grad_bytes = head_weight_grad_bytes(c, params);
+    out.head_grad_bytes = head_weight_grad_bytes(c, params, recipe_for(c.training.precision).gradients);
     return out;
   }
   LossModel out;
@@ -1357,7 +1359,7 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   s.logits = s.d.tokens * s.vocab * s.d.act;
   s.softcap = m.logit_softcap;
   out.head_input_bytes = s.d.tokens * s.d.hidden_split * s.d.act;
-  out.head_grad_bytes = head_weight_grad_bytes(c, params);
+  out.head_grad_bytes = head_weight_grad_bytes(c, params, r.gradients);
   const ImplementationProfile& profile = implementation_profile(impl.framework);
   switch (impl.loss) {
     case LossKernel::kChunked: chunked_loss(s, profile, out); break;
@@ -1373,12 +1375,10 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
       // ops/fused_linear_cross_entropy.py, fused_linear_cross_entropy_forward): in the dtype of the
       // weight the module sees, which ZeRO-3 / FSDP gathers in its compute dtype (FSDP mixed
       // precision's param_dtype), whatever dtype the sharded gradients are kept in.
-      Bytes head_grad = out.head_grad_bytes;
-      if (c.parallel.zero_stage >= 3 && r.gathered.value() > 0 && r.gathered < r.gradients) {
-        head_grad = mul_div(head_grad, Count(r.gathered.value()), Count(r.gradients.value()));
+      if (c.parallel.zero_stage >= 3 && r.gathered.value() > 0) {
+        out.head_grad_bytes = head_weight_grad_bytes(c, params, min(r.gathered, r.gradients));
       }
-      fused_linear_loss(s, profile, m, head_grad, out);
-      out.head_grad_bytes = head_grad;
+      fused_linear_loss(s, profile, m, out.head_grad_bytes, out);
       out.notes.push_back("Fused linear cross-entropy: logits exist one chunk at a time; the head's gradients "
                           "are computed during forward.");
       break;

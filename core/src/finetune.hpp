@@ -16,6 +16,16 @@ namespace memfit {
 // A parameter-efficient method: the base is frozen and the method's own parameters are trained.
 inline bool is_peft(const Config& c) { return c.training.finetune.method != FinetuneMethod::kFull; }
 
+// bitsandbytes' MatMul4Bit before 0.43.2 keeps each 4-bit linear's input A as a ctx attribute
+// (bitsandbytes/autograd/_functions.py, `ctx.tensors = (A, B)`; PR #1270 made it `(None, B)`),
+// which backward does not free (activation_model: retained_bytes). unsloth's fused LoRA functions
+// save those inputs with save_for_backward instead, whatever the version: not retained.
+inline bool bnb_inputs_retained(const Config& c, Framework framework) {
+  const Finetune& f = c.training.finetune;
+  return is_peft(c) && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes && f.bnb_keeps_input &&
+         framework != Framework::kUnsloth;
+}
+
 // Bytes per element of the trained weights' gradients between backward and the step. DeepSpeed
 // keeps them in the model's 16-bit dtype under ZeRO (engine.py get_data_types: grad_accum_dtype
 // defaults to the model dtype, fp32 only for bf16 without ZeRO, whose BF16_Optimizer accumulates

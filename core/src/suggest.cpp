@@ -85,16 +85,14 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
     out.push_back({"Fused AdamW (fused=True)", "same results; no step-sized temporary",
                    patch("training.optimizer_impl", Json::string("fused")), 1});
   }
-  // bitsandbytes before 0.43.2 keeps every 4-bit linear's input (activations.cpp,
-  // quantized_inputs_retained): a newer bitsandbytes keeps none; with the old one, reentrant
+  // bitsandbytes before 0.43.2 keeps every 4-bit linear's input (finetune.hpp,
+  // bnb_inputs_retained): a newer bitsandbytes keeps none; with the old one, reentrant
   // checkpointing keeps them out of the checkpointed blocks (kept only where they save memory).
-  const Finetune& f = t.finetune;
-  if (f.method == FinetuneMethod::kLora && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes &&
-      f.bnb_keeps_input) {
+  const Implementation impl = resolve_implementation(c);
+  if (bnb_inputs_retained(c, impl.framework)) {
     out.push_back({"bitsandbytes 0.43.2 or later", "same results; its 4-bit layers keep no copy of their input",
                    patch("training.finetune.bnb_keeps_input", Json::boolean(false)), 0});
-    if (t.checkpointing == Checkpointing::kFull &&
-        resolve_implementation(c).checkpoint_impl == CheckpointImpl::kNonReentrant) {
+    if (t.checkpointing == Checkpointing::kFull && impl.checkpoint_impl == CheckpointImpl::kNonReentrant) {
       out.push_back({"Reentrant checkpointing (use_reentrant=True)",
                      "same results; the old bitsandbytes then keeps no inputs of the checkpointed blocks",
                      patch("training.checkpoint_impl", Json::string("reentrant")), 1});

@@ -190,7 +190,7 @@ describe('with the real schema (wasm core)', { skip: !existsSync(join(WASM_DIR, 
     let said = 0;
     for (const f of automatic) {
       const word = all(f) ? 'all' : 'auto';
-      assert.equal(autoText(f.field), word, f.field);
+      assert.equal(autoText(f), word, f.field);
       assert.equal(toConfigValue(f, 'auto'), -1, f.field);
       assert.equal(toConfigValue(f, word), -1, f.field);
       const refused = core.estimate(setPath(structuredClone(core.defaultConfig()), f.field, -5));

@@ -116,13 +116,10 @@ export const AUTO_VALUE = {
   'model.max_relative_positions': -1,
 };
 export const AUTO_TEXT = 'auto';
-// Fields among those whose automatic value means "all of them" (the core's help says "-1 = all" or
-// "-1 = every block"): the form shows and accepts "all" there ("auto" is still accepted).
-const AUTO_WORD = {
-  'training.checkpointed_layers': 'all',
-  'training.finetune.trainable_layers': 'all',
-};
-export const autoText = (path) => AUTO_WORD[path] ?? AUTO_TEXT;
+// A field (its schema entry) whose automatic value means "all of them" (the core's help says
+// "-1 = all" or "-1 = every block", as its range message does): the form shows and accepts "all"
+// there ("auto" is still accepted).
+export const autoText = (field) => (/-1 = (all|every)\b/.test(field?.help ?? '') ? 'all' : AUTO_TEXT);
 
 // What the form holds (text typed, a checkbox's boolean, a list) → what the core is sent.
 // Text that is a well-formed number is sent as a number; anything else is sent exactly as typed
@@ -130,7 +127,7 @@ export const autoText = (path) => AUTO_WORD[path] ?? AUTO_TEXT;
 export function toConfigValue(field, raw) {
   if (raw === undefined || raw === null) return raw;
   const auto = AUTO_VALUE[field?.field];
-  if (auto !== undefined && [AUTO_TEXT, autoText(field.field)].includes(String(raw).trim().toLowerCase())) return auto;
+  if (auto !== undefined && [AUTO_TEXT, autoText(field)].includes(String(raw).trim().toLowerCase())) return auto;
   switch (field?.kind) {
     case 'integer':
     case 'number':

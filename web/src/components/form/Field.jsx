@@ -23,7 +23,7 @@ function Messages({ id, errors, warnings }) {
 
 function TextInput({ id, field, value, invalid, describedBy, onChange, disabled }) {
   const auto = AUTO_VALUE[field.field];
-  const shown = auto !== undefined && value === auto ? autoText(field.field) : text(value);
+  const shown = auto !== undefined && value === auto ? autoText(field) : text(value);
   return (
     <input
       id={id}
