@@ -328,6 +328,8 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     for (const fold of await z3.locator('details.more').all()) {
       const said = Number((await fold.locator('summary .summary-note').textContent()).match(/^(\d+) fields?$/)[1]);
       await fold.locator('summary').click();
+      // The fold draws its fields after the toggle event: wait for that render, then count.
+      await fold.locator('.field').nth(said - 1).waitFor({ timeout: 10000 });
       assert.equal(await fold.locator('.field').count(), said);
     }
     await z3.close();
