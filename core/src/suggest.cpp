@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 
 #include "finetune.hpp"
 #include "memfit/gpus.hpp"
@@ -133,21 +134,48 @@ void add_more_gpus(const Config& c, std::vector<Candidate>& out) {
 // Whether a card runs the training settings (estimate.hpp's card_lacks).
 bool runs_training(const Gpu& g, const Training& t) { return card_lacks(g, t) == nullptr; }
 
-// The smallest card in the table that fits the run as it is, when larger than the chosen one.
+// Who makes a card: the first word of its name ("NVIDIA", "AMD").
+std::string_view maker(const Gpu& g) {
+  const std::string_view name = g.name;
+  return name.substr(0, name.find(' '));
+}
+
+// The smallest card in the table that fits the run as it is, when larger than the chosen one: one
+// from the same maker when any fits (the run's software stack, CUDA or ROCm, stays as it is), and
+// among cards of about that size (within 5 %) the cheapest whose price is sourced.
 void add_larger_gpu(const Config& c, std::vector<Candidate>& out) {
+  const Gpu* current = find_gpu(c.hardware.gpu);
+  if (!current) return;
   const Estimate here = estimate(c);
   if (!here.ok()) return;
-  const Gpu* best = nullptr;
+  std::vector<const Gpu*> fitting;
   for (const Fit& f : here.fits) {
-    if (!runs_training(*f.gpu, c.training)) continue;
-    if (f.verdict == Verdict::kFits && (!best || f.gpu->usable_bytes() < best->usable_bytes())) best = f.gpu;
+    if (f.verdict == Verdict::kFits && runs_training(*f.gpu, c.training) &&
+        f.gpu->usable_bytes() > current->usable_bytes()) {
+      fitting.push_back(f.gpu);
+    }
   }
-  const Gpu* current = find_gpu(c.hardware.gpu);
-  if (best && best->id != c.hardware.gpu && current && best->usable_bytes() > current->usable_bytes()) {
-    // It saves nothing (the same bytes, on a card with room for them): kept as fixing the run.
-    out.push_back({std::string("A larger GPU: ") + best->name, "the run as it is",
-                   patch("hardware.gpu", Json::string(best->id)), 8, true});
+  const bool same_maker_fits = std::any_of(fitting.begin(), fitting.end(),
+                                           [&](const Gpu* g) { return maker(*g) == maker(*current); });
+  if (same_maker_fits) {
+    fitting.erase(std::remove_if(fitting.begin(), fitting.end(), [&](const Gpu* g) { return maker(*g) != maker(*current); }),
+                  fitting.end());
   }
+  if (fitting.empty()) return;
+  const Gpu* smallest = *std::min_element(fitting.begin(), fitting.end(), [](const Gpu* a, const Gpu* b) {
+    return a->usable_bytes() < b->usable_bytes();
+  });
+  const Gpu* best = smallest;
+  for (const Gpu* g : fitting) {
+    const bool about_as_small = static_cast<double>(g->usable_bytes().value()) <=
+                                1.05 * static_cast<double>(smallest->usable_bytes().value());
+    if (about_as_small && g->price_per_hour > 0 && (best->price_per_hour <= 0 || g->price_per_hour < best->price_per_hour)) {
+      best = g;
+    }
+  }
+  // It saves nothing (the same bytes, on a card with room for them): kept as fixing the run.
+  out.push_back({std::string("A larger GPU: ") + best->name, "the run as it is",
+                 patch("hardware.gpu", Json::string(best->id)), 8, true});
 }
 
 // Precision changes the card can run: FSDP's mixed precision instead of AMP (the weights are

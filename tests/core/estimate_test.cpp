@@ -353,6 +353,32 @@ TEST(Suggestions, ACombinedPlanKeepsTheCardWhenOnlyALargerCardFitsAlone) {
   EXPECT_TRUE(larger);
 }
 
+// The larger card a suggestion names: of the user's card's maker when one fits, and among cards of
+// about the smallest size that fits, the cheapest with a sourced price.
+std::string larger_gpu_patch(const std::string& config) {
+  const Json result = suggestions_json(config);
+  if (!result.find("ok")->as_bool()) return "not ok";
+  for (const Json& s : result.find("suggestions")->items()) {
+    if (s.find("title")->as_string().rfind("A larger GPU", 0) == 0) {
+      return s.find("patch")->find("hardware")->find("gpu")->as_string();
+    }
+  }
+  return "none";
+}
+
+TEST(Suggestions, ALargerCardIsOfTheSameMakerAndTheCheapestOfItsSize) {
+  // Llama 3.1 8B LoRA at 4,096 tokens needs about 44 GiB: the 48 GB NVIDIA cards are tight, the
+  // MI250's 64 GB die is the smallest card that fits, but an RTX 4090's owner gets an NVIDIA card:
+  // of the 80 GB ones (H100 79.65 GiB, A100 80 GiB), the A100 80GB ($2.50/h) before the H100s.
+  const std::string lora = R"({"model":{"preset":"llama-3.1-8b"},"training":{"seq_len":4096,)"
+                           R"("finetune":{"method":"lora"}},"hardware":{"gpu":"rtx-4090-24gb"}})";
+  EXPECT_EQ(larger_gpu_patch(lora), "a100-80gb");
+  // From AMD's smaller card, AMD's larger one, though NVIDIA's 80 GB cards are smaller.
+  const std::string full = R"({"model":{"preset":"llama-3.1-8b"},"training":{"seq_len":4096,"checkpointing":"full","optimizer":"adamw_8bit"},)"
+                           R"("hardware":{"gpu":"mi250-64gb"}})";
+  EXPECT_EQ(larger_gpu_patch(full), "mi300x-192gb");
+}
+
 TEST(Suggestions, TheSeedsConventionGetsNone) {
   const Json r = suggestions_json(R"({"model":{"preset":"seed-llama-70b"},"training":{"precision":"seed_14p"}})");
   EXPECT_TRUE(r.find("suggestions")->items().empty());
