@@ -70,12 +70,13 @@ class Parser {
     out_.errors.push_back(std::move(message));
   }
 
-  // A subcommand comes first: solve TARGET, plan, time, export ENGINE.
+  // A subcommand comes first: solve TARGET, plan, time, suggest, export ENGINE.
   bool subcommand(const std::string& a) {
     Request& r = out_.request;
     if (i_ != 0) return false;
     if (a == "plan") r.action = Action::kPlan;
     else if (a == "time") r.action = Action::kTime;
+    else if (a == "suggest") r.action = Action::kSuggest;
     else if (a == "solve" || a == "export") {
       r.action = a == "solve" ? Action::kSolve : Action::kExport;
       if (has_value() && args_[i_ + 1].rfind("--", 0) != 0) r.target = next();

@@ -11,7 +11,7 @@
 
 namespace memfit::cli {
 
-enum class Action { kEstimate, kBatch, kHelp, kListPresets, kListGpus, kSchema, kDefaultConfig, kSolve, kPlan, kTime, kExport };
+enum class Action { kEstimate, kBatch, kHelp, kListPresets, kListGpus, kSchema, kDefaultConfig, kSolve, kPlan, kTime, kExport, kSuggest };
 
 struct Request {
   Action action = Action::kEstimate;

@@ -15,6 +15,7 @@ constexpr const char* kUsage = R"(usage: memfit [options]
        memfit solve max-micro-batch|max-seq-len|min-gpus|max-layers|max-width [options] [--family F]
        memfit plan [options] [--gpus-min N] [--gpus-max N] [--global-batch-tokens N] [--top N]
        memfit time [options] [--train-tokens N]
+       memfit suggest [options]   (what to change when the run does not fit, best first)
        memfit export deepspeed|fsdp|torchtitan|megatron|torchtune [options]   (with the command that launches it)
 
 Configuration (later options override earlier ones):
@@ -104,6 +105,9 @@ void print_table(const memfit::Json& r) {
     std::cout << "  warning: " << w.find("field")->as_string() << " " << w.find("message")->as_string() << "\n";
   }
   for (const memfit::Json& n : r.find("notes")->items()) std::cout << "  note: " << n.as_string() << "\n";
+  if (fit.find("verdict")->as_string() != "fits") {
+    std::cout << "  what to change: `memfit suggest` with the same options\n";
+  }
 }
 
 int print_issues(const memfit::Json& issues) {
@@ -289,6 +293,51 @@ int run_plan(const memfit::cli::Request& request) {
   return 0;
 }
 
+// A patch as the flags that apply it: {"training":{"checkpointing":"full"}} -> --set
+// training.checkpointing=full (lists as their JSON text, which --set reads back).
+void patch_flags(const memfit::Json& patch, const std::string& prefix, std::string& out) {
+  for (const auto& [key, value] : patch.members()) {
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (value.is_object()) {
+      patch_flags(value, path, out);
+      continue;
+    }
+    const std::string flag = path + "=" + (value.is_string() ? value.as_string() : value.dump());
+    // Quoted for the shell where it holds more than names and numbers (a list's brackets).
+    const bool plain = flag.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-=") ==
+                       std::string::npos;
+    out += " --set " + (plain ? flag : "'" + flag + "'");
+  }
+}
+
+int run_suggest(const memfit::cli::Request& request) {
+  const memfit::Json r = memfit::suggestions_json(request.config.dump());
+  if (!r.find("ok")->as_bool()) return print_issues(*r.find("errors"));
+  if (request.json) {
+    std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  const memfit::Json e = memfit::estimate_json(request.config.dump());
+  const memfit::Json& fit = *e.find("fits");
+  std::printf("memfit suggest: now %.2f GiB on the %s (%s)\n", gib_value(integer(e, "device_total_bytes")),
+              fit.find("name")->as_string().c_str(), fit.find("verdict")->as_string().c_str());
+  const auto& list = r.find("suggestions")->items();
+  if (list.empty()) {
+    std::cout << (fit.find("verdict")->as_string() == "fits" ? "  it fits; nothing to change\n"
+                                                             : "  no single change or pair of changes memfit knows makes it fit\n");
+    return 0;
+  }
+  int rank = 0;
+  for (const memfit::Json& s : list) {
+    std::string flags;
+    patch_flags(*s.find("patch"), "", flags);
+    std::printf("  %d. %s: %.2f GiB, %s\n     %s\n     flags:%s\n", ++rank, s.find("title")->as_string().c_str(),
+                gib_value(integer(s, "device_total_bytes")), s.find("verdict")->as_string().c_str(),
+                s.find("detail")->as_string().c_str(), flags.c_str());
+  }
+  return 0;
+}
+
 int run_export(const memfit::cli::Request& request) {
   const memfit::Json r = memfit::export_json(request.config.dump(), request.target);
   if (!r.find("ok")->as_bool()) return print_issues(*r.find("errors"));
@@ -326,6 +375,7 @@ int main(int argc, char** argv) {
     case memfit::cli::Action::kPlan: return run_plan(parsed.request);
     case memfit::cli::Action::kTime: return run_time(parsed.request);
     case memfit::cli::Action::kExport: return run_export(parsed.request);
+    case memfit::cli::Action::kSuggest: return run_suggest(parsed.request);
     case memfit::cli::Action::kBatch: return run_batch();
   }
   return 0;

@@ -39,6 +39,7 @@ TEST(CliSubcommands, ReadTheirTargetsAndOptions) {
   EXPECT_EQ(e.request.target, "megatron");
   EXPECT_EQ(parse({"solve", "--json"}).errors.at(0), "solve needs a target (see --help)");
   EXPECT_EQ(parse({"time"}).request.action, Action::kTime);
+  EXPECT_EQ(parse({"suggest", "--preset", "llama-3-8b"}).request.action, Action::kSuggest);
 }
 
 // Runs the built command line and parses its JSON.
@@ -101,6 +102,48 @@ TEST(CliSubcommands, PlanWithNothingSuggestsARange) {
   EXPECT_EQ(pclose(pipe), 0);
   EXPECT_NE(out.find("no layout that an engine runs fits NVIDIA H100 SXM 80GB within the budget on 1 GPU"), std::string::npos) << out;
   EXPECT_NE(out.find("try a range of GPU counts: --gpus-min 1 --gpus-max 64"), std::string::npos) << out;
+}
+
+// Everything a command prints (stdout and stderr), and its exit status.
+std::string output(const std::string& args, int* status = nullptr) {
+  FILE* pipe = popen((std::string(MEMFIT_CLI) + " " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  if (!pipe) return out;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int s = pclose(pipe);
+  if (status) *status = s;
+  return out;
+}
+
+// `memfit suggest` lists the core's suggestions, each with the flags that apply it; run with those
+// flags added, memfit gives exactly the device total the suggestion promised (a list value quoted
+// for the shell included). The table of a run that does not fit points to it.
+TEST(CliSubcommands, SuggestPrintsFlagsThatGiveWhatItPromises) {
+  const std::string base = "--preset llama-3.1-8b --method lora --gpu rtx-4090-24gb --seq-len 4096 "
+                           "--lora-targets q,v --micro-batch-size 2";
+  const Json listed = run("suggest " + base + " --json");
+  ASSERT_TRUE(listed.is_object());
+  const auto& suggestions = listed.find("suggestions")->items();
+  ASSERT_GE(suggestions.size(), 3u);
+  int status = -1;
+  const std::string text = output("suggest " + base, &status);
+  EXPECT_EQ(status, 0);
+  std::size_t at = 0;
+  for (const Json& s : suggestions) {
+    at = text.find("flags:", at);
+    ASSERT_NE(at, std::string::npos) << text;
+    const std::size_t end = text.find('\n', at);
+    const std::string flags = text.substr(at + 6, end - at - 6);
+    at = end;
+    const Json after = run(base + " " + flags + " --json");
+    ASSERT_TRUE(after.is_object()) << flags;
+    EXPECT_EQ(after.find("device_total_bytes")->as_exact_integer(), s.find("device_total_bytes")->as_exact_integer())
+        << s.find("title")->as_string() << ":" << flags;
+  }
+  EXPECT_NE(output(base).find("what to change: `memfit suggest` with the same options"), std::string::npos);
+  EXPECT_EQ(output("--preset gpt2").find("what to change"), std::string::npos);
+  EXPECT_NE(output("suggest --preset gpt2").find("on the NVIDIA H100 SXM 80GB (fits)"), std::string::npos);
 }
 
 }  // namespace

@@ -379,6 +379,25 @@ TEST(Suggestions, ALargerCardIsOfTheSameMakerAndTheCheapestOfItsSize) {
   EXPECT_EQ(larger_gpu_patch(full), "mi300x-192gb");
 }
 
+TEST(Suggestions, MoreGpusOnlyWhileShardingStillLowersTheNeed) {
+  // LoRA on Llama 3.1 8B, 2 x 4,096 tokens, on an RTX 4090: after checkpointing, what each GPU keeps
+  // whole (activations, logits) is near the card's budget, and ZeRO-3 crept under it only at 1,003
+  // GPUs (sharding the 15 GiB base 1,003 ways); no count of GPUs is offered for that.
+  const std::string base = R"({"model":{"preset":"llama-3.1-8b"},"training":{"micro_batch_size":2,"seq_len":4096,)"
+                           R"("finetune":{"method":"lora","lora_targets":["q","v"]}},"hardware":{"gpu":"rtx-4090-24gb"}})";
+  const Json result = suggestions_json(base);
+  ASSERT_TRUE(result.find("ok")->as_bool());
+  for (const Json& s : result.find("suggestions")->items()) {
+    EXPECT_EQ(s.find("title")->as_string().find("GPUs with ZeRO-3"), std::string::npos) << s.find("title")->as_string();
+  }
+  // Where sharding is what makes it fit (a 70B model checkpointed, bf16 under FSDP), the count is offered.
+  const Json big = suggestions_json(R"({"model":{"preset":"llama-3-70b"},"training":{"checkpointing":"full",)"
+                                    R"("precision":"bf16_fsdp","goal":"pretrain"}})");
+  bool offered = false;
+  for (const Json& s : big.find("suggestions")->items()) offered = offered || s.find("title")->as_string().find("GPUs with ZeRO-3") != std::string::npos;
+  EXPECT_TRUE(offered);
+}
+
 TEST(Suggestions, TheSeedsConventionGetsNone) {
   const Json r = suggestions_json(R"({"model":{"preset":"seed-llama-70b"},"training":{"precision":"seed_14p"}})");
   EXPECT_TRUE(r.find("suggestions")->items().empty());
