@@ -311,6 +311,21 @@ Solution solve(const Config& c, SolveTarget target, GpuFamily family) {
   out.estimate = shown.estimate;
   name_binding(b, target != SolveTarget::kMinGpus, out);
   if (b.next.value > 0) out.next_value = reported(target, b.next.config);
+  if (target == SolveTarget::kMinGpus && b.found && out.estimate.ok()) {
+    Config half = out.config;
+    const std::int64_t block = model_parallel(half);
+    half.parallel.num_gpus = out.value / 2 / block * block;
+    if (half.parallel.num_gpus >= block && half.parallel.num_gpus < out.value) {
+      const Estimate e = estimate(half);
+      ++out.estimates;
+      if (e.ok()) {
+        out.half_value = half.parallel.num_gpus;
+        out.half_device_total_bytes = e.device_total_bytes;
+        out.sharding_saturated = static_cast<double>(e.device_total_bytes.value()) <
+                                 1.02 * static_cast<double>(out.estimate.device_total_bytes.value());
+      }
+    }
+  }
   return out;
 }
 
@@ -393,6 +408,13 @@ Json solution_to_json(const Solution& s, SolveTarget target) {
     next.set("device_total_bytes", Json::integer(s.next_device_total_bytes.value()));
     next.set("need_high_bytes", Json::integer(s.next_need_high_bytes.value()));
     j.set("next", std::move(next));
+  }
+  if (s.half_value > 0) {
+    Json half = Json::object();
+    half.set("value", Json::integer(s.half_value));
+    half.set("device_total_bytes", Json::integer(s.half_device_total_bytes.value()));
+    j.set("half", std::move(half));
+    j.set("sharding_saturated", Json::boolean(s.sharding_saturated));
   }
   j.set("estimates", Json::integer(s.estimates));
   return j;

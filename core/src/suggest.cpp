@@ -124,20 +124,11 @@ void add_smaller_micro_batch(const Config& c, std::vector<Candidate>& out) {
 void add_more_gpus(const Config& c, std::vector<Candidate>& out) {
   const Solution s = solve(c, SolveTarget::kMinGpus, GpuFamily::kZero3);
   if (!s.ok() || !s.found || s.value < 2 || s.value > 1024) return;
+  // Not where the count only chases what every GPU keeps whole (solve.cpp, sharding_saturated).
+  if (s.sharding_saturated) return;
   const std::int64_t g = s.value;
   Json p = patch("parallel.num_gpus", Json::integer(g));
   set_path(p, "parallel.zero_stage", Json::integer(3));
-  // Sharding over half as many GPUs must need more than 2 % more per GPU: else the count only
-  // chases a need that sharding no longer lowers (what every GPU keeps whole: activations,
-  // adapters), creeping under the budget at hundreds of GPUs.
-  Json half = patch("parallel.num_gpus", Json::integer((g + 1) / 2));
-  set_path(half, "parallel.zero_stage", Json::integer(3));
-  const Estimate at = estimate_patched(c, p);
-  const Estimate at_half = estimate_patched(c, half);
-  if (!at.ok() || !at_half.ok() ||
-      static_cast<double>(at_half.device_total_bytes.value()) < 1.02 * static_cast<double>(at.device_total_bytes.value())) {
-    return;
-  }
   out.push_back({std::to_string(g) + " GPUs with ZeRO-3 / FSDP",
                  "shards weights, gradients and states " + std::to_string(g) + " ways", std::move(p), 7});
 }

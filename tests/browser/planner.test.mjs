@@ -221,6 +221,22 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
     await p.close();
   });
 
+  test('when sharding barely lowers the need, the headline says so rather than naming hundreds of GPUs', async () => {
+    // Llama 3.1 8B LoRA (q, v), 2 × 4,096 tokens, checkpointed, on an RTX 4090: what every GPU keeps
+    // whole is near the budget; ZeRO-3 creeps under it at about a thousand GPUs.
+    const config = { model: { preset: 'llama-3.1-8b' }, training: { micro_batch_size: 2, seq_len: 4096, checkpointing: 'full',
+      finetune: { method: 'lora', lora_targets: ['q', 'v'] } }, hardware: { gpu: 'rtx-4090-24gb' } };
+    const p = await open('?v=1&preset=llama-3.1-8b&method=lora&lora_targets=q,v&seq_len=4096&micro_batch_size=2&checkpointing=full&gpu=rtx-4090-24gb');
+    const { expected, text } = await assertSolve(p, config, 'min-gpus');
+    assert.equal(expected.found, true);
+    assert.equal(expected.sharding_saturated, true);
+    assert.ok(expected.value > 100, String(expected.value));
+    assert.equal(text, `Sharding barely helps: ${expected.value.toLocaleString('en-US')} × NVIDIA GeForce RTX 4090 24GB with ZeRO-3 / FSDP ` +
+      `would fit, but ${expected.half.value.toLocaleString('en-US')} need almost as much; the logits and loss per GPU do not shrink ` +
+      'with more GPUs; a chunked cross-entropy or a smaller micro-batch does');
+    await p.close();
+  });
+
   test('when a layout rule (not memory) stops one GPU fewer, the headline says so', async () => {
     // Mixtral over 16 GPUs with TP 2 and EP 8: GPU counts step by 16, so 31 cannot be laid out.
     const config = { model: { preset: 'mixtral-8x7b' }, parallel: { num_gpus: 16, zero_stage: 3, tensor: 2, expert: 8 } };

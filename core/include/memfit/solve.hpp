@@ -36,6 +36,12 @@ struct Solution {
   std::int64_t next_value = 0;     // the next value tried past the answer (0: none)
   Bytes next_device_total_bytes;   // what it would need
   Bytes next_need_high_bytes;      // and the top of its measured band (what "fits" holds to the budget)
+  // min-gpus: the answer's configuration on half as many GPUs (0: not tried) and what it needs.
+  // Sharding is saturated when that is under 2 % more than the answer's need: the count only
+  // chases what every GPU keeps whole (activations, logits), creeping under the budget.
+  std::int64_t half_value = 0;
+  Bytes half_device_total_bytes;
+  bool sharding_saturated = false;
   int estimates = 0;               // full estimates the search ran
   bool ok() const { return errors.empty(); }
 };

@@ -19,6 +19,18 @@ const PER_GPU = new Set(['activations', 'logits_and_loss']);
 // What binds: a term, or a rule of the configuration ("model.max_position_embeddings (must be …)").
 const bindingWords = (binding) => TERMS[binding] ?? plainMessage(binding);
 
+// What does shrink a per-GPU term, leaving out what the run already does.
+function shrinkWords(binding, config) {
+  const training = config?.training ?? {};
+  if (binding === 'logits_and_loss') {
+    const eager = !training.loss || training.loss === 'auto' || training.loss === 'eager';
+    return !eager || training.chunked_loss
+      ? 'a smaller micro-batch or a shorter sequence does' : 'a chunked cross-entropy or a smaller micro-batch does';
+  }
+  return training.checkpointing === 'full' ? 'a smaller micro-batch or a shorter sequence does'
+    : 'checkpointing or a smaller micro-batch does';
+}
+
 function Answer({ answer, gpu }) {
   if (!answer) return null;
   if (!answer.ok) return <span>{plainMessage(answer.errors?.[0]?.message ?? '')}</span>;
@@ -28,11 +40,18 @@ function Answer({ answer, gpu }) {
     // Terms that are per GPU whatever the count (data parallelism shards neither): say so, and
     // what does shrink them, rather than how far the search went (a tight run can still run).
     if (gpus && PER_GPU.has(answer.binding)) {
-      return <><strong>More GPUs do not help</strong>: {bindingWords(answer.binding)} per GPU do not shrink with ZeRO-3 / FSDP sharding; checkpointing or a smaller micro-batch does</>;
+      return <><strong>More GPUs do not help</strong>: {bindingWords(answer.binding)} per GPU do not shrink with ZeRO-3 / FSDP sharding; {shrinkWords(answer.binding, answer.config)}</>;
     }
     return gpus
       ? <><strong>No number of {gpu} fits</strong> with ZeRO-3 / FSDP sharding (tried up to {formatCount(answer.next?.value)}){binds}</>
       : <><strong>No micro-batch fits</strong> this run on the {gpu}{binds}</>;
+  }
+  // The count only creeps under the budget: half as many GPUs need almost as much (the core's
+  // sharding_saturated), so what binds is kept whole on every GPU.
+  if (gpus && answer.sharding_saturated) {
+    const kept = PER_GPU.has(answer.binding) ? bindingWords(answer.binding) : 'what each GPU keeps whole';
+    return <><strong>Sharding barely helps</strong>: {formatCount(answer.value)} × {gpu} with ZeRO-3 / FSDP would fit, but
+      {' '}{formatCount(answer.half?.value)} need almost as much; {kept} per GPU do not shrink with more GPUs; {shrinkWords(answer.binding, answer.config)}</>;
   }
   // A rule of the layout (not a term of the memory) stopped one GPU fewer: say it that way.
   const rule = gpus && answer.binding && !TERMS[answer.binding];
