@@ -184,6 +184,12 @@ int run_solve(const memfit::cli::Request& request) {
     std::printf("  %s would need %.2f GiB (band top %.2f GiB)\n", group(integer(*next, "value")).c_str(),
                 gib_value(integer(*next, "device_total_bytes")), gib_value(integer(*next, "need_high_bytes")));
   }
+  if (const memfit::Json* half = r.find("half")) {
+    if (r.find("sharding_saturated")->as_bool()) {
+      std::printf("  sharding barely helps: %s GPUs would need %.2f GiB, almost as much; what binds is kept whole on every GPU\n",
+                  group(integer(*half, "value")).c_str(), gib_value(integer(*half, "device_total_bytes")));
+    }
+  }
   const std::string phase = r.find("binding_phase")->as_string();
   std::cout << "  binding: " << r.find("binding")->as_string() << (phase.empty() ? "" : " (peak in " + phase + ")")
             << "\n  searched with " << integer(r, "estimates") << " full estimates\n";

@@ -144,6 +144,9 @@ TEST(CliSubcommands, SuggestPrintsFlagsThatGiveWhatItPromises) {
   EXPECT_NE(output(base).find("what to change: `memfit suggest` with the same options"), std::string::npos);
   EXPECT_EQ(output("--preset gpt2").find("what to change"), std::string::npos);
   EXPECT_NE(output("suggest --preset gpt2").find("on the NVIDIA H100 SXM 80GB (fits)"), std::string::npos);
+  // min-gpus says when sharding only creeps under the budget.
+  EXPECT_NE(output("solve min-gpus " + base + " --checkpointing full").find("sharding barely helps: 501 GPUs would need"),
+            std::string::npos);
 }
 
 }  // namespace
