@@ -279,9 +279,17 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
   add_larger_gpu(c, out);
 }
 
+// Whether a change alters what is trained (LoRA, QLoRA, another PEFT method, frozen layers).
+bool changes_what_is_trained(const Candidate& o) {
+  const Json* training = o.patch.find("training");
+  return training && training->find("finetune");
+}
+
 // When no single change is enough on this card: apply, greedily, the change that saves the most, up to four
-// times, until the run fits. The plan is the merge of the chosen patches.
-std::optional<Candidate> combined_plan(const Config& c) {
+// times, until the run fits. The plan is the merge of the chosen patches. `keep_trained`: only
+// changes that train the same weights (a full fine-tune stays one: checkpointing, more GPUs, 8-bit
+// states), for the user whose method is not up for change.
+std::optional<Candidate> combined_plan(const Config& c, bool keep_trained = false) {
   Candidate plan{"", "", Json::object(), 0};
   Config planned = c;
   Estimate current = estimate(c);
@@ -292,6 +300,7 @@ std::optional<Candidate> combined_plan(const Config& c) {
     Bytes best_bytes = current.device_total_bytes;
     for (const Candidate& o : options) {
       if (changes_card(o)) continue;  // keep the card; a larger one is its own suggestion
+      if (keep_trained && changes_what_is_trained(o)) continue;
       const Estimate e = estimate_patched(planned, o.patch);
       if (e.ok() && e.device_total_bytes < best_bytes) {
         best = &o;
@@ -356,7 +365,16 @@ std::vector<Suggestion> suggest(const Config& c) {
     }
   }
   if (now.fit.verdict != Verdict::kFits && !fits_on_this_card) {
-    if (auto plan = runnable ? combined_plan(*runnable) : combined_plan(c)) {
+    // The plan that saves the most, and, when that one turns a full fine-tune into adapters, the
+    // best plan that keeps it one (a 70B model: QLoRA, or 8-bit states and checkpointing on enough
+    // GPUs).
+    const Config& base = runnable ? *runnable : c;
+    std::optional<Candidate> plans[2] = {combined_plan(base), std::nullopt};
+    if (plans[0] && changes_what_is_trained(*plans[0]) && base.training.finetune.method == FinetuneMethod::kFull) {
+      plans[1] = combined_plan(base, true);
+    }
+    for (std::optional<Candidate>& plan : plans) {
+      if (!plan) continue;
       if (runnable) plan = with_precision(*precision, std::move(*plan));
       results.insert(results.begin(), estimate_patched(c, plan->patch));
       candidates.insert(candidates.begin(), std::move(*plan));

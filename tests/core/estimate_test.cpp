@@ -398,6 +398,39 @@ TEST(Suggestions, MoreGpusOnlyWhileShardingStillLowersTheNeed) {
   EXPECT_TRUE(offered);
 }
 
+TEST(Suggestions, AFullFineTuneAlsoGetsAPlanThatKeepsItOne) {
+  // A full fine-tune of Llama 3 70B on one H100: the plan that saves the most turns it into QLoRA;
+  // a second plan keeps every weight trained (8-bit states, checkpointing, sharding over GPUs), and
+  // both fit. Applied, the second gives its number and leaves the method alone.
+  const std::string base = R"({"model":{"preset":"llama-3-70b"}})";
+  const Json result = suggestions_json(base);
+  ASSERT_TRUE(result.find("ok")->as_bool());
+  int plans = 0;
+  bool kept = false;
+  for (const Json& s : result.find("suggestions")->items()) {
+    if (s.find("detail")->as_string() != "these changes together") continue;
+    ++plans;
+    EXPECT_EQ(s.find("verdict")->as_string(), "fits") << s.find("title")->as_string();
+    const Json* training = s.find("patch")->find("training");
+    if (training && training->find("finetune")) continue;
+    kept = true;
+    EXPECT_NE(s.find("patch")->find("parallel"), nullptr) << s.find("title")->as_string();
+    Json merged = *parse_json(base).value;
+    merge_patch(merged, *s.find("patch"));
+    const Json after = estimate_json(merged.dump());
+    EXPECT_EQ(*after.find("device_total_bytes")->as_exact_integer(), *s.find("device_total_bytes")->as_exact_integer());
+    EXPECT_EQ(after.find("config")->find("training")->find("finetune")->find("method")->as_string(), "full");
+  }
+  EXPECT_EQ(plans, 2);
+  EXPECT_TRUE(kept);
+  // A LoRA run gets one plan: QLoRA keeps the same adapters trained.
+  const Json lora = suggestions_json(R"({"model":{"preset":"llama-3.1-8b"},"training":{"seq_len":4096,)"
+                                     R"("finetune":{"method":"lora"}},"hardware":{"gpu":"rtx-4090-24gb"}})");
+  int lora_plans = 0;
+  for (const Json& s : lora.find("suggestions")->items()) lora_plans += s.find("detail")->as_string() == "these changes together";
+  EXPECT_EQ(lora_plans, 1);
+}
+
 TEST(Suggestions, TheSeedsConventionGetsNone) {
   const Json r = suggestions_json(R"({"model":{"preset":"seed-llama-70b"},"training":{"precision":"seed_14p"}})");
   EXPECT_TRUE(r.find("suggestions")->items().empty());
