@@ -1041,6 +1041,24 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b);
+  // A method whose own saved tensors outweigh the block's (HRA's and BOFT's dense products, LoHa's
+  // delta weights, built in forward for backward): said, since it can cost more than a full
+  // fine-tune's activations.
+  Bytes method_bytes{0}, block_bytes{0};
+  for (const NamedBytes& term : out.layer_terms) {
+    block_bytes += term.bytes;
+    if (term.name.rfind("peft.", 0) == 0) method_bytes += term.bytes;  // none for LoRA (peft_layer_terms)
+  }
+  if (!method_bytes.is_zero() && method_bytes * 2 > block_bytes) {
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "%s: what its PEFT layers build in forward and keep for backward is %.0f %% of each block's "
+                  "activations (%.2f GiB a block); LoRA on the same layers keeps a small part of that.",
+                  to_string(tr.finetune.method),
+                  100.0 * static_cast<double>(method_bytes.value()) / static_cast<double>(block_bytes.value()),
+                  static_cast<double>(method_bytes.value()) / 1073741824.0);
+    out.notes.push_back(text);
+  }
   if (forward_only(tr)) {
     // MeZO's forward passes run under torch.no_grad: autograd saves nothing, and a block's
     // tensors live only while the block runs; one block's worth is the high point.

@@ -342,6 +342,37 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await bad.close();
   });
 
+  test('with no answer, the page points at the fields it marked, or at the message when no field carries it', async () => {
+    const fields = await open('?v=1&zero_stage=7', { quiet: true });
+    await fields.locator('.empty-results').filter({ hasText: 'fix the highlighted fields' }).waitFor({ timeout: 10000 });
+    await fields.close();
+    // Too large to count in bytes: the message names the fields to reduce; none is marked.
+    const whole = await open('?v=1&seq_len=100000000&micro_batch_size=1000000', { quiet: true });
+    await whole.locator('.empty-results').filter({ hasText: 'as the message above says' }).waitFor({ timeout: 10000 });
+    assert.equal(await whole.locator('.field-error').count(), 0);
+    await whole.close();
+  });
+
+  test('a greyed answer keeps its own model in the run line when the model changes under an invalid field', async () => {
+    const p = await open('?v=1&preset=llama-2-7b', { quiet: true });
+    const before = await p.getByTestId('peak-allocated').getAttribute('data-bytes');
+    await p.fill(id('training.micro_batch_size'), 'abc');
+    await p.locator('.answer[data-stale="true"]').waitFor({ timeout: 10000 });
+    await p.locator('#preset-input').click();
+    await p.locator('#preset-input').fill('gpt-2');
+    await p.locator('[data-preset-id="gpt2"]').click();
+    await p.waitForFunction(() => document.querySelector('#preset-input')?.value.startsWith('GPT-2'), null, { timeout: 5000 });
+    // Still invalid: the numbers are Llama 2 7B's, and so is the name beside them.
+    assert.equal(await p.locator('.answer').getAttribute('data-stale'), 'true');
+    assert.equal(await p.getByTestId('peak-allocated').getAttribute('data-bytes'), before);
+    assert.match(await p.getByTestId('run-line').textContent(), /^Llama 2 7B · /);
+    // Fixed: GPT-2's answer, under its name.
+    await p.fill(id('training.micro_batch_size'), '1');
+    await p.locator('.answer[data-stale="false"]').waitFor({ timeout: 10000 });
+    await p.waitForFunction(() => /^GPT-2/.test(document.querySelector('[data-testid="run-line"]')?.textContent ?? ''), null, { timeout: 10000 });
+    await p.close();
+  });
+
   test('a link with names memfit does not know says so on the page, and the rest of it is used', async () => {
     const p = await open('?v=1&preset=llama-2-7b&seq_len=1024&foo=1&seqlen=4&units=MB', { quiet: true });
     const notes = p.getByTestId('link-notes');

@@ -567,5 +567,27 @@ TEST(Peft, PrefixKeysFollowTheKernelTheRunResolvesTo) {
   EXPECT_EQ(prefix(R"("framework":"hf")"), sdpa);
 }
 
+// A method whose own saved tensors are most of a block's activations says so: HRA's Householder
+// products on Llama 3 8B put its activations above a full fine-tune's; LoRA and DoRA say nothing.
+TEST(Peft, AMethodWhoseOwnTensorsDominateSaysSo) {
+  const auto note = [](const std::string& method) {
+    const Json r = estimate_json(R"({"model":{"preset":"llama-3-8b"},"training":{"finetune":{"method":")" + method + R"("}}})");
+    EXPECT_TRUE(r.find("ok")->as_bool()) << r.dump();
+    for (const Json& n : r.find("notes")->items()) {
+      if (n.as_string().find("keep for backward") != std::string::npos) return n.as_string();
+    }
+    return std::string();
+  };
+  const std::string hra = note("hra");
+  EXPECT_EQ(hra.rfind("hra: what its PEFT layers build in forward and keep for backward is ", 0), 0u) << hra;
+  EXPECT_NE(hra.find("% of each block's activations"), std::string::npos) << hra;
+  EXPECT_EQ(note("lora"), "");
+  EXPECT_EQ(note("dora"), "");
+  const Json full = estimate_json(R"({"model":{"preset":"llama-3-8b"}})");
+  const Json hra_run = estimate_json(R"({"model":{"preset":"llama-3-8b"},"training":{"finetune":{"method":"hra"}}})");
+  EXPECT_GT(*hra_run.find("breakdown")->find("activations")->as_exact_integer(),
+            *full.find("breakdown")->find("activations")->as_exact_integer());
+}
+
 }  // namespace
 }  // namespace memfit

@@ -98,6 +98,21 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   const configKey = computed(() => keyOf(config.value));
   const modelKey = computed(() => keyOf(config.value.model));
 
+  const modelEdited = computed(() => {
+    const model = presetModel.value;
+    return Object.entries(edits.value).some(
+      ([path, v]) => isModelPath(path) && valueText(v) !== valueText(getPath(model, path.slice(MODEL_PREFIX.length))));
+  });
+
+  const presetLabel = computed(() => {
+    if (presetId.value === '') {
+      const type = edits.value[`${MODEL_PREFIX}model_type`];
+      return `custom (${type ? `${type}, ` : ''}from config.json)`;
+    }
+    if (!preset.value) return `${presetId.value} (unknown preset)`;
+    return modelEdited.value ? `custom (from ${preset.value.name})` : preset.value.name;
+  });
+
   // --- the core's answers --------------------------------------------------------------------
   // answer: the newest `view` answer: { key, modelKey, result, base, scaling } (null until the
   // first arrives). pending: the form holds something the core has not answered yet.
@@ -130,9 +145,12 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     const key = configKey.value;
     const mKey = modelKey.value;
     if (answer.peek()?.key === key) return;
+    // The model's name as the form called it when it asked (the run line under a greyed answer
+    // names that answer's model, not the one typed since).
+    const label = presetLabel.peek();
     core.latest('view', 'view', [c]).then((a) => {
       if (a === STALE) return;
-      answer.value = { key, modelKey: mKey, config: c, ...a };
+      answer.value = { key, modelKey: mKey, config: c, label, ...a };
     }, failed);
   }));
 
@@ -143,21 +161,6 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
     const a = answer.value;
     if (a && a.modelKey === modelKey.value && a.base) return a.base;
     return { ...defaults, model: { ...presetModel.value, preset: presetId.value } };
-  });
-
-  const modelEdited = computed(() => {
-    const model = presetModel.value;
-    return Object.entries(edits.value).some(
-      ([path, v]) => isModelPath(path) && valueText(v) !== valueText(getPath(model, path.slice(MODEL_PREFIX.length))));
-  });
-
-  const presetLabel = computed(() => {
-    if (presetId.value === '') {
-      const type = edits.value[`${MODEL_PREFIX}model_type`];
-      return `custom (${type ? `${type}, ` : ''}from config.json)`;
-    }
-    if (!preset.value) return `${presetId.value} (unknown preset)`;
-    return modelEdited.value ? `custom (from ${preset.value.name})` : preset.value.name;
   });
 
   // Errors and warnings by field path; the rest (no form field) go to the banner.
@@ -183,7 +186,7 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   const shown = computed(() => {
     const a = answer.value;
     if (a?.result?.ok && a.key !== lastShown?.key) {
-      lastShown = { result: a.result, scaling: a.scaling, config: a.config, key: a.key };
+      lastShown = { result: a.result, scaling: a.scaling, config: a.config, key: a.key, label: a.label ?? presetLabel.peek() };
     }
     return lastShown;
   });

@@ -60,7 +60,16 @@ function HeaderSlot({ state }) {
   );
 }
 
-const modelName = (state) => plainText(state.presetLabel.value);
+// The shown answer's model: the form's name for it when it was asked for.
+const modelName = (state) => plainText(state.shown.value?.label ?? state.presetLabel.value);
+
+// Why there is no answer: fields marked on the form, or (an error no field carries, like a run
+// too large to count in bytes) the message above.
+function emptyWords(result, state) {
+  const marked = (result.errors ?? []).some((e) => state.fieldByPath.has(e.field));
+  return marked ? 'No result yet: fix the highlighted fields and the estimate appears here.'
+    : 'No result yet: change the inputs as the message above says and the estimate appears here.';
+}
 
 // The answer: banners, the headline and its answer, what to change, the planner when open.
 // SolveAnswer and PlannerSlot come with the details module (`late`).
@@ -103,7 +112,7 @@ function AnswerSection({ state, late }) {
           solve={SolveAnswer && <SolveAnswer state={state} />}
         />
       ) : (
-        <div class="empty-results">{result ? 'No result yet: fix the highlighted fields and the estimate appears here.' : 'Computing…'}</div>
+        <div class="empty-results">{result ? emptyWords(result, state) : 'Computing…'}</div>
       )}
       {PlannerSlot && <PlannerSlot state={state} Field={Field} />}
     </section>
