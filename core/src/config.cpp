@@ -292,12 +292,21 @@ ConfigParse parse_config(const Json& json) {
   }
   // The default sequence length (2048) is longer than some models' learned position tables
   // (GPT-2: 1024, BERT: 512); unless the user chose a length, use the longest the model takes.
+  // Prompt tuning and P-tuning prepend their virtual tokens to every sequence (peft.cpp), which
+  // the table must hold as well.
   ModelSpec& m = out.config.model;
-  if (!find_path(json, "training.seq_len") && m.position_embedding == PositionKind::kLearned &&
-      out.config.training.seq_len > m.max_position_embeddings) {
-    out.config.training.seq_len = m.max_position_embeddings;
+  const Finetune& f = out.config.training.finetune;
+  const bool prompts = f.method == FinetuneMethod::kPromptTuning || f.method == FinetuneMethod::kPTuning;
+  const std::int64_t virtual_tokens = prompts ? std::max<std::int64_t>(0, f.num_virtual_tokens) : 0;
+  const std::int64_t longest = m.max_position_embeddings - virtual_tokens;
+  if (!find_path(json, "training.seq_len") && m.position_embedding == PositionKind::kLearned && longest >= 1 &&
+      out.config.training.seq_len > longest) {
+    out.config.training.seq_len = longest;
     out.warnings.push_back({"training.seq_len", "not given; set to model.max_position_embeddings (" +
-                                                    detail::group_digits(m.max_position_embeddings) + ")"});
+                                                    detail::group_digits(m.max_position_embeddings) + ")" +
+                                                    (virtual_tokens ? " less the " + detail::group_digits(virtual_tokens) +
+                                                                          " virtual tokens"
+                                                                    : std::string())});
   }
   collect_unknown(json, out.warnings);
   if (out.errors.empty()) out.errors = validate(out.config);

@@ -895,8 +895,16 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
   if (prompts && m.position_embedding == PositionKind::kLearned &&
       c.training.seq_len + f.num_virtual_tokens > m.max_position_embeddings) {
     errors.push_back({"training.finetune.num_virtual_tokens",
-                      "with training.seq_len must fit the learned positions (model.max_position_embeddings " +
-                          detail::group_digits(m.max_position_embeddings) + "): the virtual tokens lengthen every sequence"});
+                      "must fit the learned positions with every sequence: training.seq_len " +
+                          detail::group_digits(c.training.seq_len) + " + " + detail::group_digits(f.num_virtual_tokens) +
+                          " virtual tokens is more than model.max_position_embeddings (" +
+                          detail::group_digits(m.max_position_embeddings) + "); " +
+                          (m.max_position_embeddings > c.training.seq_len
+                               ? "at most " + detail::group_digits(m.max_position_embeddings - c.training.seq_len) +
+                                     " virtual tokens, or "
+                               : std::string()) +
+                          "training.seq_len at most " +
+                          detail::group_digits(std::max<std::int64_t>(1, m.max_position_embeddings - f.num_virtual_tokens))});
   }
   if (f.method == FinetuneMethod::kTrainableTokens && f.num_trainable_tokens > c.model.vocab_size) {
     errors.push_back({"training.finetune.num_trainable_tokens",

@@ -342,6 +342,15 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await bad.close();
   });
 
+  test('the precision recipe of a PEFT run states its frozen base apart, and names the recipe once', async () => {
+    const p = await open('?v=1&method=lora&base_bits=4');
+    const recipe = (await p.getByTestId('recipe').innerText()).replace(/\s+/g, ' ');
+    assert.match(recipe, /^BF16 mixed precision \(PyTorch AMP\): fp32 weights/);
+    assert.match(recipe, /4 B \/ trainable parameter trained weights/);
+    assert.match(recipe, /0\.5 B \/ frozen parameter frozen base \(4-bit\)/);
+    await p.close();
+  });
+
   test('with no answer, the page points at the fields it marked, or at the message when no field carries it', async () => {
     const fields = await open('?v=1&zero_stage=7', { quiet: true });
     await fields.locator('.empty-results').filter({ hasText: 'fix the highlighted fields' }).waitFor({ timeout: 10000 });

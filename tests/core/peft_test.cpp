@@ -567,6 +567,22 @@ TEST(Peft, PrefixKeysFollowTheKernelTheRunResolvesTo) {
   EXPECT_EQ(prefix(R"("framework":"hf")"), sdpa);
 }
 
+// Prompt tuning on a model with learned positions: the default length leaves room for the virtual
+// tokens; a length the user chose that leaves none is refused with the numbers and both ways out.
+TEST(Peft, VirtualTokensFitTheLearnedPositions) {
+  const Json defaulted = estimate_json(R"({"model":{"preset":"gpt2"},"training":{"finetune":{"method":"prompt_tuning"}}})");
+  ASSERT_TRUE(defaulted.find("ok")->as_bool()) << defaulted.dump();
+  EXPECT_EQ(*defaulted.find("config")->find("training")->find("seq_len")->as_exact_integer(), 1004);
+  const Json chosen = estimate_json(R"({"model":{"preset":"gpt2"},"training":{"seq_len":1020,)"
+                                    R"("finetune":{"method":"p_tuning","num_virtual_tokens":20}}})");
+  ASSERT_FALSE(chosen.find("ok")->as_bool());
+  const Json& e = chosen.find("errors")->items().at(0);
+  EXPECT_EQ(e.find("field")->as_string(), "training.finetune.num_virtual_tokens");
+  EXPECT_EQ(e.find("message")->as_string(),
+            "must fit the learned positions with every sequence: training.seq_len 1,020 + 20 virtual tokens is more than "
+            "model.max_position_embeddings (1,024); at most 4 virtual tokens, or training.seq_len at most 1,004");
+}
+
 // A method whose own saved tensors are most of a block's activations says so: HRA's Householder
 // products on Llama 3 8B put its activations above a full fine-tune's; LoRA and DoRA say nothing.
 TEST(Peft, AMethodWhoseOwnTensorsDominateSaysSo) {
