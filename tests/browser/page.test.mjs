@@ -342,6 +342,15 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await bad.close();
   });
 
+  test('an idealised model from the source documents shows the count the estimate uses, and its shape\'s', async () => {
+    const p = await open('?v=1&preset=seed-llama-7b');
+    const expected = core.estimate({ model: { preset: 'seed-llama-7b' } });
+    assert.equal(expected.parameter_count, 7000000000);
+    assert.match(await p.locator('#preset-detail').innerText(),
+      new RegExp(`^7,000,000,000 parameters as the source states \\(its shape counts ${formatCount(expected.architecture_parameter_count)}\\)`));
+    await p.close();
+  });
+
   test('the precision recipe of a PEFT run states its frozen base apart, and names the recipe once', async () => {
     const p = await open('?v=1&method=lora&base_bits=4');
     const recipe = (await p.getByTestId('recipe').innerText()).replace(/\s+/g, ' ');

@@ -8,6 +8,10 @@ import { formatCount, formatCountShort } from '../../format.js';
 import { TEXTBOOK_GROUP, groupPresets, isTextbook, searchGroups } from '../../presets.js';
 import { plainMessage, plainText } from '../../words.js';
 
+// The count the source states, where the estimate uses it instead of the shape's (the source
+// documents' idealised models: "LLaMA-7B" is 7e9 though its stated shape counts 5.3e9).
+const nominal = (p) => (p?.model?.nominal_parameter_count > 0 ? p.model.nominal_parameter_count : 0);
+
 export const presetName = (p) => plainText(p.name);
 const optionId = (id) => `preset-option-${id}`;
 
@@ -103,7 +107,7 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
                     >
                       <span class="picker-name">{presetName(p)}</span>
                       <span class="picker-id">{searching ? (isTextbook(p) ? 'source documents' : p.family) : ''}</span>
-                      <span class="picker-count num">{formatCountShort(p.parameter_count)}</span>
+                      <span class="picker-count num">{formatCountShort(nominal(p) || p.parameter_count)}</span>
                     </div>
                   );
                 })}
@@ -116,7 +120,9 @@ export function PresetPicker({ presets, value, label, edited = false, errors = [
       <p class="field-hint" id="preset-detail">
         {current && edited && <>Started from {presetName(current)}; the edited architecture fields are marked.</>}
         {current && !edited
-          ? <>{formatCount(current.parameter_count)} parameters · {isTextbook(current) ? 'idealised configuration from the source documents' : current.family} · source: {plainText(current.source)}</>
+          ? <>{nominal(current)
+            ? <>{formatCount(nominal(current))} parameters as the source states (its shape counts {formatCount(current.parameter_count)})</>
+            : <>{formatCount(current.parameter_count)} parameters</>} · {isTextbook(current) ? 'idealised configuration from the source documents' : current.family} · source: {plainText(current.source)}</>
           : !current && 'A model of your own: choose a preset to start over.'}
       </p>
       {children}
