@@ -351,6 +351,15 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.close();
   });
 
+  test('on a card without the recipe\'s number format the verdict says it does not run there', async () => {
+    const p = await open('?v=1&method=lora&gpu=v100-32gb');
+    assert.equal((await p.getByTestId('verdict-lacks').innerText()).trim(), 'No bf16 on this card: the recipe does not run here');
+    await p.close();
+    const runs = await open('?v=1&method=lora&gpu=a100-80gb');
+    assert.equal(await runs.getByTestId('verdict-lacks').count(), 0);
+    await runs.close();
+  });
+
   test('the precision recipe of a PEFT run states its frozen base apart, and names the recipe once', async () => {
     const p = await open('?v=1&method=lora&base_bits=4');
     const recipe = (await p.getByTestId('recipe').innerText()).replace(/\s+/g, ' ');
