@@ -61,7 +61,12 @@ std::string read_real(const Field& f, const Json& value, Config& config) {
     return "must be " + real_range_text(f) + "; got " + describe(value);
   }
   const double v = value.as_double();
-  if (v < f.min_real || v > f.max_real) return "must be " + real_range_text(f) + "; got " + detail::plain_number(v);
+  if (v < f.min_real || v > f.max_real) {
+    // A whole number is echoed as the integer fields echo theirs (1,000,000,000,000).
+    const bool whole = std::fabs(v) < 9.0e15 && v == std::floor(v);
+    return "must be " + real_range_text(f) + "; got " +
+           (whole ? detail::group_digits(static_cast<std::int64_t>(v)) : detail::plain_number(v));
+  }
   f.real_ref(config) = v;
   return "";
 }

@@ -266,7 +266,10 @@ void check_parallel(const Config& c, Checks& out) {
   if (m.attention_type != AttentionType::kMla && m.num_attention_heads % p.tensor != 0) {
     out.add("parallel.tensor", "must divide model.num_attention_heads (" + group_digits(m.num_attention_heads) + ")");
   }
-  if (p.expert > 1 && (m.num_experts == 0 || m.num_experts % p.expert != 0)) {
+  if (p.expert > 1 && m.num_experts == 0) {
+    out.add("parallel.expert", "must be 1 for a dense model: expert parallelism splits a mixture of experts' "
+                               "experts, and model.num_experts is 0");
+  } else if (p.expert > 1 && m.num_experts % p.expert != 0) {
     out.add("parallel.expert", "must divide model.num_experts (" + group_digits(m.num_experts) + ")");
   }
   if (p.virtual_stages > 1 && p.pipeline_schedule == PipelineSchedule::kSequential) {
