@@ -105,7 +105,8 @@ void print_table(const memfit::Json& r) {
     std::cout << "  warning: " << w.find("field")->as_string() << " " << w.find("message")->as_string() << "\n";
   }
   for (const memfit::Json& n : r.find("notes")->items()) std::cout << "  note: " << n.as_string() << "\n";
-  if (fit.find("verdict")->as_string() != "fits") {
+  const memfit::Json* runs = fit.find("runs");
+  if (fit.find("verdict")->as_string() != "fits" || (runs && runs->is_bool() && !runs->as_bool())) {
     std::cout << "  what to change: `memfit suggest` with the same options\n";
   }
 }
@@ -120,8 +121,11 @@ int print_issues(const memfit::Json& issues) {
 void list_presets() {
   const memfit::Json list = memfit::presets_json();
   for (const memfit::Json& p : list.items()) {
+    // The count the estimate uses: the source's nominal one for the idealised models ("LLaMA-7B").
+    const memfit::Json* nominal = p.find("model") ? p.find("model")->find("nominal_parameter_count") : nullptr;
+    const std::int64_t stated = nominal ? nominal->as_exact_integer().value_or(0) : 0;
     std::printf("%-28s %-34s %20s\n", p.find("id")->as_string().c_str(), p.find("name")->as_string().c_str(),
-                group(p.find("parameter_count")->as_exact_integer().value_or(0)).c_str());
+                group(stated > 0 ? stated : p.find("parameter_count")->as_exact_integer().value_or(0)).c_str());
   }
 }
 
@@ -312,7 +316,9 @@ void patch_flags(const memfit::Json& patch, const std::string& prefix, std::stri
     // Quoted for the shell where it holds more than names and numbers (a list's brackets).
     const bool plain = flag.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-=") ==
                        std::string::npos;
-    out += " --set " + (plain ? flag : "'" + flag + "'");
+    std::string quoted = "'";
+    for (char ch : flag) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    out += " --set " + (plain ? flag : quoted + "'");
   }
 }
 
@@ -325,12 +331,16 @@ int run_suggest(const memfit::cli::Request& request) {
   }
   const memfit::Json e = memfit::estimate_json(request.config.dump());
   const memfit::Json& fit = *e.find("fits");
-  std::printf("memfit suggest: now %.2f GiB on the %s (%s)\n", gib_value(integer(e, "device_total_bytes")),
-              fit.find("name")->as_string().c_str(), fit.find("verdict")->as_string().c_str());
+  const memfit::Json* lacks = fit.find("lacks");
+  const std::string lacking = lacks && lacks->is_string() && !lacks->as_string().empty()
+                                  ? ", no " + lacks->as_string() + " tensor cores: emulated, far slower"
+                                  : "";
+  std::printf("memfit suggest: now %.2f GiB on the %s (%s%s)\n", gib_value(integer(e, "device_total_bytes")),
+              fit.find("name")->as_string().c_str(), fit.find("verdict")->as_string().c_str(), lacking.c_str());
   const auto& list = r.find("suggestions")->items();
   if (list.empty()) {
     std::cout << (fit.find("verdict")->as_string() == "fits" ? "  it fits; nothing to change\n"
-                                                             : "  no single change or pair of changes memfit knows makes it fit\n");
+                                                             : "  no change or plan of changes memfit knows makes it fit\n");
     return 0;
   }
   int rank = 0;

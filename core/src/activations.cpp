@@ -1053,10 +1053,11 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     char text[320];
     std::snprintf(text, sizeof text,
                   "%s: what its PEFT layers build in forward and keep for backward is %.0f %% of each block's "
-                  "activations (%.2f GiB a block); LoRA on the same layers keeps a small part of that.",
+                  "activations (%.2f GiB a block%s); LoRA on the same layers keeps a small part of that.",
                   to_string(tr.finetune.method),
                   100.0 * static_cast<double>(method_bytes.value()) / static_cast<double>(block_bytes.value()),
-                  static_cast<double>(method_bytes.value()) / 1073741824.0);
+                  static_cast<double>(method_bytes.value()) / 1073741824.0,
+                  out.every_block_recomputed ? ", held only while that block is recomputed in backward" : "");
     out.notes.push_back(text);
   }
   if (forward_only(tr)) {

@@ -303,13 +303,15 @@ ConfigParse parse_config(const Json& json) {
   const Finetune& f = out.config.training.finetune;
   const bool prompts = f.method == FinetuneMethod::kPromptTuning || f.method == FinetuneMethod::kPTuning;
   const std::int64_t virtual_tokens = prompts ? std::max<std::int64_t>(0, f.num_virtual_tokens) : 0;
-  const std::int64_t longest = m.max_position_embeddings - virtual_tokens;
-  if (!find_path(json, "training.seq_len") && m.position_embedding == PositionKind::kLearned && longest >= 1 &&
+  // (Virtual tokens that fill the whole table are refused on their own, peft.cpp.)
+  const std::int64_t room = m.max_position_embeddings - virtual_tokens;
+  const std::int64_t longest = room >= 1 ? room : m.max_position_embeddings;
+  if (!find_path(json, "training.seq_len") && m.position_embedding == PositionKind::kLearned &&
       out.config.training.seq_len > longest) {
     out.config.training.seq_len = longest;
     out.warnings.push_back({"training.seq_len", "not given; set to model.max_position_embeddings (" +
                                                     detail::group_digits(m.max_position_embeddings) + ")" +
-                                                    (virtual_tokens ? " less the " + detail::group_digits(virtual_tokens) +
+                                                    (virtual_tokens && room >= 1 ? " less the " + detail::group_digits(virtual_tokens) +
                                                                           " virtual tokens"
                                                                     : std::string())});
   }

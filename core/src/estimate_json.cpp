@@ -1,5 +1,6 @@
 #include <string>
 
+#include "finetune.hpp"
 #include "memfit/estimate.hpp"
 #include "memfit/implementation.hpp"
 
@@ -199,7 +200,20 @@ Json estimate_to_json(const Estimate& e) {
   j.set("active_parameter_count", bytes(e.parameters.active_count));
   j.set("parameters_by_component", parameters_by_component_json(e.parameters));
   j.set("parameters_by_layer", parameters_by_layer_json(e.parameters));
-  j.set("recipe", recipe_json(recipe_for(e.config.training.precision)));
+  Json recipe = recipe_json(recipe_for(e.config.training.precision));
+  if (is_peft(e.config)) {
+    // A parameter-efficient run keeps its frozen base apart from the recipe's weights: in 16 bits,
+    // fp32, or quantised (placement.cpp static_bytes), and its adapters in fp32 where PEFT makes them so.
+    const PrecisionRecipe& r = recipe_for(e.config.training.precision);
+    const std::int64_t base_bits = e.config.training.finetune.base_bits;
+    recipe.set("frozen_base_bits",
+               Json::integer(base_bits < 16 ? base_bits : lora_base_bytes(r, e.implementation).value() * 8));
+    const bool fp32_adapters = e.implementation.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+    recipe.set("trained_weight_bytes", bytes(fp32_adapters ? kFp32Bytes : r.weights));
+    recipe.set("trained_gradient_bytes", bytes(fp32_adapters ? kFp32Bytes : stored_gradient_bytes(e.config, r)));
+    recipe.set("trained_state_element_bytes", bytes(fp32_adapters ? kFp32Bytes : r.optimizer_state));
+  }
+  j.set("recipe", std::move(recipe));
   j.set("implementation", implementation_to_json(e.implementation));
   j.set("breakdown", breakdown_to_json(e.breakdown));
   j.set("activation_terms_per_layer", named_bytes_json("name", e.activation_terms_per_layer));

@@ -892,8 +892,13 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
   }
   const bool prompts = f.method == FinetuneMethod::kPromptTuning || f.method == FinetuneMethod::kPTuning;
   const ModelSpec& m = c.model;
-  if (prompts && m.position_embedding == PositionKind::kLearned &&
-      c.training.seq_len + f.num_virtual_tokens > m.max_position_embeddings) {
+  if (prompts && m.position_embedding == PositionKind::kLearned && f.num_virtual_tokens >= m.max_position_embeddings) {
+    errors.push_back({"training.finetune.num_virtual_tokens",
+                      "must be less than model.max_position_embeddings (" + detail::group_digits(m.max_position_embeddings) +
+                          "): the virtual tokens go before every sequence in the learned positions, and would leave no "
+                          "room for it"});
+  } else if (prompts && m.position_embedding == PositionKind::kLearned &&
+             c.training.seq_len + f.num_virtual_tokens > m.max_position_embeddings) {
     errors.push_back({"training.finetune.num_virtual_tokens",
                       "must fit the learned positions with every sequence: training.seq_len " +
                           detail::group_digits(c.training.seq_len) + " + " + detail::group_digits(f.num_virtual_tokens) +

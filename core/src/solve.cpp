@@ -311,11 +311,14 @@ Solution solve(const Config& c, SolveTarget target, GpuFamily family) {
   out.estimate = shown.estimate;
   name_binding(b, target != SolveTarget::kMinGpus, out);
   if (b.next.value > 0) out.next_value = reported(target, b.next.config);
-  if (target == SolveTarget::kMinGpus && b.found && out.estimate.ok()) {
+  // Past a handful of GPUs, the answer on about half as many: the largest count at most half that
+  // the layout takes (expert parallelism must still divide the data-parallel ranks).
+  if (target == SolveTarget::kMinGpus && b.found && out.estimate.ok() && out.value > 8) {
     Config half = out.config;
     const std::int64_t block = model_parallel(half);
-    half.parallel.num_gpus = out.value / 2 / block * block;
-    if (half.parallel.num_gpus >= block && half.parallel.num_gpus < out.value) {
+    for (std::int64_t k = out.value / 2 / block; k >= 1 && k > out.value / 4 / block; --k) {
+      half.parallel.num_gpus = k * block;
+      if (!validate(half).empty()) continue;
       const Estimate e = estimate(half);
       ++out.estimates;
       if (e.ok()) {
@@ -324,6 +327,7 @@ Solution solve(const Config& c, SolveTarget target, GpuFamily family) {
         out.sharding_saturated = static_cast<double>(e.device_total_bytes.value()) <
                                  1.02 * static_cast<double>(out.estimate.device_total_bytes.value());
       }
+      break;
     }
   }
   return out;

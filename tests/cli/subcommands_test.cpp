@@ -117,8 +117,8 @@ std::string output(const std::string& args, int* status = nullptr) {
 }
 
 // `memfit suggest` lists the core's suggestions, each with the flags that apply it; run with those
-// flags added, memfit gives exactly the device total the suggestion promised (a list value quoted
-// for the shell included). The table of a run that does not fit points to it.
+// flags added, memfit gives exactly the device total the suggestion promised. The table of a run
+// that does not fit points to it.
 TEST(CliSubcommands, SuggestPrintsFlagsThatGiveWhatItPromises) {
   const std::string base = "--preset llama-3.1-8b --method lora --gpu rtx-4090-24gb --seq-len 4096 "
                            "--lora-targets q,v --micro-batch-size 2";

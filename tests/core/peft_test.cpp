@@ -581,6 +581,13 @@ TEST(Peft, VirtualTokensFitTheLearnedPositions) {
   EXPECT_EQ(e.find("message")->as_string(),
             "must fit the learned positions with every sequence: training.seq_len 1,020 + 20 virtual tokens is more than "
             "model.max_position_embeddings (1,024); at most 4 virtual tokens, or training.seq_len at most 1,004");
+  // Virtual tokens that fill the table: one error, on them, with no length to suggest.
+  const Json full = estimate_json(R"({"model":{"preset":"gpt2"},"training":{"finetune":{"method":"prompt_tuning",)"
+                                  R"("num_virtual_tokens":1024}}})");
+  ASSERT_FALSE(full.find("ok")->as_bool());
+  ASSERT_EQ(full.find("errors")->items().size(), 1u) << full.find("errors")->dump();
+  EXPECT_EQ(full.find("errors")->items().at(0).find("message")->as_string().rfind(
+                "must be less than model.max_position_embeddings (1,024)", 0), 0u);
 }
 
 // A method whose own saved tensors are most of a block's activations says so: HRA's Householder
@@ -597,6 +604,12 @@ TEST(Peft, AMethodWhoseOwnTensorsDominateSaysSo) {
   const std::string hra = note("hra");
   EXPECT_EQ(hra.rfind("hra: what its PEFT layers build in forward and keep for backward is ", 0), 0u) << hra;
   EXPECT_NE(hra.find("% of each block's activations"), std::string::npos) << hra;
+  EXPECT_EQ(hra.find("recomputed"), std::string::npos) << hra;
+  // Under full checkpointing the block's tensors exist only while it is recomputed: said so.
+  const Json ckpt = estimate_json(R"({"model":{"preset":"llama-3-8b"},"training":{"checkpointing":"full","finetune":{"method":"hra"}}})");
+  bool said = false;
+  for (const Json& n : ckpt.find("notes")->items()) said = said || n.as_string().find("held only while that block is recomputed") != std::string::npos;
+  EXPECT_TRUE(said);
   EXPECT_EQ(note("lora"), "");
   EXPECT_EQ(note("dora"), "");
   const Json full = estimate_json(R"({"model":{"preset":"llama-3-8b"}})");

@@ -61,9 +61,11 @@ function wordScore(q, h, p) {
   if (h.family.some((w) => w.startsWith(q))) take(5);
   if (h.id.some((w) => w.startsWith(q))) take(4);
   const size = sizeOf(q);
-  if (size && p.parameter_count) {
+  // The count the estimate uses: the source's nominal one for the idealised models ("LLaMA-7B").
+  const count = p.model?.nominal_parameter_count > 0 ? p.model.nominal_parameter_count : p.parameter_count;
+  if (size && count) {
     // A size close to the counted parameters (within 15 %) matches too (Mistral "7b" is 7.2B).
-    const ratio = p.parameter_count / size;
+    const ratio = count / size;
     if (ratio > 0.85 && ratio < 1.18) take(6);
   }
   if (best === 0 && q.length >= 3 && norm(p.name).includes(q)) take(2);

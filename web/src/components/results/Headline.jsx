@@ -162,7 +162,7 @@ export function Headline({ result, units, modelName, solve = null, editHref = nu
         <div class="stat-value"><VerdictBadge verdict={fit.verdict} /></div>
         <Gauge fit={fit} units={units} />
         <div class="stat-note"><Headroom fit={fit} units={units} /></div>
-        {fit.runs === false && <div class="stat-note" data-testid="verdict-lacks"><strong>No {fit.lacks} on this card</strong>: the recipe does not run here</div>}
+        {fit.runs === false && <div class="stat-note" data-testid="verdict-lacks"><strong>No {fit.lacks} tensor cores</strong>: PyTorch emulates it here, far slower</div>}
       </div>
     </div>
     {solve}

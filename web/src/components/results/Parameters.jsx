@@ -40,7 +40,7 @@ export function Parameters({ result }) {
         </p>
       )}
       <h3 class="group-title">Precision recipe</h3>
-      <Recipe recipe={result.recipe} finetune={result.config?.training?.finetune} />
+      <Recipe recipe={result.recipe} />
     </section>
   );
 }

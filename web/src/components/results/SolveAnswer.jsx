@@ -19,19 +19,20 @@ const PER_GPU = new Set(['activations', 'logits_and_loss']);
 // What binds: a term, or a rule of the configuration ("model.max_position_embeddings (must be …)").
 const bindingWords = (binding) => TERMS[binding] ?? plainMessage(binding);
 
-// What does shrink a per-GPU term, leaving out what the run already does.
-function shrinkWords(binding, config) {
-  const training = config?.training ?? {};
+// What does shrink a per-GPU term, leaving out what the run already does: the run as the core
+// resolved it (its implementation's loss kernel, its checkpointing).
+function shrinkWords(binding, result) {
+  const loss = result?.implementation?.loss ?? 'eager';
+  const training = result?.config?.training ?? {};
   if (binding === 'logits_and_loss') {
-    const eager = !training.loss || training.loss === 'auto' || training.loss === 'eager';
-    return !eager || training.chunked_loss
-      ? 'a smaller micro-batch or a shorter sequence does' : 'a chunked cross-entropy or a smaller micro-batch does';
+    return loss !== 'eager' || training.chunked_loss ? 'a smaller micro-batch or a shorter sequence does'
+      : 'a chunked cross-entropy or a smaller micro-batch does';
   }
   return training.checkpointing === 'full' ? 'a smaller micro-batch or a shorter sequence does'
     : 'checkpointing or a smaller micro-batch does';
 }
 
-function Answer({ answer, gpu }) {
+function Answer({ answer, gpu, result }) {
   if (!answer) return null;
   if (!answer.ok) return <span>{plainMessage(answer.errors?.[0]?.message ?? '')}</span>;
   const gpus = answer.target === 'min-gpus';
@@ -40,7 +41,7 @@ function Answer({ answer, gpu }) {
     // Terms that are per GPU whatever the count (data parallelism shards neither): say so, and
     // what does shrink them, rather than how far the search went (a tight run can still run).
     if (gpus && PER_GPU.has(answer.binding)) {
-      return <><strong>More GPUs do not help</strong>: {bindingWords(answer.binding)} per GPU do not shrink with ZeRO-3 / FSDP sharding; {shrinkWords(answer.binding, answer.config)}</>;
+      return <><strong>More GPUs do not help</strong>: {bindingWords(answer.binding)} per GPU do not shrink with ZeRO-3 / FSDP sharding; {shrinkWords(answer.binding, result)}</>;
     }
     return gpus
       ? <><strong>No number of {gpu} fits</strong> with ZeRO-3 / FSDP sharding (tried up to {formatCount(answer.next?.value)}){binds}</>
@@ -49,9 +50,9 @@ function Answer({ answer, gpu }) {
   // The count only creeps under the budget: half as many GPUs need almost as much (the core's
   // sharding_saturated), so what binds is kept whole on every GPU.
   if (gpus && answer.sharding_saturated) {
-    const kept = PER_GPU.has(answer.binding) ? bindingWords(answer.binding) : 'what each GPU keeps whole';
+    const kept = PER_GPU.has(answer.binding) ? `${bindingWords(answer.binding)} per GPU do not` : 'what each GPU keeps whole does not';
     return <><strong>Sharding barely helps</strong>: {formatCount(answer.value)} × {gpu} with ZeRO-3 / FSDP would fit, but
-      {' '}{formatCount(answer.half?.value)} need almost as much; {kept} per GPU do not shrink with more GPUs; {shrinkWords(answer.binding, answer.config)}</>;
+      {' '}{formatCount(answer.half?.value)} need almost as much; {kept} shrink with more GPUs; {shrinkWords(answer.binding, result)}</>;
   }
   // A rule of the layout (not a term of the memory) stopped one GPU fewer: say it that way.
   const rule = gpus && answer.binding && !TERMS[answer.binding];
@@ -72,7 +73,7 @@ export function SolveAnswer({ state }) {
     <div class="solve-line" data-testid="solve-answer" data-target={answer?.target} data-found={answer ? String(answer.found) : undefined}
       data-value={answer?.found ? answer.value : undefined} data-binding={answer?.binding}>
       <p class="solve-text" aria-live="polite" aria-busy={!answer}>
-        {answer ? <Answer answer={answer} gpu={fit.name} />
+        {answer ? <Answer answer={answer} gpu={fit.name} result={state.shown.value?.result} />
           : fit.verdict === 'fits' ? 'Finding the largest micro-batch that fits…' : 'Finding the fewest GPUs that fit…'}
       </p>
       <button type="button" class="button" id="open-planner" aria-expanded={open} aria-controls={open ? 'planner' : undefined}
