@@ -351,6 +351,33 @@ TEST(Peft, ChatglmQuantizationKeepsCodesAndRowScales) {
   EXPECT_GT(int4.breakdown.activations.value(), run("bitsandbytes", 4).breakdown.activations.value());
 }
 
+// A bitsandbytes linear returns its input's dtype, where autocast gives a 16-bit output: after a
+// LayerNorm (fp32 under autocast) a 4-bit base's MLP runs in fp32 and keeps more than a 16-bit base's.
+// The estimate says so, since the smaller base costing more activation memory surprises.
+TEST(Peft, FourBitBaseAfterAnFp32LayerNormSaysWhyItsActivationsAreLarger) {
+  const auto run = [](int bits) {
+    Json config = Json::object();
+    config.set("model", Json::object()).set("preset", Json::string("phi-2"));
+    Json& training = config.set("training", Json::object());
+    training.set("precision", Json::string("bf16_mixed"));
+    Json& finetune = training.set("finetune", Json::object());
+    finetune.set("method", Json::string("lora"));
+    finetune.set("base_bits", Json::integer(bits));
+    const ConfigParse parsed = parse_config(config);
+    EXPECT_TRUE(parsed.ok());
+    return estimate(parsed.config);
+  };
+  const auto says = [](const Estimate& e) {
+    for (const std::string& n : e.notes) if (n.find("returns its input's dtype") != std::string::npos) return true;
+    return false;
+  };
+  const Estimate sixteen = run(16), four = run(4);
+  ASSERT_TRUE(sixteen.ok() && four.ok());
+  EXPECT_GT(four.breakdown.activations, sixteen.breakdown.activations);
+  EXPECT_TRUE(says(four));
+  EXPECT_FALSE(says(sixteen));
+}
+
 // bitsandbytes before 0.43.2 keeps each 4-bit linear's input as a ctx attribute (`ctx.tensors =
 // (A, B)`; PR #1270 dropped it): the four inputs of every block (q/k/v, o, gate/up, down: 4096,
 // 4096, 4096 and 11008 wide), except the first block's q/k/v (a frozen embedding's output needs
