@@ -1062,15 +1062,8 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   }
   if (d.mlp_act == kFp32Bytes && d.act != kFp32Bytes && d.lora && f.base_bits < 16 && !forward_only(tr)) {
     // Said because it surprises: the same run with a 16-bit base keeps less (make_dims: bnb_base).
-    out.notes.push_back(kbit_fp32_stream(f)
-                            ? "4-bit / 8-bit base after prepare_model_for_kbit_training: the residual stream is fp32, "
-                              "and each bitsandbytes linear returns its input's dtype (bitsandbytes/nn/modules.py), so "
-                              "the MLP's projections and activation are fp32 too: more activation memory than a "
-                              "16-bit base, whose linears autocast runs in 16 bits."
-                            : "bitsandbytes base: each quantised linear returns its input's dtype "
-                              "(bitsandbytes/nn/modules.py), and this model's LayerNorm output is fp32 under autocast, "
-                              "so the MLP's projections, its activation and the residual stream are fp32: more "
-                              "activation memory than a 16-bit base, whose linears autocast runs in 16 bits.");
+    out.notes.push_back("bitsandbytes base: its linears return their input's dtype, fp32 after prepare_model_for_"
+                        "kbit_training or a LayerNorm under autocast: the MLP runs in fp32, more than a 16-bit base.");
   }
   if (forward_only(tr)) {
     // MeZO's forward passes run under torch.no_grad: autograd saves nothing, and a block's

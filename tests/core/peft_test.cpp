@@ -368,7 +368,7 @@ TEST(Peft, FourBitBaseAfterAnFp32LayerNormSaysWhyItsActivationsAreLarger) {
     return estimate(parsed.config);
   };
   const auto says = [](const Estimate& e) {
-    for (const std::string& n : e.notes) if (n.find("returns its input's dtype") != std::string::npos) return true;
+    for (const std::string& n : e.notes) if (n.find("return their input's dtype") != std::string::npos) return true;
     return false;
   };
   const Estimate sixteen = run(16), four = run(4);
