@@ -67,6 +67,23 @@ describe('prerendered numbers', { skip: missing || false, concurrency: false }, 
     await p.close();
   });
 
+  test('a prerendered select carries its current choice only, and the live page every choice', async () => {
+    const html = readFileSync(join(DIST, 'index.html'), 'utf8');
+    const selects = html.match(/<select[^>]*>.*?<\/select>/g) ?? [];
+    assert.ok(selects.length >= 5, `${selects.length} selects`);
+    for (const s of selects) {
+      assert.equal((s.match(/<option/g) ?? []).length, 1, s.slice(0, 80));
+      assert.match(s, /<option selected/);
+    }
+    const p = await browser.newPage();
+    await p.goto(server.url);
+    await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
+    const gpus = await p.$$eval('#field-hardware-gpu option', (os) => os.map((o) => o.value));
+    assert.deepEqual(gpus, core.gpus().map((g) => g.id));
+    assert.equal(await p.inputValue('#field-hardware-gpu'), core.defaultConfig().hardware.gpu);
+    await p.close();
+  });
+
   test('what is typed before the core is ready is kept, and answered', async () => {
     const p = await browser.newPage();
     let release;

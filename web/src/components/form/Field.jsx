@@ -41,9 +41,15 @@ function TextInput({ id, field, value, invalid, describedBy, onChange, disabled 
   );
 }
 
-function Select({ id, options, value, invalid, describedBy, onChange, disabled }) {
+// Rendered at build time (web/src/pages/render.jsx, no document): the prerendered page is replaced
+// whole once the core runs, so a select there carries its current choice only (the GPU, method and
+// optimizer lists were about a twentieth of the first view's bytes).
+const PRERENDER = typeof document === 'undefined';
+
+function Select({ id, options: all, value, invalid, describedBy, onChange, disabled }) {
   const current = text(value);
-  const known = options.some((o) => o.value === current);
+  const known = all.some((o) => o.value === current);
+  const options = PRERENDER ? all.filter((o) => o.value === current) : all;
   return (
     <select
       id={id}
