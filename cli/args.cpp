@@ -33,8 +33,19 @@ std::string field_for_flag(std::string name) {
   return found;
 }
 
-// "q,k,v,o" → ["q","k","v","o"] for the one list-valued field.
+// The schema's kind of a field ("" when the path is not a field).
+std::string field_kind(const std::string& path) {
+  const Json schema = config_schema();
+  for (const Json& f : schema.items()) {
+    if (f.find("field")->as_string() == path) return f.find("kind")->as_string();
+  }
+  return "";
+}
+
+// "q,k,v,o" → ["q","k","v","o"] for the one list-valued field; a text field takes the text as typed
+// (`--gpu 4090` names the card, not the number 4090).
 Json field_value(const std::string& path, const std::string& text) {
+  if (field_kind(path) == "string") return Json::string(text);
   Json value = flag_value(text);
   if (path != "training.finetune.lora_targets" || !value.is_string()) return value;
   Json list = Json::array();

@@ -64,6 +64,16 @@ constexpr double kCeilingTuringAssumed = 0.45, kCeilingAdaAssumed = 0.50, kCeili
 // is data, one row per card, read top to bottom (hence its length).
 std::vector<Gpu> build_table() {
   return {
+      // GA106: 28 SMs x 1024 dense fp16 FLOP/clk (the GA10x whitepaper's rate, halved with fp32 accumulate on
+      // GeForce) x 1.777 GHz boost = 25.5 TFLOPS; 15 Gbps x 192 bit = 360 GB/s.
+      {.id = "rtx-3060-12gb", .name = "NVIDIA GeForce RTX 3060 12GB", .architecture = "Ampere",
+       .memory_bytes = mib(12288), .context_bytes = kContextAmpereBytes,
+       .source = "nvidia-smi total 12288 MiB (geerlingguy/raspberry-pi-pcie-devices#790)", .peak_fp16_tflops = 25.5,
+       .peak_bf16_tflops = 25.5, .peak_fp8_tflops = 0, .peak_fp32_tflops = 12.74, .ceiling_16bit = kCeilingAmpere,
+       .ceiling_fp8 = 0, .memory_bandwidth_gb_per_s = 360, .intra_node_gb_per_s = kPcie4,
+       .inter_node_gb_per_s = kNet10G, .host_link_gb_per_s = kPcie4, .gpus_per_node = 4, .price_per_hour = 0,
+       .spec_source = "GA106 SMs x clock (derived in memfit's gpus.cpp); 360 GB/s",
+       .aliases = {"rtx3060", "3060", "geforce rtx 3060"}},
       {.id = "t4-16gb", .name = "NVIDIA T4 16GB", .architecture = "Turing", .memory_bytes = mib(15360),
        .context_bytes = kContextTuringBytes, .source = "nvidia-smi total 15360 MiB", .peak_fp16_tflops = 65.0,
        .peak_bf16_tflops = 0, .peak_fp8_tflops = 0, .peak_fp32_tflops = 8.1, .ceiling_16bit = kCeilingTuringAssumed,
@@ -86,6 +96,26 @@ std::vector<Gpu> build_table() {
        .gpus_per_node = 4, .price_per_hour = 0,
        .spec_source = "NVIDIA Ada whitepaper appendix (fp32-accumulate tensor rates, 716.8 GB/s)",
        .aliases = {"rtx4080", "geforce rtx 4080"}},
+      // AD106: 34 SMs x 1024 dense fp16 FLOP/clk (the 4090's 330.3 fp16-accumulate TFLOPS over its 128 SMs at
+      // 2.52 GHz; halved with fp32 accumulate on GeForce) x 2.535 GHz = 44.1; PCIe 4.0 x8 (15.75 GB/s, as Gen3 x16).
+      {.id = "rtx-4060ti-16gb", .name = "NVIDIA GeForce RTX 4060 Ti 16GB", .architecture = "Ada",
+       .memory_bytes = mib(16380), .context_bytes = kContextAmpereBytes, .source = "nvidia-smi total 16380 MiB",
+       .peak_fp16_tflops = 44.1, .peak_bf16_tflops = 44.1, .peak_fp8_tflops = 88.3, .peak_fp32_tflops = 22.06,
+       .ceiling_16bit = kCeilingAdaAssumed, .ceiling_fp8 = kCeilingAdaFp8Assumed, .memory_bandwidth_gb_per_s = 288,
+       .intra_node_gb_per_s = kPcie3, .inter_node_gb_per_s = kNet10G, .host_link_gb_per_s = kPcie3,
+       .gpus_per_node = 4, .price_per_hour = 0,
+       .spec_source = "AD106 SMs x clock (derived in memfit's gpus.cpp); 288 GB/s; PCIe 4.0 x8",
+       .aliases = {"rtx4060ti", "4060 ti", "4060ti", "rtx 4060 ti 16gb"}},
+      // GB203: 84 SMs x 1024 dense fp16 FLOP/clk (halved with fp32 accumulate on GeForce) x 2.617 GHz = 112.6;
+      // 56.28 fp32 as huggingface.co/hardware/rtx-5080 gives it; 30 Gbps x 256 bit = 960 GB/s.
+      {.id = "rtx-5080-16gb", .name = "NVIDIA GeForce RTX 5080 16GB", .architecture = "Blackwell",
+       .memory_bytes = mib(16303), .context_bytes = kContextBlackwellBytes, .source = "nvidia-smi total 16303 MiB",
+       .peak_fp16_tflops = 112.6, .peak_bf16_tflops = 112.6, .peak_fp8_tflops = 225.1, .peak_fp32_tflops = 56.28,
+       .ceiling_16bit = kCeilingBlackwellAssumed, .ceiling_fp8 = kCeilingBlackwellFp8Assumed,
+       .memory_bandwidth_gb_per_s = 960, .intra_node_gb_per_s = kPcie5, .inter_node_gb_per_s = kNet10G,
+       .host_link_gb_per_s = kPcie5, .gpus_per_node = 4, .price_per_hour = 0,
+       .spec_source = "GB203 SMs x clock (derived in memfit's gpus.cpp); 960 GB/s",
+       .aliases = {"rtx5080", "5080", "geforce rtx 5080"}},
       {.id = "a10g-24gb", .name = "NVIDIA A10G 24GB", .architecture = "Ampere", .memory_bytes = mib(23028),
        .context_bytes = kContextAmpereBytes, .source = "nvidia-smi total 23028 MiB", .peak_fp16_tflops = 70.0,
        .peak_bf16_tflops = 70.0, .peak_fp8_tflops = 0, .peak_fp32_tflops = 31.2, .ceiling_16bit = kCeilingAmpere,
@@ -93,6 +123,15 @@ std::vector<Gpu> build_table() {
        .inter_node_gb_per_s = kNet25G, .host_link_gb_per_s = kPcie4, .gpus_per_node = 8, .price_per_hour = 0,
        .spec_source = "AWS EC2 G5 (A10G: 70 TFLOPS fp16/bf16 tensor as commonly cited, 31.2 fp32, 600 GB/s)",
        .aliases = {"a10g"}},
+      // 125 TFLOPS dense bf16/fp16 tensor = GA102's 72 SMs x 1024 FLOP/clk x 1.695 GHz.
+      {.id = "a10-24gb", .name = "NVIDIA A10 24GB", .architecture = "Ampere", .memory_bytes = mib(23028),
+       .context_bytes = kContextAmpereBytes, .source = "nvidia-smi total 23028 MiB (QwenLM/Qwen3#678)",
+       .peak_fp16_tflops = 125.0, .peak_bf16_tflops = 125.0, .peak_fp8_tflops = 0, .peak_fp32_tflops = 31.2,
+       .ceiling_16bit = kCeilingAmpere, .ceiling_fp8 = 0, .memory_bandwidth_gb_per_s = 600,
+       .intra_node_gb_per_s = kPcie4, .inter_node_gb_per_s = kNet25G, .host_link_gb_per_s = kPcie4,
+       .gpus_per_node = 4, .price_per_hour = 0,
+       .spec_source = "NVIDIA A10 datasheet (125 dense bf16, 31.2 fp32, 600 GB/s)",
+       .aliases = {"nvidia a10", "a10"}},
       {.id = "l4-24gb", .name = "NVIDIA L4 24GB", .architecture = "Ada", .memory_bytes = mib(23034),
        .context_bytes = kContextAmpereBytes, .source = "nvidia-smi total 23034 MiB", .peak_fp16_tflops = 121.0,
        .peak_bf16_tflops = 121.0, .peak_fp8_tflops = 242.5, .peak_fp32_tflops = 30.3,
@@ -133,6 +172,17 @@ std::vector<Gpu> build_table() {
        .inter_node_gb_per_s = kNetDgx1, .host_link_gb_per_s = kPcie3, .gpus_per_node = 8, .price_per_hour = 0,
        .spec_source = "NVIDIA V100 SXM2 datasheet (125 TFLOPS tensor, 15.7 fp32, 900 GB/s, NVLink 300 GB/s)",
        .aliases = {"v100-sxm2-32gb", "tesla v100 32gb"}},
+      // 209.5 / 419 dense fp16 / fp8 with fp32 accumulate = GB202's 170 SMs x 1024 FLOP/clk x 2.407 GHz, halved;
+      // 28 Gbps x 512 bit = 1792 GB/s; PCIe 5.0, no NVLink.
+      {.id = "rtx-5090-32gb", .name = "NVIDIA GeForce RTX 5090 32GB", .architecture = "Blackwell",
+       .memory_bytes = mib(32607), .context_bytes = kContextBlackwellBytes,
+       .source = "nvidia-smi total 32607 MiB (noonghunna/club-3090#617)", .peak_fp16_tflops = 209.5,
+       .peak_bf16_tflops = 209.5, .peak_fp8_tflops = 419.0, .peak_fp32_tflops = 104.8,
+       .ceiling_16bit = kCeilingBlackwellAssumed, .ceiling_fp8 = kCeilingBlackwellFp8Assumed,
+       .memory_bandwidth_gb_per_s = 1792, .intra_node_gb_per_s = kPcie5, .inter_node_gb_per_s = kNet10G,
+       .host_link_gb_per_s = kPcie5, .gpus_per_node = 4, .price_per_hour = 0,
+       .spec_source = "NVIDIA RTX Blackwell whitepaper as quoted (209.5 / 419 dense fp16 / fp8); 1792 GB/s",
+       .aliases = {"rtx5090", "5090", "geforce rtx 5090"}},
       {.id = "a100-40gb", .name = "NVIDIA A100 40GB", .architecture = "Ampere", .memory_bytes = mib(40960),
        .context_bytes = kContextAmpereBytes, .source = "nvidia-smi total 40960 MiB", .peak_fp16_tflops = 312.0,
        .peak_bf16_tflops = 312.0, .peak_fp8_tflops = 0, .peak_fp32_tflops = 19.5, .ceiling_16bit = kCeilingAmpere,
@@ -149,6 +199,26 @@ std::vector<Gpu> build_table() {
        .gpus_per_node = 8, .price_per_hour = 1.9512,
        .spec_source = "NVIDIA L40S datasheet (362 / 733 TFLOPS dense bf16 / fp8, 91.6 fp32, 864 GB/s); Modal price",
        .aliases = {"l40s"}},
+      // AD102: 142 SMs x 1024 dense fp16 FLOP/clk with fp32 accumulate (full rate on RTX professional cards) x
+      // 2.505 GHz = 364.2 (728.5 fp8); PCIe 4.0, no NVLink.
+      {.id = "rtx-6000-ada-48gb", .name = "NVIDIA RTX 6000 Ada 48GB", .architecture = "Ada",
+       .memory_bytes = mib(46068), .context_bytes = kContextAmpereBytes,
+       .source = "nvidia-smi total 46068 MiB, ECC on (DINGYANB/MTVCrafter#21; 49140 MiB with ECC off)",
+       .peak_fp16_tflops = 364.2, .peak_bf16_tflops = 364.2, .peak_fp8_tflops = 728.5, .peak_fp32_tflops = 91.1,
+       .ceiling_16bit = kCeilingAdaAssumed, .ceiling_fp8 = kCeilingAdaFp8Assumed, .memory_bandwidth_gb_per_s = 960,
+       .intra_node_gb_per_s = kPcie4, .inter_node_gb_per_s = kNet10G, .host_link_gb_per_s = kPcie4,
+       .gpus_per_node = 4, .price_per_hour = 0,
+       .spec_source = "AD102 SMs x clock (derived in memfit's gpus.cpp); 960 GB/s",
+       .aliases = {"rtx 6000 ada", "rtx6000 ada", "rtx 6000 ada generation", "rtx6000ada"}},
+      // Its NVLink bridge joins two cards only: PCIe between the rest.
+      {.id = "a40-48gb", .name = "NVIDIA A40 48GB", .architecture = "Ampere", .memory_bytes = mib(46068),
+       .context_bytes = kContextAmpereBytes, .source = "nvidia-smi total 46068 MiB (chatdoc-com/OCRFlux#64)",
+       .peak_fp16_tflops = 149.7, .peak_bf16_tflops = 149.7, .peak_fp8_tflops = 0, .peak_fp32_tflops = 37.4,
+       .ceiling_16bit = kCeilingAmpere, .ceiling_fp8 = 0, .memory_bandwidth_gb_per_s = 696,
+       .intra_node_gb_per_s = kPcie4, .inter_node_gb_per_s = kNet100G, .host_link_gb_per_s = kPcie4,
+       .gpus_per_node = 8, .price_per_hour = 0,
+       .spec_source = "NVIDIA A40 datasheet (149.7 dense bf16, 37.4 fp32, 696 GB/s)",
+       .aliases = {"nvidia a40", "a40"}},
       {.id = "rtx-a6000-48gb", .name = "NVIDIA RTX A6000 48GB", .architecture = "Ampere",
        .memory_bytes = mib(49140), .context_bytes = kContextAmpereBytes, .source = "nvidia-smi total 49140 MiB",
        .peak_fp16_tflops = 154.8, .peak_bf16_tflops = 154.8, .peak_fp8_tflops = 0, .peak_fp32_tflops = 38.7,
@@ -236,6 +306,18 @@ std::vector<Gpu> build_table() {
        .gpus_per_node = 8, .price_per_hour = 0,
        .spec_source = "assumed the H100 SXM's tensor cores, bandwidth and links with six 16 GB HBM3 stacks",
        .aliases = {"h100-sxm-96gb", "h100 96gb hbm3"}},
+      // Workstation Edition: GB202's 188 SMs x 1024 dense fp16 FLOP/clk with fp32 accumulate (full rate on RTX
+      // PRO cards) x 2.617 GHz = 503.8 (1007.6 fp8); PCIe 5.0, no NVLink; the Server Edition has 1597 GB/s.
+      {.id = "rtx-pro-6000-96gb", .name = "NVIDIA RTX PRO 6000 Blackwell 96GB", .architecture = "Blackwell",
+       .memory_bytes = mib(97887), .context_bytes = kContextBlackwellBytes, .source = "nvidia-smi total 97887 MiB",
+       .peak_fp16_tflops = 503.8, .peak_bf16_tflops = 503.8, .peak_fp8_tflops = 1007.6, .peak_fp32_tflops = 125.0,
+       .ceiling_16bit = kCeilingBlackwellAssumed, .ceiling_fp8 = kCeilingBlackwellFp8Assumed,
+       .memory_bandwidth_gb_per_s = 1792, .intra_node_gb_per_s = kPcie5, .inter_node_gb_per_s = kNet100G,
+       .host_link_gb_per_s = kPcie5, .gpus_per_node = 8, .price_per_hour = 0,
+       .spec_source = "GB202 SMs x clock (derived in memfit's gpus.cpp); 1792 GB/s",
+       .aliases = {"rtx pro 6000", "rtx pro 6000 blackwell", "rtxpro6000",
+                   "nvidia rtx pro 6000 blackwell workstation edition",
+                   "nvidia rtx pro 6000 blackwell server edition"}},
       {.id = "h200-141gb", .name = "NVIDIA H200 141GB", .architecture = "Hopper", .memory_bytes = mib(143771),
        .context_bytes = kContextHopperBytes, .source = "nvidia-smi total 143771 MiB", .peak_fp16_tflops = 989.4,
        .peak_bf16_tflops = 989.4, .peak_fp8_tflops = 1978.9, .peak_fp32_tflops = 67.0,
@@ -431,6 +513,10 @@ constexpr Bytes gib_hundredths(std::int64_t hundredths) { return Bytes{hundredth
 //   h200-141gb 143,156 MiB (139.80 GiB): torch's device properties on Modal (ai-bot-pro/achatbot,
 //     deploy/modal/src/llm/vllm/vlm/skywork_r1v.py)
 //   b200-180gb 191,503,007,744 B (178.35 GiB): vllm-project/vllm#51071 (4x B200)
+//   rtx-3060-12gb 11.76: TencentARC/PhotoMaker#47; 11.75 Kunhao-Liu/StyleGaussian#12
+//   rtx-4060ti-16gb 15.55: boson-ai/higgs-audio#48 (the reporter names the card)
+//   rtx-5090-32gb 31.37: Wan-Video/Wan2.1#465 (the reporter names the card); 31.36 TrajectoryCrafter/TrajectoryCrafter#20
+//   rtx-6000-ada-48gb 44.43: DINGYANB/MTVCrafter#21 (beside its 46068 MiB nvidia-smi table)
 constexpr CudaTotal kCudaTotals[] = {
     {"t4-16gb", gib_hundredths(1475)},
     {"v100-16gb", gib_hundredths(1577)},
@@ -452,6 +538,10 @@ constexpr CudaTotal kCudaTotals[] = {
     {"h100-nvl-94gb", gib_hundredths(9300)},
     {"h200-141gb", mib(143156)},
     {"b200-180gb", Bytes{191503007744}},
+    {"rtx-3060-12gb", gib_hundredths(1176)},
+    {"rtx-4060ti-16gb", gib_hundredths(1555)},
+    {"rtx-5090-32gb", gib_hundredths(3137)},
+    {"rtx-6000-ada-48gb", gib_hundredths(4443)},
 };
 
 std::vector<Gpu> build_table_with_cuda_totals() {

@@ -30,6 +30,16 @@ TEST(CliArgs, FlagsByLastNameOrPath) {
             R"({"training":{"seq_len":4096,"dropout":0.1,"finetune":{"lora_targets":["q","v"]}}})");
 }
 
+// A text field takes its value as typed: `--gpu 4090` names a card (a JSON number would be refused).
+TEST(CliArgs, ATextFieldKeepsANumberAsText) {
+  const ParsedArgs p = parse({"--gpu", "4090", "--set", "model.preset=phi-2"});
+  ASSERT_TRUE(p.errors.empty());
+  EXPECT_EQ(p.request.config.dump(), R"({"hardware":{"gpu":"4090"},"model":{"preset":"phi-2"}})");
+  const Json r = estimate_json(p.request.config.dump());
+  ASSERT_TRUE(r.find("ok")->as_bool());
+  EXPECT_EQ(r.find("config")->find("hardware")->find("gpu")->as_string(), "rtx-4090-24gb");
+}
+
 TEST(CliArgs, AModelFieldEditsTheDefaultPresetAsOnThePage) {
   // --num-hidden-layers alone keeps Llama 3 8B's other fields (vocabulary 128,256), as the page does.
   const ParsedArgs p = parse({"--num-hidden-layers", "16"});

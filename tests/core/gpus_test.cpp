@@ -31,6 +31,17 @@ TEST(Gpus, CommonSpellingsResolve) {
   EXPECT_EQ(id_of("AMD Instinct MI325X"), "mi325x-256gb");
   EXPECT_EQ(id_of("mi250"), "mi250-64gb");
   EXPECT_EQ(id_of("h100-sxm-80gb"), "h100-sxm-80gb");
+  EXPECT_EQ(id_of("RTX 5090"), "rtx-5090-32gb");
+  EXPECT_EQ(id_of("NVIDIA GeForce RTX 5090"), "rtx-5090-32gb");
+  EXPECT_EQ(id_of("A10"), "a10-24gb");  // the PCIe card; AWS's is the A10G
+  EXPECT_EQ(id_of("A10G"), "a10g-24gb");
+  EXPECT_EQ(id_of("NVIDIA RTX 6000 Ada Generation"), "rtx-6000-ada-48gb");
+  EXPECT_EQ(id_of("A40"), "a40-48gb");
+  EXPECT_EQ(id_of("RTX 3060"), "rtx-3060-12gb");
+  EXPECT_EQ(id_of("4060 Ti"), "rtx-4060ti-16gb");
+  EXPECT_EQ(id_of("NVIDIA RTX PRO 6000 Blackwell Workstation Edition"), "rtx-pro-6000-96gb");
+  // "RTX 6000" alone is three cards (Ada, Ampere's A6000, Blackwell's PRO 6000): not guessed.
+  EXPECT_EQ(id_of("RTX 6000"), "(none)");
 }
 
 TEST(Gpus, AmbiguousOrUnknownNamesGetTheNearestEntries) {

@@ -55,7 +55,8 @@ IGNORED = {
 REPORT_STATISTICS = ["measured_band_bytes", "measured_band_cases"]
 # GPUs added to the table after the golden file was pinned: their rows in "gpus" are removed.
 ADDED_GPUS = {"a100-pcie-80gb", "mi250-64gb", "mi300x-192gb", "mi325x-256gb", "titan-rtx-24gb", "a800-80gb",
-              "h800-80gb", "h100-nvl-94gb", "h100-96gb"}
+              "h800-80gb", "h100-nvl-94gb", "h100-96gb", "rtx-3060-12gb", "rtx-4060ti-16gb", "rtx-5080-16gb",
+              "a10-24gb", "rtx-5090-32gb", "rtx-6000-ada-48gb", "a40-48gb", "rtx-pro-6000-96gb"}
 SAMPLE_EVERY = 97  # keep the full output of every 97th case
 
 

@@ -16,6 +16,19 @@
 
 namespace memfit {
 
+// A card's other spellings: up to six, unused slots null. A fixed array rather than a vector keeps
+// the table plain constant data (no code per row to build it, which the wasm would carry).
+struct GpuAliases {
+  static constexpr int kMax = 6;
+  const char* names[kMax]{};
+  const char* const* begin() const { return names; }
+  const char* const* end() const {
+    const char* const* e = names;
+    while (e != names + kMax && *e != nullptr) ++e;
+    return e;
+  }
+};
+
 struct Gpu {
   const char* id;              // "h100-sxm-80gb"
   const char* name;            // "NVIDIA H100 SXM 80GB"
@@ -45,7 +58,7 @@ struct Gpu {
   std::int64_t gpus_per_node;  // the usual server: 8 for SXM / OAM baseboards
   double price_per_hour;       // USD per GPU-hour, on demand; 0: no price sourced (set your own)
   const char* spec_source;     // where the compute, bandwidth and price figures come from
-  std::vector<const char*> aliases;  // other spellings that name exactly this card
+  GpuAliases aliases;          // other spellings that name exactly this card
   // What CUDA reports as the device's total (cudaMemGetInfo; PyTorch's "total capacity" in its
   // out-of-memory message): nvidia-smi's total less what the driver keeps for itself. Zero where no
   // published reading names the card. Everything the process holds, its context included, must fit
