@@ -25,7 +25,12 @@ export function serve(dir, port, host = '127.0.0.1') {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
         return;
       }
-      res.writeHead(200, { 'content-type': types[path.extname(file)] || 'application/octet-stream' });
+      // Any origin may read these public files: a documentation site on another origin loads the web
+      // component (a module script), its worker's code, the wasm and the static data, all under CORS.
+      res.writeHead(200, {
+        'content-type': types[path.extname(file)] || 'application/octet-stream',
+        'access-control-allow-origin': '*',
+      });
       res.end(data);
     });
   });

@@ -46,6 +46,12 @@ class Reader {
       const Json* v = json_.find(key);
       if (!v || v->is_null()) continue;
       const auto n = v->as_exact_integer();
+      // A key that is also a memfit field's name (hidden_size, num_attention_heads...) is held to
+      // that field's range, so that the message states the range the configuration will hold it to.
+      if (max == kMaxSize) {
+        const detail::Field* field = detail::find_field(("model." + std::string(key)).c_str());
+        if (field && field->max_int > 0) max = field->max_int;
+      }
       if (!n || *n < min || *n > max) {
         out_.errors.push_back({key, "must be an integer from " + detail::group_digits(min) + " to " +
                                         detail::group_digits(max) + "; got " + describe(*v)});

@@ -138,6 +138,39 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     await context.close();
   });
 
+  test('<memfit-estimate> where its script cannot run shows the link written inside it; a bare &micro in a hand-written link is still micro_batch_size', async () => {
+    // A host that sends no CORS header: the module script is refused, the element stays undefined
+    // and the reader sees its own content.
+    const refused = await browser.newContext();
+    await refused.route('https://memfit.example/**', (route) => route.fulfill({
+      status: 200, body: '', headers: { 'content-type': 'text/javascript' },
+    }));
+    const p = await refused.newPage();
+    await p.goto(`${site.url}examples/plain-html/index.html`);
+    const fallback = p.locator('#full a');
+    await fallback.waitFor({ timeout: 10000 });
+    assert.ok(await fallback.isVisible());
+    assert.equal(await fallback.textContent(), 'Open this estimate in memfit');
+    assert.equal(await p.evaluate(() => customElements.get('memfit-estimate') === undefined), true);
+    await refused.close();
+    // A host page written by hand with bare "&"s: the parser turns "&micro_batch_size" into
+    // "µ_batch_size"; the element reads it as meant. With the script running, the link inside is hidden.
+    const context = await browser.newContext();
+    await serveMemfitExample(context);
+    await context.route('https://docs.example/**', (route) => route.fulfill({
+      status: 200,
+      headers: { 'content-type': 'text/html' },
+      body: `<!doctype html><script type="module" src="https://memfit.example/memfit-estimate.js"></script>
+        <memfit-estimate id="m" link="?v=1&preset=gpt2&micro_batch_size=3&seq_len=512"><a href="#">Open this estimate in memfit</a></memfit-estimate>`,
+    }));
+    const q = await context.newPage();
+    await q.goto('https://docs.example/page.html');
+    assert.match(await q.locator('#m').getAttribute('link'), /\u00b5_batch_size=3/);
+    await assertComponents(q, [['#m', { model: { preset: 'gpt2' }, training: { micro_batch_size: 3, seq_len: 512 } }]]);
+    assert.equal(await q.locator('#m > a').isVisible(), false);
+    await context.close();
+  });
+
   test('static-data.json is this build\'s core\'s static data; without it the component asks its worker', async () => {
     // The embed forms' workers start bare and read the static data from the build (core.js
     // withStaticData): it must be what the core itself gives.
@@ -223,6 +256,10 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     assert.match(iframe, /event\.source/);
     assert.match(component, new RegExp(`<script type="module" src="${server.url.replace(/[.]/g, '\\.')}memfit-estimate\\.js"></script>`));
     assert.equal(component.match(/<memfit-estimate link="\?([^"]*)">/)[1], src.search.slice(1).replace(/&/g, '&amp;'));
+    // Its own content, a link to this estimate, for readers whose browser does not run the script.
+    const fallback = component.match(/<memfit-estimate [^>]*>\s*<a href="([^"]*)">Open this estimate in memfit<\/a>\s*<\/memfit-estimate>/);
+    assert.ok(fallback, component);
+    assert.equal(fallback[1].replace(/&amp;/g, '&'), `${server.url}${src.search}`);
     await p.selectOption('#embed-view', 'fit');
     assert.match(await p.inputValue('#snippet-component'), / view="fit"/);
     const preview = p.frameLocator('[data-testid="embed-preview"]');

@@ -160,5 +160,16 @@ TEST(HfImport, AFileThatDropsOutSaysWhereMemfitTakesDropoutFrom) {
   EXPECT_TRUE(import_hf_config_text(llama + "0.0}").warnings.empty());
 }
 
+// A config.json key that is also a memfit field states that field's range, whatever the value:
+// the same limit as the configuration holds it to, not a looser one first.
+TEST(HfImport, AKeyNamedLikeAFieldStatesTheFieldsRange) {
+  for (const char* hidden : {"5000000", "500000000"}) {
+    const HfImport imported = import_hf_config_text(
+        std::string(R"({"model_type":"llama","vocab_size":10,"hidden_size":)") + hidden +
+        R"(,"num_hidden_layers":2,"num_attention_heads":2,"intermediate_size":8})");
+    EXPECT_EQ(first_error(imported), std::string("hidden_size must be an integer from 1 to 1,000,000; got ") + hidden);
+  }
+}
+
 }  // namespace
 }  // namespace memfit

@@ -47,8 +47,12 @@ export function snippets(site, pageQuery, view, theme) {
     }
   });
 </script>`;
+  // The element's own content shows only where its script does not run (blocked, offline, a host
+  // that sends no CORS header): then the reader still has the estimate, one click away.
   const component = `<script type="module" src="${attr(`${site}memfit-estimate.js`)}"></script>
-<memfit-estimate link="?${attr(query)}"${view !== 'card' ? ` view="${view}"` : ''}${theme !== 'auto' ? ` theme="${theme}"` : ''}></memfit-estimate>`;
+<memfit-estimate link="?${attr(query)}"${view !== 'card' ? ` view="${view}"` : ''}${theme !== 'auto' ? ` theme="${theme}"` : ''}>
+  <a href="${attr(`${site}?${query}`)}">Open this estimate in memfit</a>
+</memfit-estimate>`;
   return { src, iframe, component };
 }
 

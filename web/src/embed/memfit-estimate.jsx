@@ -6,7 +6,8 @@
 // (seq_len or seq-len, precision, gpu, …; these override the link), `view` (card, breakdown, fit,
 // full), `theme` (light, dark; default: the reader's preference), `units` (GiB, GB). It follows
 // attribute changes, sizes itself to its content (a block in the page's flow, its own styles in a
-// shadow root) and fires `estimate` (detail: the core's result) after each answer. The core runs in
+// shadow root) and fires `estimate` (detail: the core's result) after each answer. What is written
+// inside the element (a link to the estimate) shows only where this script does not run. The core runs in
 // one Web Worker shared by every element on the page.
 import { render } from 'preact';
 
@@ -81,7 +82,9 @@ class MemfitEstimate extends HTMLElement {
 
   // The link, then each field attribute over it (micro-batch-size → micro_batch_size).
   linkText() {
-    const link = this.getAttribute('link') ?? '';
+    // A link written into HTML by hand with a bare "&": the parser reads "&micro" in
+    // "&micro_batch_size" as the character reference for µ (a legacy one, valid without its ";").
+    const link = (this.getAttribute('link') ?? '').replace(/\u00b5_batch_size=/g, '&micro_batch_size=');
     const params = new URLSearchParams(/^[a-z]+:\/\//i.test(link) ? new URL(link).search : link.replace(/^[^?]*\?/, ''));
     for (const { name, value } of this.attributes) {
       if (OWN.has(name) || name.startsWith('data-') || name.startsWith('aria-') || name.startsWith('on')) continue;
