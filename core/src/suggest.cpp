@@ -285,22 +285,35 @@ bool changes_what_is_trained(const Candidate& o) {
   return training && training->find("finetune");
 }
 
+// Whether the changes together fit `c`'s card (their patches merged in order).
+bool fits_together(const Config& c, const std::vector<Candidate>& changes) {
+  Json merged = Json::object();
+  for (const Candidate& o : changes) merge_patch(merged, o.patch);
+  const Estimate e = estimate_patched(c, merged);
+  return e.ok() && e.fit.verdict == Verdict::kFits;
+}
+
 // When no single change is enough on this card: apply, greedily, the change that saves the most, up to four
-// times, until the run fits. The plan is the merge of the chosen patches. `keep_trained`: only
+// times, until the run fits. Then the plan is made gentler while it still fits: a change it does
+// not need is dropped, and a change is swapped for a less disruptive one (LoRA on a 16-bit base
+// instead of QLoRA once checkpointing has made the room; the greedy step took QLoRA because it
+// saves more on its own). The plan is the merge of the chosen patches. `keep_trained`: only
 // changes that train the same weights (a full fine-tune stays one: checkpointing, more GPUs, 8-bit
 // states), for the user whose method is not up for change.
 std::optional<Candidate> combined_plan(const Config& c, bool keep_trained = false) {
-  Candidate plan{"", "", Json::object(), 0};
+  std::vector<Candidate> chosen;
   Config planned = c;
   Estimate current = estimate(c);
+  const auto allowed = [keep_trained](const Candidate& o) {
+    return !changes_card(o) && !(keep_trained && changes_what_is_trained(o));  // keep the card
+  };
   for (int step = 0; step < 4 && current.ok() && current.fit.verdict != Verdict::kFits; ++step) {
     std::vector<Candidate> options;
     add_candidates(planned, options);
     const Candidate* best = nullptr;
     Bytes best_bytes = current.device_total_bytes;
     for (const Candidate& o : options) {
-      if (changes_card(o)) continue;  // keep the card; a larger one is its own suggestion
-      if (keep_trained && changes_what_is_trained(o)) continue;
+      if (!allowed(o)) continue;
       const Estimate e = estimate_patched(planned, o.patch);
       if (e.ok() && e.device_total_bytes < best_bytes) {
         best = &o;
@@ -308,16 +321,37 @@ std::optional<Candidate> combined_plan(const Config& c, bool keep_trained = fals
       }
     }
     if (!best) break;
-    plan.title += (plan.title.empty() ? "" : " + ") + best->title;
-    merge_patch(plan.patch, best->patch);
-    plan.disruption = std::max(plan.disruption, best->disruption);
-    planned = apply_patch(c, plan.patch).config;
+    chosen.push_back(*best);
+    Json merged = Json::object();
+    for (const Candidate& o : chosen) merge_patch(merged, o.patch);
+    planned = apply_patch(c, merged).config;
     current = estimate(planned);
   }
-  if (plan.title.find(" + ") == std::string::npos || !current.ok() || current.fit.verdict != Verdict::kFits) {
-    return std::nullopt;
+  if (chosen.size() < 2 || !current.ok() || current.fit.verdict != Verdict::kFits) return std::nullopt;
+  std::vector<Candidate> gentler;
+  add_candidates(c, gentler);
+  for (std::size_t i = 0; i < chosen.size() && chosen.size() > 2;) {
+    std::vector<Candidate> without = chosen;
+    without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+    if (fits_together(c, without)) chosen = std::move(without);
+    else ++i;
   }
-  plan.detail = "these changes together";
+  for (Candidate& change : chosen) {
+    for (const Candidate& o : gentler) {
+      if (!allowed(o) || o.disruption >= change.disruption || o.title == change.title) continue;
+      std::vector<Candidate> swapped = chosen;
+      swapped[static_cast<std::size_t>(&change - chosen.data())] = o;
+      if (!fits_together(c, swapped)) continue;
+      change = o;
+      break;
+    }
+  }
+  Candidate plan{"", "these changes together", Json::object(), 0};
+  for (const Candidate& o : chosen) {
+    plan.title += (plan.title.empty() ? "" : " + ") + o.title;
+    merge_patch(plan.patch, o.patch);
+    plan.disruption = std::max(plan.disruption, o.disruption);
+  }
   return plan;
 }
 

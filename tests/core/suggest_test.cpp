@@ -31,6 +31,20 @@ std::string with(const char* extra) {
   return text;
 }
 
+// QA pass, Dec 4: the combined plan took QLoRA first (it saves the most on its own) and then
+// checkpointing, though LoRA on the 16-bit base fits once checkpointing is on: the gentler change
+// is the one offered.
+TEST(Suggest, ACombinedPlanKeepsTheGentlestChangesThatFit) {
+  const auto list = suggestions_for(with("").c_str());
+  ASSERT_FALSE(list.empty());
+  const Suggestion& first = list.front();
+  EXPECT_EQ(first.verdict, Verdict::kFits);
+  EXPECT_NE(first.title.find("LoRA (rank 16)"), std::string::npos) << first.title;
+  EXPECT_NE(first.title.find("Full activation checkpointing"), std::string::npos) << first.title;
+  EXPECT_EQ(first.title.find("QLoRA"), std::string::npos) << first.title;
+  EXPECT_EQ(first.patch.find("training")->find("finetune")->find("base_bits")->as_exact_integer(), std::optional<std::int64_t>(16));
+}
+
 // QA pass, Dec 3: Mixtral QLoRA on two A100s with ZeRO off was offered a larger GPU, not the
 // sharding on the GPUs it has; and its experts, left 16-bit by transformers 5, had no way out.
 TEST(Suggest, ShardOnTheGpusYouHaveAndQuantiseTheExperts) {
