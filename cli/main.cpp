@@ -111,9 +111,16 @@ void print_table(const memfit::Json& r) {
   }
 }
 
+// "model.hidden_size must be ...": a message that reads on from its field follows it; one that is
+// a sentence of its own ("accelerate FSDP runs bf16_fsdp ...", from an export) comes after a colon.
 int print_issues(const memfit::Json& issues) {
   for (const memfit::Json& i : issues.items()) {
-    std::cerr << "memfit: " << i.find("field")->as_string() << " " << i.find("message")->as_string() << "\n";
+    const std::string& message = i.find("message")->as_string();
+    bool reads_on = false;
+    for (const char* verb : {"must ", "is ", "are ", "needs ", "has ", "cannot ", "does ", "names ", "got "}) {
+      reads_on = reads_on || message.rfind(verb, 0) == 0;
+    }
+    std::cerr << "memfit: " << i.find("field")->as_string() << (reads_on ? " " : ": ") << message << "\n";
   }
   return 2;
 }
@@ -135,8 +142,10 @@ void list_gpus() {
     const double price = g.find("price_per_hour")->as_double();
     char price_text[32] = "";
     if (price > 0) std::snprintf(price_text, sizeof price_text, "$%.2f/h", price);  // rounded, as the page shows it
+    // The memory a run can use (CUDA's total where a reading is published), as the estimate and the
+    // page judge the fit by.
     std::printf("%-18s %-38s %s  bf16 %7.1f  fp8 %7.1f TFLOP/s  %s\n", g.find("id")->as_string().c_str(),
-                g.find("name")->as_string().c_str(), gib(g.find("memory_bytes")->as_exact_integer().value_or(0)).c_str(),
+                g.find("name")->as_string().c_str(), gib(g.find("usable_bytes")->as_exact_integer().value_or(0)).c_str(),
                 g.find("peak_bf16_tflops")->as_double(), g.find("peak_fp8_tflops")->as_double(), price_text);
   }
 }

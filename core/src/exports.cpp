@@ -256,7 +256,8 @@ Export accelerate_fsdp(const Config& c) {
   const Training& t = c.training;
   if (p.pipeline > 1 || p.expert > 1) fail(e, "parallel", "accelerate has no pipeline or expert parallelism; export to torchtitan or megatron");
   if (t.precision != Precision::kBf16Fsdp && t.precision != Precision::kFp32) {
-    fail(e, "training.precision", "accelerate FSDP runs bf16_fsdp (mixed_precision: bf16) or fp32");
+    fail(e, "training.precision", "accelerate FSDP runs bf16_fsdp (mixed_precision: bf16) or fp32; got " +
+                                      std::string(to_string(t.precision)));
   }
   if (t.checkpointing != Checkpointing::kNone && t.checkpointing != Checkpointing::kFull) {
     fail(e, "training.checkpointing", "accelerate's fsdp_activation_checkpointing checkpoints whole layers (full) or none");

@@ -116,6 +116,20 @@ std::string output(const std::string& args, int* status = nullptr) {
   return out;
 }
 
+// QA pass, Dec 4: an export's refusal is a sentence of its own, printed after its field and a colon,
+// with the value it refused; a configuration error reads on from its field.
+TEST(CliSubcommands, ErrorsReadAsSentences) {
+  int status = 0;
+  const std::string fsdp = output("export fsdp --preset llama-3-8b", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(fsdp.find("memfit: training.precision: accelerate FSDP runs bf16_fsdp (mixed_precision: bf16) or fp32; "
+                      "got bf16_mixed\n"),
+            std::string::npos)
+      << fsdp;
+  const std::string bad = output("--preset llama-3-8b --seq-len 0", &status);
+  EXPECT_NE(bad.find("memfit: training.seq_len must be"), std::string::npos) << bad;
+}
+
 // `memfit suggest` lists the core's suggestions, each with the flags that apply it; run with those
 // flags added, memfit gives exactly the device total the suggestion promised. The table of a run
 // that does not fit points to it.

@@ -14,7 +14,7 @@ export const TOP_PLANS = 10;
 export const OPTION_WORDS = {
   gpus_min: ['From', 'the fewest GPUs to consider'],
   gpus_max: ['To', 'the most GPUs to consider'],
-  global_batch_tokens: ['Global batch (tokens)', 'tokens per optimizer step; auto = the form\'s, or 4M for pre-training, 1M for fine-tuning'],
+  global_batch_tokens: ['Global batch (tokens)', 'tokens per optimizer step; auto = the form\'s when it gives each of the most GPUs a sequence, else 4M for pre-training, 1M for fine-tuning'],
   train_tokens: ['Tokens to train', 'for the training time and its cost, e.g. 2e9; auto = 20 per parameter for pre-training, 100M for fine-tuning'],
   rank_by: ['Rank by', ''],
   keep_precision: ['Keep the form\'s precision', 'search only the precision chosen in the form'],
