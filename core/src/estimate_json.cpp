@@ -113,6 +113,7 @@ void peak_json(const Estimate& e, Json& j) {
     j.set("measured_band_cases", Json::integer(e.measured_band_cases));
     j.set("measured_band_population", Json::string(e.measured_band_population));
     j.set("measured_band_fallback", Json::boolean(e.measured_band_fallback));
+    j.set("device_total_band_bytes", range_json(e.device_total_band_low_bytes, e.device_total_band_high_bytes));
   }
   j.set("fragmentation", Json::number(e.fragmentation));
   Json allocator = Json::object();

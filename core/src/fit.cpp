@@ -119,13 +119,14 @@ const MeasuredBand& measured_band(const Config& c, Estimate& e) {
 void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
   // Where published GPU runs like this one landed relative to memfit (docs/accuracy.md); not under
   // the seeds' convention, whose numbers are the seeds' own.
-  double high_ratio = 1.0;
+  double high_ratio = 1.0, band_low_ratio = 1.0;
   if (c.training.precision != Precision::kSeed14p) {
     const MeasuredBand& band = measured_band(c, e);
     e.measured_band_low_bytes = scale(e.peak_allocated_bytes, band.low_ratio);
     e.measured_band_high_bytes = scale(e.peak_allocated_bytes, band.high_ratio);
     e.measured_band_cases = band.fallback ? kMeasuredBandCases : band.cases;
     high_ratio = std::max(1.0, band.high_ratio);
+    band_low_ratio = band.low_ratio;
   }
   e.device_total_bytes = e.peak_reserved_bytes + e.breakdown.overhead;
   e.device_total_low_bytes = e.peak_reserved_low_bytes + e.breakdown.overhead;
@@ -137,6 +138,10 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
     e.runahead_device_total_bytes = e.runahead_peak_reserved_bytes + e.breakdown.overhead;
   }
   const Bytes band_top = scale(e.device_total_bytes, high_ratio);
+  if (e.measured_band_cases > 0) {
+    e.device_total_band_low_bytes = min(e.device_total_bytes, scale(e.device_total_bytes, band_low_ratio));
+    e.device_total_band_high_bytes = band_top;
+  }
   e.fit = make_fit(gpu, e.device_total_bytes, band_top, c.hardware.budget_fraction);
   e.fit.lacks = card_lacks(gpu, c.training);
   for (const Gpu& g : gpu_table()) {

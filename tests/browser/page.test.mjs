@@ -62,6 +62,12 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
       assert.equal((await el.textContent()).trim(), formatBytes(bytes), testid);
     }
     assert.equal(await p.getByTestId('verdict').locator('[data-verdict]').getAttribute('data-verdict'), expected.fits.verdict);
+    if (expected.device_total_band_bytes) {
+      // The published runs' band on the device total: its top is the number the verdict judges.
+      const band = p.getByTestId('device-total-band').locator('[data-bytes]');
+      assert.deepEqual(await band.evaluateAll((els) => els.map((e) => Number(e.dataset.bytes))), expected.device_total_band_bytes);
+      assert.equal(expected.device_total_band_bytes[1], expected.fits.need_high_bytes);
+    }
     if (expected.fits.verdict === 'fits') {
       // Beside the headroom to the whole card: what is left under the budget at the band's top.
       assert.equal(await p.getByTestId('budget-left').getAttribute('data-bytes'), String(expected.fits.budget_left_bytes));

@@ -103,6 +103,10 @@ struct Estimate {
   int measured_band_cases = 0;
   std::string measured_band_population;  // "hf · lora · one GPU"
   bool measured_band_fallback = false;   // the population has too few cases: the whole set's band
+  // The same band applied to the device total: its top is what the fit judges against the budget
+  // (Fit::need_high_bytes), so the page can show where the verdict's number comes from.
+  Bytes device_total_band_low_bytes;
+  Bytes device_total_band_high_bytes;
   Fit fit;                          // the configured GPU
   std::vector<Fit> fits;            // every GPU in the table
   bool ok() const { return errors.empty(); }

@@ -72,6 +72,20 @@ function MeasuredBand({ result, units }) {
   );
 }
 
+// The same runs' band on the device total (result.device_total_band_bytes): its top is the number
+// the verdict holds to the budget (fits.need_high_bytes), so the verdict's arithmetic is on screen.
+// The range the allocator's fragmentation alone spans is in its tooltip.
+function DeviceTotalBand({ result, units, fragmentation }) {
+  const band = result.device_total_band_bytes;
+  if (band.length !== 2 || !band.every((b) => typeof b === 'number')) return null;
+  return (
+    <div class="stat-note measured-band" data-testid="device-total-band"
+      title={`${fragmentation} with the allocator's fragmentation alone; ${result.measured_band_population}`}>
+      Likely <Bytes bytes={band[0]} units={units} /> – <Bytes bytes={band[1]} units={units} /> from the same runs; the verdict holds the top to the budget
+    </div>
+  );
+}
+
 // How close memfit came to published measurements (statistics about memfit, not an estimate).
 export function AccuracyLine() {
   return (
@@ -153,9 +167,13 @@ export function Headline({ result, units, modelName, solve = null, editHref = nu
       <div class="stat">
         <div class="stat-label">Device total (nvidia-smi)</div>
         <div class="stat-value"><Bytes bytes={result.device_total_bytes} units={units} testid="device-total" /></div>
-        <div class="stat-note" title={`${formatExactBytes(lo)} – ${formatExactBytes(hi)}`}>
-          {formatBytes(lo, units)} – {formatBytes(hi, units)} with fragmentation
-        </div>
+        {Array.isArray(result.device_total_band_bytes)
+          ? <DeviceTotalBand result={result} units={units} fragmentation={`${formatBytes(lo, units)} – ${formatBytes(hi, units)}`} />
+          : (
+            <div class="stat-note" title={`${formatExactBytes(lo)} – ${formatExactBytes(hi)}`}>
+              {formatBytes(lo, units)} – {formatBytes(hi, units)} with fragmentation
+            </div>
+          )}
       </div>
       <div class={`stat stat-verdict verdict-${fit.verdict}`} data-testid="verdict">
         <div class="stat-label">On {fit.name}</div>
