@@ -1,6 +1,8 @@
 // memfit command line: configuration in (flags, --config JSON, --hf-config), table or JSON out.
 //
 // Exit codes: 0 success, 2 invalid input (one line per problem, each naming the field), 1 I/O.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -69,6 +71,14 @@ void print_row(const std::string& name, std::int64_t bytes) {
   std::cout << buf;
 }
 
+// A verdict id ("does_not_fit") in words, as the page writes it.
+std::string verdict_words(const memfit::Json& verdict) {
+  std::string words = verdict.as_string();
+  std::replace(words.begin(), words.end(), '_', ' ');
+  return words;
+}
+
+
 void print_table(const memfit::Json& r) {
   const memfit::Json& config = *r.find("config");
   const memfit::Json& training = *config.find("training");
@@ -99,7 +109,7 @@ void print_table(const memfit::Json& r) {
   print_row("peak reserved", r.find("peak_reserved_bytes")->as_exact_integer().value_or(0));
   print_row("device total (nvidia-smi)", r.find("device_total_bytes")->as_exact_integer().value_or(0));
   const memfit::Json& fit = *r.find("fits");
-  std::cout << "\n  " << fit.find("name")->as_string() << ": " << fit.find("verdict")->as_string()
+  std::cout << "\n  " << fit.find("name")->as_string() << ": " << verdict_words(*fit.find("verdict"))
             << " (headroom" << gib(fit.find("headroom_bytes")->as_exact_integer().value_or(0)) << ")\n";
   for (const memfit::Json& w : r.find("warnings")->items()) {
     std::cout << "  warning: " << w.find("field")->as_string() << " " << w.find("message")->as_string() << "\n";
@@ -247,11 +257,16 @@ int run_time(const memfit::cli::Request& request) {
                 tight ? "may not fit (its likely high end is over the memory budget of)" : "does not fit",
                 e.find("fits")->find("name")->as_string().c_str());
   }
+  // Small amounts keep their fraction (2.8 GPU-hours, $10.51), large ones are rounded and grouped.
+  const auto amount = [](double v, const char* small_format) {
+    char buf[32];
+    if (v < 100) std::snprintf(buf, sizeof buf, small_format, v);
+    return v < 100 ? std::string(buf) : group(std::llround(v));
+  };
   std::printf("  %s tokens: %s, %s GPU-hours", group(static_cast<std::int64_t>(number(t, "train_tokens"))).c_str(),
-              duration_text(number(t, "train_time_s")).c_str(),
-              group(static_cast<std::int64_t>(number(t, "gpu_hours"))).c_str());
+              duration_text(number(t, "train_time_s")).c_str(), amount(number(t, "gpu_hours"), "%.1f").c_str());
   if (number(t, "price_per_gpu_hour") > 0) {
-    std::printf(", $%s at $%.2f per GPU-hour", group(static_cast<std::int64_t>(number(t, "cost_usd"))).c_str(),
+    std::printf(", $%s at $%.2f per GPU-hour", amount(number(t, "cost_usd"), "%.2f").c_str(),
                 number(t, "price_per_gpu_hour"));
   }
   std::printf("\n");
@@ -345,7 +360,7 @@ int run_suggest(const memfit::cli::Request& request) {
                                   ? ", no " + lacks->as_string() + " tensor cores: emulated, far slower"
                                   : "";
   std::printf("memfit suggest: now %.2f GiB on the %s (%s%s)\n", gib_value(integer(e, "device_total_bytes")),
-              fit.find("name")->as_string().c_str(), fit.find("verdict")->as_string().c_str(), lacking.c_str());
+              fit.find("name")->as_string().c_str(), verdict_words(*fit.find("verdict")).c_str(), lacking.c_str());
   const auto& list = r.find("suggestions")->items();
   if (list.empty()) {
     std::cout << (fit.find("verdict")->as_string() == "fits" ? "  it fits; nothing to change\n"
@@ -357,7 +372,7 @@ int run_suggest(const memfit::cli::Request& request) {
     std::string flags;
     patch_flags(*s.find("patch"), "", flags);
     std::printf("  %d. %s: %.2f GiB, %s\n     %s\n     flags:%s\n", ++rank, s.find("title")->as_string().c_str(),
-                gib_value(integer(s, "device_total_bytes")), s.find("verdict")->as_string().c_str(),
+                gib_value(integer(s, "device_total_bytes")), verdict_words(*s.find("verdict")).c_str(),
                 s.find("detail")->as_string().c_str(), flags.c_str());
   }
   return 0;

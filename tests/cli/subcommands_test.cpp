@@ -130,6 +130,17 @@ TEST(CliSubcommands, ErrorsReadAsSentences) {
   EXPECT_NE(bad.find("memfit: training.seq_len must be"), std::string::npos) << bad;
 }
 
+// QA pass, Dec 4: words, not ids, for a verdict; a small cost keeps its cents (it printed $10 for
+// $10.44), as the core's cost_usd has them.
+TEST(CliSubcommands, VerdictsInWordsAndCostsWithTheirCents) {
+  EXPECT_NE(output("--preset llama-3-8b").find(": does not fit (headroom"), std::string::npos);
+  const Json t = run("time --preset llama-3-8b --num-gpus 8 --zero-stage 3 --json");
+  char cost[64];
+  std::snprintf(cost, sizeof cost, ", $%.2f at $", t.find("cost_usd")->as_double());
+  const std::string text = output("time --preset llama-3-8b --num-gpus 8 --zero-stage 3");
+  EXPECT_NE(text.find(cost), std::string::npos) << text;
+}
+
 // `memfit suggest` lists the core's suggestions, each with the flags that apply it; run with those
 // flags added, memfit gives exactly the device total the suggestion promised. The table of a run
 // that does not fit points to it.
