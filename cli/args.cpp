@@ -181,6 +181,9 @@ class Parser {
     const std::size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) return fail(2, "--set expects PATH=VALUE, got " + kv);
     const std::string path = kv.substr(0, eq);
+    // A path typed on the command line is meant: a typo is an error, not a field ignored with a
+    // warning (which is what a configuration file's unknown key gets, for files from newer versions).
+    if (field_kind(path).empty()) return fail(2, "--set " + path + ": not a memfit field (see --schema)");
     if (path.rfind("model.", 0) == 0) model_fields_ = true;
     set_path(out_.request.config, path, field_value(path, kv.substr(eq + 1)));
   }

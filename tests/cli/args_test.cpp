@@ -100,6 +100,8 @@ TEST(CliArgs, UnknownAndIncompleteOptions) {
   EXPECT_EQ(parse({"--no-such-field", "1"}).errors.at(0), "unknown option --no-such-field (see --help and --schema)");
   EXPECT_EQ(parse({"--seq-len"}).errors.at(0), "unknown or incomplete option --seq-len (see --help)");
   EXPECT_EQ(parse({"--set", "=3"}).errors.at(0), "--set expects PATH=VALUE, got =3");
+  // A typed path that names no field is refused, not ignored (QA pass, Dec 4).
+  EXPECT_EQ(parse({"--set", "training.micro_batch_sz=4"}).errors.at(0), "--set training.micro_batch_sz: not a memfit field (see --schema)");
 }
 
 TEST(CliInput, EndlessAndDirectoryInputsEnd) {
