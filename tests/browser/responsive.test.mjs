@@ -133,4 +133,21 @@ describe('a responsive page', { skip: missing || false, concurrency: false }, ()
     assert.match(banner, /reduce Layers, Sequence length or Micro-batch size/);
     await p.context().close();
   });
+
+  test('on a phone, the bar that keeps the answer in sight while editing shows the card\'s name whole', async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 800 } });
+    const p = await context.newPage();
+    await p.goto(server.url);
+    await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
+    await p.locator(id('training.finetune.method')).scrollIntoViewIfNeeded();
+    const bar = p.locator('.summary-bar');
+    await bar.waitFor({ state: 'visible', timeout: 5000 });
+    const expected = core.estimate({});
+    assert.equal(await bar.locator('[data-bytes]').getAttribute('data-bytes'), String(expected.device_total_bytes));
+    const name = bar.locator('.summary-verdict .muted');
+    assert.equal(await name.getAttribute('title'), expected.fits.name);
+    assert.equal(await name.textContent(), 'H100 SXM 80GB');
+    assert.ok(await name.evaluate((e) => e.scrollWidth <= e.clientWidth), 'the name is cut');
+    await context.close();
+  });
 });

@@ -5,6 +5,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { Bytes } from './Bytes.jsx';
 import { VerdictBadge } from './Verdict.jsx';
 
+// The card's name without its maker's words ("H100 SXM 80GB"): a phone's bar has room for little more.
+const shortName = (name) => String(name ?? '').replace(/^(NVIDIA|AMD)( GeForce| Instinct)? /, '');
+
 export function SummaryBar({ result, stale, units }) {
   const [answerVisible, setAnswerVisible] = useState(true);
   useEffect(() => {
@@ -20,7 +23,7 @@ export function SummaryBar({ result, stale, units }) {
         <span class="muted">Device total</span> <strong><Bytes bytes={result.device_total_bytes} units={units} /></strong>
       </span>
       <span class="summary-verdict">
-        <VerdictBadge verdict={result.fits.verdict} /> <span class="muted">{result.fits.name}</span>
+        <VerdictBadge verdict={result.fits.verdict} /> <span class="muted" title={result.fits.name}>{shortName(result.fits.name)}</span>
       </span>
     </a>
   );
