@@ -145,7 +145,12 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
   e.fit = make_fit(gpu, e.device_total_bytes, band_top, c.hardware.budget_fraction);
   e.fit.lacks = card_lacks(gpu, c.training);
   for (const Gpu& g : gpu_table()) {
-    e.fits.push_back(make_fit(g, e.device_total_bytes, band_top, c.hardware.budget_fraction));
+    // Each card with its own CUDA context (unless the overhead is given, or is the seeds' fixed
+    // 512 MiB): the table's rows are that card's device total, not the chosen card's.
+    const bool card_context = !overhead_given && c.training.precision != Precision::kSeed14p;
+    const Bytes context = card_context ? g.context_bytes : e.breakdown.overhead;
+    const Bytes need = e.device_total_bytes - e.breakdown.overhead + context;
+    e.fits.push_back(make_fit(g, need, scale(need, high_ratio), c.hardware.budget_fraction));
     e.fits.back().lacks = card_lacks(g, c.training);
   }
 }

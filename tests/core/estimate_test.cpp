@@ -644,5 +644,22 @@ TEST(Estimate, GradientsZeroedInPlaceStayThroughTheNextForward) {
   EXPECT_EQ(forward(false) - forward(true), std::int64_t{335'141'888} * 4);
 }
 
+
+// QA pass, Dec 4: every row of the GPU table took the chosen card's CUDA context. Each card's row
+// is its own device total: the chosen card's context out, its own in; a given overhead stays.
+TEST(Estimate, EachCardsRowCarriesItsOwnContext) {
+  const Config c = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"finetune":{"method":"lora"}}})").config;
+  const Estimate e = estimate(c);
+  ASSERT_TRUE(e.ok());
+  const Gpu& chosen = *find_gpu(c.hardware.gpu);
+  for (const Fit& f : e.fits) {
+    EXPECT_EQ(f.need_bytes, e.device_total_bytes - chosen.context_bytes + f.gpu->context_bytes) << f.gpu->id;
+  }
+  Config given = c;
+  given.hardware.overhead_bytes = 1 << 30;
+  const Estimate g = estimate(given);
+  for (const Fit& f : g.fits) EXPECT_EQ(f.need_bytes, g.device_total_bytes) << f.gpu->id;
+}
+
 }  // namespace
 }  // namespace memfit
