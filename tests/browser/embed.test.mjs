@@ -269,6 +269,12 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     // The fit view's GPU table follows the numbers by a paint (the details settle after the headline).
     await preview.locator('[data-testid="gpu-table"]').waitFor({ timeout: 10000 });
     assert.equal(await preview.locator('[data-testid="gpu-table"]').count(), 1);
+    // The preview takes the height its card sends (no blank space under the card, nothing cut).
+    await p.waitForFunction(() => {
+      const frame = document.querySelector('[data-testid="embed-preview"]');
+      const content = frame.contentDocument?.documentElement.getBoundingClientRect().height;
+      return content > 300 && Math.abs(frame.clientHeight - content) <= 2;
+    }, null, { timeout: 10000 });
     // Copying refused (no clipboard permission, no fallback): said, and the snippet selected.
     await p.evaluate(() => {
       navigator.clipboard.writeText = () => Promise.reject(new Error('denied'));

@@ -65,6 +65,17 @@ export function EmbedDialog({ query, onClose }) {
     addStyles('embed-styles', css);
     dialog.current?.showModal?.();
   }, []);
+  // The preview takes the height its card sends, as a host page with the snippet does.
+  const preview = useRef(null);
+  const [previewHeight, setPreviewHeight] = useState(0);
+  useEffect(() => {
+    const onMessage = (event) => {
+      if (event.origin !== location.origin || event.source !== preview.current?.contentWindow) return;
+      if (event.data?.type === 'memfit:height' && Number.isFinite(event.data.height)) setPreviewHeight(event.data.height);
+    };
+    addEventListener('message', onMessage);
+    return () => removeEventListener('message', onMessage);
+  }, []);
   const site = new URL('./', location.href).href;
   const s = snippets(site, query, view, theme);
   return (
@@ -87,7 +98,8 @@ export function EmbedDialog({ query, onClose }) {
       <CopyBlock id="snippet-iframe" label="An iframe card (any page, any site builder)" text={s.iframe} />
       <CopyBlock id="snippet-component" label="A web component (pages that can load a script)" text={s.component} />
       <h3 class="group-title">Preview</h3>
-      <iframe class="embed-preview" src={s.src} title="Preview of the embedded card" data-testid="embed-preview" />
+      <iframe class="embed-preview" ref={preview} src={s.src} title="Preview of the embedded card" data-testid="embed-preview"
+        style={previewHeight ? { height: `${previewHeight}px` } : undefined} />
     </dialog>
   );
 }
