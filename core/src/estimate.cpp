@@ -107,6 +107,19 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
                         earlier, max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead));
   }
   allocator_reserve(c, sim, e);
+  if (e.fragmentation_simulated && e.fragmentation >= 0.10 && sim.reserve_peak_request_bytes.value() > 0) {
+    // Why the reserve is high here (it moves by steps with the shapes: a sequence length that
+    // makes one tensor just too large for the cached pieces adds a segment).
+    static constexpr const char* kStage[] = {"forward pass", "backward pass", "optimizer step"};
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "The allocator reserves %.0f %% over the allocated peak: at its high point, in the %s, a %.2f GiB "
+                  "request found no cached block that large (freed blocks are cached in smaller pieces)%s.",
+                  100 * e.fragmentation, kStage[sim.reserve_peak_stage],
+                  static_cast<double>(sim.reserve_peak_request_bytes.value()) / 1073741824.0,
+                  c.hardware.expandable_segments ? "" : "; expandable_segments:True maps pages into one range instead");
+    e.notes.push_back(line);
+  }
   if (sim.runahead_peak_reserved_bytes.value() > 0 && sim.runahead_peak_allocated_bytes.value() > 0) {
     // The run-ahead replay's reserve over its allocated peak, applied to the step's peak as the
     // need's is, and never past what the card can hand out.

@@ -59,6 +59,8 @@ class Replay {
   // Both pools together, at their joint high points.
   Bytes peak_allocated_bytes() const { return Bytes{peak_allocated_}; }
   Bytes peak_reserved_bytes() const { return Bytes{peak_reserved_}; }
+  Bytes peak_request_bytes() const { return peak_request_; }
+  int peak_stage() const { return peak_stage_; }
   std::vector<Phase>& marks() { return marks_; }
 
  private:
@@ -83,7 +85,12 @@ class Replay {
       return -1;
     }
     peak_allocated_ = std::max(peak_allocated_, (allocator_.allocated_bytes() + side_.allocated_bytes()).value());
-    peak_reserved_ = std::max(peak_reserved_, (allocator_.reserved_bytes() + side_.reserved_bytes()).value());
+    const std::int64_t reserved = (allocator_.reserved_bytes() + side_.reserved_bytes()).value();
+    if (reserved > peak_reserved_) {
+      peak_reserved_ = reserved;
+      peak_request_ = bytes;
+      peak_stage_ = static_cast<int>(marks_.size() % 3);  // three marks per micro-batch
+    }
     handles_.push_back({h, side});
     return static_cast<int>(handles_.size() - 1);
   }
@@ -93,6 +100,8 @@ class Replay {
   std::vector<Phase> marks_;
   bool failed_ = false;
   std::int64_t peak_allocated_ = 0, peak_reserved_ = 0;
+  Bytes peak_request_{0};
+  int peak_stage_ = 0;
 };
 
 // Sizes that split `total` bytes in proportion to `weights` (each a tensor's element count):
@@ -495,6 +504,8 @@ StepSimulation replay_steps(const Program& full, const std::vector<Program>& ear
   out.peak_allocated_bytes = replay.peak_allocated_bytes();
   out.peak_reserved_bytes = replay.peak_reserved_bytes();
   out.segment_count = stats.peak_segment_count;
+  out.reserve_peak_request_bytes = replay.peak_request_bytes();
+  out.reserve_peak_stage = replay.peak_stage();
   out.timeline = replay.marks();
   out.ok = true;
   return out;

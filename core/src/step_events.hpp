@@ -17,6 +17,10 @@ struct StepSimulation {
   Count segment_count;
   std::vector<Phase> timeline;  // allocated at the end of each stage of the second step
   bool ok = false;              // false: the step could not be replayed (nothing to report)
+  // The request that took the reserve to its high point, and the stage it came in (0 forward,
+  // 1 backward, 2 the optimizer step): a request no cached block could hold.
+  Bytes reserve_peak_request_bytes;
+  int reserve_peak_stage = 0;
   // FSDP1 without its rate limiter (fsdp_gathers_run_ahead): the same step replayed with every
   // unit's gathered parameters left waiting on the GPU until the loop reads the loss or the card
   // is full; its peak reserved and the allocated peak it was replayed at. Zero when that does not apply
