@@ -302,6 +302,7 @@ bool fits_together(const Config& c, const std::vector<Candidate>& changes) {
 // states), for the user whose method is not up for change.
 std::optional<Candidate> combined_plan(const Config& c, bool keep_trained = false) {
   std::vector<Candidate> chosen;
+  std::vector<Candidate> gentler;  // the first step's options: the changes to `c` itself
   Config planned = c;
   Estimate current = estimate(c);
   const auto allowed = [keep_trained](const Candidate& o) {
@@ -310,6 +311,7 @@ std::optional<Candidate> combined_plan(const Config& c, bool keep_trained = fals
   for (int step = 0; step < 4 && current.ok() && current.fit.verdict != Verdict::kFits; ++step) {
     std::vector<Candidate> options;
     add_candidates(planned, options);
+    if (step == 0) gentler = options;
     const Candidate* best = nullptr;
     Bytes best_bytes = current.device_total_bytes;
     for (const Candidate& o : options) {
@@ -328,8 +330,6 @@ std::optional<Candidate> combined_plan(const Config& c, bool keep_trained = fals
     current = estimate(planned);
   }
   if (chosen.size() < 2 || !current.ok() || current.fit.verdict != Verdict::kFits) return std::nullopt;
-  std::vector<Candidate> gentler;
-  add_candidates(c, gentler);
   for (std::size_t i = 0; i < chosen.size() && chosen.size() > 2;) {
     std::vector<Candidate> without = chosen;
     without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
