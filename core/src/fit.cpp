@@ -139,7 +139,7 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
   }
   const Bytes band_top = scale(e.device_total_bytes, high_ratio);
   if (e.measured_band_cases > 0) {
-    e.device_total_band_low_bytes = min(e.device_total_bytes, scale(e.device_total_bytes, band_low_ratio));
+    e.device_total_band_low_bytes = scale(e.device_total_bytes, band_low_ratio);  // as the allocated band's
     e.device_total_band_high_bytes = band_top;
   }
   e.fit = make_fit(gpu, e.device_total_bytes, band_top, c.hardware.budget_fraction);

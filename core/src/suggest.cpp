@@ -336,13 +336,13 @@ std::optional<Candidate> combined_plan(const Config& c, bool keep_trained = fals
     if (fits_together(c, without)) chosen = std::move(without);
     else ++i;
   }
-  for (Candidate& change : chosen) {
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
     for (const Candidate& o : gentler) {
-      if (!allowed(o) || o.disruption >= change.disruption || o.title == change.title) continue;
+      if (!allowed(o) || o.disruption >= chosen[i].disruption || o.title == chosen[i].title) continue;
       std::vector<Candidate> swapped = chosen;
-      swapped[static_cast<std::size_t>(&change - chosen.data())] = o;
+      swapped[i] = o;
       if (!fits_together(c, swapped)) continue;
-      change = o;
+      chosen = std::move(swapped);
       break;
     }
   }
