@@ -175,6 +175,13 @@ class CachingAllocator {
   // Freed blocks still waiting on their events (active, not allocated).
   Bytes pending_bytes() const { return Bytes{pending_bytes_}; }
 
+  // What the device may hand out from now on (two allocators that share one card: each is given
+  // the card less what the other holds before it asks).
+  void set_device_capacity(Bytes bytes) { options_.device_capacity_bytes = bytes; }
+  // torch.cuda.empty_cache: wait for outstanding events, then give back every cached block that is
+  // a whole segment (release_cached_blocks).
+  void empty_cache() { release_cached_blocks(); }
+
   Bytes allocated_bytes() const { return Bytes{allocated_bytes_}; }
   Bytes reserved_bytes() const { return Bytes{reserved_bytes_}; }
   Bytes requested_bytes() const { return Bytes{requested_bytes_}; }

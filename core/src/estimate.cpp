@@ -106,17 +106,20 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
                         c.hardware.expandable_segments ? SegmentMode::kExpandable : SegmentMode::kCudaMalloc,
                         earlier, max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead));
   }
-  allocator_reserve(c, sim, e);
+  allocator_reserve(c, sim, max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead), e);
   if (e.fragmentation_simulated && e.fragmentation >= 0.10 && sim.reserve_peak_request_bytes.value() > 0) {
     // Why the reserve is high here (it moves by steps with the shapes: a sequence length that
     // makes one tensor just too large for the cached pieces adds a segment).
     static constexpr const char* kStage[] = {"forward pass", "backward pass", "optimizer step"};
+    const double request = static_cast<double>(sim.reserve_peak_request_bytes.value());
+    char size[32];
+    if (request >= 1073741824.0) std::snprintf(size, sizeof size, "%.2f GiB", request / 1073741824.0);
+    else std::snprintf(size, sizeof size, "%.0f MiB", std::max(1.0, request / 1048576.0));
     char line[320];
     std::snprintf(line, sizeof line,
-                  "The allocator reserves %.0f %% over the allocated peak: at its high point, in the %s, a %.2f GiB "
+                  "The allocator reserves %.0f %% over the allocated peak: at its high point, in the %s, a %s "
                   "request found no cached block that large (freed blocks are cached in smaller pieces)%s.",
-                  100 * e.fragmentation, kStage[sim.reserve_peak_stage],
-                  static_cast<double>(sim.reserve_peak_request_bytes.value()) / 1073741824.0,
+                  100 * e.fragmentation, kStage[sim.reserve_peak_stage], size,
                   c.hardware.expandable_segments ? "" : "; expandable_segments:True maps pages into one range instead");
     e.notes.push_back(line);
   }

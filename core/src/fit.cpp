@@ -41,7 +41,7 @@ Bytes scale(Bytes bytes, double factor) {
   return Bytes(static_cast<std::int64_t>(scaled));
 }
 
-void allocator_reserve(const Config& c, const StepSimulation& sim, Estimate& e) {
+void allocator_reserve(const Config& c, const StepSimulation& sim, Bytes capacity, Estimate& e) {
   // llm.c has no caching allocator: it cudaMallocs each buffer once and keeps it (train_gpt2.cu),
   // so what it holds is what it allocated.
   if (c.training.implementation.framework == Framework::kLlmC && c.hardware.fragmentation < 0) {
@@ -67,6 +67,13 @@ void allocator_reserve(const Config& c, const StepSimulation& sim, Estimate& e) 
                                         static_cast<double>(sim.peak_allocated_bytes.value()) - 1.0);
     e.fragmentation = std::round(e.fragmentation * 1e6) / 1e6;
     e.peak_reserved_bytes = scale(e.peak_allocated_bytes, 1.0 + e.fragmentation);
+    // The replay ran on the card (simulate_step): where the step's tensors fit it, the allocator
+    // cannot hold more than the card hands out, whatever the replay's ratio scales to.
+    if (capacity.value() > 0 && e.peak_allocated_bytes <= capacity) {
+      e.peak_reserved_bytes = min(e.peak_reserved_bytes, capacity);
+      e.fragmentation = std::round((static_cast<double>(e.peak_reserved_bytes.value()) /
+                                        static_cast<double>(e.peak_allocated_bytes.value()) - 1.0) * 1e6) / 1e6;
+    }
     e.peak_reserved_low_bytes = e.peak_allocated_bytes;
     e.peak_reserved_high_bytes = scale(e.peak_allocated_bytes, 1.0 + e.fragmentation + kUnreplayedShare);
     return;

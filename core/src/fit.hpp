@@ -12,8 +12,9 @@ Bytes scale(Bytes bytes, double factor);
 struct StepSimulation;
 
 // Peak reserved (point and range) from the allocated peak: the user's factor, else the replayed
-// allocator's, else a fixed one.
-void allocator_reserve(const Config& config, const StepSimulation& simulation, Estimate& e);
+// allocator's (never past `capacity`, what the card hands out, where the tensors fit it), else a
+// fixed one.
+void allocator_reserve(const Config& config, const StepSimulation& simulation, Bytes capacity, Estimate& e);
 
 // The measured band, the device totals and the verdict on the chosen GPU and on every GPU.
 void fit_on_gpus(const Config& config, const Gpu& gpu, Estimate& e);

@@ -687,5 +687,30 @@ TEST(Estimate, AHighReserveSaysWhichRequestMadeIt) {
   EXPECT_EQ(note(estimate(c)), "");
 }
 
+// A request under a GiB is named in MiB (it read "a 0.00 GiB request"), and the request named is
+// the last one at a new high that cut a large segment, not a 2 MiB small-pool segment that came
+// after it (a 70B GPTQ LoRA step read "a 0.00 GiB request in the optimizer step").
+TEST(Estimate, AHighReserveNamesItsRequestInUnitsThatShowIt) {
+  const auto note = [](const Estimate& e) {
+    for (const std::string& n : e.notes) {
+      if (n.rfind("The allocator reserves ", 0) == 0) return n;
+    }
+    return std::string();
+  };
+  const Estimate tiny = estimate(parse_config_text(
+      R"({"model":{"model_type":"gpt2","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,)"
+      R"("num_attention_heads":4,"intermediate_size":256,"max_position_embeddings":128},)"
+      R"("training":{"micro_batch_size":2,"seq_len":32,"precision":"fp32","attention":"eager"}})").config);
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_NE(note(tiny).find("a 1 MiB request"), std::string::npos) << note(tiny);
+  const Estimate large = estimate(parse_config_text(
+      R"({"model":{"preset":"llama-2-70b"},"training":{"precision":"bf16_autocast","micro_batch_size":4,)"
+      R"("seq_len":4096,"checkpointing":"full","attention":"flash","finetune":{"method":"lora","lora_rank":16,)"
+      R"("lora_targets":["q","k","v","o"],"base_bits":4,"quant_method":"gptq","gptq_group_size":128}},)"
+      R"("hardware":{"gpu":"a100-sxm4-80gb"}})").config);
+  ASSERT_TRUE(large.ok());
+  EXPECT_NE(note(large).find("in the backward pass, a 9.66 GiB request"), std::string::npos) << note(large);
+}
+
 }  // namespace
 }  // namespace memfit

@@ -566,6 +566,13 @@ def oom_summary(ooms):
             "provisional": sorted(o["case"]["id"] for o in ooms if o["provisional"])}
 
 
+def ran_summary(rows):
+    """The other direction of the out-of-memory check: runs that ran, shown as not fitting their card."""
+    return {"count": len(rows),
+            "does_not_fit": sorted(r["case"]["id"] for r in rows
+                                   if r.get("result", {}).get("fits", {}).get("verdict") == OOM_VERDICT)}
+
+
 def band_of(rows):
     """(low, high) = measured / estimate at the 10th and 90th percentiles of the signed error."""
     errs = [r["error"] for r in rows]
@@ -860,6 +867,11 @@ def write_markdown(path, rows, failures, cases_doc, records, grid, binary_displa
         w("")
         w("Shown as **tight** (above the planning budget but within the card, so not ruled out): "
           + ", ".join(f"`{i}`" for i in oom["shown_tight"]) + ".")
+    w("")
+    ran = ran_summary(rows)
+    w(f"The other direction: of the {ran['count']} scored runs, which all ran on their card, memfit shows "
+      f"**{len(ran['does_not_fit'])} as not fitting**" +
+      (": " + ", ".join(f"`{i}`" for i in ran["does_not_fit"]) + "." if ran["does_not_fit"] else "."))
     w("")
     w("| id | card | memfit's need | card memory | verdict | provisional |")
     w("|---|---|---:|---:|---|---|")
@@ -1226,6 +1238,7 @@ def build_summary(rows, cases_path, meas_path, binary_display, ooms=(), failures
         "cases_per_source": source_counts(rows, ooms),
     }
     out["oom_check"] = oom_summary(ooms)
+    out["ran_check"] = ran_summary(rows)
     if cases_doc is not None and records is not None:
         out["expressible_share"] = r6(expressible_share(cases_doc, records, failures))
     if rows:
@@ -1308,6 +1321,8 @@ def main(argv=None):
           f"within 15 % {h['share_within_15pct'] * 100:.0f} %, median signed {h['median_signed_error'] * 100:+.1f} %")
     o = summary["oom_check"]
     print(f"out of memory shown as not fitting: {o['does_not_fit']} of {o['count']}")
+    ran = summary["ran_check"]
+    print(f"runs that ran shown as not fitting: {len(ran['does_not_fit'])} of {ran['count']}")
     e = summary.get("expressible_share", {})
     if e:
         print(f"expressible share: {e['without_dropped_setting']} of {e['records']} records ({e['share'] * 100:.1f} %)")
