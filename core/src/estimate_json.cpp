@@ -108,6 +108,7 @@ void peak_json(const Estimate& e, Json& j) {
   j.set("peak_reserved_range_bytes", range_json(e.peak_reserved_low_bytes, e.peak_reserved_high_bytes));
   j.set("device_total_bytes", bytes(e.device_total_bytes));
   j.set("device_total_range_bytes", range_json(e.device_total_low_bytes, e.device_total_high_bytes));
+  j.set("communicator_bytes", bytes(e.communicator_bytes));
   if (e.measured_band_cases > 0) {
     j.set("measured_band_bytes", range_json(e.measured_band_low_bytes, e.measured_band_high_bytes));
     j.set("measured_band_cases", Json::integer(e.measured_band_cases));

@@ -31,7 +31,39 @@ constexpr double kUnreplayedShare = 0.10;
 // upper bound allows for it.
 constexpr Bytes kEagerContextBytes{1343LL << 20};
 
+// NCCL's buffers for one communicator, allocated by NCCL (cudaMalloc / cuMem), not through
+// PyTorch's caching allocator: max_memory_reserved never sees them, nvidia-smi does. Measured on
+// 4x A100 with NVLink through PyTorch after one 4 MB all-reduce per group: 544 MiB for a group of
+// two GPUs, 688 MiB for a larger one (NVIDIA/nccl#964). They scale with NCCL's channel count,
+// which follows the links (more on H100 NVLink, fewer over PCIe); the A100 figures stand for all.
+constexpr Bytes kCommunicatorPairBytes{544LL << 20};
+constexpr Bytes kCommunicatorGroupBytes{688LL << 20};
+
 }  // namespace
+
+Communicators nccl_communicators(const Config& c) {
+  Communicators out;
+  const Parallel& p = c.parallel;
+  if (p.num_gpus <= 1) return out;
+  const auto join = [&out](std::int64_t ranks) {
+    if (ranks < 2) return;
+    ++out.count;
+    out.bytes += ranks == 2 ? kCommunicatorPairBytes : kCommunicatorGroupBytes;
+  };
+  const std::int64_t model = std::max<std::int64_t>(1, p.tensor * p.pipeline * p.context);
+  const std::int64_t data = p.num_gpus / model;
+  if (p.zero_stage > 0 && p.shard_degree > 1 && p.shard_degree < data) {
+    join(p.shard_degree);          // hybrid sharding: gathers and reduce-scatters within a group
+    join(data / p.shard_degree);   // and the all-reduce across groups
+  } else {
+    join(data);
+  }
+  join(p.tensor);
+  join(p.pipeline);
+  join(p.context);
+  join(p.expert);
+  return out;
+}
 
 Bytes scale(Bytes bytes, double factor) {
   // Sizes stay far below 2^53 whenever they have not overflowed, so the rounding here is exact to
@@ -139,8 +171,9 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
   e.device_total_low_bytes = e.peak_reserved_low_bytes + e.breakdown.overhead;
   // Unless the overhead is given, the top of the range allows for a context loaded eagerly.
   const bool overhead_given = c.hardware.overhead_bytes >= 0;
-  e.device_total_high_bytes =
-      e.peak_reserved_high_bytes + (overhead_given ? e.breakdown.overhead : max(e.breakdown.overhead, kEagerContextBytes));
+  const Bytes context = e.breakdown.overhead - e.communicator_bytes;
+  e.device_total_high_bytes = e.peak_reserved_high_bytes + e.communicator_bytes +
+                              (overhead_given ? context : max(context, kEagerContextBytes));
   if (e.runahead_peak_reserved_bytes.value() > 0) {
     e.runahead_device_total_bytes = e.runahead_peak_reserved_bytes + e.breakdown.overhead;
   }
@@ -155,8 +188,8 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
     // Each card with its own CUDA context (unless the overhead is given, or is the seeds' fixed
     // 512 MiB): the table's rows are that card's device total, not the chosen card's.
     const bool card_context = !overhead_given && c.training.precision != Precision::kSeed14p;
-    const Bytes context = card_context ? g.context_bytes : e.breakdown.overhead;
-    const Bytes need = e.device_total_bytes - e.breakdown.overhead + context;
+    const Bytes outside = card_context ? g.context_bytes + e.communicator_bytes : e.breakdown.overhead;
+    const Bytes need = e.device_total_bytes - e.breakdown.overhead + outside;
     e.fits.push_back(make_fit(g, need, scale(need, high_ratio), c.hardware.budget_fraction));
     e.fits.back().lacks = card_lacks(g, c.training);
   }

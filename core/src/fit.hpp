@@ -11,6 +11,14 @@ Bytes scale(Bytes bytes, double factor);
 
 struct StepSimulation;
 
+// The NCCL communicators one rank joins (one per parallel group of two or more ranks it uses:
+// data, tensor, pipeline, context, expert; hybrid sharding's two data groups) and their buffers.
+struct Communicators {
+  int count = 0;
+  Bytes bytes;
+};
+Communicators nccl_communicators(const Config& config);
+
 // Peak reserved (point and range) from the allocated peak: the user's factor, else the replayed
 // allocator's (never past `capacity`, what the card hands out, where the tensors fit it), else a
 // fixed one.

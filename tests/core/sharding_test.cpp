@@ -604,5 +604,43 @@ TEST(Sharding, DeepSpeedZero3StepsOneSubGroupAtATime) {
   EXPECT_EQ(step(1'000'000'000), step(2'000'000'000));
 }
 
+// NCCL's buffers: one communicator per parallel group of two or more ranks, outside PyTorch's
+// allocator, in the device total and not in the reserve (NVIDIA/nccl#964: 544 MiB for two GPUs,
+// 688 MiB for more, A100 NVLink).
+TEST(Communicators, OnePerGroupInTheDeviceTotalNotTheReserve) {
+  const auto run = [](const std::string& parallel, const std::string& hardware = "{}") {
+    const ConfigParse p = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"seq_len":1024},)"
+                                            R"("parallel":)" + parallel + R"(,"hardware":)" + hardware + "}");
+    EXPECT_TRUE(p.ok());
+    return estimate(p.config);
+  };
+  constexpr std::int64_t kMiB = 1 << 20;
+  const Estimate one = run(R"({"num_gpus":1})");
+  EXPECT_EQ(one.communicator_bytes.value(), 0);
+  EXPECT_EQ(one.communicators, 0);
+  const Estimate pair = run(R"({"num_gpus":2,"zero_stage":3})");
+  EXPECT_EQ(pair.communicators, 1);
+  EXPECT_EQ(pair.communicator_bytes.value(), 544 * kMiB);
+  const Estimate eight = run(R"({"num_gpus":8,"zero_stage":3})");
+  EXPECT_EQ(eight.communicator_bytes.value(), 688 * kMiB);
+  const Estimate tp = run(R"({"num_gpus":8,"tensor":2})");  // tensor groups of 2, data groups of 4
+  EXPECT_EQ(tp.communicators, 2);
+  EXPECT_EQ(tp.communicator_bytes.value(), (544 + 688) * kMiB);
+  const Estimate hybrid = run(R"({"num_gpus":16,"zero_stage":3,"shard_degree":8})");  // 8 x 2
+  EXPECT_EQ(hybrid.communicator_bytes.value(), (688 + 544) * kMiB);
+  // Beside the context in the overhead and the device total; never in what the allocator holds,
+  // and the GPU table's rows keep it with each card's own context.
+  const Gpu& card = *find_gpu(eight.config.hardware.gpu);
+  EXPECT_EQ(eight.breakdown.overhead, card.context_bytes + eight.communicator_bytes);
+  EXPECT_EQ(eight.device_total_bytes, eight.peak_reserved_bytes + eight.breakdown.overhead);
+  for (const Fit& f : eight.fits) {
+    EXPECT_EQ(f.need_bytes, eight.peak_reserved_bytes + f.gpu->context_bytes + eight.communicator_bytes) << f.gpu->id;
+  }
+  // A stated overhead is the whole of it.
+  const Estimate stated = run(R"({"num_gpus":8,"zero_stage":3})", R"({"overhead_bytes":1073741824})");
+  EXPECT_EQ(stated.communicator_bytes.value(), 0);
+  EXPECT_EQ(stated.breakdown.overhead.value(), 1073741824);
+}
+
 }  // namespace
 }  // namespace memfit

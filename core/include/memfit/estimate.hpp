@@ -78,6 +78,10 @@ struct Estimate {
   Bytes peak_reserved_low_bytes;    // fragmentation range
   Bytes peak_reserved_high_bytes;
   Bytes device_total_bytes;         // reserved + CUDA context (what nvidia-smi shows)
+  // Of breakdown.overhead, the NCCL communicators' buffers (several GPUs; zero when the overhead
+  // is given or under the seeds' convention): outside PyTorch's allocator, beside the CUDA context.
+  Bytes communicator_bytes;
+  int communicators = 0;
   Bytes device_total_low_bytes;
   Bytes device_total_high_bytes;
   double fragmentation = 0;         // reserved / allocated − 1 used for the point estimate
