@@ -22,6 +22,7 @@ Exit status: 0 on success, 1 if memfit failed on a case, 2 on usage errors.
 import argparse
 import hashlib
 import json
+import statistics
 import os
 import shutil
 import subprocess
@@ -1132,6 +1133,14 @@ def extra_sections(rows, cases_doc):
     alts = alt_comparisons(rows)
     if alts:
         w("## Second quantity reported for the same run (not part of the statistics)")
+        w("")
+        groups = {}
+        for a in alts:
+            multi = next(r for r in rows if r["case"]["id"] == a["id"])["multi_gpu"]
+            groups.setdefault((a["quantity"], multi), []).append(a["error"])
+        for (q, multi), errs in sorted(groups.items()):
+            w(f"- {QUANTITY_LABEL.get(q, q)}, {'several GPUs' if multi else 'one GPU'}: {len(errs)} runs, median error "
+              f"{pct(statistics.median(errs))}, median abs {apct(statistics.median(abs(e) for e in errs))}.")
         w("")
         w("| id | primary (measured) | second quantity (measured) | gap | memfit | error | in memfit's range |")
         w("|---|---:|---:|---:|---:|---:|---|")
