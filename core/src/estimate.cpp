@@ -109,15 +109,16 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   if (c.hardware.fragmentation < 0) {
     std::vector<EarlierBatch> earlier;
     if (c.training.sequence_lengths == SequenceLengths::kVarying) {
-      for (std::int64_t length : varying_lengths(c.training.seq_len)) {
+      for (std::int64_t length : varying_lengths(c.training.seq_len, c.training.micro_batch_size)) {
         Config shorter = c;
         shorter.training.seq_len = length;
         earlier.push_back({activation_model(shorter, e.parameters), loss_model(shorter, e.parameters)});
       }
       e.notes.push_back("Varying sequence lengths: the allocator's reserve is replayed over micro-batches of " +
                         std::to_string(kVaryingMicroBatches) +
-                        " lengths from an eighth of seq_len up to it, then full-length steps; segments cut for "
-                        "one length are reused for another only where they fit.");
+                        " lengths (samples spread from an eighth of seq_len up to it, each micro-batch padded to its "
+                        "longest sample), then full-length steps; segments cut for one length are reused for "
+                        "another only where they fit.");
     }
     sim = simulate_step(c, e.parameters, place, st, act, loss, e.breakdown.weight_copies,
                         optimizer_temporaries(c, e.parameters, place, r), r,

@@ -25,7 +25,7 @@ Bytes kept_graph(const ActivationModel& act) { return act.retained_until_next_fo
 Bytes previous_graph(const Config& c, const ActivationModel& act) {
   if (!act.retained_until_next_forward) return Bytes{0};
   const std::vector<std::int64_t> lengths =
-      c.training.sequence_lengths == SequenceLengths::kVarying ? varying_lengths(c.training.seq_len)
+      c.training.sequence_lengths == SequenceLengths::kVarying ? varying_lengths(c.training.seq_len, c.training.micro_batch_size)
                                                                : std::vector<std::int64_t>{};
   if (lengths.empty()) return act.retained_bytes;
   std::int64_t sum = 0;

@@ -528,9 +528,34 @@ StepSimulation replay_steps(const Program& full, const std::vector<Program>& ear
 
 }  // namespace
 
-std::vector<std::int64_t> varying_lengths(std::int64_t seq_len) {
-  // Deterministic and spread out, in no sorted order: the golden-ratio sequence over
-  // [seq_len / 8, seq_len] (a stand-in for shuffled data whose samples are often shorter than the cap).
+namespace {
+
+// x with x^n = u for u in [0, 1], by bisection on multiplications only (std::pow would bring libm's
+// tables into the WebAssembly build: 5 KiB gzipped).
+double nth_root(double u, std::int64_t n) {
+  if (n <= 1) return u;
+  double low = 0.0, high = 1.0;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (low + high);
+    double power = 1.0, base = mid;  // mid^n by squaring
+    for (std::int64_t e = n; e > 0; e >>= 1) {
+      if (e & 1) power *= base;
+      base *= base;
+    }
+    (power < u ? low : high) = mid;
+  }
+  return 0.5 * (low + high);
+}
+
+}  // namespace
+
+std::vector<std::int64_t> varying_lengths(std::int64_t seq_len, std::int64_t micro_batch) {
+  // Deterministic and spread out, in no sorted order: the golden-ratio sequence u over (0, 1), a
+  // stand-in for shuffled samples whose lengths spread evenly over [seq_len / 8, seq_len]. Dynamic
+  // padding pads a micro-batch to its longest sample (DataCollatorWithPadding and the collators
+  // like it), and the longest of b such samples is at or below a fraction f with probability
+  // ((f - 1/8) / (7/8))^b: its quantile at u is 1/8 + 7/8 u^(1/b). One sample per micro-batch
+  // spreads over the whole range; 64 keep within a few percent of seq_len.
   std::vector<std::int64_t> out;
   if (seq_len < 2) return out;
   constexpr double kGolden = 0.6180339887498949;
@@ -538,7 +563,7 @@ std::vector<std::int64_t> varying_lengths(std::int64_t seq_len) {
   for (int k = 0; k < kVaryingMicroBatches; ++k) {
     u += kGolden;
     u -= static_cast<double>(static_cast<std::int64_t>(u));
-    const double fraction = 0.125 + 0.875 * u;
+    const double fraction = 0.125 + 0.875 * nth_root(u, micro_batch);
     out.push_back(std::max<std::int64_t>(1, static_cast<std::int64_t>(fraction * static_cast<double>(seq_len))));
   }
   return out;

@@ -54,8 +54,9 @@ StepSimulation simulate_step(const Config& config, const ParameterCount& params,
                              SegmentMode segments, const std::vector<EarlierBatch>& earlier = {},
                              Bytes capacity = Bytes{0});
 
-// The micro-batch lengths replayed before the full-length steps when lengths vary.
+// The micro-batch lengths replayed before the full-length steps when lengths vary: each the
+// padded length of a micro-batch of `micro_batch` samples (its longest).
 constexpr int kVaryingMicroBatches = 24;
-std::vector<std::int64_t> varying_lengths(std::int64_t seq_len);
+std::vector<std::int64_t> varying_lengths(std::int64_t seq_len, std::int64_t micro_batch);
 
 }  // namespace memfit

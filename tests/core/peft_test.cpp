@@ -418,14 +418,15 @@ TEST(Peft, OldBitsandbytesKeepsInputsUntilTheGraphGoes) {
   EXPECT_EQ(phase(held, "forward") - phase(held_current, "forward"), retained + saved_extra);
   EXPECT_GT(held.peak_allocated_bytes, old.peak_allocated_bytes);
   // With varying lengths the micro-batch before the longest one is of average length (the lengths
-  // the allocator replay draws, from an eighth of seq_len up to it): its inputs are fewer.
+  // the allocator replay draws: samples from an eighth of seq_len up to it, a micro-batch of two
+  // padded to its longer one, 1/8 + 7/8 x 2/3 = 0.71 of seq_len on average): its inputs are fewer.
   c.training.sequence_lengths = SequenceLengths::kVarying;
   const Estimate varying_current = estimate(c);
   c.training.finetune.bnb_keeps_input = true;
   const Estimate varying = estimate(c);
   const std::int64_t before = phase(varying, "forward") - phase(varying_current, "forward") - saved_extra;
-  EXPECT_GT(before, retained / 2);
-  EXPECT_LT(before, retained * 2 / 3);
+  EXPECT_GT(before, retained * 2 / 3);
+  EXPECT_LT(before, retained * 3 / 4);
 }
 
 // Under full checkpointing the kept inputs depend on how the blocks are checkpointed. Reentrant

@@ -2,7 +2,10 @@
 // add up to the step the phases describe.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "memfit/memfit.hpp"
+#include "step_events.hpp"
 
 namespace memfit {
 namespace {
@@ -110,6 +113,22 @@ TEST(StepReplay, BothStreamsPoolsShareTheCard) {
   const Gpu& card = *find_gpu("a100-40gb");
   if (e.peak_allocated_bytes <= card.usable_bytes() - e.breakdown.overhead) {
     EXPECT_LE(e.peak_reserved_bytes, card.usable_bytes() - e.breakdown.overhead);
+  }
+}
+
+// Dynamic padding pads a micro-batch to its longest sample: one sample per micro-batch spreads
+// over [seq_len / 8, seq_len]; the longest of 64 stays near seq_len (quantile 1/8 + 7/8 u^(1/64)).
+TEST(StepReplay, VaryingLengthsArePaddedToTheLongestSample) {
+  const std::vector<std::int64_t> one = varying_lengths(4096, 1);
+  const std::vector<std::int64_t> many = varying_lengths(4096, 64);
+  ASSERT_EQ(one.size(), static_cast<std::size_t>(kVaryingMicroBatches));
+  ASSERT_EQ(many.size(), one.size());
+  EXPECT_LT(*std::min_element(one.begin(), one.end()), 4096 / 4);
+  EXPECT_GT(*std::min_element(many.begin(), many.end()), 4096 * 9 / 10);
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    EXPECT_GE(many[i], one[i]);  // the same draw, the longest of more samples
+    EXPECT_LE(many[i], 4096);
+    EXPECT_GE(one[i], 4096 / 8);
   }
 }
 
