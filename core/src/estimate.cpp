@@ -142,6 +142,14 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
                   c.hardware.expandable_segments ? "" : "; expandable_segments:True maps pages into one range instead");
     e.notes.push_back(line);
   }
+  if (e.fragmentation_simulated && sim.alloc_retries > 0) {
+    e.notes.push_back(std::string("The step fills the card: the replayed caching allocator found no room for a new "
+                                  "segment ") +
+                      (sim.alloc_retries == 1 ? std::string("once") : std::to_string(sim.alloc_retries) + " times") +
+                      " in the replayed steps and released its cached segments to retry (num_alloc_retries); each "
+                      "retry synchronizes the GPU and slows the step. Expandable segments or a smaller micro-batch "
+                      "avoid it.");
+  }
   if (sim.runahead_peak_reserved_bytes.value() > 0 && sim.runahead_peak_allocated_bytes.value() > 0) {
     // The run-ahead replay's reserve over its allocated peak, applied to the step's peak as the
     // need's is, and never past what the card can hand out.

@@ -56,6 +56,10 @@ class Replay {
 
   bool failed() const { return failed_; }
   const CachingAllocator& allocator() const { return allocator_; }
+  // mallocs that found the card full and freed the cache to retry, both streams' pools.
+  std::int64_t retries() const {
+    return (allocator_.stats().alloc_retry_count + side_.stats().alloc_retry_count).value();
+  }
   // Both pools together, at their joint high points.
   Bytes peak_allocated_bytes() const { return Bytes{peak_allocated_}; }
   Bytes peak_reserved_bytes() const { return Bytes{peak_reserved_}; }
@@ -519,6 +523,7 @@ StepSimulation replay_steps(const Program& full, const std::vector<Program>& ear
   out.peak_allocated_bytes = replay.peak_allocated_bytes();
   out.peak_reserved_bytes = replay.peak_reserved_bytes();
   out.segment_count = stats.peak_segment_count;
+  out.alloc_retries = replay.retries();
   out.reserve_peak_request_bytes = replay.peak_request_bytes();
   out.reserve_peak_stage = replay.peak_stage();
   out.timeline = replay.marks();

@@ -15,6 +15,8 @@ struct StepSimulation {
   Bytes peak_allocated_bytes;  // of the simulated tensors (per-tensor rounding included)
   Bytes peak_reserved_bytes;   // segments the allocator holds at the end of the second step
   Count segment_count;
+  // mallocs that found the card full and released the cache to retry (num_alloc_retries)
+  std::int64_t alloc_retries = 0;
   std::vector<Phase> timeline;  // allocated at the end of each stage of the second step
   bool ok = false;              // false: the step could not be replayed (nothing to report)
   // The request that took the reserve to its high point, and the stage it came in (0 forward,
