@@ -97,9 +97,8 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
     if (comms.count > 0) {
       char line[360];
       std::snprintf(line, sizeof line,
-                    "NCCL: %d communicator%s (one per parallel group of this rank) hold%s %.2f GiB of buffers outside "
-                    "PyTorch's allocator, counted with the CUDA context: nvidia-smi shows them, max_memory_reserved "
-                    "does not (544 MiB for a group of two GPUs, 688 MiB for more, measured on A100 NVLink).",
+                    "NCCL: %d communicator%s (one per parallel group) hold%s %.2f GiB outside PyTorch's allocator, "
+                    "counted with the CUDA context: nvidia-smi sees it, max_memory_reserved does not.",
                     comms.count, comms.count == 1 ? "" : "s", comms.count == 1 ? "s" : "",
                     static_cast<double>(comms.bytes.value()) / 1073741824.0);
       e.notes.push_back(line);
@@ -143,12 +142,10 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
     e.notes.push_back(line);
   }
   if (e.fragmentation_simulated && sim.alloc_retries > 0) {
-    e.notes.push_back(std::string("The step fills the card: the replayed caching allocator found no room for a new "
-                                  "segment ") +
+    e.notes.push_back(std::string("The step fills the card: the allocator found no room for a segment ") +
                       (sim.alloc_retries == 1 ? std::string("once") : std::to_string(sim.alloc_retries) + " times") +
-                      " in the replayed steps and released its cached segments to retry (num_alloc_retries); each "
-                      "retry synchronizes the GPU and slows the step. Expandable segments or a smaller micro-batch "
-                      "avoid it.");
+                      " and released its cache to retry, which synchronizes the GPU and slows the step; expandable "
+                      "segments or a smaller micro-batch avoid it.");
   }
   if (sim.runahead_peak_reserved_bytes.value() > 0 && sim.runahead_peak_allocated_bytes.value() > 0) {
     // The run-ahead replay's reserve over its allocated peak, applied to the step's peak as the
