@@ -1,6 +1,7 @@
 #include "step_events.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "finetune.hpp"
 #include "memfit/implementation.hpp"
@@ -21,16 +22,22 @@ constexpr std::int64_t kMostReplayedTensors = 100'000;
 // The allocator and the live tensors of the replay, by id. PyTorch's caching allocator serves a
 // stream only from segments made for that stream (a block freed on one stream is not reused on
 // another: CUDACachingAllocator's pools are keyed by stream), so what an FSDP unit gathers on its
-// unshard stream (FSDP1's unsharded flat parameter, FSDP2's all-gather output) is a second pool: the
-// step reserves both.
+// unshard stream (FSDP1's unsharded flat parameter, FSDP2's all-gather output) is a second pool,
+// and FSDP1's gradient shards, made on its post-backward stream, a third: the step reserves all.
 class Replay {
  public:
-  Replay(SegmentMode segments, Bytes capacity)
-      : allocator_(options(segments, capacity)), side_(options(segments, capacity)), capacity_(capacity) {}
+  enum Stream { kCompute = 0, kUnshard = 1, kPostBackward = 2, kStreams = 3 };
 
-  int take(Bytes bytes) { return take_in(allocator_, side_, false, bytes); }
+  Replay(SegmentMode segments, Bytes capacity)
+      : pools_{CachingAllocator(options(segments, capacity)), CachingAllocator(options(segments, capacity)),
+               CachingAllocator(options(segments, capacity))},
+        capacity_(capacity) {}
+
+  int take(Bytes bytes) { return take_in(kCompute, bytes); }
   // On the unshard / all-gather stream.
-  int take_side(Bytes bytes) { return take_in(side_, allocator_, true, bytes); }
+  int take_side(Bytes bytes) { return take_in(kUnshard, bytes); }
+  // On FSDP1's post-backward stream (_post_backward_hook runs _reduce_grad under it).
+  int take_post(Bytes bytes) { return take_in(kPostBackward, bytes); }
   void give(int id) {
     if (id >= 0) pool(id).free(handles_[static_cast<std::size_t>(id)].handle);
   }
@@ -43,24 +50,23 @@ class Replay {
     if (id >= 0) pool(id).free_recorded(handles_[static_cast<std::size_t>(id)].handle);
   }
   void synchronize() {
-    allocator_.synchronize_and_free_events();
-    side_.synchronize_and_free_events();
+    for (CachingAllocator& a : pools_) a.synchronize_and_free_events();
   }
   // Allocates each of `sizes` and appends the ids.
   void take(const std::vector<Bytes>& sizes, std::vector<int>& ids) {
     for (Bytes b : sizes) ids.push_back(take(b));
   }
-  void mark(const char* name, const char* label) {
-    marks_.push_back({name, label, allocator_.allocated_bytes() + side_.allocated_bytes()});
-  }
+  void mark(const char* name, const char* label) { marks_.push_back({name, label, allocated()}); }
 
   bool failed() const { return failed_; }
-  const CachingAllocator& allocator() const { return allocator_; }
-  // mallocs that found the card full and freed the cache to retry, both streams' pools.
+  const CachingAllocator& allocator() const { return pools_[kCompute]; }
+  // mallocs that found the card full and freed the cache to retry, every stream's pool.
   std::int64_t retries() const {
-    return (allocator_.stats().alloc_retry_count + side_.stats().alloc_retry_count).value();
+    std::int64_t n = 0;
+    for (const CachingAllocator& a : pools_) n += a.stats().alloc_retry_count.value();
+    return n;
   }
-  // Both pools together, at their joint high points.
+  // All pools together, at their joint high points.
   Bytes peak_allocated_bytes() const { return Bytes{peak_allocated_}; }
   Bytes peak_reserved_bytes() const { return Bytes{peak_reserved_}; }
   Bytes peak_request_bytes() const { return peak_request_; }
@@ -70,7 +76,7 @@ class Replay {
  private:
   struct Live {
     Handle handle;
-    bool side;
+    int stream;
   };
   static AllocatorOptions options(SegmentMode segments, Bytes capacity) {
     AllocatorOptions o;
@@ -79,41 +85,57 @@ class Replay {
     if (capacity.value() > 0) o.device_capacity_bytes = capacity;
     return o;
   }
-  CachingAllocator& pool(int id) { return handles_[static_cast<std::size_t>(id)].side ? side_ : allocator_; }
-  int take_in(CachingAllocator& a, CachingAllocator& other, bool side, Bytes bytes) {
+  Bytes allocated() const {
+    Bytes sum{0};
+    for (const CachingAllocator& a : pools_) sum += a.allocated_bytes();
+    return sum;
+  }
+  Bytes reserved() const {
+    Bytes sum{0};
+    for (const CachingAllocator& a : pools_) sum += a.reserved_bytes();
+    return sum;
+  }
+  CachingAllocator& pool(int id) { return pools_[handles_[static_cast<std::size_t>(id)].stream]; }
+  int take_in(int stream, Bytes bytes) {
     if (bytes.overflow() || bytes.value() > kLargestReplayedBytes) failed_ = true;
     if (failed_ || bytes.value() <= 0) return -1;
-    // Both streams' pools draw on one card: each may map what the other does not hold, and when
-    // the card is full PyTorch's release_cached_blocks frees the cached segments of every stream
-    // before it gives up.
-    if (capacity_.value() > 0) a.set_device_capacity(max(Bytes{0}, capacity_ - other.reserved_bytes()));
-    const std::int64_t reserved_before = (allocator_.reserved_bytes() + side_.reserved_bytes()).value();
+    CachingAllocator& a = pools_[stream];
+    // The streams' pools draw on one card: each may map what the others do not hold, and when the
+    // card is full PyTorch's release_cached_blocks frees the cached segments of every stream before
+    // it gives up.
+    const auto fit_to_card = [&] {
+      if (capacity_.value() > 0) a.set_device_capacity(max(Bytes{0}, capacity_ - (reserved() - a.reserved_bytes())));
+    };
+    fit_to_card();
+    const std::int64_t reserved_before = reserved().value();
     Handle h = a.allocate(bytes);
     if (!h.ok() && capacity_.value() > 0 && h.error == AllocError::kOutOfMemory) {
-      other.empty_cache();
-      a.set_device_capacity(max(Bytes{0}, capacity_ - other.reserved_bytes()));
+      for (int other = 0; other < kStreams; ++other) {
+        if (other != stream) pools_[other].empty_cache();
+      }
+      fit_to_card();
       h = a.allocate(bytes);
     }
     if (!h.ok()) {
       failed_ = true;
       return -1;
     }
-    peak_allocated_ = std::max(peak_allocated_, (allocator_.allocated_bytes() + side_.allocated_bytes()).value());
-    const std::int64_t reserved = (allocator_.reserved_bytes() + side_.reserved_bytes()).value();
-    if (reserved > peak_reserved_) {
-      peak_reserved_ = reserved;
+    peak_allocated_ = std::max(peak_allocated_, allocated().value());
+    const std::int64_t now = reserved().value();
+    if (now > peak_reserved_) {
+      peak_reserved_ = now;
       // The request named is the last one at a new high that cut a large segment: a small-pool
       // 2 MiB segment on top of the high point says nothing about why the reserve is high.
-      if (reserved - reserved_before >= kLargeBufferBytes.value() || peak_request_.value() == 0) {
+      if (now - reserved_before >= kLargeBufferBytes.value() || peak_request_.value() == 0) {
         peak_request_ = bytes;
         peak_stage_ = static_cast<int>(marks_.size() % 3);  // three marks per micro-batch
       }
     }
-    handles_.push_back({h, side});
+    handles_.push_back({h, stream});
     return static_cast<int>(handles_.size() - 1);
   }
 
-  CachingAllocator allocator_, side_;
+  std::array<CachingAllocator, kStreams> pools_;
   Bytes capacity_;
   std::vector<Live> handles_;
   std::vector<Phase> marks_;
@@ -238,6 +260,12 @@ struct Program {
   // stream and copies it out into the unsharded parameters on the compute stream
   // (_fully_shard/_fsdp_collectives.py foreach_all_gather, foreach_all_gather_copy_out).
   enum class Gather { kCompute, kUnshardStream, kCopyOut } gather = Gather::kCompute;
+  // FSDP1 reduce-scatters each unit's gradient into a new shard on its post-backward stream
+  // (_post_backward_hook runs _reduce_grad under state._post_backward_stream; _get_reduce_scatter_tensors
+  // makes new_sharded_grad with torch.empty_like there) and keeps it as _saved_grad_shard, which
+  // _finalize_params makes the parameter's .grad: the step's gradient shards sit in that stream's
+  // pool until zero_grad, where the compute stream cannot reuse them.
+  bool grads_on_post_backward_stream = false;
   Bytes reused_head, reused_blocks;  // DeepSpeed ZeRO-3: gathered across forward's end (deepspeed_reused_gathered)
   const LossModel* loss;
   int states_per_tensor;
@@ -352,13 +380,16 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   r.give(loss_kept.front());
   r.give(graph.reused_head);  // the head's backward is done: DeepSpeed releases it
   graph.reused_head = -1;
-  if (!pr.grads_persist && grads.empty()) r.take(gradient_slice(pr, -1), grads);
+  const auto take_grads = [&r, &pr, &grads](std::int64_t i) {
+    for (Bytes b : gradient_slice(pr, i)) grads.push_back(pr.grads_on_post_backward_stream ? r.take_post(b) : r.take(b));
+  };
+  if (!pr.grads_persist && grads.empty()) take_grads(-1);
   std::vector<int> kept_inputs;  // FSDP1's frozen units: the recomputed inputs and their gradients
   const std::int64_t blocks = static_cast<std::int64_t>(saved.size());
   for (std::int64_t i = static_cast<std::int64_t>(saved.size()) - 1; i >= 0; --i) {
     const int gathered = take_gathered(r, pr, pr.gathered);
     const int working = r.take(pr.working);
-    if (!pr.grads_persist) r.take(gradient_slice(pr, i), grads);
+    if (!pr.grads_persist) take_grads(i);
     // Backward walks the block's ops in reverse: the gradient of each saved tensor's op output is
     // made, used, and dropped as the next one is made.
     int previous = -1;
@@ -467,6 +498,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
     const Framework f = c.training.implementation.framework;
     pr.gather = f == Framework::kTorchtitan || f == Framework::kTorchtune ? Program::Gather::kCopyOut
                                                                           : Program::Gather::kUnshardStream;
+    pr.grads_on_post_backward_stream = pr.gather == Program::Gather::kUnshardStream && pr.sharded_gradients.empty();
   }
   pr.kv_keys = act.kv_cache_key_bytes;
   pr.kv_values = act.kv_cache_value_bytes;

@@ -173,7 +173,9 @@ TEST(CliSubcommands, SuggestPrintsFlagsThatGiveWhatItPromises) {
   // more: each GPU also holds NCCL's buffers).
   const std::string creeping = "--preset llama-3.1-8b --method lora --gpu rtx-4090-24gb --seq-len 3840 "
                                "--lora-targets q,v --micro-batch-size 2 --checkpointing full";
-  EXPECT_NE(output("solve min-gpus " + creeping).find("sharding barely helps: 36 GPUs would need"), std::string::npos);
+  const std::string crept = output("solve min-gpus " + creeping);
+  EXPECT_NE(crept.find("sharding barely helps: "), std::string::npos) << crept;
+  EXPECT_NE(crept.find(" GPUs would need "), std::string::npos) << crept;
   EXPECT_NE(output("solve min-gpus " + base + " --checkpointing full").find("nothing fits"), std::string::npos);
 }
 
