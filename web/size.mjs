@@ -1,7 +1,9 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 310 KiB gzipped (277 until the
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 311 KiB gzipped (310 until the
+//                second Dec 4 2026 session, when the allocator replay's third stream pool (FSDP1's gradient
+//                shards), NCCL's communicators and the card-bounded replay brought it to 310.6; 277 until the
 //                fifth Dec 3 2026 session, when the calculator's wasm was built for speed as the planner's is,
 //                -O3 over memfit_core_fast, wasm/CMakeLists.txt: an estimate 3x and the suggestions 3.5x faster
 //                in node, for 32 KB more of wasm, 306.9 KiB in all; 276 until the
@@ -73,7 +75,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 310 * 1024, planner: 291 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 311 * 1024, planner: 291 * 1024 };
 
 export function sizes(data) {
   return {
