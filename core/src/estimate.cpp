@@ -141,7 +141,11 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
                   c.hardware.expandable_segments ? "" : "; expandable_segments:True maps pages into one range instead");
     e.notes.push_back(line);
   }
-  if (e.fragmentation_simulated && sim.alloc_retries > 0) {
+  if (e.fragmentation_simulated && sim.ran_out_on_card &&
+      e.peak_allocated_bytes <= max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead)) {
+    e.notes.push_back("On this card the replayed allocator runs out even after releasing its cache, though the tensors "
+                      "fit: the run may stop out of memory; expandable segments or a smaller micro-batch leave room.");
+  } else if (e.fragmentation_simulated && sim.alloc_retries > 0) {
     e.notes.push_back(std::string("The step fills the card: the allocator found no room for a segment ") +
                       (sim.alloc_retries == 1 ? std::string("once") : std::to_string(sim.alloc_retries) + " times") +
                       " and released its cache to retry, which synchronizes the GPU and slows the step; expandable "

@@ -644,7 +644,11 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
   // replay's order of tensors is the model's, not the run's, so running out here is no proof that
   // the run does.
   if (capacity.value() > 0 || !before.empty()) out = replay_steps(pr, before, segments, capacity);
-  if (!out.ok) out = replay_steps(pr, {}, segments, Bytes{0});
+  if (!out.ok) {
+    const bool ran_out = capacity.value() > 0;
+    out = replay_steps(pr, {}, segments, Bytes{0});
+    out.ran_out_on_card = ran_out && out.ok;
+  }
   if (out.ok && ahead.ok) {
     out.runahead_peak_reserved_bytes = ahead.peak_reserved_bytes;
     out.runahead_peak_allocated_bytes = ahead.peak_allocated_bytes;

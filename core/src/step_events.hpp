@@ -17,6 +17,9 @@ struct StepSimulation {
   Count segment_count;
   // mallocs that found the card full and released the cache to retry (num_alloc_retries)
   std::int64_t alloc_retries = 0;
+  // Replayed on the card, a request found no room even after the cache was released, so these
+  // numbers are the unbounded replay's: on that card the run may stop with an out-of-memory error.
+  bool ran_out_on_card = false;
   std::vector<Phase> timeline;  // allocated at the end of each stage of the second step
   bool ok = false;              // false: the step could not be replayed (nothing to report)
   // The request that took the reserve to its high point, and the stage it came in (0 forward,
