@@ -104,6 +104,8 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
       e.notes.push_back(line);
     }
   }
+  // What the caching allocator can get from the card: its memory less what sits outside PyTorch.
+  const Bytes capacity = max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead);
   StepSimulation sim;
   if (c.hardware.fragmentation < 0) {
     std::vector<EarlierBatch> earlier;
@@ -122,9 +124,9 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
     sim = simulate_step(c, e.parameters, place, st, act, loss, e.breakdown.weight_copies,
                         optimizer_temporaries(c, e.parameters, place, r), r,
                         c.hardware.expandable_segments ? SegmentMode::kExpandable : SegmentMode::kCudaMalloc,
-                        earlier, max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead));
+                        earlier, capacity);
   }
-  allocator_reserve(c, sim, max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead), e);
+  allocator_reserve(c, sim, capacity, e);
   if (e.fragmentation_simulated && e.fragmentation >= 0.10 && sim.reserve_peak_request_bytes.value() > 0) {
     // Why the reserve is high here (it moves by steps with the shapes: a sequence length that
     // makes one tensor just too large for the cached pieces adds a segment).
@@ -141,8 +143,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
                   c.hardware.expandable_segments ? "" : "; expandable_segments:True maps pages into one range instead");
     e.notes.push_back(line);
   }
-  if (e.fragmentation_simulated && sim.ran_out_on_card &&
-      e.peak_allocated_bytes <= max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead)) {
+  if (e.fragmentation_simulated && sim.ran_out_on_card && e.peak_allocated_bytes <= capacity) {
     e.notes.push_back("On this card the replayed allocator runs out even after releasing its cache, though the tensors "
                       "fit: the run may stop out of memory; expandable segments or a smaller micro-batch leave room.");
   } else if (e.fragmentation_simulated && sim.alloc_retries > 0) {
@@ -156,7 +157,6 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
     // need's is, and never past what the card can hand out.
     const double ratio = static_cast<double>(sim.runahead_peak_reserved_bytes.value()) /
                          static_cast<double>(sim.runahead_peak_allocated_bytes.value());
-    const Bytes capacity = max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead);
     e.runahead_peak_reserved_bytes = max(e.peak_reserved_bytes, min(capacity, scale(e.peak_allocated_bytes, ratio)));
     char shown[64];
     std::snprintf(shown, sizeof shown, "%.1f GiB",

@@ -184,10 +184,10 @@ void fit_on_gpus(const Config& c, const Gpu& gpu, Estimate& e) {
   }
   e.fit = make_fit(gpu, e.device_total_bytes, band_top, c.hardware.budget_fraction);
   e.fit.lacks = card_lacks(gpu, c.training);
+  // Each card with its own CUDA context (unless the overhead is given, or is the seeds' fixed
+  // 512 MiB): the table's rows are that card's device total, not the chosen card's.
+  const bool card_context = !overhead_given && c.training.precision != Precision::kSeed14p;
   for (const Gpu& g : gpu_table()) {
-    // Each card with its own CUDA context (unless the overhead is given, or is the seeds' fixed
-    // 512 MiB): the table's rows are that card's device total, not the chosen card's.
-    const bool card_context = !overhead_given && c.training.precision != Precision::kSeed14p;
     const Bytes outside = card_context ? g.context_bytes + e.communicator_bytes : e.breakdown.overhead;
     const Bytes need = e.device_total_bytes - e.breakdown.overhead + outside;
     e.fits.push_back(make_fit(g, need, scale(need, high_ratio), c.hardware.budget_fraction));

@@ -285,11 +285,16 @@ bool changes_what_is_trained(const Candidate& o) {
   return training && training->find("finetune");
 }
 
-// Whether the changes together fit `c`'s card (their patches merged in order).
-bool fits_together(const Config& c, const std::vector<Candidate>& changes) {
+// The changes' patches merged in order.
+Json merged_patch(const std::vector<Candidate>& changes) {
   Json merged = Json::object();
   for (const Candidate& o : changes) merge_patch(merged, o.patch);
-  const Estimate e = estimate_patched(c, merged);
+  return merged;
+}
+
+// Whether the changes together fit `c`'s card.
+bool fits_together(const Config& c, const std::vector<Candidate>& changes) {
+  const Estimate e = estimate_patched(c, merged_patch(changes));
   return e.ok() && e.fit.verdict == Verdict::kFits;
 }
 
@@ -324,9 +329,7 @@ std::optional<Candidate> combined_plan(const Config& c, bool keep_trained = fals
     }
     if (!best) break;
     chosen.push_back(*best);
-    Json merged = Json::object();
-    for (const Candidate& o : chosen) merge_patch(merged, o.patch);
-    planned = apply_patch(c, merged).config;
+    planned = apply_patch(c, merged_patch(chosen)).config;
     current = estimate(planned);
   }
   if (chosen.size() < 2 || !current.ok() || current.fit.verdict != Verdict::kFits) return std::nullopt;
@@ -346,10 +349,9 @@ std::optional<Candidate> combined_plan(const Config& c, bool keep_trained = fals
       break;
     }
   }
-  Candidate plan{"", "these changes together", Json::object(), 0};
+  Candidate plan{"", "these changes together", merged_patch(chosen), 0};
   for (const Candidate& o : chosen) {
     plan.title += (plan.title.empty() ? "" : " + ") + o.title;
-    merge_patch(plan.patch, o.patch);
     plan.disruption = std::max(plan.disruption, o.disruption);
   }
   return plan;
