@@ -50,8 +50,8 @@ export const TERMS = {
   overhead: {
     label: 'CUDA context and workspaces',
     short: 'outside PyTorch\'s allocator, seen by nvidia-smi',
-    formula: 'a fixed amount by convention and GPU (CUDA context, cuBLAS and NCCL workspaces)',
-    source: 'measured CUDA contexts of recent drivers',
+    formula: 'the GPU\'s CUDA context, and on several GPUs NCCL\'s buffers: 544 MiB per communicator of two GPUs, 688 MiB for more',
+    source: 'measured CUDA contexts of recent drivers; NVIDIA/nccl#964 (A100 NVLink)',
   },
   offloaded: {
     label: 'Offloaded to CPU memory',
