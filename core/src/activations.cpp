@@ -896,9 +896,12 @@ Bytes body_bytes(const Config& c, const Dims& d, const Blocks& b) {
 }
 
 // Backward working memory: the gradients of one layer's largest intermediates, plus, under full
-// checkpointing, that layer's recomputed activations.
-Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks& b) {
+// checkpointing, that layer's recomputed activations (the total; in `out`, the recomputed part and
+// the largest gradient tensor).
+Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks& b, ActivationModel& out) {
   const Training& tr = c.training;
+  Bytes& recomputed = out.layer_recomputed_bytes;
+  recomputed = Bytes{0};
   const Count scores = d.batch * d.heads * d.seq * d.full_seq;
   const Bytes attention_grads =
       d.impl.attention == AttentionImpl::kEager ? scores * kFp32Bytes * 2 : Bytes{0};
@@ -923,6 +926,9 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
     mlp_grads = m.first_k_dense_replace > 0 ? max(mlp_grads, expert_grads) : expert_grads;
   }
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
+  // The scores' two gradients, or the MLP's, one per intermediate.
+  out.layer_gradient_tensor_bytes[0] = attention_grads > mlp_grads ? attention_grads / 2 : mlp_grads / grads_per_element.value();
+  out.layer_gradient_tensor_bytes[1] = d.tokens * d.hidden_split * d.stream;  // the block's input's and output's
   // LoRA on stacked experts: the grouped GEMM's backward returns the gradient of the whole merged
   // weight (W + s·B·A needs one for B and A), the size of the stack, before the baddbmm's backward
   // reduces it to the factors' (the larger of gate_up's and down's, one at a time).
@@ -956,13 +962,13 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   if (tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers) {
     // The block recomputed for its backward; its input, saved by the checkpoint, is the tensor its
     // first op saves again (the recomputation reads the saved input itself), so it is not new.
-    working += max(max(b.dense, b.moe) - d.tokens * d.hidden_split * d.stream, Bytes{0});
+    recomputed = max(max(b.dense, b.moe) - d.tokens * d.hidden_split * d.stream, Bytes{0});
   } else if (tr.checkpointing == Checkpointing::kSelectiveOp) {
-    working += max(b.dense, b.moe);  // the block recomputed for its backward
+    recomputed = max(b.dense, b.moe);  // the block recomputed for its backward
   } else if (tr.checkpointing == Checkpointing::kSelective) {
-    working += b.recomputed_core;  // the attention core recomputed for its backward
+    recomputed = b.recomputed_core;  // the attention core recomputed for its backward
   }
-  return working;
+  return working + recomputed;
 }
 
 }  // namespace
@@ -1040,7 +1046,7 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     out.saved_bytes = (recomputed ? Bytes{0} : max(b.dense, b.moe)) + out.embedding_saved_bytes;
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
-  out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b);
+  out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b, out);
   // A method whose own saved tensors outweigh the block's (HRA's and BOFT's dense products, LoHa's
   // delta weights, built in forward for backward): said, since it can cost more than a full
   // fine-tune's activations.
@@ -1070,7 +1076,7 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     // tensors live only while the block runs; one block's worth is the high point.
     out.saved_bytes = max(b.dense, b.moe);
     out.embedding_saved_bytes = Bytes{0};
-    out.layer_backward_working_bytes = Bytes{0};
+    out.layer_backward_working_bytes = out.layer_recomputed_bytes = Bytes{0};
     out.every_block_recomputed = false;
     out.notes.push_back("MeZO: forward passes only, under torch.no_grad; nothing is saved for backward, and one "
                         "block's tensors exist at a time.");

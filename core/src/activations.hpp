@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <array>
 #include <vector>
 
 #include "memfit/config.hpp"
@@ -18,6 +19,12 @@ struct ActivationModel {
   Bytes embedding_saved_bytes;   // what the embedding keeps (freed last in backward)
   std::vector<NamedBytes> layer_terms;  // one block's terms
   Bytes layer_backward_working_bytes;  // one layer's backward temporaries (+ recompute)
+  // The part of it that is the block's forward run again (full or op-level checkpointing, or the
+  // attention core under selective): tensors of the block's own sizes (layer_terms), not one buffer.
+  Bytes layer_recomputed_bytes;
+  // The sizes of the gradients backward makes in a block: the largest (the MLP's or the scores'),
+  // then the residual stream's. The rest of the working memory comes as tensors of these sizes.
+  std::array<Bytes, 2> layer_gradient_tensor_bytes;
   // Full checkpointing recomputes every block of the busiest stage (each saves only its input).
   bool every_block_recomputed = false;
   // training.use_cache: the keys and values each layer returns (beyond what autograd already

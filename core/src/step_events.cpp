@@ -227,16 +227,22 @@ Tensors local_adapters(const Config& c, const ParameterCount& params, const Plac
   return t;
 }
 
+// `bytes` split as one block's terms are (layer_terms), the whole when there are none.
+std::vector<Bytes> layer_saved_split(const ActivationModel& act, Bytes bytes) {
+  if (act.layer_terms.empty()) return {bytes};
+  std::vector<Count> weights;
+  for (const NamedBytes& t : act.layer_terms) weights.push_back(Count(t.bytes.value()));
+  return split(bytes, weights);
+}
+
 // One layer's saved tensors: the block terms scaled so that the layers hold the estimate's
 // saved bytes (full checkpointing of every block keeps one tensor, the block's input; with some
 // blocks left out, the average block in the terms' proportions).
 std::vector<Bytes> layer_saved(const ActivationModel& act, Count layers, bool every_layer_recomputed) {
   const Bytes body = act.saved_bytes - act.embedding_saved_bytes - act.retained_bytes;
   const Bytes per_layer = layers.value() > 0 ? body / layers.value() : Bytes{0};
-  if (every_layer_recomputed || act.layer_terms.empty()) return {per_layer};
-  std::vector<Count> weights;
-  for (const NamedBytes& t : act.layer_terms) weights.push_back(Count(t.bytes.value()));
-  return split(per_layer, weights);
+  if (every_layer_recomputed) return {per_layer};
+  return layer_saved_split(act, per_layer);
 }
 
 struct Program {
@@ -246,7 +252,10 @@ struct Program {
   std::vector<Bytes> orphan_gradients;  // gradients no step clears (StaticBytes::orphan_gradients)
   Bytes zero_reduce_bucket;  // DeepSpeed ZeRO-3's gradient bucket, one block for the run
   std::vector<Bytes> saved, copies_per_layer, temporaries;
-  Bytes gathered, working, embedding_saved;
+  Bytes gathered, embedding_saved;
+  // One block's backward working memory: the block's recomputed tensors (its own sizes, as forward
+  // made them), then the gradients of its largest intermediates.
+  std::vector<Bytes> working;
   Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
   Bytes kv_keys, kv_values;  // per layer (training.use_cache)
   bool kv_cache_kept = false;
@@ -388,7 +397,8 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   const std::int64_t blocks = static_cast<std::int64_t>(saved.size());
   for (std::int64_t i = static_cast<std::int64_t>(saved.size()) - 1; i >= 0; --i) {
     const int gathered = take_gathered(r, pr, pr.gathered);
-    const int working = r.take(pr.working);
+    std::vector<int> working;
+    r.take(pr.working, working);
     if (!pr.grads_persist) take_grads(i);
     // Backward walks the block's ops in reverse: the gradient of each saved tensor's op output is
     // made, used, and dropped as the next one is made.
@@ -453,6 +463,37 @@ void optimizer_step(Replay& r, const Program& pr, std::vector<int>& states, std:
   r.give(loss_kept);                     // a loop that held the logits drops them at the next forward
 }
 
+// FSDP1 flattens each unit's parameters into one FlatParameter and shards it as one contiguous
+// range per rank (torch/distributed/fsdp/_flat_param.py: FlatParamHandle, flatten_tensors_into_flat_param,
+// _get_shard: ceil(numel / world) elements each, rank 0 first). What a rank allocates is per unit:
+// its weight shard and its gradient shard are one tensor each. The optimizer sees the FlatParameter
+// itself (use_orig_params=False) or, with use_orig_params=True (HF Trainer's default: training_args.py
+// fsdp_config "use_orig_params", "true"), a view per original parameter that overlaps the rank's
+// range (_use_sharded_views): its states and foreach temporaries come per view. Rank 0's, the rank
+// whose memory is usually reported. `tensors` (one unit's) becomes rank 0's shard; `views` gains
+// the pieces of the original parameters the shard overlaps (the whole shard without views).
+void fsdp1_unit(std::vector<Count>& tensors, std::int64_t shards, bool orig_params, std::vector<Count>& views) {
+  Count total = 0;
+  for (Count n : tensors) total += n;
+  const Count chunk = ceil_div(total, Count(shards));
+  Count start = 0;
+  for (Count n : tensors) {
+    const Count overlap = orig_params ? min(start + n, chunk) - start : start.is_zero() ? chunk : Count(0);
+    if (overlap.value() > 0) views.push_back(overlap);
+    start += n;
+  }
+  tensors.clear();
+  if (chunk.value() > 0) tensors.push_back(chunk);
+}
+
+// FSDP1 (FullyShardedDataParallel) shards this run's parameters: ZeRO-3 under a framework that
+// runs torch's own data parallelism, other than torchtitan's and torchtune's FSDP2.
+bool fsdp1_flat_parameters(const Config& c, const Placement& p) {
+  const Framework f = c.training.implementation.framework;
+  return c.parallel.zero_stage >= 3 && p.zero_shards > 1 && runs_torch_data_parallel(f) &&
+         f != Framework::kTorchtitan && f != Framework::kTorchtune;
+}
+
 Program program(const Config& c, const ParameterCount& params, const Placement& p, const StaticBytes& st,
                 const ActivationModel& act, const LossModel& loss, Bytes weight_copies, Bytes temporaries,
                 const PrecisionRecipe& r) {
@@ -461,14 +502,23 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.model = local_tensors(params, p);
   pr.trainable = lora ? local_adapters(c, params, p)
                       : trains_some_layers(c) ? trained_tensors(c, params, p, pr.model) : pr.model;
+  // The optimizer's tensors (master weights, states, foreach temporaries): per trainable tensor,
+  // or per FSDP1 view.
+  std::vector<Count> optimizer_tensors;
+  if (!lora && !trains_some_layers(c) && fsdp1_flat_parameters(c, p)) {
+    fsdp1_unit(pr.model.outside, p.zero_shards, c.parallel.fsdp_use_orig_params, optimizer_tensors);
+    for (auto& layer : pr.model.layers) fsdp1_unit(layer, p.zero_shards, c.parallel.fsdp_use_orig_params, optimizer_tensors);
+    pr.trainable = pr.model;
+  }
   const std::vector<Count> model = pr.model.all(), trainable = pr.trainable.all();
+  if (optimizer_tensors.empty()) optimizer_tensors = trainable;
   std::vector<Count> held = model;
   if (lora) held.insert(held.end(), trainable.begin(), trainable.end());
   pr.weights = split(st.weights, held);
-  pr.master = split(st.master, trainable);
+  pr.master = split(st.master, optimizer_tensors);
   const Optimizer o = c.training.optimizer;
   pr.states_per_tensor = o == Optimizer::kSgd ? 0 : (o == Optimizer::kSgdMomentum || o == Optimizer::kLion) ? 1 : 2;
-  pr.states = pr.states_per_tensor > 0 ? split(st.states / pr.states_per_tensor, trainable) : std::vector<Bytes>{};
+  pr.states = pr.states_per_tensor > 0 ? split(st.states / pr.states_per_tensor, optimizer_tensors) : std::vector<Bytes>{};
   pr.gradients = split(st.gradients, trainable);
   if (st.reducer_buckets.value() > 0) {
     constexpr std::int64_t kBucketBytes = 25LL << 20;  // DistributedDataParallel's bucket_cap_mb=25
@@ -482,7 +532,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
     pr.gradients = split(st.accumulated_gradients, trainable);
   }
   // foreach keeps one temporary per tensor at once; the per-parameter loop one at a time.
-  if (multi_tensor(c.training.optimizer_impl)) pr.temporaries = split(temporaries, trainable);
+  if (multi_tensor(c.training.optimizer_impl)) pr.temporaries = split(temporaries, optimizer_tensors);
   else pr.temporaries = {temporaries};
   pr.grads_persist = gradients_kept_between_steps(c.training);
   const Count layers = static_cast<std::int64_t>(pr.model.layers.size());
@@ -490,7 +540,22 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.saved = layer_saved(act, layers, every_layer);
   if (layers.value() > 0 && !weight_copies.is_zero()) pr.copies_per_layer = {weight_copies / layers.value()};
   pr.gathered = gathered_layer_bytes(c, params, p, r);
-  pr.working = act.layer_backward_working_bytes;
+  // Recomputation allocates the block's tensors one by one, as its forward did: autograd saves them
+  // again (torch.utils.checkpoint), so the allocator sees the block's own sizes, not one buffer.
+  const Bytes recomputed = min(act.layer_recomputed_bytes, act.layer_backward_working_bytes);
+  const bool whole_block = c.training.checkpointing == Checkpointing::kFull ||
+                           c.training.checkpointing == Checkpointing::kSelectiveOp;
+  if (!recomputed.is_zero()) {
+    pr.working = whole_block ? layer_saved_split(act, recomputed) : std::vector<Bytes>{recomputed};
+  }
+  Bytes gradients = act.layer_backward_working_bytes - recomputed;
+  for (const Bytes tensor : act.layer_gradient_tensor_bytes) {
+    for (int k = 0; k < 3 && tensor.value() > 0 && gradients >= tensor; ++k) {
+      pr.working.push_back(tensor);
+      gradients -= tensor;
+    }
+  }
+  pr.working.push_back(gradients);  // what is left (nothing is allocated for zero)
   pr.forward_transients = !every_layer;
   pr.embedding_saved = act.embedding_saved_bytes;
   pr.root_gathered = fsdp_root_gathered_bytes(c, params, p, r);

@@ -171,7 +171,7 @@ TEST(CliSubcommands, SuggestPrintsFlagsThatGiveWhatItPromises) {
   EXPECT_NE(output("suggest --preset gpt2").find("on the NVIDIA H100 SXM 80GB (fits)"), std::string::npos);
   // min-gpus says when sharding only creeps under the budget (at 4096 tokens nothing fits any
   // more: each GPU also holds NCCL's buffers).
-  const std::string creeping = "--preset llama-3.1-8b --method lora --gpu rtx-4090-24gb --seq-len 3840 "
+  const std::string creeping = "--preset llama-3.1-8b --method lora --gpu rtx-4090-24gb --seq-len 3712 "
                                "--lora-targets q,v --micro-batch-size 2 --checkpointing full";
   const std::string crept = output("solve min-gpus " + creeping);
   EXPECT_NE(crept.find("sharding barely helps: "), std::string::npos) << crept;

@@ -295,6 +295,11 @@ def low_conf(c):
     return c
 
 
+FSDP_ORIG_PARAMS_HF = ("transformers' Trainer under FSDP sets use_orig_params from fsdp_config, default \"true\" "
+                       "(training_args.py, FSDP_USE_ORIG_PARAMS); for a full fine-tune it decides only that the optimizer "
+                       "sees each original parameter's view of the flat shard (set when memfit gained FSDP1's flat parameters)")
+
+
 def parallel_defaults(c, gpus=1, zero=0, why_gpus="one GPU", why_zero="no sharding"):
     c.p("num_gpus", gpus, why_gpus)
     c.p("zero_stage", zero, why_zero)
@@ -734,7 +739,11 @@ def fms(rec):
     else:
         parallel_defaults(c, gpus, 3, "accelerate launch --num_processes 2", "accelerate.yaml: FSDP FULL_SHARD "
                           "(fsdp_sharding_strategy 1), TRANSFORMER_BASED_WRAP, BACKWARD_PRE prefetch, mixed_precision 'no'")
-        if kind != "full":
+        if kind == "full":
+            c.p("fsdp_use_orig_params", True, "`accelerate launch` defaults use_orig_params to true (accelerate.yaml does "
+                "not set it) and transformers' Trainer keeps it; for a full fine-tune it decides only that the optimizer "
+                "sees each original parameter's view of the flat shard (set when memfit gained FSDP1's flat parameters)")
+        else:
             c.p("fsdp_use_orig_params", False, "`accelerate launch` defaults use_orig_params to true (accelerate.yaml does "
                 "not set it), but transformers 4.48's Trainer (_fsdp_qlora_plugin_updates) installs PEFT's "
                 "fsdp_auto_wrap_policy, which wraps every trainable LoRA layer in its own FSDP unit: no unit mixes frozen "
@@ -796,6 +805,7 @@ def liger_hf_example(rec):
                "the Gemma runs look like a different setup, which the source does not state")
     c.gpu("a100-80gb", "examples/huggingface/README: the configuration runs on 4 A100 80GB")
     parallel_defaults(c, 4, 3, "torchrun --nproc_per_node 4", "--fsdp 'full_shard auto_wrap'")
+    c.p("fsdp_use_orig_params", True, FSDP_ORIG_PARAMS_HF)
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     if is_oom:
@@ -844,6 +854,7 @@ def liger_readme(rec):
     c.ft("method", "full", "full fine-tuning")
     c.gpu("a100-80gb", "'8 A100s'; 80 GB implied by the 77 GB bar")
     parallel_defaults(c, 8, 3, "'Distributed Strategy = FSDP1 on 8 A100s'", "FSDP1 full shard")
+    c.p("fsdp_use_orig_params", True, FSDP_ORIG_PARAMS_HF)
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     if is_oom:
