@@ -222,11 +222,11 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
   });
 
   test('when sharding barely lowers the need, the headline says so rather than naming hundreds of GPUs', async () => {
-    // Llama 3.1 8B LoRA (q, v), 2 × 3,872 tokens, checkpointed, on an RTX 4090: what every GPU keeps
+    // Llama 3.1 8B LoRA (q, v), 2 × 3,744 tokens, checkpointed, on an RTX 4090: what every GPU keeps
     // whole (NCCL's buffers too) is near the budget; ZeRO-3 creeps under it at a few hundred GPUs.
-    const config = { model: { preset: 'llama-3.1-8b' }, training: { micro_batch_size: 2, seq_len: 3872, checkpointing: 'full',
+    const config = { model: { preset: 'llama-3.1-8b' }, training: { micro_batch_size: 2, seq_len: 3744, checkpointing: 'full',
       finetune: { method: 'lora', lora_targets: ['q', 'v'] } }, hardware: { gpu: 'rtx-4090-24gb' } };
-    const p = await open('?v=1&preset=llama-3.1-8b&method=lora&lora_targets=q,v&seq_len=3872&micro_batch_size=2&checkpointing=full&gpu=rtx-4090-24gb');
+    const p = await open('?v=1&preset=llama-3.1-8b&method=lora&lora_targets=q,v&seq_len=3744&micro_batch_size=2&checkpointing=full&gpu=rtx-4090-24gb');
     const { expected, text } = await assertSolve(p, config, 'min-gpus');
     assert.equal(expected.found, true);
     assert.equal(expected.sharding_saturated, true);
