@@ -135,11 +135,13 @@ Bytes in_backward_step_bytes(const Config& c, const ParameterCount& params, cons
 // gradient, plus a tied embedding's gradient before it is added to the head's).
 Bytes backward_high_point(const Config& c, const ParameterCount& params, const StaticBytes& st,
                           const ActivationModel& act, const LossModel& loss, Bytes alive, Bytes bucket,
-                          const ReusedGathered& reused, Bytes root_at_end, const PrecisionRecipe& r) {
+                          const ReusedGathered& reused, Bytes root_at_end, const FsdpUnitGradients& unit,
+                          const PrecisionRecipe& r) {
   const Bytes head_grad = loss.head_grad_bytes;
   const Bytes loss_and_head = alive + reused.head + reused.blocks +
                               max(loss.backward_bytes, loss.grad_bytes + head_grad + loss.head_input_bytes * 2);
-  const Bytes top_block = alive + reused.blocks + head_grad + loss.head_input_bytes + act.layer_backward_working_bytes;
+  const Bytes top_block = alive + reused.blocks + head_grad + loss.head_input_bytes + act.layer_backward_working_bytes +
+                          unit.unsharded + unit.reduce_input;
   // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
   // gradient already there, so for a moment both exist.
   const bool embedding_trains = !trains_some_layers(c) || c.training.finetune.train_embeddings ||
@@ -328,6 +330,20 @@ Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, co
   return p.as_nominal(root_elements(c, params, p, [](const TensorGroup&) { return true; }) * r.gathered);
 }
 
+FsdpUnitGradients fsdp_unit_gradients(const Config& c, const ParameterCount& params, const Placement& p,
+                                      const PrecisionRecipe& r) {
+  const Framework f = c.training.implementation.framework;
+  const Training& t = c.training;
+  if (c.parallel.zero_stage < 2 || p.zero_shards <= 1 || !runs_torch_data_parallel(f) || is_peft(c) ||
+      trains_some_layers(c) || !stores_gradients(t) || updates_in_backward(t) || defers_gradient_sync(c, p)) {
+    return {};
+  }
+  const Count unit = max(params.per_dense_layer_count, params.per_moe_layer_count) / c.parallel.tensor;
+  const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
+  const bool fsdp2 = f == Framework::kTorchtitan || f == Framework::kTorchtune;
+  return {p.as_nominal(unit * compute), fsdp2 ? p.as_nominal(unit * r.gradients) : Bytes{0}};
+}
+
 // FSDP's root unit at the end of backward (torch/distributed/fsdp: the root's post-backward runs last,
 // from the final callback). Under full sharding its parameters (the embeddings, the final norm and
 // the head) are still gathered; under full or gradient sharding the gradients of the whole unit are
@@ -414,7 +430,8 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   }
   phases.push_back({"backward", "Backward (high point)",
                     backward_high_point(c, params, st, act, loss, alive, bucket, reused,
-                                        fsdp_root_at_backward_end(c, params, p, r), r)});
+                                        fsdp_root_at_backward_end(c, params, p, r),
+                                        fsdp_unit_gradients(c, params, p, r), r)});
   if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
                       st.resident() + st.gradients + loss.kept_bytes + kept_cache(act) +

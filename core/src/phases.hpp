@@ -31,6 +31,21 @@ Bytes gathered_layer_bytes(const Config& config, const ParameterCount& params, c
 Bytes fsdp_root_gathered_bytes(const Config& config, const ParameterCount& params, const Placement& place,
                                const PrecisionRecipe& recipe);
 
+// FSDP's unit in backward, for a model that trains its blocks: autograd makes the unit's gradients
+// unsharded, in the dtype the unit was gathered in (FSDP1: the flat parameter's .grad; FSDP2: each
+// unsharded parameter's .grad), until its post-backward hook reduce-scatters them. FSDP2 copies them
+// into one flat reduce-scatter input in the reduce dtype (fully_shard/_fsdp_collectives.py,
+// foreach_reduce) and keeps that buffer until the next unit's reduce-scatter (_fsdp_param_group.py,
+// post_backward: comm_ctx.reduce_scatter_state), so the block below runs its backward beside it.
+// Zero where the gradients are sharded as they are made, held unsharded anyway (deferred sync), or
+// not stored.
+struct FsdpUnitGradients {
+  Bytes unsharded;     // one block's gradients, as made
+  Bytes reduce_input;  // FSDP2's flat reduce-scatter input of the block above
+};
+FsdpUnitGradients fsdp_unit_gradients(const Config& config, const ParameterCount& params, const Placement& place,
+                                      const PrecisionRecipe& recipe);
+
 // DeepSpeed ZeRO-3 keeps a gathered parameter when the step uses it again within
 // stage3_max_reuse_distance parameters (parallel.zero3_max_reuse_distance): at forward's end the
 // output head (used again at once by its backward) and the last blocks (used again by their

@@ -256,6 +256,7 @@ struct Program {
   // One block's backward working memory: the block's recomputed tensors (its own sizes, as forward
   // made them), then the gradients of its largest intermediates.
   std::vector<Bytes> working;
+  FsdpUnitGradients unit_gradients;  // FSDP's unsharded gradients of a block (phases.hpp)
   Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
   Bytes kv_keys, kv_values;  // per layer (training.use_cache)
   bool kv_cache_kept = false;
@@ -394,11 +395,13 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   };
   if (!pr.grads_persist && grads.empty()) take_grads(-1);
   std::vector<int> kept_inputs;  // FSDP1's frozen units: the recomputed inputs and their gradients
+  int reduce_input = -1;         // FSDP2: the block above's reduce-scatter input
   const std::int64_t blocks = static_cast<std::int64_t>(saved.size());
   for (std::int64_t i = static_cast<std::int64_t>(saved.size()) - 1; i >= 0; --i) {
     const int gathered = take_gathered(r, pr, pr.gathered);
     std::vector<int> working;
     r.take(pr.working, working);
+    const int unsharded = r.take(pr.unit_gradients.unsharded);  // the unit's gradients as autograd makes them
     if (!pr.grads_persist) take_grads(i);
     // Backward walks the block's ops in reverse: the gradient of each saved tensor's op output is
     // made, used, and dropped as the next one is made.
@@ -419,12 +422,20 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     }
     r.give(previous);
     r.give(working);
+    // The post-backward hook: FSDP2 lets the block above's reduce-scatter input go and copies this
+    // block's gradients into a new one; then the unsharded gradients go.
+    if (!pr.unit_gradients.reduce_input.is_zero()) {
+      r.give(reduce_input);
+      reduce_input = r.take(pr.unit_gradients.reduce_input);
+    }
+    r.give(unsharded);
     r.give(graph.reused_blocks);  // the kept blocks go as their backward passes (all counted at the top one)
     graph.reused_blocks = -1;
     r.give(saved[static_cast<std::size_t>(i)]);
     r.give(copies[static_cast<std::size_t>(i)]);
     release_gathered(r, pr, gathered);
   }
+  r.give(reduce_input);  // FSDP2's final callback waits for the last reduce-scatter
   r.give(input_grad);
   r.give(outside);
   r.mark("backward", "Backward (end)");
@@ -556,6 +567,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
     }
   }
   pr.working.push_back(gradients);  // what is left (nothing is allocated for zero)
+  pr.unit_gradients = fsdp_unit_gradients(c, params, p, r);
   pr.forward_transients = !every_layer;
   pr.embedding_saved = act.embedding_saved_bytes;
   pr.root_gathered = fsdp_root_gathered_bytes(c, params, p, r);

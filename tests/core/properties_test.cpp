@@ -163,6 +163,14 @@ bool documented_exception(const Relation& r, const Config& before, std::int64_t 
     // 2 → 3 gathers the root (at most 4 bytes a parameter); 1 → 2 adds its whole gradients and
     // FSDP2's copy of them (at most 4 + 4 + 4).
     const std::int64_t bytes = before.parallel.zero_stage == 2 ? 4 : 12;
+    // 1 → 2 under FSDP also makes each block's gradients unsharded in backward until its
+    // reduce-scatter, beside FSDP2's copy of the block above's (phases.hpp, fsdp_unit_gradients):
+    // at most 4 + 4 bytes a parameter of the largest block.
+    const ParameterCount counted = count_parameters(before.model);
+    const std::int64_t block = before.parallel.zero_stage == 1
+                                   ? std::max(counted.per_dense_layer_count, counted.per_moe_layer_count).value() * 8 /
+                                         before.parallel.tensor
+                                   : 0;
     // - 1 → 2 under FSDP1 with a PEFT method and reentrant full checkpointing: the frozen units'
     //   reshard-only hooks keep every recomputed block's input and its gradient until backward ends
     //   (ActivationModel::frozen_unit_input_bytes): at most two fp32 tensors of B x T x d a block.
@@ -173,7 +181,7 @@ bool documented_exception(const Relation& r, const Config& before, std::int64_t 
     const std::int64_t kept = frozen_units ? 2 * 4 * before.training.micro_batch_size * before.training.seq_len *
                                                  before.model.hidden_size * before.model.num_hidden_layers
                                            : 0;
-    if (rise <= outside * bytes / before.parallel.tensor + kept) return true;
+    if (rise <= outside * bytes / before.parallel.tensor + kept + block) return true;
   }
   // - Full checkpointing from selective recomputation: backward re-runs a whole block (its tensors
   //   beside its recomputed attention core) where selective re-runs only the core, the rest being

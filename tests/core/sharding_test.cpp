@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "memfit/memfit.hpp"
+#include "phases.hpp"
+#include "placement.hpp"
+#include "memfit/recipes.hpp"
 
 namespace memfit {
 namespace {
@@ -492,6 +495,32 @@ TEST(Sharding, ZeroPlusPlusSecondaryPartitionAndInt8Gather) {
   EXPECT_EQ(uneven.errors.front().field, "parallel.zero_hpz_partition_size");
 }
 
+// A block's backward under FSDP makes its gradients whole, in the gathered dtype, until its
+// post-backward hook reduce-scatters them; FSDP2 first copies them into a flat reduce-scatter input in
+// the reduce dtype and keeps it until the next block's reduce-scatter (_fsdp_param_group.py,
+// post_backward: comm_ctx.reduce_scatter_state). Llama-3-8B's block: 218,112,000 parameters.
+TEST(Sharding, FsdpBlockGradientsAreWholeUntilTheirReduceScatter) {
+  const auto unit = [](const std::string& training, const std::string& parallel) {
+    const Config c = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp",)" +
+                                       training + R"(},"parallel":{"num_gpus":8,"zero_stage":3)" + parallel + "}}")
+                         .config;
+    const ParameterCount params = count_parameters(c.model);
+    return fsdp_unit_gradients(c, params, placement(c, params, params.total_count), recipe_for(c.training.precision));
+  };
+  const std::int64_t block = 218'112'000;
+  const FsdpUnitGradients titan = unit(R"("framework":"torchtitan")", "");
+  EXPECT_EQ(titan.unsharded.value(), block * 2);
+  EXPECT_EQ(titan.reduce_input.value(), block * 4);  // fp32 reduce dtype
+  const FsdpUnitGradients fsdp1 = unit(R"("framework":"hf")", "");
+  EXPECT_EQ(fsdp1.unsharded.value(), block * 2);
+  EXPECT_TRUE(fsdp1.reduce_input.is_zero());  // FSDP1 reduce-scatters the flat gradient itself
+  // LoRA's gradients are the adapters'; a deferred sync holds every gradient whole already;
+  // DeepSpeed reduces through its own buckets.
+  EXPECT_TRUE(unit(R"("framework":"hf","finetune":{"method":"lora"})", "").unsharded.is_zero());
+  EXPECT_TRUE(unit(R"("framework":"hf","grad_accum_steps":4)", R"(,"gradient_sync":"auto")").unsharded.is_zero());
+  EXPECT_TRUE(unit(R"("framework":"deepspeed")", "").unsharded.is_zero());
+}
+
 // FSDP's root unit (embeddings, final norm, head) reduce-scatters last: at the end of backward its
 // parameters are still gathered (bf16), its gradients whole (bf16), and FSDP2 copies them into its
 // reduce-scatter input in the reduce dtype (torchtitan: fp32). A thousand more tokens in Llama-3-8B's
@@ -521,8 +550,8 @@ TEST(Sharding, FsdpRootGradientsAreWholeAtTheEndOfBackward) {
   };
   EXPECT_EQ(lora(129256) - lora(128256), root * 2 + root / 8 * 2);
   // FSDP1 (hf) accumulating 4 micro-batches with the sync deferred to the last one already holds every
-  // gradient unsharded: the root's are not counted twice. Short sequences, so that the end of
-  // backward is the high point.
+  // gradient unsharded: the root's are not counted twice. Short sequences and narrow MLPs, so that
+  // the end of backward is the high point (not the top block's, with its unit's unsharded gradients).
   const auto end = [](std::int64_t vocab, const char* sync) {
     Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"hf",)"
                                              R"("precision":"bf16_fsdp","seq_len":256,"checkpointing":"full",)"
@@ -530,6 +559,7 @@ TEST(Sharding, FsdpRootGradientsAreWholeAtTheEndOfBackward) {
                                              R"("gradient_sync":")") + sync + R"("}})")
                    .config;
     c.model.vocab_size = vocab;
+    c.model.intermediate_size = 2048;
     const Estimate e = estimate(c);
     EXPECT_TRUE(e.ok());
     return std::pair{phase_bytes(e, "backward"), e.breakdown.gradients.value()};
