@@ -505,6 +505,12 @@ bool fsdp1_flat_parameters(const Config& c, const Placement& p) {
          f != Framework::kTorchtitan && f != Framework::kTorchtune;
 }
 
+// FSDP2 (torchtitan's and torchtune's fully_shard) shards this run's parameters.
+bool fsdp2_sharded(const Config& c, const Placement& p) {
+  const Framework f = c.training.implementation.framework;
+  return c.parallel.zero_stage >= 3 && p.zero_shards > 1 && (f == Framework::kTorchtitan || f == Framework::kTorchtune);
+}
+
 Program program(const Config& c, const ParameterCount& params, const Placement& p, const StaticBytes& st,
                 const ActivationModel& act, const LossModel& loss, Bytes weight_copies, Bytes temporaries,
                 const PrecisionRecipe& r) {
@@ -521,9 +527,23 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
     for (auto& layer : pr.model.layers) fsdp1_unit(layer, p.zero_shards, c.parallel.fsdp_use_orig_params, optimizer_tensors);
     pr.trainable = pr.model;
   }
+  // FSDP2 keeps each parameter's shard, and its states, as a tensor of its own, but reduce-scatters
+  // a unit's gradients into one flat output whose views become their .grad
+  // (_fsdp_collectives.py, foreach_reduce: reduce_output, torch.as_strided per parameter).
+  const bool fsdp2_flat_gradients = !lora && !trains_some_layers(c) && fsdp2_sharded(c, p);
+  if (fsdp2_flat_gradients) {
+    optimizer_tensors = pr.model.all();
+    const auto flatten = [](std::vector<Count>& unit) {
+      Count sum = 0;
+      for (Count n : unit) sum += n;
+      unit.assign(sum.value() > 0 ? 1 : 0, sum);
+    };
+    flatten(pr.trainable.outside);  // the root unit: embeddings, final norm, head
+    for (auto& layer : pr.trainable.layers) flatten(layer);
+  }
   const std::vector<Count> model = pr.model.all(), trainable = pr.trainable.all();
   if (optimizer_tensors.empty()) optimizer_tensors = trainable;
-  std::vector<Count> held = model;
+  std::vector<Count> held = fsdp2_flat_gradients ? optimizer_tensors : model;
   if (lora) held.insert(held.end(), trainable.begin(), trainable.end());
   pr.weights = split(st.weights, held);
   pr.master = split(st.master, optimizer_tensors);
@@ -575,7 +595,9 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
     const Framework f = c.training.implementation.framework;
     pr.gather = f == Framework::kTorchtitan || f == Framework::kTorchtune ? Program::Gather::kCopyOut
                                                                           : Program::Gather::kUnshardStream;
-    pr.grads_on_post_backward_stream = pr.gather == Program::Gather::kUnshardStream && pr.sharded_gradients.empty();
+    // FSDP2's reduce-scatter output is made on its reduce-scatter stream, as FSDP1's shards on its
+    // post-backward stream: a pool of its own either way.
+    pr.grads_on_post_backward_stream = pr.sharded_gradients.empty();
   }
   pr.kv_keys = act.kv_cache_key_bytes;
   pr.kv_values = act.kv_cache_value_bytes;
