@@ -541,6 +541,20 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
     flatten(pr.trainable.outside);  // the root unit: embeddings, final norm, head
     for (auto& layer : pr.trainable.layers) flatten(layer);
   }
+  // DeepSpeed's ZeRO optimizers keep the fp32 master partition and its states flat: one tensor per
+  // parameter group under ZeRO-1/2 (runtime/zero/stage_1_and_2.py: single_partition_of_fp32_groups),
+  // one per sub-group of about sub_group_size elements under ZeRO-3 (stage3.py:
+  // fp32_partitioned_groups_flat); the states are zeros_like them.
+  if (!lora && !trains_some_layers(c) && c.training.implementation.framework == Framework::kDeepspeed &&
+      c.parallel.zero_stage >= 1) {
+    Count local = 0;
+    for (Count n : pr.model.all()) local += n;
+    local = ceil_div(local, Count(std::max<std::int64_t>(1, p.zero_shards)));
+    const Count group = c.parallel.zero_stage >= 3 ? Count(std::max<std::int64_t>(1, c.parallel.zero_sub_group_size)) : local;
+    for (Count left = local; left.value() > 0 && optimizer_tensors.size() < 4096; left -= min(left, group)) {
+      optimizer_tensors.push_back(min(left, group));
+    }
+  }
   const std::vector<Count> model = pr.model.all(), trainable = pr.trainable.all();
   if (optimizer_tensors.empty()) optimizer_tensors = trainable;
   std::vector<Count> held = fsdp2_flat_gradients ? optimizer_tensors : model;
