@@ -1054,6 +1054,10 @@ def torchao_train(rec):
         c.gpu("mi300x-192gb", "8x AMD MI300X (192 GB)")
     elif gpu == "b200-180gb":
         c.gpu("b200-180gb", "8x B200 (power limited)")
+        c.note("to memfit this is the MI300X row's configuration (same model, batch, length, checkpointing, compile, "
+               "loss and torchtitan generation, Aug 2025), which measured 39.1 GiB against this row's 33.7: whatever "
+               "makes the 14 % difference (the allocator on ROCm and on CUDA, the card's driver, the kernels compile "
+               "picked) has no setting, so memfit gives both rows one estimate")
     else:
         c.gpu("h100-sxm-80gb", "'8xH100', variant not stated; the SXM 80 GB part assumed (peak_reserved does not depend on it)")
     c.hw("expandable_segments", True, "torchao's benchmarks/float8/training script (float8_training_benchmark.sh in Mar "
@@ -1082,6 +1086,9 @@ def torchao_tutorial(rec):
     if fp8:
         c.t("float8", variant, f"--model.converters=float8, {variant} scaling (torchao Float8Linear)")
     c.gpu("h100-96gb", "not named; the log's percentage implies about 95 GiB per device (an H100 96 GB-class part)")
+    c.note("to memfit this is torchao's MI300X benchmark row's configuration (39.1 GiB measured there), and this "
+           "tutorial's log reads 30.9-31.0 GiB: a different generation of torchtitan (775a486, June 2025, against "
+           "August's) and an unnamed card; memfit gives both one estimate")
     c.hw("expandable_segments", True, "the tutorial's command './run_train.sh' is " + EXPANDABLE_WHY)
     parallel_defaults(c, 8, 3, "NGPU=8", "FSDP2 full shard over 8 (llama3_8b.toml)")
     c.t("optimizer_in_backward", False, "not used")
