@@ -36,7 +36,8 @@ class Replay {
   int take(Bytes bytes) { return take_in(kCompute, bytes); }
   // On the unshard / all-gather stream.
   int take_side(Bytes bytes) { return take_in(kUnshard, bytes); }
-  // On FSDP1's post-backward stream (_post_backward_hook runs _reduce_grad under it).
+  // On FSDP1's post-backward stream (_post_backward_hook runs _reduce_grad under it), or FSDP2's
+  // reduce-scatter stream (foreach_reduce makes its output there).
   int take_post(Bytes bytes) { return take_in(kPostBackward, bytes); }
   void give(int id) {
     if (id >= 0) pool(id).free(handles_[static_cast<std::size_t>(id)].handle);
@@ -274,7 +275,8 @@ struct Program {
   // (_post_backward_hook runs _reduce_grad under state._post_backward_stream; _get_reduce_scatter_tensors
   // makes new_sharded_grad with torch.empty_like there) and keeps it as _saved_grad_shard, which
   // _finalize_params makes the parameter's .grad: the step's gradient shards sit in that stream's
-  // pool until zero_grad, where the compute stream cannot reuse them.
+  // pool until zero_grad, where the compute stream cannot reuse them. FSDP2 does the same on its
+  // reduce-scatter stream (one flat output a unit, the .grads views of it).
   bool grads_on_post_backward_stream = false;
   Bytes reused_head, reused_blocks;  // DeepSpeed ZeRO-3: gathered across forward's end (deepspeed_reused_gathered)
   const LossModel* loss;
@@ -520,7 +522,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.trainable = lora ? local_adapters(c, params, p)
                       : trains_some_layers(c) ? trained_tensors(c, params, p, pr.model) : pr.model;
   // The optimizer's tensors (master weights, states, foreach temporaries): per trainable tensor,
-  // or per FSDP1 view.
+  // per FSDP1 view, or per DeepSpeed partition (below).
   std::vector<Count> optimizer_tensors;
   if (!lora && !trains_some_layers(c) && fsdp1_flat_parameters(c, p)) {
     fsdp1_unit(pr.model.outside, p.zero_shards, c.parallel.fsdp_use_orig_params, optimizer_tensors);
