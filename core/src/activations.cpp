@@ -897,7 +897,7 @@ Bytes body_bytes(const Config& c, const Dims& d, const Blocks& b) {
 
 // Backward working memory: the gradients of one layer's largest intermediates, plus, under full
 // checkpointing, that layer's recomputed activations (the total; in `out`, the recomputed part and
-// the largest gradient tensor).
+// the sizes of the gradient tensors).
 Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks& b, ActivationModel& out) {
   const Training& tr = c.training;
   Bytes& recomputed = out.layer_recomputed_bytes;

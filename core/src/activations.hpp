@@ -2,8 +2,8 @@
 // for a moment (core-internal).
 #pragma once
 
-#include <string>
 #include <array>
+#include <string>
 #include <vector>
 
 #include "memfit/config.hpp"
