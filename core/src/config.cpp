@@ -480,7 +480,9 @@ Json applicability(std::string_view path) {
     all.push(when_in("training.weight_quant", spellings({"int8"})));
   } else if (path == "training.galore_proj_quant") {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
-  } else if (path == "parallel.fsdp_use_orig_params" || path == "parallel.fsdp_limit_all_gathers") {
+  } else if (path == "parallel.fsdp_use_orig_params") {
+    all.push(when_in("parallel.zero_stage", integers({2, 3})));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
+  } else if (path == "parallel.fsdp_limit_all_gathers") {
     all.push(when_in("parallel.zero_stage", integers({3})));
   } else if (path == "parallel.ddp_bucket_view") {
     all.push(when_in("parallel.zero_stage", integers({0})));

@@ -453,7 +453,8 @@ std::vector<Field> build_fields() {
               "torchao enable_fsdp_float8_all_gather: FSDP2 gathers the tensorwise Float8 linears' weights in fp8 "
               "(1 byte each)"),
       MF_BOOL("parallel.fsdp_use_orig_params", parallel.fsdp_use_orig_params,
-              "FSDP use_orig_params=True: units mixing frozen and trainable parameters keep gradients for all"),
+              "FSDP1 use_orig_params=True: the optimizer works on each parameter's view of the flat shard, and "
+              "units mixing frozen and trainable parameters keep gradients for all"),
       MF_BOOL("parallel.fsdp_limit_all_gathers", parallel.fsdp_limit_all_gathers,
               "FSDP1 limit_all_gathers (default true since PyTorch 2.1): false lets all-gathers run ahead of the "
               "GPU, and the allocator's reserve grows toward the card (it gives the memory back when full)"),

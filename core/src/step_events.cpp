@@ -499,18 +499,20 @@ void fsdp1_unit(std::vector<Count>& tensors, std::int64_t shards, bool orig_para
   if (chunk.value() > 0) tensors.push_back(chunk);
 }
 
-// FSDP1 (FullyShardedDataParallel) shards this run's parameters: ZeRO-3 under a framework that
-// runs torch's own data parallelism, other than torchtitan's and torchtune's FSDP2.
+// FSDP1 (FullyShardedDataParallel) shards this run's parameters: ZeRO-3 (FULL_SHARD) or ZeRO-2
+// (SHARD_GRAD_OP, whose flat parameters are sharded between steps too) under a framework that runs
+// torch's own data parallelism, other than torchtitan's and torchtune's FSDP2.
 bool fsdp1_flat_parameters(const Config& c, const Placement& p) {
   const Framework f = c.training.implementation.framework;
-  return c.parallel.zero_stage >= 3 && p.zero_shards > 1 && runs_torch_data_parallel(f) &&
+  return c.parallel.zero_stage >= 2 && p.zero_shards > 1 && runs_torch_data_parallel(f) &&
          f != Framework::kTorchtitan && f != Framework::kTorchtune;
 }
 
-// FSDP2 (torchtitan's and torchtune's fully_shard) shards this run's parameters.
+// FSDP2 (torchtitan's and torchtune's fully_shard) shards this run's parameters (and reduce-scatters
+// its gradients) under ZeRO-2 or -3.
 bool fsdp2_sharded(const Config& c, const Placement& p) {
   const Framework f = c.training.implementation.framework;
-  return c.parallel.zero_stage >= 3 && p.zero_shards > 1 && (f == Framework::kTorchtitan || f == Framework::kTorchtune);
+  return c.parallel.zero_stage >= 2 && p.zero_shards > 1 && (f == Framework::kTorchtitan || f == Framework::kTorchtune);
 }
 
 Program program(const Config& c, const ParameterCount& params, const Placement& p, const StaticBytes& st,
