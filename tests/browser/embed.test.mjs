@@ -285,6 +285,8 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     assert.equal(await p.evaluate(() => document.activeElement.id), 'snippet-iframe');
     await p.screenshot({ path: join(RESULTS_DIR, 'embed-dialog.png') });
     await p.keyboard.press('Escape');
+    // The dialog closes on Escape (its removal can land a frame after the key).
+    await dialog.waitFor({ state: 'detached', timeout: 5000 }).catch(() => {});
     assert.equal(await dialog.count(), 0);
     await context.close();
   });
