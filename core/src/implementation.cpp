@@ -236,6 +236,8 @@ bool runs_torch_data_parallel(Framework f) {
          f != Framework::kLlmC;
 }
 
+bool runs_fsdp2(Framework f) { return f == Framework::kTorchtitan || f == Framework::kTorchtune; }
+
 Implementation resolve_implementation(const Implementation& r) {
   const Implementation& p = implementation_profile(r.framework).knobs;
   Implementation out = r;

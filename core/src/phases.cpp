@@ -330,18 +330,23 @@ Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, co
   return p.as_nominal(root_elements(c, params, p, [](const TensorGroup&) { return true; }) * r.gathered);
 }
 
+FsdpSharding fsdp_sharding(const Config& c, const Placement& p) {
+  const Framework f = c.training.implementation.framework;
+  if (c.parallel.zero_stage < 2 || p.zero_shards <= 1 || !runs_torch_data_parallel(f)) return FsdpSharding::kNone;
+  return runs_fsdp2(f) ? FsdpSharding::kFsdp2 : FsdpSharding::kFsdp1;
+}
+
 FsdpUnitGradients fsdp_unit_gradients(const Config& c, const ParameterCount& params, const Placement& p,
                                       const PrecisionRecipe& r) {
-  const Framework f = c.training.implementation.framework;
   const Training& t = c.training;
-  if (c.parallel.zero_stage < 2 || p.zero_shards <= 1 || !runs_torch_data_parallel(f) || is_peft(c) ||
-      trains_some_layers(c) || !stores_gradients(t) || updates_in_backward(t) || defers_gradient_sync(c, p)) {
+  const FsdpSharding fsdp = fsdp_sharding(c, p);
+  if (fsdp == FsdpSharding::kNone || is_peft(c) || trains_some_layers(c) || !stores_gradients(t) ||
+      updates_in_backward(t) || defers_gradient_sync(c, p)) {
     return {};
   }
   const Count unit = max(params.per_dense_layer_count, params.per_moe_layer_count) / c.parallel.tensor;
   const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
-  const bool fsdp2 = f == Framework::kTorchtitan || f == Framework::kTorchtune;
-  return {p.as_nominal(unit * compute), fsdp2 ? p.as_nominal(unit * r.gradients) : Bytes{0}};
+  return {p.as_nominal(unit * compute), fsdp == FsdpSharding::kFsdp2 ? p.as_nominal(unit * r.gradients) : Bytes{0}};
 }
 
 // FSDP's root unit at the end of backward (torch/distributed/fsdp: the root's post-backward runs last,
@@ -368,8 +373,7 @@ Bytes fsdp_root_at_backward_end(const Config& c, const ParameterCount& params, c
     return !some || (is_embedding(g.component) ? ft.train_embeddings : ft.train_head);
   });
   const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
-  const bool fsdp2 = f == Framework::kTorchtitan || f == Framework::kTorchtune;
-  return gathered + p.as_nominal(outside * compute + (fsdp2 ? outside * r.gradients : Bytes{0}));
+  return gathered + p.as_nominal(outside * compute + (runs_fsdp2(f) ? outside * r.gradients : Bytes{0}));
 }
 
 ReusedGathered deepspeed_reused_gathered(const Config& c, const ParameterCount& params, const Placement& p,

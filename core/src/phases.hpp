@@ -39,6 +39,11 @@ Bytes fsdp_root_gathered_bytes(const Config& config, const ParameterCount& param
 // post_backward: comm_ctx.reduce_scatter_state), so the block below runs its backward beside it.
 // Zero where the gradients are sharded as they are made, held unsharded anyway (deferred sync), or
 // not stored.
+// Which FSDP shards this run's parameters: ZeRO-2 (SHARD_GRAD_OP) or ZeRO-3 (FULL_SHARD) over two
+// ranks or more under torch's own data parallelism; FSDP2 under torchtitan and torchtune.
+enum class FsdpSharding { kNone, kFsdp1, kFsdp2 };
+FsdpSharding fsdp_sharding(const Config& config, const Placement& place);
+
 struct FsdpUnitGradients {
   Bytes unsharded;     // one block's gradients, as made
   Bytes reduce_input;  // FSDP2's flat reduce-scatter input of the block above

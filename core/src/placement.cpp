@@ -321,7 +321,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // leaves it in the unsharded flat parameter's .grad, in the dtype the unit was gathered in (the
   // base's, for a PEFT method); FSDP2 accumulates in the reduce dtype (fsdp/_fully_shard/
   // _fsdp_param.py, to_accumulated_grad_if_needed: unsharded_accumulated_grad in reduce_dtype).
-  const bool fsdp2 = impl.framework == Framework::kTorchtitan || impl.framework == Framework::kTorchtune;
+  const bool fsdp2 = runs_fsdp2(impl.framework);
   const Bytes unsharded_gradients = peft || fsdp2 ? s.gradients : p.local_trainable * r.gathered;
   const Bytes unsharded_weights = s.weights;
   // Expert parallelism is carved out of the data-parallel ranks: the routed experts this GPU holds

@@ -23,10 +23,11 @@ constexpr std::int64_t kMostReplayedTensors = 100'000;
 // stream only from segments made for that stream (a block freed on one stream is not reused on
 // another: CUDACachingAllocator's pools are keyed by stream), so what an FSDP unit gathers on its
 // unshard stream (FSDP1's unsharded flat parameter, FSDP2's all-gather output) is a second pool,
-// and FSDP1's gradient shards, made on its post-backward stream, a third: the step reserves all.
+// and the gradient shards, made on FSDP1's post-backward stream or FSDP2's reduce-scatter stream, a
+// third: the step reserves all.
 class Replay {
  public:
-  enum Stream { kCompute = 0, kUnshard = 1, kPostBackward = 2, kStreams = 3 };
+  enum Stream { kCompute = 0, kUnshard = 1, kReduce = 2, kStreams = 3 };
 
   Replay(SegmentMode segments, Bytes capacity)
       : pools_{CachingAllocator(options(segments, capacity)), CachingAllocator(options(segments, capacity)),
@@ -38,7 +39,7 @@ class Replay {
   int take_side(Bytes bytes) { return take_in(kUnshard, bytes); }
   // On FSDP1's post-backward stream (_post_backward_hook runs _reduce_grad under it), or FSDP2's
   // reduce-scatter stream (foreach_reduce makes its output there).
-  int take_post(Bytes bytes) { return take_in(kPostBackward, bytes); }
+  int take_reduce(Bytes bytes) { return take_in(kReduce, bytes); }
   void give(int id) {
     if (id >= 0) pool(id).free(handles_[static_cast<std::size_t>(id)].handle);
   }
@@ -277,7 +278,7 @@ struct Program {
   // _finalize_params makes the parameter's .grad: the step's gradient shards sit in that stream's
   // pool until zero_grad, where the compute stream cannot reuse them. FSDP2 does the same on its
   // reduce-scatter stream (one flat output a unit, the .grads views of it).
-  bool grads_on_post_backward_stream = false;
+  bool grads_on_reduce_stream = false;
   Bytes reused_head, reused_blocks;  // DeepSpeed ZeRO-3: gathered across forward's end (deepspeed_reused_gathered)
   const LossModel* loss;
   int states_per_tensor;
@@ -393,7 +394,7 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   r.give(graph.reused_head);  // the head's backward is done: DeepSpeed releases it
   graph.reused_head = -1;
   const auto take_grads = [&r, &pr, &grads](std::int64_t i) {
-    for (Bytes b : gradient_slice(pr, i)) grads.push_back(pr.grads_on_post_backward_stream ? r.take_post(b) : r.take(b));
+    for (Bytes b : gradient_slice(pr, i)) grads.push_back(pr.grads_on_reduce_stream ? r.take_reduce(b) : r.take(b));
   };
   if (!pr.grads_persist && grads.empty()) take_grads(-1);
   std::vector<int> kept_inputs;  // FSDP1's frozen units: the recomputed inputs and their gradients
@@ -484,8 +485,9 @@ void optimizer_step(Replay& r, const Program& pr, std::vector<int>& states, std:
 // fsdp_config "use_orig_params", "true"), a view per original parameter that overlaps the rank's
 // range (_use_sharded_views): its states and foreach temporaries come per view. Rank 0's, the rank
 // whose memory is usually reported. `tensors` (one unit's) becomes rank 0's shard; `views` gains
-// the pieces of the original parameters the shard overlaps (the whole shard without views).
-void fsdp1_unit(std::vector<Count>& tensors, std::int64_t shards, bool orig_params, std::vector<Count>& views) {
+// the pieces of the original parameters the shard overlaps (the whole shard without views). With
+// one shard and views this is FSDP2's unit: its parameters' own shards, one flat gradient.
+void flatten_unit(std::vector<Count>& tensors, std::int64_t shards, bool orig_params, std::vector<Count>& views) {
   Count total = 0;
   for (Count n : tensors) total += n;
   const Count chunk = ceil_div(total, Count(shards));
@@ -499,22 +501,6 @@ void fsdp1_unit(std::vector<Count>& tensors, std::int64_t shards, bool orig_para
   if (chunk.value() > 0) tensors.push_back(chunk);
 }
 
-// FSDP1 (FullyShardedDataParallel) shards this run's parameters: ZeRO-3 (FULL_SHARD) or ZeRO-2
-// (SHARD_GRAD_OP, whose flat parameters are sharded between steps too) under a framework that runs
-// torch's own data parallelism, other than torchtitan's and torchtune's FSDP2.
-bool fsdp1_flat_parameters(const Config& c, const Placement& p) {
-  const Framework f = c.training.implementation.framework;
-  return c.parallel.zero_stage >= 2 && p.zero_shards > 1 && runs_torch_data_parallel(f) &&
-         f != Framework::kTorchtitan && f != Framework::kTorchtune;
-}
-
-// FSDP2 (torchtitan's and torchtune's fully_shard) shards this run's parameters (and reduce-scatters
-// its gradients) under ZeRO-2 or -3.
-bool fsdp2_sharded(const Config& c, const Placement& p) {
-  const Framework f = c.training.implementation.framework;
-  return c.parallel.zero_stage >= 2 && p.zero_shards > 1 && (f == Framework::kTorchtitan || f == Framework::kTorchtune);
-}
-
 Program program(const Config& c, const ParameterCount& params, const Placement& p, const StaticBytes& st,
                 const ActivationModel& act, const LossModel& loss, Bytes weight_copies, Bytes temporaries,
                 const PrecisionRecipe& r) {
@@ -524,33 +510,27 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.trainable = lora ? local_adapters(c, params, p)
                       : trains_some_layers(c) ? trained_tensors(c, params, p, pr.model) : pr.model;
   // The optimizer's tensors (master weights, states, foreach temporaries): per trainable tensor,
-  // per FSDP1 view, or per DeepSpeed partition (below).
+  // per FSDP1 view, or per DeepSpeed partition (below). A model that trains whole:
+  const bool whole_model = !lora && !trains_some_layers(c);
   std::vector<Count> optimizer_tensors;
-  if (!lora && !trains_some_layers(c) && fsdp1_flat_parameters(c, p)) {
-    fsdp1_unit(pr.model.outside, p.zero_shards, c.parallel.fsdp_use_orig_params, optimizer_tensors);
-    for (auto& layer : pr.model.layers) fsdp1_unit(layer, p.zero_shards, c.parallel.fsdp_use_orig_params, optimizer_tensors);
-    pr.trainable = pr.model;
-  }
-  // FSDP2 keeps each parameter's shard, and its states, as a tensor of its own, but reduce-scatters
-  // a unit's gradients into one flat output whose views become their .grad
-  // (_fsdp_collectives.py, foreach_reduce: reduce_output, torch.as_strided per parameter).
-  const bool fsdp2_flat_gradients = !lora && !trains_some_layers(c) && fsdp2_sharded(c, p);
-  if (fsdp2_flat_gradients) {
-    optimizer_tensors = pr.model.all();
-    const auto flatten = [](std::vector<Count>& unit) {
-      Count sum = 0;
-      for (Count n : unit) sum += n;
-      unit.assign(sum.value() > 0 ? 1 : 0, sum);
-    };
-    flatten(pr.trainable.outside);  // the root unit: embeddings, final norm, head
-    for (auto& layer : pr.trainable.layers) flatten(layer);
+  const FsdpSharding fsdp = whole_model ? fsdp_sharding(c, p) : FsdpSharding::kNone;
+  if (fsdp != FsdpSharding::kNone) {
+    // FSDP1: a flat shard per unit (weights and gradients), the optimizer on its views. FSDP2 keeps
+    // each parameter's shard, and its states, as a tensor of its own, but reduce-scatters a unit's
+    // gradients into one flat output whose views become their .grad (_fsdp_collectives.py,
+    // foreach_reduce: reduce_output, torch.as_strided per parameter).
+    const bool fsdp1 = fsdp == FsdpSharding::kFsdp1;
+    const std::int64_t shards = fsdp1 ? p.zero_shards : 1;
+    const bool views = !fsdp1 || c.parallel.fsdp_use_orig_params;
+    flatten_unit(pr.trainable.outside, shards, views, optimizer_tensors);  // the root unit
+    for (auto& layer : pr.trainable.layers) flatten_unit(layer, shards, views, optimizer_tensors);
+    if (fsdp1) pr.model = pr.trainable;
   }
   // DeepSpeed's ZeRO optimizers keep the fp32 master partition and its states flat: one tensor per
   // parameter group under ZeRO-1/2 (runtime/zero/stage_1_and_2.py: single_partition_of_fp32_groups),
   // one per sub-group of about sub_group_size elements under ZeRO-3 (stage3.py:
   // fp32_partitioned_groups_flat); the states are zeros_like them.
-  if (!lora && !trains_some_layers(c) && c.training.implementation.framework == Framework::kDeepspeed &&
-      c.parallel.zero_stage >= 1) {
+  if (whole_model && c.training.implementation.framework == Framework::kDeepspeed && c.parallel.zero_stage >= 1) {
     Count local = 0;
     for (Count n : pr.model.all()) local += n;
     local = ceil_div(local, Count(std::max<std::int64_t>(1, p.zero_shards)));
@@ -561,7 +541,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   }
   const std::vector<Count> model = pr.model.all(), trainable = pr.trainable.all();
   if (optimizer_tensors.empty()) optimizer_tensors = trainable;
-  std::vector<Count> held = fsdp2_flat_gradients ? optimizer_tensors : model;
+  std::vector<Count> held = model;
   if (lora) held.insert(held.end(), trainable.begin(), trainable.end());
   pr.weights = split(st.weights, held);
   pr.master = split(st.master, optimizer_tensors);
@@ -611,11 +591,10 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.root_gathered = fsdp_root_gathered_bytes(c, params, p, r);
   if (!pr.gathered.is_zero() && runs_torch_data_parallel(c.training.implementation.framework)) {
     const Framework f = c.training.implementation.framework;
-    pr.gather = f == Framework::kTorchtitan || f == Framework::kTorchtune ? Program::Gather::kCopyOut
-                                                                          : Program::Gather::kUnshardStream;
+    pr.gather = runs_fsdp2(f) ? Program::Gather::kCopyOut : Program::Gather::kUnshardStream;
     // FSDP2's reduce-scatter output is made on its reduce-scatter stream, as FSDP1's shards on its
     // post-backward stream: a pool of its own either way.
-    pr.grads_on_post_backward_stream = pr.sharded_gradients.empty();
+    pr.grads_on_reduce_stream = pr.sharded_gradients.empty();
   }
   pr.kv_keys = act.kv_cache_key_bytes;
   pr.kv_values = act.kv_cache_value_bytes;
