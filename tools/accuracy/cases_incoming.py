@@ -1797,9 +1797,56 @@ def apollo(rec):
 
 @rule("badam-")
 def badam(rec):
-    raise Skip("BAdam: block-coordinate Adam that trains one transformer layer (of 32) at a time with its own fp32 copy and "
-               "states; memfit has no setting for a model trained one block at a time, and the cutoff length and "
-               "checkpointing are not stated")
+    rid = rec["id"]
+    llama3 = "llama3" in rid
+    name = "Llama-3-8B" if llama3 else "Llama-2-7B"
+    c = Case(rec, "full", f"{name} BAdam (one of 32 layers trained at a time), 1x RTX 3090, bs 2 x ga 8, <= 1024 tokens "
+             "(padded), AC, eager").model("llama-3-8b" if llama3 else "llama-2-7b")
+    c.t("framework", "hf", "the README's llama-alpaca code (an early LLaMA-Factory, src/train_bash.py --finetuning_type "
+        "block): transformers 4.35.2 (requirements.txt) under HF Seq2SeqTrainer, no DeepSpeed on one GPU")
+    c.t("micro_batch_size", 2, "--per_device_train_batch_size 2 (the README's sample command)")
+    c.t("grad_accum_steps", 8, "--gradient_accumulation_steps 8")
+    c.t("seq_len", 1024, "alpaca_gpt4_en, each sample cut to max_source_length 512 + max_target_length 512 "
+        "(llmtuner/hparams/data_args.py defaults, dsets/preprocess.py) and padded per batch by DataCollatorForSeq2Seq: "
+        "1024 is the cap, the longest batch's length is not stated")
+    c.flag("padded_seq_cap")
+    c.t("checkpointing", "full", "Seq2SeqPeftTrainer.__init__ (tuner/sft/trainer.py) calls its own "
+        "gradient_checkpointing_enable on the model: every decoder layer through torch.utils.checkpoint")
+    c.t("checkpoint_impl", "reentrant", "that function passes no use_reentrant to torch.utils.checkpoint, whose default "
+        "was reentrant (torch >= 2.1)")
+    c.t("attention", "eager", "transformers 4.35.2's LlamaAttention has no sdpa path; no flash-attention flag in the command")
+    c.t("dropout", 0.0, "Llama config")
+    c.t("loss", "eager", "LlamaForCausalLM's cross-entropy over the full logits")
+    c.t("logits_dtype", "fp32", "prepare_model_for_training (extras/misc.py) wraps lm_head in CastOutputToFloat for every "
+        "finetuning_type but full, so the head's bf16 output is cast to fp32 before the loss")
+    c.t("loss_shift_copy", "yes", "transformers 4.35's LlamaForCausalLM shifts the logits with a copy (shift_logits = "
+        "logits[..., :-1, :].contiguous())")
+    c.t("optimizer", "adamw", "not stated in the command: HF Trainer's default adamw_torch, wrapped by BlockOptimizer")
+    c.t("optimizer_impl", "foreach", "torch's AdamW default for CUDA tensors")
+    c.t("precision", "bf16_master", "sft/workflow.py casts the whole model to bf16 (model.to(torch.bfloat16)); "
+        "BlockOptimizer (tuner/sft/block_optim.py update_trainable_params) keeps an fp32 copy of the active layer, "
+        "turns its gradients into fp32 at the step (_grad_to_hp) and runs AdamW on the copy; --bf16 True adds no "
+        "autocast to a bf16 model. memfit's bf16_master counts the active layer's gradients in fp32 throughout (bf16 "
+        "during backward in BAdam: about 0.4 GB more in memfit's backward)")
+    c.ft("method", "full", "finetuning_type block: full-parameter BAdam")
+    c.ft("trainable_layers", 1, "block_prefix_list 'llama-7b': one decoder layer per block (32 blocks), embedding and "
+         "lm_head never trained")
+    c.ft("lowest_trainable_layer", 0, "--switch_mode random visits every layer; the run's peak is when layer 0 is "
+         "active and backward runs through every layer")
+    c.ft("train_embeddings", False, "not in any block")
+    c.ft("train_head", False, "not in any block")
+    c.gpu("rtx-3090-24gb", "'a single RTX3090'")
+    parallel_defaults(c, 1, 0, "a single GPU", "no sharding")
+    c.t("optimizer_in_backward", False, "BlockOptimizer.step runs after backward")
+    c.t("activation_offload", False, "not used")
+    c.measure("device_total_bytes", "GiB", "'Actual Memory Cost', the counter not named; the training code logs "
+              "timings, not memory, so the figure was read outside the process (nvidia-smi, MiB / 1024 as GB) -> "
+              "device_total_bytes, GiB",
+              note="unknown counter: taken as nvidia-smi")
+    c.line("the evaluation every 20 steps (--val_size 500, --per_device_eval_batch_size 2) runs forward only and needs "
+           "less than a training step")
+    training_defaults(c)
+    return low_conf(c).done()
 
 
 @rule("lora-s42-")
