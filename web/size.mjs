@@ -1,8 +1,10 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 315 KiB gzipped (311 until the
-//                third Dec 4 2026 session, when the replay's recomputed blocks as their own tensors, FSDP1's
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 316 KiB gzipped (315 until the
+//                fourth Dec 4 2026 session, when seven data-centre cards (H20, GH200 96 / 144 GB, H200 NVL,
+//                L20, B300, MI355X: each a row of names, figures and sources in the wasm) brought it to
+//                315.1; 311 until the third Dec 4 2026 session, when the replay's recomputed blocks as their own tensors, FSDP1's
 //                flat parameters (one shard per unit, the optimizer's views of it) and FSDP's whole block
 //                gradients in backward (with FSDP2's reduce-scatter input), FSDP2's gradients on its
 //                reduce-scatter stream and DeepSpeed's flat optimizer partitions brought it to 314.4; 310 until the
@@ -81,7 +83,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 315 * 1024, planner: 295 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 316 * 1024, planner: 295 * 1024 };
 
 export function sizes(data) {
   return {

@@ -24,16 +24,17 @@ constexpr Bytes kContextRocmBytes = mib(500);
 // Links, 10^9 bytes per second, one direction. PCIe x16: Gen3 15.75, Gen4 31.5, Gen5 63
 // (PCI-SIG). NVLink per GPU, half the bidirectional figure of the datasheets: V100 300 → 150,
 // A100 600 → 300, H100/H200 900 → 450, B200 1800 → 900. Infinity Fabric: MI300X/MI325X 7 links
-// × 64 GB/s = 448 (AMD: 896 GB/s bidirectional peer-to-peer); MI250 GCDs reach other packages
+// × 64 GB/s = 448 (AMD: 896 GB/s bidirectional peer-to-peer); MI355X 7 links × 76.8 = 537.6 (AMD: 153.6 GB/s
+// per link, 1075 GB/s in all, both directions); MI250 GCDs reach other packages
 // over 50 GB/s links.
 constexpr double kPcie3 = 15.75, kPcie4 = 31.5, kPcie5 = 63.0;
 constexpr double kNvlink2 = 150.0, kNvlink3 = 300.0, kNvlink4 = 450.0, kNvlink5 = 900.0;
-constexpr double kInfinityFabricMi300 = 448.0, kInfinityFabricMi250 = 50.0;
-// Typical networks, per GPU, one direction: DGX / HGX H100, H200, B200 and MI300X platforms put
-// one 400 Gb/s NIC per GPU (50 GB/s); DGX A100 one 200 Gb/s NIC per GPU (25 GB/s); DGX-1 V100
+constexpr double kInfinityFabricMi355 = 537.6, kInfinityFabricMi300 = 448.0, kInfinityFabricMi250 = 50.0;
+// Typical networks, per GPU, one direction: HGX B300 puts one 800 Gb/s ConnectX-8 per GPU (100 GB/s);
+// DGX / HGX H100, H200, B200 and MI300X platforms put one 400 Gb/s NIC per GPU (50 GB/s); DGX A100 one 200 Gb/s NIC per GPU (25 GB/s); DGX-1 V100
 // four 100 Gb/s NICs for 8 GPUs (6.25 GB/s); PCIe servers and cloud VMs far less (assumed
 // 100 Gb/s per GPU for data-centre PCIe cards, 25 Gb/s for T4 / L4 VMs, 10 GbE for desktops).
-constexpr double kNet400G = 50.0, kNet200G = 25.0, kNet100G = 12.5, kNetDgx1 = 6.25, kNet25G = 3.125,
+constexpr double kNet800G = 100.0, kNet400G = 50.0, kNet200G = 25.0, kNet100G = 12.5, kNetDgx1 = 6.25, kNet25G = 3.125,
                  kNet10G = 1.25;
 
 // Prices, USD per GPU-hour on demand, from two public price lists as summarised on 2026-05-07
@@ -199,6 +200,17 @@ std::vector<Gpu> build_table() {
        .gpus_per_node = 8, .price_per_hour = 1.9512,
        .spec_source = "NVIDIA L40S datasheet (362 / 733 TFLOPS dense bf16 / fp8, 91.6 fp32, 864 GB/s); Modal price",
        .aliases = {"l40s"}},
+      // AD102 cut to 92 SMs: NVIDIA's L20 sheet as resellers reproduce it (NVIDIA publishes no L20 datasheet
+      // outside China): 119.5 / 239 TFLOPS dense fp16 / fp8, 59.8 fp32, 864 GB/s, PCIe 4.0, no NVLink.
+      {.id = "l20-48gb", .name = "NVIDIA L20 48GB", .architecture = "Ada", .memory_bytes = mib(46068),
+       .context_bytes = kContextAmpereBytes, .source = "nvidia-smi total 46068 MiB with ECC on (49140 MiB with ECC off)",
+       .peak_fp16_tflops = 119.5, .peak_bf16_tflops = 119.5, .peak_fp8_tflops = 239.0, .peak_fp32_tflops = 59.8,
+       .ceiling_16bit = kCeilingAdaAssumed, .ceiling_fp8 = kCeilingAdaFp8Assumed, .memory_bandwidth_gb_per_s = 864,
+       .intra_node_gb_per_s = kPcie4, .inter_node_gb_per_s = kNet100G, .host_link_gb_per_s = kPcie4,
+       .gpus_per_node = 8, .price_per_hour = 0,
+       .spec_source = "NVIDIA L20 product sheet as quoted by resellers (119.5 / 239 TFLOPS dense fp16 / fp8, 59.8 fp32, "
+                      "864 GB/s)",
+       .aliases = {"l20", "nvidia l20"}},
       // AD102: 142 SMs x 1024 dense fp16 FLOP/clk with fp32 accumulate (full rate on RTX professional cards) x
       // 2.505 GHz = 364.2 (728.5 fp8); PCIe 4.0, no NVLink.
       {.id = "rtx-6000-ada-48gb", .name = "NVIDIA RTX 6000 Ada 48GB", .architecture = "Ada",
@@ -308,6 +320,29 @@ std::vector<Gpu> build_table() {
        .aliases = {"h100-sxm-96gb", "h100 96gb hbm3"}},
       // Workstation Edition: GB202's 188 SMs x 1024 dense fp16 FLOP/clk with fp32 accumulate (full rate on RTX
       // PRO cards) x 2.617 GHz = 503.8 (1007.6 fp8); PCIe 5.0, no NVLink; the Server Edition has 1597 GB/s.
+      // Hopper cut for export: no public NVIDIA datasheet; the figures resellers publish from NVIDIA's sheet:
+      // 148 / 296 TFLOPS dense fp16 / fp8 (the int8 figure; Hopper runs fp8 at the int8 rate), 44 fp32,
+      // 4.0 TB/s, NVLink 900 GB/s.
+      {.id = "h20-96gb", .name = "NVIDIA H20 96GB", .architecture = "Hopper", .memory_bytes = mib(97871),
+       .context_bytes = kContextHopperBytes, .source = "nvidia-smi total 97871 MiB (NVIDIA/nvtrust#128)",
+       .peak_fp16_tflops = 148.0, .peak_bf16_tflops = 148.0, .peak_fp8_tflops = 296.0, .peak_fp32_tflops = 44.0,
+       .ceiling_16bit = kCeilingHopper, .ceiling_fp8 = kCeilingHopperFp8, .memory_bandwidth_gb_per_s = 4000,
+       .intra_node_gb_per_s = kNvlink4, .inter_node_gb_per_s = kNet400G, .host_link_gb_per_s = kPcie5,
+       .gpus_per_node = 8, .price_per_hour = 0,
+       .spec_source = "NVIDIA H20 figures as resellers publish them (148 dense bf16, 296 fp8/int8, 44 fp32, 4.0 TB/s, "
+                      "NVLink 900 GB/s); no public NVIDIA datasheet",
+       .aliases = {"h20", "nvidia h20"}},
+      // The Hopper GPU of a Grace Hopper superchip: H100 SXM's tensor rates; 4.0 TB/s with 96 GB HBM3. Quad-GH200
+      // nodes (CSCS Alps, JUPITER) join their four GPUs by NVLink; one 200 Gb/s NIC per superchip.
+      {.id = "gh200-96gb", .name = "NVIDIA GH200 96GB (Hopper GPU)", .architecture = "Hopper",
+       .memory_bytes = mib(97871), .context_bytes = kContextHopperBytes,
+       .source = "nvidia-smi total 97871 MiB ('NVIDIA GH200 480GB', driver 570)", .peak_fp16_tflops = 989.4,
+       .peak_bf16_tflops = 989.4, .peak_fp8_tflops = 1978.9, .peak_fp32_tflops = 67.0, .ceiling_16bit = kCeilingHopper,
+       .ceiling_fp8 = kCeilingHopperFp8, .memory_bandwidth_gb_per_s = 4000, .intra_node_gb_per_s = kNvlink4,
+       .inter_node_gb_per_s = kNet200G, .host_link_gb_per_s = 450.0, .gpus_per_node = 4, .price_per_hour = 0,
+       .spec_source = "NVIDIA GH200 Grace Hopper Superchip datasheet (H100's 989 / 1979 TFLOPS dense bf16 / fp8, 67 "
+                      "fp32; 4 TB/s HBM3; NVLink-C2C 900 GB/s to Grace, 450 each way)",
+       .aliases = {"gh200", "gh200 480gb", "gh200-480gb", "grace hopper"}},
       {.id = "rtx-pro-6000-96gb", .name = "NVIDIA RTX PRO 6000 Blackwell 96GB", .architecture = "Blackwell",
        .memory_bytes = mib(97887), .context_bytes = kContextBlackwellBytes, .source = "nvidia-smi total 97887 MiB",
        .peak_fp16_tflops = 503.8, .peak_bf16_tflops = 503.8, .peak_fp8_tflops = 1007.6, .peak_fp32_tflops = 125.0,
@@ -326,6 +361,25 @@ std::vector<Gpu> build_table() {
        .gpus_per_node = 8, .price_per_hour = 0,
        .spec_source = "NVIDIA H200 datasheet (989 / 1979 TFLOPS dense bf16 / fp8, 67 fp32, 4.8 TB/s, NVLink 900 GB/s)",
        .aliases = {"h200", "h200 sxm", "h200-sxm-141gb"}},
+      {.id = "h200-nvl-141gb", .name = "NVIDIA H200 NVL 141GB", .architecture = "Hopper", .memory_bytes = mib(143771),
+       .context_bytes = kContextHopperBytes, .source = "nvidia-smi total 143771 MiB ('NVIDIA H200 NVL')",
+       .peak_fp16_tflops = 835.5, .peak_bf16_tflops = 835.5, .peak_fp8_tflops = 1670.5, .peak_fp32_tflops = 60.0,
+       .ceiling_16bit = kCeilingHopper, .ceiling_fp8 = kCeilingHopperFp8, .memory_bandwidth_gb_per_s = 4800,
+       .intra_node_gb_per_s = kNvlink4, .inter_node_gb_per_s = kNet200G, .host_link_gb_per_s = kPcie5,
+       .gpus_per_node = 8, .price_per_hour = 0,
+       .spec_source = "NVIDIA H200 datasheet, NVL column (1671 / 3341 TFLOPS bf16 / fp8 with sparsity, half that dense; "
+                      "60 fp32; 4.8 TB/s; NVLink bridge 900 GB/s among two or four cards)",
+       .aliases = {"h200 nvl", "h200-nvl"}},
+      {.id = "gh200-144gb", .name = "NVIDIA GH200 144GB (Hopper GPU)", .architecture = "Hopper",
+       .memory_bytes = mib(146831), .context_bytes = kContextHopperBytes,
+       .source = "nvidia-smi memory.total 146831 MiB ('NVIDIA GH200 144G HBM3e', driver 580)",
+       .peak_fp16_tflops = 989.4, .peak_bf16_tflops = 989.4, .peak_fp8_tflops = 1978.9, .peak_fp32_tflops = 67.0,
+       .ceiling_16bit = kCeilingHopper, .ceiling_fp8 = kCeilingHopperFp8, .memory_bandwidth_gb_per_s = 4900,
+       .intra_node_gb_per_s = kNvlink4, .inter_node_gb_per_s = kNet200G, .host_link_gb_per_s = 450.0,
+       .gpus_per_node = 4, .price_per_hour = 0,
+       .spec_source = "NVIDIA GH200 Grace Hopper Superchip datasheet (H100's tensor rates; 4.9 TB/s HBM3e; NVLink-C2C "
+                      "900 GB/s to Grace)",
+       .aliases = {"gh200 144gb", "gh200 144g", "gh200-144g"}},
       {.id = "b200-180gb", .name = "NVIDIA B200 180GB", .architecture = "Blackwell", .memory_bytes = mib(183359),
        .context_bytes = kContextBlackwellBytes, .source = "nvidia-smi total 183359 MiB", .peak_fp16_tflops = 2250.0,
        .peak_bf16_tflops = 2250.0, .peak_fp8_tflops = 4500.0, .peak_fp32_tflops = 80.0,
@@ -355,6 +409,26 @@ std::vector<Gpu> build_table() {
        .spec_source = "AMD Instinct MI325X datasheet (1307.4 / 2614.9 TFLOPS dense bf16 / fp8, 163.4 fp32 matrix, "
                       "6 TB/s)",
        .aliases = {"mi325x", "instinct mi325x"}},
+      {.id = "b300-288gb", .name = "NVIDIA B300 288GB", .architecture = "Blackwell", .memory_bytes = mib(275040),
+       .context_bytes = kContextBlackwellBytes, .source = "nvidia-smi total 275040 MiB ('NVIDIA B300 SXM6 AC')",
+       .peak_fp16_tflops = 2250.0, .peak_bf16_tflops = 2250.0, .peak_fp8_tflops = 4500.0, .peak_fp32_tflops = 75.0,
+       .ceiling_16bit = kCeilingBlackwellAssumed, .ceiling_fp8 = kCeilingBlackwellFp8Assumed,
+       .memory_bandwidth_gb_per_s = 8000, .intra_node_gb_per_s = kNvlink5, .inter_node_gb_per_s = kNet800G,
+       .host_link_gb_per_s = kPcie5, .gpus_per_node = 8, .price_per_hour = 0,
+       .spec_source = "NVIDIA HGX B300 datasheet (36 / 72 PFLOPS bf16 / fp8 with sparsity for eight GPUs: 2.25 / 4.5 "
+                      "dense each; 600 TFLOPS fp32 for eight; 8 TB/s; NVLink 1.8 TB/s; ConnectX-8 800 Gb/s)",
+       .aliases = {"b300", "hgx b300", "b300 sxm6", "b300 sxm6 ac", "blackwell ultra"}},
+      // CDNA 4: 256 CUs x 8192 dense fp8 FLOP/clk x 2.4 GHz = 5.03 PFLOPS (AMD at ISSCC 2026), 16-bit at half.
+      {.id = "mi355x-288gb", .name = "AMD Instinct MI355X 288GB", .architecture = "CDNA 4",
+       .memory_bytes = mib(294896), .context_bytes = kContextRocmBytes,
+       .source = "rocm-smi VRAM total 309220868096 bytes (PyTorch's total_memory the same)",
+       .peak_fp16_tflops = 2516.6, .peak_bf16_tflops = 2516.6, .peak_fp8_tflops = 5033.2, .peak_fp32_tflops = 157.3,
+       .ceiling_16bit = kCeilingCdnaAssumed, .ceiling_fp8 = kCeilingCdnaFp8Assumed, .memory_bandwidth_gb_per_s = 8000,
+       .intra_node_gb_per_s = kInfinityFabricMi355, .inter_node_gb_per_s = kNet400G, .host_link_gb_per_s = kPcie5,
+       .gpus_per_node = 8, .price_per_hour = 0,
+       .spec_source = "AMD Instinct MI355X (2.5 / 5.0 PFLOPS dense bf16 / fp8, 157.3 fp32 matrix, 8 TB/s, Infinity "
+                      "Fabric 153.6 GB/s per link)",
+       .aliases = {"mi355x", "instinct mi355x"}},
   };
 }
 
@@ -500,7 +574,7 @@ constexpr Bytes gib_hundredths(std::int64_t hundredths) { return Bytes{hundredth
 //   titan-rtx-24gb 23.65: JIA-Lab-research/UVTR#4
 //   v100-32gb 31.74: liucongg/ChatGLM-Finetuning#73, haotian-liu/LLaVA#812
 //   a100-40gb 39.50: TianheWu/CoSeR#10 (a 2025 driver); older messages read 39.59 (raoyongming/DenseCLIP#52)
-//   l40s-48gb 44.42: stepfun-ai/Step-Video-T2V#8 (8x L40S)
+//   l40s-48gb 44.42: stepfun-ai/Step-Video-T2V#8 (8x L40S); the L20 (the same 46068 MiB) shares it
 //   rtx-a6000-48gb 47.54: google-research/semivl#18
 //   a100-80gb and a100-pcie-80gb 79.25: levihsu/OOTDiffusion#235, HiDream-ai/VAREdit#6; 79.14-79.35 in
 //     lianqi1008/Control-GIC#6, JIA-Lab-research/UVTR#4 (none says SXM or PCIe)
@@ -511,7 +585,7 @@ constexpr Bytes gib_hundredths(std::int64_t hundredths) { return Bytes{hundredth
 //     565.57, a public capture beside its nvidia-smi table: 81559 MiB)
 //   h100-nvl-94gb 93.00: ali-vilab/VACE#56
 //   h200-141gb 143,156 MiB (139.80 GiB): torch's device properties on Modal (ai-bot-pro/achatbot,
-//     deploy/modal/src/llm/vllm/vlm/skywork_r1v.py)
+//     deploy/modal/src/llm/vllm/vlm/skywork_r1v.py); the H200 NVL (the same 143771 MiB) shares it
 //   b200-180gb 191,503,007,744 B (178.35 GiB): vllm-project/vllm#51071 (4x B200)
 //   rtx-3060-12gb 11.76: TencentARC/PhotoMaker#47; 11.75 Kunhao-Liu/StyleGaussian#12
 //   rtx-4060ti-16gb 15.55: boson-ai/higgs-audio#48 (the reporter names the card)
@@ -528,6 +602,7 @@ constexpr CudaTotal kCudaTotals[] = {
     {"v100-32gb", gib_hundredths(3174)},
     {"a100-40gb", gib_hundredths(3950)},
     {"l40s-48gb", gib_hundredths(4442)},
+    {"l20-48gb", gib_hundredths(4442)},
     {"rtx-a6000-48gb", gib_hundredths(4754)},
     {"a100-80gb", gib_hundredths(7925)},
     {"a100-pcie-80gb", gib_hundredths(7925)},
@@ -537,6 +612,7 @@ constexpr CudaTotal kCudaTotals[] = {
     {"h800-80gb", Bytes{85045477376}},
     {"h100-nvl-94gb", gib_hundredths(9300)},
     {"h200-141gb", mib(143156)},
+    {"h200-nvl-141gb", mib(143156)},
     {"b200-180gb", Bytes{191503007744}},
     {"rtx-3060-12gb", gib_hundredths(1176)},
     {"rtx-4060ti-16gb", gib_hundredths(1555)},

@@ -584,7 +584,9 @@ TEST(Verdict, CountsAgainstWhatCudaReportsNotNvidiaSmi) {
   // The same memory under two names holds the same.
   EXPECT_EQ(find_gpu("h800-80gb")->usable_bytes(), find_gpu("h100-sxm-80gb")->usable_bytes());
   EXPECT_EQ(find_gpu("a100-pcie-80gb")->usable_bytes(), find_gpu("a100-80gb")->usable_bytes());
-  // Every reading is below the card's nvidia-smi total, by at most 3 %; 24 cards have one (a
+  EXPECT_EQ(find_gpu("h200-nvl-141gb")->usable_bytes(), find_gpu("h200-141gb")->usable_bytes());
+  EXPECT_EQ(find_gpu("l20-48gb")->usable_bytes(), find_gpu("l40s-48gb")->usable_bytes());
+  // Every reading is below the card's nvidia-smi total, by at most 3 %; 26 cards have one (a
   // misspelt id in gpus.cpp's readings would silently leave its card at nvidia-smi's total).
   int read = 0;
   for (const Gpu& g : gpu_table()) {
@@ -593,7 +595,7 @@ TEST(Verdict, CountsAgainstWhatCudaReportsNotNvidiaSmi) {
     EXPECT_LT(g.cuda_total_bytes, g.memory_bytes) << g.id;
     EXPECT_GT(g.cuda_total_bytes.value(), g.memory_bytes.value() * 97 / 100) << g.id;
   }
-  EXPECT_EQ(read, 24);
+  EXPECT_EQ(read, 26);
 }
 
 // Full checkpointing of some blocks only (training.checkpointed_layers): each block left out keeps

@@ -87,6 +87,33 @@ TEST(Gpus, EveryCardHasWhatTheStepTimeModelNeeds) {
   EXPECT_TRUE(find_gpu("mi300x-192gb")->has_fp8());
 }
 
+// The names nvidia-smi and rocm-smi print for the newer data-centre cards resolve to their rows, and
+// each row's memory is the total those tools report (gpus.cpp cites each reading).
+TEST(Gpus, NewerDataCentreCardsResolveFromTheirToolNames) {
+  const struct {
+    const char* name;
+    const char* id;
+    std::int64_t mib;
+  } cards[] = {
+      {"NVIDIA H20", "h20-96gb", 97871},           {"NVIDIA GH200 480GB", "gh200-96gb", 97871},
+      {"NVIDIA GH200 144G HBM3e", "gh200-144gb", 146831}, {"NVIDIA H200 NVL", "h200-nvl-141gb", 143771},
+      {"NVIDIA B300 SXM6 AC", "b300-288gb", 275040}, {"AMD Instinct MI355X", "mi355x-288gb", 294896},
+      {"NVIDIA L20", "l20-48gb", 46068},
+  };
+  for (const auto& c : cards) {
+    SCOPED_TRACE(c.name);
+    const GpuLookup found = lookup_gpu(c.name);
+    ASSERT_NE(found.gpu, nullptr);
+    EXPECT_STREQ(found.gpu->id, c.id);
+    EXPECT_EQ(found.gpu->memory_bytes.value(), c.mib << 20);
+  }
+  // MX block scaling is in Blackwell's and CDNA 4's tensor cores, not in Hopper's or CDNA 3's.
+  EXPECT_TRUE(find_gpu("b300-288gb")->has_mx());
+  EXPECT_TRUE(find_gpu("mi355x-288gb")->has_mx());
+  EXPECT_FALSE(find_gpu("gh200-144gb")->has_mx());
+  EXPECT_FALSE(find_gpu("mi325x-256gb")->has_mx());
+}
+
 // A card without the recipe's tensor cores is listed with its memory but marked as lacking them;
 // bf16 on such a card is a warning (PyTorch emulates it), Transformer Engine's FP8 an error.
 TEST(Gpus, CardsWithoutTheRecipesTensorCoresAreMarked) {
