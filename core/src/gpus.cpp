@@ -389,6 +389,20 @@ std::vector<Gpu> build_table() {
        .spec_source = "NVIDIA HGX B200 datasheet (4.5 / 9 PFLOPS sparse bf16 / fp8 → dense halves, 8 TB/s, NVLink "
                       "1.8 TB/s)",
        .aliases = {"b200", "hgx b200"}},
+      // The Blackwell GPU of a GB200 NVL72 rack (NVIDIA's "individual Blackwell GPU" column: 2.5 / 5 PFLOPS
+      // dense bf16 / fp8, 80 fp32, 8 TB/s, NVLink 1.8 TB/s). Four GPUs (and two Grace CPUs) to a compute
+      // tray, the rack's 72 joined by its NVLink Switch; one 400 Gb/s ConnectX-7 per GPU between racks;
+      // NVLink-C2C to Grace, 900 GB/s both ways.
+      {.id = "gb200-186gb", .name = "NVIDIA GB200 186GB (Blackwell GPU)", .architecture = "Blackwell",
+       .memory_bytes = mib(189471), .context_bytes = kContextBlackwellBytes,
+       .source = "nvidia-smi total 189471 MiB ('NVIDIA GB200')", .peak_fp16_tflops = 2500.0,
+       .peak_bf16_tflops = 2500.0, .peak_fp8_tflops = 5000.0, .peak_fp32_tflops = 80.0,
+       .ceiling_16bit = kCeilingBlackwellAssumed, .ceiling_fp8 = kCeilingBlackwellFp8Assumed,
+       .memory_bandwidth_gb_per_s = 8000, .intra_node_gb_per_s = kNvlink5, .inter_node_gb_per_s = kNet400G,
+       .host_link_gb_per_s = 450.0, .gpus_per_node = 4, .price_per_hour = 0,
+       .spec_source = "NVIDIA GB200 NVL72 specifications (360 / 720 PFLOPS bf16 / fp8 with sparsity, 5,760 TFLOPS "
+                      "fp32, 576 TB/s, NVLink 130 TB/s for 72 GPUs)",
+       .aliases = {"gb200", "gb200 nvl72", "gb200-nvl72"}, .nvlink_domain = 72},
       {.id = "mi300x-192gb", .name = "AMD Instinct MI300X 192GB", .architecture = "CDNA 3",
        .memory_bytes = mib(196288), .context_bytes = kContextRocmBytes,
        .source = "rocm-smi VRAM total 205822885888 bytes", .peak_fp16_tflops = 1307.4, .peak_bf16_tflops = 1307.4,
@@ -679,6 +693,12 @@ std::int64_t gpus_per_node(std::string_view gpu, std::int64_t configured) {
   if (configured > 0) return configured;
   const Gpu* g = find_gpu(gpu);
   return g ? g->gpus_per_node : 8;
+}
+
+std::int64_t gpu_link_domain(std::string_view gpu, std::int64_t configured) {
+  const Gpu* g = find_gpu(gpu);
+  const std::int64_t server = gpus_per_node(gpu, configured);
+  return g && g->nvlink_domain > server ? g->nvlink_domain : server;
 }
 
 std::string gpu_suggestion_text(std::string_view name) {

@@ -451,7 +451,7 @@ StepTimeModel step_time_model(const Config& c, const ParameterCount& p, const St
   m.gpu = find_gpu(c.hardware.gpu);
   m.options = options;
   if (!(m.options.train_tokens > 0)) m.options.train_tokens = default_train_tokens(c, p);
-  m.gpus_per_node = gpus_per_node(c.hardware.gpu, c.hardware.gpus_per_node);
+  m.gpus_per_node = gpu_link_domain(c.hardware.gpu, c.hardware.gpus_per_node);
   m.price_per_gpu_hour = c.hardware.price_per_gpu_hour >= 0 ? c.hardware.price_per_gpu_hour
                                                             : (m.gpu ? m.gpu->price_per_hour : 0.0);
   const ModelSpec& s = c.model;

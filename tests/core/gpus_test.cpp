@@ -98,7 +98,7 @@ TEST(Gpus, NewerDataCentreCardsResolveFromTheirToolNames) {
       {"NVIDIA H20", "h20-96gb", 97871},           {"NVIDIA GH200 480GB", "gh200-96gb", 97871},
       {"NVIDIA GH200 144G HBM3e", "gh200-144gb", 146831}, {"NVIDIA H200 NVL", "h200-nvl-141gb", 143771},
       {"NVIDIA B300 SXM6 AC", "b300-288gb", 275040}, {"AMD Instinct MI355X", "mi355x-288gb", 294896},
-      {"NVIDIA L20", "l20-48gb", 46068},
+      {"NVIDIA L20", "l20-48gb", 46068},           {"NVIDIA GB200", "gb200-186gb", 189471},
   };
   for (const auto& c : cards) {
     SCOPED_TRACE(c.name);

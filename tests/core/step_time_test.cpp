@@ -155,6 +155,25 @@ TEST(StepTime, RelationsHold) {
   EXPECT_NEAR(base.cost_usd, base.gpu_hours * 3.78, 1e-6 * base.cost_usd);
 }
 
+// An NVLink Switch rack is one GPU-link domain across its servers: a tensor-parallel group of 16
+// GB200s in an NVL72 rack runs its collectives at NVLink's rate, one of 16 B200s in two HGX servers
+// over their NICs, though the cards' NVLink and compute are alike. The server stays four GPUs
+// (what a launcher starts on one host).
+TEST(StepTime, AnNvlinkRackIsOneLinkDomain) {
+  EXPECT_EQ(gpu_link_domain("gb200-186gb", 0), 72);
+  EXPECT_EQ(gpus_per_node("gb200-186gb", 0), 4);
+  EXPECT_EQ(gpu_link_domain("b200-180gb", 0), 8);
+  EXPECT_EQ(gpu_link_domain("b200-180gb", 16), 16);  // a stated server size is the domain where no rack is
+  const std::string head = R"({"model":{"preset":"llama-2-7b"},"training":{"seq_len":4096,"precision":"bf16_master"},)"
+                           R"("parallel":{"num_gpus":16,"tensor":16},"hardware":{"gpu":")";
+  const StepTime rack = step_time(config_for((head + R"(gb200-186gb"}})").c_str()));
+  const StepTime servers = step_time(config_for((head + R"(b200-180gb"}})").c_str()));
+  ASSERT_TRUE(rack.ok());
+  ASSERT_TRUE(servers.ok());
+  EXPECT_GT(rack.parts.tensor_parallel_s, 0);
+  EXPECT_LT(rack.parts.tensor_parallel_s * 2, servers.parts.tensor_parallel_s);
+}
+
 // Tokens to train when none are given: 20 per parameter for pre-training (Hoffmann et al. 2022),
 // 100M for a fine-tune; a number given is used as is, and the time and cost follow it.
 TEST(StepTime, TokensToTrainDefaultByGoal) {

@@ -59,6 +59,9 @@ struct Gpu {
   double price_per_hour;       // USD per GPU-hour, on demand; 0: no price sourced (set your own)
   const char* spec_source;     // where the compute, bandwidth and price figures come from
   GpuAliases aliases;          // other spellings that name exactly this card
+  // GPUs that reach each other over the GPU link beyond one server: an NVLink Switch rack joins its
+  // trays' GPUs (GB200 NVL72: 72, four to a server). 0: the server is the domain.
+  std::int64_t nvlink_domain = 0;
   // What CUDA reports as the device's total (cudaMemGetInfo; PyTorch's "total capacity" in its
   // out-of-memory message): nvidia-smi's total less what the driver keeps for itself. Zero where no
   // published reading names the card. Everything the process holds, its context included, must fit
@@ -87,6 +90,9 @@ const Gpu* find_gpu(std::string_view name);
 // GPUs per server: `configured` (hardware.gpus_per_node) when above 0, else the card's usual
 // server, 8 for a card not in the table.
 std::int64_t gpus_per_node(std::string_view gpu, std::int64_t configured);
+// GPUs whose collectives run at the card's GPU-link rate (intra_node_gb_per_s): the card's NVLink
+// domain where it spans servers (GB200 NVL72), else the server (gpus_per_node).
+std::int64_t gpu_link_domain(std::string_view gpu, std::int64_t configured);
 
 struct GpuLookup {
   const Gpu* gpu = nullptr;          // the card, when the name resolves
