@@ -199,7 +199,7 @@ class Planner {
       : base_(base), options_(options), params_(count_parameters(config_as_run(base).model)),
         model_(step_time_model(config_as_run(base), params_, options.step_time)),
         gpu_(*find_gpu(base.hardware.gpu)), scratch_(config_as_run(base)) {
-    per_node_ = model_.gpus_per_node;
+    per_node_ = model_.link_domain;  // whole servers, or whole NVLink racks
     overhead_ = base.hardware.overhead_bytes >= 0 ? Bytes(base.hardware.overhead_bytes) : gpu_.context_bytes;
     budget_ = Bytes(static_cast<std::int64_t>(static_cast<double>(gpu_.usable_bytes().value()) *
                                               base.hardware.budget_fraction));

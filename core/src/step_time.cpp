@@ -61,8 +61,8 @@ struct Link {
 // links: multi-node all-reduce bus bandwidth on DGX systems is about 8 NICs' worth (nccl-tests).
 Link link_for(const StepTimeModel& m, std::int64_t stride, std::int64_t size) {
   const double intra = m.gpu->intra_node_gb_per_s * 1e9 * kLinkEfficiency;
-  if (stride * size <= m.gpus_per_node) return {intra, kLatencyIntraS};
-  const std::int64_t per_node = stride < m.gpus_per_node ? std::min(size, m.gpus_per_node / stride) : 1;
+  if (stride * size <= m.link_domain) return {intra, kLatencyIntraS};
+  const std::int64_t per_node = stride < m.link_domain ? std::min(size, m.link_domain / stride) : 1;
   const double network = m.gpu->inter_node_gb_per_s * 1e9 * kLinkEfficiency * double(per_node);
   return {std::min(intra, network), kLatencyInterS};
 }
@@ -451,7 +451,7 @@ StepTimeModel step_time_model(const Config& c, const ParameterCount& p, const St
   m.gpu = find_gpu(c.hardware.gpu);
   m.options = options;
   if (!(m.options.train_tokens > 0)) m.options.train_tokens = default_train_tokens(c, p);
-  m.gpus_per_node = gpu_link_domain(c.hardware.gpu, c.hardware.gpus_per_node);
+  m.link_domain = gpu_link_domain(c.hardware.gpu, c.hardware.gpus_per_node);
   m.price_per_gpu_hour = c.hardware.price_per_gpu_hour >= 0 ? c.hardware.price_per_gpu_hour
                                                             : (m.gpu ? m.gpu->price_per_hour : 0.0);
   const ModelSpec& s = c.model;

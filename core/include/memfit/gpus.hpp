@@ -73,8 +73,8 @@ struct Gpu {
 
   bool has_bf16() const { return peak_bf16_tflops > 0; }
   bool has_fp8() const { return peak_fp8_tflops > 0; }
-  // Block-scaled MX matmuls (cuBLAS / CUTLASS mxfp8 on compute capability 10.x): Blackwell.
-  // MX block-scaled formats in the tensor cores: Blackwell, and CDNA 4 (OCP MX FP8 / FP6 / FP4).
+  // Block-scaled MX matmuls in the tensor cores: Blackwell (cuBLAS / CUTLASS mxfp8 on compute
+  // capability 10.x) and CDNA 4 (the OCP MX FP8 / FP6 / FP4 formats).
   bool has_mx() const {
     const std::string_view a(architecture);
     return a == "Blackwell" || a == "CDNA 4";

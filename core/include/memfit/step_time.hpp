@@ -90,7 +90,7 @@ struct StepTime {
 // model on one card.
 struct StepTimeModel {
   const Gpu* gpu = nullptr;
-  std::int64_t gpus_per_node = 8;  // GPUs joined by the GPU link: the server, or an NVLink Switch rack (gpu_link_domain)
+  std::int64_t link_domain = 8;  // GPUs joined by the GPU link: the server, or an NVLink Switch rack (gpu_link_domain)
   double price_per_gpu_hour = 0;
   StepTimeOptions options;
   // The model, per token and forward pass, whole model.
