@@ -352,7 +352,7 @@ export const FIELDS = {
   'parallel.offload_params': ['Offload weights', 'weights in CPU memory (needs ZeRO-3)'],
   'hardware.gpu': ['GPU', ''],
   'hardware.budget_fraction': ['Budget', 'plan to this share of the card (0.85 = 85 %)'],
-  'hardware.gpus_per_node': ['GPUs per node', 'links inside a server are fast; auto = the card\'s usual server'],
+  'hardware.gpus_per_node': ['GPUs per node', 'links inside a server (and across an NVLink rack: GB200 NVL72) are fast; auto = the card\'s usual server'],
   'hardware.price_per_gpu_hour': ['Price per GPU-hour (USD)', 'for the cost; auto = the GPU table\'s price'],
   'hardware.overhead_bytes': ['Overhead bytes', 'CUDA context and workspaces; auto = by convention and GPU'],
   'hardware.fragmentation': ['Fragmentation', 'allocator overhead as a share of allocated memory; auto = by convention'],
