@@ -58,7 +58,7 @@ struct Run {
 Run make_run(const Config& c) {
   const ModelSpec& m = c.model;
   const PrecisionRecipe& r = recipe_for(c.training.precision);
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   Run run;
   run.batch = c.training.micro_batch_size;
   run.src = c.training.seq_len;
@@ -674,7 +674,7 @@ Bytes pooled_head_bytes(const Run& r, Count rows_in_storage) {
 LossModel encoder_loss_model(const Config& c) {
   const ModelSpec& m = c.model;
   const Run r = make_run(c);
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   LossModel out;
   const bool seq2seq = builds_decoder(m);
   const Count rows = r.batch * (seq2seq ? r.tgt : r.src);  // tokens the head sees

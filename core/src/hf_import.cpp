@@ -411,6 +411,7 @@ void read_bert_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfIm
   m.attention_bias = m.mlp_bias = true;
   m.embedding_norm = true;
   m.final_norm = false;
+  m.normalize_before = false;
   m.pooler = true;
   m.output_head = OutputHead::kNone;
 }

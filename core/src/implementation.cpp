@@ -289,6 +289,16 @@ Implementation resolve_implementation(const Config& c) {
       follows_transformers) {
     out.checkpoint_impl = CheckpointImpl::kReentrant;
   }
+  // transformers' BERT-family encoders (modeling_bert.py BertSelfAttention and the classes copied
+  // from it: RoBERTa, XLM-RoBERTa) call nn.functional.softmax(attention_scores, dim=-1) without a
+  // dtype, and their heads (token and sequence classification, the masked-LM head) hand their
+  // logits to CrossEntropyLoss as they are: no fp32 upcast of either outside autocast (which still
+  // runs softmax and cross-entropy in fp32: activations_encdec.cpp).
+  const std::string& type = c.model.model_type;
+  if (follows_transformers && (type == "bert" || type == "roberta" || type == "xlm-roberta")) {
+    if (c.training.implementation.softmax_dtype == SoftmaxDtype::kAuto) out.softmax_dtype = SoftmaxDtype::kCompute;
+    if (c.training.implementation.logits_dtype == LogitsDtype::kAuto) out.logits_dtype = LogitsDtype::kCompute;
+  }
   return out;
 }
 
