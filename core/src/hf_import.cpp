@@ -885,6 +885,9 @@ HfImport import_hf_config(const Json& json) {
     out.reference.softmax_dtype = SoftmaxDtype::kCompute;
     out.reference.attention_mask = AttentionMask::kImplicit;
   }
+  // BERT's heads (BertForTokenClassification, BertForSequenceClassification, BertForMaskedLM) give
+  // their logits to CrossEntropyLoss as they are, as RoBERTa's do (below): no fp32 upcast.
+  if (t == "bert") out.reference.logits_dtype = LogitsDtype::kCompute;
   // The encoder-decoder and encoder families (modeling_t5.py, modeling_bart.py, modeling_roberta.py,
   // modeling_deberta_v2.py) drop out on the embeddings and residual branches, run eager softmax in
   // the compute dtype, and give the logits to CrossEntropyLoss as they are (no fp32 upcast).

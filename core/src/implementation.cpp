@@ -289,16 +289,6 @@ Implementation resolve_implementation(const Config& c) {
       follows_transformers) {
     out.checkpoint_impl = CheckpointImpl::kReentrant;
   }
-  // transformers' BERT-family encoders (modeling_bert.py BertSelfAttention and the classes copied
-  // from it: RoBERTa, XLM-RoBERTa) call nn.functional.softmax(attention_scores, dim=-1) without a
-  // dtype, and their heads (token and sequence classification, the masked-LM head) hand their
-  // logits to CrossEntropyLoss as they are: no fp32 upcast of either outside autocast (which still
-  // runs softmax and cross-entropy in fp32: activations_encdec.cpp).
-  const std::string& type = c.model.model_type;
-  if (follows_transformers && (type == "bert" || type == "roberta" || type == "xlm-roberta")) {
-    if (c.training.implementation.softmax_dtype == SoftmaxDtype::kAuto) out.softmax_dtype = SoftmaxDtype::kCompute;
-    if (c.training.implementation.logits_dtype == LogitsDtype::kAuto) out.logits_dtype = LogitsDtype::kCompute;
-  }
   return out;
 }
 
@@ -320,7 +310,12 @@ std::vector<std::string> transformers_class_frameworks() {
 }
 
 void apply_class_reference(const Implementation& reference, Implementation& impl) {
-  if (!runs_transformers_class(impl.framework)) return;
+  // DeepSpeed's and Liger's profiles run the transformers class as well (under the DeepSpeed engine;
+  // with Liger's kernels patched into its norms, rotary, MLP and loss): its attention and heads.
+  if (!runs_transformers_class(impl.framework) && impl.framework != Framework::kDeepspeed &&
+      impl.framework != Framework::kLiger) {
+    return;
+  }
   const auto take = [](auto& knob, auto value) {
     if (knob == std::decay_t<decltype(knob)>::kAuto) knob = value;
   };
@@ -330,7 +325,8 @@ void apply_class_reference(const Implementation& reference, Implementation& impl
   take(impl.logits_dtype, reference.logits_dtype);
   take(impl.attention, reference.attention);
   take(impl.use_cache, reference.use_cache);
-  if (impl.compile != Switch::kYes) take(impl.norm_kernel, reference.norm_kernel);
+  // Compiled, the norms fuse (resolve_implementation); under Liger its RMSNorm replaces the class's.
+  if (impl.compile != Switch::kYes && impl.framework != Framework::kLiger) take(impl.norm_kernel, reference.norm_kernel);
 }
 
 const char* to_string(Framework f) {

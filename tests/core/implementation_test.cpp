@@ -64,6 +64,23 @@ TEST(Implementation, AGpt2PresetRunsAsTransformersGpt2Class) {
   EXPECT_TRUE(imported.find("model")->find("residual_dropout")->as_bool());
 }
 
+// DeepSpeed and Liger run the transformers class too: its knobs apply there as under hf. BERT's
+// class runs its softmax and hands its logits to the loss in the compute dtype (modeling_bert.py),
+// and BERT is the post-norm encoder it is; Liger's RMSNorm replaces a class's own norm (Gemma's
+// fp32 one), so that knob stays the profile's.
+TEST(Implementation, TheClassKnobsApplyUnderDeepspeedAndLiger) {
+  const Json bert = run(R"({"model":{"preset":"bert-base-uncased","output_head":"token_classification","num_labels":9},)"
+                        R"("training":{"framework":"deepspeed","precision":"fp16_master","attention":"eager"}})");
+  EXPECT_EQ(bert.find("implementation")->find("softmax_dtype")->as_string(), "compute");
+  EXPECT_EQ(bert.find("implementation")->find("logits_dtype")->as_string(), "compute");
+  EXPECT_FALSE(bert.find("config")->find("model")->find("normalize_before")->as_bool());
+  EXPECT_GT(field(*bert.find("breakdown"), "logits_and_loss"), 0);  // the head's logits and loss are counted
+  const Json gemma = run(R"({"model":{"preset":"gemma-2b"},"training":{"framework":"liger"}})");
+  EXPECT_EQ(gemma.find("implementation")->find("norm_kernel")->as_string(), "fused");
+  const Json gemma_hf = run(R"({"model":{"preset":"gemma-2b"}})");
+  EXPECT_EQ(gemma_hf.find("implementation")->find("norm_kernel")->as_string(), "eager_fp32");
+}
+
 // One block's activation term by name (0 when the block has none).
 std::int64_t term(const Json& r, const std::string& name) {
   for (const Json& t : r.find("activation_terms_per_layer")->items()) {

@@ -50,7 +50,8 @@ Implementation resolve_implementation(const Config& c);
 
 // Under the frameworks that run the transformers class itself (hf, and TRL's SFTTrainer, which
 // patches only the loss) a model runs as its class does: the class's knobs (HfImport::reference,
-// a preset's preset_reference) replace those still at auto. A class's norm applies to eager code
+// a preset's preset_reference) replace those still at auto; so they do under DeepSpeed and Liger,
+// whose profiles run that class too (apply_class_reference). A class's norm applies to eager code
 // only: compiled, the norms fuse (resolve_implementation).
 bool runs_transformers_class(Framework framework);
 bool runs_transformers_class(std::string_view framework_name);  // training.framework's value; false if unknown
