@@ -123,7 +123,7 @@ Json gpus_json() {
     j.set("inter_node_gb_per_s", Json::number(g.inter_node_gb_per_s));
     j.set("host_link_gb_per_s", Json::number(g.host_link_gb_per_s));
     j.set("gpus_per_node", Json::integer(g.gpus_per_node));
-    j.set("nvlink_domain", Json::integer(g.nvlink_domain > 0 ? g.nvlink_domain : g.gpus_per_node));
+    j.set("nvlink_domain", Json::integer(gpu_link_domain(g.id, 0)));
     j.set("price_per_hour", Json::number(g.price_per_hour));
     j.set("spec_source", Json::string(g.spec_source));
     Json aliases = Json::array();

@@ -505,7 +505,8 @@ std::vector<Field> build_fields() {
       MF_BOOL("hardware.expandable_segments", hardware.expandable_segments,
               "PyTorch's allocator with expandable_segments:True (less fragmentation)"),
       MF_INT("hardware.gpus_per_node", hardware.gpus_per_node, 0, 1024,
-             "GPUs per server, the host a launcher starts on (links inside it, and across an NVLink rack such as GB200 NVL72, are fast); 0 = the card's usual server"),
+             "GPUs per server, the host a launcher starts on (links inside it, and across an NVLink rack "
+             "such as GB200 NVL72, are fast); 0 = the card's usual server"),
       MF_REAL("hardware.price_per_gpu_hour", hardware.price_per_gpu_hour, -1.0, 10000.0,
               "USD per GPU-hour for cost estimates; -1 = the GPU table's default (0 where none is sourced)"),
   };

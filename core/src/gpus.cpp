@@ -24,18 +24,19 @@ constexpr Bytes kContextRocmBytes = mib(500);
 // Links, 10^9 bytes per second, one direction. PCIe x16: Gen3 15.75, Gen4 31.5, Gen5 63
 // (PCI-SIG). NVLink per GPU, half the bidirectional figure of the datasheets: V100 300 → 150,
 // A100 600 → 300, H100/H200 900 → 450, B200 1800 → 900. Infinity Fabric: MI300X/MI325X 7 links
-// × 64 GB/s = 448 (AMD: 896 GB/s bidirectional peer-to-peer); MI355X 7 links × 76.8 = 537.6 (AMD: 153.6 GB/s
-// per link, 1075 GB/s in all, both directions); MI250 GCDs reach other packages
+// × 64 GB/s = 448 (AMD: 896 GB/s bidirectional peer-to-peer); MI355X 7 links × 76.8 = 537.6
+// (AMD: 153.6 GB/s per link, 1075 GB/s in all, both directions); MI250 GCDs reach other packages
 // over 50 GB/s links.
 constexpr double kPcie3 = 15.75, kPcie4 = 31.5, kPcie5 = 63.0;
 constexpr double kNvlink2 = 150.0, kNvlink3 = 300.0, kNvlink4 = 450.0, kNvlink5 = 900.0;
 constexpr double kInfinityFabricMi355 = 537.6, kInfinityFabricMi300 = 448.0, kInfinityFabricMi250 = 50.0;
-// Typical networks, per GPU, one direction: HGX B300 puts one 800 Gb/s ConnectX-8 per GPU (100 GB/s);
-// DGX / HGX H100, H200, B200 and MI300X platforms put one 400 Gb/s NIC per GPU (50 GB/s); DGX A100 one 200 Gb/s NIC per GPU (25 GB/s); DGX-1 V100
-// four 100 Gb/s NICs for 8 GPUs (6.25 GB/s); PCIe servers and cloud VMs far less (assumed
-// 100 Gb/s per GPU for data-centre PCIe cards, 25 Gb/s for T4 / L4 VMs, 10 GbE for desktops).
-constexpr double kNet800G = 100.0, kNet400G = 50.0, kNet200G = 25.0, kNet100G = 12.5, kNetDgx1 = 6.25, kNet25G = 3.125,
-                 kNet10G = 1.25;
+// Typical networks, per GPU, one direction: HGX B300 puts one 800 Gb/s ConnectX-8 per GPU
+// (100 GB/s); DGX / HGX H100, H200, B200 and MI300X platforms one 400 Gb/s NIC per GPU (50 GB/s);
+// DGX A100 one 200 Gb/s NIC per GPU (25 GB/s); DGX-1 V100 four 100 Gb/s NICs for 8 GPUs
+// (6.25 GB/s); PCIe servers and cloud VMs far less (assumed 100 Gb/s per GPU for data-centre PCIe
+// cards, 25 Gb/s for T4 / L4 VMs, 10 GbE for desktops).
+constexpr double kNet800G = 100.0, kNet400G = 50.0, kNet200G = 25.0, kNet100G = 12.5, kNetDgx1 = 6.25,
+                 kNet25G = 3.125, kNet10G = 1.25;
 
 // Prices, USD per GPU-hour on demand, from two public price lists as summarised on 2026-05-07
 // (https://techbytes.app/posts/serverless-gpu-pricing-matrix-modal-replicate-lambda-2026/):

@@ -281,12 +281,14 @@ Implementation resolve_implementation(const Implementation& r) {
 
 bool runs_transformers_class(Framework f) { return f == Framework::kHf || f == Framework::kTrl; }
 
+bool runs_transformers_model(Framework f) {
+  return runs_transformers_class(f) || f == Framework::kDeepspeed || f == Framework::kLiger;
+}
+
 Implementation resolve_implementation(const Config& c) {
   Implementation out = resolve_implementation(c.training.implementation);
-  const Framework f = out.framework;
-  const bool follows_transformers = runs_transformers_class(f) || f == Framework::kDeepspeed || f == Framework::kLiger;
   if (c.training.implementation.checkpoint_impl == CheckpointImpl::kAuto && c.training.finetune.bnb_keeps_input &&
-      follows_transformers) {
+      runs_transformers_model(out.framework)) {
     out.checkpoint_impl = CheckpointImpl::kReentrant;
   }
   return out;
@@ -310,12 +312,7 @@ std::vector<std::string> transformers_class_frameworks() {
 }
 
 void apply_class_reference(const Implementation& reference, Implementation& impl) {
-  // DeepSpeed's and Liger's profiles run the transformers class as well (under the DeepSpeed engine;
-  // with Liger's kernels patched into its norms, rotary, MLP and loss): its attention and heads.
-  if (!runs_transformers_class(impl.framework) && impl.framework != Framework::kDeepspeed &&
-      impl.framework != Framework::kLiger) {
-    return;
-  }
+  if (!runs_transformers_model(impl.framework)) return;
   const auto take = [](auto& knob, auto value) {
     if (knob == std::decay_t<decltype(knob)>::kAuto) knob = value;
   };
@@ -326,7 +323,9 @@ void apply_class_reference(const Implementation& reference, Implementation& impl
   take(impl.attention, reference.attention);
   take(impl.use_cache, reference.use_cache);
   // Compiled, the norms fuse (resolve_implementation); under Liger its RMSNorm replaces the class's.
-  if (impl.compile != Switch::kYes && impl.framework != Framework::kLiger) take(impl.norm_kernel, reference.norm_kernel);
+  if (impl.compile != Switch::kYes && impl.framework != Framework::kLiger) {
+    take(impl.norm_kernel, reference.norm_kernel);
+  }
 }
 
 const char* to_string(Framework f) {

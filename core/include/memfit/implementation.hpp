@@ -55,6 +55,10 @@ Implementation resolve_implementation(const Config& c);
 // only: compiled, the norms fuse (resolve_implementation).
 bool runs_transformers_class(Framework framework);
 bool runs_transformers_class(std::string_view framework_name);  // training.framework's value; false if unknown
+// The frameworks whose model is the transformers class, run as it is or inside another engine: hf,
+// trl, deepspeed (the class under the DeepSpeed engine) and liger (Liger's kernels patched into its
+// norms, rotary, MLP and loss). Their attention and heads are the class's.
+bool runs_transformers_model(Framework framework);
 std::vector<std::string> transformers_class_frameworks();        // their training.framework values
 void apply_class_reference(const Implementation& reference, Implementation& impl);
 
