@@ -1,7 +1,10 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 316 KiB gzipped (315 until the
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 318 KiB gzipped (316 until the
+//                fifth Dec 4 2026 session, when fourteen model presets (Qwen3 0.6B to 32B and 235B-A22B,
+//                Qwen2.5 1.5B to 72B, Gemma 3 1B, Phi-4: each the config.json keys the importer reads, its
+//                name, source and published count) brought it to 316.7; 315 until the
 //                fourth Dec 4 2026 session, when eight data-centre cards (H20, GH200 96 / 144 GB, H200 NVL,
 //                L20, B300, MI355X, GB200: each a row of names, figures and sources in the wasm) brought it
 //                to 315.3; 311 until the third Dec 4 2026 session, when the replay's recomputed blocks as their own tensors, FSDP1's
@@ -27,7 +30,8 @@
 //                only when the planner opens and is outside this total). It loads after the first view, which stays within its own 50 KiB).
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
-//                for the search's speed). ≤ 296 KiB gzipped (295 until the fourth Dec 4 2026 session, when eight
+//                for the search's speed). ≤ 298 KiB gzipped (296 until the fifth Dec 4 2026 session, when the same
+//                fourteen presets brought it to 296.1; 295 until the fourth Dec 4 2026 session, when eight
 //                data-centre cards and the GB200's NVLink rack as one link domain brought it to 295.0;
 //                292 until the third Dec 4 2026 session, when the same
 //                mechanisms as the calculator's brought it to 294.0; 290 until the second Dec 4 2026 session, when NCCL's
@@ -85,7 +89,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 316 * 1024, planner: 296 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 318 * 1024, planner: 298 * 1024 };
 
 export function sizes(data) {
   return {
