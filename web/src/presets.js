@@ -8,7 +8,7 @@ export const TEXTBOOK_GROUP = 'From the source documents (idealised)';
 
 // Ties between equally good matches go to the version people use most (then the shorter name):
 // "llama 70b" is Llama 3 70B rather than Llama 2 70B or Llama 3.1 70B.
-const COMMON = ['llama-3-8b', 'llama-3-70b', 'mistral-7b-v0.3', 'qwen2.5-7b', 'gemma-2-9b', 'mixtral-8x7b',
+const COMMON = ['llama-3-8b', 'llama-3-70b', 'mistral-7b-v0.3', 'qwen2.5-7b', 'qwen3-8b', 'gemma-2-9b', 'mixtral-8x7b',
   'gpt2', 'llama-2-7b', 'llama-2-13b', 'phi-3-mini-4k', 'bert-base-uncased', 'deepseek-v3'];
 
 const norm = (s) => String(s ?? '').toLowerCase();
