@@ -1222,6 +1222,32 @@ void chunked_loss(const LossShape& s, const ImplementationProfile& p, LossModel&
   out.backward_bytes = s.head_input + s.labels + softcap + log_probs + chunk * 2;
 }
 
+// A head quantised with bitsandbytes (head_quantized: LitGPT under Lightning's plugin) runs
+// MatMul4Bit, which dequantises the whole weight for every call: forward computes
+// linear(A, dequantize_4bit(W).to(A.dtype).t()) and backward matmul(grad, dequantize_4bit(W)
+// .to(grad.dtype).t()) (bitsandbytes/autograd/_functions.py, 0.42 to today). The dequantised copy
+// is in the quantisation state's dtype, fp16 where the weights were quantised from an fp16 copy
+// (ImplementationProfile::bnb_quantized_from_fp16), and .to() adds one in the compute dtype when
+// that differs: 4 bytes a weight under bf16 compute, both alive as the cast runs. LitGPT's head
+// runs in 128-token chunks (lm_head_chunk_size), one at a time: the copy of the last chunk's
+// forward sits beside the logits of the chunks before it; in backward, beside the logits' gradient.
+void head_dequantized(const Config& c, const LossShape& s, const ImplementationProfile& p, LossModel& out) {
+  const Precision precision = c.training.precision;
+  const bool fp16_compute = precision == Precision::kFp16Mixed || precision == Precision::kFp16Master;
+  const Bytes state = p.bnb_quantized_from_fp16 ? Bytes{2} : s.d.act;
+  const bool cast = p.bnb_quantized_from_fp16 ? !fp16_compute : false;
+  const Count weights = s.vocab * Count(c.model.hidden_size);
+  out.head_dequant_bytes = weights * (state + (cast ? s.d.act : Bytes{0}));
+  const Count chunks = p.loss_chunk_rows > 0 ? max(ceil_div(Count(c.training.seq_len), Count(p.loss_chunk_rows)), Count(1))
+                                             : Count(1);
+  const Bytes logits_before = mul_div(s.logits, chunks - Count(1), chunks);
+  out.forward_bytes = max(out.forward_bytes, s.head_input + s.labels + logits_before + out.head_dequant_bytes);
+  out.notes.push_back("The output head is quantised too (every nn.Linear under Lightning's bitsandbytes plugin): each "
+                      "of its matmuls dequantises the whole weight, " +
+                      std::string(cast ? "to fp16 and then to the compute dtype" : "to 16 bit") +
+                      ", beside the logits in forward and their gradient in backward.");
+}
+
 // A fused cross-entropy kernel (unsloth, llm.c's fused classifier, a compiled loss): it keeps the
 // logits and one fp32 log-sum-exp per row, and writes the logits' gradient into the logits.
 void fused_loss(const LossShape& s, LossModel& out) {
@@ -1415,6 +1441,9 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
     }
     case LossKernel::kAuto:
     case LossKernel::kEager: eager_loss(s, out); break;
+  }
+  if (head_quantized(c) && c.training.finetune.quant_method == QuantMethod::kBitsandbytes) {
+    head_dequantized(c, s, profile, out);
   }
   // LitGPT's and nanoGPT's loops hold the logits through backward and until the next forward
   // replaces them (litgpt/finetune/full.py; nanoGPT train.py).

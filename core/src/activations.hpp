@@ -55,6 +55,7 @@ struct LossModel {
   Bytes grad_bytes;       // the logits' gradient (and its cast) alive through the head's backward
   Bytes head_input_bytes; // the head's saved input (and the size of the gradient it returns)
   Bytes head_grad_bytes;  // the head weight's gradient (or the tied embedding's)
+  Bytes head_dequant_bytes;  // a quantised head's weight, dequantised for each forward and backward matmul
   bool head_grad_in_forward = false;  // a fused linear loss computes it during forward (in forward_bytes)
   Bytes kept_bytes;       // logits the training loop holds through the whole step
   Bytes peak_bytes;       // the larger of the two high points (breakdown.logits_and_loss)

@@ -1,5 +1,7 @@
 #include "finetune.hpp"
 
+#include "memfit/implementation.hpp"
+
 namespace memfit {
 
 namespace {
@@ -100,15 +102,24 @@ TrainableCounts trainable_counts(const Config& c, const ParameterCount& params, 
   return {p.trainable_count(), p.added_count(), p.buffer_bytes};
 }
 
-// Only the linear layers inside the blocks are quantised; embeddings, norms and the head stay in
-// 16 bit, as bitsandbytes / transformers leave them, or in fp32 after PEFT's
-// prepare_model_for_kbit_training (peft/utils/other.py: every fp16 / bf16 parameter of a k-bit model
-// is cast with param.data.to(torch.float32)).
-Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantized, bool experts_unquantized) {
+bool head_quantized(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  return is_peft(c) && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
+         implementation_profile(c.training.implementation.framework).bnb_quantizes_head;
+}
+
+QuantizedBase quantized_base(const Config& c) { return {experts_left_unquantized(c), head_quantized(c)}; }
+
+// Only the linear layers inside the blocks are quantised (and the head, where the quantiser takes
+// every nn.Linear); embeddings, norms and the head stay in 16 bit, as bitsandbytes / transformers
+// leave them, or in fp32 after PEFT's prepare_model_for_kbit_training (peft/utils/other.py: every
+// fp16 / bf16 parameter of a k-bit model is cast with param.data.to(torch.float32)).
+Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantized, const QuantizedBase& base) {
   const bool upcast = kbit_upcast(f);
   const Bytes kept = upcast ? max(unquantized, kFp32Bytes) : unquantized;
   if (f.base_bits == 16) return g.elements_each() * unquantized;
-  if (!g.linear || (experts_unquantized && g.component == Component::kExperts)) return g.elements_each() * kept;
+  const bool quantized = g.linear || (base.head_quantized && g.component == Component::kHead);
+  if (!quantized || (base.experts_unquantized && g.component == Component::kExperts)) return g.elements_each() * kept;
   if (f.quant_method == QuantMethod::kGptq) return gptq_bytes(g, f);
   if (f.quant_method == QuantMethod::kChatglm) return chatglm_bytes(g, f);
   return f.base_bits == 8 ? int8_bytes(g) : four_bit_bytes(g, f);

@@ -100,10 +100,20 @@ struct TrainableCounts {
 };
 TrainableCounts trainable_counts(const Config& config, const ParameterCount& params, Count base_parameter_count);
 
+// Whether a bitsandbytes base quantises the output head as well as the blocks' linear layers
+// (ImplementationProfile::bnb_quantizes_head: LitGPT under Lightning's plugin).
+bool head_quantized(const Config& config);
+
+// Which modules of a quantised base the quantiser covers besides the blocks' linear layers.
+struct QuantizedBase {
+  bool experts_unquantized = false;  // the routed experts stay as loaded (experts_left_unquantized)
+  bool head_quantized = false;       // the output head is quantised too (head_quantized)
+};
+QuantizedBase quantized_base(const Config& config);
+
 // One tensor of a parameter-efficient run's frozen base: 16-bit (or fp32) weights, int8, or 4-bit
-// (bitsandbytes NF4 / FP4, with or without double quantisation). `experts_unquantized`: the routed
-// experts stay unquantised (experts_left_unquantized).
-Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized, bool experts_unquantized);
+// (bitsandbytes NF4 / FP4, with or without double quantisation).
+Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized, const QuantizedBase& base);
 
 // The largest trainable tensor's elements (the per-parameter optimizer loop's temporary).
 Count largest_trainable_tensor(const Config& config, const ParameterCount& params);

@@ -116,10 +116,11 @@ const std::array<ImplementationProfile, 12> kProfiles = {{
      "cross-entropy on a shifted copy of the logits, the loop keeps the logits",
      "litgpt/model.py (qkv, repeat_interleave, RMSNorm in fp32); litgpt/utils.py chunked_cross_entropy; "
      "litgpt/finetune/full.py (logits held through backward); litgpt/lora.py (LoRAQKVLinear.zero_pad); "
-     "litgpt/model.py GptNeoxMLP (F.gelu with approximate)",
+     "litgpt/model.py GptNeoxMLP (F.gelu with approximate); lightning/fabric/plugins/precision/bitsandbytes.py "
+     "(every nn.Linear quantised, the head too, from an fp16 copy)",
      knobs(Framework::kLitgpt, A::kSdpa, S::kFp32, L::kCompute, M::kImplicit, X::kChunked, N::kEagerFp32,
            K::kQueryHeads, P::kQkvFused, G::kEager, Switch::kYes, B::kWeights, F::kWeights, D::kDirect),
-     0, 128, true, true, false, 0, true, true},
+     0, 128, true, true, false, 0, true, true, false, true, true},
     {Framework::kMegatron, "megatron",
      "Megatron-LM local layers: unfused core attention with the fused masked softmax (16-bit probabilities), "
      "fused QKV and FC1, vocab-parallel cross-entropy on fp32 logits",

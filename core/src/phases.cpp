@@ -139,7 +139,7 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
                           const PrecisionRecipe& r) {
   const Bytes head_grad = loss.head_grad_bytes;
   const Bytes loss_and_head = alive + reused.head + reused.blocks +
-                              max(loss.backward_bytes, loss.grad_bytes + head_grad + loss.head_input_bytes * 2);
+                              max(loss.backward_bytes, loss.grad_bytes + head_grad + loss.head_input_bytes * 2 + loss.head_dequant_bytes);
   const Bytes top_block = alive + reused.blocks + head_grad + loss.head_input_bytes + act.layer_backward_working_bytes +
                           unit.unsharded + unit.reduce_input;
   // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
@@ -280,11 +280,11 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
   // codes are flattened as they are: the block's frozen tensors at their stored bytes.
   const Finetune& f = c.training.finetune;
   if (is_peft(c) && f.base_bits < 16) {
-    const bool experts_unquantized = experts_left_unquantized(c);
+    const QuantizedBase base = quantized_base(c);
     Bytes dense{0}, moe{0};
     for (const TensorGroup& g : params.groups) {
       if (g.layer == LayerKind::kNone) continue;
-      const Bytes each = frozen_bytes_each(g, f, r.gathered, experts_unquantized) * params.per_layer(g);
+      const Bytes each = frozen_bytes_each(g, f, r.gathered, base) * params.per_layer(g);
       (g.layer == LayerKind::kMoe ? moe : dense) += each;
     }
     return p.as_nominal(max(dense, moe) / c.parallel.tensor);

@@ -12,9 +12,9 @@ namespace {
 Count elements(const TensorGroup& g) { return g.elements_each(); }
 
 Bytes local_frozen_base_bytes(const Placement& p, const ParameterCount& params, const Config& c, Bytes unquantized) {
-  const bool experts_unquantized = experts_left_unquantized(c);
+  const QuantizedBase base = quantized_base(c);
   return p.local<BytesUnit>(params, [&](const TensorGroup& g) {
-    return frozen_bytes_each(g, c.training.finetune, unquantized, experts_unquantized);
+    return frozen_bytes_each(g, c.training.finetune, unquantized, base);
   });
 }
 
@@ -338,7 +338,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     const auto share = [&](Bytes b) { return mul_div(b, expert_count, max(p.local_count, Count(1))); };
     StaticBytes e;
     e.weights = peft ? p.as_nominal(p.local<BytesUnit>(params, experts_only([&](const TensorGroup& g) {
-                         return frozen_bytes_each(g, c.training.finetune, base_element, experts_left_unquantized(c));
+                         return frozen_bytes_each(g, c.training.finetune, base_element, quantized_base(c));
                        })))
                      : share(s.weights);
     if (!peft) {

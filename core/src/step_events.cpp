@@ -388,7 +388,9 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     return;
   }
   const int logits_grad = r.take(l.grad_bytes);
+  const int dequantized = r.take(l.head_dequant_bytes);  // a quantised head's weight, for its backward matmul
   const int input_grad = r.take(l.head_input_bytes);
+  r.give(dequantized);
   r.give(logits_grad);
   r.give(loss_kept.front());
   r.give(graph.reused_head);  // the head's backward is done: DeepSpeed releases it

@@ -804,3 +804,39 @@ TEST(Implementation, LitgptStableEmbeddingKeepsTwoMoreEmbeddings) {
 
 }  // namespace
 }  // namespace memfit
+
+namespace memfit {
+namespace {
+
+// LitGPT's QLoRA (--quantize bnb.nf4) quantises every nn.Linear, the head too (Lightning's
+// BitsandbytesPrecision), from an fp16 copy: the head is stored in NF4 with an fp32 absmax per 64
+// weights, and each of its matmuls dequantises the whole weight to fp16 and casts it to bf16 (4
+// bytes a weight) beside the logits of the chunks before it. transformers keeps the head in 16 bit.
+TEST(Implementation, LitgptQuantisesTheHeadAndDequantisesItForEachMatmul) {
+  const auto config = [](const char* framework, std::int64_t vocab) {
+    return std::string(R"({"model":{"preset":"llama-3-8b","vocab_size":)") + std::to_string(vocab) +
+           R"(},"training":{"framework":")" + framework +
+           R"(","precision":"bf16","micro_batch_size":1,"seq_len":256,"finetune":{"method":"lora",)"
+           R"("lora_targets":["q","v"],"base_bits":4,"double_quant":false,"stable_embedding":"no"}}})";
+  };
+  const std::int64_t d = 4096, vocab = 128256, more = 64 * 1024;
+  const auto parameters = [&](const char* framework, std::int64_t v) {
+    return field(*run(config(framework, v)).find("breakdown"), "parameters");
+  };
+  // More vocabulary: a bf16 embedding row and, under LitGPT, an NF4 head row (half a byte and an
+  // fp32 absmax per 64 weights); under transformers a bf16 head row.
+  EXPECT_EQ(parameters("litgpt", vocab + more) - parameters("litgpt", vocab), more * d * 2 + more * d / 2 + more * d / 64 * 4);
+  EXPECT_EQ(parameters("hf", vocab + more) - parameters("hf", vocab), more * d * 2 * 2);
+  // 256 tokens are two 128-token head chunks: the second's dequantised weight beside the first's
+  // logits (bf16) and the int64 labels.
+  const Json litgpt = run(config("litgpt", vocab));
+  EXPECT_EQ(field(*litgpt.find("breakdown"), "logits_and_loss"), 256 * 8 + 128 * vocab * 2 + vocab * d * 4);
+  bool said = false;
+  for (const Json& note : litgpt.find("notes")->items()) said |= note.as_string().find("output head is quantised") != std::string::npos;
+  EXPECT_TRUE(said);
+  const Json hf = run(config("hf", vocab));
+  EXPECT_LT(field(*hf.find("breakdown"), "logits_and_loss"), vocab * d * 2);
+}
+
+}  // namespace
+}  // namespace memfit

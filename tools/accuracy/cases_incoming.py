@@ -1380,7 +1380,7 @@ def litgpt_tutorial(rec):
          "with LoRA on the q and v slices")
     c.ft("lora_dropout", 0.05, "lora_dropout 0.05 (default)")
     c.ft("base_bits", 4 if nf4 else 16, "--quantize bnb.nf4-dq: bitsandbytes NF4 with double quantization on every linear "
-         "layer (including lm_head; memfit quantizes the block linears only)" if nf4 else "bf16/fp32 base")
+         "layer (including lm_head, as memfit's litgpt profile does)" if nf4 else "bf16/fp32 base")
     if nf4:
         c.ft("quant_type", "nf4", "bnb.nf4-dq")
         c.ft("double_quant", True, "the '-dq' variant")

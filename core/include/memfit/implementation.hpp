@@ -36,6 +36,18 @@ struct ImplementationProfile {
   // Attention runs through transformers' modeling code and its attention integrations
   // (transformers/integrations/sdpa_attention.py, flash_attention.py): hf and the profiles on it.
   bool transformers_attention = false;
+  // A bitsandbytes base quantises the output head too: Lightning Fabric's BitsandbytesPrecision
+  // (LitGPT's --quantize bnb.*) swaps every torch.nn.Linear for its 4- or 8-bit class while the
+  // model is built (lightning/fabric/plugins/precision/bitsandbytes.py, module_init_context), and
+  // LitGPT's lm_head is one (LoRALinear.linear in litgpt/lora.py). transformers keeps the output
+  // embedding in 16 bit (integrations/bitsandbytes.py, get_keys_to_not_convert).
+  bool bnb_quantizes_head = false;
+  // The 4-bit weights are quantised from an fp16 copy (Lightning's _Linear4bit.quantize:
+  // weight.to(dtype=torch.half) before bitsandbytes' quantize_4bit), so the quantisation state
+  // records fp16: every dequantize_4bit returns fp16, and MatMul4Bit's .to(A.dtype) makes a second
+  // copy under bf16 compute (bitsandbytes/autograd/_functions.py MatMul4Bit forward and backward).
+  // transformers quantises the weight in the dtype it was loaded in, the compute dtype.
+  bool bnb_quantized_from_fp16 = false;
 };
 
 const ImplementationProfile& implementation_profile(Framework framework);
