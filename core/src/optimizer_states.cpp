@@ -297,6 +297,34 @@ Bytes soap_bytes(const std::vector<StateTensor>& tensors, std::int64_t max_dim, 
 
 bool is_paged(Optimizer o) { return o == Optimizer::kPagedAdamW || o == Optimizer::kPagedAdamW8bit; }
 
+// bitsandbytes/optim/optimizer.py (0.42 to today): get_state_buffer pages a state only when
+// `p.numel() >= 1e5` ("> 1 MB"); a smaller tensor's states are torch.zeros_like on the device. The
+// 8-bit optimizer's absmax1 / absmax2 (one fp32 per 256-element block) and its two quantisation
+// maps are plain device tensors whatever the size; tensors under min_8bit_size (4096) keep fp32
+// states (init_state).
+constexpr std::int64_t kBnbPagedMinElements = 100'000;
+
+Bytes paged_states_on_device(const Config& c, const ParameterCount& params) {
+  const Optimizer o = c.training.optimizer;
+  if (!is_paged(o)) return Bytes{0};
+  const bool eight_bit = o == Optimizer::kPagedAdamW8bit;
+  Bytes total{0};
+  bool any_8bit = false;
+  for (const StateTensor& t : state_tensors(c, params)) {
+    const Count n = t.shape.elements_each();
+    const bool paged = n.value() >= kBnbPagedMinElements;
+    Bytes each{0};
+    if (!eight_bit || n.value() < kBnbMin8bitElements) {
+      each = paged ? Bytes{0} : n * kFp32Bytes;
+    } else {
+      any_8bit = true;
+      each = (paged ? Bytes{0} : n * kByte) + ceil_div(n, kBnbBlockElements) * kFp32Bytes;
+    }
+    total += each * t.shape.count * kAdamStates;
+  }
+  return any_8bit ? total + kBnbQuantMapBytes * kAdamStates : total;
+}
+
 bool updates_in_backward(const Training& t) {
   return t.optimizer_in_backward || t.optimizer == Optimizer::kLomo || t.optimizer == Optimizer::kAdaLomo;
 }
@@ -304,7 +332,6 @@ bool updates_in_backward(const Training& t) {
 bool states_follow_parameter_dtype(Optimizer o) {
   switch (o) {
     case Optimizer::kAdamW:
-    case Optimizer::kPagedAdamW:
     case Optimizer::kSgdMomentum:
     case Optimizer::kLion:
     case Optimizer::kSophia:
@@ -327,8 +354,9 @@ Bytes optimizer_state_bytes(const Config& c, const ParameterCount& params, Count
   const Training& t = c.training;
   const std::vector<StateTensor> tensors = state_tensors(c, params);
   switch (t.optimizer) {
+    case Optimizer::kPagedAdamW:  // bitsandbytes' 32-bit optimizers keep fp32 states (optim_bits 32: init_state)
+      return trainable * kFp32Bytes * kAdamStates;
     case Optimizer::kAdamW:
-    case Optimizer::kPagedAdamW:
     case Optimizer::kSophia:              // SophiaG (sophia.py): exp_avg and hessian
     case Optimizer::kScheduleFreeAdamW:   // adamw_schedulefree.py: z and exp_avg_sq (inner_momentum 0)
       return trainable * element * kAdamStates;

@@ -44,5 +44,10 @@ bool states_follow_parameter_dtype(Optimizer optimizer);
 Bytes fused_update_temporary_bytes(const Training& training, Count largest_tensor, const PrecisionRecipe& recipe);
 
 bool is_paged(Optimizer optimizer);
+// What a bitsandbytes paged optimizer keeps in ordinary device memory: the states of tensors under
+// 1e5 elements, which get_state_buffer allocates with torch.zeros_like instead of paging, and an
+// 8-bit optimizer's block-wise absmax and quantisation maps. Unsharded runs only (ZeRO and FSDP1
+// step flat partitions, far above the threshold).
+Bytes paged_states_on_device(const Config& config, const ParameterCount& params);
 
 }  // namespace memfit

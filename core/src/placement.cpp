@@ -48,14 +48,22 @@ void shard(StaticBytes& s, std::int64_t zero_stage, std::int64_t shards) {
   }
 }
 
-// Paged optimizers keep their states in CUDA unified memory; offload moves states (and master
-// weights) or parameters to the host. What leaves the GPU is counted apart.
-void offload(const Config& c, StaticBytes& s, std::vector<std::string>& notes) {
+// Paged optimizers keep their states in CUDA unified memory, but for small tensors
+// (paged_states_on_device); offload moves states (and master weights) or parameters to the host.
+// What leaves the GPU is counted apart.
+void offload(const Config& c, const ParameterCount& params, StaticBytes& s, std::vector<std::string>& notes) {
   if (is_paged(c.training.optimizer)) {
-    s.offloaded += s.states;
-    s.states = Bytes{0};
-    notes.push_back("Paged optimizer: states live in CUDA unified memory and are paged to the CPU under "
-                    "pressure; they are shown apart and not counted as allocated.");
+    const Parallel& par = c.parallel;
+    const bool unsharded = par.zero_stage == 0 && par.tensor == 1 && par.pipeline == 1 && par.expert == 1;
+    const Bytes resident = unsharded ? min(paged_states_on_device(c, params), s.states) : Bytes{0};
+    s.offloaded += s.states - resident;
+    s.states = resident;
+    notes.push_back(resident.is_zero()
+                        ? "Paged optimizer: states live in CUDA unified memory and are paged to the CPU under "
+                          "pressure; they are shown apart and not counted as allocated."
+                        : "Paged optimizer: states live in CUDA unified memory and are paged to the CPU under "
+                          "pressure, shown apart and not counted as allocated, except those of tensors under 100,000 "
+                          "elements (and 8-bit block scales), which bitsandbytes keeps in device memory.");
   }
   if (c.parallel.offload_optimizer) {
     s.offloaded += s.states + s.master;
@@ -410,7 +418,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
                     "embedding stays allocated and the new one keeps a gradient no optimizer clears; both are "
                     "counted (training.finetune.stable_embedding).");
   }
-  offload(c, s, notes);
+  offload(c, params, s, notes);
   // DeepSpeed's optimizer offload keeps the gradient partitions on the host with the states: ZeRO-3
   // puts its flat gradient buffer on the offload device (runtime/zero/stage3.py: `self.device` is the
   // CPU under offload_optimizer; grad_partitions_flat_buffer is made there) and ZeRO-2 copies each

@@ -263,8 +263,36 @@ TEST(Optimizers, PagedStatesAreShownApartFromAllocatedMemory) {
   c.model = *preset_model("llama-2-7b");
   c.training.optimizer = Optimizer::kPagedAdamW;
   const Estimate e = estimate(c);
-  EXPECT_EQ(e.breakdown.optimizer_states.value(), 0);
-  EXPECT_EQ(e.breakdown.offloaded_bytes.value(), 8 * 6'738'415'616);
+  // bitsandbytes pages the fp32 states of tensors of 1e5 elements or more; the 65 RMSNorm weights
+  // (4,096 each) keep theirs in device memory (get_state_buffer: torch.zeros_like).
+  const std::int64_t norms = 65 * 4'096;
+  EXPECT_EQ(e.breakdown.optimizer_states.value(), 8 * norms);
+  EXPECT_EQ(e.breakdown.offloaded_bytes.value(), 8 * (6'738'415'616 - norms));
+}
+
+// The same for LoRA adapters: at rank 16 on a 4,096-wide model every factor with a 4,096 side is
+// 65,536 elements, under bitsandbytes' paging threshold, so its fp32 states stay on the device;
+// those with an 11,008 side (the MLP's) are paged. 8-bit: the block scales stay too.
+TEST(Optimizers, PagedStatesOfSmallAdaptersStayOnTheDevice) {
+  Config c = default_config();
+  c.model = *preset_model("llama-2-7b");
+  c.training.precision = Precision::kBf16;
+  c.training.finetune.method = FinetuneMethod::kLora;
+  c.training.finetune.lora_rank = 16;
+  c.training.finetune.lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO | kLoraGate | kLoraUp | kLoraDown;
+  c.training.optimizer = Optimizer::kPagedAdamW;
+  const Estimate e = estimate(c);
+  // Per block: A of q, k, v, o, gate, up (16 x 4,096) and B of q, k, v, o, down (4,096 x 16) are
+  // small; A of down (16 x 11,008) and B of gate and up (11,008 x 16) are paged.
+  const std::int64_t small = 32 * 11 * 16 * 4'096, paged = 32 * 3 * 16 * 11'008;
+  EXPECT_EQ(e.breakdown.optimizer_states.value(), 8 * small);
+  EXPECT_EQ(e.breakdown.offloaded_bytes.value(), 8 * paged);
+  c.training.optimizer = Optimizer::kPagedAdamW8bit;
+  const Estimate eight = estimate(c);
+  // Two uint8 states of the small tensors, and both states' fp32 scales per 256 elements of every
+  // tensor, with the two 256-entry fp32 maps.
+  const std::int64_t scales = 2 * 4 * (small + paged) / 256;
+  EXPECT_EQ(eight.breakdown.optimizer_states.value(), 2 * small + scales + 2 * 256 * 4);
 }
 
 TEST(Finetuning, QloraQuantisesTheBlockLinearsOnly) {
