@@ -1,7 +1,9 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 318 KiB gzipped (316 until the
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 319 KiB gzipped (318 until later in the
+//                fifth Dec 4 2026 session, when LitGPT's quantised head (stored in 4 bits, dequantised for each
+//                matmul) and bitsandbytes' paging threshold for optimizer states brought it to 318.2; 316 until the
 //                fifth Dec 4 2026 session, when fourteen model presets (Qwen3 0.6B to 32B and 235B-A22B,
 //                Qwen2.5 1.5B to 72B, Gemma 3 1B, Phi-4: each the config.json keys the importer reads, its
 //                name, source and published count) brought it to 316.7; 315 until the
@@ -89,7 +91,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 318 * 1024, planner: 298 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 319 * 1024, planner: 298 * 1024 };
 
 export function sizes(data) {
   return {

@@ -1242,10 +1242,8 @@ void head_dequantized(const Config& c, const LossShape& s, const ImplementationP
                                              : Count(1);
   const Bytes logits_before = mul_div(s.logits, chunks - Count(1), chunks);
   out.forward_bytes = max(out.forward_bytes, s.head_input + s.labels + logits_before + out.head_dequant_bytes);
-  out.notes.push_back("The output head is quantised too (every nn.Linear under Lightning's bitsandbytes plugin): each "
-                      "of its matmuls dequantises the whole weight, " +
-                      std::string(cast ? "to fp16 and then to the compute dtype" : "to 16 bit") +
-                      ", beside the logits in forward and their gradient in backward.");
+  out.notes.push_back(std::string("The output head is quantised too (Lightning's bitsandbytes plugin): each of its matmuls "
+                                  "dequantises the whole weight") + (cast ? ", to fp16 then the compute dtype." : "."));
 }
 
 // A fused cross-entropy kernel (unsloth, llm.c's fused classifier, a compiled loss): it keeps the

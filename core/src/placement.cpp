@@ -58,12 +58,9 @@ void offload(const Config& c, const ParameterCount& params, StaticBytes& s, std:
     const Bytes resident = unsharded ? min(paged_states_on_device(c, params), s.states) : Bytes{0};
     s.offloaded += s.states - resident;
     s.states = resident;
-    notes.push_back(resident.is_zero()
-                        ? "Paged optimizer: states live in CUDA unified memory and are paged to the CPU under "
-                          "pressure; they are shown apart and not counted as allocated."
-                        : "Paged optimizer: states live in CUDA unified memory and are paged to the CPU under "
-                          "pressure, shown apart and not counted as allocated, except those of tensors under 100,000 "
-                          "elements (and 8-bit block scales), which bitsandbytes keeps in device memory.");
+    notes.push_back(std::string("Paged optimizer: states live in CUDA unified memory and are paged to the CPU under "
+                                "pressure; they are shown apart and not counted as allocated") +
+                    (resident.is_zero() ? "." : ", but for tensors under 100,000 elements (and 8-bit block scales)."));
   }
   if (c.parallel.offload_optimizer) {
     s.offloaded += s.states + s.master;
