@@ -33,7 +33,8 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 298 KiB gzipped (296 until the fifth Dec 4 2026 session, when the same
-//                fourteen presets brought it to 296.1; 295 until the fourth Dec 4 2026 session, when eight
+//                fourteen presets brought it to 296.1, and LitGPT's quantised head with bitsandbytes'
+//                paging threshold to 297.3; 295 until the fourth Dec 4 2026 session, when eight
 //                data-centre cards and the GB200's NVLink rack as one link domain brought it to 295.0;
 //                292 until the third Dec 4 2026 session, when the same
 //                mechanisms as the calculator's brought it to 294.0; 290 until the second Dec 4 2026 session, when NCCL's

@@ -4,6 +4,7 @@
 
 #include "finetune.hpp"
 #include "optimizer_states.hpp"
+#include "placement.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "peft.hpp"
@@ -1238,9 +1239,15 @@ void head_dequantized(const Config& c, const LossShape& s, const ImplementationP
   const bool cast = p.bnb_quantized_from_fp16 ? !fp16_compute : false;
   const Count weights = s.vocab * Count(c.model.hidden_size);
   out.head_dequant_bytes = weights * (state + (cast ? s.d.act : Bytes{0}));
-  const Count chunks = p.loss_chunk_rows > 0 ? max(ceil_div(Count(c.training.seq_len), Count(p.loss_chunk_rows)), Count(1))
-                                             : Count(1);
-  const Bytes logits_before = mul_div(s.logits, chunks - Count(1), chunks);
+  // The logits of the head calls before the last (none where the head runs once, or inside a fused
+  // loss one chunk at a time): LitGPT's chunks are lm_head_chunk_size positions of every sequence.
+  const std::int64_t calls = head_calls(c);
+  const std::int64_t seq = std::max<std::int64_t>(1, c.training.seq_len);
+  const Bytes logits_before =
+      calls <= 1 ? Bytes{0}
+      : p.loss_chunk_rows > 0
+          ? mul_div(s.logits, Count(std::min(seq, p.loss_chunk_rows * (calls - 1))), Count(seq))
+          : mul_div(s.logits, Count(calls - 1), Count(calls));
   out.forward_bytes = max(out.forward_bytes, s.head_input + s.labels + logits_before + out.head_dequant_bytes);
   out.notes.push_back(std::string("The output head is quantised too (Lightning's bitsandbytes plugin): each of its matmuls "
                                   "dequantises the whole weight") + (cast ? ", to fp16 then the compute dtype." : "."));
@@ -1440,9 +1447,7 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
     case LossKernel::kAuto:
     case LossKernel::kEager: eager_loss(s, out); break;
   }
-  if (head_quantized(c) && c.training.finetune.quant_method == QuantMethod::kBitsandbytes) {
-    head_dequantized(c, s, profile, out);
-  }
+  if (head_quantized(c) && c.training.finetune.base_bits == 4) head_dequantized(c, s, profile, out);
   // LitGPT's and nanoGPT's loops hold the logits through backward and until the next forward
   // replaces them (litgpt/finetune/full.py; nanoGPT train.py).
   if (impl.loop_keeps_logits == Switch::kYes && impl.loss != LossKernel::kFusedLinearCe) out.kept_bytes = s.logits;

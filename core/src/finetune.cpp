@@ -104,21 +104,24 @@ TrainableCounts trainable_counts(const Config& c, const ParameterCount& params, 
 
 bool head_quantized(const Config& c) {
   const Finetune& f = c.training.finetune;
+  // A head in modules_to_save trains as a 16-bit copy (peft.cpp), which the forward uses.
   return is_peft(c) && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
+         !(f.modules_to_save & kSaveHead) &&
          implementation_profile(c.training.implementation.framework).bnb_quantizes_head;
 }
 
 QuantizedBase quantized_base(const Config& c) { return {experts_left_unquantized(c), head_quantized(c)}; }
 
-// Only the linear layers inside the blocks are quantised (and the head, where the quantiser takes
-// every nn.Linear); embeddings, norms and the head stay in 16 bit, as bitsandbytes / transformers
-// leave them, or in fp32 after PEFT's prepare_model_for_kbit_training (peft/utils/other.py: every
-// fp16 / bf16 parameter of a k-bit model is cast with param.data.to(torch.float32)).
+// Only the linear layers inside the blocks are quantised, and the head's weight where the quantiser
+// takes every nn.Linear (head_quantized; its bias is copied as it is: Lightning's _convert_layers);
+// otherwise embeddings, norms and the head stay in 16 bit, as bitsandbytes / transformers leave
+// them, or in fp32 after PEFT's prepare_model_for_kbit_training (peft/utils/other.py: every fp16 /
+// bf16 parameter of a k-bit model is cast with param.data.to(torch.float32)).
 Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantized, const QuantizedBase& base) {
   const bool upcast = kbit_upcast(f);
   const Bytes kept = upcast ? max(unquantized, kFp32Bytes) : unquantized;
   if (f.base_bits == 16) return g.elements_each() * unquantized;
-  const bool quantized = g.linear || (base.head_quantized && g.component == Component::kHead);
+  const bool quantized = g.linear || (base.head_quantized && g.component == Component::kHead && !g.cols.is_zero());
   if (!quantized || (base.experts_unquantized && g.component == Component::kExperts)) return g.elements_each() * kept;
   if (f.quant_method == QuantMethod::kGptq) return gptq_bytes(g, f);
   if (f.quant_method == QuantMethod::kChatglm) return chatglm_bytes(g, f);

@@ -112,7 +112,8 @@ struct QuantizedBase {
 QuantizedBase quantized_base(const Config& config);
 
 // One tensor of a parameter-efficient run's frozen base: 16-bit (or fp32) weights, int8, or 4-bit
-// (bitsandbytes NF4 / FP4, with or without double quantisation).
+// (bitsandbytes NF4 / FP4, with or without double quantisation); `base` says which modules beyond
+// the blocks' linear layers the quantiser covers.
 Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized, const QuantizedBase& base);
 
 // The largest trainable tensor's elements (the per-parameter optimizer loop's temporary).

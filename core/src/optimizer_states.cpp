@@ -302,7 +302,7 @@ bool is_paged(Optimizer o) { return o == Optimizer::kPagedAdamW || o == Optimize
 // 8-bit optimizer's absmax1 / absmax2 (one fp32 per 256-element block) and its two quantisation
 // maps are plain device tensors whatever the size; tensors under min_8bit_size (4096) keep fp32
 // states (init_state).
-constexpr std::int64_t kBnbPagedMinElements = 100'000;
+constexpr std::int64_t kBnbMinPagedElements = 100'000;
 
 Bytes paged_states_on_device(const Config& c, const ParameterCount& params) {
   const Optimizer o = c.training.optimizer;
@@ -312,7 +312,7 @@ Bytes paged_states_on_device(const Config& c, const ParameterCount& params) {
   bool any_8bit = false;
   for (const StateTensor& t : state_tensors(c, params)) {
     const Count n = t.shape.elements_each();
-    const bool paged = n.value() >= kBnbPagedMinElements;
+    const bool paged = n.value() >= kBnbMinPagedElements;
     Bytes each{0};
     if (!eight_bit || n.value() < kBnbMin8bitElements) {
       each = paged ? Bytes{0} : n * kFp32Bytes;

@@ -46,8 +46,11 @@ Bytes fused_update_temporary_bytes(const Training& training, Count largest_tenso
 bool is_paged(Optimizer optimizer);
 // What a bitsandbytes paged optimizer keeps in ordinary device memory: the states of tensors under
 // 1e5 elements, which get_state_buffer allocates with torch.zeros_like instead of paging, and an
-// 8-bit optimizer's block-wise absmax and quantisation maps. Unsharded runs only (ZeRO and FSDP1
-// step flat partitions, far above the threshold).
+// 8-bit optimizer's block-wise absmax and quantisation maps. `params`: the trained view (all of the
+// model, or the blocks trained). The caller applies it to unsharded runs only: tensor, pipeline and
+// expert parallelism and ZeRO / FSDP change what each rank's optimizer steps (DeepSpeed's and
+// FSDP1's flat partitions are far above the threshold; FSDP2's and use_orig_params' per-parameter
+// shards of small tensors are not modelled and count as paged).
 Bytes paged_states_on_device(const Config& config, const ParameterCount& params);
 
 }  // namespace memfit

@@ -55,12 +55,17 @@ void offload(const Config& c, const ParameterCount& params, StaticBytes& s, std:
   if (is_paged(c.training.optimizer)) {
     const Parallel& par = c.parallel;
     const bool unsharded = par.zero_stage == 0 && par.tensor == 1 && par.pipeline == 1 && par.expert == 1;
-    const Bytes resident = unsharded ? min(paged_states_on_device(c, params), s.states) : Bytes{0};
+    const Bytes resident =
+        unsharded ? min(paged_states_on_device(c, trains_some_layers(c) ? trained_view(c, params) : params), s.states)
+                  : Bytes{0};
     s.offloaded += s.states - resident;
     s.states = resident;
+    const bool eight_bit = c.training.optimizer == Optimizer::kPagedAdamW8bit;
     notes.push_back(std::string("Paged optimizer: states live in CUDA unified memory and are paged to the CPU under "
                                 "pressure; they are shown apart and not counted as allocated") +
-                    (resident.is_zero() ? "." : ", but for tensors under 100,000 elements (and 8-bit block scales)."));
+                    (resident.is_zero() ? "."
+                                        : eight_bit ? ", but for tensors under 100,000 elements and the block scales."
+                                                    : ", but for tensors under 100,000 elements."));
   }
   if (c.parallel.offload_optimizer) {
     s.offloaded += s.states + s.master;
@@ -153,12 +158,6 @@ Bytes local_optimizer_state_bytes(const Config& c, const ParameterCount& params,
   return p.as_nominal(optimizer_state_bytes(c, mine, p.local_count, state_element));
 }
 
-namespace {
-
-// How many times the output head runs per micro-batch: once, or once per chunk where the head
-// itself is chunked (LitGPT's lm_head_chunk_size of sequence positions, torchtune's and
-// torchtitan's output chunks); a fused linear cross-entropy saves no cast of it (Liger computes
-// the head's gradients in its forward).
 std::int64_t head_calls(const Config& c) {
   const Implementation impl = resolve_implementation(c.training.implementation);
   const ImplementationProfile& profile = implementation_profile(impl.framework);
@@ -171,8 +170,6 @@ std::int64_t head_calls(const Config& c) {
     default: return 1;
   }
 }
-
-}  // namespace
 
 Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Placement& p) {
   const PrecisionRecipe& r = recipe_for(c.training.precision);

@@ -59,6 +59,12 @@ Placement placement(const Config& config, const ParameterCount& params, Count ba
 // this GPU holds: every linear layer and the head (or the tied embedding serving as the head).
 Bytes weight_copy_bytes(const Config& config, const ParameterCount& params, const Placement& place);
 
+// How many times the output head runs per micro-batch: once, or once per chunk where the head
+// itself is chunked (LitGPT's lm_head_chunk_size of sequence positions, torchtune's and
+// torchtitan's output chunks); 0 where a fused linear cross-entropy runs it inside the loss, a
+// chunk at a time in forward and again in backward (Liger, TRL's chunked loss).
+std::int64_t head_calls(const Config& config);
+
 // This GPU's tensors (before ZeRO): each group's count is how many this GPU's stage holds, and
 // tensor parallelism splits each matrix's rows.
 ParameterCount local_parameters(const ParameterCount& params, const Placement& place);

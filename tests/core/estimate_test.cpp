@@ -293,6 +293,21 @@ TEST(Optimizers, PagedStatesOfSmallAdaptersStayOnTheDevice) {
   // tensor, with the two 256-entry fp32 maps.
   const std::int64_t scales = 2 * 4 * (small + paged) / 256;
   EXPECT_EQ(eight.breakdown.optimizer_states.value(), 2 * small + scales + 2 * 256 * 4);
+  EXPECT_EQ(eight.breakdown.offloaded_bytes.value(), 2 * paged);
+  // Nothing is lost between the two: what stays and what is paged add up to the unpaged optimizer's.
+  c.training.optimizer = Optimizer::kAdamW8bit;
+  EXPECT_EQ(estimate(c).breakdown.optimizer_states.value(),
+            eight.breakdown.optimizer_states.value() + eight.breakdown.offloaded_bytes.value());
+}
+
+// Training some blocks only: the small tensors that stay are those of the trained blocks (two
+// RMSNorm weights each), not the whole model's.
+TEST(Optimizers, PagedStatesOfTheTrainedBlocksOnly) {
+  Config c = default_config();
+  c.model = *preset_model("llama-2-7b");
+  c.training.optimizer = Optimizer::kPagedAdamW;
+  c.training.finetune.trainable_layers = 2;
+  EXPECT_EQ(estimate(c).breakdown.optimizer_states.value(), 8 * 2 * 2 * 4'096);
 }
 
 TEST(Finetuning, QloraQuantisesTheBlockLinearsOnly) {

@@ -319,7 +319,7 @@ TEST(Implementation, TransformersLeavesFalconUnquantised) {
   const auto weights = [](const Json& r) { return field(*r.find("breakdown"), "parameters"); };
   EXPECT_EQ(weights(hf), weights(sixteen));
   EXPECT_GT(weights(prepared), weights(hf) * 19 / 10);
-  EXPECT_LT(weights(litgpt), weights(hf) * 6 / 10);  // 4-bit linears; its own untied head stays 16-bit
+  EXPECT_LT(weights(litgpt), weights(hf) * 6 / 10);  // 4-bit linears and head (Lightning's plugin)
 }
 
 TEST(Implementation, AFusedGateUpIsOneAdapter) {
@@ -802,12 +802,6 @@ TEST(Implementation, LitgptStableEmbeddingKeepsTwoMoreEmbeddings) {
   EXPECT_EQ(part(forced, "gradients") - part(hf, "gradients"), embedding);
 }
 
-}  // namespace
-}  // namespace memfit
-
-namespace memfit {
-namespace {
-
 // LitGPT's QLoRA (--quantize bnb.nf4) quantises every nn.Linear, the head too (Lightning's
 // BitsandbytesPrecision), from an fp16 copy: the head is stored in NF4 with an fp32 absmax per 64
 // weights, and each of its matmuls dequantises the whole weight to fp16 and casts it to bf16 (4
@@ -836,6 +830,17 @@ TEST(Implementation, LitgptQuantisesTheHeadAndDequantisesItForEachMatmul) {
   EXPECT_TRUE(said);
   const Json hf = run(config("hf", vocab));
   EXPECT_LT(field(*hf.find("breakdown"), "logits_and_loss"), vocab * d * 2);
+  // In backward the copy is made again, for each chunk, beside everything forward saved.
+  const Json* b = litgpt.find("breakdown");
+  std::int64_t backward = 0;
+  for (const Json& ph : litgpt.find("phases")->items()) {
+    if (ph.find("name")->as_string() == "backward") backward = field(ph, "bytes");
+  }
+  EXPECT_GE(backward, field(*b, "parameters") + field(*b, "activations") + vocab * d * 4);
+  // An 8-bit base quantises the head too, but MatMul8bitLt does not dequantise the whole weight in
+  // forward: no such copy.
+  const Json int8 = run(std::string(config("litgpt", vocab)).replace(config("litgpt", vocab).find("\"base_bits\":4"), 13, "\"base_bits\":8"));
+  EXPECT_LT(field(*int8.find("breakdown"), "logits_and_loss"), vocab * d * 2);
 }
 
 }  // namespace
