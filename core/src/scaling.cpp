@@ -15,6 +15,9 @@ constexpr const char* kScalingPresets[] = {"seed-gpt2-small", "seed-gpt2-large",
 Json scaling_row(const Config& training_settings, const char* id) {
   Config c = training_settings;
   c.model = *preset_model(id);
+  // A full fine-tune of each model: a parameter-efficient method's settings (a quantised base,
+  // adapters, trained blocks) belong to the configured model and are left out.
+  c.training.finetune = Finetune{};
   c.training.finetune.method = FinetuneMethod::kFull;
   c.parallel = Parallel{};
   // The rows report allocated bytes only: no allocator replay is needed for them.

@@ -97,6 +97,23 @@ TEST(Seed001, Fp32ParameterMemoryByComponent) {
   EXPECT_EQ(fp32_mib(p.component_count(Component::kFinalNorm)), "0.00");         // ln_f
 }
 
+// The table is a full fine-tune of each model whatever the configured method: a QLoRA run's
+// quantised base, adapters or trained blocks do not carry over (no row fails validation).
+TEST(Seed001, ScalingTableOfAParameterEfficientRunIsAFullFineTune) {
+  const Json full = scaling_table_json(R"({"training":{"precision":"bf16","seq_len":512}})");
+  for (const char* finetune : {R"({"method":"lora","base_bits":4})", R"({"method":"full","trainable_layers":2})"}) {
+    const Json table = scaling_table_json(std::string(R"({"training":{"precision":"bf16","seq_len":512,"finetune":)") +
+                                          finetune + "}}");
+    ASSERT_TRUE(table.find("ok")->as_bool()) << finetune;
+    const auto& rows = table.find("rows")->items();
+    ASSERT_EQ(rows.size(), 5u);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(rows[i].find("errors"), nullptr) << finetune << " " << rows[i].find("name")->as_string();
+      EXPECT_EQ(rows[i].dump(), full.find("rows")->items()[i].dump()) << finetune;
+    }
+  }
+}
+
 // seeds/001, "Scaling Analysis": five models, B = 4, T = 2048, the 14P rule on nominal counts.
 TEST(Seed001, ScalingTable) {
   const Json table = scaling_table_json(R"({"training":{"precision":"seed_14p","micro_batch_size":4,"seq_len":2048}})");
