@@ -10,7 +10,8 @@ export function Scaling({ scaling, units }) {
       <h2 id="h-scaling">Scaling: the source documents' five models</h2>
       <p class="card-note">
         The same training settings (micro-batch, sequence length, precision, optimizer) applied to the idealised models
-        of the source documents at their nominal sizes, without and with full activation checkpointing. Static is the
+        of the source documents at their nominal sizes, each as a full fine-tune, without and with full activation
+        checkpointing. Static is the
         weights, gradients, optimizer states and master weights. Total is the step's peak allocated, which is not their
         sum with the activations: it is less when the gradients and the activations are not all held at once, and more
         with what neither column holds (16-bit weight copies, the optimizer step's temporaries). Under the textbook
