@@ -59,6 +59,7 @@ struct Dims {
   bool fused_gate_up;         // gate and up are one adapted layer (peft.hpp AdapterLayout)
   Count rank;
   bool lora_dropout;
+  Count largest_4bit_linear;     // a 4-bit bitsandbytes base's largest block linear on this GPU (0: none)
   bool quantized_base_saves_input;  // bitsandbytes 4-bit linears keep their input for backward
   bool quantized_inputs_retained;   // ... as ctx attributes, which backward does not release
   bool experts_unquantized;         // a bitsandbytes base leaves the stacked experts as they are
@@ -896,6 +897,18 @@ Bytes body_bytes(const Config& c, const Dims& d, const Blocks& b) {
   return b.dense * (b.dense_layers - frozen) + b.moe * b.moe_layers - b.first_layer_saving;
 }
 
+// The bytes of one weight of a bitsandbytes 4-bit linear dequantised for a matmul whose other
+// operand is `act` wide: the quantisation state's dtype (the weight's dtype when it was quantised:
+// the load dtype, 16-bit; fp16 under Lightning's plugin, ImplementationProfile::bnb_quantized_from_fp16),
+// plus MatMul4Bit's .to(A.dtype) copy where that dtype differs (fp16 state, bf16 or fp32 compute).
+Bytes bnb_dequantized_element(const Config& c, Bytes act) {
+  const ImplementationProfile& p = implementation_profile(c.training.implementation.framework);
+  if (!p.bnb_quantized_from_fp16) return Bytes{2};
+  const Precision precision = c.training.precision;
+  const bool fp16_compute = precision == Precision::kFp16Mixed || precision == Precision::kFp16Master;
+  return fp16_compute ? Bytes{2} : Bytes{2} + act;
+}
+
 // Backward working memory: the gradients of one layer's largest intermediates, plus, under full
 // checkpointing, that layer's recomputed activations (the total; in `out`, the recomputed part and
 // the sizes of the gradient tensors).
@@ -957,6 +970,12 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
     if (tr.float8 == Float8::kMxfp8) casts += ceil_div(casts, 32);
     working += casts;
   }
+  // A 4-bit bitsandbytes base: each MatMul4Bit backward makes its input's gradient with the whole
+  // weight dequantised, matmul(grad, dequantize_4bit(W).to(grad.dtype).t()) (bitsandbytes/autograd/
+  // _functions.py, 0.42 to today), one linear at a time: the largest on top of the block's
+  // gradients (bnb_dequantized_element: 2 bytes a weight, 4 under Lightning's fp16 state).
+  // (unsloth's fused LoRA functions dequantise with their own kernels, fast_dequantize: not this.)
+  if (d.impl.framework != Framework::kUnsloth) working += d.largest_4bit_linear * bnb_dequantized_element(c, d.act);
   // With only some blocks checkpointed (the first ones of the stage, as Megatron's block method
   // picks them), backward reaches them after the blocks above have freed everything, so their
   // recomputation never sets the high point: the block is counted when every block is recomputed.
@@ -1011,6 +1030,14 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   const Training& tr = c.training;
   Dims d = make_dims(c);
   const Finetune& f = c.training.finetune;
+  // The largest block linear bitsandbytes quantises (not the stacked experts it leaves as they are,
+  // experts_left_unquantized), split by tensor parallelism.
+  if (d.lora && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes) {
+    for (const TensorGroup& g : params.groups) {
+      if (!g.linear || g.layer == LayerKind::kNone || (d.experts_unquantized && g.component == Component::kExperts)) continue;
+      d.largest_4bit_linear = max(d.largest_4bit_linear, ceil_div(g.elements_each(), c.parallel.tensor));
+    }
+  }
   if (d.lora && f.base_bits < 16 && f.quant_method == QuantMethod::kGptq && f.gptq_kernel == GptqKernel::kDequantize) {
     for (const TensorGroup& g : params.groups) {
       if (!g.linear || g.layer == LayerKind::kNone) continue;
@@ -1233,12 +1260,10 @@ void chunked_loss(const LossShape& s, const ImplementationProfile& p, LossModel&
 // runs in 128-token chunks (lm_head_chunk_size), one at a time: the copy of the last chunk's
 // forward sits beside the logits of the chunks before it; in backward, beside the logits' gradient.
 void head_dequantized(const Config& c, const LossShape& s, const ImplementationProfile& p, LossModel& out) {
-  const Precision precision = c.training.precision;
-  const bool fp16_compute = precision == Precision::kFp16Mixed || precision == Precision::kFp16Master;
-  const Bytes state = p.bnb_quantized_from_fp16 ? Bytes{2} : s.d.act;
-  const bool cast = p.bnb_quantized_from_fp16 ? !fp16_compute : false;
+  const Bytes element = bnb_dequantized_element(c, s.d.act);
+  const bool cast = element > Bytes{2};
   const Count weights = s.vocab * Count(c.model.hidden_size);
-  out.head_dequant_bytes = weights * (state + (cast ? s.d.act : Bytes{0}));
+  out.head_dequant_bytes = weights * element;
   // The logits of the head calls before the last (none where the head runs once, or inside a fused
   // loss one chunk at a time): LitGPT's chunks are lm_head_chunk_size positions of every sequence.
   const std::int64_t calls = head_calls(c);

@@ -454,9 +454,14 @@ TEST(Peft, OldBitsandbytesUnderNonReentrantCheckpointingKeepsEveryBlocksInputs) 
   const Estimate non_reentrant_current = with(CheckpointImpl::kNonReentrant, false);
   const Estimate non_reentrant_old = with(CheckpointImpl::kNonReentrant, true);
   EXPECT_EQ(reentrant_old.breakdown.activations, reentrant_current.breakdown.activations);
-  EXPECT_EQ(reentrant_old.peak_allocated_bytes, reentrant_current.peak_allocated_bytes);
-  EXPECT_EQ(non_reentrant_current.breakdown.activations, reentrant_current.breakdown.activations);
+  // Under reentrant checkpointing only the block being recomputed keeps its inputs as ctx
+  // attributes, until its backward is done: at most one block's more at the backward high point.
   const std::int64_t tokens = 2 * 512;
+  const std::int64_t one_block = (4096 * 3 + 11008) * tokens * 2;
+  const std::int64_t more = reentrant_old.peak_allocated_bytes.value() - reentrant_current.peak_allocated_bytes.value();
+  EXPECT_GE(more, 0);
+  EXPECT_LE(more, one_block);
+  EXPECT_EQ(non_reentrant_current.breakdown.activations, reentrant_current.breakdown.activations);
   const std::int64_t retained = (32 * (4096 * 3 + 11008) - 4096) * tokens * 2;
   EXPECT_EQ(non_reentrant_old.breakdown.activations.value() - non_reentrant_current.breakdown.activations.value(),
             retained);
