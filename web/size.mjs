@@ -3,7 +3,8 @@
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
 //   calculator   everything it loads, the core's worker and wasm included. ≤ 319 KiB gzipped (318 until later in the
 //                fifth Dec 4 2026 session, when LitGPT's quantised head (stored in 4 bits, dequantised for each
-//                matmul) and bitsandbytes' paging threshold for optimizer states brought it to 318.2; 316 until the
+//                matmul), bitsandbytes' paging threshold for optimizer states and the blocks' dequantised weights in
+//                backward brought it to 318.9; 316 until the
 //                fifth Dec 4 2026 session, when fourteen model presets (Qwen3 0.6B to 32B and 235B-A22B,
 //                Qwen2.5 1.5B to 72B, Gemma 3 1B, Phi-4: each the config.json keys the importer reads, its
 //                name, source and published count) brought it to 316.7; 315 until the
@@ -34,7 +35,7 @@
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 298 KiB gzipped (296 until the fifth Dec 4 2026 session, when the same
 //                fourteen presets brought it to 296.1, and LitGPT's quantised head with bitsandbytes'
-//                paging threshold to 297.3; 295 until the fourth Dec 4 2026 session, when eight
+//                paging threshold and the blocks' dequantised weights to 297.9; 295 until the fourth Dec 4 2026 session, when eight
 //                data-centre cards and the GB200's NVLink rack as one link domain brought it to 295.0;
 //                292 until the third Dec 4 2026 session, when the same
 //                mechanisms as the calculator's brought it to 294.0; 290 until the second Dec 4 2026 session, when NCCL's
