@@ -86,15 +86,25 @@ constexpr std::int64_t kBnbMin8bitElements = 4096;
 constexpr std::int64_t kBnbBlockElements = 256;
 constexpr Bytes kBnbQuantMapBytes = Count(256) * kFp32Bytes;
 
+// One state of one tensor of n elements under a bitsandbytes optimizer: its buffer (what a paged
+// optimizer may page) and, for an 8-bit state, its block-wise absmax (never paged).
+struct BnbState {
+  Bytes buffer;
+  Bytes scales;
+  bool eight_bit;
+};
+BnbState bnb_state(Count n, bool eight_bit_optimizer) {
+  if (!eight_bit_optimizer || n.value() < kBnbMin8bitElements) return {n * kFp32Bytes, Bytes{0}, false};
+  return {n * kByte, ceil_div(n, kBnbBlockElements) * kFp32Bytes, true};
+}
+
 Bytes bnb_8bit_bytes(const std::vector<Shape>& shapes, std::int64_t states) {
   Bytes total{0};
   bool any_8bit = false;
   for (const Shape& s : shapes) {
-    const Count n = s.elements_each();
-    const bool small = n.value() < kBnbMin8bitElements;
-    any_8bit = any_8bit || !small;
-    const Bytes each = small ? n * kFp32Bytes : n * kByte + ceil_div(n, kBnbBlockElements) * kFp32Bytes;
-    total += each * s.count * states;
+    const BnbState state = bnb_state(s.elements_each(), true);
+    any_8bit = any_8bit || state.eight_bit;
+    total += (state.buffer + state.scales) * s.count * states;
   }
   return any_8bit ? total + kBnbQuantMapBytes * states : total;
 }
@@ -307,20 +317,14 @@ constexpr std::int64_t kBnbMinPagedElements = 100'000;
 Bytes paged_states_on_device(const Config& c, const ParameterCount& params) {
   const Optimizer o = c.training.optimizer;
   if (!is_paged(o)) return Bytes{0};
-  const bool eight_bit = o == Optimizer::kPagedAdamW8bit;
   Bytes total{0};
   bool any_8bit = false;
   for (const StateTensor& t : state_tensors(c, params)) {
     const Count n = t.shape.elements_each();
-    const bool paged = n.value() >= kBnbMinPagedElements;
-    Bytes each{0};
-    if (!eight_bit || n.value() < kBnbMin8bitElements) {
-      each = paged ? Bytes{0} : n * kFp32Bytes;
-    } else {
-      any_8bit = true;
-      each = (paged ? Bytes{0} : n * kByte) + ceil_div(n, kBnbBlockElements) * kFp32Bytes;
-    }
-    total += each * t.shape.count * kAdamStates;
+    const BnbState state = bnb_state(n, o == Optimizer::kPagedAdamW8bit);
+    any_8bit = any_8bit || state.eight_bit;
+    const Bytes buffer = n.value() >= kBnbMinPagedElements ? Bytes{0} : state.buffer;
+    total += (buffer + state.scales) * t.shape.count * kAdamStates;
   }
   return any_8bit ? total + kBnbQuantMapBytes * kAdamStates : total;
 }
