@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <optional>
 #include <string_view>
 
 #include "config_internal.hpp"
@@ -121,8 +122,11 @@ std::string preset_hint(const Json& value) {
 }
 
 std::string read_enum(const Field& f, const Json& value, Config& config) {
-  for (std::size_t i = 0; value.is_string() && i < f.choices.size(); ++i) {
-    if (value.as_string() == f.choices[i]) {
+  // A choice spelled as a number ("1", "2") is also read from the JSON number (fsdp_version: 2).
+  const std::optional<std::int64_t> number = value.is_number() ? value.as_exact_integer() : std::nullopt;
+  const std::string text = value.is_string() ? value.as_string() : number ? std::to_string(*number) : std::string();
+  for (std::size_t i = 0; (value.is_string() || number) && i < f.choices.size(); ++i) {
+    if (text == f.choices[i]) {
       f.enum_set(config, static_cast<int>(i));
       return "";
     }
@@ -482,6 +486,8 @@ Json applicability(std::string_view path) {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
   } else if (path == "parallel.fsdp_use_orig_params") {
     all.push(when_in("parallel.zero_stage", integers({2, 3})));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
+  } else if (path == "parallel.fsdp_version") {
+    all.push(when_in("parallel.zero_stage", integers({2, 3})));
   } else if (path == "parallel.fsdp_limit_all_gathers") {
     all.push(when_in("parallel.zero_stage", integers({3})));
   } else if (path == "parallel.ddp_bucket_view") {

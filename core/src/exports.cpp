@@ -7,6 +7,7 @@
 
 #include "memfit/estimate.hpp"
 #include "memfit/gpus.hpp"
+#include "memfit/implementation.hpp"
 #include "memfit/patch.hpp"
 #include "phases.hpp"
 
@@ -268,19 +269,41 @@ Export accelerate_fsdp(const Config& c) {
   const FsdpMesh m = fsdp_mesh(c, e, "accelerate");
   const bool offload = fsdp_offload(c, e, "FSDP");
   const std::int64_t k = per_node(c);
+  // The FSDP the estimate ran (parallel.fsdp_version): accelerate's fsdp_version 1 names a sharding
+  // strategy in fsdp_reshard_after_forward and has no parallelism_config (ParallelismConfig wants
+  // FSDP2: parallelism_config.py, _validate_accelerator); its hybrid strategies shard within a
+  // node (FSDP1's intra-node process group).
+  const bool fsdp2 = runs_fsdp2(c);
+  std::string strategy;
+  if (!fsdp2) {
+    if (p.tensor > 1 || p.context > 1) {
+      fail(e, "parallel.fsdp_version", "accelerate's tensor and context parallelism run over FSDP2 only: set "
+                                       "parallel.fsdp_version 2");
+    }
+    if (m.replicate > 1 && m.shard != k) {
+      fail(e, "parallel.shard_degree", "FSDP1's hybrid sharding shards within a node: " + str(k) +
+                                           " GPUs (or set parallel.fsdp_version 2 for any degree)");
+    }
+    strategy = m.replicate > 1 ? (m.reshard_after_forward ? "HYBRID_SHARD" : "HYBRID_SHARD_ZERO2")
+                               : (m.reshard_after_forward ? "FULL_SHARD" : "SHARD_GRAD_OP");
+  }
   Text y;
   y << "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n"
     << "mixed_precision: " << (t.precision == Precision::kBf16Fsdp ? "bf16" : "'no'") << "\n"
     << "num_machines: " << (p.num_gpus + k - 1) / k << "\nnum_processes: " << p.num_gpus << "\nmachine_rank: 0\n"
     << "main_process_port: 29500\nrdzv_backend: static\nsame_network: true\nuse_cpu: false\n"
-    << "fsdp_config:\n  fsdp_version: 2\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
-    << "  fsdp_reshard_after_forward: " << yes(m.reshard_after_forward) << "\n"
+    << "fsdp_config:\n  fsdp_version: " << (fsdp2 ? 2 : 1) << "\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+    << "  fsdp_reshard_after_forward: " << (fsdp2 ? yes(m.reshard_after_forward) : strategy) << "\n"
     << "  fsdp_offload_params: " << yes(offload) << "\n"
     << "  fsdp_activation_checkpointing: " << yes(t.checkpointing == Checkpointing::kFull) << "\n"
-    << "  fsdp_cpu_ram_efficient_loading: true\n  fsdp_state_dict_type: SHARDED_STATE_DICT\n"
-    << "parallelism_config:\n  parallelism_config_dp_replicate_size: " << m.replicate
-    << "\n  parallelism_config_dp_shard_size: " << m.shard << "\n  parallelism_config_tp_size: " << p.tensor
-    << "\n  parallelism_config_cp_size: " << p.context << "\n";
+    << "  fsdp_cpu_ram_efficient_loading: true\n  fsdp_state_dict_type: SHARDED_STATE_DICT\n";
+  if (fsdp2) {
+    y << "parallelism_config:\n  parallelism_config_dp_replicate_size: " << m.replicate
+      << "\n  parallelism_config_dp_shard_size: " << m.shard << "\n  parallelism_config_tp_size: " << p.tensor
+      << "\n  parallelism_config_cp_size: " << p.context << "\n";
+  } else {
+    y << "  fsdp_sync_module_states: true\n  fsdp_use_orig_params: " << yes(p.fsdp_use_orig_params) << "\n";
+  }
   e.text = y.str();
   e.command = "accelerate launch --config_file fsdp.yaml" +
               std::string((p.num_gpus + k - 1) / k > 1 ? " --main_process_ip $MASTER_ADDR --machine_rank $NODE_RANK" : "") +
@@ -734,12 +757,28 @@ void read_accelerate(const std::map<std::string, std::string>& y, const std::vec
   Parallel& p = c.parallel;
   p = Parallel{};
   p.num_gpus = integer_of(get("num_processes"), 1);
-  p.tensor = integer_of(get("parallelism_config.parallelism_config_tp_size"), 1);
-  p.context = integer_of(get("parallelism_config.parallelism_config_cp_size"), 1);
-  p.sequence_parallel = p.tensor > 1;
-  set_fsdp(c, integer_of(get("parallelism_config.parallelism_config_dp_replicate_size"), 1),
-           integer_of(get("parallelism_config.parallelism_config_dp_shard_size"), 1),
-           get("fsdp_config.fsdp_reshard_after_forward") == "true", get("fsdp_config.fsdp_offload_params") == "true");
+  const bool offload = get("fsdp_config.fsdp_offload_params") == "true";
+  // accelerate's default is FSDP1 (FullyShardedDataParallelPlugin.fsdp_version, FSDP_VERSION "1").
+  const bool fsdp2 = integer_of(get("fsdp_config.fsdp_version"), 1) == 2;
+  if (fsdp2) {
+    p.tensor = integer_of(get("parallelism_config.parallelism_config_tp_size"), 1);
+    p.context = integer_of(get("parallelism_config.parallelism_config_cp_size"), 1);
+    p.sequence_parallel = p.tensor > 1;
+    set_fsdp(c, integer_of(get("parallelism_config.parallelism_config_dp_replicate_size"), 1),
+             integer_of(get("parallelism_config.parallelism_config_dp_shard_size"), 1),
+             get("fsdp_config.fsdp_reshard_after_forward") == "true", offload);
+  } else {
+    // FSDP1's strategy; the hybrid ones shard within a node.
+    const std::string strategy = get("fsdp_config.fsdp_reshard_after_forward");
+    const bool hybrid = strategy.rfind("HYBRID_SHARD", 0) == 0;
+    const std::int64_t k = per_node(c);
+    set_fsdp(c, hybrid ? std::max<std::int64_t>(1, p.num_gpus / k) : 1, hybrid ? k : p.num_gpus,
+             strategy == "FULL_SHARD" || strategy == "HYBRID_SHARD" || strategy.empty(), offload);
+    if (strategy == "NO_SHARD") p.zero_stage = 0;
+    p.fsdp_use_orig_params = p.zero_stage >= 2 && get("fsdp_config.fsdp_use_orig_params") == "true";
+  }
+  // Written as auto where that is the framework's own FSDP.
+  if (fsdp2 != runs_fsdp2(c)) p.fsdp_version = fsdp2 ? FsdpVersion::kTwo : FsdpVersion::kOne;
   c.training.precision = get("mixed_precision") == "bf16" ? Precision::kBf16Fsdp : Precision::kFp32;
   c.training.checkpointing =
       get("fsdp_config.fsdp_activation_checkpointing") == "true" ? Checkpointing::kFull : Checkpointing::kNone;

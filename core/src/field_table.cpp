@@ -455,6 +455,11 @@ std::vector<Field> build_fields() {
       MF_BOOL("parallel.fsdp_use_orig_params", parallel.fsdp_use_orig_params,
               "FSDP1 use_orig_params=True: the optimizer works on each parameter's view of the flat shard, and "
               "units mixing frozen and trainable parameters keep gradients for all"),
+      MF_ENUM("parallel.fsdp_version", parallel.fsdp_version, FsdpVersion,
+              "which FSDP shards: 1 = FullyShardedDataParallel (flat parameters: accelerate's default, LitGPT), "
+              "2 = fully_shard (per-parameter shards: torchtitan, torchtune, accelerate fsdp_version 2); "
+              "auto = the framework's",
+              "auto", "1", "2"),
       MF_BOOL("parallel.fsdp_limit_all_gathers", parallel.fsdp_limit_all_gathers,
               "FSDP1 limit_all_gathers (default true since PyTorch 2.1): false lets all-gathers run ahead of the "
               "GPU, and the allocator's reserve grows toward the card (it gives the memory back when full)"),

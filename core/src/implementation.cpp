@@ -239,6 +239,17 @@ bool runs_torch_data_parallel(Framework f) {
 
 bool runs_fsdp2(Framework f) { return f == Framework::kTorchtitan || f == Framework::kTorchtune; }
 
+bool runs_fsdp2(const Config& c) {
+  const Framework f = c.training.implementation.framework;
+  if (!runs_torch_data_parallel(f)) return false;
+  switch (c.parallel.fsdp_version) {
+    case FsdpVersion::kOne: return false;
+    case FsdpVersion::kTwo: return true;
+    case FsdpVersion::kAuto: break;
+  }
+  return runs_fsdp2(f);
+}
+
 Implementation resolve_implementation(const Implementation& r) {
   const Implementation& p = implementation_profile(r.framework).knobs;
   Implementation out = r;

@@ -319,6 +319,26 @@ Count root_elements(const Config& c, const ParameterCount& params, const Placeme
 }
 }  // namespace
 
+namespace {
+// Whether accelerate's FSDP2 gives the embedding and the tail (final norm, head) units of their own.
+bool root_carved(const Config& c) {
+  const Framework f = c.training.implementation.framework;
+  const bool accelerate = f == Framework::kHf || f == Framework::kTrl || f == Framework::kLiger || f == Framework::kUnsloth;
+  return accelerate && runs_fsdp2(c) && !c.model.tie_word_embeddings && !c.model.is_encoder_decoder &&
+         c.model.output_head == OutputHead::kLm;
+}
+
+bool in_tail(const TensorGroup& g) { return g.component == Component::kFinalNorm || g.component == Component::kHead; }
+}  // namespace
+
+FsdpRootUnits fsdp_root_units(const Config& c, const ParameterCount& params, const Placement& p,
+                              const PrecisionRecipe& r) {
+  if (c.parallel.zero_stage < 3 || p.zero_shards <= 1 || !root_carved(c)) return {};
+  const auto gathered = [&](auto keep) { return p.as_nominal(root_elements(c, params, p, keep) * r.gathered); };
+  return {gathered(in_tail),
+          gathered([](const TensorGroup& g) { return g.component == Component::kTokenEmbedding; })};
+}
+
 Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                                const PrecisionRecipe& r) {
   // torch/distributed/fsdp/_runtime_utils.py (_post_forward_reshard: "Do not free the root's
@@ -327,13 +347,17 @@ Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, co
   if (c.parallel.zero_stage < 3 || p.zero_shards <= 1 || !runs_torch_data_parallel(c.training.implementation.framework)) {
     return Bytes{0};
   }
-  return p.as_nominal(root_elements(c, params, p, [](const TensorGroup&) { return true; }) * r.gathered);
+  const bool carved = root_carved(c);
+  return p.as_nominal(root_elements(c, params, p, [carved](const TensorGroup& g) {
+                        return !carved || (!in_tail(g) && g.component != Component::kTokenEmbedding);
+                      }) *
+                      r.gathered);
 }
 
 FsdpSharding fsdp_sharding(const Config& c, const Placement& p) {
   const Framework f = c.training.implementation.framework;
   if (c.parallel.zero_stage < 2 || p.zero_shards <= 1 || !runs_torch_data_parallel(f)) return FsdpSharding::kNone;
-  return runs_fsdp2(f) ? FsdpSharding::kFsdp2 : FsdpSharding::kFsdp1;
+  return runs_fsdp2(c) ? FsdpSharding::kFsdp2 : FsdpSharding::kFsdp1;
 }
 
 FsdpUnitGradients fsdp_unit_gradients(const Config& c, const ParameterCount& params, const Placement& p,
@@ -361,7 +385,10 @@ Bytes fsdp_root_at_backward_end(const Config& c, const ParameterCount& params, c
                                 const PrecisionRecipe& r) {
   const Framework f = c.training.implementation.framework;
   if (c.parallel.zero_stage < 2 || p.zero_shards <= 1 || !runs_torch_data_parallel(f)) return Bytes{0};
-  const Bytes gathered = fsdp_root_gathered_bytes(c, params, p, r);
+  // accelerate's carved root: the embedding is gathered again for its backward; the tail's gradients
+  // were reduce-scattered after the head's backward.
+  const bool carved = !fsdp_root_units(c, params, p, r).embedding.is_zero();
+  const Bytes gathered = fsdp_root_gathered_bytes(c, params, p, r) + fsdp_root_units(c, params, p, r).embedding;
   // Deferred gradient sync already holds every unsharded gradient (StaticBytes::accumulated_gradients).
   if (is_peft(c) || !stores_gradients(c.training) || updates_in_backward(c.training) || defers_gradient_sync(c, p)) {
     return gathered;
@@ -370,10 +397,10 @@ Bytes fsdp_root_at_backward_end(const Config& c, const ParameterCount& params, c
   const Finetune& ft = c.training.finetune;
   const bool some = trains_some_layers(c);
   const Count outside = root_elements(c, params, p, [&](const TensorGroup& g) {
-    return !some || (is_embedding(g.component) ? ft.train_embeddings : ft.train_head);
+    return !(carved && in_tail(g)) && (!some || (is_embedding(g.component) ? ft.train_embeddings : ft.train_head));
   });
   const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
-  return gathered + p.as_nominal(outside * compute + (runs_fsdp2(f) ? outside * r.gradients : Bytes{0}));
+  return gathered + p.as_nominal(outside * compute + (runs_fsdp2(c) ? outside * r.gradients : Bytes{0}));
 }
 
 ReusedGathered deepspeed_reused_gathered(const Config& c, const ParameterCount& params, const Placement& p,
@@ -401,6 +428,13 @@ ReusedGathered deepspeed_reused_gathered(const Config& c, const ParameterCount& 
   return {p.as_nominal(head * r.gathered / c.parallel.tensor), kept_blocks};
 }
 
+ReusedGathered gathered_across_forward_end(const Config& c, const ParameterCount& params, const Placement& p,
+                                           const PrecisionRecipe& r) {
+  ReusedGathered out = deepspeed_reused_gathered(c, params, p, r);
+  out.head += fsdp_root_units(c, params, p, r).tail;
+  return out;
+}
+
 Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const Placement& p,
                             const PrecisionRecipe& r) {
   const Training& t = c.training;
@@ -421,7 +455,7 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   const Bytes alive = alive_through_step(c, params, p, st, act, loss, weight_copies, r);
   const Bytes bucket = reduce_bucket_bytes(c, r) + quantized_gradient_bytes(c, params) +
                        zero3_reduce_copy_bytes(c, p, st, r);
-  const ReusedGathered reused = deepspeed_reused_gathered(c, params, p, r);
+  const ReusedGathered reused = gathered_across_forward_end(c, params, p, r);
   std::vector<Phase> phases = {
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},
       {"forward", "End of forward (loss computed)",

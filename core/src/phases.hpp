@@ -31,6 +31,23 @@ Bytes gathered_layer_bytes(const Config& config, const ParameterCount& params, c
 Bytes fsdp_root_gathered_bytes(const Config& config, const ParameterCount& params, const Placement& place,
                                const PrecisionRecipe& recipe);
 
+// accelerate (>= 1.14) under FSDP2 carves the root: the input embedding becomes a unit of its own,
+// resharded after its forward, and the final norm with the output head another, not resharded
+// after forward (utils/fsdp_utils.py, fsdp2_prepare_model, accelerate #4015). The tail is then
+// gathered from forward's end (the loss) through the head's backward, at backward's start; the
+// embedding at forward's start and again for its backward, at backward's end; the root keeps what
+// is left (fsdp_root_gathered_bytes). A tied head shares the embedding's weight and unit, which
+// lives as the root did; other stacks, and FSDP1, leave all three in the root.
+struct FsdpRootUnits {
+  Bytes tail, embedding;  // in the gathered dtype; zero where the root is not carved
+};
+FsdpRootUnits fsdp_root_units(const Config& config, const ParameterCount& params, const Placement& place,
+                              const PrecisionRecipe& recipe);
+// The root's share of the end of backward: what is gathered then, and the gradients the root's
+// post-backward has not yet reduce-scattered (with FSDP2's reduce-scatter input).
+Bytes fsdp_root_at_backward_end(const Config& config, const ParameterCount& params, const Placement& place,
+                                const PrecisionRecipe& recipe);
+
 // FSDP's unit in backward, for a model that trains its blocks: autograd makes the unit's gradients
 // unsharded, in the dtype the unit was gathered in (FSDP1: the flat parameter's .grad; FSDP2: each
 // unsharded parameter's .grad), until its post-backward hook reduce-scatters them. FSDP2 copies them
@@ -62,6 +79,10 @@ struct ReusedGathered {
 };
 ReusedGathered deepspeed_reused_gathered(const Config& config, const ParameterCount& params, const Placement& place,
                                          const PrecisionRecipe& recipe);
+// Gathered across forward's end beside the block in use: DeepSpeed's reused parameters and
+// accelerate's FSDP2 tail unit (fsdp_root_units), whose parameters go after the head's backward.
+ReusedGathered gathered_across_forward_end(const Config& config, const ParameterCount& params, const Placement& place,
+                                           const PrecisionRecipe& recipe);
 
 std::vector<Phase> step_phases(const Config& config, const ParameterCount& params, const Placement& place,
                                const StaticBytes& statics, const ActivationModel& activations,

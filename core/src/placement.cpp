@@ -306,7 +306,8 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // FSDP1 with use_orig_params and a unit holding frozen and trainable parameters gives the whole
   // flat parameter a gradient ("gradient memory ... higher than expected": torch/distributed/fsdp/
   // _flat_param.py), in the base's dtype: a PEFT method under FSDP pays for the frozen base's gradients.
-  if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2) {
+  // FSDP2 shards each parameter on its own: a frozen one gets no gradient.
+  if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2 && !runs_fsdp2(c)) {
     s.gradients += p.local_params * base_element;
   }
   // MeZO updates the weights in place: no optimizer keeps a master copy.
@@ -323,7 +324,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // leaves it in the unsharded flat parameter's .grad, in the dtype the unit was gathered in (the
   // base's, for a PEFT method); FSDP2 accumulates in the reduce dtype (fsdp/_fully_shard/
   // _fsdp_param.py, to_accumulated_grad_if_needed: unsharded_accumulated_grad in reduce_dtype).
-  const bool fsdp2 = runs_fsdp2(impl.framework);
+  const bool fsdp2 = runs_fsdp2(c);
   const Bytes unsharded_gradients = peft || fsdp2 ? s.gradients : p.local_trainable * r.gathered;
   const Bytes unsharded_weights = s.weights;
   // Expert parallelism is carved out of the data-parallel ranks: the routed experts this GPU holds

@@ -260,6 +260,7 @@ struct Program {
   std::vector<Bytes> working;
   FsdpUnitGradients unit_gradients;  // FSDP's unsharded gradients of a block (phases.hpp)
   Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
+  Bytes root_embedding;  // accelerate's FSDP2 embedding unit: gathered for its forward and its backward
   Bytes kv_keys, kv_values;  // per layer (training.use_cache)
   bool kv_cache_kept = false;
   Bytes retained;  // per layer: ctx attributes backward leaves (ActivationModel::retained_bytes)
@@ -279,7 +280,7 @@ struct Program {
   // pool until zero_grad, where the compute stream cannot reuse them. FSDP2 does the same on its
   // reduce-scatter stream (one flat output a unit, the .grads views of it).
   bool grads_on_reduce_stream = false;
-  Bytes reused_head, reused_blocks;  // DeepSpeed ZeRO-3: gathered across forward's end (deepspeed_reused_gathered)
+  Bytes reused_head, reused_blocks;  // gathered across forward's end (gathered_across_forward_end)
   const LossModel* loss;
   int states_per_tensor;
   bool grads_persist;  // accumulation: gradients live across micro-batches
@@ -339,6 +340,7 @@ void release_gathered(Replay& r, const Program& pr, int gathered) {
 void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved, std::vector<int>& copies,
              std::vector<int>& loss_kept, std::vector<int>& outside, GraphKept& graph) {
   outside.push_back(take_gathered(r, pr, pr.root_gathered));
+  release_gathered(r, pr, take_gathered(r, pr, pr.root_embedding));
   outside.push_back(r.take(pr.embedding_saved));
   std::vector<int> cache;
   for (auto& layer : saved) {
@@ -441,7 +443,9 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     release_gathered(r, pr, gathered);
   }
   r.give(reduce_input);  // FSDP2's final callback waits for the last reduce-scatter
+  const int embedding = take_gathered(r, pr, pr.root_embedding);  // gathered again for its backward
   r.give(input_grad);
+  release_gathered(r, pr, embedding);
   r.give(outside);
   r.mark("backward", "Backward (end)");
   r.give(kept_inputs);  // FSDP1's _finalize_params (the final callback) removes the hooks
@@ -591,9 +595,9 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.forward_transients = !every_layer;
   pr.embedding_saved = act.embedding_saved_bytes;
   pr.root_gathered = fsdp_root_gathered_bytes(c, params, p, r);
+  pr.root_embedding = fsdp_root_units(c, params, p, r).embedding;
   if (!pr.gathered.is_zero() && runs_torch_data_parallel(c.training.implementation.framework)) {
-    const Framework f = c.training.implementation.framework;
-    pr.gather = runs_fsdp2(f) ? Program::Gather::kCopyOut : Program::Gather::kUnshardStream;
+    pr.gather = runs_fsdp2(c) ? Program::Gather::kCopyOut : Program::Gather::kUnshardStream;
     // FSDP2's reduce-scatter output is made on its reduce-scatter stream, as FSDP1's shards on its
     // post-backward stream: a pool of its own either way.
     pr.grads_on_reduce_stream = pr.sharded_gradients.empty();
@@ -609,7 +613,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.retained = layers.value() > 0 ? act.retained_bytes / layers.value() : Bytes{0};
   pr.retained_until_next_forward = act.retained_until_next_forward;
   pr.forward_only = forward_only(c.training);
-  const ReusedGathered reused = deepspeed_reused_gathered(c, params, p, r);
+  const ReusedGathered reused = gathered_across_forward_end(c, params, p, r);
   pr.reused_head = reused.head;
   pr.reused_blocks = reused.blocks;
   pr.loss = &loss;
@@ -761,9 +765,10 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
 }
 
 bool fsdp_gathers_run_ahead(const Config& c, const Placement& p) {
-  const Framework f = c.training.implementation.framework;  // FSDP1's switch: not FSDP2 (torchtitan)
+  // FSDP1's switch: FSDP2 has no rate limiter to turn off (its all-gather outputs are freed in
+  // order, without record_stream).
   return !c.parallel.fsdp_limit_all_gathers && c.parallel.zero_stage >= 3 && p.zero_shards > 1 &&
-         runs_torch_data_parallel(f) && f != Framework::kTorchtitan;
+         runs_torch_data_parallel(c.training.implementation.framework) && !runs_fsdp2(c);
 }
 
 }  // namespace memfit

@@ -293,6 +293,20 @@ void check_parallel(const Config& c, Checks& out) {
                                                   ": it is FSDP's setting (DeepSpeed keeps what it reuses soon: "
                                                   "parallel.zero3_max_reuse_distance)");
   }
+  if (p.fsdp_version != FsdpVersion::kAuto && p.zero_stage >= 2) {
+    if (!runs_torch_data_parallel(framework)) {
+      out.add("parallel.fsdp_version", "must be auto with training.framework " + std::string(to_string(framework)) +
+                                           ": it shards with its own engine, not torch FSDP");
+    } else if (p.fsdp_version == FsdpVersion::kOne && framework == Framework::kTorchtitan) {
+      out.add("parallel.fsdp_version", "must be 2 or auto with training.framework torchtitan: it shards with "
+                                       "fully_shard (FSDP2) only");
+    }
+  }
+  if (p.fsdp_use_orig_params && p.zero_stage >= 2 && runs_fsdp2(c)) {
+    out.add("parallel.fsdp_use_orig_params", "must be false under FSDP2 (parallel.fsdp_version 2, or training.framework " +
+                                                 std::string(to_string(framework)) +
+                                                 "): it is FSDP1's option; FSDP2 keeps every parameter's own shard");
+  }
   const std::int64_t data_ranks = p.num_gpus / (p.tensor * p.pipeline);
   // ZeRO++ is DeepSpeed's ZeRO-3; under another stage it is ignored, as DeepSpeed ignores it (and
   // the planner may try other stages), but under ZeRO-3 another engine cannot run it.

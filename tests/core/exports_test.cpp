@@ -34,8 +34,9 @@ const std::set<std::string> kDeepSpeedKeys = {
 // huggingface/accelerate @ 16cb6eb80dd9aa8b4df1a63ef57863e455d53b83:
 // src/accelerate/commands/config/config_args.py (ClusterConfig fields) and
 // src/accelerate/commands/config/cluster.py (fsdp_config keys; parallelism_config keys with the
-// parallelism_config_ prefix).
+// parallelism_config_ prefix; FSDP1's fsdp_sync_module_states and fsdp_use_orig_params).
 const std::set<std::string> kAccelerateKeys = {
+    "fsdp_config.fsdp_sync_module_states", "fsdp_config.fsdp_use_orig_params",
     "compute_environment", "distributed_type", "mixed_precision", "num_machines", "num_processes", "machine_rank",
     "main_process_port", "rdzv_backend", "same_network", "use_cpu", "fsdp_config.fsdp_version",
     "fsdp_config.fsdp_auto_wrap_policy", "fsdp_config.fsdp_reshard_after_forward", "fsdp_config.fsdp_offload_params",
@@ -265,12 +266,47 @@ TEST(Exports, DeepSpeedBucketSizesAreRead) {
 
 TEST(Exports, AccelerateFsdpRoundTrips) {
   const char* cases[] = {
+      // FSDP1, accelerate's default (fsdp_version 1): FULL_SHARD, SHARD_GRAD_OP, a LoRA with
+      // use_orig_params, HYBRID_SHARD within 8-GPU nodes
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","micro_batch_size":2,"grad_accum_steps":4},"parallel":{"num_gpus":16,"zero_stage":3}})",
-      R"({"model":{"preset":"llama-3-70b"},"training":{"precision":"bf16_fsdp","checkpointing":"full"},"parallel":{"num_gpus":32,"tensor":2,"sequence_parallel":true,"zero_stage":3,"shard_degree":4}})",
-      R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"precision":"fp32"},"parallel":{"num_gpus":8,"zero_stage":3,"context":2,"offload_optimizer":true,"offload_params":true}})",
-      R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"precision":"bf16_fsdp"},"parallel":{"num_gpus":8,"zero_stage":2,"context":2}})",
+      R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"precision":"bf16_fsdp"},"parallel":{"num_gpus":8,"zero_stage":2}})",
+      R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","finetune":{"method":"lora"}},"parallel":{"num_gpus":4,"zero_stage":3,"fsdp_use_orig_params":true}})",
+      R"({"model":{"preset":"llama-3-70b"},"training":{"precision":"bf16_fsdp","checkpointing":"full"},"parallel":{"num_gpus":32,"zero_stage":3,"shard_degree":8}})",
+      // FSDP2 (fsdp_version 2), with accelerate's parallelism_config
+      R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","micro_batch_size":2,"grad_accum_steps":4},"parallel":{"num_gpus":16,"zero_stage":3,"fsdp_version":"2"}})",
+      R"({"model":{"preset":"llama-3-70b"},"training":{"precision":"bf16_fsdp","checkpointing":"full"},"parallel":{"num_gpus":32,"tensor":2,"sequence_parallel":true,"zero_stage":3,"shard_degree":4,"fsdp_version":"2"}})",
+      R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"precision":"fp32"},"parallel":{"num_gpus":8,"zero_stage":3,"context":2,"offload_optimizer":true,"offload_params":true,"fsdp_version":"2"}})",
+      R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"precision":"bf16_fsdp"},"parallel":{"num_gpus":8,"zero_stage":2,"context":2,"fsdp_version":"2"}})",
   };
   for (const char* c : cases) expect_round_trip(config(c), Engine::kFsdp);
+}
+
+// The accelerate config runs the FSDP the estimate modelled: fsdp_version 1 (accelerate's default,
+// memfit's for the Hugging Face stack) or 2; what only FSDP2 can run is refused by name under 1.
+TEST(Exports, AccelerateWritesTheFsdpVersionEstimated) {
+  const Config fsdp1 = config(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp"},"parallel":{"num_gpus":8,"zero_stage":3}})");
+  const Export one = export_plan(fsdp1, Engine::kFsdp);
+  ASSERT_TRUE(one.ok());
+  EXPECT_NE(one.text.find("fsdp_version: 1\n"), std::string::npos) << one.text;
+  EXPECT_NE(one.text.find("fsdp_reshard_after_forward: FULL_SHARD\n"), std::string::npos) << one.text;
+  EXPECT_EQ(one.text.find("parallelism_config"), std::string::npos) << one.text;
+  Config fsdp2 = fsdp1;
+  fsdp2.parallel.fsdp_version = FsdpVersion::kTwo;
+  const Export two = export_plan(fsdp2, Engine::kFsdp);
+  ASSERT_TRUE(two.ok());
+  EXPECT_NE(two.text.find("fsdp_version: 2\n"), std::string::npos) << two.text;
+  EXPECT_NE(two.text.find("fsdp_reshard_after_forward: true\n"), std::string::npos) << two.text;
+  Config tensor = fsdp1;
+  tensor.parallel.tensor = 2;
+  const Export refused = export_plan(tensor, Engine::kFsdp);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.errors.at(0).field, "parallel.fsdp_version");
+  Config hybrid = fsdp1;
+  hybrid.parallel.num_gpus = 32;
+  hybrid.parallel.shard_degree = 4;
+  const Export hybrid_refused = export_plan(hybrid, Engine::kFsdp);
+  ASSERT_FALSE(hybrid_refused.ok());
+  EXPECT_EQ(hybrid_refused.errors.at(0).field, "parallel.shard_degree");
 }
 
 TEST(Exports, TorchtitanRoundTrips) {

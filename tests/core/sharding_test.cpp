@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "memfit/memfit.hpp"
+#include "activations.hpp"
 #include "phases.hpp"
 #include "placement.hpp"
 #include "memfit/recipes.hpp"
@@ -519,6 +520,94 @@ TEST(Sharding, FsdpBlockGradientsAreWholeUntilTheirReduceScatter) {
   EXPECT_TRUE(unit(R"("framework":"hf","finetune":{"method":"lora"})", "").unsharded.is_zero());
   EXPECT_TRUE(unit(R"("framework":"hf","grad_accum_steps":4)", R"(,"gradient_sync":"auto")").unsharded.is_zero());
   EXPECT_TRUE(unit(R"("framework":"deepspeed")", "").unsharded.is_zero());
+}
+
+// parallel.fsdp_version chooses the FSDP under the Hugging Face stack (accelerate's fsdp_version):
+// 2 makes an hf run shard as fully_shard does (a block's gradients copied into an fp32 reduce-scatter
+// input, gathers copied out of a flat all-gather output), the same bytes as torchtitan's at the
+// unit; 1 makes torchtune's FSDP1. Under FSDP2 a LoRA's frozen base gets no gradient and keeps no
+// recomputed inputs, whatever FSDP1 would have done.
+TEST(Sharding, FsdpVersionChoosesTheShardingUnderAnyTorchStack) {
+  const auto config = [](const std::string& training, const std::string& parallel) {
+    const ConfigParse p = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp",)" +
+                                            training + R"(},"parallel":{"num_gpus":8,"zero_stage":3)" + parallel + "}}");
+    EXPECT_TRUE(p.ok()) << (p.errors.empty() ? "" : p.errors[0].field + " " + p.errors[0].message);
+    return p.config;
+  };
+  const auto unit = [](const Config& c) {
+    const ParameterCount params = count_parameters(c.model);
+    return fsdp_unit_gradients(c, params, placement(c, params, params.total_count), recipe_for(c.training.precision));
+  };
+  const std::int64_t block = 218'112'000;
+  EXPECT_TRUE(runs_fsdp2(config(R"("framework":"hf")", R"(,"fsdp_version":"2")")));
+  EXPECT_TRUE(runs_fsdp2(config(R"("framework":"hf")", R"(,"fsdp_version":2)")));  // as accelerate writes it
+  EXPECT_FALSE(runs_fsdp2(config(R"("framework":"hf")", "")));
+  EXPECT_FALSE(runs_fsdp2(config(R"("framework":"torchtune")", R"(,"fsdp_version":"1")")));
+  EXPECT_EQ(unit(config(R"("framework":"hf")", R"(,"fsdp_version":"2")")).reduce_input.value(), block * 4);
+  EXPECT_TRUE(unit(config(R"("framework":"torchtune")", R"(,"fsdp_version":"1")")).reduce_input.is_zero());
+  // A LoRA under FSDP1 with use_orig_params pays for the base's gradients; FSDP2 cannot be asked to.
+  const std::string lora = R"("framework":"hf","checkpointing":"full","seq_len":2048,"finetune":{"method":"lora"})";
+  const Estimate orig = estimate(config(lora, R"(,"fsdp_use_orig_params":true)"));
+  const Estimate fsdp2 = estimate(config(lora, R"(,"fsdp_version":"2")"));
+  ASSERT_TRUE(orig.ok() && fsdp2.ok());
+  EXPECT_GT(orig.breakdown.gradients.value(), fsdp2.breakdown.gradients.value() + (std::int64_t{8} << 30) / 8);
+  const ConfigParse refused = parse_config_text(
+      R"({"model":{"preset":"llama-3-8b"},"training":{"finetune":{"method":"lora"}},)"
+      R"("parallel":{"num_gpus":8,"zero_stage":3,"fsdp_version":"2","fsdp_use_orig_params":true}})");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.errors.at(0).field, "parallel.fsdp_use_orig_params");
+  // FSDP1's frozen units under reentrant checkpointing keep every recomputed block's input (and its
+  // gradient) until backward ends; FSDP2 registers no such hook.
+  const std::string reentrant = lora + R"(,"checkpoint_impl":"reentrant")";
+  const Config one = config(reentrant, ""), two = config(reentrant, R"(,"fsdp_version":"2")");
+  EXPECT_EQ(activation_model(one, count_parameters(one.model)).frozen_unit_blocks.value(), 32);
+  EXPECT_EQ(activation_model(two, count_parameters(two.model)).frozen_unit_blocks.value(), 0);
+  // Named where it cannot apply.
+  const ConfigParse deepspeed = parse_config_text(
+      R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"deepspeed"},"parallel":{"num_gpus":8,"zero_stage":3,"fsdp_version":"2"}})");
+  ASSERT_FALSE(deepspeed.ok());
+  EXPECT_EQ(deepspeed.errors.at(0).field, "parallel.fsdp_version");
+  const ConfigParse titan = parse_config_text(
+      R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"torchtitan"},"parallel":{"num_gpus":8,"zero_stage":3,"fsdp_version":"1"}})");
+  ASSERT_FALSE(titan.ok());
+  EXPECT_EQ(titan.errors.at(0).field, "parallel.fsdp_version");
+}
+
+// accelerate's FSDP2 gives Llama-3-8B's token embedding a unit of its own and the final norm with
+// the untied head another (fsdp2_prepare_model, accelerate >= 1.14): nothing is left in the root to
+// keep gathered through the step; the tail (4,096 + 128,256 · 4,096 parameters in bf16) is gathered
+// across forward's end, and the embedding (128,256 · 4,096) again at backward's end, where its
+// gradient is whole but the head's was reduce-scattered already. torchtitan (its own wrapping),
+// FSDP1 and a tied head keep all of it in the root.
+TEST(Sharding, AccelerateFsdp2GivesTheEmbeddingAndTheTailUnitsOfTheirOwn) {
+  const auto parts = [](const char* framework, const char* model, const char* version) {
+    const Config c = parse_config_text(std::string(R"({"model":{"preset":")") + model + R"("},"training":{"framework":")" +
+                                       framework + R"(","precision":"bf16_fsdp"},"parallel":{"num_gpus":8,"zero_stage":3,)"
+                                       R"("fsdp_version":")" + version + R"("}})")
+                         .config;
+    const ParameterCount params = count_parameters(c.model);
+    const Placement p = placement(c, params, params.total_count);
+    const PrecisionRecipe& r = recipe_for(c.training.precision);
+    const FsdpRootUnits units = fsdp_root_units(c, params, p, r);
+    return std::tuple{fsdp_root_gathered_bytes(c, params, p, r).value(), units.tail.value(), units.embedding.value(),
+                      fsdp_root_at_backward_end(c, params, p, r).value(),
+                      gathered_across_forward_end(c, params, p, r).head.value()};
+  };
+  const std::int64_t embedding = std::int64_t{128256} * 4096, tail = embedding + 4096;
+  const auto [kept, tail_bytes, embedding_bytes, end, across] = parts("hf", "llama-3-8b", "2");
+  EXPECT_EQ(kept, 0);
+  EXPECT_EQ(tail_bytes, tail * 2);
+  EXPECT_EQ(embedding_bytes, embedding * 2);
+  EXPECT_EQ(across, tail * 2);
+  // At backward's end: the embedding gathered, its gradient whole (bf16) and copied into the fp32
+  // reduce-scatter input.
+  EXPECT_EQ(end, embedding * (2 + 2 + 4));
+  for (const auto& [framework, model, version] :
+       {std::tuple{"torchtitan", "llama-3-8b", "auto"}, std::tuple{"hf", "llama-3-8b", "1"}, std::tuple{"hf", "llama-3.2-1b", "2"}}) {
+    const auto [k, t, e, end_, a] = parts(framework, model, version);
+    EXPECT_GT(k, 0) << framework << " " << model;
+    EXPECT_EQ(t + e + a, 0) << framework << " " << model;
+  }
 }
 
 // FSDP's root unit (embeddings, final norm, head) reduce-scatters last: at the end of backward its

@@ -190,11 +190,13 @@ TEST(Suggest, OnACardWithoutTheRecipeEveryChangeComesWithTheRecipeItRuns) {
 // LoRA under LitGPT's FSDP accumulates full unsharded gradients (no_sync): reducing every
 // micro-batch is offered, and only where it saves memory (DeepSpeed already reduces each one).
 TEST(Suggest, ReduceEveryMicroBatchWhenNoSyncHoldsFullGradients) {
+  // use_orig_params is FSDP1's (LitGPT's Lightning strategy); torchtune's FSDP2 has no such option.
   const auto list = [](const char* framework) {
+    const bool fsdp1 = std::string(framework) == "litgpt";
     return suggestions_for((std::string(R"({"model":{"preset":"llama-2-13b"},"training":{"framework":")") + framework +
                             R"(","precision":"bf16","seq_len":2048,"grad_accum_steps":8,"finetune":{"method":"lora"}},)"
-                            R"("parallel":{"num_gpus":2,"zero_stage":3,"fsdp_use_orig_params":true},)"
-                            R"("hardware":{"gpu":"rtx4090"}})")
+                            R"("parallel":{"num_gpus":2,"zero_stage":3,"fsdp_use_orig_params":)" +
+                            (fsdp1 ? "true" : "false") + R"(},"hardware":{"gpu":"rtx4090"}})")
                                .c_str());
   };
   EXPECT_TRUE(any_title(list("litgpt"), "every micro-batch"));

@@ -500,6 +500,11 @@ enum class GradientSync { kAuto, kEveryMicroBatch, kLastMicroBatch };
 // reshard_after_forward=False). auto: never under torchtitan with a pipeline (its "default"
 // fsdp_reshard_after_forward policy), always otherwise.
 enum class ReshardAfterForward { kAuto, kAlways, kNever };
+// Which torch FSDP shards the model. 1: FullyShardedDataParallel, one flat parameter per unit
+// (accelerate's default, fsdp_version 1; LitGPT through Lightning). 2: fully_shard, each
+// parameter its own dim-0 shard (torchtitan, torchtune; accelerate's fsdp_version 2). auto: the
+// framework's.
+enum class FsdpVersion { kAuto, kOne, kTwo };
 
 struct Parallel {
   std::int64_t num_gpus = 1;
@@ -522,6 +527,7 @@ struct Parallel {
   // FSDP1 with use_orig_params=True: a unit that mixes frozen and trainable parameters keeps
   // gradients for all of them (torch/distributed/fsdp/_flat_param.py), so LoRA pays for the base.
   bool fsdp_use_orig_params = false;
+  FsdpVersion fsdp_version = FsdpVersion::kAuto;
   // FSDP1 limit_all_gathers (True by default since PyTorch 2.1): False lets the CPU issue
   // all-gathers far ahead of the GPU, and the caching allocator holds each gathered unit until the
   // GPU is done with it, so the reserve grows (up to the card) while the step's need does not.

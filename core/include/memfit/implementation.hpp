@@ -94,8 +94,11 @@ bool falcon_left_unquantized(const Config& config);
 // Whether the framework's data parallelism is torch's own (DDP, FSDP1 / FSDP2). DeepSpeed,
 // Megatron and llm.c shard, gather and reduce with engines of their own.
 bool runs_torch_data_parallel(Framework framework);
-// Whether its sharding is FSDP2 (fully_shard: torchtitan, torchtune) rather than FSDP1.
+// Whether its sharding is FSDP2 (fully_shard: torchtitan, torchtune) rather than FSDP1, by
+// default; parallel.fsdp_version chooses (runs_fsdp2(config)).
 bool runs_fsdp2(Framework framework);
+// Whether the run shards with FSDP2: parallel.fsdp_version, or the framework's own.
+bool runs_fsdp2(const Config& config);
 
 // The knobs' JSON keys (all under training.), in the order the result echoes them.
 inline constexpr const char* kImplementationKeys[] = {
