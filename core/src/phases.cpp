@@ -329,6 +329,15 @@ bool root_carved(const Config& c) {
 }
 
 bool in_tail(const TensorGroup& g) { return g.component == Component::kFinalNorm || g.component == Component::kHead; }
+
+// FSDP2's reduce-scatter input is in its reduce dtype: accelerate's mixed precision policy reduces in
+// the mixed-precision dtype (utils/dataclasses.py, set_mixed_precision: reduce_dtype = param_dtype =
+// bf16); torchtitan in fp32 (mixed_precision_reduce), the dtype of the kept gradients.
+Bytes fsdp2_reduce_element(const Config& c, const PrecisionRecipe& r) {
+  const Framework f = c.training.implementation.framework;
+  const bool accelerate = f == Framework::kHf || f == Framework::kTrl || f == Framework::kLiger || f == Framework::kUnsloth;
+  return accelerate && !r.gathered.is_zero() ? min(r.gathered, r.gradients) : r.gradients;
+}
 }  // namespace
 
 FsdpRootUnits fsdp_root_units(const Config& c, const ParameterCount& params, const Placement& p,
@@ -370,7 +379,8 @@ FsdpUnitGradients fsdp_unit_gradients(const Config& c, const ParameterCount& par
   }
   const Count unit = max(params.per_dense_layer_count, params.per_moe_layer_count) / c.parallel.tensor;
   const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
-  return {p.as_nominal(unit * compute), fsdp == FsdpSharding::kFsdp2 ? p.as_nominal(unit * r.gradients) : Bytes{0}};
+  return {p.as_nominal(unit * compute),
+          fsdp == FsdpSharding::kFsdp2 ? p.as_nominal(unit * fsdp2_reduce_element(c, r)) : Bytes{0}};
 }
 
 // FSDP's root unit at the end of backward (torch/distributed/fsdp: the root's post-backward runs last,
@@ -400,7 +410,7 @@ Bytes fsdp_root_at_backward_end(const Config& c, const ParameterCount& params, c
     return !(carved && in_tail(g)) && (!some || (is_embedding(g.component) ? ft.train_embeddings : ft.train_head));
   });
   const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
-  return gathered + p.as_nominal(outside * compute + (runs_fsdp2(c) ? outside * r.gradients : Bytes{0}));
+  return gathered + p.as_nominal(outside * compute + (runs_fsdp2(c) ? outside * fsdp2_reduce_element(c, r) : Bytes{0}));
 }
 
 ReusedGathered deepspeed_reused_gathered(const Config& c, const ParameterCount& params, const Placement& p,

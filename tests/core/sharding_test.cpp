@@ -523,9 +523,9 @@ TEST(Sharding, FsdpBlockGradientsAreWholeUntilTheirReduceScatter) {
 }
 
 // parallel.fsdp_version chooses the FSDP under the Hugging Face stack (accelerate's fsdp_version):
-// 2 makes an hf run shard as fully_shard does (a block's gradients copied into an fp32 reduce-scatter
-// input, gathers copied out of a flat all-gather output), the same bytes as torchtitan's at the
-// unit; 1 makes torchtune's FSDP1. Under FSDP2 a LoRA's frozen base gets no gradient and keeps no
+// 2 makes an hf run shard as fully_shard does (a block's gradients copied into a reduce-scatter
+// input, in accelerate's reduce dtype, bf16; gathers copied out of a flat all-gather output); 1 makes
+// torchtune's FSDP1. Under FSDP2 a LoRA's frozen base gets no gradient and keeps no
 // recomputed inputs, whatever FSDP1 would have done.
 TEST(Sharding, FsdpVersionChoosesTheShardingUnderAnyTorchStack) {
   const auto config = [](const std::string& training, const std::string& parallel) {
@@ -543,7 +543,9 @@ TEST(Sharding, FsdpVersionChoosesTheShardingUnderAnyTorchStack) {
   EXPECT_TRUE(runs_fsdp2(config(R"("framework":"hf")", R"(,"fsdp_version":2)")));  // as accelerate writes it
   EXPECT_FALSE(runs_fsdp2(config(R"("framework":"hf")", "")));
   EXPECT_FALSE(runs_fsdp2(config(R"("framework":"torchtune")", R"(,"fsdp_version":"1")")));
-  EXPECT_EQ(unit(config(R"("framework":"hf")", R"(,"fsdp_version":"2")")).reduce_input.value(), block * 4);
+  // accelerate reduces in its mixed-precision dtype (bf16), torchtitan in fp32.
+  EXPECT_EQ(unit(config(R"("framework":"hf")", R"(,"fsdp_version":"2")")).reduce_input.value(), block * 2);
+  EXPECT_EQ(unit(config(R"("framework":"torchtitan")", "")).reduce_input.value(), block * 4);
   EXPECT_TRUE(unit(config(R"("framework":"torchtune")", R"(,"fsdp_version":"1")")).reduce_input.is_zero());
   // A LoRA under FSDP1 with use_orig_params pays for the base's gradients; FSDP2 cannot be asked to.
   const std::string lora = R"("framework":"hf","checkpointing":"full","seq_len":2048,"finetune":{"method":"lora"})";
@@ -599,9 +601,9 @@ TEST(Sharding, AccelerateFsdp2GivesTheEmbeddingAndTheTailUnitsOfTheirOwn) {
   EXPECT_EQ(tail_bytes, tail * 2);
   EXPECT_EQ(embedding_bytes, embedding * 2);
   EXPECT_EQ(across, tail * 2);
-  // At backward's end: the embedding gathered, its gradient whole (bf16) and copied into the fp32
-  // reduce-scatter input.
-  EXPECT_EQ(end, embedding * (2 + 2 + 4));
+  // At backward's end: the embedding gathered, its gradient whole (bf16) and copied into the
+  // reduce-scatter input (bf16: accelerate reduces in the mixed-precision dtype).
+  EXPECT_EQ(end, embedding * (2 + 2 + 2));
   for (const auto& [framework, model, version] :
        {std::tuple{"torchtitan", "llama-3-8b", "auto"}, std::tuple{"hf", "llama-3-8b", "1"}, std::tuple{"hf", "llama-3.2-1b", "2"}}) {
     const auto [k, t, e, end_, a] = parts(framework, model, version);

@@ -101,6 +101,9 @@ MODELS = {
     "qwen2-7b": ({"preset": "qwen2.5-7b"},
                  "Qwen/Qwen2-7B config.json has the same shape as the preset qwen2.5-7b (hidden 3584, 28 layers, 28/4 heads, "
                  "intermediate 18944, vocab 152064, qkv bias, untied)"),
+    "qwen2.5-1.5b": ({"preset": "qwen2.5-1.5b"},
+                     "preset qwen2.5-1.5b: Qwen/Qwen2.5-1.5B(-Instruct) config.json (hidden 1536, 28 layers, 12/2 heads, "
+                     "intermediate 8960, vocab 151936, qkv bias, tied embeddings)"),
     "llama-3-8b": ({"preset": "llama-3-8b"}, "preset llama-3-8b (meta-llama/Meta-Llama-3-8B)"),
     "llama-2-7b": ({"preset": "llama-2-7b"}, "preset llama-2-7b (meta-llama/Llama-2-7b-hf)"),
     "llama-2-70b": ({"preset": "llama-2-70b"}, "preset llama-2-70b (meta-llama/Llama-2-70b-hf)"),
@@ -1845,6 +1848,43 @@ def badam(rec):
               note="unknown counter: taken as nvidia-smi")
     c.line("the evaluation every 20 steps (--val_size 500, --per_device_eval_batch_size 2) runs forward only and needs "
            "less than a training step")
+    training_defaults(c)
+    return low_conf(c).done()
+
+
+@rule("accelerate-fsdp2-bench-")
+def accelerate_fsdp2_bench(rec):
+    c = Case(rec, "full", "Qwen2.5-1.5B full, 8x H100, accelerate FSDP2 (bf16 mixed precision), bs 2, packed 128, "
+             "no AC").model("qwen2.5-1.5b")
+    c.t("framework", "hf", "benchmarks/fsdp2/utils.py: AutoModelForCausalLM.from_config in a plain loop prepared by "
+        "accelerate (transformers' model code; no Trainer)")
+    c.t("micro_batch_size", 2, "--batch_size default 2 (utils.py parse_args)")
+    c.t("seq_len", 128, "--block_size default 128: tiny_shakespeare tokenized and grouped into 128-token blocks "
+        "(group_texts), so every sequence is 128 tokens")
+    c.t("grad_accum_steps", 1, "one backward per optimizer step (main.py train)")
+    c.t("checkpointing", "none", "no activation checkpointing in the plugin or the loop")
+    c.t("attention", "sdpa", "transformers' default attn_implementation for a model built from its config (Mar 2025)")
+    c.t("dropout", 0.0, "Qwen2 attention_dropout 0.0")
+    c.t("loss", "eager", "the model's own loss (labels from DataCollatorForLanguageModeling)")
+    c.t("use_cache", "no", "model(**batch, use_cache=False)")
+    c.t("optimizer", "adamw", "torch.optim.AdamW(model.parameters(), lr=3e-5)")
+    c.t("optimizer_impl", "foreach", "AdamW with neither foreach nor fused: torch's foreach default on CUDA")
+    c.t("precision", "bf16_fsdp", "the model built in fp32 (get_model: torch_dtype float32) and Accelerator("
+        "mixed_precision='bf16'): FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=bf16, output_dtype=bf16) "
+        "over fp32 shards, and torch.autocast")
+    c.gpu("h100-sxm-80gb", "'results from running the benchmark on 8x H100 GPUs' (form factor not stated)")
+    c.p("num_gpus", 8, "8x H100")
+    c.p("zero_stage", 3, "FSDP2 fully_shard on each Qwen2DecoderLayer and the root, reshard_after_forward default True")
+    c.p("fsdp_version", "2", "FullyShardedDataParallelPlugin(fsdp_version=2) (utils.py prepare_accelerate)")
+    c.measure("peak_reserved_bytes", "MiB", "measure_utils.py MemoryTracker polls torch.cuda.memory_reserved() / (1024 * "
+              "1024) every 10 ms on rank 0; the reserve never falls, so the plot's plateau (7,054 MiB, read between its "
+              "gridlines to half a pixel, 16 MiB) is the run's peak -> peak_reserved_bytes")
+    c.flag("screenshot_value")
+    c.note("accelerate of March 2025 wrapped the decoder layers and the root (embedding, final norm and the tied head "
+           "kept gathered through the step); the embedding / tail units came with accelerate 1.14 and would not apply "
+           "to a tied head anyway")
+    c.note("the same page's allocated plot polls memory_allocated every 10 ms: its top (about 4,430 MiB) is a lower "
+           "bound of the allocated peak, whose short high points the poll misses, so it is not scored")
     training_defaults(c)
     return low_conf(c).done()
 
