@@ -322,22 +322,11 @@ Count root_elements(const Config& c, const ParameterCount& params, const Placeme
 namespace {
 // Whether accelerate's FSDP2 gives the embedding and the tail (final norm, head) units of their own.
 bool root_carved(const Config& c) {
-  const Framework f = c.training.implementation.framework;
-  const bool accelerate = f == Framework::kHf || f == Framework::kTrl || f == Framework::kLiger || f == Framework::kUnsloth;
-  return accelerate && runs_fsdp2(c) && !c.model.tie_word_embeddings && !c.model.is_encoder_decoder &&
+  return runs_accelerate(c.training.implementation.framework) && runs_fsdp2(c) && !c.model.tie_word_embeddings && !c.model.is_encoder_decoder &&
          c.model.output_head == OutputHead::kLm;
 }
 
 bool in_tail(const TensorGroup& g) { return g.component == Component::kFinalNorm || g.component == Component::kHead; }
-
-// FSDP2's reduce-scatter input is in its reduce dtype: accelerate's mixed precision policy reduces in
-// the mixed-precision dtype (utils/dataclasses.py, set_mixed_precision: reduce_dtype = param_dtype =
-// bf16); torchtitan in fp32 (mixed_precision_reduce), the dtype of the kept gradients.
-Bytes fsdp2_reduce_element(const Config& c, const PrecisionRecipe& r) {
-  const Framework f = c.training.implementation.framework;
-  const bool accelerate = f == Framework::kHf || f == Framework::kTrl || f == Framework::kLiger || f == Framework::kUnsloth;
-  return accelerate && !r.gathered.is_zero() ? min(r.gathered, r.gradients) : r.gradients;
-}
 }  // namespace
 
 FsdpRootUnits fsdp_root_units(const Config& c, const ParameterCount& params, const Placement& p,

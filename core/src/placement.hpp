@@ -92,6 +92,15 @@ struct StaticBytes {
 // (or parallel.gradient_sync) that reduces only at the last one.
 bool defers_gradient_sync(const Config& config, const Placement& place);
 
+// Whether the framework's distributed training goes through accelerate (the HF Trainer, TRL and the
+// stacks that patch a transformers model under them).
+bool runs_accelerate(Framework framework);
+// An element of FSDP2's reduce dtype, the dtype its reduce-scatter input and a deferred sync's
+// accumulated gradients are in: accelerate's mixed precision policy reduces in the mixed-precision
+// dtype (utils/dataclasses.py, set_mixed_precision: reduce_dtype = param_dtype, bf16), torchtitan in
+// fp32 (mixed_precision_reduce), the dtype of the kept gradients.
+Bytes fsdp2_reduce_element(const Config& config, const PrecisionRecipe& recipe);
+
 // DeepSpeed's reduce_bucket_size in elements: the configuration's, else the framework's default
 // (DeepSpeed's 5e8; none for engines without such a bucket).
 std::int64_t reduce_bucket_elements(const Config& config);

@@ -547,6 +547,15 @@ TEST(Sharding, FsdpVersionChoosesTheShardingUnderAnyTorchStack) {
   EXPECT_EQ(unit(config(R"("framework":"hf")", R"(,"fsdp_version":"2")")).reduce_input.value(), block * 2);
   EXPECT_EQ(unit(config(R"("framework":"torchtitan")", "")).reduce_input.value(), block * 4);
   EXPECT_TRUE(unit(config(R"("framework":"torchtune")", R"(,"fsdp_version":"1")")).reduce_input.is_zero());
+  // Accumulating under a deferred sync (accelerate's no_sync: set_requires_gradient_sync(False) on an
+  // FSDP2 model) holds every gradient unsharded in the reduce dtype, bf16 under accelerate as under
+  // FSDP1's bf16 flat parameter, not the fp32 of the kept shards.
+  for (const char* version : {"1", "2"}) {
+    const Config c = config(R"("framework":"hf","grad_accum_steps":4)", std::string(R"(,"fsdp_version":")") + version + "\"");
+    const Estimate e = estimate(c);
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e.breakdown.gradients.value(), e.parameter_count.value() * 2) << version;
+  }
   // A LoRA under FSDP1 with use_orig_params pays for the base's gradients; FSDP2 cannot be asked to.
   const std::string lora = R"("framework":"hf","checkpointing":"full","seq_len":2048,"finetune":{"method":"lora"})";
   const Estimate orig = estimate(config(lora, R"(,"fsdp_use_orig_params":true)"));
