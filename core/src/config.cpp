@@ -486,10 +486,12 @@ Json applicability(std::string_view path) {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
   } else if (path == "parallel.fsdp_use_orig_params") {
     all.push(when_in("parallel.zero_stage", integers({2, 3})));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
+    all.push(when_in("parallel.fsdp_version", spellings({"auto", "1"})));  // FSDP1's options
   } else if (path == "parallel.fsdp_version") {
     all.push(when_in("parallel.zero_stage", integers({2, 3})));
   } else if (path == "parallel.fsdp_limit_all_gathers") {
     all.push(when_in("parallel.zero_stage", integers({3})));
+    all.push(when_in("parallel.fsdp_version", spellings({"auto", "1"})));
   } else if (path == "parallel.ddp_bucket_view") {
     all.push(when_in("parallel.zero_stage", integers({0})));
   } else if (path == "parallel.reshard_after_forward") {
