@@ -322,8 +322,8 @@ Count root_elements(const Config& c, const ParameterCount& params, const Placeme
 namespace {
 // Whether accelerate's FSDP2 gives the embedding and the tail (final norm, head) units of their own.
 bool root_carved(const Config& c) {
-  return runs_accelerate(c.training.implementation.framework) && runs_fsdp2(c) && !c.model.tie_word_embeddings && !c.model.is_encoder_decoder &&
-         c.model.output_head == OutputHead::kLm;
+  return runs_accelerate(c.training.implementation.framework) && runs_fsdp2(c) && !c.model.tie_word_embeddings &&
+         !c.model.is_encoder_decoder && c.model.output_head == OutputHead::kLm;
 }
 
 bool in_tail(const TensorGroup& g) { return g.component == Component::kFinalNorm || g.component == Component::kHead; }

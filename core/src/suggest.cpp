@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "finetune.hpp"
+#include "placement.hpp"
 #include "memfit/gpus.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/patch.hpp"
@@ -81,6 +82,17 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
                    "same results; one reduce-scatter per micro-batch instead of one per step (accelerate: "
                    "GradientAccumulationPlugin(sync_each_batch=True); Fabric: no no_backward_sync)",
                    patch("parallel.gradient_sync", Json::string("every_micro_batch")), 1});
+  }
+  // A PEFT method under accelerate's FSDP1: use_orig_params gives the frozen base gradients, and
+  // reentrant checkpointing keeps the frozen units' inputs; FSDP2 shards each parameter on its own
+  // and does neither (kept only where the estimate shows it saves memory).
+  if (is_peft(c) && c.parallel.zero_stage >= 2 && c.parallel.num_gpus > 1 &&
+      runs_accelerate(t.implementation.framework) && !runs_fsdp2(c)) {
+    Json p = patch("parallel.fsdp_version", Json::string("2"));
+    set_path(p, "parallel.fsdp_use_orig_params", Json::boolean(false));
+    out.push_back({"FSDP2 (accelerate fsdp_version: 2)",
+                   "same results; each parameter sharded on its own: the frozen base gets no gradient", std::move(p),
+                   1});
   }
   if (t.optimizer == Optimizer::kAdamW && multi_tensor(t.optimizer_impl)) {
     out.push_back({"Fused AdamW (fused=True)", "same results; no step-sized temporary",

@@ -303,9 +303,9 @@ void check_parallel(const Config& c, Checks& out) {
     }
   }
   if (p.fsdp_use_orig_params && p.zero_stage >= 2 && runs_fsdp2(c)) {
-    out.add("parallel.fsdp_use_orig_params", "must be false under FSDP2 (parallel.fsdp_version 2, or training.framework " +
-                                                 std::string(to_string(framework)) +
-                                                 "): it is FSDP1's option; FSDP2 keeps every parameter's own shard");
+    out.add("parallel.fsdp_use_orig_params",
+            "must be false under FSDP2 (parallel.fsdp_version 2, or training.framework " +
+                std::string(to_string(framework)) + "): it is FSDP1's option; FSDP2 keeps every parameter's own shard");
   }
   const std::int64_t data_ranks = p.num_gpus / (p.tensor * p.pipeline);
   // ZeRO++ is DeepSpeed's ZeRO-3; under another stage it is ignored, as DeepSpeed ignores it (and

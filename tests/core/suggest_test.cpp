@@ -203,5 +203,20 @@ TEST(Suggest, ReduceEveryMicroBatchWhenNoSyncHoldsFullGradients) {
   EXPECT_FALSE(any_title(list("torchtune"), "every micro-batch"));
 }
 
+// A LoRA under accelerate's FSDP1 with use_orig_params pays for the frozen base's gradients: FSDP2
+// (per-parameter shards) is offered, with the FSDP1 switch turned off; not where the run is FSDP2
+// already, nor under LitGPT (Lightning's FSDP strategy is FSDP1 only).
+TEST(Suggest, Fsdp2ForALoraThatPaysForItsFrozenBase) {
+  const auto list = [](const char* framework, const char* parallel) {
+    return suggestions_for((std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") + framework +
+                            R"(","precision":"bf16_fsdp","seq_len":4096,"finetune":{"method":"lora"}},)"
+                            R"("parallel":{"num_gpus":4,"zero_stage":3)" + parallel + R"(},"hardware":{"gpu":"rtx4090"}})")
+                               .c_str());
+  };
+  EXPECT_TRUE(any_title(list("hf", R"(,"fsdp_use_orig_params":true)"), "FSDP2"));
+  EXPECT_FALSE(any_title(list("hf", R"(,"fsdp_version":"2")"), "FSDP2"));
+  EXPECT_FALSE(any_title(list("litgpt", R"(,"fsdp_use_orig_params":true)"), "FSDP2"));
+}
+
 }  // namespace
 }  // namespace memfit
