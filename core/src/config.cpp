@@ -487,6 +487,8 @@ Json applicability(std::string_view path) {
   } else if (path == "parallel.fsdp_use_orig_params") {
     all.push(when_in("parallel.zero_stage", integers({2, 3})));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
     all.push(when_in("parallel.fsdp_version", spellings({"auto", "1"})));  // FSDP1's options
+  } else if (path == "parallel.async_tp") {
+    all.push(when_at_least("parallel.tensor", 2));
   } else if (path == "parallel.fsdp_version") {
     all.push(when_in("parallel.zero_stage", integers({2, 3})));
   } else if (path == "parallel.fsdp_limit_all_gathers") {

@@ -103,6 +103,24 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
                     static_cast<double>(comms.bytes.value()) / 1073741824.0);
       e.notes.push_back(line);
     }
+    // Async TP's fused matmuls pass their shards through the TP group's symmetric-memory workspace
+    // (torch/distributed/_symmetric_memory: get_symm_mem_workspace, _SymmetricMemory.empty_strided_p2p,
+    // not the caching allocator), which grows to the largest request: a reduce-scatter matmul's two
+    // output shards (_pipelined_produce_and_all2all double-buffers out_chunks[0]), B·T / (cp·tp)
+    // tokens of hidden_size in the compute dtype (a float8 matmul's output is bf16).
+    if (c.parallel.async_tp && c.parallel.tensor >= 2) {
+      const Count tokens = Count(c.training.micro_batch_size) * Count(c.training.seq_len) /
+                           (c.parallel.context * c.parallel.tensor);
+      const Bytes workspace = tokens * Count(c.model.hidden_size) * min(max(r.compute, Bytes{2}), Bytes{4}) * Count(2);
+      e.breakdown.overhead += workspace;
+      char line[300];
+      std::snprintf(line, sizeof line,
+                    "Async TP: the symmetric-memory workspace of the fused matmuls (%.2f GiB: two output shards of a "
+                    "reduce-scatter matmul) is outside PyTorch's caching allocator: nvidia-smi sees it, "
+                    "max_memory_reserved does not.",
+                    static_cast<double>(workspace.value()) / 1073741824.0);
+      e.notes.push_back(line);
+    }
   }
   // What the caching allocator can get from the card: its memory less what sits outside PyTorch.
   const Bytes capacity = max(Bytes{0}, gpu.usable_bytes() - e.breakdown.overhead);

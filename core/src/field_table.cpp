@@ -460,6 +460,10 @@ std::vector<Field> build_fields() {
               "2 = fully_shard (per-parameter shards: torchtitan, torchtune, accelerate fsdp_version 2); "
               "auto = the framework's",
               "auto", "1", "2"),
+      MF_BOOL("parallel.async_tp", parallel.async_tp,
+              "torchtitan's async tensor parallelism: torch's fused all-gather and reduce-scatter matmuls keep a "
+              "symmetric-memory workspace outside the caching allocator (in nvidia-smi's total, not in "
+              "max_memory_reserved)"),
       MF_BOOL("parallel.fsdp_limit_all_gathers", parallel.fsdp_limit_all_gathers,
               "FSDP1 limit_all_gathers (default true since PyTorch 2.1): false lets all-gathers run ahead of the "
               "GPU, and the allocator's reserve grows toward the card (it gives the memory back when full)"),

@@ -302,6 +302,13 @@ void check_parallel(const Config& c, Checks& out) {
                                        "fully_shard (FSDP2) only");
     }
   }
+  if (p.async_tp && p.tensor >= 2 && framework != Framework::kTorchtitan) {
+    out.add("parallel.async_tp", "must be false with training.framework " + std::string(to_string(framework)) +
+                                     ": it is torchtitan's (enable_async_tensor_parallel)");
+  } else if (p.async_tp && p.tensor >= 2 && c.training.implementation.compile != Switch::kYes) {
+    out.add("parallel.async_tp", "needs training.compile yes: torchtitan's async TP is an Inductor pass "
+                                 "(micro-pipeline TP) over the compiled model");
+  }
   if (p.fsdp_use_orig_params && p.zero_stage >= 2 && runs_fsdp2(c)) {
     out.add("parallel.fsdp_use_orig_params",
             "must be false under FSDP2 (parallel.fsdp_version 2, or training.framework " +

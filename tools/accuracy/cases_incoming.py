@@ -2088,9 +2088,12 @@ def ttpaper(rec):
         c.t("float8", "tensorwise", "Float8 linears: torchtitan's float8 converter of the time (recipe_name unset: "
             "tensorwise scaling); the fp8 all-gather is an option the source does not state, so it is left off")
     if "asynctp" in rid or "AsyncTP" in str(s.get("other", "")):
-        c.flag("unmodelled_async_tp")
-        c.line("async tensor parallel (symmetric-memory buffers for the overlapped all-gather/reduce-scatter): no memfit "
-               "setting")
+        c.p("async_tp", True, "'AsyncTP': torchtitan's enable_async_tensor_parallel; torch's fused matmuls keep a "
+            "symmetric-memory workspace outside the caching allocator (in nvidia-smi's total, not in the reserved peak "
+            "measured here)")
+        if c.cfg["training"].get("compile") != "yes":
+            c.t("compile", "yes", "torchtitan's async TP is an Inductor pass: its config requires --training.compile "
+                "with enable_async_tensor_parallel")
     c.gpu("h100-96gb", "'NVIDIA H100 GPUs with 95 GiB memory'; peak_reserved does not depend on the card")
     if "405b" in rid:
         c.note("with 16 pipeline stages, 1F1B keeps up to 16 micro-batches' stage inputs alive on the first stage (more "
@@ -2494,7 +2497,6 @@ FLAG_MEANINGS = {
                       "build without it runs the nearest card it has (accuracy.py PROVISIONAL_GPUS)",
     "unmodelled_alibi_bias": "unmodelled: an ALiBi bias of heads x T x T passed to every attention layer (Baichuan2-13B)",
     "unmodelled_layer_sac": "unmodelled: torchtitan's per-layer selective checkpointing (every second block checkpointed)",
-    "unmodelled_async_tp": "unmodelled: torchtitan async tensor parallelism (symmetric-memory buffers)",
     "unmodelled_use_cache_in_training": "unmodelled: use_cache stays on in training, so every layer's key/value cache is "
                                         "returned and kept with the outputs",
     "unmodelled_modules_to_save": "unmodelled: PEFT modules_to_save (full trainable copies of the embedding and lm_head)",

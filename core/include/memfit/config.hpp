@@ -528,6 +528,9 @@ struct Parallel {
   // gradients for all of them (torch/distributed/fsdp/_flat_param.py), so LoRA pays for the base.
   bool fsdp_use_orig_params = false;
   FsdpVersion fsdp_version = FsdpVersion::kAuto;
+  // torchtitan's async tensor parallelism (enable_async_tensor_parallel: Inductor's micro-pipeline
+  // TP, torch's fused all-gather / reduce-scatter matmuls over a symmetric-memory workspace).
+  bool async_tp = false;
   // FSDP1 limit_all_gathers (True by default since PyTorch 2.1): False lets the CPU issue
   // all-gathers far ahead of the GPU, and the caching allocator holds each gathered unit until the
   // GPU is done with it, so the reserve grows (up to the card) while the step's need does not.
