@@ -3,7 +3,7 @@
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
 //   calculator   everything it loads, the core's worker and wasm included. ≤ 323 KiB gzipped (321 until later in the sixth Dec 4
 //                2026 session, when torchtitan's async-TP workspace (parallel.async_tp: field, check, note) brought it
-//                to 321.4; 319 until the sixth Dec 4
+//                to 321.7 with the review that followed; 319 until the sixth Dec 4
 //                2026 session, when parallel.fsdp_version (FSDP1 or FSDP2 under any torch stack, with accelerate's
 //                carved FSDP2 root units, the accelerate export's two forms and the FSDP2 suggestion) brought it to 320.9; 318 until later in the
 //                fifth Dec 4 2026 session, when LitGPT's quantised head (stored in 4 bits, dequantised for each
@@ -38,7 +38,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 302 KiB gzipped (300 until later in the sixth Dec 4 2026 session, when the
-//                same async-TP workspace brought it to 300.3; 298 until the sixth Dec 4 2026 session, when the same
+//                same async-TP workspace brought it to 300.6 with the review; 298 until the sixth Dec 4 2026 session, when the same
 //                FSDP version brought it to 299.8; 296 until the fifth Dec 4 2026 session, when the same
 //                fourteen presets brought it to 296.1, and LitGPT's quantised head with bitsandbytes'
 //                paging threshold and the blocks' dequantised weights to 297.9; 295 until the fourth Dec 4 2026 session, when eight

@@ -362,6 +362,7 @@ std::string torchtitan_parallelism(const Config& c, Export& e) {
     << "\nfsdp_reshard_after_forward = \"" << torchtitan_reshard_policy(c) << "\""
     << "\ntensor_parallel_degree = " << p.tensor << "\ncontext_parallel_degree = " << p.context
     << "\nexpert_parallel_degree = " << p.expert << "\npipeline_parallel_degree = " << p.pipeline << "\n";
+  if (p.async_tp && p.tensor > 1) t << "enable_async_tensor_parallel = true\n";
   if (p.pipeline > 1) {
     t << "pipeline_parallel_schedule = \"" << (p.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n"
       << "pipeline_parallel_microbatch_size = " << c.training.micro_batch_size << "\n";
@@ -399,6 +400,7 @@ Export torchtitan(const Config& c) {
        << "\nmixed_precision_param = \"" << (t.precision == Precision::kFp32 ? "float32" : "bfloat16") << "\""
        << "\nmixed_precision_reduce = \"float32\"\nenable_cpu_offload = " << yes(offload) << "\n\n"
        << torchtitan_parallelism(c, e) << "\n[activation_checkpoint]\n" << torchtitan_checkpointing(c, e);
+  if (t.implementation.compile == Switch::kYes) toml << "\n[compile]\nenable = true\n";
   e.text = toml.str();
   e.command = torchrun(c, "-m torchtitan.train --job.config_file memfit.toml");
   if (!flavor) e.notes.push_back("set [model] name and flavor to torchtitan's model for this architecture");
@@ -768,8 +770,13 @@ void read_accelerate(const std::map<std::string, std::string>& y, const std::vec
              integer_of(get("parallelism_config.parallelism_config_dp_shard_size"), 1),
              get("fsdp_config.fsdp_reshard_after_forward") == "true", offload);
   } else {
-    // FSDP1's strategy; the hybrid ones shard within a node.
-    const std::string strategy = get("fsdp_config.fsdp_reshard_after_forward");
+    // FSDP1's strategy (fsdp_sharding_strategy in configs written before accelerate 1.x, by name or
+    // by ShardingStrategy's number); the hybrid ones shard within a node.
+    std::string strategy = get("fsdp_config.fsdp_reshard_after_forward");
+    if (strategy.empty()) strategy = get("fsdp_config.fsdp_sharding_strategy");
+    static const char* const kStrategies[] = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD",
+                                              "HYBRID_SHARD_ZERO2"};
+    if (strategy.size() == 1 && strategy[0] >= '1' && strategy[0] <= '5') strategy = kStrategies[strategy[0] - '1'];
     const bool hybrid = strategy.rfind("HYBRID_SHARD", 0) == 0;
     const std::int64_t k = per_node(c);
     set_fsdp(c, hybrid ? std::max<std::int64_t>(1, p.num_gpus / k) : 1, hybrid ? k : p.num_gpus,
@@ -800,6 +807,8 @@ void read_torchtitan(const std::map<std::string, std::string>& t, const std::vec
   p.expert = integer_of(get("parallelism.expert_parallel_degree"), 1);
   p.pipeline = integer_of(get("parallelism.pipeline_parallel_degree"), 1);
   p.sequence_parallel = p.tensor > 1;
+  p.async_tp = p.tensor > 1 && get("parallelism.enable_async_tensor_parallel") == "true";
+  if (get("compile.enable") == "true") c.training.implementation.compile = Switch::kYes;
   const std::int64_t replicate = integer_of(get("parallelism.data_parallel_replicate_degree"), 1);
   const std::int64_t shard = integer_of(get("parallelism.data_parallel_shard_degree"), 1);
   const bool bf16 = get("training.mixed_precision_param") == "bfloat16";

@@ -317,13 +317,13 @@ Count root_elements(const Config& c, const ParameterCount& params, const Placeme
   }
   return outside;
 }
-}  // namespace
 
-namespace {
-// Whether accelerate's FSDP2 gives the embedding and the tail (final norm, head) units of their own.
-bool root_carved(const Config& c) {
-  return runs_accelerate(c.training.implementation.framework) && runs_fsdp2(c) && !c.model.tie_word_embeddings &&
-         !c.model.is_encoder_decoder && c.model.output_head == OutputHead::kLm;
+// Whether accelerate's FSDP2 gives the embedding and the tail (final norm, head) units of their own
+// (under ZeRO-2 too: the tail's gradients then go at its own post-backward, at backward's start).
+bool root_carved(const Config& c, const Placement& p) {
+  return c.parallel.zero_stage >= 2 && p.zero_shards > 1 && runs_accelerate(c.training.implementation.framework) &&
+         runs_fsdp2(c) && !c.model.tie_word_embeddings && !c.model.is_encoder_decoder &&
+         c.model.output_head == OutputHead::kLm;
 }
 
 bool in_tail(const TensorGroup& g) { return g.component == Component::kFinalNorm || g.component == Component::kHead; }
@@ -331,10 +331,16 @@ bool in_tail(const TensorGroup& g) { return g.component == Component::kFinalNorm
 
 FsdpRootUnits fsdp_root_units(const Config& c, const ParameterCount& params, const Placement& p,
                               const PrecisionRecipe& r) {
-  if (c.parallel.zero_stage < 3 || p.zero_shards <= 1 || !root_carved(c)) return {};
+  if (c.parallel.zero_stage < 3 || !root_carved(c, p)) return {};
   const auto gathered = [&](auto keep) { return p.as_nominal(root_elements(c, params, p, keep) * r.gathered); };
-  return {gathered(in_tail),
-          gathered([](const TensorGroup& g) { return g.component == Component::kTokenEmbedding; })};
+  // The embedding unit is gathered again in backward only when gradient reaches its output: it
+  // trains, or a PEFT run's checkpointing made its output require grad (transformers'
+  // enable_input_require_grads), which fires FSDP2's pre-backward hook on that output.
+  const Finetune& ft = c.training.finetune;
+  const bool trains = !is_peft(c) && (!trains_some_layers(c) || ft.train_embeddings);
+  const bool input_grad = is_peft(c) && c.training.checkpointing != Checkpointing::kNone;
+  return {gathered(in_tail), gathered([](const TensorGroup& g) { return g.component == Component::kTokenEmbedding; }),
+          trains || input_grad};
 }
 
 Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, const Placement& p,
@@ -345,7 +351,7 @@ Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, co
   if (c.parallel.zero_stage < 3 || p.zero_shards <= 1 || !runs_torch_data_parallel(c.training.implementation.framework)) {
     return Bytes{0};
   }
-  const bool carved = root_carved(c);
+  const bool carved = root_carved(c, p);
   return p.as_nominal(root_elements(c, params, p, [carved](const TensorGroup& g) {
                         return !carved || (!in_tail(g) && g.component != Component::kTokenEmbedding);
                       }) *
@@ -386,8 +392,10 @@ Bytes fsdp_root_at_backward_end(const Config& c, const ParameterCount& params, c
   if (c.parallel.zero_stage < 2 || p.zero_shards <= 1 || !runs_torch_data_parallel(f)) return Bytes{0};
   // accelerate's carved root: the embedding is gathered again for its backward; the tail's gradients
   // were reduce-scattered after the head's backward.
-  const bool carved = !fsdp_root_units(c, params, p, r).embedding.is_zero();
-  const Bytes gathered = fsdp_root_gathered_bytes(c, params, p, r) + fsdp_root_units(c, params, p, r).embedding;
+  const bool carved = root_carved(c, p);
+  const FsdpRootUnits units = fsdp_root_units(c, params, p, r);
+  const Bytes gathered =
+      fsdp_root_gathered_bytes(c, params, p, r) + (units.embedding_in_backward ? units.embedding : Bytes{0});
   // Deferred gradient sync already holds every unsharded gradient (StaticBytes::accumulated_gradients).
   if (is_peft(c) || !stores_gradients(c.training) || updates_in_backward(c.training) || defers_gradient_sync(c, p)) {
     return gathered;

@@ -40,6 +40,7 @@ Bytes fsdp_root_gathered_bytes(const Config& config, const ParameterCount& param
 // lives as the root did; other stacks, and FSDP1, leave all three in the root.
 struct FsdpRootUnits {
   Bytes tail, embedding;  // in the gathered dtype; zero where the root is not carved
+  bool embedding_in_backward = false;  // gathered again for its backward (gradient reaches its output)
 };
 FsdpRootUnits fsdp_root_units(const Config& config, const ParameterCount& params, const Placement& place,
                               const PrecisionRecipe& recipe);

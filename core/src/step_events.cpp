@@ -260,7 +260,8 @@ struct Program {
   std::vector<Bytes> working;
   FsdpUnitGradients unit_gradients;  // FSDP's unsharded gradients of a block (phases.hpp)
   Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
-  Bytes root_embedding;  // accelerate's FSDP2 embedding unit: gathered for its forward and its backward
+  Bytes root_embedding;  // accelerate's FSDP2 embedding unit: gathered for its forward, and again
+  bool root_embedding_in_backward = false;  // for its backward where gradient reaches its output
   Bytes kv_keys, kv_values;  // per layer (training.use_cache)
   bool kv_cache_kept = false;
   Bytes retained;  // per layer: ctx attributes backward leaves (ActivationModel::retained_bytes)
@@ -362,7 +363,7 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
   }
   const LossModel& l = *pr.loss;
   graph.reused_blocks = r.take(pr.reused_blocks);
-  graph.reused_head = r.take(pr.reused_head);
+  graph.reused_head = take_gathered(r, pr, pr.reused_head);
   loss_kept.push_back(r.take(max(Bytes{0}, l.backward_bytes - l.head_input_bytes)));
   loss_kept.push_back(r.take(l.kept_bytes));
   const int transient = r.take(max(Bytes{0}, l.forward_bytes - l.backward_bytes));
@@ -385,7 +386,7 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     r.give(loss_kept.front());
     loss_kept.erase(loss_kept.begin());
     r.give(graph.retained);
-    r.give(graph.reused_head);
+    release_gathered(r, pr, graph.reused_head);
     r.give(graph.reused_blocks);
     return;
   }
@@ -395,7 +396,7 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   r.give(dequantized);
   r.give(logits_grad);
   r.give(loss_kept.front());
-  r.give(graph.reused_head);  // the head's backward is done: DeepSpeed releases it
+  release_gathered(r, pr, graph.reused_head);  // the head's backward is done: its unit is released
   graph.reused_head = -1;
   const auto take_grads = [&r, &pr, &grads](std::int64_t i) {
     for (Bytes b : gradient_slice(pr, i)) grads.push_back(pr.grads_on_reduce_stream ? r.take_reduce(b) : r.take(b));
@@ -443,7 +444,7 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     release_gathered(r, pr, gathered);
   }
   r.give(reduce_input);  // FSDP2's final callback waits for the last reduce-scatter
-  const int embedding = take_gathered(r, pr, pr.root_embedding);  // gathered again for its backward
+  const int embedding = take_gathered(r, pr, pr.root_embedding_in_backward ? pr.root_embedding : Bytes{0});
   r.give(input_grad);
   release_gathered(r, pr, embedding);
   r.give(outside);
@@ -595,7 +596,9 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.forward_transients = !every_layer;
   pr.embedding_saved = act.embedding_saved_bytes;
   pr.root_gathered = fsdp_root_gathered_bytes(c, params, p, r);
-  pr.root_embedding = fsdp_root_units(c, params, p, r).embedding;
+  const FsdpRootUnits root_units = fsdp_root_units(c, params, p, r);
+  pr.root_embedding = root_units.embedding;
+  pr.root_embedding_in_backward = root_units.embedding_in_backward;
   if (!pr.gathered.is_zero() && runs_torch_data_parallel(c.training.implementation.framework)) {
     pr.gather = runs_fsdp2(c) ? Program::Gather::kCopyOut : Program::Gather::kUnshardStream;
     // FSDP2's reduce-scatter output is made on its reduce-scatter stream, as FSDP1's shards on its

@@ -5,12 +5,12 @@
 #include <string_view>
 
 #include "finetune.hpp"
-#include "placement.hpp"
 #include "memfit/gpus.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/patch.hpp"
 #include "memfit/solve.hpp"
 #include "memfit/step_time.hpp"
+#include "placement.hpp"
 
 namespace memfit {
 
@@ -85,8 +85,10 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
   }
   // A PEFT method under accelerate's FSDP1: use_orig_params gives the frozen base gradients, and
   // reentrant checkpointing keeps the frozen units' inputs; FSDP2 shards each parameter on its own
-  // and does neither (kept only where the estimate shows it saves memory).
-  if (is_peft(c) && c.parallel.zero_stage >= 2 && c.parallel.num_gpus > 1 &&
+  // and does neither (kept only where the estimate shows it saves memory). Not for a quantised base:
+  // accelerate's FSDP2 leaves 4-bit weights stored as uint8 unsharded (fsdp2_prepare_model), which
+  // memfit does not model.
+  if (is_peft(c) && t.finetune.base_bits >= 16 && c.parallel.zero_stage >= 2 && c.parallel.num_gpus > 1 &&
       runs_accelerate(t.implementation.framework) && !runs_fsdp2(c)) {
     Json p = patch("parallel.fsdp_version", Json::string("2"));
     set_path(p, "parallel.fsdp_use_orig_params", Json::boolean(false));

@@ -309,11 +309,6 @@ void check_parallel(const Config& c, Checks& out) {
     out.add("parallel.async_tp", "needs training.compile yes: torchtitan's async TP is an Inductor pass "
                                  "(micro-pipeline TP) over the compiled model");
   }
-  if (p.fsdp_use_orig_params && p.zero_stage >= 2 && runs_fsdp2(c)) {
-    out.add("parallel.fsdp_use_orig_params",
-            "must be false under FSDP2 (parallel.fsdp_version 2, or training.framework " +
-                std::string(to_string(framework)) + "): it is FSDP1's option; FSDP2 keeps every parameter's own shard");
-  }
   const std::int64_t data_ranks = p.num_gpus / (p.tensor * p.pipeline);
   // ZeRO++ is DeepSpeed's ZeRO-3; under another stage it is ignored, as DeepSpeed ignores it (and
   // the planner may try other stages), but under ZeRO-3 another engine cannot run it.
@@ -331,9 +326,12 @@ void check_parallel(const Config& c, Checks& out) {
                                                 "= " + group_digits(data_ranks) + ") or be at least that many; got " +
                                                 group_digits(p.zero_hpz_partition_size));
   }
-  if (p.float8_all_gather && p.zero_stage == 3 && !runs_torch_data_parallel(framework)) {
-    out.add("parallel.float8_all_gather", "is torchao's FSDP2 setting (enable_fsdp_float8_all_gather); training.framework " +
-                                              std::string(to_string(framework)) + " does not gather through FSDP2");
+  if (p.float8_all_gather && p.zero_stage == 3 && !runs_fsdp2(c)) {
+    out.add("parallel.float8_all_gather",
+            "is torchao's FSDP2 setting (enable_fsdp_float8_all_gather); " +
+                (runs_torch_data_parallel(framework) ? std::string("this run shards with FSDP1 (parallel.fsdp_version)")
+                                                     : "training.framework " + std::string(to_string(framework)) +
+                                                           " does not gather through FSDP2"));
   }
   if (p.shard_degree > 0 && p.num_gpus % model_parallel == 0 && data_ranks % p.shard_degree != 0) {
     out.add("parallel.shard_degree", "must divide the ranks that hold the same layers (num_gpus / (tensor × "

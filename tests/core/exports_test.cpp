@@ -56,7 +56,9 @@ const std::set<std::string> kTorchtitanKeys = {
     "parallelism.tensor_parallel_degree", "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
     "parallelism.pipeline_parallel_degree", "parallelism.pipeline_parallel_schedule",
     "parallelism.pipeline_parallel_microbatch_size", "parallelism.pipeline_parallel_layers_per_stage",
-    "activation_checkpoint.mode", "activation_checkpoint.selective_ac_option"};
+    "activation_checkpoint.mode", "activation_checkpoint.selective_ac_option",
+    // class Parallelism's enable_async_tensor_parallel, class Compile's enable
+    "parallelism.enable_async_tensor_parallel", "compile.enable"};
 
 // NVIDIA/Megatron-LM @ 67f3515c8a0539d38c23f59dd8b85efdcbb3af3d: megatron/training/arguments.py
 // (add_argument calls), and --micro-batch-size / --global-batch-size generated from
@@ -317,6 +319,8 @@ TEST(Exports, TorchtitanRoundTrips) {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","seq_len":32768},"parallel":{"num_gpus":16,"context":2,"zero_stage":2,"shard_degree":4}})",
       // layer-level selective checkpointing, every second block: 16 of Llama 3 8B's 32
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","checkpointing":"full","checkpointed_layers":16},"parallel":{"num_gpus":8,"zero_stage":3}})",
+      // async TP, which torchtitan runs compiled
+      R"({"model":{"preset":"llama-3-70b"},"training":{"framework":"torchtitan","compile":"yes","precision":"bf16_fsdp","checkpointing":"full"},"parallel":{"num_gpus":64,"tensor":8,"sequence_parallel":true,"zero_stage":3,"async_tp":true}})",
       // a pipeline that reshards after forward all the same (fsdp_reshard_after_forward = "always")
       R"({"model":{"preset":"llama-3-70b"},"training":{"framework":"torchtitan","precision":"bf16_fsdp","checkpointing":"full","grad_accum_steps":8},"parallel":{"num_gpus":64,"tensor":4,"sequence_parallel":true,"pipeline":4,"zero_stage":3,"reshard_after_forward":"always"}})",
   };

@@ -205,7 +205,8 @@ TEST(Suggest, ReduceEveryMicroBatchWhenNoSyncHoldsFullGradients) {
 
 // A LoRA under accelerate's FSDP1 with use_orig_params pays for the frozen base's gradients: FSDP2
 // (per-parameter shards) is offered, with the FSDP1 switch turned off; not where the run is FSDP2
-// already, nor under LitGPT (Lightning's FSDP strategy is FSDP1 only).
+// already, nor under LitGPT (its scripts choose their Fabric strategy: no setting to change), nor
+// for a 4-bit base (accelerate's FSDP2 leaves uint8 4-bit weights unsharded, unmodelled).
 TEST(Suggest, Fsdp2ForALoraThatPaysForItsFrozenBase) {
   const auto list = [](const char* framework, const char* parallel) {
     return suggestions_for((std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") + framework +
@@ -216,6 +217,11 @@ TEST(Suggest, Fsdp2ForALoraThatPaysForItsFrozenBase) {
   EXPECT_TRUE(any_title(list("hf", R"(,"fsdp_use_orig_params":true)"), "FSDP2"));
   EXPECT_FALSE(any_title(list("hf", R"(,"fsdp_version":"2")"), "FSDP2"));
   EXPECT_FALSE(any_title(list("litgpt", R"(,"fsdp_use_orig_params":true)"), "FSDP2"));
+  const std::vector<Suggestion> qlora = suggestions_for(
+      R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","seq_len":4096,)"
+      R"("finetune":{"method":"lora","base_bits":4}},"parallel":{"num_gpus":4,"zero_stage":3,)"
+      R"("fsdp_use_orig_params":true},"hardware":{"gpu":"rtx4090"}})");
+  EXPECT_FALSE(any_title(qlora, "FSDP2"));
 }
 
 }  // namespace

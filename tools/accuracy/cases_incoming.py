@@ -1877,8 +1877,8 @@ def accelerate_fsdp2_bench(rec):
     c.p("zero_stage", 3, "FSDP2 fully_shard on each Qwen2DecoderLayer and the root, reshard_after_forward default True")
     c.p("fsdp_version", "2", "FullyShardedDataParallelPlugin(fsdp_version=2) (utils.py prepare_accelerate)")
     c.measure("peak_reserved_bytes", "MiB", "measure_utils.py MemoryTracker polls torch.cuda.memory_reserved() / (1024 * "
-              "1024) every 10 ms on rank 0; the reserve never falls, so the plot's plateau (7,054 MiB, read between its "
-              "gridlines to half a pixel, 16 MiB) is the run's peak -> peak_reserved_bytes")
+              "1024) every 10 ms on rank 0; the reserve never falls, so the plot's plateau (7,048 MiB, read between its "
+              "6000 and 8000 gridlines to half a pixel, 16 MiB) is the run's peak -> peak_reserved_bytes")
     c.flag("screenshot_value")
     c.note("accelerate of March 2025 wrapped the decoder layers and the root (embedding, final norm and the tied head "
            "kept gathered through the step); the embedding / tail units came with accelerate 1.14 and would not apply "
