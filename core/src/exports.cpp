@@ -249,6 +249,15 @@ bool fsdp_offload(const Config& c, Export& e, const char* engine) {
 
 std::string yes(bool b) { return b ? "true" : "false"; }
 
+// torchtitan and torchtune shard with FSDP2 only: an estimate made under FSDP1 (the Hugging Face
+// stack's default, or parallel.fsdp_version 1) is of a slightly different run.
+void note_fsdp2_only(const Config& c, Export& e, const char* engine) {
+  if (c.parallel.zero_stage >= 2 && data_parallel(c) * c.parallel.context > 1 && !runs_fsdp2(c)) {
+    e.notes.push_back(std::string(engine) + " shards with FSDP2 (fully_shard); this estimate modelled FSDP1: set "
+                      "parallel.fsdp_version 2 to estimate the run this launches");
+  }
+}
+
 Export accelerate_fsdp(const Config& c) {
   Export e;
   e.engine = Engine::kFsdp;
@@ -404,6 +413,7 @@ Export torchtitan(const Config& c) {
   e.text = toml.str();
   e.command = torchrun(c, "-m torchtitan.train --job.config_file memfit.toml");
   if (!flavor) e.notes.push_back("set [model] name and flavor to torchtitan's model for this architecture");
+  note_fsdp2_only(c, e, "torchtitan");
   e.notes.push_back("add [training] dataset and steps, and [model] hf_assets_path for the tokenizer");
   return e;
 }
@@ -605,6 +615,7 @@ Export torchtune(const Config& c) {
   if (lora) a += torchtune_lora(t.finetune, e);
   e.command = a;
   e.notes.push_back("replace <model>/<size> with torchtune's config for the model (tune ls)");
+  note_fsdp2_only(c, e, "torchtune");
   return e;
 }
 

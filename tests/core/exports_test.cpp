@@ -3,6 +3,7 @@
 // same estimate, to the byte.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include <set>
@@ -303,6 +304,12 @@ TEST(Exports, AccelerateWritesTheFsdpVersionEstimated) {
   const Export refused = export_plan(tensor, Engine::kFsdp);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.errors.at(0).field, "parallel.fsdp_version");
+  // torchtitan runs FSDP2 whatever the estimate modelled: said in a note where it was FSDP1.
+  const auto noted = [](const Export& x) {
+    return std::any_of(x.notes.begin(), x.notes.end(), [](const std::string& n) { return n.find("FSDP1") != std::string::npos; });
+  };
+  EXPECT_TRUE(noted(export_plan(fsdp1, Engine::kTorchtitan)));
+  EXPECT_FALSE(noted(export_plan(fsdp2, Engine::kTorchtitan)));
   Config hybrid = fsdp1;
   hybrid.parallel.num_gpus = 32;
   hybrid.parallel.shard_degree = 4;
