@@ -306,7 +306,8 @@ TEST(Exports, AccelerateWritesTheFsdpVersionEstimated) {
   EXPECT_EQ(refused.errors.at(0).field, "parallel.fsdp_version");
   // torchtitan runs FSDP2 whatever the estimate modelled: said in a note where it was FSDP1.
   const auto noted = [](const Export& x) {
-    return std::any_of(x.notes.begin(), x.notes.end(), [](const std::string& n) { return n.find("FSDP1") != std::string::npos; });
+    return std::any_of(x.notes.begin(), x.notes.end(),
+                       [](const std::string& n) { return n.find("FSDP1") != std::string::npos; });
   };
   EXPECT_TRUE(noted(export_plan(fsdp1, Engine::kTorchtitan)));
   EXPECT_FALSE(noted(export_plan(fsdp2, Engine::kTorchtitan)));
