@@ -38,7 +38,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 302 KiB gzipped (300 until later in the sixth Dec 4 2026 session, when the
-//                same async-TP workspace brought it to 300.6 with the review; 298 until the sixth Dec 4 2026 session, when the same
+//                same async-TP workspace brought it to 300.7 with the review and the export notes; 298 until the sixth Dec 4 2026 session, when the same
 //                FSDP version brought it to 299.8; 296 until the fifth Dec 4 2026 session, when the same
 //                fourteen presets brought it to 296.1, and LitGPT's quantised head with bitsandbytes'
 //                paging threshold and the blocks' dequantised weights to 297.9; 295 until the fourth Dec 4 2026 session, when eight
