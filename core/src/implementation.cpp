@@ -239,6 +239,10 @@ bool runs_torch_data_parallel(Framework f) {
 
 bool runs_fsdp2(Framework f) { return f == Framework::kTorchtitan || f == Framework::kTorchtune; }
 
+bool runs_accelerate(Framework f) {
+  return f == Framework::kHf || f == Framework::kTrl || f == Framework::kLiger || f == Framework::kUnsloth;
+}
+
 bool runs_fsdp2(const Config& c) {
   const Framework f = c.training.implementation.framework;
   if (!runs_torch_data_parallel(f)) return false;

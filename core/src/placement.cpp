@@ -246,10 +246,6 @@ std::int64_t reduce_bucket_elements(const Config& c) {
              : implementation_profile(c.training.implementation.framework).reduce_bucket_elements;
 }
 
-bool runs_accelerate(Framework f) {
-  return f == Framework::kHf || f == Framework::kTrl || f == Framework::kLiger || f == Framework::kUnsloth;
-}
-
 Bytes fsdp2_reduce_element(const Config& c, const PrecisionRecipe& r) {
   return runs_accelerate(c.training.implementation.framework) && !r.gathered.is_zero() ? min(r.gathered, r.gradients)
                                                                                        : r.gradients;
@@ -332,12 +328,10 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // Deferred sync: the micro-batches before the last hold every unit's gradient unsharded. FSDP1
   // leaves it in the unsharded flat parameter's .grad, in the dtype the unit was gathered in (the
   // base's, for a PEFT method); FSDP2 accumulates in the reduce dtype (fsdp/_fully_shard/
-  // _fsdp_param.py, to_accumulated_grad_if_needed: unsharded_accumulated_grad in reduce_dtype).
-  const bool fsdp2 = runs_fsdp2(c);
-  const bool accelerate_fsdp2 = fsdp2 && runs_accelerate(impl.framework);
-  const Bytes unsharded_gradients = peft || (fsdp2 && !accelerate_fsdp2) ? s.gradients
-                                    : accelerate_fsdp2 ? p.local_trainable * fsdp2_reduce_element(c, r)
-                                                       : p.local_trainable * r.gathered;
+  // _fsdp_param.py, to_accumulated_grad_if_needed: unsharded_accumulated_grad in reduce_dtype),
+  // which under accelerate is the gathered dtype too (fsdp2_reduce_element).
+  const bool kept_dtype = peft || (runs_fsdp2(c) && !runs_accelerate(impl.framework));
+  const Bytes unsharded_gradients = kept_dtype ? s.gradients : p.local_trainable * r.gathered;
   const Bytes unsharded_weights = s.weights;
   // Expert parallelism is carved out of the data-parallel ranks: the routed experts this GPU holds
   // are held by zero_shards / expert ranks only, and ZeRO / FSDP shard them over that group

@@ -92,9 +92,6 @@ struct StaticBytes {
 // (or parallel.gradient_sync) that reduces only at the last one.
 bool defers_gradient_sync(const Config& config, const Placement& place);
 
-// Whether the framework's distributed training goes through accelerate (the HF Trainer, TRL and the
-// stacks that patch a transformers model under them).
-bool runs_accelerate(Framework framework);
 // An element of FSDP2's reduce dtype, the dtype its reduce-scatter input and a deferred sync's
 // accumulated gradients are in: accelerate's mixed precision policy reduces in the mixed-precision
 // dtype (utils/dataclasses.py, set_mixed_precision: reduce_dtype = param_dtype, bf16), torchtitan in

@@ -10,7 +10,6 @@
 #include "memfit/patch.hpp"
 #include "memfit/solve.hpp"
 #include "memfit/step_time.hpp"
-#include "placement.hpp"
 
 namespace memfit {
 
