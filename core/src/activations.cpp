@@ -83,9 +83,7 @@ struct Dims {
 // On one GPU too: FSDP1 falls back to NO_SHARD there but still registers the hooks. Not under
 // pipeline stages, which no FSDP1 stack here runs (and whose final callback runs per micro-batch).
 bool fsdp1_keeps_recomputed_inputs(const Config& c, const Implementation& impl) {
-  const Framework f = impl.framework;
-  const bool fsdp1 = runs_torch_data_parallel(f) && !runs_fsdp2(c);
-  return fsdp1 && c.parallel.zero_stage >= 2 && c.parallel.pipeline == 1 && is_peft(c) && !c.parallel.fsdp_use_orig_params &&
+  return runs_fsdp1(c) && c.parallel.zero_stage >= 2 && c.parallel.pipeline == 1 && is_peft(c) && !c.parallel.fsdp_use_orig_params &&
          c.training.checkpointing == Checkpointing::kFull && impl.checkpoint_impl == CheckpointImpl::kReentrant &&
          !forward_only(c.training);
 }

@@ -394,10 +394,45 @@ Json methods_where(bool (*uses)(FinetuneMethod)) {
 
 bool any_peft(FinetuneMethod m) { return m != FinetuneMethod::kFull; }
 
-// When the estimate reads a field: every condition listed holds. Under other settings the field
-// is valid but changes nothing (the page shows it as not applying). Fields not listed always apply.
+// The frameworks for which `runs` holds, by their spelling.
+Json frameworks_where(bool (*runs)(Framework)) {
+  Json list = Json::array();
+  const detail::Field& f = *detail::find_field("training.framework");
+  for (std::size_t i = 0; i < f.choices.size(); ++i) {
+    if (runs(static_cast<Framework>(i))) list.push(Json::string(f.choices[i]));
+  }
+  return list;
+}
+
+bool fsdp1_by_default(Framework f) { return runs_torch_data_parallel(f) && !runs_fsdp2(f); }
+bool fsdp2_by_default(Framework f) { return runs_torch_data_parallel(f) && runs_fsdp2(f); }
+
+// {"any_of": [conditions]}: at least one of them holds.
+Json any_of(Json first, Json second) {
+  Json list = Json::array();
+  list.push(std::move(first));
+  list.push(std::move(second));
+  Json j = Json::object();
+  j.set("any_of", std::move(list));
+  return j;
+}
+
+// When the estimate reads a field: every condition listed holds (a condition {"any_of": [...]}
+// holds when one of its conditions does). Under other settings the field is valid but changes
+// nothing (the page shows it as not applying). Fields not listed always apply.
 Json applicability(std::string_view path) {
   Json all = Json::array();
+  // Sharded by torch's FSDP (not DeepSpeed's, Megatron's or llm.c's engine), and which version:
+  // parallel.fsdp_version, or under auto the framework's own (runs_fsdp2).
+  const auto torch_fsdp = [&](Json stages) {
+    all.push(when_in("parallel.zero_stage", std::move(stages)));
+    all.push(when_in("training.framework", frameworks_where(runs_torch_data_parallel)));
+  };
+  const auto fsdp_version = [&](const char* version, bool (*by_default)(Framework)) {
+    all.push(when_in("parallel.fsdp_version", spellings({"auto", version})));
+    all.push(any_of(when_in("parallel.fsdp_version", spellings({version})),
+                    when_in("training.framework", frameworks_where(by_default))));
+  };
   const auto method = [](std::initializer_list<const char*> names) {
     return when_in("training.finetune.method", spellings(names));
   };
@@ -473,7 +508,8 @@ Json applicability(std::string_view path) {
     all.push(when_in("training.framework", spellings({"deepspeed"})));
   } else if (path == "parallel.float8_all_gather") {
     all.push(when_in("training.float8", spellings({"tensorwise"})));
-    all.push(when_in("parallel.zero_stage", integers({3})));
+    torch_fsdp(integers({3}));
+    fsdp_version("2", fsdp2_by_default);  // torchao's FSDP2 hook
   } else if (path == "training.target_len") {
     Json yes = Json::array();
     yes.push(Json::boolean(true));
@@ -485,15 +521,15 @@ Json applicability(std::string_view path) {
   } else if (path == "training.galore_proj_quant") {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
   } else if (path == "parallel.fsdp_use_orig_params") {
-    all.push(when_in("parallel.zero_stage", integers({2, 3})));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
-    all.push(when_in("parallel.fsdp_version", spellings({"auto", "1"})));  // FSDP1's options
+    torch_fsdp(integers({2, 3}));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
+    fsdp_version("1", fsdp1_by_default);  // FSDP1's option
   } else if (path == "parallel.async_tp") {
     all.push(when_at_least("parallel.tensor", 2));
   } else if (path == "parallel.fsdp_version") {
-    all.push(when_in("parallel.zero_stage", integers({2, 3})));
+    torch_fsdp(integers({2, 3}));
   } else if (path == "parallel.fsdp_limit_all_gathers") {
-    all.push(when_in("parallel.zero_stage", integers({3})));
-    all.push(when_in("parallel.fsdp_version", spellings({"auto", "1"})));
+    torch_fsdp(integers({3}));
+    fsdp_version("1", fsdp1_by_default);  // FSDP1's option
   } else if (path == "parallel.ddp_bucket_view") {
     all.push(when_in("parallel.zero_stage", integers({0})));
   } else if (path == "parallel.reshard_after_forward") {

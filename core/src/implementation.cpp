@@ -254,6 +254,10 @@ bool runs_fsdp2(const Config& c) {
   return runs_fsdp2(f);
 }
 
+bool runs_fsdp1(const Config& c) {
+  return runs_torch_data_parallel(c.training.implementation.framework) && !runs_fsdp2(c);
+}
+
 Implementation resolve_implementation(const Implementation& r) {
   const Implementation& p = implementation_profile(r.framework).knobs;
   Implementation out = r;

@@ -311,8 +311,9 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // FSDP1 with use_orig_params and a unit holding frozen and trainable parameters gives the whole
   // flat parameter a gradient ("gradient memory ... higher than expected": torch/distributed/fsdp/
   // _flat_param.py), in the base's dtype: a PEFT method under FSDP pays for the frozen base's gradients.
-  // FSDP2 shards each parameter on its own: a frozen one gets no gradient.
-  if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2 && !runs_fsdp2(c)) {
+  // FSDP2 shards each parameter on its own: a frozen one gets no gradient; DeepSpeed's engine has
+  // no such option.
+  if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2 && runs_fsdp1(c)) {
     s.gradients += p.local_params * base_element;
   }
   // MeZO updates the weights in place: no optimizer keeps a master copy.

@@ -770,8 +770,7 @@ StepSimulation simulate_step(const Config& c, const ParameterCount& params, cons
 bool fsdp_gathers_run_ahead(const Config& c, const Placement& p) {
   // FSDP1's switch: FSDP2 has no rate limiter to turn off (its all-gather outputs are freed in
   // order, without record_stream).
-  return !c.parallel.fsdp_limit_all_gathers && c.parallel.zero_stage >= 3 && p.zero_shards > 1 &&
-         runs_torch_data_parallel(c.training.implementation.framework) && !runs_fsdp2(c);
+  return !c.parallel.fsdp_limit_all_gathers && c.parallel.zero_stage >= 3 && p.zero_shards > 1 && runs_fsdp1(c);
 }
 
 }  // namespace memfit

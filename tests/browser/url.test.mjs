@@ -234,14 +234,34 @@ describe('with the real schema (wasm core)', { skip: !existsSync(join(WASM_DIR, 
     const stages = fields.get('parallel.virtual_stages');
     assert.match(whenItApplies(stages, at({})), /^applies when .+ is at least 2$/);
     assert.equal(fieldApplies(stages, at({ 'parallel.pipeline': '4' })), true);
+    // FSDP1's options: not under DeepSpeed's engine, nor under FSDP2, whether chosen or the
+    // framework's own (an any_of condition: version 1, or auto with a framework on FSDP1).
+    const orig = fields.get('parallel.fsdp_use_orig_params');
+    const sharded = { 'parallel.zero_stage': '3' };
+    assert.equal(fieldApplies(orig, at(sharded)), true);
+    assert.equal(fieldApplies(orig, at({ ...sharded, 'training.framework': 'deepspeed' })), false);
+    assert.equal(fieldApplies(orig, at({ ...sharded, 'parallel.fsdp_version': '2' })), false);
+    assert.equal(fieldApplies(orig, at({ ...sharded, 'training.framework': 'torchtune' })), false);
+    assert.equal(whenItApplies(orig, at({ ...sharded, 'training.framework': 'torchtune' })),
+      'does not apply when FSDP version is auto and framework is torchtune');
+    assert.equal(fieldApplies(orig, at({ ...sharded, 'training.framework': 'torchtune', 'parallel.fsdp_version': '1' })), true);
+    const fp8 = fields.get('parallel.float8_all_gather');
+    const tensorwise = { ...sharded, 'training.float8': 'tensorwise' };
+    assert.equal(fieldApplies(fp8, at({ ...tensorwise, 'training.framework': 'torchtitan' })), true);
+    assert.equal(fieldApplies(fp8, at(tensorwise)), false);
+    assert.equal(fieldApplies(fp8, at({ ...tensorwise, 'parallel.fsdp_version': '2' })), true);
     // Every condition names a field of the schema, and a choice among its choices.
+    const conditions = (list) => list.flatMap((c) => (c.any_of ? conditions(c.any_of) : [c]));
+    let alternatives = 0;
     for (const f of core.schema()) {
-      for (const c of f.applies_when ?? []) {
+      alternatives += (f.applies_when ?? []).filter((c) => c.any_of).length;
+      for (const c of conditions(f.applies_when ?? [])) {
         const controller = fields.get(c.field);
         assert.ok(controller, `${f.field}: ${c.field}`);
         for (const v of c.in ?? []) if (controller.choices) assert.ok(controller.choices.includes(v), `${f.field}: ${v}`);
       }
     }
+    assert.ok(alternatives >= 3);
   });
 
   test('a link decoded and sent to the core gives the same estimate as the configuration', () => {

@@ -146,24 +146,37 @@ const Json& schema_entry(const std::string& path) {
   return schema;
 }
 
-// Whether the schema's applies_when conditions hold for `flat` (fields it leaves out at their defaults).
+// Whether one applies_when condition holds for `flat` (fields it leaves out at their defaults):
+// a value in "in", at least "min", or one of an "any_of"'s conditions.
+bool holds(const Json& c, const Flat& flat) {
+  if (const Json* alternatives = c.find("any_of")) {
+    for (const Json& alt : alternatives->items()) {
+      if (holds(alt, flat)) return true;
+    }
+    return false;
+  }
+  const std::string field = c.find("field")->as_string();
+  Json value = *schema_entry(field).find("default");
+  for (const auto& [path, v] : flat) {
+    if (path == field) value = v;
+  }
+  if (const Json* in = c.find("in")) {
+    bool found = false;
+    for (const Json& allowed : in->items()) found = found || allowed.dump() == value.dump();
+    if (!found) return false;
+  }
+  if (const Json* min = c.find("min")) {
+    if (value.as_double() < min->as_double()) return false;
+  }
+  return true;
+}
+
+// Whether the schema's applies_when conditions all hold for `flat`.
 bool applies(const Json& entry, const Flat& flat) {
   const Json* conditions = entry.find("applies_when");
   if (!conditions) return true;
   for (const Json& c : conditions->items()) {
-    const std::string field = c.find("field")->as_string();
-    Json value = *schema_entry(field).find("default");
-    for (const auto& [path, v] : flat) {
-      if (path == field) value = v;
-    }
-    if (const Json* in = c.find("in")) {
-      bool found = false;
-      for (const Json& allowed : in->items()) found = found || allowed.dump() == value.dump();
-      if (!found) return false;
-    }
-    if (const Json* min = c.find("min")) {
-      if (value.as_double() < min->as_double()) return false;
-    }
+    if (!holds(c, flat)) return false;
   }
   return true;
 }
@@ -209,6 +222,14 @@ TEST(Config, AFieldThatDoesNotApplyChangesNoNumber) {
        {"training.finetune.quant_method", Json::string("gptq")}},
       {{"training.optimizer", Json::string("galore_adamw")}, {"parallel.num_gpus", Json::integer(8)},
        {"parallel.zero_stage", Json::integer(2)}},
+      // FSDP1's options under FSDP2 and under DeepSpeed's engine (a LoRA, where use_orig_params
+      // would cost the frozen base's gradients under FSDP1).
+      {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},
+       {"parallel.zero_stage", Json::integer(3)}, {"training.framework", Json::string("torchtune")}},
+      {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},
+       {"parallel.zero_stage", Json::integer(3)}, {"training.framework", Json::string("deepspeed")}},
+      {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},
+       {"parallel.zero_stage", Json::integer(3)}, {"parallel.fsdp_version", Json::string("2")}},
   };
   int checked = 0;
   const Json schema = config_schema();

@@ -145,16 +145,20 @@ export function toConfigValue(field, raw) {
 
 export { setPath } from './paths.js';
 
-// The first of the schema's applies_when conditions that the current settings fail (a value
-// outside `in`, or below `min`), with that value; undefined when the core reads the field.
-// `valueOf(path)` gives a field's value.
+// Whether one of the schema's conditions holds: a value in `in`, at least `min`, or, for
+// {any_of: [...]}, one of its conditions. `valueOf(path)` gives a field's value.
+function holds(c, valueOf) {
+  if (c.any_of) return c.any_of.some((alt) => holds(alt, valueOf));
+  const value = valueOf(c.field);
+  if (c.in && !c.in.some((allowed) => String(allowed) === String(value))) return false;
+  if (c.min !== undefined && !(Number(value) >= c.min)) return false;
+  return true;
+}
+
+// The first of the schema's applies_when conditions that the current settings fail; undefined
+// when the core reads the field.
 function unmetCondition(field, valueOf) {
-  for (const c of field.applies_when ?? []) {
-    const value = valueOf(c.field);
-    if (c.in && !c.in.some((allowed) => String(allowed) === String(value))) return { c, value };
-    if (c.min !== undefined && !(Number(value) >= c.min)) return { c, value };
-  }
-  return undefined;
+  return (field.applies_when ?? []).find((c) => !holds(c, valueOf));
 }
 
 // Whether the core reads a field under the current settings.
@@ -162,18 +166,26 @@ export function fieldApplies(field, valueOf) {
   return unmetCondition(field, valueOf) === undefined;
 }
 
+// A field's label lower-cased mid-sentence, unless it starts with an acronym ("ZeRO stage", "GPU").
+function labelInSentence(path) {
+  const name = fieldLabel(path);
+  return /^[A-Z][a-z]/.test(name) ? name[0].toLowerCase() + name.slice(1) : name;
+}
+
 // The condition that fails, in words: "applies when optimizer is galore_adamw or
-// galore_adamw_8bit"; '' when the field applies.
+// galore_adamw_8bit"; '' when the field applies. An any_of names the values that rule it out
+// ("does not apply when FSDP version is auto and framework is torchtitan").
 export function whenItApplies(field, valueOf) {
-  const unmet = unmetCondition(field, valueOf);
-  if (!unmet) return '';
-  const { c, value } = unmet;
-  // Lower-cased mid-sentence, unless it starts with an acronym ("ZeRO stage", "GPU").
-  const name = fieldLabel(c.field);
-  const label = /^[A-Z][a-z]/.test(name) ? name[0].toLowerCase() + name.slice(1) : name;
+  const c = unmetCondition(field, valueOf);
+  if (!c) return '';
+  if (c.any_of) {
+    const paths = [...new Set(c.any_of.map((alt) => alt.field))];
+    return `does not apply when ${paths.map((p) => `${labelInSentence(p)} is ${valueOf(p)}`).join(' and ')}`;
+  }
+  const label = labelInSentence(c.field);
   if (!c.in) return `applies when ${label} is at least ${c.min}`;
   const names = c.in.map(String);
-  if (names.length > 4) return `does not apply when ${label} is ${value}`;
+  if (names.length > 4) return `does not apply when ${label} is ${valueOf(c.field)}`;
   const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
   return `applies when ${label} is ${list}`;
 }

@@ -99,6 +99,9 @@ bool runs_torch_data_parallel(Framework framework);
 bool runs_fsdp2(Framework framework);
 // Whether the run shards with FSDP2: parallel.fsdp_version, or the framework's own.
 bool runs_fsdp2(const Config& config);
+// Whether its sharding, where it shards, is FSDP1 (FullyShardedDataParallel): torch's data
+// parallelism, not FSDP2. FSDP1's options (use_orig_params, limit_all_gathers) apply only then.
+bool runs_fsdp1(const Config& config);
 // Whether its distributed training goes through accelerate (the HF Trainer, TRL and the stacks that
 // patch a transformers model under them).
 bool runs_accelerate(Framework framework);
