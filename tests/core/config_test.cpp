@@ -231,12 +231,23 @@ TEST(Config, AFieldThatDoesNotApplyChangesNoNumber) {
       {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},
        {"parallel.zero_stage", Json::integer(3)}, {"parallel.fsdp_version", Json::string("2")}},
   };
+  // Every engine at each sharding stage: a field that only one framework's code reads must not
+  // move another's numbers.
+  std::vector<Flat> engines;
+  for (const char* framework : {"deepspeed", "megatron", "torchtitan", "litgpt", "nanogpt", "llm_c"}) {
+    for (const std::int64_t stage : {0, 2, 3}) {
+      engines.push_back({{"training.framework", Json::string(framework)}, {"parallel.num_gpus", Json::integer(8)},
+                         {"parallel.zero_stage", Json::integer(stage)}});
+    }
+  }
+  std::vector<Flat> all_bases = bases;
+  all_bases.insert(all_bases.end(), engines.begin(), engines.end());
   int checked = 0;
   const Json schema = config_schema();
   for (const Json& entry : schema.items()) {
     if (!entry.find("applies_when")) continue;
     const std::string path = entry.find("field")->as_string();
-    for (const Flat& base : bases) {
+    for (const Flat& base : all_bases) {
       if (applies(entry, base)) continue;
       Flat changed = base;
       changed.push_back({path, other_value(entry)});
