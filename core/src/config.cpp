@@ -464,6 +464,14 @@ Json applicability(std::string_view path) {
     all.push(methods(any_peft));
     all.push(when_in("training.finetune.base_bits", integers({4})));
     all.push(when_in("training.finetune.quant_method", spellings({"bitsandbytes"})));
+  } else if (path == "training.finetune.quant_storage") {
+    // Read where accelerate shards the 4-bit base with torch's FSDP (fsdp2_leaves_4bit_whole;
+    // FSDP1 refuses uint8).
+    all.push(methods(any_peft));
+    all.push(when_in("training.finetune.base_bits", integers({4})));
+    all.push(when_in("training.finetune.quant_method", spellings({"bitsandbytes"})));
+    all.push(when_in("parallel.zero_stage", integers({2, 3})));
+    all.push(when_in("training.framework", frameworks_where(runs_accelerate)));
   } else if (path == "training.finetune.stable_embedding") {
     all.push(methods(any_peft));
     all.push(when_in("training.finetune.base_bits", integers({4, 8})));

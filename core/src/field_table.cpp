@@ -289,6 +289,11 @@ std::vector<Field> build_fields() {
              "frozen base weights: 16 (bf16/fp16), 8 (int8), 4 (QLoRA 4-bit)"),
       MF_ENUM("training.finetune.quant_type", training.finetune.quant_type, QuantType,
               "4-bit base data type (bnb_4bit_quant_type); nf4 and fp4 store the same bytes", "nf4", "fp4"),
+      MF_ENUM("training.finetune.quant_storage", training.finetune.quant_storage, QuantStorage,
+              "dtype the 4-bit codes are packed into (bnb_4bit_quant_storage; same bytes): uint8, bitsandbytes' "
+              "default, is left out of accelerate's FSDP2 sharding (whole on every GPU) and cannot be flattened by "
+              "FSDP1; bf16 (any floating dtype) is sharded like the rest; auto = bf16 where the run shards",
+              "auto", "uint8", "bf16"),
       MF_ENUM("training.finetune.quant_method", training.finetune.quant_method, QuantMethod,
               "who quantised the 8/4-bit base: bitsandbytes (QLoRA, LLM.int8(), at load), gptq (auto-gptq "
               "QuantLinear over a GPTQ checkpoint, which dequantises each weight to fp16 and keeps it for backward) "

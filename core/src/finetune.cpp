@@ -117,15 +117,27 @@ QuantizedBase quantized_base(const Config& c) { return {experts_left_unquantized
 // otherwise embeddings, norms and the head stay in 16 bit, as bitsandbytes / transformers leave
 // them, or in fp32 after PEFT's prepare_model_for_kbit_training (peft/utils/other.py: every fp16 /
 // bf16 parameter of a k-bit model is cast with param.data.to(torch.float32)).
+bool quantized_tensor(const TensorGroup& g, const Finetune& f, const QuantizedBase& base) {
+  if (f.base_bits == 16) return false;
+  const bool quantized = g.linear || (base.head_quantized && g.component == Component::kHead && !g.cols.is_zero());
+  return quantized && !(base.experts_unquantized && g.component == Component::kExperts);
+}
+
 Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantized, const QuantizedBase& base) {
   const bool upcast = kbit_upcast(f);
   const Bytes kept = upcast ? max(unquantized, kFp32Bytes) : unquantized;
   if (f.base_bits == 16) return g.elements_each() * unquantized;
-  const bool quantized = g.linear || (base.head_quantized && g.component == Component::kHead && !g.cols.is_zero());
-  if (!quantized || (base.experts_unquantized && g.component == Component::kExperts)) return g.elements_each() * kept;
+  if (!quantized_tensor(g, f, base)) return g.elements_each() * kept;
   if (f.quant_method == QuantMethod::kGptq) return gptq_bytes(g, f);
   if (f.quant_method == QuantMethod::kChatglm) return chatglm_bytes(g, f);
   return f.base_bits == 8 ? int8_bytes(g) : four_bit_bytes(g, f);
+}
+
+bool fsdp2_leaves_4bit_whole(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  return is_peft(c) && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes &&
+         f.quant_storage == QuantStorage::kUint8 && c.parallel.zero_stage >= 2 &&
+         runs_accelerate(c.training.implementation.framework) && runs_fsdp2(c);
 }
 
 Count largest_trainable_tensor(const Config& c, const ParameterCount& params) {

@@ -115,6 +115,15 @@ QuantizedBase quantized_base(const Config& config);
 // (bitsandbytes NF4 / FP4, with or without double quantisation); `base` says which modules beyond
 // the blocks' linear layers the quantiser covers.
 Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized, const QuantizedBase& base);
+// Whether the quantiser covers one tensor of that base (the ones frozen_bytes_each gives quantised).
+bool quantized_tensor(const TensorGroup& g, const Finetune& finetune, const QuantizedBase& base);
+
+// Whether accelerate's FSDP2 leaves a bitsandbytes 4-bit base out of its sharding: frozen
+// Params4bit that are not floating point (quant_storage uint8) go to fully_shard's ignored_params
+// (accelerate utils/fsdp_utils.py, fsdp2_prepare_model: "Excluding from FSDP2 sharding to prevent
+// quant_state corruption", accelerate #3987), so each GPU holds the quantised weights whole and
+// gathers none of them.
+bool fsdp2_leaves_4bit_whole(const Config& config);
 
 // The largest trainable tensor's elements (the per-parameter optimizer loop's temporary).
 Count largest_trainable_tensor(const Config& config, const ParameterCount& params);

@@ -263,28 +263,36 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
   // 1-byte data (torchao/float8/fsdp_utils.py): the dense blocks' linear weights at 1 byte.
   const bool fp8_gather = c.training.float8 == Float8::kTensorwise && c.parallel.float8_all_gather;
   const auto fp8_linear = [&](const TensorGroup& g) { return fp8_gather && g.linear && g.layer == LayerKind::kDense; };
+  // A quantised frozen base is gathered as it is stored, not as a 16-bit copy: bitsandbytes packs
+  // two 4-bit codes per byte into a storage dtype that transformers' Trainer sets FSDP's parameter
+  // dtype to (trainer.py, _fsdp_qlora_plugin_updates: mixed precision = bnb_4bit_quant_storage;
+  // bitsandbytes functional.py quantize_4bit packs into quant_storage), and GPTQ's packed int32
+  // codes are flattened as they are: the block's frozen tensors at their stored bytes. 4-bit
+  // weights that FSDP2 leaves out (fsdp2_leaves_4bit_whole) are never gathered.
+  const Finetune& f = c.training.finetune;
+  const bool quantized_peft = is_peft(c) && f.base_bits < 16;
+  const QuantizedBase base = quantized_base(c);
+  const bool whole_4bit = fsdp2_leaves_4bit_whole(c);
+  const auto frozen_gathered_each = [&](const TensorGroup& g) {
+    return whole_4bit && quantized_tensor(g, f, base) ? Bytes{0} : frozen_bytes_each(g, f, r.gathered, base);
+  };
   if (keeps_units_gathered(c)) {
     // Every block of the stage stays gathered from its forward to its backward (and, inside a
     // pipeline schedule, across micro-batches: torch.distributed.pipelining's stage.py runs every
     // backward but the last with set_reshard_after_backward(False)).
     Bytes blocks{0};
     for (const TensorGroup& g : params.groups) {
-      if (g.layer != LayerKind::kNone) blocks += g.elements_each() * p.held(params, g) * (fp8_linear(g) ? Bytes{1} : r.gathered);
+      if (g.layer == LayerKind::kNone) continue;
+      const Bytes each = quantized_peft ? frozen_gathered_each(g) : g.elements_each() * (fp8_linear(g) ? Bytes{1} : r.gathered);
+      blocks += each * p.held(params, g);
     }
     return p.as_nominal(blocks / c.parallel.tensor);
   }
-  // A quantised frozen base is gathered as it is stored, not as a 16-bit copy: bitsandbytes packs
-  // two 4-bit codes per byte into a storage dtype that transformers' Trainer sets FSDP's parameter
-  // dtype to (trainer.py, _fsdp_qlora_plugin_updates: mixed precision = bnb_4bit_quant_storage;
-  // bitsandbytes functional.py quantize_4bit packs into quant_storage), and GPTQ's packed int32
-  // codes are flattened as they are: the block's frozen tensors at their stored bytes.
-  const Finetune& f = c.training.finetune;
-  if (is_peft(c) && f.base_bits < 16) {
-    const QuantizedBase base = quantized_base(c);
+  if (quantized_peft) {
     Bytes dense{0}, moe{0};
     for (const TensorGroup& g : params.groups) {
       if (g.layer == LayerKind::kNone) continue;
-      const Bytes each = frozen_bytes_each(g, f, r.gathered, base) * params.per_layer(g);
+      const Bytes each = frozen_gathered_each(g) * params.per_layer(g);
       (g.layer == LayerKind::kMoe ? moe : dense) += each;
     }
     return p.as_nominal(max(dense, moe) / c.parallel.tensor);

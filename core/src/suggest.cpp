@@ -84,16 +84,21 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
   }
   // A PEFT method under accelerate's FSDP1: use_orig_params gives the frozen base gradients, and
   // reentrant checkpointing keeps the frozen units' inputs; FSDP2 shards each parameter on its own
-  // and does neither (kept only where the estimate shows it saves memory). Not for a quantised base:
-  // accelerate's FSDP2 leaves 4-bit weights stored as uint8 unsharded (fsdp2_prepare_model), which
-  // memfit does not model.
-  if (is_peft(c) && t.finetune.base_bits >= 16 && c.parallel.zero_stage >= 2 && c.parallel.num_gpus > 1 &&
+  // and does neither (kept only where the estimate shows it saves memory). A 4-bit base keeps the
+  // floating storage FSDP1 needed, so FSDP2 shards it too (fsdp2_leaves_4bit_whole).
+  if (is_peft(c) && c.parallel.zero_stage >= 2 && c.parallel.num_gpus > 1 &&
       runs_accelerate(t.implementation.framework) && !runs_fsdp2(c)) {
     Json p = patch("parallel.fsdp_version", Json::string("2"));
     set_path(p, "parallel.fsdp_use_orig_params", Json::boolean(false));
     out.push_back({"FSDP2 (accelerate fsdp_version: 2)",
                    "same results; each parameter sharded on its own: the frozen base gets no gradient", std::move(p),
                    1});
+  }
+  // accelerate's FSDP2 shards 4-bit weights only in a floating storage (fsdp2_leaves_4bit_whole).
+  if (fsdp2_leaves_4bit_whole(c) && c.parallel.zero_stage >= 3 && c.parallel.num_gpus > 1) {
+    out.push_back({"4-bit weights stored as bf16 (bnb_4bit_quant_storage)",
+                   "same results; FSDP2 shards the quantised base across the GPUs instead of leaving it whole on each",
+                   patch("training.finetune.quant_storage", Json::string("bf16")), 1});
   }
   if (t.optimizer == Optimizer::kAdamW && multi_tensor(t.optimizer_impl)) {
     out.push_back({"Fused AdamW (fused=True)", "same results; no step-sized temporary",

@@ -302,6 +302,17 @@ void check_parallel(const Config& c, Checks& out) {
                                        "fully_shard (FSDP2) only");
     }
   }
+  const Finetune& f = c.training.finetune;
+  if (f.quant_storage == QuantStorage::kUint8 && f.method != FinetuneMethod::kFull && f.base_bits == 4 &&
+      f.quant_method == QuantMethod::kBitsandbytes && p.zero_stage >= 2 && runs_accelerate(framework) &&
+      runs_fsdp1(c)) {
+    // FSDP1 flattens a block's tensors into one flat parameter of one dtype (_flat_param.py,
+    // _validate_tensors_to_flatten: "Must flatten tensors with uniform dtype").
+    out.add("training.finetune.quant_storage",
+            "must be bf16 (bnb_4bit_quant_storage) under FSDP1: it flattens each block into one tensor of one "
+            "dtype and cannot take uint8 4-bit weights beside the block's 16-bit norms (FSDP2 can: "
+            "parallel.fsdp_version 2)");
+  }
   if (p.async_tp && p.tensor >= 2 && framework != Framework::kTorchtitan) {
     out.add("parallel.async_tp", "must be false with training.framework " + std::string(to_string(framework)) +
                                      ": it is torchtitan's (enable_async_tensor_parallel)");

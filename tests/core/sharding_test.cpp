@@ -2,6 +2,8 @@
 // hybrid sharding shards within its group, and interleaved pipelines hold more micro-batches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "memfit/memfit.hpp"
 #include "activations.hpp"
 #include "phases.hpp"
@@ -652,6 +654,55 @@ TEST(Sharding, AccelerateFsdp2GivesTheEmbeddingAndTheTailUnitsOfTheirOwn) {
 // reduce-scatter input in the reduce dtype (torchtitan: fp32). A thousand more tokens in Llama-3-8B's
 // vocabulary add 2·1000·4096 root parameters: 2 + 2 + 4 bytes each at that moment, beside 16 bytes
 // each of sharded weights, gradients and AdamW states over 8 GPUs.
+// bitsandbytes packs 4-bit codes into bnb_4bit_quant_storage. accelerate's FSDP2 leaves uint8
+// ones out of fully_shard (ignored_params): every GPU holds Llama-2-70B's quantised linears whole
+// (about 33 GiB: 16.4 GiB more on each of 2 GPUs than sharded) and gathers none of them; FSDP1
+// cannot flatten them at all (an error naming the field). torchtune's own NF4 tensors, one GPU
+// and the floating storage that sharded recipes set (auto) are unchanged.
+TEST(Sharding, Fsdp2LeavesUint8FourBitWeightsWhole) {
+  const auto run = [](const char* framework, std::int64_t gpus, const char* storage, const char* extra = "") {
+    const Estimate e = estimate(parse_config_text(
+        std::string(R"({"model":{"preset":"llama-2-70b"},"training":{"framework":")") + framework +
+        R"(","checkpointing":"full","finetune":{"method":"lora","base_bits":4,"quant_storage":")" + storage +
+        R"("}},"parallel":{"zero_stage":3,"fsdp_version":"2","num_gpus":)" + std::to_string(gpus) + extra + "}}")
+                                    .config);
+    EXPECT_TRUE(e.ok()) << framework << " " << storage;
+    return e;
+  };
+  const Estimate sharded = run("hf", 2, "auto"), whole = run("hf", 2, "uint8");
+  const std::int64_t more = whole.breakdown.parameters.value() - sharded.breakdown.parameters.value();
+  EXPECT_GT(more, 16LL << 30);
+  EXPECT_LT(more, 17LL << 30);
+  EXPECT_EQ(run("hf", 2, "bf16").peak_allocated_bytes, sharded.peak_allocated_bytes);
+  EXPECT_EQ(run("hf", 1, "uint8").peak_allocated_bytes, run("hf", 1, "auto").peak_allocated_bytes);
+  EXPECT_EQ(run("torchtune", 2, "uint8").peak_allocated_bytes, run("torchtune", 2, "auto").peak_allocated_bytes);
+  // None of it is gathered: the forward phase grows by the whole weights only, less the gathered
+  // block's 4-bit linears.
+  EXPECT_LT(phase_bytes(whole, "forward") - phase_bytes(sharded, "forward"), more);
+  EXPECT_TRUE(std::any_of(whole.notes.begin(), whole.notes.end(),
+                          [](const std::string& n) { return n.find("uint8") != std::string::npos; }));
+  EXPECT_EQ(refused_field(R"({"model":{"preset":"llama-2-70b"},"training":{"finetune":{"method":"lora","base_bits":4,)"
+                          R"("quant_storage":"uint8"}},"parallel":{"zero_stage":3,"num_gpus":2}})"),
+            "training.finetune.quant_storage");
+  // Blocks kept gathered from forward to backward (reshard_after_forward never) hold the 4-bit
+  // base as stored, as a unit gathered one at a time does, not as 16-bit copies.
+  const auto kept = [&](int bits) {
+    const auto with = [&](const char* reshard) {
+      const Estimate e = estimate(parse_config_text(
+          std::string(R"({"model":{"preset":"llama-2-70b"},"training":{"checkpointing":"full","finetune":{"method":"lora",)"
+                      R"("base_bits":)") + std::to_string(bits) +
+          R"(}},"parallel":{"zero_stage":3,"fsdp_version":"2","num_gpus":8,"reshard_after_forward":")" + reshard + "\"}}")
+                                      .config);
+      EXPECT_TRUE(e.ok());
+      return phase_bytes(e, "forward");
+    };
+    return with("never") - with("always");
+  };
+  const std::int64_t four = kept(4), sixteen = kept(16);
+  EXPECT_GT(four, 0);
+  EXPECT_LT(four * 3, sixteen);
+}
+
 TEST(Sharding, FsdpRootGradientsAreWholeAtTheEndOfBackward) {
   const auto backward = [](std::int64_t vocab, const char* framework) {
     Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") +

@@ -221,7 +221,18 @@ TEST(Suggest, Fsdp2ForALoraThatPaysForItsFrozenBase) {
       R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","seq_len":4096,)"
       R"("finetune":{"method":"lora","base_bits":4}},"parallel":{"num_gpus":4,"zero_stage":3,)"
       R"("fsdp_use_orig_params":true},"hardware":{"gpu":"rtx4090"}})");
-  EXPECT_FALSE(any_title(qlora, "FSDP2"));
+  // A 4-bit base under FSDP1 is stored in a floating dtype (FSDP1 cannot flatten uint8), which
+  // FSDP2 shards too: the frozen base's use_orig_params gradients go.
+  EXPECT_TRUE(any_title(qlora, "FSDP2"));
+  // Under FSDP2 itself, 4-bit weights stored as uint8 stay whole on every GPU: bf16 storage shards them.
+  const auto storage = [](const char* st) {
+    return suggestions_for((std::string(R"({"model":{"preset":"llama-2-70b"},"training":{"checkpointing":"full",)"
+                                        R"("finetune":{"method":"lora","base_bits":4,"quant_storage":")") + st +
+                            R"("}},"parallel":{"num_gpus":2,"zero_stage":3,"fsdp_version":"2"},"hardware":{"gpu":"rtx-3090-24gb"}})")
+                               .c_str());
+  };
+  EXPECT_TRUE(any_title(storage("uint8"), "bnb_4bit_quant_storage"));
+  EXPECT_FALSE(any_title(storage("bf16"), "bnb_4bit_quant_storage"));
 }
 
 }  // namespace

@@ -160,6 +160,11 @@ export const CHOICES = {
     nf4: ['NF4', '4-bit NormalFloat (QLoRA)'],
     fp4: ['FP4', '4-bit float'],
   },
+  'training.finetune.quant_storage': {
+    auto: ['Automatic', 'bf16 where the run shards, as FSDP-QLoRA recipes set it'],
+    uint8: ['uint8 (bitsandbytes default)', 'accelerate\'s FSDP2 keeps these weights whole on every GPU'],
+    bf16: ['bf16 (floating)', 'sharded and gathered like the other weights'],
+  },
   'training.finetune.base_bits': {
     16: ['16-bit (bf16 / fp16)', 'the frozen base weights in 16 bits'],
     8: ['8-bit (int8)', 'the frozen base weights quantised to 8 bits'],
@@ -323,6 +328,7 @@ export const FIELDS = {
   'model.norm_rel_ebd': ['Normalised relative embeddings', null],
   'training.finetune.use_rslora': ['rsLoRA scaling', null],
   'training.finetune.quant_type': ['4-bit data type', null],
+  'training.finetune.quant_storage': ['4-bit storage dtype', null],
   'training.finetune.bnb_keeps_input': ['bitsandbytes keeps linear inputs', null],
   'training.finetune.prepare_kbit': ['Prepare for k-bit training', null],
   'training.kv_saved': ['Keys and values saved as', null],

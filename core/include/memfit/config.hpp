@@ -108,6 +108,12 @@ enum class FinetuneMethod {
 };
 // bitsandbytes' 4-bit data types (QLoRA): same storage, different code book.
 enum class QuantType { kNf4, kFp4 };
+// What bitsandbytes packs the 4-bit codes into (bnb_4bit_quant_storage): the bytes are the same,
+// but torch's sharding takes only a floating storage. uint8 (bitsandbytes' default): FSDP1 cannot
+// flatten it with a block's 16-bit tensors, and accelerate's FSDP2 leaves such weights out of
+// fully_shard, whole on every GPU; bf16 (any floating dtype): sharded and gathered like the rest.
+// auto: what a sharded QLoRA recipe sets (bf16, as the FSDP-QLoRA recipes do).
+enum class QuantStorage { kAuto, kUint8, kBf16 };
 // Who quantised the frozen base: bitsandbytes (QLoRA's NF4 / FP4, LLM.int8(): quantised at load),
 // or GPTQ (auto-gptq's QuantLinear over a pre-quantised checkpoint: packed int32 weights with
 // per-group fp16 scales and packed zeros).
@@ -392,6 +398,7 @@ struct Finetune {
   bool target_parameters = false;
   std::int64_t base_bits = 16;  // 16: frozen 16-bit base; 8: int8 base; 4: QLoRA 4-bit
   QuantType quant_type = QuantType::kNf4;   // bnb_4bit_quant_type
+  QuantStorage quant_storage = QuantStorage::kAuto;  // bnb_4bit_quant_storage
   QuantMethod quant_method = QuantMethod::kBitsandbytes;
   GptqKernel gptq_kernel = GptqKernel::kDequantize;
   std::int64_t gptq_group_size = 128;       // GPTQ group_size (input rows per scale and zero); 0: one group
