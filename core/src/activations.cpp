@@ -83,7 +83,10 @@ struct Dims {
 // On one GPU too: FSDP1 falls back to NO_SHARD there but still registers the hooks. Not under
 // pipeline stages, which no FSDP1 stack here runs (and whose final callback runs per micro-batch).
 bool fsdp1_keeps_recomputed_inputs(const Config& c, const Implementation& impl) {
-  return runs_fsdp1(c) && c.parallel.zero_stage >= 2 && c.parallel.pipeline == 1 && is_peft(c) && !c.parallel.fsdp_use_orig_params &&
+  // Frozen units exist where the adapters are units of their own (whatever use_orig_params says), or
+  // where use_orig_params is off (FSDP1 cannot flatten a unit mixing them).
+  const bool frozen_units = fsdp1_wraps_adapters_apart(impl.framework) || !c.parallel.fsdp_use_orig_params;
+  return runs_fsdp1(c) && c.parallel.zero_stage >= 2 && c.parallel.pipeline == 1 && is_peft(c) && frozen_units &&
          c.training.checkpointing == Checkpointing::kFull && impl.checkpoint_impl == CheckpointImpl::kReentrant &&
          !forward_only(c.training);
 }

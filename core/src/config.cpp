@@ -406,6 +406,8 @@ Json frameworks_where(bool (*runs)(Framework)) {
 
 bool fsdp1_by_default(Framework f) { return runs_torch_data_parallel(f) && !runs_fsdp2(f); }
 bool fsdp2_by_default(Framework f) { return runs_torch_data_parallel(f) && runs_fsdp2(f); }
+// FSDP1 stacks whose units mix a PEFT method's adapters with the frozen base (LitGPT's blocks).
+bool fsdp1_mixes_adapters(Framework f) { return runs_torch_data_parallel(f) && !fsdp1_wraps_adapters_apart(f); }
 
 // {"any_of": [conditions]}: at least one of them holds.
 Json any_of(Json first, Json second) {
@@ -531,6 +533,10 @@ Json applicability(std::string_view path) {
   } else if (path == "parallel.fsdp_use_orig_params") {
     torch_fsdp(integers({2, 3}));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
     fsdp_version("1", fsdp1_by_default);  // FSDP1's option
+    // A full fine-tune's optimizer works on the views; a PEFT method pays for frozen gradients only
+    // where its units mix (fsdp1_wraps_adapters_apart).
+    all.push(any_of(when_in("training.finetune.method", spellings({"full"})),
+                    when_in("training.framework", frameworks_where(fsdp1_mixes_adapters))));
   } else if (path == "parallel.async_tp") {
     all.push(when_at_least("parallel.tensor", 2));
   } else if (path == "parallel.fsdp_version") {

@@ -254,6 +254,8 @@ bool runs_fsdp2(const Config& c) {
   return runs_fsdp2(f);
 }
 
+bool fsdp1_wraps_adapters_apart(Framework f) { return runs_accelerate(f) || f == Framework::kTorchtune; }
+
 bool runs_fsdp1(const Config& c) {
   return runs_torch_data_parallel(c.training.implementation.framework) && !runs_fsdp2(c);
 }

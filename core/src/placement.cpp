@@ -4,6 +4,7 @@
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "optimizer_states.hpp"
+#include "peft.hpp"
 
 namespace memfit {
 
@@ -310,11 +311,21 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
                     : Bytes{0};
   // FSDP1 with use_orig_params and a unit holding frozen and trainable parameters gives the whole
   // flat parameter a gradient ("gradient memory ... higher than expected": torch/distributed/fsdp/
-  // _flat_param.py), in the base's dtype: a PEFT method under FSDP pays for the frozen base's gradients.
-  // FSDP2 shards each parameter on its own: a frozen one gets no gradient; DeepSpeed's engine has
-  // no such option.
-  if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2 && runs_fsdp1(c)) {
-    s.gradients += p.local_params * base_element;
+  // _flat_param.py), in the base's dtype: a PEFT method under block units (LitGPT) pays for the
+  // blocks' frozen weights' gradients, and the root's where it trains something (the head's
+  // adapters, modules_to_save, prompts). Stacks that give the adapters units of their own
+  // (fsdp1_wraps_adapters_apart: the HF Trainer, torchtune) mix nothing: all-frozen units get no
+  // gradient (measured: tools/frameworks/fsdp1_units.py). FSDP2 shards each parameter on its own;
+  // DeepSpeed's engine has no such option.
+  if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2 && runs_fsdp1(c) &&
+      !fsdp1_wraps_adapters_apart(impl.framework)) {
+    const Finetune& f = c.training.finetune;
+    const bool root_trains = !adapts_linears_method(f.method) || (f.lora_targets & kLoraHead) || f.modules_to_save != 0;
+    const Count blocks = p.local<CountUnit>(params, [](const TensorGroup& g) {
+      return g.layer == LayerKind::kNone ? Count(0) : g.elements_each();
+    });
+    const Count mixed = root_trains ? p.local_params : mul_div(blocks, p.local_params, max(p.local_count, Count(1)));
+    s.gradients += mixed * base_element;
   }
   // MeZO updates the weights in place: no optimizer keeps a master copy.
   s.master = forward_only(c.training) ? Bytes{0} : p.local_trainable * r.master;

@@ -226,6 +226,10 @@ TEST(Config, AFieldThatDoesNotApplyChangesNoNumber) {
       // would cost the frozen base's gradients under FSDP1).
       {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},
        {"parallel.zero_stage", Json::integer(3)}, {"training.framework", Json::string("torchtune")}},
+      // The HF Trainer's FSDP1 gives the adapters units of their own: use_orig_params moves nothing.
+      {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},
+       {"parallel.zero_stage", Json::integer(3)}, {"training.checkpointing", Json::string("full")},
+       {"training.checkpoint_impl", Json::string("reentrant")}},
       {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},
        {"parallel.zero_stage", Json::integer(3)}, {"training.framework", Json::string("deepspeed")}},
       {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},

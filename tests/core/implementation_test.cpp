@@ -603,12 +603,16 @@ TEST(Implementation, Fsdp1FrozenUnitsKeepTheRecomputedInputsUnderReentrantCheckp
   EXPECT_EQ(phase(hf, "backward"), phase(plain, "backward"));
   EXPECT_EQ(run(base + R"("framework":"unsloth"}})").find("implementation")->find("checkpoint_impl")->as_string(),
             "reentrant");
-  // Not where no unit is frozen (use_orig_params mixes the adapters in), under FSDP2 (torchtune),
-  // without FSDP units (ZeRO-1), or for a full fine-tune.
-  EXPECT_EQ(phase(run(base + R"("checkpoint_impl":"reentrant"},"parallel":{"num_gpus":2,"zero_stage":3,)"
-                             R"("fsdp_use_orig_params":true}})"), "backward"),
-            phase(run(base + R"("checkpoint_impl":"non_reentrant"},"parallel":{"num_gpus":2,"zero_stage":3,)"
-                             R"("fsdp_use_orig_params":true}})"), "backward"));
+  // The HF Trainer gives the adapters units of their own (PEFT's fsdp_auto_wrap_policy), so the
+  // blocks' units stay frozen under use_orig_params too (tools/frameworks/fsdp1_units.py).
+  const std::string orig = R"("parallel":{"num_gpus":2,"zero_stage":3,"fsdp_use_orig_params":true}})";
+  EXPECT_EQ(phase(run(base + R"("checkpoint_impl":"reentrant"},)" + orig), "backward") -
+                phase(run(base + R"("checkpoint_impl":"non_reentrant"},)" + orig), "backward"),
+            inputs - one - one);
+  // Not where no unit is frozen (LitGPT's Block units with use_orig_params mix the adapters in),
+  // under FSDP2 (torchtune), without FSDP units (ZeRO-1), or for a full fine-tune.
+  EXPECT_EQ(phase(run(base + R"("framework":"litgpt","checkpoint_impl":"reentrant"},)" + orig), "backward"),
+            phase(run(base + R"("framework":"litgpt","checkpoint_impl":"non_reentrant"},)" + orig), "backward"));
   EXPECT_EQ(phase(run(base + R"("framework":"torchtune","checkpoint_impl":"reentrant"},)" + fsdp), "backward"),
             phase(run(base + R"("framework":"torchtune","checkpoint_impl":"non_reentrant"},)" + fsdp), "backward"));
   EXPECT_EQ(phase(run(base + R"("checkpoint_impl":"reentrant"},"parallel":{"num_gpus":2,"zero_stage":1}})"), "backward"),

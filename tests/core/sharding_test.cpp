@@ -559,15 +559,21 @@ TEST(Sharding, FsdpVersionChoosesTheShardingUnderAnyTorchStack) {
     ASSERT_TRUE(e.ok());
     EXPECT_EQ(e.breakdown.gradients.value(), e.parameter_count.value() * 2) << version;
   }
-  // A LoRA under FSDP1 with use_orig_params pays for the base's gradients; under FSDP2 the switch
-  // (FSDP1's) changes nothing: the page hides it there, so it must not block the estimate either.
-  const std::string lora = R"("framework":"hf","checkpointing":"full","seq_len":2048,"finetune":{"method":"lora"})";
-  const Estimate orig = estimate(config(lora, R"(,"fsdp_use_orig_params":true)"));
-  const Estimate fsdp2 = estimate(config(lora, R"(,"fsdp_version":"2")"));
-  const Estimate fsdp2_orig = estimate(config(lora, R"(,"fsdp_version":"2","fsdp_use_orig_params":true)"));
+  // A LoRA under FSDP1 block units (LitGPT) with use_orig_params pays for the blocks' frozen
+  // gradients; under FSDP2 the switch (FSDP1's) changes nothing: the page hides it there, so it must
+  // not block the estimate either. Under the HF Trainer the adapters are units of their own (PEFT's
+  // fsdp_auto_wrap_policy) and no unit mixes: nothing to pay (tools/frameworks/fsdp1_units.py).
+  const std::string blocks = R"("framework":"litgpt","checkpointing":"full","seq_len":2048,"finetune":{"method":"lora"})";
+  const Estimate orig = estimate(config(blocks, R"(,"fsdp_version":"1","fsdp_use_orig_params":true)"));
+  const Estimate fsdp2 = estimate(config(blocks, R"(,"fsdp_version":"2")"));
+  const Estimate fsdp2_orig = estimate(config(blocks, R"(,"fsdp_version":"2","fsdp_use_orig_params":true)"));
   ASSERT_TRUE(orig.ok() && fsdp2.ok() && fsdp2_orig.ok());
-  EXPECT_GT(orig.breakdown.gradients.value(), fsdp2.breakdown.gradients.value() + (std::int64_t{8} << 30) / 8);
+  EXPECT_EQ(orig.breakdown.gradients.value() - estimate(config(blocks, R"(,"fsdp_version":"1")")).breakdown.gradients.value(),
+            32 * block / 8 * 4);  // the 32 blocks' fp32 flat parameters (bf16_fsdp), sharded 8 ways; the root trains nothing
   EXPECT_EQ(fsdp2_orig.device_total_bytes, fsdp2.device_total_bytes);
+  const std::string lora = R"("framework":"hf","checkpointing":"full","seq_len":2048,"finetune":{"method":"lora"})";
+  EXPECT_EQ(estimate(config(lora, R"(,"fsdp_use_orig_params":true)")).device_total_bytes,
+            estimate(config(lora, "")).device_total_bytes);
   // FSDP1's frozen units under reentrant checkpointing keep every recomputed block's input (and its
   // gradient) until backward ends; FSDP2 registers no such hook.
   const std::string reentrant = lora + R"(,"checkpoint_impl":"reentrant")";

@@ -207,19 +207,30 @@ TEST(Suggest, ReduceEveryMicroBatchWhenNoSyncHoldsFullGradients) {
 // (per-parameter shards) is offered, with the FSDP1 switch turned off; not where the run is FSDP2
 // already, nor under LitGPT (its scripts choose their Fabric strategy: no setting to change), nor
 // for a 4-bit base (accelerate's FSDP2 leaves uint8 4-bit weights unsharded, unmodelled).
-TEST(Suggest, Fsdp2ForALoraThatPaysForItsFrozenBase) {
-  const auto list = [](const char* framework, const char* parallel) {
+// A LoRA under accelerate's FSDP1 with reentrant checkpointing (transformers 4's default) keeps
+// every frozen unit's recomputed input until backward ends; FSDP2 does not: the suggestion to move.
+// Not under FSDP2 already, nor under LitGPT (its Block units are not frozen), nor where nothing is
+// kept (non-reentrant checkpointing: use_orig_params alone costs nothing under the Trainer, whose
+// adapters are units of their own).
+TEST(Suggest, Fsdp2ForALoraThatPaysForItsFrozenUnits) {
+  const auto list = [](const char* framework, const char* impl, const char* parallel) {
     return suggestions_for((std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") + framework +
-                            R"(","precision":"bf16_fsdp","seq_len":4096,"finetune":{"method":"lora"}},)"
-                            R"("parallel":{"num_gpus":4,"zero_stage":3)" + parallel + R"(},"hardware":{"gpu":"rtx4090"}})")
+                            R"(","precision":"bf16_fsdp","seq_len":4096,"micro_batch_size":4,"checkpointing":"full",)"
+                            R"("checkpoint_impl":")" +
+                            impl + R"(","finetune":{"method":"lora"}},"parallel":{"num_gpus":4,"zero_stage":3)" + parallel +
+                            R"(},"hardware":{"gpu":"rtx4090"}})")
                                .c_str());
   };
-  EXPECT_TRUE(any_title(list("hf", R"(,"fsdp_use_orig_params":true)"), "FSDP2"));
-  EXPECT_FALSE(any_title(list("hf", R"(,"fsdp_version":"2")"), "FSDP2"));
-  EXPECT_FALSE(any_title(list("litgpt", R"(,"fsdp_use_orig_params":true)"), "FSDP2"));
+  // Liger's fused loss keeps the logits small, so backward's kept inputs make the high point.
+  EXPECT_TRUE(any_title(list("liger", "reentrant", R"(,"fsdp_use_orig_params":true)"), "FSDP2"));
+  EXPECT_TRUE(any_title(list("liger", "reentrant", ""), "FSDP2"));
+  EXPECT_FALSE(any_title(list("liger", "non_reentrant", R"(,"fsdp_use_orig_params":true)"), "FSDP2"));
+  EXPECT_FALSE(any_title(list("liger", "reentrant", R"(,"fsdp_version":"2")"), "FSDP2"));
+  EXPECT_FALSE(any_title(list("litgpt", "reentrant", R"(,"fsdp_use_orig_params":true)"), "FSDP2"));
   const std::vector<Suggestion> qlora = suggestions_for(
-      R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_fsdp","seq_len":4096,)"
-      R"("finetune":{"method":"lora","base_bits":4}},"parallel":{"num_gpus":4,"zero_stage":3,)"
+      R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"liger","precision":"bf16_fsdp","seq_len":4096,)"
+      R"("micro_batch_size":4,"checkpointing":"full","checkpoint_impl":"reentrant","finetune":{"method":"lora",)"
+      R"("base_bits":4}},"parallel":{"num_gpus":4,"zero_stage":3,)"
       R"("fsdp_use_orig_params":true},"hardware":{"gpu":"rtx4090"}})");
   // A 4-bit base under FSDP1 is stored in a floating dtype (FSDP1 cannot flatten uint8), which
   // FSDP2 shards too: the frozen base's use_orig_params gradients go.

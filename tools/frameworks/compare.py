@@ -239,6 +239,49 @@ def check_trl_loss(binary, path):
     return problems
 
 
+def check_fsdp1_units(binary, path):
+    """torch FSDP1's gradients for a LoRA (out/fsdp1_units.json, fsdp1_units.py: two gloo ranks, a
+    tiny Llama, PEFT LoRA, fp32): under the HF Trainer's policy (PEFT's fsdp_auto_wrap_policy) the
+    adapters are units of their own and only they get gradients, whatever use_orig_params says; under
+    whole-block units (LitGPT) with use_orig_params every block's flat parameter gets one. memfit's
+    breakdown.gradients (ZeRO-3 over 2 GPUs) against rank 0's flat-parameter gradients, within
+    TOLERANCE."""
+    m = load_measurement(path)
+    if m is None:
+        return []
+    model = m["model"]
+    targets = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}
+    def config(case):
+        return {"model": {"preset": "", "vocab_size": model["vocab_size"], "hidden_size": model["hidden_size"],
+                          "num_hidden_layers": model["num_hidden_layers"],
+                          "num_attention_heads": model["num_attention_heads"],
+                          "num_key_value_heads": model["num_key_value_heads"],
+                          "intermediate_size": model["intermediate_size"], "mlp": "gated", "norm": "rmsnorm",
+                          "position_embedding": "rotary", "tie_word_embeddings": False},
+                "training": {"framework": "hf" if case["policy"] == "trainer" else "litgpt", "precision": "fp32",
+                             "micro_batch_size": 2, "seq_len": 16, "checkpointing": "none", "dropout": 0,
+                             "finetune": {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0,
+                                          "lora_targets": [targets[t] for t in m["lora_targets"]]}},
+                "parallel": {"num_gpus": m["world_size"], "zero_stage": 3, "fsdp_version": "1",
+                             "fsdp_use_orig_params": case["use_orig_params"]}}
+    lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(config(c)) + "\n" for c in m["cases"]),
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    problems, worst = [], 0.0
+    for case, line in zip(m["cases"], lines):
+        r = json.loads(line)
+        label = f"{case['policy']} use_orig_params={case['use_orig_params']}"
+        if not r.get("ok"):
+            problems.append(f"fsdp1 units {label}: memfit refused the configuration: {r.get('errors')}")
+            continue
+        ratio = r["breakdown"]["gradients"] / (case["rank0_gradient_elements"] * 4)
+        worst = max(worst, abs(ratio - 1))
+        if abs(ratio - 1) > TOLERANCE:
+            problems.append(f"fsdp1 units {label}: memfit/measured gradients {ratio:.4f}")
+    print(f"\nFSDP1's LoRA gradients by wrap policy (PyTorch {m['versions']['torch']}, peft {m['versions']['peft']}): "
+          f"{len(m['cases'])} cases, worst memfit/measured off by {worst:.2%}")
+    return problems
+
+
 def check_moe_lora(binary, path):
     """LoRA on transformers 5's stacked experts and a 4-bit base that leaves them unquantised
     (out/moe_lora.json, moe_lora.py: the real PEFT and bitsandbytes on tiny Mixtral / Qwen3-MoE
@@ -470,6 +513,7 @@ def main():
     loss_failures += check_sac_compile(args.memfit, os.path.join(HERE, "out", "sac_compile.json"))
     loss_failures += check_moe_lora(args.memfit, os.path.join(HERE, "out", "moe_lora.json"))
     loss_failures += check_trl_loss(args.memfit, os.path.join(HERE, "out", "trl_loss.json"))
+    loss_failures += check_fsdp1_units(args.memfit, os.path.join(HERE, "out", "fsdp1_units.json"))
     for text in loss_failures:
         print(f"outside {TOLERANCE:.0%}: {text}")
     if args.check and (unexplained or failures or loss_failures):
