@@ -85,7 +85,7 @@ struct Dims {
 bool fsdp1_keeps_recomputed_inputs(const Config& c, const Implementation& impl) {
   // Frozen units exist where the adapters are units of their own (whatever use_orig_params says), or
   // where use_orig_params is off (FSDP1 cannot flatten a unit mixing them).
-  const bool frozen_units = fsdp1_wraps_adapters_apart(impl.framework) || !c.parallel.fsdp_use_orig_params;
+  const bool frozen_units = fsdp1_keeps_adapters_apart(c) || !c.parallel.fsdp_use_orig_params;
   return runs_fsdp1(c) && c.parallel.zero_stage >= 2 && c.parallel.pipeline == 1 && is_peft(c) && frozen_units &&
          c.training.checkpointing == Checkpointing::kFull && impl.checkpoint_impl == CheckpointImpl::kReentrant &&
          !forward_only(c.training);
@@ -961,7 +961,9 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
     // byte per element of each, for the largest linear at a time (the MLP's), and the weight's fp8
     // copy unless FSDP gathered it in fp8 already.
     const Count h = d.hidden, ff = d.ff;
-    const bool fp8_gathered = tr.float8 == Float8::kTensorwise && c.parallel.float8_all_gather;
+    // (torchao's all-gather hook runs under FSDP2's ZeRO-3 sharding only.)
+    const bool fp8_gathered = tr.float8 == Float8::kTensorwise && c.parallel.float8_all_gather &&
+                              c.parallel.zero_stage >= 3 && runs_fsdp2(c);
     const Count weight = fp8_gathered ? Count(0) : h * ff;
     Bytes casts = max(d.tokens * (h + ff * 2), d.tokens * (ff + h * 2)) * Bytes{1} + weight * Bytes{1};
     // MX training (torchao/prototype/mx_formats, mx_mm.backward) casts the same four operands, each

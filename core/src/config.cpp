@@ -408,12 +408,13 @@ bool fsdp1_by_default(Framework f) { return runs_torch_data_parallel(f) && !runs
 bool fsdp2_by_default(Framework f) { return runs_torch_data_parallel(f) && runs_fsdp2(f); }
 // FSDP1 stacks whose units mix a PEFT method's adapters with the frozen base (LitGPT's blocks).
 bool fsdp1_mixes_adapters(Framework f) { return runs_torch_data_parallel(f) && !fsdp1_wraps_adapters_apart(f); }
+// PEFT methods whose trainable tensors sit inside the wrapped layer, in its block's unit.
+bool peft_keeps_parameter_dicts(FinetuneMethod m) { return any_peft(m) && !peft_trains_leaf_modules(m); }
 
 // {"any_of": [conditions]}: at least one of them holds.
-Json any_of(Json first, Json second) {
+Json any_of(std::initializer_list<Json> conditions) {
   Json list = Json::array();
-  list.push(std::move(first));
-  list.push(std::move(second));
+  for (const Json& c : conditions) list.push(c);
   Json j = Json::object();
   j.set("any_of", std::move(list));
   return j;
@@ -432,8 +433,8 @@ Json applicability(std::string_view path) {
   };
   const auto fsdp_version = [&](const char* version, bool (*by_default)(Framework)) {
     all.push(when_in("parallel.fsdp_version", spellings({"auto", version})));
-    all.push(any_of(when_in("parallel.fsdp_version", spellings({version})),
-                    when_in("training.framework", frameworks_where(by_default))));
+    all.push(any_of({when_in("parallel.fsdp_version", spellings({version})),
+                     when_in("training.framework", frameworks_where(by_default))}));
   };
   const auto method = [](std::initializer_list<const char*> names) {
     return when_in("training.finetune.method", spellings(names));
@@ -474,6 +475,8 @@ Json applicability(std::string_view path) {
     all.push(when_in("training.finetune.quant_method", spellings({"bitsandbytes"})));
     all.push(when_in("parallel.zero_stage", integers({2, 3})));
     all.push(when_in("training.framework", frameworks_where(runs_accelerate)));
+    // FSDP2 leaves weights whole only where ZeRO-3 shards them; FSDP1 refuses uint8 at 2 as at 3.
+    all.push(any_of({when_in("parallel.zero_stage", integers({3})), when_in("parallel.fsdp_version", spellings({"auto", "1"}))}));
   } else if (path == "training.finetune.stable_embedding") {
     all.push(methods(any_peft));
     all.push(when_in("training.finetune.base_bits", integers({4, 8})));
@@ -534,9 +537,10 @@ Json applicability(std::string_view path) {
     torch_fsdp(integers({2, 3}));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
     fsdp_version("1", fsdp1_by_default);  // FSDP1's option
     // A full fine-tune's optimizer works on the views; a PEFT method pays for frozen gradients only
-    // where its units mix (fsdp1_wraps_adapters_apart).
-    all.push(any_of(when_in("training.finetune.method", spellings({"full"})),
-                    when_in("training.framework", frameworks_where(fsdp1_mixes_adapters))));
+    // where its units mix (fsdp1_keeps_adapters_apart: the framework's policy and the method).
+    all.push(any_of({when_in("training.finetune.method", spellings({"full"})),
+                     when_in("training.framework", frameworks_where(fsdp1_mixes_adapters)),
+                     when_in("training.finetune.method", methods_where(peft_keeps_parameter_dicts))}));
   } else if (path == "parallel.async_tp") {
     all.push(when_at_least("parallel.tensor", 2));
   } else if (path == "parallel.fsdp_version") {

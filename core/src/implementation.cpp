@@ -256,6 +256,24 @@ bool runs_fsdp2(const Config& c) {
 
 bool fsdp1_wraps_adapters_apart(Framework f) { return runs_accelerate(f) || f == Framework::kTorchtune; }
 
+bool peft_trains_leaf_modules(FinetuneMethod m) {
+  switch (m) {
+    case FinetuneMethod::kLora:
+    case FinetuneMethod::kDora:
+    case FinetuneMethod::kLoraFa:
+    case FinetuneMethod::kLnTuning:
+    case FinetuneMethod::kPromptTuning:
+    case FinetuneMethod::kPrefixTuning:
+    case FinetuneMethod::kPTuning: return true;
+    default: return false;
+  }
+}
+
+bool fsdp1_keeps_adapters_apart(const Config& c) {
+  return fsdp1_wraps_adapters_apart(c.training.implementation.framework) &&
+         peft_trains_leaf_modules(c.training.finetune.method);
+}
+
 bool runs_fsdp1(const Config& c) {
   return runs_torch_data_parallel(c.training.implementation.framework) && !runs_fsdp2(c);
 }

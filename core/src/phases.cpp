@@ -261,7 +261,7 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
   if (c.parallel.zero_stage < 3 || p.zero_shards <= 1) return Bytes{0};
   // torchao's fsdp_pre_all_gather casts a tensorwise Float8 weight's shard to fp8 and gathers the
   // 1-byte data (torchao/float8/fsdp_utils.py): the dense blocks' linear weights at 1 byte.
-  const bool fp8_gather = c.training.float8 == Float8::kTensorwise && c.parallel.float8_all_gather;
+  const bool fp8_gather = c.training.float8 == Float8::kTensorwise && c.parallel.float8_all_gather && runs_fsdp2(c);
   const auto fp8_linear = [&](const TensorGroup& g) { return fp8_gather && g.linear && g.layer == LayerKind::kDense; };
   // A quantised frozen base is gathered as it is stored, not as a 16-bit copy: bitsandbytes packs
   // two 4-bit codes per byte into a storage dtype that transformers' Trainer sets FSDP's parameter

@@ -4,7 +4,6 @@
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "optimizer_states.hpp"
-#include "peft.hpp"
 
 namespace memfit {
 
@@ -313,14 +312,19 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // flat parameter a gradient ("gradient memory ... higher than expected": torch/distributed/fsdp/
   // _flat_param.py), in the base's dtype: a PEFT method under block units (LitGPT) pays for the
   // blocks' frozen weights' gradients, and the root's where it trains something (the head's
-  // adapters, modules_to_save, prompts). Stacks that give the adapters units of their own
-  // (fsdp1_wraps_adapters_apart: the HF Trainer, torchtune) mix nothing: all-frozen units get no
-  // gradient (measured: tools/frameworks/fsdp1_units.py). FSDP2 shards each parameter on its own;
+  // adapters, modules_to_save, prompts). Stacks that give the adapters units of their own (the HF
+  // Trainer, torchtune: fsdp1_keeps_adapters_apart, for methods that train leaf modules) mix
+  // nothing: all-frozen units get no gradient (measured: tools/frameworks/fsdp1_units.py). FSDP2 shards each parameter on its own;
   // DeepSpeed's engine has no such option.
   if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2 && runs_fsdp1(c) &&
-      !fsdp1_wraps_adapters_apart(impl.framework)) {
+      !fsdp1_keeps_adapters_apart(c)) {
+    // The root unit (embeddings, final norm, head) mixes where something in it trains.
     const Finetune& f = c.training.finetune;
-    const bool root_trains = !adapts_linears_method(f.method) || (f.lora_targets & kLoraHead) || f.modules_to_save != 0;
+    const FinetuneMethod m = f.method;
+    const bool root_trains = (f.lora_targets & kLoraHead) || f.modules_to_save != 0 || m == FinetuneMethod::kPromptTuning ||
+                             m == FinetuneMethod::kPrefixTuning || m == FinetuneMethod::kPTuning ||
+                             m == FinetuneMethod::kLlamaAdapterV2 || m == FinetuneMethod::kLnTuning ||
+                             m == FinetuneMethod::kTrainableTokens;
     const Count blocks = p.local<CountUnit>(params, [](const TensorGroup& g) {
       return g.layer == LayerKind::kNone ? Count(0) : g.elements_each();
     });

@@ -82,8 +82,9 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
                    "GradientAccumulationPlugin(sync_each_batch=True); Fabric: no no_backward_sync)",
                    patch("parallel.gradient_sync", Json::string("every_micro_batch")), 1});
   }
-  // A PEFT method under accelerate's FSDP1: use_orig_params gives the frozen base gradients, and
-  // reentrant checkpointing keeps the frozen units' inputs; FSDP2 shards each parameter on its own
+  // A PEFT method under accelerate's FSDP1: reentrant checkpointing keeps the frozen units' inputs
+  // to the end of backward, and a method whose tensors share its blocks' units (IA3, VeRA, ...)
+  // gets gradients for the whole base under use_orig_params; FSDP2 shards each parameter on its own
   // and does neither (kept only where the estimate shows it saves memory). A 4-bit base keeps the
   // floating storage FSDP1 needed, so FSDP2 shards it too (fsdp2_leaves_4bit_whole).
   if (is_peft(c) && c.parallel.zero_stage >= 2 && c.parallel.num_gpus > 1 &&
@@ -91,7 +92,8 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
     Json p = patch("parallel.fsdp_version", Json::string("2"));
     set_path(p, "parallel.fsdp_use_orig_params", Json::boolean(false));
     out.push_back({"FSDP2 (accelerate fsdp_version: 2)",
-                   "same results; each parameter sharded on its own: the frozen base gets no gradient", std::move(p),
+                   "same results; each parameter sharded on its own: no frozen unit holds its inputs to the end of "
+                   "backward, and no frozen weight gets a gradient", std::move(p),
                    1});
   }
   // accelerate's FSDP2 shards 4-bit weights only in a floating storage (fsdp2_leaves_4bit_whole).

@@ -288,6 +288,16 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.selectOption(id('training.finetune.method'), 'ia3');
     assert.equal(await p.isEnabled(id('training.finetune.lora_rank')), false);
     await p.close();
+    // A value the core refuses stays editable where the field does not apply, so it can be put
+    // right: an FSDP version left set when DeepSpeed's engine shards.
+    const refused = await open('?v=1&num_gpus=8&zero_stage=3&framework=deepspeed&fsdp_version=2', { quiet: true });
+    const version = refused.locator('[data-field="parallel.fsdp_version"]');
+    await version.locator('.field-error').waitFor({ timeout: 10000 });
+    assert.match(await version.locator('.field-hint').textContent(), /does not apply when framework is deepspeed/);
+    assert.equal(await refused.isEnabled(id('parallel.fsdp_version')), true);
+    await refused.selectOption(id('parallel.fsdp_version'), 'auto');
+    await version.waitFor({ state: 'detached', timeout: 10000 });
+    await refused.close();
   });
 
   test('the run line names the method: a PEFT method by name, a full fine-tune of some blocks by count', async () => {

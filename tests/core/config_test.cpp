@@ -226,6 +226,9 @@ TEST(Config, AFieldThatDoesNotApplyChangesNoNumber) {
       // would cost the frozen base's gradients under FSDP1).
       {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},
        {"parallel.zero_stage", Json::integer(3)}, {"training.framework", Json::string("torchtune")}},
+      // torchao's float8 all-gather is FSDP2's ZeRO-3 hook: nothing at ZeRO-2.
+      {{"training.framework", Json::string("torchtitan")}, {"training.float8", Json::string("tensorwise")},
+       {"parallel.num_gpus", Json::integer(8)}, {"parallel.zero_stage", Json::integer(2)}},
       // The HF Trainer's FSDP1 gives the adapters units of their own: use_orig_params moves nothing.
       {{"training.finetune.method", Json::string("lora")}, {"parallel.num_gpus", Json::integer(4)},
        {"parallel.zero_stage", Json::integer(3)}, {"training.checkpointing", Json::string("full")},

@@ -655,22 +655,47 @@ TEST(Sharding, AccelerateFsdp2GivesTheEmbeddingAndTheTailUnitsOfTheirOwn) {
   EXPECT_FALSE(again("none"));
 }
 
-// FSDP's root unit (embeddings, final norm, head) reduce-scatters last: at the end of backward its
-// parameters are still gathered (bf16), its gradients whole (bf16), and FSDP2 copies them into its
-// reduce-scatter input in the reduce dtype (torchtitan: fp32). A thousand more tokens in Llama-3-8B's
-// vocabulary add 2·1000·4096 root parameters: 2 + 2 + 4 bytes each at that moment, beside 16 bytes
-// each of sharded weights, gradients and AdamW states over 8 GPUs.
+// Under FSDP1 with use_orig_params a unit mixing trainable and frozen tensors gives its whole flat
+// parameter a gradient. The HF Trainer's policy (PEFT's fsdp_auto_wrap_policy) takes out leaf modules
+// with a trainable weight, so LoRA's adapters leave the blocks' units frozen, but IA3's vectors sit
+// inside the wrapped linear layer and its blocks mix; LitGPT's Block units mix for any method, and
+// its root (embeddings, final norm, head) only where the method trains there (adapter v2's ln_f).
+// Llama-3-8B, bf16_fsdp (fp32 flat parameters), 8 GPUs: 32 blocks of 218,112,000 parameters.
+TEST(Sharding, Fsdp1UnitsMixWhereTheMethodsTensorsShareThem) {
+  const auto extra_gradients = [](const char* framework, const char* method) {
+    const auto run = [&](bool orig) {
+      const Estimate e = estimate(parse_config_text(
+          std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") + framework +
+          R"(","precision":"bf16_fsdp","finetune":{"method":")" + method +
+          R"("}},"parallel":{"num_gpus":8,"zero_stage":3,"fsdp_version":"1","fsdp_use_orig_params":)" +
+          (orig ? "true" : "false") + "}}")
+                                      .config);
+      EXPECT_TRUE(e.ok()) << framework << " " << method;
+      return e.breakdown.gradients.value();
+    };
+    return run(true) - run(false);
+  };
+  const std::int64_t blocks = std::int64_t{32} * 218'112'000 / 8 * 4;
+  EXPECT_EQ(extra_gradients("hf", "lora"), 0);
+  // (in the frozen base's bf16: accelerate's upcast of a flat parameter that requires a gradient to
+  // fp32 under mixed precision is not modelled)
+  EXPECT_EQ(extra_gradients("hf", "ia3"), blocks / 2);
+  EXPECT_EQ(extra_gradients("litgpt", "lora"), blocks);
+  EXPECT_EQ(extra_gradients("litgpt", "llama_adapter"), blocks);
+  EXPECT_EQ(extra_gradients("litgpt", "llama_adapter_v2"), std::int64_t{8'030'261'248} / 8 * 4);
+}
+
 // bitsandbytes packs 4-bit codes into bnb_4bit_quant_storage. accelerate's FSDP2 leaves uint8
 // ones out of fully_shard (ignored_params): every GPU holds Llama-2-70B's quantised linears whole
 // (about 33 GiB: 16.4 GiB more on each of 2 GPUs than sharded) and gathers none of them; FSDP1
 // cannot flatten them at all (an error naming the field). torchtune's own NF4 tensors, one GPU
 // and the floating storage that sharded recipes set (auto) are unchanged.
 TEST(Sharding, Fsdp2LeavesUint8FourBitWeightsWhole) {
-  const auto run = [](const char* framework, std::int64_t gpus, const char* storage, const char* extra = "") {
+  const auto run = [](const char* framework, std::int64_t gpus, const char* storage) {
     const Estimate e = estimate(parse_config_text(
         std::string(R"({"model":{"preset":"llama-2-70b"},"training":{"framework":")") + framework +
         R"(","checkpointing":"full","finetune":{"method":"lora","base_bits":4,"quant_storage":")" + storage +
-        R"("}},"parallel":{"zero_stage":3,"fsdp_version":"2","num_gpus":)" + std::to_string(gpus) + extra + "}}")
+        R"("}},"parallel":{"zero_stage":3,"fsdp_version":"2","num_gpus":)" + std::to_string(gpus) + "}}")
                                     .config);
     EXPECT_TRUE(e.ok()) << framework << " " << storage;
     return e;
@@ -709,6 +734,11 @@ TEST(Sharding, Fsdp2LeavesUint8FourBitWeightsWhole) {
   EXPECT_LT(four * 3, sixteen);
 }
 
+// FSDP's root unit (embeddings, final norm, head) reduce-scatters last: at the end of backward its
+// parameters are still gathered (bf16), its gradients whole (bf16), and FSDP2 copies them into its
+// reduce-scatter input in the reduce dtype (torchtitan: fp32). A thousand more tokens in Llama-3-8B's
+// vocabulary add 2·1000·4096 root parameters: 2 + 2 + 4 bytes each at that moment, beside 16 bytes
+// each of sharded weights, gradients and AdamW states over 8 GPUs.
 TEST(Sharding, FsdpRootGradientsAreWholeAtTheEndOfBackward) {
   const auto backward = [](std::int64_t vocab, const char* framework) {
     Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") +

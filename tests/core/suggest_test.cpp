@@ -203,10 +203,6 @@ TEST(Suggest, ReduceEveryMicroBatchWhenNoSyncHoldsFullGradients) {
   EXPECT_FALSE(any_title(list("torchtune"), "every micro-batch"));
 }
 
-// A LoRA under accelerate's FSDP1 with use_orig_params pays for the frozen base's gradients: FSDP2
-// (per-parameter shards) is offered, with the FSDP1 switch turned off; not where the run is FSDP2
-// already, nor under LitGPT (its scripts choose their Fabric strategy: no setting to change), nor
-// for a 4-bit base (accelerate's FSDP2 leaves uint8 4-bit weights unsharded, unmodelled).
 // A LoRA under accelerate's FSDP1 with reentrant checkpointing (transformers 4's default) keeps
 // every frozen unit's recomputed input until backward ends; FSDP2 does not: the suggestion to move.
 // Not under FSDP2 already, nor under LitGPT (its Block units are not frozen), nor where nothing is

@@ -179,7 +179,9 @@ export function whenItApplies(field, valueOf) {
   const c = unmetCondition(field, valueOf);
   if (!c) return '';
   if (c.any_of) {
-    const paths = [...new Set(c.any_of.map((alt) => alt.field))];
+    const leaves = (list) => list.flatMap((alt) => (alt.any_of ? leaves(alt.any_of) : alt.field ? [alt] : []));
+    const paths = [...new Set(leaves(c.any_of).map((alt) => alt.field))];
+    if (paths.length === 0) return 'does not apply under these settings';
     return `does not apply when ${paths.map((p) => `${labelInSentence(p)} is ${valueOf(p)}`).join(' and ')}`;
   }
   const label = labelInSentence(c.field);

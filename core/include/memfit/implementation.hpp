@@ -99,12 +99,18 @@ bool runs_torch_data_parallel(Framework framework);
 bool runs_fsdp2(Framework framework);
 // Whether the run shards with FSDP2: parallel.fsdp_version, or the framework's own.
 bool runs_fsdp2(const Config& config);
-// Whether its FSDP1 gives a PEFT method's adapters units of their own, so that no unit mixes frozen
-// and trainable parameters: the HF Trainer installs PEFT's fsdp_auto_wrap_policy for a PEFT model
-// (transformers trainer.py, _fsdp_qlora_plugin_updates; every leaf module with a trainable weight
-// is a unit), torchtune's FSDP1 LoRA recipe its lora_fsdp_wrap_policy. LitGPT wraps whole Blocks
-// (FSDPStrategy(auto_wrap_policy={Block})). Measured: tools/frameworks/fsdp1_units.py.
+// Whether its FSDP1 wraps every leaf module with a trainable weight as a unit of its own: the HF
+// Trainer installs PEFT's fsdp_auto_wrap_policy for a PEFT model (transformers trainer.py,
+// _fsdp_qlora_plugin_updates), torchtune's FSDP1 LoRA recipe its lora_fsdp_wrap_policy. LitGPT
+// wraps whole Blocks (FSDPStrategy(auto_wrap_policy={Block})). Measured: tools/frameworks/fsdp1_units.py.
 bool fsdp1_wraps_adapters_apart(Framework framework);
+// Whether a PEFT method trains only such leaf modules' weights (LoRA's A and B, DoRA's magnitude
+// layer, LN tuning's norm copies) or the prompt modules PEFT's policy names (PromptEmbedding,
+// PrefixEncoder, PromptEncoder); IA3, VeRA, AdaLoRA, OFT and the rest keep parameter dicts inside
+// the wrapped linear layer, which stays in its block's unit.
+bool peft_trains_leaf_modules(FinetuneMethod method);
+// Both: under FSDP1 no unit mixes the method's trainable tensors with the frozen base.
+bool fsdp1_keeps_adapters_apart(const Config& config);
 // Whether its sharding, where it shards, is FSDP1 (FullyShardedDataParallel): torch's data
 // parallelism, not FSDP2. FSDP1's options (use_orig_params, limit_all_gathers) apply only then.
 bool runs_fsdp1(const Config& config);

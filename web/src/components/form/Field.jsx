@@ -130,8 +130,9 @@ export function Field({ field, value, errors = [], warnings = [], options, inact
   const hasHint = Boolean(hint || note);
   const describedBy = [invalid && errId, hasHint && hintId].filter(Boolean).join(' ') || undefined;
   // A field that does not apply (the schema's applies_when: LoRA settings of a full fine-tune) is
-  // disabled, not faded, and its hint says when it applies.
-  const common = { id, field, value, invalid, describedBy, onChange, disabled: inactive };
+  // disabled, not faded, and its hint says when it applies; one the core refuses stays editable, so
+  // the value can be put right (an FSDP version left set when DeepSpeed became the engine).
+  const common = { id, field, value, invalid, describedBy, onChange, disabled: inactive && !invalid };
   const kind = field.kind === 'list' ? 'list' : options || asChoices ? 'select' : field.kind === 'boolean' ? 'toggle' : 'text';
 
   return (
