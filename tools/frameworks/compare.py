@@ -240,17 +240,23 @@ def check_trl_loss(binary, path):
 
 
 def check_fsdp1_units(binary, path):
-    """torch FSDP1's gradients for a LoRA (out/fsdp1_units.json, fsdp1_units.py: two gloo ranks, a
-    tiny Llama, PEFT LoRA, fp32): under the HF Trainer's policy (PEFT's fsdp_auto_wrap_policy) the
-    adapters are units of their own and only they get gradients, whatever use_orig_params says; under
-    whole-block units (LitGPT) with use_orig_params every block's flat parameter gets one. memfit's
+    """torch FSDP1's gradients for a PEFT method (out/fsdp1_units.json, fsdp1_units.py: two gloo
+    ranks, a tiny Llama, fp32): under the HF Trainer's policy (PEFT's fsdp_auto_wrap_policy) LoRA's
+    adapters are units of their own and only they get gradients, whatever use_orig_params says; IA3's
+    vectors stay in the blocks' units, and under whole-block units (LitGPT) any method's do: with
+    use_orig_params every block's flat parameter gets a gradient. memfit's
     breakdown.gradients (ZeRO-3 over 2 GPUs) against rank 0's flat-parameter gradients, within
     TOLERANCE."""
     m = load_measurement(path)
     if m is None:
         return []
     model = m["model"]
-    targets = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}
+    targets = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "down_proj": "down"}
+    def finetune(case):
+        if case.get("method", "lora") == "ia3":
+            return {"method": "ia3", "lora_targets": [targets[t] for t in m["ia3_targets"]]}
+        return {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0,
+                "lora_targets": [targets[t] for t in m["lora_targets"]]}
     def config(case):
         return {"model": {"preset": "", "vocab_size": model["vocab_size"], "hidden_size": model["hidden_size"],
                           "num_hidden_layers": model["num_hidden_layers"],
@@ -260,8 +266,7 @@ def check_fsdp1_units(binary, path):
                           "position_embedding": "rotary", "tie_word_embeddings": False},
                 "training": {"framework": "hf" if case["policy"] == "trainer" else "litgpt", "precision": "fp32",
                              "micro_batch_size": 2, "seq_len": 16, "checkpointing": "none", "dropout": 0,
-                             "finetune": {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0,
-                                          "lora_targets": [targets[t] for t in m["lora_targets"]]}},
+                             "finetune": finetune(case)},
                 "parallel": {"num_gpus": m["world_size"], "zero_stage": 3, "fsdp_version": "1",
                              "fsdp_use_orig_params": case["use_orig_params"]}}
     lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(config(c)) + "\n" for c in m["cases"]),
@@ -269,7 +274,7 @@ def check_fsdp1_units(binary, path):
     problems, worst = [], 0.0
     for case, line in zip(m["cases"], lines):
         r = json.loads(line)
-        label = f"{case['policy']} use_orig_params={case['use_orig_params']}"
+        label = f"{case['policy']} {case.get('method', 'lora')} use_orig_params={case['use_orig_params']}"
         if not r.get("ok"):
             problems.append(f"fsdp1 units {label}: memfit refused the configuration: {r.get('errors')}")
             continue
@@ -277,7 +282,7 @@ def check_fsdp1_units(binary, path):
         worst = max(worst, abs(ratio - 1))
         if abs(ratio - 1) > TOLERANCE:
             problems.append(f"fsdp1 units {label}: memfit/measured gradients {ratio:.4f}")
-    print(f"\nFSDP1's LoRA gradients by wrap policy (PyTorch {m['versions']['torch']}, peft {m['versions']['peft']}): "
+    print(f"\nFSDP1's PEFT gradients by wrap policy (PyTorch {m['versions']['torch']}, peft {m['versions']['peft']}): "
           f"{len(m['cases'])} cases, worst memfit/measured off by {worst:.2%}")
     return problems
 

@@ -18,7 +18,10 @@ requires_grad"). Whether units mix depends on the wrap policy:
   auto_wrap_policy={Block}, accelerate's TRANSFORMER_BASED_WRAP without the Trainer): each block
   mixes the adapters with the frozen base, and its whole flat parameter gets a gradient.
 
-Two gloo ranks, a tiny Llama from its config (no weights), PEFT LoRA r4 on q and v, fp32; one
+IA3 under the Trainer's policy: its vectors are parameter dicts inside the wrapped linear layer, not
+leaf modules, so they stay in the blocks' units, which mix.
+
+Two gloo ranks, a tiny Llama from its config (no weights), PEFT LoRA r4 on q and v (and IA3), fp32; one
 forward and backward, then rank 0's flat-parameter gradient elements (its shards) are recorded per
 case. compare.py --check holds memfit's gradients (breakdown.gradients, ZeRO-3 over 2 GPUs, fp32) to
 them: framework hf for "trainer", litgpt for "blocks".
@@ -47,11 +50,13 @@ WORLD = 2
 MODEL = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
          "num_attention_heads": 4, "num_key_value_heads": 4}
 LORA_RANK, LORA_TARGETS = 4, ["q_proj", "v_proj"]
-CASES = [("trainer", True), ("trainer", False), ("blocks", True)]
+IA3_TARGETS = ["k_proj", "v_proj", "down_proj"]
+# (wrap policy, use_orig_params, PEFT method)
+CASES = [("trainer", True, "lora"), ("trainer", False, "lora"), ("blocks", True, "lora"), ("trainer", True, "ia3")]
 
 
 def _rank(rank, port, results):
-    from peft import LoraConfig, get_peft_model
+    from peft import IA3Config, LoraConfig, get_peft_model
     from peft.utils.other import fsdp_auto_wrap_policy
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
     from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
@@ -60,10 +65,12 @@ def _rank(rank, port, results):
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
-    for policy_name, orig in CASES:
+    for policy_name, orig, method in CASES:
         torch.manual_seed(0)
-        model = get_peft_model(LlamaForCausalLM(LlamaConfig(**MODEL)),
-                               LoraConfig(r=LORA_RANK, target_modules=LORA_TARGETS))
+        # IA3 on its Llama defaults (k, v and down; down as a feed-forward module).
+        peft_config = (LoraConfig(r=LORA_RANK, target_modules=LORA_TARGETS) if method == "lora" else
+                       IA3Config(target_modules=IA3_TARGETS, feedforward_modules=["down_proj"]))
+        model = get_peft_model(LlamaForCausalLM(LlamaConfig(**MODEL)), peft_config)
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
         total = sum(p.numel() for p in model.parameters())
         if policy_name == "trainer":
@@ -82,7 +89,7 @@ def _rank(rank, port, results):
                 frozen_units += 0 if flat.requires_grad else 1
                 grad_elements += 0 if flat.grad is None else flat.grad.numel()
         if rank == 0:
-            results.append({"policy": policy_name, "use_orig_params": orig, "units": units,
+            results.append({"policy": policy_name, "use_orig_params": orig, "method": method, "units": units,
                             "frozen_units": frozen_units, "trainable_elements": trainable,
                             "parameter_elements": total, "rank0_gradient_elements": grad_elements})
         del wrapped, model
@@ -106,11 +113,12 @@ def main():
             cases = json.load(f)
     out = {"versions": {k: md.version(k) for k in ("torch", "transformers", "peft")},
            "world_size": WORLD, "model": MODEL, "lora_rank": LORA_RANK, "lora_targets": LORA_TARGETS,
+           "ia3_targets": IA3_TARGETS,
            "cases": cases}
     with open(OUT, "w") as f:
         json.dump(out, f, indent=1)
     for c in cases:
-        print(f"{c['policy']:8s} use_orig_params={c['use_orig_params']!s:5s} units {c['units']:2d} "
+        print(f"{c['policy']:8s} {c['method']:4s} use_orig_params={c['use_orig_params']!s:5s} units {c['units']:2d} "
               f"(frozen {c['frozen_units']}), rank 0 gradient elements {c['rank0_gradient_elements']} "
               f"(trainable {c['trainable_elements']} of {c['parameter_elements']})")
 
