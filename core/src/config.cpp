@@ -382,27 +382,22 @@ Json integers(std::initializer_list<std::int64_t> values) {
   return list;
 }
 
-// The fine-tuning methods for which `uses` holds, by their spelling.
-Json methods_where(bool (*uses)(FinetuneMethod)) {
+// The choices of an enum field `path` for which `holds` is true, by their spelling.
+template <class Enum>
+Json choices_where(const char* path, bool (*holds)(Enum)) {
   Json list = Json::array();
-  const detail::Field& f = *detail::find_field("training.finetune.method");
+  const detail::Field& f = *detail::find_field(path);
   for (std::size_t i = 0; i < f.choices.size(); ++i) {
-    if (uses(static_cast<FinetuneMethod>(i))) list.push(Json::string(f.choices[i]));
+    if (holds(static_cast<Enum>(i))) list.push(Json::string(f.choices[i]));
   }
   return list;
 }
+
+// The fine-tuning methods for which `uses` holds, and the frameworks for which `runs` does.
+Json methods_where(bool (*uses)(FinetuneMethod)) { return choices_where("training.finetune.method", uses); }
+Json frameworks_where(bool (*runs)(Framework)) { return choices_where("training.framework", runs); }
 
 bool any_peft(FinetuneMethod m) { return m != FinetuneMethod::kFull; }
-
-// The frameworks for which `runs` holds, by their spelling.
-Json frameworks_where(bool (*runs)(Framework)) {
-  Json list = Json::array();
-  const detail::Field& f = *detail::find_field("training.framework");
-  for (std::size_t i = 0; i < f.choices.size(); ++i) {
-    if (runs(static_cast<Framework>(i))) list.push(Json::string(f.choices[i]));
-  }
-  return list;
-}
 
 bool fsdp1_by_default(Framework f) { return runs_torch_data_parallel(f) && !runs_fsdp2(f); }
 bool fsdp2_by_default(Framework f) { return runs_torch_data_parallel(f) && runs_fsdp2(f); }

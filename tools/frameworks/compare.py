@@ -204,6 +204,25 @@ def check_sac_compile(binary, path):
     return problems
 
 
+def ratio_check(binary, cases, config, label, ours, theirs, what):
+    """Runs memfit on config(case) for every case (one --batch call) and compares ours(result) with
+    theirs(case): the problems outside TOLERANCE (named `what` and label(case)) and the worst
+    relative difference."""
+    lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(config(c)) + "\n" for c in cases),
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    problems, worst = [], 0.0
+    for case, line in zip(cases, lines):
+        r = json.loads(line)
+        if not r.get("ok"):
+            problems.append(f"{what} {label(case)}: memfit refused the configuration: {r.get('errors')}")
+            continue
+        ratio = ours(r) / theirs(case)
+        worst = max(worst, abs(ratio - 1))
+        if abs(ratio - 1) > TOLERANCE:
+            problems.append(f"{what} {label(case)}: memfit/measured {ratio:.4f}")
+    return problems, worst
+
+
 def check_trl_loss(binary, path):
     """TRL's SFTTrainer loss (out/trl_loss.json, trl_loss.py: TRL's own chunked_nll code on the CPU):
     the loss's backward high point, which is its high point, against memfit's `loss: chunked_recompute`
@@ -221,19 +240,9 @@ def check_trl_loss(binary, path):
                           "num_hidden_layers": 1, "num_attention_heads": 8, "num_key_value_heads": 8,
                           "intermediate_size": case["hidden"] * 2, "max_position_embeddings": 1024},
                 "training": training}
-    lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(config(c)) + "\n" for c in m["cases"]),
-                           capture_output=True, text=True, check=True).stdout.splitlines()
-    problems, worst = [], 0.0
-    for case, line in zip(m["cases"], lines):
-        r = json.loads(line)
-        label = f"{case['batch']}x{case['seq']}x{case['hidden']}x{case['vocab']} {case['recipe']}"
-        if not r.get("ok"):
-            problems.append(f"trl loss {label}: memfit refused the configuration: {r.get('errors')}")
-            continue
-        ratio = r["breakdown"]["logits_and_loss"] / case["backward_peak_bytes"]
-        worst = max(worst, abs(ratio - 1))
-        if abs(ratio - 1) > TOLERANCE:
-            problems.append(f"trl loss {label}: memfit/measured {ratio:.4f}")
+    problems, worst = ratio_check(
+        binary, m["cases"], config, lambda c: f"{c['batch']}x{c['seq']}x{c['hidden']}x{c['vocab']} {c['recipe']}",
+        lambda r: r["breakdown"]["logits_and_loss"], lambda c: c["backward_peak_bytes"], "trl loss")
     print(f"\nTRL's chunked_nll loss (trl {m['versions']['trl']}, PyTorch {m['versions']['torch']}): "
           f"{len(m['cases'])} cases, the loss's high point, worst memfit/measured off by {worst:.2%}")
     return problems
@@ -269,19 +278,10 @@ def check_fsdp1_units(binary, path):
                              "finetune": finetune(case)},
                 "parallel": {"num_gpus": m["world_size"], "zero_stage": 3, "fsdp_version": "1",
                              "fsdp_use_orig_params": case["use_orig_params"]}}
-    lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(config(c)) + "\n" for c in m["cases"]),
-                           capture_output=True, text=True, check=True).stdout.splitlines()
-    problems, worst = [], 0.0
-    for case, line in zip(m["cases"], lines):
-        r = json.loads(line)
-        label = f"{case['policy']} {case.get('method', 'lora')} use_orig_params={case['use_orig_params']}"
-        if not r.get("ok"):
-            problems.append(f"fsdp1 units {label}: memfit refused the configuration: {r.get('errors')}")
-            continue
-        ratio = r["breakdown"]["gradients"] / (case["rank0_gradient_elements"] * 4)
-        worst = max(worst, abs(ratio - 1))
-        if abs(ratio - 1) > TOLERANCE:
-            problems.append(f"fsdp1 units {label}: memfit/measured gradients {ratio:.4f}")
+    problems, worst = ratio_check(
+        binary, m["cases"], config,
+        lambda c: f"{c['policy']} {c.get('method', 'lora')} use_orig_params={c['use_orig_params']}",
+        lambda r: r["breakdown"]["gradients"], lambda c: c["rank0_gradient_elements"] * 4, "fsdp1 units")
     print(f"\nFSDP1's PEFT gradients by wrap policy (PyTorch {m['versions']['torch']}, peft {m['versions']['peft']}): "
           f"{len(m['cases'])} cases, worst memfit/measured off by {worst:.2%}")
     return problems
