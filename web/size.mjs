@@ -4,7 +4,7 @@
 //   calculator   everything it loads, the core's worker and wasm included. ≤ 325 KiB gzipped (323 until the Dec 5 2026
 //                session, when the 4-bit storage dtype (training.finetune.quant_storage: accelerate's FSDP2 leaving
 //                uint8 4-bit weights whole, FSDP1 refusing them, its suggestion) and FSDP1's options applying only
-//                under FSDP1 (the schema's any_of) brought it to 323.3, and the Trainer's FSDP1 units (adapters apart) with the review that followed to 324.3; 321 until later in the sixth Dec 4
+//                under FSDP1 (the schema's any_of) brought it to 323.3, and the Trainer's FSDP1 units (adapters apart) with the review that followed to 324.3, and the 4-bit quantisation state kept whole under sharding to 324.6; 321 until later in the sixth Dec 4
 //                2026 session, when torchtitan's async-TP workspace (parallel.async_tp: field, check, note) brought it
 //                to 321.7 with the review that followed; 319 until the sixth Dec 4
 //                2026 session, when parallel.fsdp_version (FSDP1 or FSDP2 under any torch stack, with accelerate's
@@ -41,7 +41,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 304 KiB gzipped (302 until the Dec 5 2026 session, when the same 4-bit
-//                storage dtype brought it to 301.8, with the Trainer's FSDP1 units and the review to 302.6; 300 until later in the sixth Dec 4 2026 session, when the
+//                storage dtype brought it to 301.8, with the Trainer's FSDP1 units, the review and the whole quantisation state to 302.7; 300 until later in the sixth Dec 4 2026 session, when the
 //                same async-TP workspace brought it to 300.7 with the review and the export notes; 298 until the sixth Dec 4 2026 session, when the same
 //                FSDP version brought it to 299.8; 296 until the fifth Dec 4 2026 session, when the same
 //                fourteen presets brought it to 296.1, and LitGPT's quantised head with bitsandbytes'

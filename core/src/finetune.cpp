@@ -133,6 +133,11 @@ Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& f, Bytes unquantiz
   return f.base_bits == 8 ? int8_bytes(g) : four_bit_bytes(g, f);
 }
 
+Bytes quant_state_bytes_each(const TensorGroup& g, const Finetune& f, const QuantizedBase& base) {
+  if (f.base_bits != 4 || f.quant_method != QuantMethod::kBitsandbytes || !quantized_tensor(g, f, base)) return Bytes{0};
+  return four_bit_bytes(g, f) - ceil_div(g.elements_each(), 2) * kByte;
+}
+
 bool fsdp2_leaves_4bit_whole(const Config& c) {
   const Finetune& f = c.training.finetune;
   return is_peft(c) && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes &&

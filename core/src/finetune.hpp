@@ -117,6 +117,11 @@ QuantizedBase quantized_base(const Config& config);
 Bytes frozen_bytes_each(const TensorGroup& g, const Finetune& finetune, Bytes unquantized, const QuantizedBase& base);
 // Whether the quantiser covers one tensor of that base (the ones frozen_bytes_each gives quantised).
 bool quantized_tensor(const TensorGroup& g, const Finetune& finetune, const QuantizedBase& base);
+// Of frozen_bytes_each, what a bitsandbytes 4-bit tensor keeps beside its packed codes: the
+// QuantState (absmax, code book, the nested state under double quantisation). It is an attribute of
+// the Params4bit and of its module, not a parameter, so FSDP and ZeRO-3 shard only the codes and
+// every GPU holds the whole state (measured: tools/frameworks/fsdp2_4bit.py). Zero for other tensors.
+Bytes quant_state_bytes_each(const TensorGroup& g, const Finetune& finetune, const QuantizedBase& base);
 
 // Whether accelerate's FSDP2 leaves a bitsandbytes 4-bit base out of its sharding: frozen
 // Params4bit that are not floating point (quant_storage uint8) go to fully_shard's ignored_params

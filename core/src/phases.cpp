@@ -267,14 +267,17 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
   // two 4-bit codes per byte into a storage dtype that transformers' Trainer sets FSDP's parameter
   // dtype to (trainer.py, _fsdp_qlora_plugin_updates: mixed precision = bnb_4bit_quant_storage;
   // bitsandbytes functional.py quantize_4bit packs into quant_storage), and GPTQ's packed int32
-  // codes are flattened as they are: the block's frozen tensors at their stored bytes. 4-bit
-  // weights that FSDP2 leaves out (fsdp2_leaves_4bit_whole) are never gathered.
+  // codes are flattened as they are: the block's frozen tensors at their stored bytes, less a 4-bit
+  // tensor's quantisation state, which is no parameter and stays whole on every GPU
+  // (quant_state_bytes_each). 4-bit weights that FSDP2 leaves out (fsdp2_leaves_4bit_whole) are
+  // never gathered.
   const Finetune& f = c.training.finetune;
   const bool quantized_peft = is_peft(c) && f.base_bits < 16;
   const QuantizedBase base = quantized_base(c);
   const bool whole_4bit = fsdp2_leaves_4bit_whole(c);
   const auto frozen_gathered_each = [&](const TensorGroup& g) {
-    return whole_4bit && quantized_tensor(g, f, base) ? Bytes{0} : frozen_bytes_each(g, f, r.gathered, base);
+    return whole_4bit && quantized_tensor(g, f, base) ? Bytes{0}
+                                                      : frozen_bytes_each(g, f, r.gathered, base) - quant_state_bytes_each(g, f, base);
   };
   if (keeps_units_gathered(c)) {
     // Every block of the stage stays gathered from its forward to its backward (and, inside a

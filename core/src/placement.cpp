@@ -384,22 +384,30 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   } else {
     shard(s, c.parallel.zero_stage, p.zero_shards);
   }
-  // accelerate's FSDP2 leaves uint8-stored 4-bit weights out of fully_shard: each GPU holds them
-  // whole (fsdp2_leaves_4bit_whole), what sharding took off them comes back.
-  if (c.parallel.zero_stage >= 3 && fsdp2_leaves_4bit_whole(c)) {
+  // What ZeRO-3 sharding cannot take off a bitsandbytes 4-bit base comes back: its quantisation
+  // state, which is no parameter (quant_state_bytes_each), and under accelerate's FSDP2 the uint8-
+  // stored weights themselves, left out of fully_shard (fsdp2_leaves_4bit_whole).
+  if (peft && c.parallel.zero_stage >= 3 && c.training.finetune.base_bits == 4 &&
+      c.training.finetune.quant_method == QuantMethod::kBitsandbytes) {
     const QuantizedBase base = quantized_base(c);
-    const auto quantized_only = [&](bool experts) {
+    const bool whole = fsdp2_leaves_4bit_whole(c);
+    const auto unsharded = [&](bool experts) {
       return [&, experts](const TensorGroup& g) {
-        const bool take = quantized_tensor(g, c.training.finetune, base) && (g.component == Component::kExperts) == experts;
-        return take ? frozen_bytes_each(g, c.training.finetune, base_element, base) : Bytes{0};
+        if ((g.component == Component::kExperts) != experts) return Bytes{0};
+        if (whole && quantized_tensor(g, c.training.finetune, base)) {
+          return frozen_bytes_each(g, c.training.finetune, base_element, base);
+        }
+        return quant_state_bytes_each(g, c.training.finetune, base);
       };
     };
     const std::int64_t expert_shards = p.expert > 1 ? std::max<std::int64_t>(1, p.zero_shards / p.expert) : p.zero_shards;
-    const Bytes dense = p.as_nominal(p.local<BytesUnit>(params, quantized_only(false)));
-    const Bytes experts = p.as_nominal(p.local<BytesUnit>(params, quantized_only(true)));
+    const Bytes dense = p.as_nominal(p.local<BytesUnit>(params, unsharded(false)));
+    const Bytes experts = p.as_nominal(p.local<BytesUnit>(params, unsharded(true)));
     s.weights += dense - dense / p.zero_shards + experts - experts / expert_shards;
-    notes.push_back("accelerate's FSDP2 leaves 4-bit weights stored as uint8 out of its sharding (fsdp2_prepare_model: "
-                    "ignored_params): every GPU holds the quantised base whole; bnb_4bit_quant_storage bf16 shards it");
+    if (whole) {
+      notes.push_back("accelerate's FSDP2 leaves 4-bit weights stored as uint8 out of its sharding (fsdp2_prepare_model: "
+                      "ignored_params): every GPU holds the quantised base whole; bnb_4bit_quant_storage bf16 shards it");
+    }
   }
   // DeepSpeed ZeRO++ hpZ: a secondary partition of every parameter, numel / group in its dtype,
   // from forward to backward (partition_parameters.py, _partition_param_sec: ds_secondary_tensor

@@ -287,6 +287,41 @@ def check_fsdp1_units(binary, path):
     return problems
 
 
+def check_fsdp2_4bit(binary, path):
+    """accelerate's FSDP2 over a bitsandbytes 4-bit base (out/fsdp2_4bit.json, fsdp2_4bit.py: its real
+    fsdp2_prepare_model on two gloo ranks, a tiny Llama loaded in nf4, PEFT LoRA): what rank 0 holds,
+    the 4-bit codes (whole under uint8 storage, halved under bf16), their quantisation state (whole
+    either way) and the other parameters (sharded), against memfit's breakdown.parameters, within
+    TOLERANCE."""
+    m = load_measurement(path)
+    if m is None:
+        return []
+    model = m["model"]
+    targets = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}
+    def config(case):
+        return {"model": {"preset": "", "vocab_size": model["vocab_size"], "hidden_size": model["hidden_size"],
+                          "num_hidden_layers": model["num_hidden_layers"],
+                          "num_attention_heads": model["num_attention_heads"],
+                          "num_key_value_heads": model["num_key_value_heads"],
+                          "intermediate_size": model["intermediate_size"], "mlp": "gated", "norm": "rmsnorm",
+                          "position_embedding": "rotary", "tie_word_embeddings": False},
+                "training": {"framework": "hf", "precision": "bf16_autocast", "micro_batch_size": 2, "seq_len": 16,
+                             "checkpointing": "none", "dropout": 0,
+                             "finetune": {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0,
+                                          "lora_targets": [targets[t] for t in m["lora_targets"]], "base_bits": 4,
+                                          "quant_type": "nf4", "double_quant": case["double_quant"],
+                                          "quant_storage": "uint8" if case["quant_storage"] == "uint8" else "bf16"}},
+                "parallel": {"num_gpus": m["world_size"], "zero_stage": 3, "fsdp_version": "2"}}
+    problems, worst = ratio_check(
+        binary, m["cases"], config, lambda c: f"{c['quant_storage']} double_quant={c['double_quant']}",
+        lambda r: r["breakdown"]["parameters"],
+        lambda c: c["fourbit_local_bytes"] + c["quant_state_local_bytes"] + c["other_local_bytes"], "fsdp2 4-bit")
+    print(f"\naccelerate's FSDP2 over a 4-bit base (accelerate {m['versions']['accelerate']}, bitsandbytes "
+          f"{m['versions']['bitsandbytes']}): {len(m['cases'])} cases, rank 0's parameters, worst memfit/measured "
+          f"off by {worst:.2%}")
+    return problems
+
+
 def check_moe_lora(binary, path):
     """LoRA on transformers 5's stacked experts and a 4-bit base that leaves them unquantised
     (out/moe_lora.json, moe_lora.py: the real PEFT and bitsandbytes on tiny Mixtral / Qwen3-MoE
@@ -519,6 +554,7 @@ def main():
     loss_failures += check_moe_lora(args.memfit, os.path.join(HERE, "out", "moe_lora.json"))
     loss_failures += check_trl_loss(args.memfit, os.path.join(HERE, "out", "trl_loss.json"))
     loss_failures += check_fsdp1_units(args.memfit, os.path.join(HERE, "out", "fsdp1_units.json"))
+    loss_failures += check_fsdp2_4bit(args.memfit, os.path.join(HERE, "out", "fsdp2_4bit.json"))
     for text in loss_failures:
         print(f"outside {TOLERANCE:.0%}: {text}")
     if args.check and (unexplained or failures or loss_failures):
