@@ -85,7 +85,7 @@ struct Dims {
 bool fsdp1_keeps_recomputed_inputs(const Config& c, const Implementation& impl) {
   // Frozen units exist where the adapters are units of their own (whatever use_orig_params says), or
   // where use_orig_params is off (FSDP1 cannot flatten a unit mixing them).
-  const bool frozen_units = fsdp1_keeps_adapters_apart(c) || !c.parallel.fsdp_use_orig_params;
+  const bool frozen_units = fsdp1_keeps_adapters_apart(c) || !fsdp1_uses_orig_params(c);
   return runs_fsdp1(c) && c.parallel.zero_stage >= 2 && c.parallel.pipeline == 1 && is_peft(c) && frozen_units &&
          c.training.checkpointing == Checkpointing::kFull && impl.checkpoint_impl == CheckpointImpl::kReentrant &&
          !forward_only(c.training);

@@ -403,6 +403,8 @@ bool fsdp1_by_default(Framework f) { return runs_torch_data_parallel(f) && !runs
 bool fsdp2_by_default(Framework f) { return runs_torch_data_parallel(f) && runs_fsdp2(f); }
 // FSDP1 stacks whose units mix a PEFT method's adapters with the frozen base (LitGPT's blocks).
 bool fsdp1_mixes_adapters(Framework f) { return runs_torch_data_parallel(f) && !fsdp1_wraps_adapters_apart(f); }
+// Torch FSDP1 stacks that read parallel.fsdp_use_orig_params (LitGPT's always sets it).
+bool reads_use_orig_params(Framework f) { return runs_torch_data_parallel(f) && f != Framework::kLitgpt; }
 // PEFT methods whose trainable tensors sit inside the wrapped layer, in its block's unit.
 bool peft_keeps_parameter_dicts(FinetuneMethod m) { return any_peft(m) && !peft_trains_leaf_modules(m); }
 
@@ -529,7 +531,8 @@ Json applicability(std::string_view path) {
   } else if (path == "training.galore_proj_quant") {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit"})));
   } else if (path == "parallel.fsdp_use_orig_params") {
-    torch_fsdp(integers({2, 3}));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
+    all.push(when_in("parallel.zero_stage", integers({2, 3})));  // FULL_SHARD and SHARD_GRAD_OP flatten alike
+    all.push(when_in("training.framework", frameworks_where(reads_use_orig_params)));  // fsdp1_uses_orig_params
     fsdp_version("1", fsdp1_by_default);  // FSDP1's option
     // A full fine-tune's optimizer works on the views; a PEFT method pays for frozen gradients only
     // where its units mix (fsdp1_keeps_adapters_apart: the framework's policy and the method).

@@ -459,8 +459,9 @@ std::vector<Field> build_fields() {
               "(1 byte each)"),
       MF_BOOL("parallel.fsdp_use_orig_params", parallel.fsdp_use_orig_params,
               "FSDP1 use_orig_params=True: the optimizer works on each parameter's view of the flat shard, and "
-              "units mixing frozen and trainable parameters keep gradients for all (LitGPT's blocks; the HF "
-              "Trainer and torchtune give adapters units of their own, so nothing mixes)"),
+              "units mixing frozen and trainable parameters keep gradients for all (the HF Trainer and torchtune "
+              "give LoRA's adapters units of their own, so nothing mixes; LitGPT always sets it, and its blocks "
+              "mix)"),
       MF_ENUM("parallel.fsdp_version", parallel.fsdp_version, FsdpVersion,
               "which FSDP shards: 1 = FullyShardedDataParallel (flat parameters: accelerate's default, LitGPT), "
               "2 = fully_shard (per-parameter shards: torchtitan, torchtune, accelerate fsdp_version 2); "

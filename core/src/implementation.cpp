@@ -269,6 +269,10 @@ bool peft_trains_leaf_modules(FinetuneMethod m) {
   }
 }
 
+bool fsdp1_uses_orig_params(const Config& c) {
+  return c.parallel.fsdp_use_orig_params || c.training.implementation.framework == Framework::kLitgpt;
+}
+
 bool fsdp1_keeps_adapters_apart(const Config& c) {
   return fsdp1_wraps_adapters_apart(c.training.implementation.framework) &&
          peft_trains_leaf_modules(c.training.finetune.method);

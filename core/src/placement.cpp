@@ -316,7 +316,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // Trainer, torchtune: fsdp1_keeps_adapters_apart, for methods that train leaf modules) mix
   // nothing: all-frozen units get no gradient (measured: tools/frameworks/fsdp1_units.py). FSDP2 shards each parameter on its own;
   // DeepSpeed's engine has no such option.
-  if (peft && c.parallel.fsdp_use_orig_params && c.parallel.zero_stage >= 2 && runs_fsdp1(c) &&
+  if (peft && fsdp1_uses_orig_params(c) && c.parallel.zero_stage >= 2 && runs_fsdp1(c) &&
       !fsdp1_keeps_adapters_apart(c)) {
     // The root unit (embeddings, final norm, head) mixes where something in it trains.
     const Finetune& f = c.training.finetune;

@@ -528,7 +528,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
     // foreach_reduce: reduce_output, torch.as_strided per parameter).
     const bool fsdp1 = fsdp == FsdpSharding::kFsdp1;
     const std::int64_t shards = fsdp1 ? p.zero_shards : 1;
-    const bool views = !fsdp1 || c.parallel.fsdp_use_orig_params;
+    const bool views = !fsdp1 || fsdp1_uses_orig_params(c);
     flatten_unit(pr.trainable.outside, shards, views, optimizer_tensors);  // the root unit
     for (auto& layer : pr.trainable.layers) flatten_unit(layer, shards, views, optimizer_tensors);
     if (fsdp1) pr.model = pr.trainable;

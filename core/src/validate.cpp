@@ -404,16 +404,6 @@ std::vector<Issue> advisories(const Config& c) {
                                              " lacks (Ampere and later have them): PyTorch emulates bf16 there, far "
                                              "slower; fp16_mixed or fp16_master is the usual recipe on this card"});
   }
-  // Lightning Fabric's FSDPStrategy passes use_orig_params=True, and LitGPT's Block units mix a
-  // PEFT method's tensors with the frozen base, which FSDP1 cannot flatten otherwise
-  // (_validate_tensors_to_flatten: "Must flatten tensors with uniform requires_grad").
-  if (c.training.implementation.framework == Framework::kLitgpt && is_peft(c) && p.zero_stage >= 2 &&
-      data_parallel > 1 && runs_fsdp1(c) && !p.fsdp_use_orig_params) {
-    out.push_back({"parallel.fsdp_use_orig_params",
-                   "is false, but LitGPT runs FSDP1 with use_orig_params=True (Lightning's FSDPStrategy): its Block "
-                   "units mix the adapters with the frozen base, which FSDP1 cannot flatten otherwise; set it true "
-                   "for the run LitGPT makes"});
-  }
   if (c.training.target_len > 0 && !c.model.is_encoder_decoder) {
     out.push_back({"training.target_len", "has no effect: the model has no decoder (model.is_encoder_decoder false)"});
   }

@@ -111,6 +111,10 @@ bool fsdp1_wraps_adapters_apart(Framework framework);
 bool peft_trains_leaf_modules(FinetuneMethod method);
 // Both: under FSDP1 no unit mixes the method's trainable tensors with the frozen base.
 bool fsdp1_keeps_adapters_apart(const Config& config);
+// Whether FSDP1 runs with use_orig_params=True: parallel.fsdp_use_orig_params, except under LitGPT,
+// whose Lightning FSDPStrategy always sets it (lightning/fabric/strategies/fsdp.py:
+// _fsdp_kwargs.setdefault("use_orig_params", True); LitGPT's scripts pass nothing else).
+bool fsdp1_uses_orig_params(const Config& config);
 // Whether its sharding, where it shards, is FSDP1 (FullyShardedDataParallel): torch's data
 // parallelism, not FSDP2. FSDP1's options (use_orig_params, limit_all_gathers) apply only then.
 bool runs_fsdp1(const Config& config);
