@@ -41,7 +41,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 304 KiB gzipped (302 until the Dec 5 2026 session, when the same 4-bit
-//                storage dtype brought it to 301.8, with the Trainer's FSDP1 units, the review and the whole quantisation state to 302.7; 300 until later in the sixth Dec 4 2026 session, when the
+//                storage dtype brought it to 301.8, with the Trainer's FSDP1 units, the review and the whole quantisation state to 302.5; 300 until later in the sixth Dec 4 2026 session, when the
 //                same async-TP workspace brought it to 300.7 with the review and the export notes; 298 until the sixth Dec 4 2026 session, when the same
 //                FSDP version brought it to 299.8; 296 until the fifth Dec 4 2026 session, when the same
 //                fourteen presets brought it to 296.1, and LitGPT's quantised head with bitsandbytes'

@@ -78,8 +78,9 @@ struct Dims {
 // CheckpointFunction.backward: detach_variable); the hook holds that leaf's grad accumulator, which
 // holds the leaf, and backward writes the leaf's .grad: each block's input and its gradient stay
 // until the whole backward ends, instead of going with the block's backward. Frozen units are what
-// a PEFT method under FSDP1 without use_orig_params has (PEFT's fsdp_auto_wrap_policy gives every
-// trainable leaf module a unit of its own); FSDP2 (torchtitan, torchtune) has no such hook.
+// a PEFT method under FSDP1 has where its tensors are units of their own (PEFT's
+// fsdp_auto_wrap_policy under the HF Trainer, torchtune's: fsdp1_keeps_adapters_apart), whatever
+// use_orig_params says, or where use_orig_params is off; FSDP2 (torchtitan, torchtune) has no such hook.
 // On one GPU too: FSDP1 falls back to NO_SHARD there but still registers the hooks. Not under
 // pipeline stages, which no FSDP1 stack here runs (and whose final callback runs per micro-batch).
 bool fsdp1_keeps_recomputed_inputs(const Config& c, const Implementation& impl) {

@@ -386,7 +386,9 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   }
   // What ZeRO-3 sharding cannot take off a bitsandbytes 4-bit base comes back: its quantisation
   // state, which is no parameter (quant_state_bytes_each), and under accelerate's FSDP2 the uint8-
-  // stored weights themselves, left out of fully_shard (fsdp2_leaves_4bit_whole).
+  // stored weights themselves, left out of fully_shard (fsdp2_leaves_4bit_whole). Neither is a
+  // parameter the engine offloads: added after offload() below.
+  Bytes unsharded_on_gpu{0};
   if (peft && c.parallel.zero_stage >= 3 && c.training.finetune.base_bits == 4 &&
       c.training.finetune.quant_method == QuantMethod::kBitsandbytes) {
     const QuantizedBase base = quantized_base(c);
@@ -403,7 +405,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     const std::int64_t expert_shards = p.expert > 1 ? std::max<std::int64_t>(1, p.zero_shards / p.expert) : p.zero_shards;
     const Bytes dense = p.as_nominal(p.local<BytesUnit>(params, unsharded(false)));
     const Bytes experts = p.as_nominal(p.local<BytesUnit>(params, unsharded(true)));
-    s.weights += dense - dense / p.zero_shards + experts - experts / expert_shards;
+    unsharded_on_gpu = dense - dense / p.zero_shards + experts - experts / expert_shards;
     if (whole) {
       notes.push_back("accelerate's FSDP2 leaves 4-bit weights stored as uint8 out of its sharding (fsdp2_prepare_model: "
                       "ignored_params): every GPU holds the quantised base whole; bnb_4bit_quant_storage bf16 shards it");
@@ -461,6 +463,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
                     "counted (training.finetune.stable_embedding).");
   }
   offload(c, params, s, notes);
+  s.weights += unsharded_on_gpu;
   // DeepSpeed's optimizer offload keeps the gradient partitions on the host with the states: ZeRO-3
   // puts its flat gradient buffer on the offload device (runtime/zero/stage3.py: `self.device` is the
   // CPU under offload_optimizer; grad_partitions_flat_buffer is made there) and ZeRO-2 copies each

@@ -229,7 +229,7 @@ TEST(Suggest, Fsdp2ForALoraThatPaysForItsFrozenUnits) {
       R"("base_bits":4}},"parallel":{"num_gpus":4,"zero_stage":3,)"
       R"("fsdp_use_orig_params":true},"hardware":{"gpu":"rtx4090"}})");
   // A 4-bit base under FSDP1 is stored in a floating dtype (FSDP1 cannot flatten uint8), which
-  // FSDP2 shards too: the frozen base's use_orig_params gradients go.
+  // FSDP2 shards too: the frozen units' kept inputs go as for a 16-bit base.
   EXPECT_TRUE(any_title(qlora, "FSDP2"));
   // Under FSDP2 itself, 4-bit weights stored as uint8 stay whole on every GPU: bf16 storage shards them.
   const auto storage = [](const char* st) {

@@ -747,10 +747,11 @@ def fms(rec):
                 "not set it) and transformers' Trainer keeps it; for a full fine-tune it decides only that the optimizer "
                 "sees each original parameter's view of the flat shard (set when memfit gained FSDP1's flat parameters)")
         else:
-            c.p("fsdp_use_orig_params", False, "`accelerate launch` defaults use_orig_params to true (accelerate.yaml does "
-                "not set it), but transformers 4.48's Trainer (_fsdp_qlora_plugin_updates) installs PEFT's "
-                "fsdp_auto_wrap_policy, which wraps every trainable LoRA layer in its own FSDP unit: no unit mixes frozen "
-                "and trainable parameters, which is the case memfit's field describes")
+            c.p("fsdp_use_orig_params", True, "`accelerate launch` defaults use_orig_params to true (accelerate.yaml does "
+                "not set it); transformers 4.48's Trainer (_fsdp_qlora_plugin_updates) installs PEFT's "
+                "fsdp_auto_wrap_policy, which wraps every trainable LoRA layer in its own FSDP unit, so no unit mixes "
+                "frozen and trainable parameters and the flag costs nothing (memfit: fsdp1_keeps_adapters_apart, measured "
+                "by tools/frameworks/fsdp1_units.py; until Dec 5 2026 these cases set it false to say so)")
     c.t("optimizer_in_backward", False, "not used")
     c.t("activation_offload", False, "not used")
     if is_oom:

@@ -101,7 +101,8 @@ bool runs_fsdp2(Framework framework);
 bool runs_fsdp2(const Config& config);
 // Whether its FSDP1 wraps every leaf module with a trainable weight as a unit of its own: the HF
 // Trainer installs PEFT's fsdp_auto_wrap_policy for a PEFT model (transformers trainer.py,
-// _fsdp_qlora_plugin_updates), torchtune's FSDP1 LoRA recipe its lora_fsdp_wrap_policy. LitGPT
+// _fsdp_qlora_plugin_updates: for a LoraConfig in transformers 4, any PEFT config in transformers 5,
+// which the hf profile follows), torchtune's FSDP1 LoRA recipe its lora_fsdp_wrap_policy. LitGPT
 // wraps whole Blocks (FSDPStrategy(auto_wrap_policy={Block})). Measured: tools/frameworks/fsdp1_units.py.
 bool fsdp1_wraps_adapters_apart(Framework framework);
 // Whether a PEFT method trains only such leaf modules' weights (LoRA's A and B, DoRA's magnitude
