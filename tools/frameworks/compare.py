@@ -248,6 +248,14 @@ def check_trl_loss(binary, path):
     return problems
 
 
+def tiny_llama(model):
+    """memfit's model section for a measurement script's tiny LlamaConfig (its MODEL dict)."""
+    keys = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+            "intermediate_size")
+    return {"preset": "", **{k: model[k] for k in keys}, "mlp": "gated", "norm": "rmsnorm",
+            "position_embedding": "rotary", "tie_word_embeddings": False}
+
+
 def check_fsdp1_units(binary, path):
     """torch FSDP1's gradients for a PEFT method (out/fsdp1_units.json, fsdp1_units.py: two gloo
     ranks, a tiny Llama, fp32): under the HF Trainer's policy (PEFT's fsdp_auto_wrap_policy) LoRA's
@@ -267,12 +275,7 @@ def check_fsdp1_units(binary, path):
         return {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0,
                 "lora_targets": [targets[t] for t in m["lora_targets"]]}
     def config(case):
-        return {"model": {"preset": "", "vocab_size": model["vocab_size"], "hidden_size": model["hidden_size"],
-                          "num_hidden_layers": model["num_hidden_layers"],
-                          "num_attention_heads": model["num_attention_heads"],
-                          "num_key_value_heads": model["num_key_value_heads"],
-                          "intermediate_size": model["intermediate_size"], "mlp": "gated", "norm": "rmsnorm",
-                          "position_embedding": "rotary", "tie_word_embeddings": False},
+        return {"model": tiny_llama(model),
                 "training": {"framework": "hf" if case["policy"] == "trainer" else "litgpt", "precision": "fp32",
                              "micro_batch_size": 2, "seq_len": 16, "checkpointing": "none", "dropout": 0,
                              "finetune": finetune(case)},
@@ -299,12 +302,7 @@ def check_fsdp2_4bit(binary, path):
     model = m["model"]
     targets = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}
     def config(case):
-        return {"model": {"preset": "", "vocab_size": model["vocab_size"], "hidden_size": model["hidden_size"],
-                          "num_hidden_layers": model["num_hidden_layers"],
-                          "num_attention_heads": model["num_attention_heads"],
-                          "num_key_value_heads": model["num_key_value_heads"],
-                          "intermediate_size": model["intermediate_size"], "mlp": "gated", "norm": "rmsnorm",
-                          "position_embedding": "rotary", "tie_word_embeddings": False},
+        return {"model": tiny_llama(model),
                 "training": {"framework": "hf", "precision": "bf16_autocast", "micro_batch_size": 2, "seq_len": 16,
                              "checkpointing": "none", "dropout": 0,
                              "finetune": {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0,
