@@ -336,6 +336,7 @@ export const FIELDS = {
   'training.lora_adapter_dtype': ['LoRA adapter dtype', null],
   'parallel.fsdp_use_orig_params': ['FSDP use_orig_params', null],
   'parallel.fsdp_version': ['FSDP version', null],
+  'training.framework': ['Framework', null],
   'parallel.async_tp': ['Async tensor parallel', null],
   'parallel.zero_hpz_partition_size': ['ZeRO++ hpZ group', null],
   'parallel.zero_quantized_weights': ['ZeRO++ int8 gathers', null],
