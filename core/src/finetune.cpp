@@ -139,9 +139,7 @@ Bytes quant_state_bytes_each(const TensorGroup& g, const Finetune& f, const Quan
 }
 
 bool fsdp2_leaves_4bit_whole(const Config& c) {
-  const Finetune& f = c.training.finetune;
-  return is_peft(c) && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes &&
-         f.quant_storage == QuantStorage::kUint8 && c.parallel.zero_stage >= 2 &&
+  return bnb_4bit_base(c) && c.training.finetune.quant_storage == QuantStorage::kUint8 && c.parallel.zero_stage >= 2 &&
          runs_accelerate(c.training.implementation.framework) && runs_fsdp2(c);
 }
 

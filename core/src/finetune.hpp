@@ -16,14 +16,18 @@ namespace memfit {
 // A parameter-efficient method: the base is frozen and the method's own parameters are trained.
 inline bool is_peft(const Config& c) { return c.training.finetune.method != FinetuneMethod::kFull; }
 
+// A parameter-efficient method over a bitsandbytes 4-bit (QLoRA) base.
+inline bool bnb_4bit_base(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  return is_peft(c) && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes;
+}
+
 // bitsandbytes' MatMul4Bit before 0.43.2 keeps each 4-bit linear's input A as a ctx attribute
 // (bitsandbytes/autograd/_functions.py, `ctx.tensors = (A, B)`; PR #1270 made it `(None, B)`),
 // which backward does not free (activation_model: retained_bytes). unsloth's fused LoRA functions
 // save those inputs with save_for_backward instead, whatever the version: not retained.
 inline bool bnb_inputs_retained(const Config& c, Framework framework) {
-  const Finetune& f = c.training.finetune;
-  return is_peft(c) && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes && f.bnb_keeps_input &&
-         framework != Framework::kUnsloth;
+  return bnb_4bit_base(c) && c.training.finetune.bnb_keeps_input && framework != Framework::kUnsloth;
 }
 
 // Bytes per element of the trained weights' gradients between backward and the step. DeepSpeed

@@ -389,8 +389,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // stored weights themselves, left out of fully_shard (fsdp2_leaves_4bit_whole). Neither is a
   // parameter the engine offloads: added after offload() below.
   Bytes unsharded_on_gpu{0};
-  if (peft && c.parallel.zero_stage >= 3 && c.training.finetune.base_bits == 4 &&
-      c.training.finetune.quant_method == QuantMethod::kBitsandbytes) {
+  if (c.parallel.zero_stage >= 3 && bnb_4bit_base(c)) {
     const QuantizedBase base = quantized_base(c);
     const bool whole = fsdp2_leaves_4bit_whole(c);
     const auto unsharded = [&](bool experts) {

@@ -88,13 +88,11 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
   // and does neither (kept only where the estimate shows it saves memory). A 4-bit base keeps the
   // floating storage FSDP1 needed, so FSDP2 shards it too (fsdp2_leaves_4bit_whole).
   if (is_peft(c) && c.parallel.zero_stage >= 2 && c.parallel.num_gpus > 1 &&
-      runs_accelerate(t.implementation.framework) && !runs_fsdp2(c)) {
-    Json p = patch("parallel.fsdp_version", Json::string("2"));
-    set_path(p, "parallel.fsdp_use_orig_params", Json::boolean(false));
+      runs_accelerate(t.implementation.framework) && runs_fsdp1(c)) {
     out.push_back({"FSDP2 (accelerate fsdp_version: 2)",
                    "same results; each parameter sharded on its own: no frozen unit holds its inputs to the end of "
-                   "backward, and no frozen weight gets a gradient", std::move(p),
-                   1});
+                   "backward, and no frozen weight gets a gradient",
+                   patch("parallel.fsdp_version", Json::string("2")), 1});
   }
   // accelerate's FSDP2 shards 4-bit weights only in a floating storage (fsdp2_leaves_4bit_whole).
   if (fsdp2_leaves_4bit_whole(c) && c.parallel.zero_stage >= 3 && c.parallel.num_gpus > 1) {

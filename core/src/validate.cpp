@@ -302,10 +302,8 @@ void check_parallel(const Config& c, Checks& out) {
                                        "fully_shard (FSDP2) only");
     }
   }
-  const Finetune& f = c.training.finetune;
-  if (f.quant_storage == QuantStorage::kUint8 && f.method != FinetuneMethod::kFull && f.base_bits == 4 &&
-      f.quant_method == QuantMethod::kBitsandbytes && p.zero_stage >= 2 && runs_accelerate(framework) &&
-      runs_fsdp1(c)) {
+  if (c.training.finetune.quant_storage == QuantStorage::kUint8 && bnb_4bit_base(c) && p.zero_stage >= 2 &&
+      runs_accelerate(framework) && runs_fsdp1(c)) {
     // FSDP1 flattens a block's tensors into one flat parameter of one dtype (_flat_param.py,
     // _validate_tensors_to_flatten: "Must flatten tensors with uniform dtype").
     out.add("training.finetune.quant_storage",
