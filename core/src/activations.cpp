@@ -95,7 +95,7 @@ bool fsdp1_keeps_recomputed_inputs(const Config& c, const Implementation& impl) 
 Dims make_dims(const Config& c) {
   const ModelSpec& m = c.model;
   const Parallel& p = c.parallel;
-  const PrecisionRecipe& r = recipe_for(c.training.precision);
+  const PrecisionRecipe& r = recipe_of(c);
   const Implementation impl = resolve_implementation(c);
   Dims d;
   d.batch = c.training.micro_batch_size;
@@ -157,7 +157,7 @@ Dims make_dims(const Config& c) {
   // PEFT keeps adapters in fp32 and casts each adapter's input to the adapter's dtype
   // (peft/tuners/lora/layer.py, _cast_input_dtype): one copy per adapter, 16-bit again under
   // autocast, fp32 without it.
-  const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  const bool fp32_adapters = peft_trains_in_fp32(c, impl);
   d.adapter_input_copies = fp32_adapters && d.stream != kFp32Bytes;
   d.adapters_cast = fp32_adapters && r.autocast;
   d.adapter_element = fp32_adapters && !r.autocast ? kFp32Bytes : d.act;
@@ -1383,7 +1383,7 @@ void chunked_recompute_loss(const Config& c, const LossShape& s, bool head_train
   const Count h = d.hidden, v = s.vocab;
   const Bytes eh = d.stream;  // the last hidden state: the residual stream's dtype
   // The head weight: the recipe's weights, or a frozen base's dtype.
-  const Bytes ew = d.lora ? d.stream : recipe_for(c.training.precision).weights;
+  const Bytes ew = d.lora ? d.stream : recipe_of(c).weights;
   const Bytes em = d.autocast ? d.act : kFp32Bytes;  // the matmul's operands and the logits
   const Bytes kept = n * h * eh + n * Bytes{kTrlRowBytes};
   const Bytes h_copy = eh != kFp32Bytes ? rows * h * kFp32Bytes : Bytes{0};  // h.float()
@@ -1428,12 +1428,12 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   const ModelSpec& m = c.model;
   if (uses_encoder_activation_model(m)) {
     LossModel out = encoder_loss_model(c);
-    out.head_grad_bytes = head_weight_grad_bytes(c, params, recipe_for(c.training.precision).gradients);
+    out.head_grad_bytes = head_weight_grad_bytes(c, params, recipe_of(c).gradients);
     return out;
   }
   LossModel out;
   if (m.output_head != OutputHead::kLm) return out;
-  const PrecisionRecipe& r = recipe_for(c.training.precision);
+  const PrecisionRecipe& r = recipe_of(c);
   LossShape s{make_dims(c), Count(0), Bytes{0}, Bytes{0}, Bytes{0}, Bytes{0}};
   const Implementation& impl = s.d.impl;
   // The loss reads fp32 logits when the code upcasts them, or when autocast casts cross_entropy's

@@ -57,7 +57,7 @@ struct Run {
 
 Run make_run(const Config& c) {
   const ModelSpec& m = c.model;
-  const PrecisionRecipe& r = recipe_for(c.training.precision);
+  const PrecisionRecipe& r = recipe_of(c);
   const Implementation impl = resolve_implementation(c);
   Run run;
   run.batch = c.training.micro_batch_size;

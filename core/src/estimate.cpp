@@ -38,7 +38,7 @@ Bytes weight_copies_on_gpu(const Config& c, const ParameterCount& params, const 
 
 // The measured-recipe path: what one training step allocates on the busiest GPU.
 void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, Estimate& e) {
-  const PrecisionRecipe& r = recipe_for(c.training.precision);
+  const PrecisionRecipe& r = recipe_of(c);
   e.notes.push_back(std::string(r.name) + ": " + r.description + ".");
   const Placement place = placement(c, e.parameters, base_parameter_count);
   const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
@@ -202,7 +202,7 @@ double static_bytes_per_parameter(const Estimate& e, Count base_parameter_count)
 }
 
 std::string lora_note(const Estimate& e) {
-  const PrecisionRecipe& r = recipe_for(e.config.training.precision);
+  const PrecisionRecipe& r = recipe_of(e.config);
   const Bytes full = r.weights + r.gradients + r.master + r.optimizer_state * 2;
   char text[200];
   std::snprintf(text, sizeof text,

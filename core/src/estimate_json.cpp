@@ -202,15 +202,15 @@ Json estimate_to_json(const Estimate& e) {
   j.set("active_parameter_count", bytes(e.parameters.active_count));
   j.set("parameters_by_component", parameters_by_component_json(e.parameters));
   j.set("parameters_by_layer", parameters_by_layer_json(e.parameters));
-  Json recipe = recipe_json(recipe_for(e.config.training.precision));
+  Json recipe = recipe_json(recipe_of(e.config));
   if (is_peft(e.config)) {
     // A parameter-efficient run keeps its frozen base apart from the recipe's weights: in 16 bits,
     // fp32, or quantised (placement.cpp static_bytes), and its adapters in fp32 where PEFT makes them so.
-    const PrecisionRecipe& r = recipe_for(e.config.training.precision);
+    const PrecisionRecipe& r = recipe_of(e.config);
     const std::int64_t base_bits = e.config.training.finetune.base_bits;
     recipe.set("frozen_base_bits",
                Json::integer(base_bits < 16 ? base_bits : lora_base_bytes(r, e.implementation).value() * 8));
-    const bool fp32_adapters = e.implementation.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+    const bool fp32_adapters = peft_trains_in_fp32(e.config, e.implementation);
     recipe.set("trained_weight_bytes", bytes(fp32_adapters ? kFp32Bytes : r.weights));
     recipe.set("trained_gradient_bytes", bytes(fp32_adapters ? kFp32Bytes : stored_gradient_bytes(e.config, r)));
     recipe.set("trained_state_element_bytes", bytes(fp32_adapters ? kFp32Bytes : r.optimizer_state));

@@ -420,8 +420,9 @@ std::vector<Field> build_fields() {
               "the framework's",
               "auto", "half", "fp32", "weights"),
       MF_ENUM("training.lora_adapter_dtype", training.implementation.lora_adapter_dtype, LoraAdapterDtype,
-              "LoRA adapters' dtype: fp32 (PEFT's default; each adapter saves its own cast of its input) or "
-              "weights (the recipe's); auto = the framework's",
+              "the adapters' dtype (any PEFT method's trained tensors): fp32 (PEFT's autocast_adapter_dtype, its "
+              "default; each adapter saves its own cast of its input) or weights (the recipe's; "
+              "autocast_adapter_dtype=False); auto = the framework's",
               "auto", "fp32", "weights"),
       MF_ENUM("training.load", training.implementation.load, LoadPath,
               "how weights reach the GPU: direct, fp32_then_cast, or checkpoint_on_gpu (with optimizer states); "

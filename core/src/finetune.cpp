@@ -4,6 +4,18 @@
 
 namespace memfit {
 
+bool accelerate_upcasts_trained(const Config& c) {
+  const Framework f = c.training.implementation.framework;
+  const Precision p = c.training.precision;
+  return runs_accelerate(f) && runs_torch_data_parallel(f) && c.parallel.zero_stage >= 2 &&
+         (recipe_for(p).autocast || p == Precision::kBf16Fsdp);
+}
+
+const PrecisionRecipe& recipe_of(const Config& c) {
+  return !is_peft(c) && accelerate_upcasts_trained(c) ? recipe_trained_in_fp32(c.training.precision)
+                                                      : recipe_for(c.training.precision);
+}
+
 namespace {
 
 // bitsandbytes 4-bit storage (Dettmers et al. 2023, QLoRA; bitsandbytes/functional.py

@@ -30,6 +30,27 @@ inline bool bnb_inputs_retained(const Config& c, Framework framework) {
   return bnb_4bit_base(c) && c.training.finetune.bnb_keeps_input && framework != Framework::kUnsloth;
 }
 
+// accelerate's FSDP preparation under mixed precision (the HF Trainer's bf16 / fp16: a recipe under
+// autocast, or bf16_fsdp) keeps what the optimizer steps in fp32, as DeepSpeed does, whatever the
+// model was loaded in: FSDP1 casts every unit's flat parameter that requires a gradient to fp32
+// (accelerate/accelerator.py, prepare_model: "Upcasted low precision parameters ... because mixed
+// precision turned on in FSDP"), a unit mixing frozen and trained parameters whole; FSDP2 casts
+// every trained parameter (accelerate/utils/fsdp_utils.py, fsdp2_prepare_model). Measured on
+// accelerate's own code: tools/frameworks/accelerate_upcast.py.
+bool accelerate_upcasts_trained(const Config& c);
+
+// The recipe a configuration's tensors follow: training.precision's, except where accelerate's FSDP
+// upcast holds a full fine-tune's 16-bit weights, gradients and states in fp32 (bf16_autocast then
+// stores what bf16_fsdp does). Every byte count that depends on the precision reads this.
+const PrecisionRecipe& recipe_of(const Config& c);
+
+// A PEFT method's trained tensors are fp32: PEFT's own (training.lora_adapter_dtype fp32, its
+// autocast_adapter_dtype) or after accelerate's FSDP upcast. `implementation` resolved.
+inline bool peft_trains_in_fp32(const Config& c, const Implementation& implementation) {
+  return is_peft(c) &&
+         (implementation.lora_adapter_dtype == LoraAdapterDtype::kFp32 || accelerate_upcasts_trained(c));
+}
+
 // Bytes per element of the trained weights' gradients between backward and the step. DeepSpeed
 // keeps them in the model's 16-bit dtype under ZeRO (engine.py get_data_types: grad_accum_dtype
 // defaults to the model dtype, fp32 only for bf16 without ZeRO, whose BF16_Optimizer accumulates

@@ -121,7 +121,7 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   if (resolve_implementation(c.training.implementation).attention_mask == AttentionMask::kAlibi) {
     const Count heads = ceil_div(Count(c.model.num_attention_heads), par.tensor);
     const Count t = Count(c.training.seq_len);
-    p.buffer_bytes += heads * t * t * recipe_for(c.training.precision).compute;
+    p.buffer_bytes += heads * t * t * recipe_of(c).compute;
   }
   // ZeRO / FSDP shard over every rank that holds the same layers: data × context parallel
   // (context-parallel ranks hold identical weights; torchtitan and Megatron's distributed
@@ -172,7 +172,7 @@ std::int64_t head_calls(const Config& c) {
 }
 
 Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Placement& p) {
-  const PrecisionRecipe& r = recipe_for(c.training.precision);
+  const PrecisionRecipe& r = recipe_of(c);
   if (r.autocast_copy.is_zero()) return Bytes{0};
   const bool peft = is_peft(c);
   // A PEFT method's frozen base in 16 bits (or quantised) has nothing to cast. An fp32 base under
@@ -291,12 +291,15 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   const bool peft = is_peft(c);
   const Implementation impl = resolve_implementation(c.training.implementation);
   const Bytes base_element = lora_base_bytes(r, impl);
-  // PEFT's fp32 adapters: fp32 weights, gradients and optimizer states whatever the recipe.
-  const bool fp32_adapters = peft && impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  // PEFT's fp32 adapters: fp32 weights, gradients and optimizer states whatever the recipe; so are
+  // 16-bit ones once accelerate's FSDP preparation casts what trains (accelerate_upcasts_trained).
+  const bool upcast = peft && accelerate_upcasts_trained(c);
+  const bool fp32_adapters = peft_trains_in_fp32(c, impl);
   const Bytes adapter_element = fp32_adapters ? kFp32Bytes : r.weights;
   // modules_to_save copies keep the original module's dtype: the base's, or fp32 after
-  // prepare_model_for_kbit_training; so do their gradients and (torch.optim) their states.
-  const Bytes copy_element = kbit_fp32_stream(c.training.finetune) ? kFp32Bytes : base_element;
+  // prepare_model_for_kbit_training or accelerate's upcast; so do their gradients and (torch.optim)
+  // their states.
+  const Bytes copy_element = kbit_fp32_stream(c.training.finetune) || upcast ? kFp32Bytes : base_element;
   const Count adapters = p.local_trainable - p.local_copies;
   StaticBytes s;
   s.weights = peft ? p.as_nominal(local_frozen_base_bytes(p, params, c, base_element)) +
@@ -329,7 +332,22 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
       return g.layer == LayerKind::kNone ? Count(0) : g.elements_each();
     });
     const Count mixed = root_trains ? p.local_params : mul_div(blocks, p.local_params, max(p.local_count, Count(1)));
-    s.gradients += mixed * base_element;
+    // accelerate casts such a unit's flat parameter to fp32 whole, its frozen weights with it (a
+    // 16-bit base: FSDP1 refuses fp32 adapters beside it, validate.cpp), and its gradient is fp32.
+    const bool whole_unit_upcast = upcast && c.training.finetune.base_bits == 16 && base_element < kFp32Bytes;
+    if (whole_unit_upcast) {
+      s.weights += max(Count(0), mixed - p.local_added) * (kFp32Bytes - base_element);
+      notes.push_back("accelerate's FSDP1 preparation casts each unit that trains to fp32 under mixed precision, and "
+                      "this method's units hold the frozen base too: the blocks' weights and gradients are fp32 "
+                      "(parallel.fsdp_version 2 casts only the trained parameters).");
+    }
+    s.gradients += mixed * (whole_unit_upcast ? kFp32Bytes : base_element);
+  }
+  if (upcast && (!p.local_copies.is_zero() || impl.lora_adapter_dtype != LoraAdapterDtype::kFp32)) {
+    notes.push_back(std::string("accelerate's FSDP preparation casts the trained parameters to fp32 under mixed "
+                                "precision: ") +
+                    (p.local_copies.is_zero() ? "the adapters'" : "the modules_to_save copies'") +
+                    " weights, gradients and optimizer states are fp32.");
   }
   // MeZO updates the weights in place: no optimizer keeps a master copy.
   s.master = forward_only(c.training) ? Bytes{0} : p.local_trainable * r.master;

@@ -448,7 +448,7 @@ const StaticBytes& Planner::statics_of(const Layout& l) const {
     const Config& c = scratch(l);
     const Placement place = placement(c, params_, base_count_);
     std::vector<std::string> notes;
-    st = statics_.emplace(sk, static_bytes(c, params_, place, recipe_for(l.precision), notes)).first;
+    st = statics_.emplace(sk, static_bytes(c, params_, place, recipe_of(c), notes)).first;
   }
   return st->second;
 }

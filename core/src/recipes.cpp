@@ -100,8 +100,25 @@ constexpr bool rows_in_enum_order() {
 }
 static_assert(rows_in_enum_order(), "kRecipes rows must follow the Precision enum");
 
+// bf16_autocast's weights, gradients and states after accelerate's FSDP preparation has cast them
+// to fp32 (recipe_trained_in_fp32): what bf16_fsdp stores, with autocast on.
+constexpr PrecisionRecipe kBf16AutocastUpcast = {
+    .id = Precision::kBf16Autocast,
+    .name = "bf16_autocast",
+    .description = "bf16 weights loaded, cast to fp32 by accelerate's FSDP preparation (mixed precision on): fp32 "
+                   "weights, gradients and optimizer states kept sharded, gathered in bf16, under torch.autocast",
+    .weights = kFp32Bytes, .master = kNone, .gradients = kFp32Bytes, .optimizer_state = kFp32Bytes,
+    .compute = kHalfBytes, .stream = kHalfBytes, .autocast_copy = kNone, .gathered = kHalfBytes,
+    .frozen_base = kHalfBytes, .autocast = true};
+
 }  // namespace
 
 const PrecisionRecipe& recipe_for(Precision precision) { return kRecipes[static_cast<std::size_t>(precision)]; }
+
+const PrecisionRecipe& recipe_trained_in_fp32(Precision precision) {
+  // The other recipes accelerate's mixed precision runs under (fp16_mixed, bf16_mixed, bf16_fsdp)
+  // already keep fp32 weights.
+  return precision == Precision::kBf16Autocast ? kBf16AutocastUpcast : recipe_for(precision);
+}
 
 }  // namespace memfit

@@ -665,14 +665,15 @@ TEST(Sharding, AccelerateFsdp2GivesTheEmbeddingAndTheTailUnitsOfTheirOwn) {
 // Llama-3-8B, bf16_fsdp (fp32 flat parameters), 8 GPUs: 32 blocks of 218,112,000 parameters.
 TEST(Sharding, Fsdp1UnitsMixWhereTheMethodsTensorsShareThem) {
   // FSDP1 with use_orig_params against FSDP2, which gives a frozen parameter no gradient.
-  const auto extra_gradients = [](const char* framework, const char* method) {
+  const auto text = [](const char* framework, const char* method, const char* version, const char* extra) {
+    return std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") + framework +
+           R"(","precision":"bf16_fsdp",)" + extra + R"("finetune":{"method":")" + method +
+           R"("}},"parallel":{"num_gpus":8,"zero_stage":3,"fsdp_use_orig_params":true,"fsdp_version":")" + version +
+           "\"}}";
+  };
+  const auto extra_gradients = [&text](const char* framework, const char* method, const char* extra = "") {
     const auto run = [&](const char* version) {
-      const Estimate e = estimate(parse_config_text(
-          std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") + framework +
-          R"(","precision":"bf16_fsdp","finetune":{"method":")" + method +
-          R"("}},"parallel":{"num_gpus":8,"zero_stage":3,"fsdp_use_orig_params":true,"fsdp_version":")" + version +
-          "\"}}")
-                                      .config);
+      const Estimate e = estimate(parse_config_text(text(framework, method, version, extra)).config);
       EXPECT_TRUE(e.ok()) << framework << " " << method;
       return e.breakdown.gradients.value();
     };
@@ -680,12 +681,68 @@ TEST(Sharding, Fsdp1UnitsMixWhereTheMethodsTensorsShareThem) {
   };
   const std::int64_t blocks = std::int64_t{32} * 218'112'000 / 8 * 4;
   EXPECT_EQ(extra_gradients("hf", "lora"), 0);
-  // (in the frozen base's bf16: accelerate's upcast of a flat parameter that requires a gradient to
-  // fp32 under mixed precision is not modelled)
-  EXPECT_EQ(extra_gradients("hf", "ia3"), blocks / 2);
+  // IA3's vectors stay in the blocks' units. FSDP1 cannot flatten PEFT's fp32 vectors with the bf16
+  // base (one dtype per flat parameter): refused, naming the field. With the vectors in bf16
+  // (autocast_adapter_dtype=False) accelerate casts each block's flat parameter, frozen weights and
+  // all, to fp32 under mixed precision, so the blocks' gradients are fp32 (measured on accelerate's
+  // own preparation: tools/frameworks/accelerate_upcast.py).
+  const ConfigParse refused = parse_config_text(text("hf", "ia3", "1", ""));
+  const Estimate e = estimate(refused.config);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.errors.front().field, "training.lora_adapter_dtype");
+  EXPECT_EQ(extra_gradients("hf", "ia3", R"("lora_adapter_dtype":"weights",)"), blocks);
   EXPECT_EQ(extra_gradients("litgpt", "lora"), blocks);
   EXPECT_EQ(extra_gradients("litgpt", "llama_adapter"), blocks);
   EXPECT_EQ(extra_gradients("litgpt", "llama_adapter_v2"), std::int64_t{8'030'261'248} / 8 * 4);
+}
+
+// accelerate's FSDP preparation keeps what trains in fp32 under mixed precision, whatever the model
+// was loaded in (accelerator.py prepare_model for FSDP1, fsdp_utils.py fsdp2_prepare_model for
+// FSDP2; measured on their own code: tools/frameworks/accelerate_upcast.py). A Llama-3-8B loaded in
+// bf16 and trained with the Trainer's bf16=True over 4 GPUs stores what bf16_fsdp stores; DDP, a run
+// without mixed precision, and stacks that do not prepare with accelerate keep bf16.
+TEST(Sharding, AccelerateFsdpKeepsWhatTrainsInFp32) {
+  const auto run = [](const char* framework, const char* precision, std::int64_t zero, const char* version,
+                      const char* finetune = R"({"method":"full"})") {
+    const Estimate e = estimate(parse_config_text(
+        std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":")") + framework +
+        R"(","precision":")" + precision + R"(","finetune":)" + finetune +
+        R"(},"parallel":{"num_gpus":4,"zero_stage":)" + std::to_string(zero) + R"(,"fsdp_version":")" + version +
+        "\"}}")
+                                    .config);
+    EXPECT_TRUE(e.ok()) << framework << " " << precision;
+    return e;
+  };
+  const std::int64_t params = 8'030'261'248;
+  for (const char* version : {"1", "2"}) {
+    const Estimate upcast = run("hf", "bf16_autocast", 3, version);
+    EXPECT_EQ(upcast.breakdown.parameters.value(), params / 4 * 4) << version;
+    EXPECT_EQ(upcast.breakdown.gradients.value(), params / 4 * 4) << version;
+    EXPECT_EQ(upcast.breakdown.optimizer_states.value(), params / 4 * 8) << version;
+    const Estimate fsdp_mixed = run("hf", "bf16_fsdp", 3, version);
+    EXPECT_EQ(upcast.breakdown.parameters, fsdp_mixed.breakdown.parameters);
+    EXPECT_EQ(upcast.breakdown.optimizer_states, fsdp_mixed.breakdown.optimizer_states);
+    // Without mixed precision (pure bf16: no bf16 flag) nothing is cast.
+    EXPECT_EQ(run("hf", "bf16", 3, version).breakdown.parameters.value(), params / 4 * 2) << version;
+  }
+  EXPECT_EQ(run("hf", "bf16_autocast", 0, "auto").breakdown.parameters.value(), params * 2);
+  EXPECT_EQ(run("torchtune", "bf16_autocast", 3, "auto").breakdown.parameters.value(), params / 4 * 2);
+  // A LoRA's modules_to_save copy of the head (128,256 x 4,096) trains: fp32 under the upcast, bf16
+  // (the base's dtype) without it. PEFT's own adapters are fp32 either way.
+  const char* lora = R"({"method":"lora"})";
+  const char* copy = R"({"method":"lora","modules_to_save":["head"]})";
+  const std::int64_t head = std::int64_t{128'256} * 4'096 / 4;
+  const auto grows = [&](const char* precision, auto part) {
+    return part(run("hf", precision, 3, "2", copy)).value() - part(run("hf", precision, 3, "2", lora)).value();
+  };
+  const auto weights = [](const Estimate& e) { return e.breakdown.parameters; };
+  const auto gradients = [](const Estimate& e) { return e.breakdown.gradients; };
+  const auto states = [](const Estimate& e) { return e.breakdown.optimizer_states; };
+  EXPECT_EQ(grows("bf16_autocast", weights), head * 4);
+  EXPECT_EQ(grows("bf16_autocast", gradients), head * 4);
+  EXPECT_EQ(grows("bf16_autocast", states), head * 8);
+  EXPECT_EQ(grows("bf16", weights), head * 2);
+  EXPECT_EQ(grows("bf16", states), head * 4);
 }
 
 // bitsandbytes packs 4-bit codes into bnb_4bit_quant_storage. accelerate's FSDP2 leaves uint8

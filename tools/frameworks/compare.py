@@ -290,6 +290,52 @@ def check_fsdp1_units(binary, path):
     return problems
 
 
+def check_accelerate_upcast(binary, path):
+    """accelerate's FSDP preparation under mixed precision (out/accelerate_upcast.json,
+    accelerate_upcast.py: Accelerator.prepare_model for FSDP1 and fsdp2_prepare_model for FSDP2 on two
+    gloo ranks, a tiny Llama loaded in bf16, mixed_precision bf16): a full fine-tune and LoRA's
+    modules_to_save copy are held in fp32, IA3's blocks in fp32 whole under FSDP1 when its vectors
+    are bf16, and FSDP1 refuses IA3's fp32 vectors beside the bf16 base. memfit's breakdown.parameters
+    (ZeRO-3 over 2 GPUs, bf16_autocast) against rank 0's parameter bytes, within TOLERANCE; where the
+    preparation raised, memfit must refuse the configuration."""
+    m = load_measurement(path)
+    if m is None:
+        return []
+    model = m["model"]
+    targets = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "down_proj": "down"}
+    def finetune(case):
+        if case["method"] == "full":
+            return {"method": "full"}
+        if case["method"] == "lora_mts":
+            return {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0, "modules_to_save": ["head"],
+                    "lora_targets": [targets[t] for t in m["lora_targets"]]}
+        return {"method": "ia3", "lora_targets": [targets[t] for t in m["ia3_targets"]]}
+    def config(case):
+        training = {"framework": "hf", "precision": "bf16_autocast", "micro_batch_size": 2, "seq_len": 16,
+                    "checkpointing": "none", "dropout": 0, "finetune": finetune(case)}
+        if case["method"] == "ia3_weights":
+            training["lora_adapter_dtype"] = "weights"
+        return {"model": tiny_llama(model), "training": training,
+                "parallel": {"num_gpus": m["world_size"], "zero_stage": 3, "fsdp_version": str(case["fsdp_version"]),
+                             **({"fsdp_use_orig_params": True} if case["fsdp_version"] == 1 else {})}}
+    label = lambda c: f"FSDP{c['fsdp_version']} {c['method']}"
+    prepared = [c for c in m["cases"] if "error" not in c]
+    problems, worst = ratio_check(binary, prepared, config, label, lambda r: r["breakdown"]["parameters"],
+                                  lambda c: sum(c["rank0_bytes"].values()), "accelerate upcast")
+    refused = [c for c in m["cases"] if "error" in c]
+    lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(config(c)) + "\n" for c in refused),
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    for case, line in zip(refused, lines):
+        r = json.loads(line)
+        if r.get("ok"):
+            problems.append(f"accelerate upcast {label(case)}: accelerate raised ({case['error']}) but memfit "
+                            "accepted the configuration")
+    print(f"\naccelerate's FSDP upcast under mixed precision (accelerate {m['versions']['accelerate']}, peft "
+          f"{m['versions']['peft']}): {len(prepared)} cases, rank 0's parameters, worst memfit/measured off by "
+          f"{worst:.2%}; {len(refused)} refused by FSDP1 and by memfit")
+    return problems
+
+
 def check_fsdp2_4bit(binary, path):
     """accelerate's FSDP2 over a bitsandbytes 4-bit base (out/fsdp2_4bit.json, fsdp2_4bit.py: its real
     fsdp2_prepare_model on two gloo ranks, a tiny Llama loaded in nf4, PEFT LoRA): what rank 0 holds,
@@ -553,6 +599,7 @@ def main():
     loss_failures += check_trl_loss(args.memfit, os.path.join(HERE, "out", "trl_loss.json"))
     loss_failures += check_fsdp1_units(args.memfit, os.path.join(HERE, "out", "fsdp1_units.json"))
     loss_failures += check_fsdp2_4bit(args.memfit, os.path.join(HERE, "out", "fsdp2_4bit.json"))
+    loss_failures += check_accelerate_upcast(args.memfit, os.path.join(HERE, "out", "accelerate_upcast.json"))
     for text in loss_failures:
         print(f"outside {TOLERANCE:.0%}: {text}")
     if args.check and (unexplained or failures or loss_failures):

@@ -333,7 +333,7 @@ export const FIELDS = {
   'training.finetune.prepare_kbit': ['Prepare for k-bit training', null],
   'training.kv_saved': ['Keys and values saved as', null],
   'training.lora_base_dtype': ['LoRA base dtype', null],
-  'training.lora_adapter_dtype': ['LoRA adapter dtype', null],
+  'training.lora_adapter_dtype': ['Adapter dtype', null],
   'parallel.fsdp_use_orig_params': ['FSDP use_orig_params', null],
   'parallel.fsdp_version': ['FSDP version', null],
   'training.framework': ['Framework', null],

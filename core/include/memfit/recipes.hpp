@@ -25,5 +25,8 @@ struct PrecisionRecipe {
 };
 
 const PrecisionRecipe& recipe_for(Precision precision);
+// The recipe with its trained 16-bit weights, gradients and states held in fp32 instead, as
+// accelerate's FSDP preparation leaves them under mixed precision (recipe_of, finetune.hpp).
+const PrecisionRecipe& recipe_trained_in_fp32(Precision precision);
 
 }  // namespace memfit
