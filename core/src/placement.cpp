@@ -305,6 +305,10 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   s.weights = peft ? p.as_nominal(local_frozen_base_bytes(p, params, c, base_element)) +
                          (p.local_added - p.local_copies) * adapter_element + p.local_copies * copy_element
                    : p.local_params * r.weights;
+  // Under accelerate's upcast (recipe_of) only what trains is cast: layers a partial fine-tune
+  // freezes keep the dtype they were loaded in.
+  const Bytes loaded = recipe_for(c.training.precision).weights;
+  if (!peft && loaded < r.weights) s.weights = p.local_trainable * r.weights + (p.local_params - p.local_trainable) * loaded;
   if (!peft && c.training.weight_quant == WeightQuant::kInt8) s.weights = int8_trained_weight_bytes(c, params, p, r);
   const Bytes gradient_element = stored_gradient_bytes(c, r);
   s.gradients = stores_gradients(c.training)

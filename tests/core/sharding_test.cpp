@@ -725,6 +725,10 @@ TEST(Sharding, AccelerateFsdpKeepsWhatTrainsInFp32) {
     // Without mixed precision (pure bf16: no bf16 flag) nothing is cast.
     EXPECT_EQ(run("hf", "bf16", 3, version).breakdown.parameters.value(), params / 4 * 2) << version;
   }
+  // A partial fine-tune: only the four trained blocks (872,448,000 parameters) are cast.
+  const std::int64_t trained = 872'448'000;
+  EXPECT_EQ(run("hf", "bf16_autocast", 3, "2", R"({"method":"full","trainable_layers":4})").breakdown.parameters.value(),
+            trained / 4 * 4 + (params - trained) / 4 * 2);
   EXPECT_EQ(run("hf", "bf16_autocast", 0, "auto").breakdown.parameters.value(), params * 2);
   EXPECT_EQ(run("torchtune", "bf16_autocast", 3, "auto").breakdown.parameters.value(), params / 4 * 2);
   // A LoRA's modules_to_save copy of the head (128,256 x 4,096) trains: fp32 under the upcast, bf16
