@@ -20,7 +20,7 @@ import { CHROMIUM, CHROMIUM_ARGS, ROOT, serveMemfitExample, startServer } from '
 
 const RUNS = Number(process.argv[2] ?? 7);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const LINK = '?v=1&preset=mistral-7b-v0.3&micro_batch_size=2&seq_len=4096';
+const LINK = '?v=2&preset=mistral-7b-v0.3&micro_batch_size=2&seq_len=4096';
 
 const server = await startServer(ROOT);  // the repository root: web/dist/ and examples/
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });

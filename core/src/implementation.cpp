@@ -243,6 +243,11 @@ bool runs_accelerate(Framework f) {
   return f == Framework::kHf || f == Framework::kTrl || f == Framework::kLiger || f == Framework::kUnsloth;
 }
 
+OptimizerImpl resolved_optimizer_impl(const Config& c) {
+  if (c.training.optimizer_impl != OptimizerImpl::kAuto) return c.training.optimizer_impl;
+  return c.training.implementation.framework == Framework::kLitgpt ? OptimizerImpl::kForeach : OptimizerImpl::kFused;
+}
+
 bool runs_fsdp2(const Config& c) {
   const Framework f = c.training.implementation.framework;
   if (!runs_torch_data_parallel(f)) return false;

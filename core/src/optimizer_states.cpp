@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "finetune.hpp"
+#include "memfit/implementation.hpp"
 
 namespace memfit {
 
@@ -484,11 +485,12 @@ Bytes optimizer_step_temporary_bytes(const Config& c, const ParameterCount& para
       // tensor at a time. Fused, paged and 8-bit kernels update in place. Up to PyTorch 2.0 the
       // same function then wrote denom = torch._foreach_add(exp_avg_sq_sqrt, eps), a second
       // temporary alive with the first until addcdiv_ (2.1 made it _foreach_add_, in place).
-      switch (t.optimizer_impl) {
+      switch (resolved_optimizer_impl(c)) {
         case OptimizerImpl::kForeach: return sharded_trainable * r.optimizer_state;
         case OptimizerImpl::kForeachLegacy: return sharded_trainable * r.optimizer_state * 2;
         case OptimizerImpl::kForLoop: return largest_tensor * r.optimizer_state;
-        case OptimizerImpl::kFused: return Bytes{0};
+        case OptimizerImpl::kFused:
+        case OptimizerImpl::kAuto: return Bytes{0};
       }
       return Bytes{0};
     case Optimizer::kScheduleFreeAdamW:

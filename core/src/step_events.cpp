@@ -568,7 +568,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
     pr.gradients = split(st.accumulated_gradients, trainable);
   }
   // foreach keeps one temporary per tensor at once; the per-parameter loop one at a time.
-  if (multi_tensor(c.training.optimizer_impl)) pr.temporaries = split(temporaries, optimizer_tensors);
+  if (multi_tensor(resolved_optimizer_impl(c))) pr.temporaries = split(temporaries, optimizer_tensors);
   else pr.temporaries = {temporaries};
   pr.grads_persist = gradients_kept_between_steps(c.training);
   const Count layers = static_cast<std::int64_t>(pr.model.layers.size());

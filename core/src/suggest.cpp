@@ -100,7 +100,7 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
                    "same results; FSDP2 shards the quantised base across the GPUs instead of leaving it whole on each",
                    patch("training.finetune.quant_storage", Json::string("bf16")), 1});
   }
-  if (t.optimizer == Optimizer::kAdamW && multi_tensor(t.optimizer_impl)) {
+  if (t.optimizer == Optimizer::kAdamW && multi_tensor(resolved_optimizer_impl(c))) {
     out.push_back({"Fused AdamW (fused=True)", "same results; no step-sized temporary",
                    patch("training.optimizer_impl", Json::string("fused")), 1});
   }

@@ -18,14 +18,14 @@ const THEMES = ['light', 'dark'];
 
 const PAGES = [
   ['calculator', ''],
-  ['does-not-fit', '?v=1&preset=llama-3-8b&micro_batch_size=4&seq_len=4096&gpu=a100-80gb'],
-  ['input-error', '?v=1&preset=gpt2&seq_len=4096&micro_batch_size=0'],
-  ['tables', '?v=1&preset=seed-toy-70m&tables=breakdown,timeline,sweep,gpus&sweep=seq_len&units=GB'],
-  ['planner', '?v=1&planner=1&plan=1'],
+  ['does-not-fit', '?v=2&preset=llama-3-8b&micro_batch_size=4&seq_len=4096&gpu=a100-80gb'],
+  ['input-error', '?v=2&preset=gpt2&seq_len=4096&micro_batch_size=0'],
+  ['tables', '?v=2&preset=seed-toy-70m&tables=breakdown,timeline,sweep,gpus&sweep=seq_len&units=GB'],
+  ['planner', '?v=2&planner=1&plan=1'],
   ['accuracy', 'accuracy.html'],
   ['accuracy-report', 'accuracy-report.html'],
 ];
-if (existsSync(join(DIST, 'embed.html'))) PAGES.push(['embed', 'embed.html?v=1&preset=llama-3-8b']);
+if (existsSync(join(DIST, 'embed.html'))) PAGES.push(['embed', 'embed.html?v=2&preset=llama-3-8b']);
 
 describe('accessibility', { skip: missing || false, concurrency: false }, () => {
   let server;

@@ -47,7 +47,7 @@ describe('chart labels (pure)', () => {
 });
 // QLoRA with full checkpointing on an A100 40GB: micro-batches 1 and 2 fit within the measured band, larger ones do not.
 const CONFIG = { model: { preset: 'llama-3-8b' }, training: { checkpointing: 'full', finetune: { method: 'lora', base_bits: 4 } }, hardware: { gpu: 'a100-40gb' } };
-const LINK = '?v=1&preset=llama-3-8b&checkpointing=full&method=lora&base_bits=4&gpu=a100-40gb';
+const LINK = '?v=2&preset=llama-3-8b&checkpointing=full&method=lora&base_bits=4&gpu=a100-40gb';
 
 describe('charts', { skip: missing || false, concurrency: false }, () => {
   let server;
@@ -112,7 +112,7 @@ describe('charts', { skip: missing || false, concurrency: false }, () => {
 
   test('the timeline\'s labels stay apart when the peak sits by nvidia-smi\'s line, on a phone and a desktop', async () => {
     // Llama 3.2 1B: nvidia-smi's line runs just over the peak; Llama 3 8B: the peak is above the card.
-    for (const [link, config] of [['?v=1&preset=llama-3.2-1b', { model: { preset: 'llama-3.2-1b' } }], ['?v=1', {}]]) {
+    for (const [link, config] of [['?v=2&preset=llama-3.2-1b', { model: { preset: 'llama-3.2-1b' } }], ['?v=2', {}]]) {
       for (const width of [390, 1280]) {
         const p = await open(link, { width, height: 900 });
         await waitForAnswer(p, core.estimate(config));
@@ -182,7 +182,7 @@ describe('charts', { skip: missing || false, concurrency: false }, () => {
   });
 
   for (const [name, link, config] of [['fits', LINK, CONFIG],
-    ['does-not-fit', '?v=1&preset=llama-3-8b&micro_batch_size=4&seq_len=4096&gpu=a100-80gb', { model: { preset: 'llama-3-8b' }, training: { micro_batch_size: 4, seq_len: 4096 }, hardware: { gpu: 'a100-80gb' } }]]) {
+    ['does-not-fit', '?v=2&preset=llama-3-8b&micro_batch_size=4&seq_len=4096&gpu=a100-80gb', { model: { preset: 'llama-3-8b' }, training: { micro_batch_size: 4, seq_len: 4096 }, hardware: { gpu: 'a100-80gb' } }]]) {
   test(`print: a one-page summary (the answer, the breakdown, the GPUs; no form): ${name}`, async () => {
     const p = await open(link);
     await waitForAnswer(p, core.estimate(config));

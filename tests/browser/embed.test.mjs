@@ -37,7 +37,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     const p = await context.newPage();
     // A host page on another origin with the snippet's listener.
     await p.goto(`${site.url}examples/plain-html/index.html`);
-    const src = `${server.url}embed.html?v=1&preset=gpt2&micro_batch_size=8&view=breakdown&theme=dark`;
+    const src = `${server.url}embed.html?v=2&preset=gpt2&micro_batch_size=8&view=breakdown&theme=dark`;
     await p.evaluate((url) => {
       window.heights = [];
       addEventListener('message', (e) => {
@@ -71,7 +71,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
       assert.equal(await a.getAttribute('target'), '_blank');
       assert.equal(await a.getAttribute('rel'), 'noopener');
     }
-    assert.equal(await frame.getByTestId('open-in-memfit').getAttribute('href'), `${server.url}?v=1&preset=gpt2&micro_batch_size=8`);
+    assert.equal(await frame.getByTestId('open-in-memfit').getAttribute('href'), `${server.url}?v=2&preset=gpt2&micro_batch_size=8`);
     await p.screenshot({ path: join(RESULTS_DIR, 'embed-iframe.png'), fullPage: true });
     await context.close();
   });
@@ -102,11 +102,11 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     const p = await browser.newPage();
     const warnings = [];
     p.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
-    await p.goto(`${server.url}embed.html?v=2&preset=gpt2&micro_batch_size=8&foo=1&view=bogus&theme=pink&units=xx`);
+    await p.goto(`${server.url}embed.html?v=9&preset=gpt2&micro_batch_size=8&foo=1&view=bogus&theme=pink&units=xx`);
     const expected = core.estimate({ model: { preset: 'gpt2' }, training: { micro_batch_size: 8 } });
     await p.locator(`[data-testid="peak-allocated"][data-bytes="${expected.peak_allocated_bytes}"]`).waitFor({ timeout: 15000 });
     const said = warnings.join('\n');
-    for (const part of [/unknown link parameter "foo"/, /link version 2 read as version 1/, /view must be card, breakdown, fit, full; got "bogus"/,
+    for (const part of [/unknown link parameter "foo"/, /link version 9 read as version 2/, /view must be card, breakdown, fit, full; got "bogus"/,
       /theme must be auto, light, dark; got "pink"/, /units must be GiB or GB; got "xx"/]) {
       assert.match(said, part);
     }
@@ -161,7 +161,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
       status: 200,
       headers: { 'content-type': 'text/html' },
       body: `<!doctype html><script type="module" src="https://memfit.example/memfit-estimate.js"></script>
-        <memfit-estimate id="m" link="?v=1&preset=gpt2&micro_batch_size=3&seq_len=512"><a href="#">Open this estimate in memfit</a></memfit-estimate>`,
+        <memfit-estimate id="m" link="?v=2&preset=gpt2&micro_batch_size=3&seq_len=512"><a href="#">Open this estimate in memfit</a></memfit-estimate>`,
     }));
     const q = await context.newPage();
     await q.goto('https://docs.example/page.html');
@@ -240,7 +240,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     const p = await context.newPage();
     // The page's own view (a chart shown as a table, the sweep) is left out of the snippets; the
     // unit choice stays.
-    await p.goto(`${server.url}?v=1&preset=gpt2&seq_len=512&method=lora&lora_targets=qkv,o&units=GB&tables=breakdown&sweep=seq_len`);
+    await p.goto(`${server.url}?v=2&preset=gpt2&seq_len=512&method=lora&lora_targets=qkv,o&units=GB&tables=breakdown&sweep=seq_len`);
     await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
     await p.getByTestId('embed-button').click();
     const dialog = p.getByTestId('embed-dialog');
@@ -250,7 +250,7 @@ describe('embedding memfit', { skip: missing || false, concurrency: false }, () 
     const src = new URL(iframe.match(/<iframe src="([^"]*)"/)[1].replace(/&amp;/g, '&'));
     assert.equal(`${src.origin}${src.pathname}`, `${server.url}embed.html`);
     assert.deepEqual([...src.searchParams].sort(),
-      [['lora_targets', 'qkv,o'], ['method', 'lora'], ['preset', 'gpt2'], ['seq_len', '512'], ['units', 'GB'], ['v', '1']]);
+      [['lora_targets', 'qkv,o'], ['method', 'lora'], ['preset', 'gpt2'], ['seq_len', '512'], ['units', 'GB'], ['v', '2']]);
     // Written as the page writes its own link: a list's commas stay readable.
     assert.match(iframe, /lora_targets=qkv,o/);
     assert.match(iframe, /event\.source/);

@@ -37,7 +37,7 @@ describe('offline and from disk', { skip: missing || false, concurrency: false }
     }
     await p.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 15000 });
     await context.setOffline(true);
-    const link = '?v=1&preset=qwen2.5-7b&micro_batch_size=2';
+    const link = '?v=2&preset=qwen2.5-7b&micro_batch_size=2';
     await p.goto(`${server.url}${link}`);
     await waitForAnswer(p, core.estimate({ model: { preset: 'qwen2.5-7b' }, training: { micro_batch_size: 2 } }));
     await p.fill('#field-training-seq_len', '4096');
@@ -57,7 +57,7 @@ describe('offline and from disk', { skip: missing || false, concurrency: false }
     p.on('request', (r) => requests.push(r.url()));
     const errors = [];
     p.on('pageerror', (e) => errors.push(e.message));
-    await p.goto(`${pathToFileURL(join(DIST, 'memfit.html')).href}?v=1&preset=gpt2&micro_batch_size=4`);
+    await p.goto(`${pathToFileURL(join(DIST, 'memfit.html')).href}?v=2&preset=gpt2&micro_batch_size=4`);
     await waitForAnswer(p, core.estimate({ model: { preset: 'gpt2' }, training: { micro_batch_size: 4 } }));
     await p.fill('#field-training-micro_batch_size', '6');
     await waitForAnswer(p, core.estimate({ model: { preset: 'gpt2' }, training: { micro_batch_size: 6 } }));

@@ -108,7 +108,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await page.selectOption(id('training.checkpointing'), 'none');
 
     // The address bar follows once typing pauses (replaceState is debounced).
-    const search = '?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p';
+    const search = '?v=2&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p';
     await page.waitForFunction((s) => location.search === s, search, { timeout: 5000 });
     assert.equal(await page.getByTestId('copy-link').getAttribute('data-href'), `${server.url}${search}`);
   });
@@ -246,7 +246,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   });
 
   test('editing an architecture field makes the preset custom; a GPU row selects the GPU; units switch', async () => {
-    const p = await open('?v=1&preset=seed-toy-70m&precision=seed_14p');
+    const p = await open('?v=2&preset=seed-toy-70m&precision=seed_14p');
     await p.locator('.architecture > summary').click();
     await p.fill(id('model.num_hidden_layers'), '12');
     assert.equal(await p.locator('#preset-input').inputValue(), `custom (from ${TOY_NAME})`);
@@ -290,7 +290,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.close();
     // A value the core refuses stays editable where the field does not apply, so it can be put
     // right: an FSDP version left set when DeepSpeed's engine shards.
-    const refused = await open('?v=1&num_gpus=8&zero_stage=3&framework=deepspeed&fsdp_version=2', { quiet: true });
+    const refused = await open('?v=2&num_gpus=8&zero_stage=3&framework=deepspeed&fsdp_version=2', { quiet: true });
     const version = refused.locator('[data-field="parallel.fsdp_version"]');
     await version.locator('.field-error').waitFor({ timeout: 10000 });
     assert.match(await version.locator('.field-hint').textContent(), /does not apply when framework is deepspeed/);
@@ -301,35 +301,35 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   });
 
   test('the run line names the method: a PEFT method by name, a full fine-tune of some blocks by count', async () => {
-    const some = await open('?v=1&preset=llama-2-7b&trainable_layers=4');
+    const some = await open('?v=2&preset=llama-2-7b&trainable_layers=4');
     assert.match(await some.getByTestId('run-line').textContent(), /full fine-tune of 4 of 32 blocks/);
     await some.close();
-    const prefix = await open('?v=1&preset=llama-2-7b&method=prefix_tuning');
+    const prefix = await open('?v=2&preset=llama-2-7b&method=prefix_tuning');
     const line = await prefix.getByTestId('run-line').textContent();
     assert.doesNotMatch(line, /full fine-tune/);
     assert.match(line, /prefix/i);
     await prefix.close();
     // The framework, when it is not transformers (the default), is named too.
-    const litgpt = await open('?v=1&preset=llama-2-7b&framework=litgpt');
+    const litgpt = await open('?v=2&preset=llama-2-7b&framework=litgpt');
     assert.match(await litgpt.getByTestId('run-line').textContent(), /Llama 2 7B · LitGPT · micro-batch/);
     await litgpt.close();
     assert.doesNotMatch(line, /Hugging Face/);
   });
 
   test('the run line names the layout over the GPUs: ZeRO, the parallel degrees, offload', async () => {
-    const p = await open('?v=1&preset=mixtral-8x7b&num_gpus=16&zero_stage=3&tensor=2&expert=8&offload_optimizer=true');
+    const p = await open('?v=2&preset=mixtral-8x7b&num_gpus=16&zero_stage=3&tensor=2&expert=8&offload_optimizer=true');
     assert.match(await p.getByTestId('run-line').textContent(), / · 16 GPUs, ZeRO-3, TP 2, EP 8, states offloaded$/);
     await p.close();
-    const one = await open('?v=1&preset=llama-2-7b');
+    const one = await open('?v=2&preset=llama-2-7b');
     assert.match(await one.getByTestId('run-line').textContent(), / · 1 GPU$/);
     await one.close();
-    const offloaded = await open('?v=1&preset=llama-2-7b&zero_stage=3&offload_optimizer=true&offload_params=true');
+    const offloaded = await open('?v=2&preset=llama-2-7b&zero_stage=3&offload_optimizer=true&offload_params=true');
     assert.match(await offloaded.getByTestId('run-line').textContent(), / · 1 GPU, ZeRO-3, states and weights offloaded$/);
     await offloaded.close();
   });
 
   test('the "More settings" folds: closed, counting what is changed, opened by a refused value', async () => {
-    const p = await open('?v=1&preset=llama-2-7b&optimizer_impl=fused');
+    const p = await open('?v=2&preset=llama-2-7b&optimizer_impl=fused');
     const more = p.locator('section[aria-labelledby="section-training"] details.more');
     assert.equal(await more.getAttribute('open'), null);
     assert.match(await more.locator('summary').textContent(), /More settings\s*1 changed/);
@@ -339,7 +339,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.close();
     // A fold counts what opening it shows, and is left out when that is nothing (ZeRO-3 makes
     // the parallelism section's one plain-DDP knob irrelevant).
-    const z3 = await open('?v=1&num_gpus=8&zero_stage=3');
+    const z3 = await open('?v=2&num_gpus=8&zero_stage=3');
     assert.equal(await z3.locator('section[aria-labelledby="section-parallel"] details.more').count(), 0);
     for (const fold of await z3.locator('details.more').all()) {
       const said = Number((await fold.locator('summary .summary-note').textContent()).match(/^(\d+) fields?$/)[1]);
@@ -350,7 +350,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     }
     await z3.close();
     // A value the core refuses opens its fold, so the message by the field is in sight.
-    const bad = await open('?v=1&price_per_gpu_hour=-3', { quiet: true });
+    const bad = await open('?v=2&price_per_gpu_hour=-3', { quiet: true });
     const hardware = bad.locator('section[aria-labelledby="section-hardware"] details.more');
     await bad.waitForFunction(() => document.querySelector('section[aria-labelledby="section-hardware"] details.more')?.open, null, { timeout: 10000 });
     assert.equal(await bad.inputValue(id('hardware.price_per_gpu_hour')), '-3');
@@ -359,7 +359,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   });
 
   test('an idealised model from the source documents shows the count the estimate uses, and its shape\'s', async () => {
-    const p = await open('?v=1&preset=seed-llama-7b');
+    const p = await open('?v=2&preset=seed-llama-7b');
     const expected = core.estimate({ model: { preset: 'seed-llama-7b' } });
     assert.equal(expected.parameter_count, 7000000000);
     assert.match(await p.locator('#preset-detail').innerText(),
@@ -368,16 +368,16 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   });
 
   test('on a card without the recipe\'s number format the verdict says so, as the core\'s warning does', async () => {
-    const p = await open('?v=1&method=lora&gpu=v100-32gb');
+    const p = await open('?v=2&method=lora&gpu=v100-32gb');
     assert.equal((await p.getByTestId('verdict-lacks').innerText()).trim(), 'No bf16 tensor cores: PyTorch emulates it here, far slower');
     await p.close();
-    const runs = await open('?v=1&method=lora&gpu=a100-80gb');
+    const runs = await open('?v=2&method=lora&gpu=a100-80gb');
     assert.equal(await runs.getByTestId('verdict-lacks').count(), 0);
     await runs.close();
   });
 
   test('the precision recipe of a PEFT run states its frozen base apart, and names the recipe once', async () => {
-    const p = await open('?v=1&method=lora&base_bits=4');
+    const p = await open('?v=2&method=lora&base_bits=4');
     const recipe = (await p.getByTestId('recipe').innerText()).replace(/\s+/g, ' ');
     assert.match(recipe, /^BF16 mixed precision \(PyTorch AMP\): fp32 weights/);
     assert.match(recipe, /4 B \/ trainable parameter trained weights/);
@@ -386,18 +386,18 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   });
 
   test('with no answer, the page points at the fields it marked, or at the message when no field carries it', async () => {
-    const fields = await open('?v=1&zero_stage=7', { quiet: true });
+    const fields = await open('?v=2&zero_stage=7', { quiet: true });
     await fields.locator('.empty-results').filter({ hasText: 'fix the highlighted fields' }).waitFor({ timeout: 10000 });
     await fields.close();
     // Too large to count in bytes: the message names the fields to reduce; none is marked.
-    const whole = await open('?v=1&seq_len=100000000&micro_batch_size=1000000', { quiet: true });
+    const whole = await open('?v=2&seq_len=100000000&micro_batch_size=1000000', { quiet: true });
     await whole.locator('.empty-results').filter({ hasText: 'as the message above says' }).waitFor({ timeout: 10000 });
     assert.equal(await whole.locator('.field-error').count(), 0);
     await whole.close();
   });
 
   test('a greyed answer keeps its own model in the run line when the model changes under an invalid field', async () => {
-    const p = await open('?v=1&preset=llama-2-7b', { quiet: true });
+    const p = await open('?v=2&preset=llama-2-7b', { quiet: true });
     const before = await p.getByTestId('peak-allocated').getAttribute('data-bytes');
     await p.fill(id('training.micro_batch_size'), 'abc');
     await p.locator('.answer[data-stale="true"]').waitFor({ timeout: 10000 });
@@ -417,7 +417,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   });
 
   test('a link with names memfit does not know says so on the page, and the rest of it is used', async () => {
-    const p = await open('?v=1&preset=llama-2-7b&seq_len=1024&foo=1&seqlen=4&units=MB', { quiet: true });
+    const p = await open('?v=2&preset=llama-2-7b&seq_len=1024&foo=1&seqlen=4&units=MB', { quiet: true });
     const notes = p.getByTestId('link-notes');
     const text = await notes.textContent();
     assert.match(text, /^Part of this link could not be used as written: settings memfit does not know, left out: "foo", "seqlen"; units must be GiB or GB; got "MB"\./);
@@ -428,10 +428,10 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.equal(await p.evaluate(() => document.activeElement?.id), 'results');
     await p.close();
     // Bounded: the first five unknown names, then a count.
-    const many = await open('?v=1&a=1&b=1&c=1&d=1&e=1&f=1&g=1', { quiet: true });
+    const many = await open('?v=2&a=1&b=1&c=1&d=1&e=1&f=1&g=1', { quiet: true });
     assert.match(await many.getByTestId('link-notes').textContent(), /"a", "b", "c", "d", "e" and 2 more\./);
     await many.close();
-    const clean = await open('?v=1&preset=llama-2-7b');
+    const clean = await open('?v=2&preset=llama-2-7b');
     assert.equal(await clean.getByTestId('link-notes').count(), 0);
     await clean.close();
   });
@@ -453,7 +453,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     const warnings = [];
     const p = await browser.newPage();
     p.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
-    await p.goto(`${server.url}?v=1&preset=seed-gpt2-small&seq_len=-3&colour=red&lora_targets=q,zz`);
+    await p.goto(`${server.url}?v=2&preset=seed-gpt2-small&seq_len=-3&colour=red&lora_targets=q,zz`);
     await p.waitForSelector('html[data-ready="true"]');
     assert.ok(warnings.some((w) => w.includes('colour')), warnings.join('\n'));
     assert.equal(await p.inputValue(id('training.seq_len')), '-3');
@@ -465,7 +465,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
 
   test('nothing from a link is inserted as HTML', async () => {
     const p = await browser.newPage();
-    await p.goto(`${server.url}?v=1&model_type=${encodeURIComponent('<img src=x onerror=window.pwned=1>')}&gpu=${encodeURIComponent('<b>x</b>')}`);
+    await p.goto(`${server.url}?v=2&model_type=${encodeURIComponent('<img src=x onerror=window.pwned=1>')}&gpu=${encodeURIComponent('<b>x</b>')}`);
     await p.waitForSelector('html[data-ready="true"]');
     assert.equal(await p.evaluate(() => window.pwned), undefined);
     assert.equal(await p.locator('img').count(), 0);
@@ -476,7 +476,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
   test('a tight run says whether its estimate or only the band of published runs is over the budget', async () => {
     // Llama 3 8B on 8 H100s under FSDP: the estimate is within the 85 % budget, the top of the band
     // where published runs like it landed is not.
-    const search = '?v=1&preset=llama-3-8b&framework=torchtitan&loss=compiled_ce&compile=yes&num_gpus=8&zero_stage=3' +
+    const search = '?v=2&preset=llama-3-8b&framework=torchtitan&loss=compiled_ce&compile=yes&num_gpus=8&zero_stage=3' +
       '&precision=bf16_fsdp&seq_len=8192';
     const config = { model: { preset: 'llama-3-8b' }, training: { framework: 'torchtitan', loss: 'compiled_ce', compile: 'yes',
       precision: 'bf16_fsdp', seq_len: 8192 }, parallel: { num_gpus: 8, zero_stage: 3 } };
@@ -493,13 +493,13 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
 
   test('6. screenshots for the record (test-results/)', async () => {
     mkdirSync(RESULTS_DIR, { recursive: true });
-    const wide = await open('?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
+    const wide = await open('?v=2&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
     await wide.screenshot({ path: join(RESULTS_DIR, 'page.png') });
     await wide.screenshot({ path: join(RESULTS_DIR, 'page-full.png'), fullPage: true });
     const wideEditLink = await wide.getByTestId('run-edit').isVisible();
     await wide.close();
     const narrow = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
-    await narrow.goto(`${server.url}?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p`);
+    await narrow.goto(`${server.url}?v=2&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p`);
     await narrow.waitForSelector('html[data-ready="true"]');
     await narrow.screenshot({ path: join(RESULTS_DIR, 'page-narrow.png'), fullPage: true });
     // QA pass 3: on a phone the form comes after the whole answer; the run's summary links to it

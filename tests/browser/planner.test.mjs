@@ -26,7 +26,7 @@ if (missing) console.warn(`browser tests skipped: ${missing}`);
 // model fits.
 const TOO_BIG = { model: { preset: 'llama-3-8b' } };
 const FITS = { model: { preset: 'seed-toy-70m' } };
-const FITS_LINK = '?v=1&preset=seed-toy-70m';
+const FITS_LINK = '?v=2&preset=seed-toy-70m';
 // The planner's default options, as the page sends them (view.js DEFAULT_PLANNER).
 const DEFAULT_OPTIONS = { top: 10, gpus_min: 1, gpus_max: 64 };
 
@@ -212,7 +212,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
     // exceed the card, and data parallelism does not divide them.
     const config = { model: { preset: 'qwen2.5-7b' }, training: { micro_batch_size: 4, seq_len: 4096, finetune: { method: 'lora' } },
       hardware: { gpu: 'rtx-4090-24gb' } };
-    const p = await open('?v=1&preset=qwen2.5-7b&method=lora&seq_len=4096&micro_batch_size=4&gpu=rtx-4090-24gb');
+    const p = await open('?v=2&preset=qwen2.5-7b&method=lora&seq_len=4096&micro_batch_size=4&gpu=rtx-4090-24gb');
     const { expected, text } = await assertSolve(p, config, 'min-gpus');
     assert.equal(expected.found, false);
     assert.equal(expected.binding, 'activations');
@@ -226,7 +226,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
     // whole (NCCL's buffers too) is near the budget; ZeRO-3 creeps under it at a few hundred GPUs.
     const config = { model: { preset: 'llama-3.1-8b' }, training: { micro_batch_size: 2, seq_len: 3744, checkpointing: 'full',
       finetune: { method: 'lora', lora_targets: ['q', 'v'] } }, hardware: { gpu: 'rtx-4090-24gb' } };
-    const p = await open('?v=1&preset=llama-3.1-8b&method=lora&lora_targets=q,v&seq_len=3744&micro_batch_size=2&checkpointing=full&gpu=rtx-4090-24gb');
+    const p = await open('?v=2&preset=llama-3.1-8b&method=lora&lora_targets=q,v&seq_len=3744&micro_batch_size=2&checkpointing=full&gpu=rtx-4090-24gb');
     const { expected, text } = await assertSolve(p, config, 'min-gpus');
     assert.equal(expected.found, true);
     assert.equal(expected.sharding_saturated, true);
@@ -240,7 +240,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
   test('when a layout rule (not memory) stops one GPU fewer, the headline says so', async () => {
     // Mixtral over 16 GPUs with TP 2 and EP 8: GPU counts step by 16, so 31 cannot be laid out.
     const config = { model: { preset: 'mixtral-8x7b' }, parallel: { num_gpus: 16, zero_stage: 3, tensor: 2, expert: 8 } };
-    const p = await open('?v=1&preset=mixtral-8x7b&num_gpus=16&zero_stage=3&tensor=2&expert=8');
+    const p = await open('?v=2&preset=mixtral-8x7b&num_gpus=16&zero_stage=3&tensor=2&expert=8');
     const { expected, text } = await assertSolve(p, config, 'min-gpus');
     assert.equal(expected.found, true);
     assert.match(expected.binding, /must divide/);
@@ -302,7 +302,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
   });
 
   test('bad input in the planner: the core\'s message by the field, no NaN, the page goes on', async () => {
-    const p = await open('?v=1&planner=1');
+    const p = await open('?v=2&planner=1');
     await p.getByTestId('plans').locator(':scope > li').first().waitFor({ timeout: 20000 });
     await p.fill('#planner-gpus_min', 'abc');
     const expected = planner.plan(TOO_BIG, { ...DEFAULT_OPTIONS, gpus_min: 'abc' });
@@ -329,7 +329,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
   });
 
   test('Apply puts a plan in the form: the estimate becomes the plan\'s; Undo restores it', async () => {
-    const p = await open('?v=1&planner=1&plan=2');
+    const p = await open('?v=2&planner=1&plan=2');
     const expected = await assertPlans(p, TOO_BIG, DEFAULT_OPTIONS);
     const plan = expected.plans[1];
     assert.equal(await p.locator('[data-plan="2"]').getAttribute('aria-current'), 'true');
@@ -357,7 +357,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
   test('exports: each engine\'s file and command are the core\'s; Copy copies, or says it could not', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 1400 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url.slice(0, -1) });
-    const p = await open('?v=1&planner=1&plan=1', { context });
+    const p = await open('?v=2&planner=1&plan=1', { context });
     const { plans: [plan] } = await assertPlans(p, TOO_BIG, DEFAULT_OPTIONS);
     const exports = planner.exports(plan.config);
     const tabs = p.getByTestId('exports').getByRole('tab');
@@ -396,7 +396,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
       navigator.clipboard.writeText = () => Promise.reject(new Error('denied'));
       document.execCommand = () => false;
     });
-    await refused.goto(`${server.url}?v=1&planner=1&plan=1`);
+    await refused.goto(`${server.url}?v=2&planner=1&plan=1`);
     const okEngine = ENGINE_WORDS.find(([id]) => exports[id].ok)[0];
     await refused.locator(`[role="tab"][data-engine="${okEngine}"]`).click();
     const which = exports[okEngine].text ? 'file' : 'command';
@@ -456,7 +456,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
       window.__hostile = 0;
     });
     const script = '<img src=x onerror="window.__hostile=1">';
-    await p.goto(`${server.url}?v=1&planner=1&plan=99x&plan_rank_by=%3Cscript%3E&plan_gpus_min=${encodeURIComponent(script.slice(0, 40))}&plan_train_tokens=${'9'.repeat(300)}`);
+    await p.goto(`${server.url}?v=2&planner=1&plan=99x&plan_rank_by=%3Cscript%3E&plan_gpus_min=${encodeURIComponent(script.slice(0, 40))}&plan_train_tokens=${'9'.repeat(300)}`);
     await p.waitForSelector('html[data-ready="true"]', { timeout: 15000 });
     await p.getByTestId('planner-status').filter({ hasText: /fix the highlighted values/ }).waitFor({ timeout: 20000 });
     assert.equal(await p.inputValue('#planner-gpus_min'), script.slice(0, 40));
@@ -495,7 +495,7 @@ describe('the headline\'s answer and the planner', { skip: missing || false, con
       ['planner-phone-light', { width: 390, height: 844 }, 'light'],
       ['planner-phone-dark', { width: 390, height: 844 }, 'dark'],
     ]) {
-      const p = await open('?v=1&planner=1&plan=1', { viewport, colorScheme });
+      const p = await open('?v=2&planner=1&plan=1', { viewport, colorScheme });
       await p.getByTestId('plans').locator(':scope > li').first().waitFor({ timeout: 20000 });
       await p.getByTestId('exports').locator('.tab-panel').waitFor();
       await waitForIdle(p);

@@ -110,7 +110,7 @@ describe('prerendered numbers', { skip: missing || false, concurrency: false }, 
       await held;
       await route.continue();
     });
-    await p.goto(`${server.url}?v=1&preset=gpt2&micro_batch_size=2`);
+    await p.goto(`${server.url}?v=2&preset=gpt2&micro_batch_size=2`);
     assert.equal(await p.locator('html.from-link').count(), 1);
     assert.equal(await p.getByTestId('peak-allocated').isVisible(), false);
     release();

@@ -130,7 +130,7 @@ describe('the preset picker in the page', { skip: missing || false, concurrency:
 
   test('a learned position table is said before it bites; past it, both fixes are offered and work', async () => {
     const p = await browser.newPage();
-    await p.goto(`${server.url}?v=1&preset=seed-llama-70b&seq_len=1024`);
+    await p.goto(`${server.url}?v=2&preset=seed-llama-70b&seq_len=1024`);
     await p.waitForSelector('html[data-ready="true"]');
     assert.match(await p.getByTestId('preset-limit').textContent(), /up to 2,048 tokens/);
     await p.fill('#field-training-seq_len', '4096');

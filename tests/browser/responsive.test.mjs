@@ -108,7 +108,7 @@ describe('a responsive page', { skip: missing || false, concurrency: false }, ()
   });
 
   test('seq_len=1e3 in a link and in a field is 1000, as on the command line', async () => {
-    const p = await open('?v=1&preset=gpt2&seq_len=1e3');
+    const p = await open('?v=2&preset=gpt2&seq_len=1e3');
     assert.equal(await p.inputValue(id('training.seq_len')), '1e3');
     await shows(p, { model: { preset: 'gpt2' }, training: { seq_len: 1000 } });
     assert.equal(await p.locator('[data-field="training.seq_len"] .field-error').count(), 0);
@@ -124,7 +124,7 @@ describe('a responsive page', { skip: missing || false, concurrency: false }, ()
   });
 
   test('a problem with the configuration as a whole is named once, in words', async () => {
-    const p = await open('?v=1&hidden_size=1000000&num_hidden_layers=100000&intermediate_size=4000000', { numbers: false });
+    const p = await open('?v=2&hidden_size=1000000&num_hidden_layers=100000&intermediate_size=4000000', { numbers: false });
     const answer = core.estimate({ model: { preset: 'llama-3-8b', hidden_size: 1000000, num_hidden_layers: 100000, intermediate_size: 4000000 } });
     assert.equal(answer.errors[0].field, '(configuration)');
     const banner = (await p.getByTestId('error-banner').textContent()).replace(/\s+/g, ' ');

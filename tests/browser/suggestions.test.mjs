@@ -15,8 +15,8 @@ if (missing) console.warn(`browser tests skipped: ${missing}`);
 
 // A run that does not fit: Llama 3 8B, full fine-tune, micro-batch 4 × 4096 tokens on an A100 80GB.
 const TOO_BIG = { model: { preset: 'llama-3-8b' }, training: { micro_batch_size: 4, seq_len: 4096 }, hardware: { gpu: 'a100-80gb' } };
-const TOO_BIG_LINK = '?v=1&preset=llama-3-8b&micro_batch_size=4&seq_len=4096&gpu=a100-80gb';
-const FITS_LINK = '?v=1&preset=seed-toy-70m';
+const TOO_BIG_LINK = '?v=2&preset=llama-3-8b&micro_batch_size=4&seq_len=4096&gpu=a100-80gb';
+const FITS_LINK = '?v=2&preset=seed-toy-70m';
 const id = (path) => `#field-${path.replace(/\./g, '-')}`;
 
 // The configuration with a suggestion's patch laid over it, object by object (the expected

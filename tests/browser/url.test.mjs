@@ -24,7 +24,7 @@ const TOY = { preset: 'seed-toy-70m', model_type: 'seed_gpt', hidden_size: 512, 
 describe('url.js', () => {
   test('the defaults give just the version', () => {
     assert.equal(encode(DEFAULTS, DEFAULTS, DEFAULTS.model), `v=${URL_VERSION}`);
-    assert.equal(encode({ model: { preset: 'llama-3-8b' } }, DEFAULTS, DEFAULTS.model), 'v=1');
+    assert.equal(encode({ model: { preset: 'llama-3-8b' } }, DEFAULTS, DEFAULTS.model), 'v=2');
   });
 
   test('only fields that differ from the defaults (after the preset) are written, in order', () => {
@@ -32,12 +32,12 @@ describe('url.js', () => {
       model: { preset: 'seed-toy-70m', hidden_size: 512 },  // the preset's own value: omitted
       training: { micro_batch_size: 4, seq_len: 512, precision: 'seed_14p', dropout: 0 },
     };
-    assert.equal(encode(config, DEFAULTS, TOY), 'v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
+    assert.equal(encode(config, DEFAULTS, TOY), 'v=2&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
   });
 
   test('a model field edited away from the preset is written', () => {
     const q = encode({ model: { preset: 'seed-toy-70m', num_hidden_layers: 12 } }, DEFAULTS, TOY);
-    assert.equal(q, 'v=1&preset=seed-toy-70m&num_hidden_layers=12');
+    assert.equal(q, 'v=2&preset=seed-toy-70m&num_hidden_layers=12');
   });
 
   test('round trip: values, lists, booleans, text typed badly', () => {
@@ -49,7 +49,7 @@ describe('url.js', () => {
     const q = encode(config, DEFAULTS, TOY);
     assert.match(q, /lora_targets=q,v,gate/);  // lists stay readable
     const back = decode(`?${q}`, DEFAULTS);
-    assert.equal(back.version, 1);
+    assert.equal(back.version, URL_VERSION);
     assert.deepEqual(back.unknown, []);
     assert.deepEqual(back.values, {
       'model.preset': 'seed-toy-70m',
@@ -82,22 +82,35 @@ describe('url.js', () => {
   // (QA report, Dec 3: the link reopened an 8.03B import as 6.74B).
   test('a custom model writes every field it holds', () => {
     const model = { preset: '', hidden_size: DEFAULTS.model.hidden_size, num_hidden_layers: 30 };
-    assert.equal(encode({ model }, DEFAULTS, null), `v=1&preset=&hidden_size=${DEFAULTS.model.hidden_size}&num_hidden_layers=30`);
-    assert.equal(encode({ model }, DEFAULTS, DEFAULTS.model), 'v=1&preset=&num_hidden_layers=30');
+    assert.equal(encode({ model }, DEFAULTS, null), `v=2&preset=&hidden_size=${DEFAULTS.model.hidden_size}&num_hidden_layers=30`);
+    assert.equal(encode({ model }, DEFAULTS, DEFAULTS.model), 'v=2&preset=&num_hidden_layers=30');
   });
 
   test('an empty list round-trips', () => {
     const q = encode({ training: { finetune: { lora_targets: [] } } }, DEFAULTS, DEFAULTS.model);
-    assert.equal(q, 'v=1&lora_targets=');
+    assert.equal(q, 'v=2&lora_targets=');
     assert.deepEqual(decode(q, DEFAULTS).values['training.finetune.lora_targets'], []);
   });
 
   test('unknown parameters are reported, not applied; the version is read', () => {
-    const back = decode('v=1&micro_batch_size=2&colour=red&seq_len=64', DEFAULTS);
+    const back = decode('v=2&micro_batch_size=2&colour=red&seq_len=64', DEFAULTS);
     assert.deepEqual(back.unknown, ['colour']);
     assert.deepEqual(back.values, { 'training.micro_batch_size': '2', 'training.seq_len': '64' });
     assert.equal(decode('seq_len=8', DEFAULTS).version, null);
     assert.equal(decode('v=2', DEFAULTS).version, 2);
+  });
+
+  // Version 2 changed the optimizer step's default (auto, the framework's own step) from version
+  // 1's foreach: a version-1 link that leaves it out meant foreach and reopens with it; one that
+  // names it keeps its value; a version-2 link gets the current default.
+  test('a version-1 link keeps the optimizer step of its time', () => {
+    const defaults = { ...DEFAULTS, training: { ...DEFAULTS.training, optimizer_impl: 'auto' } };
+    assert.equal(URL_VERSION, 2);
+    assert.deepEqual(decode('v=1&seq_len=64', defaults).values,
+      { 'training.seq_len': '64', 'training.optimizer_impl': 'foreach' });
+    assert.deepEqual(decode('v=1&optimizer_impl=fused', defaults).values, { 'training.optimizer_impl': 'fused' });
+    assert.deepEqual(decode('v=2&seq_len=64', defaults).values, { 'training.seq_len': '64' });
+    assert.deepEqual(decode('seq_len=64', defaults).values, { 'training.seq_len': '64' });
   });
 
   test('the full dotted path is accepted as a parameter name', () => {
@@ -107,8 +120,8 @@ describe('url.js', () => {
   test('a value equal to the default but not to the resolved default is written', () => {
     // A learned-position model resolves seq_len to its longest (1024); typing 2048 must survive.
     const resolved = { ...DEFAULTS, training: { ...DEFAULTS.training, seq_len: 1024 } };
-    assert.equal(encode({ training: { seq_len: '2048' } }, DEFAULTS, DEFAULTS.model, resolved), 'v=1&seq_len=2048');
-    assert.equal(encode({ training: { seq_len: '512' } }, DEFAULTS, DEFAULTS.model, resolved), 'v=1&seq_len=512');
+    assert.equal(encode({ training: { seq_len: '2048' } }, DEFAULTS, DEFAULTS.model, resolved), 'v=2&seq_len=2048');
+    assert.equal(encode({ training: { seq_len: '512' } }, DEFAULTS, DEFAULTS.model, resolved), 'v=2&seq_len=512');
   });
 
   test('parameter names: last segment, full path on collision', () => {
@@ -269,7 +282,7 @@ describe('with the real schema (wasm core)', { skip: !existsSync(join(WASM_DIR, 
     const toy = core.presets().find((p) => p.id === 'seed-toy-70m').model;
     const config = { model: { preset: 'seed-toy-70m' }, training: { micro_batch_size: 4, seq_len: 512, precision: 'seed_14p' } };
     const q = encode(config, defaults, toy);
-    assert.equal(q, 'v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
+    assert.equal(q, 'v=2&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p');
     const fields = new Map(core.schema().map((f) => [f.field, f]));
     const rebuilt = {};
     for (const [path, text] of Object.entries(decode(q, defaults).values)) {

@@ -717,7 +717,9 @@ TEST(Estimate, AHighReserveSaysWhichRequestMadeIt) {
     }
     return std::string();
   };
-  Config c = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"seq_len":4096}})").config;
+  Config c =
+      parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"seq_len":4096,"optimizer_impl":"foreach"}})")
+          .config;
   const Estimate high = estimate(c);
   ASSERT_TRUE(high.fragmentation_simulated);
   ASSERT_GE(high.fragmentation, 0.10);

@@ -235,5 +235,29 @@ TEST(Optimizers, MultiTensorStepTemporaries) {
   EXPECT_EQ(step("foreach_legacy") - fused, params * 8);
 }
 
+// optimizer_impl auto is the framework's own step: transformers' Trainer defaults to
+// adamw_torch_fused on PyTorch >= 2.8, DeepSpeed, torchtune's configs, torchtitan, Megatron, nanoGPT
+// and llm.c step in place; LitGPT's fine-tuning scripts build torch.optim.AdamW with neither flag,
+// PyTorch's foreach. An explicit choice is kept under every framework.
+TEST(Optimizers, AutoIsTheFrameworksOwnStep) {
+  const auto step = [](const char* framework, const char* impl) {
+    const Estimate e = estimate(parse_config_text(std::string(R"({"model":{"preset":"llama-3.2-1b"},"training":{)"
+                                                              R"("precision":"fp32","seq_len":256,"framework":")") +
+                                                  framework + R"(","optimizer_impl":")" + impl + R"("}})")
+                                    .config);
+    EXPECT_TRUE(e.ok()) << framework << " " << impl;
+    for (const Phase& p : e.phases)
+      if (std::string(p.name) == "optimizer_step") return p.bytes.value();
+    ADD_FAILURE() << "no optimizer_step phase";
+    return std::int64_t{0};
+  };
+  for (const char* framework : {"hf", "trl", "deepspeed", "torchtune", "torchtitan", "nanogpt"}) {
+    EXPECT_EQ(step(framework, "auto"), step(framework, "fused")) << framework;
+    EXPECT_GT(step(framework, "foreach"), step(framework, "fused")) << framework;
+  }
+  EXPECT_EQ(step("litgpt", "auto"), step("litgpt", "foreach"));
+  EXPECT_EQ(parse_config_text("{}").config.training.optimizer_impl, OptimizerImpl::kAuto);
+}
+
 }  // namespace
 }  // namespace memfit

@@ -47,7 +47,7 @@ class Generator {
     t.grad_accum_steps = coin(0.7) ? 1 : 4;
     t.precision = static_cast<Precision>(index(9));
     t.optimizer = static_cast<Optimizer>(index(8));
-    t.optimizer_impl = static_cast<OptimizerImpl>(index(3));
+    t.optimizer_impl = static_cast<OptimizerImpl>(index(5));
     t.checkpointing = static_cast<Checkpointing>(index(4));
     const bool decoder_only = !c.model.is_encoder_decoder && c.model.normalize_before &&
                               c.model.attention_type != AttentionType::kDisentangled;

@@ -275,7 +275,8 @@ std::string refused_field(const char* json) {
 // `gpus`, as `framework` runs it; `parallel` adds members to the parallel section.
 Config fsdp_llama_2_7b(const std::string& framework, std::int64_t gpus, const std::string& parallel = "") {
   Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"framework":")" + framework +
-                               R"(","precision":"bf16_fsdp","seq_len":2048,"checkpointing":"full"},"parallel":{)" +
+                               R"(","precision":"bf16_fsdp","seq_len":2048,"checkpointing":"full",)"
+                               R"("optimizer_impl":"foreach"},"parallel":{)" +
                                parallel + "}}")
                  .config;
   c.parallel.zero_stage = 3;

@@ -86,11 +86,11 @@ TEST(StepReplay, VaryingLengthsAreBoundedByTheCard) {
 // One shape too: a 7B full fine-tune at micro-batch 8 x 4096 on an A100 80GB replays to 85 GiB
 // reserved without the card's bound, which no run can hold; with it the allocator frees its cache
 // and retries, and the device total is what fms-acceleration's nvidia-smi log shows (71.3 GiB,
-// refs/a100_80gb.csv @ 24bdadb, with 67.5 GiB allocated).
+// refs/a100_80gb.csv @ 24bdadb, with 67.5 GiB allocated; fms-hf-tuning's adamw_torch: the foreach step).
 TEST(StepReplay, OneShapeIsBoundedByTheCard) {
   const std::string run_on = R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"precision":"bf16",)"
                              R"("micro_batch_size":8,"seq_len":4096,"checkpointing":"full","attention":"flash",)"
-                             R"("loss_shift_copy":"yes"},"hardware":{"gpu":")";
+                             R"("loss_shift_copy":"yes","optimizer_impl":"foreach"},"hardware":{"gpu":")";
   const Estimate a100 = run(run_on + R"(a100-sxm4-80gb"}})");
   const Estimate h200 = run(run_on + R"(h200-141gb"}})");
   ASSERT_TRUE(a100.ok());
@@ -149,7 +149,8 @@ TEST(StepReplay, VaryingLengthsArePaddedToTheLongestSample) {
 TEST(StepReplay, FsdpOneKeepsGradientShardsOnItsPostBackwardStream) {
   const Estimate e = run(R"({"model":{"preset":"mistral-7b-v0.1"},"training":{"framework":"hf","precision":"bf16",)"
                          R"("micro_batch_size":4,"seq_len":4096,"checkpointing":"full","checkpoint_impl":"reentrant",)"
-                         R"("attention":"flash","loss_shift_copy":"yes"},"parallel":{"num_gpus":2,"zero_stage":3},)"
+                         R"("attention":"flash","loss_shift_copy":"yes","optimizer_impl":"foreach"},)"
+                         R"("parallel":{"num_gpus":2,"zero_stage":3},)"
                          R"("hardware":{"gpu":"a100-sxm4-80gb"}})");
   ASSERT_TRUE(e.ok());
   const double measured = 53587.0 / 1024;  // MiB, the CSV's mem_nvidia_mem_reserved

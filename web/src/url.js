@@ -1,6 +1,6 @@
 // The share link: the whole configuration as readable query parameters.
 //
-//   ?v=1&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p
+//   ?v=2&preset=seed-toy-70m&micro_batch_size=4&seq_len=512&precision=seed_14p
 //
 // `v` is the link format's version. Every other parameter is a configuration field named by the
 // last segment of its path (`training.seq_len` → `seq_len`); if two fields ever share a last
@@ -11,7 +11,16 @@
 //
 // Pure: no DOM, no wasm. Tested by tests/browser/url.test.mjs.
 
-export const URL_VERSION = 1;
+export const URL_VERSION = 2;
+
+// Fields whose default changed after links of a version were made: such a link that does not name
+// the field meant the default of its time, which decode() writes in. Version 2 (Dec 2026): the
+// optimizer step's default became `auto` (the framework's own: fused for the Trainer, DeepSpeed,
+// torchtune, torchtitan), where version 1 meant PyTorch's foreach step.
+const EARLIER_DEFAULTS = { 1: { 'training.optimizer_impl': 'foreach' } };
+
+// The versions a link may carry: this one and those whose defaults are known above.
+export const KNOWN_VERSIONS = new Set([URL_VERSION, ...Object.keys(EARLIER_DEFAULTS).map(Number)]);
 
 const PRESET_PATH = 'model.preset';
 
@@ -85,10 +94,11 @@ export function encode(config, defaults, presetModel, resolved) {
   return parts.join('&');
 }
 
-// search: "?v=1&seq_len=512" (the leading "?" is optional).
+// search: "?v=2&seq_len=512" (the leading "?" is optional).
 // defaults: the full default configuration (which fields exist, which are lists).
 // Returns { version, values: { path: text | [text] }, unknown: [parameter names] }.
-// `version` is null when the link has none. Values stay as typed; unknown names are reported.
+// `version` is null when the link has none. Values stay as typed; unknown names are reported. A
+// link of an earlier version gets the defaults of its time for the fields it leaves out.
 export function decode(search, defaults) {
   const { fields, names } = linkFields(defaults);
   const byName = new Map();
@@ -112,6 +122,9 @@ export function decode(search, defaults) {
       continue;
     }
     values[entry.path] = entry.list ? (text === '' ? [] : text.split(',')) : text;
+  }
+  for (const [path, value] of Object.entries(EARLIER_DEFAULTS[version] ?? {})) {
+    if (byName.has(path) && !(path in values)) values[path] = value;
   }
   return { version, values, unknown };
 }

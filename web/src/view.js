@@ -1,10 +1,10 @@
 // The page's view settings that travel in the share link next to the configuration: the unit
 // system, which charts are shown as tables, which field the "memory grows with" chart sweeps, and
 // the planner (open, its inputs as typed, the chosen plan; written only while it is open).
-//   ?v=1&…&units=GB&tables=breakdown,timeline&sweep=seq_len
+//   ?v=2&…&units=GB&tables=breakdown,timeline&sweep=seq_len
 //   &planner=1&plan_gpus_min=8&plan_gpus_max=64&plan_global_batch_tokens=4e6&plan_rank_by=cost&plan=2
 // Pure: no DOM, no wasm.
-import { URL_VERSION } from './url.js';
+import { KNOWN_VERSIONS } from './url.js';
 
 export const CHARTS = ['breakdown', 'timeline', 'sweep', 'gpus'];
 export const SWEEP_FIELDS = { micro_batch_size: 'training.micro_batch_size', seq_len: 'training.seq_len' };
@@ -60,7 +60,7 @@ export function decodeView(search) {
 export function unusedLinkParts(link, linkView) {
   return {
     unknown: link.unknown.filter((name) => !VIEW_PARAMS.has(name)),
-    version: link.version !== null && link.version !== URL_VERSION ? link.version : null,
+    version: link.version !== null && !KNOWN_VERSIONS.has(link.version) ? link.version : null,
     view: linkView.problems,
   };
 }

@@ -44,6 +44,7 @@ export const CHOICES = {
     schedule_free_adamw: ['Schedule-free AdamW', 'AdamW without a learning-rate schedule: an extra weight copy'],
   },
   'training.optimizer_impl': {
+    auto: ['The framework\'s own', 'fused for the Trainer (PyTorch ≥ 2.8), DeepSpeed, torchtune, torchtitan; multi-tensor for LitGPT'],
     foreach: ['Multi-tensor (PyTorch default)', 'the step makes one temporary the size of a state'],
     fused: ['Fused kernels', 'in-place step, no temporary (fused=True, DeepSpeed FusedAdam, 8-bit optimizers)'],
     for_loop: ['One tensor at a time', 'the step works through the parameters one by one'],

@@ -80,8 +80,9 @@ enum class Optimizer {
 // temporary for all parameters at once; fused kernels (torch fused=True, DeepSpeed FusedAdam,
 // bitsandbytes) update in place; the per-parameter loop keeps one parameter-sized temporary.
 // foreach_legacy is the multi-tensor step of PyTorch 2.0 and earlier, which adds eps out of place
-// and so keeps two state-sized temporaries.
-enum class OptimizerImpl { kForeach, kFused, kForLoop, kForeachLegacy };
+// and so keeps two state-sized temporaries. auto: the framework's own default
+// (resolved_optimizer_impl, implementation.hpp).
+enum class OptimizerImpl { kForeach, kFused, kForLoop, kForeachLegacy, kAuto };
 
 // The multi-tensor (foreach) step, in either PyTorch's current or its 2.0-and-older form.
 constexpr bool multi_tensor(OptimizerImpl i) {
@@ -451,7 +452,7 @@ struct Training {
   std::int64_t grad_accum_steps = 1;
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
-  OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
+  OptimizerImpl optimizer_impl = OptimizerImpl::kAuto;
   SequenceLengths sequence_lengths = SequenceLengths::kFixed;
   std::int64_t galore_rank = 128;              // GaLore projection rank (galore-torch README default)
   std::int64_t galore_update_interval = 200;   // GaLore update_proj_gap (steps between SVDs)

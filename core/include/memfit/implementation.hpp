@@ -123,6 +123,16 @@ bool runs_fsdp1(const Config& config);
 // patch a transformers model under them).
 bool runs_accelerate(Framework framework);
 
+// The optimizer step a configuration runs: training.optimizer_impl, or under auto its framework's
+// default. transformers' TrainingArguments defaults to adamw_torch_fused on PyTorch >= 2.8
+// (training_args.py default_optim, huggingface/transformers#37358); DeepSpeed steps with its own
+// FusedAdam (or CPU Adam, offloaded); torchtune's recipe configs set fused: True; torchtitan's
+// optimizer implementation defaults to "fused" (components/optimizer/optimizer.py); Megatron uses
+// Apex / Transformer Engine FusedAdam; nanoGPT passes fused=True on CUDA (model.py
+// configure_optimizers); llm.c updates in its own kernel. LitGPT's fine-tuning scripts build
+// torch.optim.AdamW with neither flag (utils.py instantiate_torch_optimizer): PyTorch's foreach.
+OptimizerImpl resolved_optimizer_impl(const Config& config);
+
 // The knobs' JSON keys (all under training.), in the order the result echoes them.
 inline constexpr const char* kImplementationKeys[] = {
     "framework", "attention", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",

@@ -9,7 +9,7 @@ import { plainMessage, plainText } from '../words.js';
 export const VIEWS = ['card', 'breakdown', 'fit', 'full'];
 export const THEMES = ['auto', 'light', 'dark'];
 
-// data: the core's static data. search: "?v=1&preset=…" (or a whole address).
+// data: the core's static data. search: "?v=2&preset=…" (or a whole address).
 // → { config, presetId, modelName, units, view, theme, query, problems: [text] }
 export function readLink(data, search) {
   let text = String(search ?? '');

@@ -2,7 +2,7 @@
 // memfit-estimate.js beside index.html):
 //   <script type="module" src="https://…/memfit-estimate.js"></script>
 //   <memfit-estimate preset="llama-3-8b" seq-len="4096" micro-batch-size="2" view="card"></memfit-estimate>
-// Attributes: `link` (a share link or its "?v=1&…" part), any configuration field by its link name
+// Attributes: `link` (a share link or its "?v=2&…" part), any configuration field by its link name
 // (seq_len or seq-len, precision, gpu, …; these override the link), `view` (card, breakdown, fit,
 // full), `theme` (light, dark; default: the reader's preference), `units` (GiB, GB). It follows
 // attribute changes, sizes itself to its content (a block in the page's flow, its own styles in a
