@@ -204,7 +204,7 @@ std::vector<Field> build_fields() {
               "foreach_legacy: PyTorch <= 2.0's multi-tensor step (two state-sized temporaries); auto = the "
               "framework's (fused: the Trainer's adamw_torch_fused on PyTorch >= 2.8, DeepSpeed, torchtune, "
               "torchtitan, Megatron, nanoGPT, llm.c; foreach: LitGPT's fine-tuning scripts)",
-              "foreach", "fused", "for_loop", "foreach_legacy", "auto"),
+              "auto", "foreach", "fused", "for_loop", "foreach_legacy"),
       MF_ENUM("training.checkpointing", training.checkpointing, Checkpointing,
               "activation checkpointing: none, selective (Megatron: attention core recomputed), full (layer "
               "inputs only), selective_op (torchtitan: every second matmul output and the attention output kept)",

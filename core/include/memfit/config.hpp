@@ -82,7 +82,7 @@ enum class Optimizer {
 // foreach_legacy is the multi-tensor step of PyTorch 2.0 and earlier, which adds eps out of place
 // and so keeps two state-sized temporaries. auto: the framework's own default
 // (resolved_optimizer_impl, implementation.hpp).
-enum class OptimizerImpl { kForeach, kFused, kForLoop, kForeachLegacy, kAuto };
+enum class OptimizerImpl { kAuto, kForeach, kFused, kForLoop, kForeachLegacy };
 
 // The multi-tensor (foreach) step, in either PyTorch's current or its 2.0-and-older form.
 constexpr bool multi_tensor(OptimizerImpl i) {
