@@ -303,6 +303,18 @@ void check_parallel(const Config& c, Checks& out) {
     }
   }
   if (is_peft(c) && p.zero_stage >= 2 && runs_fsdp1(c) && !fsdp1_keeps_adapters_apart(c) &&
+      !fsdp1_uses_orig_params(c)) {
+    // Without use_orig_params FSDP1 flattens a unit only if all of it trains or none of it
+    // (_flat_param.py, _validate_tensors_to_flatten), and this method's tensors share the blocks'
+    // units with the frozen base.
+    out.add("parallel.fsdp_use_orig_params",
+            "must be true for " + std::string(to_string(c.training.finetune.method)) +
+                " under FSDP1: its trained tensors share the blocks' units with the frozen base, and FSDP1 "
+                "flattens a unit with use_orig_params=False only if all of it trains or none (\"Must flatten tensors "
+                "with uniform requires_grad\"); the HF Trainer sets it true by default, and parallel.fsdp_version 2 "
+                "needs neither");
+  }
+  if (is_peft(c) && p.zero_stage >= 2 && runs_fsdp1(c) && !fsdp1_keeps_adapters_apart(c) &&
       runs_accelerate(framework) && c.training.finetune.base_bits == 16 &&
       lora_base_bytes(recipe_of(c), resolve_implementation(c.training.implementation)) < kFp32Bytes &&
       resolve_implementation(c.training.implementation).lora_adapter_dtype == LoraAdapterDtype::kFp32) {

@@ -692,6 +692,18 @@ TEST(Sharding, Fsdp1UnitsMixWhereTheMethodsTensorsShareThem) {
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.errors.front().field, "training.lora_adapter_dtype");
   EXPECT_EQ(extra_gradients("hf", "ia3", R"("lora_adapter_dtype":"weights",)"), blocks);
+  // Without use_orig_params FSDP1 cannot flatten a unit that mixes frozen and trained tensors at
+  // all ("Must flatten tensors with uniform requires_grad"); LoRA's adapters, units of their own
+  // under the Trainer's policy, can.
+  const auto refused_field = [](const char* method, const char* extra) {
+    const Estimate e = estimate(parse_config_text(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{)") +
+                                                  extra + R"("finetune":{"method":")" + method +
+                                                  R"("}},"parallel":{"num_gpus":8,"zero_stage":3,"fsdp_version":"1"}})")
+                                    .config);
+    return e.ok() ? std::string() : e.errors.front().field;
+  };
+  EXPECT_EQ(refused_field("ia3", R"("precision":"bf16","lora_adapter_dtype":"weights",)"), "parallel.fsdp_use_orig_params");
+  EXPECT_EQ(refused_field("lora", R"("precision":"bf16",)"), "");
   EXPECT_EQ(extra_gradients("litgpt", "lora"), blocks);
   EXPECT_EQ(extra_gradients("litgpt", "llama_adapter"), blocks);
   EXPECT_EQ(extra_gradients("litgpt", "llama_adapter_v2"), std::int64_t{8'030'261'248} / 8 * 4);

@@ -19,7 +19,8 @@ requires_grad"). Whether units mix depends on the wrap policy:
   mixes the adapters with the frozen base, and its whole flat parameter gets a gradient.
 
 IA3 under the Trainer's policy: its vectors are parameter dicts inside the wrapped linear layer, not
-leaf modules, so they stay in the blocks' units, which mix.
+leaf modules, so they stay in the blocks' units, which mix; without use_orig_params FSDP1 refuses to
+build such a unit ("Must flatten tensors with uniform requires_grad"), which is recorded.
 
 Two gloo ranks, a tiny Llama from its config (no weights), PEFT LoRA r4 on q and v (and IA3), fp32; one
 forward and backward, then rank 0's flat-parameter gradient elements (its shards) are recorded per
@@ -52,7 +53,8 @@ MODEL = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hi
 LORA_RANK, LORA_TARGETS = 4, ["q_proj", "v_proj"]
 IA3_TARGETS = ["k_proj", "v_proj", "down_proj"]
 # (wrap policy, use_orig_params, PEFT method)
-CASES = [("trainer", True, "lora"), ("trainer", False, "lora"), ("blocks", True, "lora"), ("trainer", True, "ia3")]
+CASES = [("trainer", True, "lora"), ("trainer", False, "lora"), ("blocks", True, "lora"), ("trainer", True, "ia3"),
+         ("trainer", False, "ia3")]  # the last: FSDP1 refuses a unit mixing requires_grad without use_orig_params
 
 
 def _rank(rank, port, results):
@@ -77,8 +79,15 @@ def _rank(rank, port, results):
             policy = fsdp_auto_wrap_policy(model)
         else:
             policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})
-        wrapped = FSDP(model, auto_wrap_policy=policy, use_orig_params=orig, device_id=torch.device("cpu"),
-                       sharding_strategy=ShardingStrategy.FULL_SHARD)
+        try:
+            wrapped = FSDP(model, auto_wrap_policy=policy, use_orig_params=orig, device_id=torch.device("cpu"),
+                           sharding_strategy=ShardingStrategy.FULL_SHARD)
+        except ValueError as e:  # the refusal is the finding: recorded
+            if rank == 0:
+                results.append({"policy": policy_name, "use_orig_params": orig, "method": method,
+                                "error": str(e).splitlines()[0][:200]})
+            del model
+            continue
         ids = torch.randint(0, MODEL["vocab_size"], (2, 16))
         wrapped(input_ids=ids, labels=ids).loss.backward()
         units, frozen_units, grad_elements = 0, 0, 0
@@ -118,6 +127,9 @@ def main():
     with open(OUT, "w") as f:
         json.dump(out, f, indent=1)
     for c in cases:
+        if "error" in c:
+            print(f"{c['policy']:8s} {c['method']:4s} use_orig_params={c['use_orig_params']!s:5s} refused: {c['error']}")
+            continue
         print(f"{c['policy']:8s} {c['method']:4s} use_orig_params={c['use_orig_params']!s:5s} units {c['units']:2d} "
               f"(frozen {c['frozen_units']}), rank 0 gradient elements {c['rank0_gradient_elements']} "
               f"(trainable {c['trainable_elements']} of {c['parameter_elements']})")
