@@ -328,7 +328,10 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     // The root unit (embeddings, final norm, head) mixes where something in it trains.
     const Finetune& f = c.training.finetune;
     const FinetuneMethod m = f.method;
-    const bool root_trains = (f.lora_targets & kLoraHead) || f.modules_to_save != 0 || m == FinetuneMethod::kPromptTuning ||
+    // (A modules_to_save copy is a leaf module that trains: a unit of its own where the policy
+    // wraps those apart, fsdp1_wraps_adapters_apart, whatever the method.)
+    const bool copies_mix = f.modules_to_save != 0 && !fsdp1_wraps_adapters_apart(c.training.implementation.framework);
+    const bool root_trains = (f.lora_targets & kLoraHead) || copies_mix || m == FinetuneMethod::kPromptTuning ||
                              m == FinetuneMethod::kPrefixTuning || m == FinetuneMethod::kPTuning ||
                              m == FinetuneMethod::kLlamaAdapterV2 || m == FinetuneMethod::kLnTuning ||
                              m == FinetuneMethod::kTrainableTokens;
@@ -340,7 +343,9 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     // 16-bit base: FSDP1 refuses fp32 adapters beside it, validate.cpp), and its gradient is fp32.
     const bool whole_unit_upcast = upcast && c.training.finetune.base_bits == 16 && base_element < kFp32Bytes;
     if (whole_unit_upcast) {
-      s.weights += max(Count(0), mixed - p.local_added) * (kFp32Bytes - base_element);
+      // (What the method adds is counted as fp32 already; copies held apart are not in these units.)
+      const Count added_inside = root_trains ? p.local_added : p.local_added - p.local_copies;
+      s.weights += max(Count(0), mixed - added_inside) * (kFp32Bytes - base_element);
       notes.push_back("accelerate's FSDP1 preparation casts each unit that trains to fp32 under mixed precision, and "
                       "this method's units hold the frozen base too: the blocks' weights and gradients are fp32 "
                       "(parallel.fsdp_version 2 casts only the trained parameters).");

@@ -52,8 +52,8 @@ LORA_RANK, LORA_TARGETS = 4, ["q_proj", "v_proj"]
 IA3_TARGETS = ["k_proj", "v_proj", "down_proj"]
 # (FSDP version, method): "full"; "lora_mts" = LoRA with modules_to_save=["lm_head"] (PEFT's trainable
 # copy of the head); "ia3" with PEFT's fp32 vectors; "ia3_weights" with autocast_adapter_dtype=False
-# (the vectors in the base's bf16)
-CASES = [(1, "full"), (1, "lora_mts"), (1, "ia3"), (1, "ia3_weights"),
+# (the vectors in the base's bf16); "ia3_weights_mts" the same with a modules_to_save copy of the head
+CASES = [(1, "full"), (1, "lora_mts"), (1, "ia3"), (1, "ia3_weights"), (1, "ia3_weights_mts"),
          (2, "full"), (2, "lora_mts"), (2, "ia3")]
 
 
@@ -70,7 +70,8 @@ def _build(method):
     if method == "lora_mts":
         return get_peft_model(model, LoraConfig(r=LORA_RANK, lora_alpha=8, lora_dropout=0.0,
                                                 target_modules=LORA_TARGETS, modules_to_save=["lm_head"]))
-    ia3 = IA3Config(target_modules=IA3_TARGETS, feedforward_modules=["down_proj"])
+    ia3 = IA3Config(target_modules=IA3_TARGETS, feedforward_modules=["down_proj"],
+                    modules_to_save=["lm_head"] if method.endswith("_mts") else None)
     return get_peft_model(model, ia3, autocast_adapter_dtype=(method == "ia3"))
 
 

@@ -315,11 +315,12 @@ def check_accelerate_upcast(binary, path):
         if case["method"] == "lora_mts":
             return {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0, "modules_to_save": ["head"],
                     "lora_targets": [targets[t] for t in m["lora_targets"]]}
-        return {"method": "ia3", "lora_targets": [targets[t] for t in m["ia3_targets"]]}
+        ia3 = {"method": "ia3", "lora_targets": [targets[t] for t in m["ia3_targets"]]}
+        return {**ia3, "modules_to_save": ["head"]} if case["method"].endswith("_mts") else ia3
     def config(case):
         training = {"framework": "hf", "precision": "bf16_autocast", "micro_batch_size": 2, "seq_len": 16,
                     "checkpointing": "none", "dropout": 0, "finetune": finetune(case)}
-        if case["method"] == "ia3_weights":
+        if case["method"].startswith("ia3_weights"):
             training["lora_adapter_dtype"] = "weights"
         return {"model": tiny_llama(model), "training": training,
                 "parallel": {"num_gpus": m["world_size"], "zero_stage": 3, "fsdp_version": str(case["fsdp_version"]),
