@@ -157,7 +157,9 @@ Dims make_dims(const Config& c) {
   // PEFT keeps adapters in fp32 and casts each adapter's input to the adapter's dtype
   // (peft/tuners/lora/layer.py, _cast_input_dtype): one copy per adapter, 16-bit again under
   // autocast, fp32 without it.
-  const bool fp32_adapters = peft_trains_in_fp32(c, impl);
+  // (The dtype PEFT gives them, not accelerate's FSDP upcast: FSDP gathers what it cast in its
+  // param_dtype for compute.)
+  const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
   d.adapter_input_copies = fp32_adapters && d.stream != kFp32Bytes;
   d.adapters_cast = fp32_adapters && r.autocast;
   d.adapter_element = fp32_adapters && !r.autocast ? kFp32Bytes : d.act;

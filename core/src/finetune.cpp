@@ -7,8 +7,10 @@ namespace memfit {
 bool accelerate_upcasts_trained(const Config& c) {
   const Framework f = c.training.implementation.framework;
   const Precision p = c.training.precision;
+  // fsdp2_prepare_model skips the cast for a model holding bitsandbytes Params4bit
+  // (`not model_has_params4bit`); FSDP1's prepare_model casts regardless.
   return runs_accelerate(f) && runs_torch_data_parallel(f) && c.parallel.zero_stage >= 2 &&
-         (recipe_for(p).autocast || p == Precision::kBf16Fsdp);
+         (recipe_for(p).autocast || p == Precision::kBf16Fsdp) && !(runs_fsdp2(c) && bnb_4bit_base(c));
 }
 
 const PrecisionRecipe& recipe_of(const Config& c) {

@@ -35,13 +35,15 @@ inline bool bnb_inputs_retained(const Config& c, Framework framework) {
 // model was loaded in: FSDP1 casts every unit's flat parameter that requires a gradient to fp32
 // (accelerate/accelerator.py, prepare_model: "Upcasted low precision parameters ... because mixed
 // precision turned on in FSDP"), a unit mixing frozen and trained parameters whole; FSDP2 casts
-// every trained parameter (accelerate/utils/fsdp_utils.py, fsdp2_prepare_model). Measured on
-// accelerate's own code: tools/frameworks/accelerate_upcast.py.
+// every trained parameter (accelerate/utils/fsdp_utils.py, fsdp2_prepare_model), unless the model
+// holds bitsandbytes 4-bit weights. Measured on accelerate's own code:
+// tools/frameworks/accelerate_upcast.py.
 bool accelerate_upcasts_trained(const Config& c);
 
 // The recipe a configuration's tensors follow: training.precision's, except where accelerate's FSDP
 // upcast holds a full fine-tune's 16-bit weights, gradients and states in fp32 (bf16_autocast then
-// stores what bf16_fsdp does). Every byte count that depends on the precision reads this.
+// stores what bf16_fsdp does). The memory model reads this; the step-time model keeps the
+// precision's own recipe (its rates and traffic per layout, step_time.cpp).
 const PrecisionRecipe& recipe_of(const Config& c);
 
 // A PEFT method's trained tensors are fp32: PEFT's own (training.lora_adapter_dtype fp32, its

@@ -245,7 +245,10 @@ bool runs_accelerate(Framework f) {
 
 OptimizerImpl resolved_optimizer_impl(const Config& c) {
   if (c.training.optimizer_impl != OptimizerImpl::kAuto) return c.training.optimizer_impl;
-  return c.training.implementation.framework == Framework::kLitgpt ? OptimizerImpl::kForeach : OptimizerImpl::kFused;
+  // (LitGPT's pretrain.py passes fused=True on CUDA; its fine-tuning scripts pass nothing.)
+  const bool litgpt_finetune =
+      c.training.implementation.framework == Framework::kLitgpt && resolved_goal(c.training) != Goal::kPretrain;
+  return litgpt_finetune ? OptimizerImpl::kForeach : OptimizerImpl::kFused;
 }
 
 bool runs_fsdp2(const Config& c) {
@@ -266,6 +269,7 @@ bool peft_trains_leaf_modules(FinetuneMethod m) {
     case FinetuneMethod::kLora:
     case FinetuneMethod::kDora:
     case FinetuneMethod::kLoraFa:
+    case FinetuneMethod::kOft:  // OFTRotationModule: a leaf module with its own trainable weight
     case FinetuneMethod::kLnTuning:
     case FinetuneMethod::kPromptTuning:
     case FinetuneMethod::kPrefixTuning:

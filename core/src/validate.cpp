@@ -315,8 +315,10 @@ void check_parallel(const Config& c, Checks& out) {
                 "needs neither");
   }
   if (is_peft(c) && p.zero_stage >= 2 && runs_fsdp1(c) && !fsdp1_keeps_adapters_apart(c) &&
-      runs_accelerate(framework) && c.training.finetune.base_bits == 16 &&
-      lora_base_bytes(recipe_of(c), resolve_implementation(c.training.implementation)) < kFp32Bytes &&
+      runs_accelerate(framework) &&
+      ((c.training.finetune.base_bits == 16 &&
+        lora_base_bytes(recipe_of(c), resolve_implementation(c.training.implementation)) < kFp32Bytes) ||
+       (bnb_4bit_base(c) && c.training.finetune.quant_storage != QuantStorage::kUint8)) &&
       resolve_implementation(c.training.implementation).lora_adapter_dtype == LoraAdapterDtype::kFp32) {
     // The HF Trainer's policy gives leaf modules that train a unit of their own; this method's
     // tensors stay in the blocks' units beside the 16-bit base, and FSDP1 flattens a unit into one
@@ -324,7 +326,8 @@ void check_parallel(const Config& c, Checks& out) {
     out.add("training.lora_adapter_dtype",
             "must be weights (PEFT's autocast_adapter_dtype=False) for " +
                 std::string(to_string(c.training.finetune.method)) +
-                " under FSDP1 with a 16-bit base: its fp32 tensors stay in the blocks' units beside the base, and "
+                " under FSDP1 with a 16-bit (or bf16-stored 4-bit) base: its fp32 tensors stay in the blocks' units beside "
+                "the base, and "
                 "FSDP1 flattens a unit into one tensor of one dtype (\"Must flatten tensors with uniform dtype\"); "
                 "or parallel.fsdp_version 2, which shards each parameter apart");
   }

@@ -256,6 +256,10 @@ TEST(Optimizers, AutoIsTheFrameworksOwnStep) {
     EXPECT_GT(step(framework, "foreach"), step(framework, "fused")) << framework;
   }
   EXPECT_EQ(step("litgpt", "auto"), step("litgpt", "foreach"));
+  // LitGPT's pretrain.py passes fused=True on CUDA.
+  const Config pretrain =
+      parse_config_text(R"({"training":{"framework":"litgpt","goal":"pretrain"}})").config;
+  EXPECT_EQ(resolved_optimizer_impl(pretrain), OptimizerImpl::kFused);
   EXPECT_EQ(parse_config_text("{}").config.training.optimizer_impl, OptimizerImpl::kAuto);
 }
 

@@ -760,6 +760,26 @@ TEST(Sharding, AccelerateFsdpKeepsWhatTrainsInFp32) {
   EXPECT_EQ(grows("bf16_autocast", states), head * 8);
   EXPECT_EQ(grows("bf16", weights), head * 2);
   EXPECT_EQ(grows("bf16", states), head * 4);
+  // fsdp2_prepare_model skips the cast for a model holding bitsandbytes 4-bit weights
+  // (`not model_has_params4bit`): a QLoRA's head copy stays bf16 under FSDP2.
+  const char* qlora = R"({"method":"lora","base_bits":4,"quant_storage":"bf16"})";
+  const char* qlora_copy = R"({"method":"lora","base_bits":4,"quant_storage":"bf16","modules_to_save":["head"]})";
+  EXPECT_EQ(run("hf", "bf16_autocast", 3, "2", qlora_copy).breakdown.parameters.value() -
+                run("hf", "bf16_autocast", 3, "2", qlora).breakdown.parameters.value(),
+            head * 2);
+  // FSDP1 flattens a unit into one dtype: PEFT's fp32 vectors cannot share a block with a bf16-stored
+  // 4-bit base either (refused); OFT's rotations are leaf modules with their own weight, units of
+  // their own under the Trainer's policy, so nothing mixes and the run is accepted.
+  const auto first_error = [](const char* finetune) {
+    const Estimate e = estimate(parse_config_text(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{)"
+                                                              R"("precision":"bf16_autocast","finetune":)") +
+                                                  finetune + R"(},"parallel":{"num_gpus":4,"zero_stage":3,)"
+                                                             R"("fsdp_version":"1","fsdp_use_orig_params":true}})")
+                                    .config);
+    return e.ok() ? std::string() : e.errors.front().field;
+  };
+  EXPECT_EQ(first_error(R"({"method":"ia3","base_bits":4,"quant_storage":"bf16"})"), "training.lora_adapter_dtype");
+  EXPECT_EQ(first_error(R"({"method":"oft"})"), "");
 }
 
 // bitsandbytes packs 4-bit codes into bnb_4bit_quant_storage. accelerate's FSDP2 leaves uint8

@@ -28,7 +28,8 @@ fsdp2_prepare_model (FSDP2) then run unmodified.
 
 Recorded per case, rank 0's numbers: the bytes of the parameters it holds (FSDP1: each unit's flat
 shard; FSDP2: each DTensor's local shard), split by dtype and by whether they train, the units' flat
-parameter dtypes (FSDP1), or the error the preparation raised.
+parameter dtypes (FSDP1), its gradient bytes after one forward and backward, or the error the
+preparation raised.
 """
 
 import importlib.metadata as md
@@ -100,6 +101,25 @@ def _held(model, version):
     return held, units
 
 
+def _gradient_bytes(model, version):
+    """Rank 0's gradient bytes after one backward: each unit's flat-parameter gradient (FSDP1, where
+    a unit mixing frozen and trained tensors gets one for all of it) or each parameter's local
+    gradient shard (FSDP2)."""
+    total = 0
+    if version == 1:
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        for m in FSDP.fsdp_modules(model):
+            if getattr(m, "_has_params", False) and m._flat_param.grad is not None:
+                g = m._flat_param.grad
+                total += g.numel() * g.element_size()
+    else:
+        for p in model.parameters():
+            if p.grad is not None:
+                g = _local(p.grad)
+                total += g.numel() * g.element_size()
+    return total
+
+
 def _case(accelerator, version, method):
     from accelerate import FullyShardedDataParallelPlugin
     from accelerate.state import PartialState
@@ -129,6 +149,7 @@ def _case(accelerator, version, method):
         ids = torch.randint(0, MODEL["vocab_size"], (2, 16), generator=torch.Generator().manual_seed(1))
         prepared(input_ids=ids, labels=ids).loss.backward()
         rec["forward_backward"] = True
+        rec["rank0_gradient_bytes"] = _gradient_bytes(prepared, version)
     except Exception as e:  # the refusal is the finding: recorded, not hidden
         rec["error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
     return rec

@@ -14,9 +14,12 @@
 export const URL_VERSION = 2;
 
 // Fields whose default changed after links of a version were made: such a link that does not name
-// the field meant the default of its time, which decode() writes in. Version 2 (Dec 2026): the
-// optimizer step's default became `auto` (the framework's own: fused for the Trainer, DeepSpeed,
-// torchtune, torchtitan), where version 1 meant PyTorch's foreach step.
+// the field meant the default of its time, which decode() writes in. Each entry holds every change
+// since its version (a version 3 adds its own changes to the entries of 1 and 2 too). Version 2
+// (Dec 2026): the optimizer step's default became `auto` (the framework's own: fused for the
+// Trainer, DeepSpeed, torchtune, torchtitan), where version 1 meant PyTorch's foreach step. What
+// carries no version (a link without `v`, a <memfit-estimate> given attributes only, a JSON
+// configuration) takes the current defaults.
 const EARLIER_DEFAULTS = { 1: { 'training.optimizer_impl': 'foreach' } };
 
 // The versions a link may carry: this one and those whose defaults are known above.
