@@ -272,6 +272,9 @@ def check_fsdp1_units(binary, path):
     def finetune(case):
         if case.get("method", "lora") == "ia3":
             return {"method": "ia3", "lora_targets": [targets[t] for t in m["ia3_targets"]]}
+        if case.get("method") == "oft":
+            return {"method": "oft", "block_size": m["oft_block_size"],
+                    "lora_targets": [targets[t] for t in m["lora_targets"]]}
         return {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0,
                 "lora_targets": [targets[t] for t in m["lora_targets"]]}
     def config(case):

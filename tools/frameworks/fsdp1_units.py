@@ -52,13 +52,15 @@ MODEL = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hi
          "num_attention_heads": 4, "num_key_value_heads": 4}
 LORA_RANK, LORA_TARGETS = 4, ["q_proj", "v_proj"]
 IA3_TARGETS = ["k_proj", "v_proj", "down_proj"]
+OFT_BLOCK = 16  # OFT on q and v (LORA_TARGETS), blocks of 16
 # (wrap policy, use_orig_params, PEFT method)
 CASES = [("trainer", True, "lora"), ("trainer", False, "lora"), ("blocks", True, "lora"), ("trainer", True, "ia3"),
-         ("trainer", False, "ia3")]  # the last: FSDP1 refuses a unit mixing requires_grad without use_orig_params
+         ("trainer", False, "ia3"),  # FSDP1 refuses a unit mixing requires_grad without use_orig_params
+         ("trainer", True, "oft")]  # OFT's rotations: leaf modules with their own weight, units apart
 
 
 def _rank(rank, port, results):
-    from peft import IA3Config, LoraConfig, get_peft_model
+    from peft import IA3Config, LoraConfig, OFTConfig, get_peft_model
     from peft.utils.other import fsdp_auto_wrap_policy
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
     from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
@@ -70,8 +72,12 @@ def _rank(rank, port, results):
     for policy_name, orig, method in CASES:
         torch.manual_seed(0)
         # IA3 on its Llama defaults (k, v and down; down as a feed-forward module).
-        peft_config = (LoraConfig(r=LORA_RANK, target_modules=LORA_TARGETS) if method == "lora" else
-                       IA3Config(target_modules=IA3_TARGETS, feedforward_modules=["down_proj"]))
+        if method == "lora":
+            peft_config = LoraConfig(r=LORA_RANK, target_modules=LORA_TARGETS)
+        elif method == "oft":
+            peft_config = OFTConfig(r=0, oft_block_size=OFT_BLOCK, target_modules=LORA_TARGETS)
+        else:
+            peft_config = IA3Config(target_modules=IA3_TARGETS, feedforward_modules=["down_proj"])
         model = get_peft_model(LlamaForCausalLM(LlamaConfig(**MODEL)), peft_config)
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
         total = sum(p.numel() for p in model.parameters())
@@ -122,7 +128,7 @@ def main():
             cases = json.load(f)
     out = {"versions": {k: md.version(k) for k in ("torch", "transformers", "peft")},
            "world_size": WORLD, "model": MODEL, "lora_rank": LORA_RANK, "lora_targets": LORA_TARGETS,
-           "ia3_targets": IA3_TARGETS,
+           "ia3_targets": IA3_TARGETS, "oft_block_size": OFT_BLOCK,
            "cases": cases}
     with open(OUT, "w") as f:
         json.dump(out, f, indent=1)
