@@ -45,12 +45,9 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+from gloo_ranks import IA3_TARGETS, LORA_RANK, LORA_TARGETS, MODEL, WORLD, run_ranks, write_result  # noqa: E402
+
 OUT = os.path.join(HERE, "out", "accelerate_upcast.json")
-WORLD = 2
-MODEL = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "num_key_value_heads": 4}
-LORA_RANK, LORA_TARGETS = 4, ["q_proj", "v_proj"]
-IA3_TARGETS = ["k_proj", "v_proj", "down_proj"]
 # (FSDP version, method): "full"; "lora_mts" = LoRA with modules_to_save=["lm_head"] (PEFT's trainable
 # copy of the head); "ia3" with PEFT's fp32 vectors; "ia3_weights" with autocast_adapter_dtype=False
 # (the vectors in the base's bf16); "ia3_weights_mts" the same with a modules_to_save copy of the head
@@ -172,20 +169,12 @@ def _worker(rank, port, path):
 
 
 def main():
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "r.json")
-        torch.multiprocessing.spawn(_worker, args=(29547, path), nprocs=WORLD)
-        with open(path) as f:
-            result = json.load(f)
+    result = run_ranks(_worker, 29547)
     out = {"versions": {k: md.version(k) for k in ("torch", "accelerate", "transformers", "peft")},
            "world_size": WORLD, "model": MODEL, "loaded_dtype": "bfloat16", "lora_rank": LORA_RANK,
            "lora_targets": LORA_TARGETS, "ia3_targets": IA3_TARGETS, "accelerate_setup": result["setup"],
            "cases": result["cases"]}
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
-        json.dump(out, f, indent=1)
-        f.write("\n")
+    write_result(OUT, out)
     for c in out["cases"]:
         print("FSDP%d %-11s %s" % (c["fsdp_version"], c["method"], c.get("error") or c["rank0_bytes"]))
 

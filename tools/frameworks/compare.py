@@ -256,6 +256,21 @@ def tiny_llama(model):
             "position_embedding": "rotary", "tie_word_embeddings": False}
 
 
+# A measurement's Hugging Face module names as memfit's lora_targets.
+PEFT_TARGETS = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "down_proj": "down"}
+
+
+def peft_finetune(m, method):
+    """memfit's training.finetune for a gloo measurement's PEFT method (m: its JSON, which names its
+    LoRA rank and targets, IA3 targets and OFT block size)."""
+    if method == "ia3":
+        return {"method": "ia3", "lora_targets": [PEFT_TARGETS[t] for t in m["ia3_targets"]]}
+    targets = [PEFT_TARGETS[t] for t in m["lora_targets"]]
+    if method == "oft":
+        return {"method": "oft", "block_size": m["oft_block_size"], "lora_targets": targets}
+    return {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0, "lora_targets": targets}
+
+
 def check_fsdp1_units(binary, path):
     """torch FSDP1's gradients for a PEFT method (out/fsdp1_units.json, fsdp1_units.py: two gloo
     ranks, a tiny Llama, fp32): under the HF Trainer's policy (PEFT's fsdp_auto_wrap_policy) LoRA's
@@ -268,15 +283,8 @@ def check_fsdp1_units(binary, path):
     if m is None:
         return []
     model = m["model"]
-    targets = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "down_proj": "down"}
     def finetune(case):
-        if case.get("method", "lora") == "ia3":
-            return {"method": "ia3", "lora_targets": [targets[t] for t in m["ia3_targets"]]}
-        if case.get("method") == "oft":
-            return {"method": "oft", "block_size": m["oft_block_size"],
-                    "lora_targets": [targets[t] for t in m["lora_targets"]]}
-        return {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0,
-                "lora_targets": [targets[t] for t in m["lora_targets"]]}
+        return peft_finetune(m, case.get("method", "lora"))
     def config(case):
         return {"model": tiny_llama(model),
                 "training": {"framework": "hf" if case["policy"] == "trainer" else "litgpt", "precision": "fp32",
@@ -311,15 +319,12 @@ def check_accelerate_upcast(binary, path):
     if m is None:
         return []
     model = m["model"]
-    targets = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "down_proj": "down"}
     def finetune(case):
         if case["method"] == "full":
             return {"method": "full"}
-        if case["method"] == "lora_mts":
-            return {"method": "lora", "lora_rank": m["lora_rank"], "lora_dropout": 0, "modules_to_save": ["head"],
-                    "lora_targets": [targets[t] for t in m["lora_targets"]]}
-        ia3 = {"method": "ia3", "lora_targets": [targets[t] for t in m["ia3_targets"]]}
-        return {**ia3, "modules_to_save": ["head"]} if case["method"].endswith("_mts") else ia3
+        method = "lora" if case["method"].startswith("lora") else "ia3"
+        copy = {"modules_to_save": ["head"]} if case["method"].endswith("_mts") else {}
+        return {**peft_finetune(m, method), **copy}
     def config(case):
         training = {"framework": "hf", "precision": "bf16_autocast", "micro_batch_size": 2, "seq_len": 16,
                     "checkpointing": "none", "dropout": 0, "finetune": finetune(case)}
@@ -366,7 +371,7 @@ def check_fsdp2_4bit(binary, path):
     if m is None:
         return []
     model = m["model"]
-    targets = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}
+    targets = PEFT_TARGETS
     def config(case):
         return {"model": tiny_llama(model),
                 "training": {"framework": "hf", "precision": "bf16_autocast", "micro_batch_size": 2, "seq_len": 16,

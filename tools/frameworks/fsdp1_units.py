@@ -46,12 +46,9 @@ peft_without_torchao()
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+from gloo_ranks import IA3_TARGETS, LORA_RANK, LORA_TARGETS, MODEL, WORLD, run_ranks  # noqa: E402
+
 OUT = os.path.join(HERE, "out", "fsdp1_units.json")
-WORLD = 2
-MODEL = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "num_key_value_heads": 4}
-LORA_RANK, LORA_TARGETS = 4, ["q_proj", "v_proj"]
-IA3_TARGETS = ["k_proj", "v_proj", "down_proj"]
 OFT_BLOCK = 16  # OFT on q and v (LORA_TARGETS), blocks of 16
 # (wrap policy, use_orig_params, PEFT method)
 CASES = [("trainer", True, "lora"), ("trainer", False, "lora"), ("blocks", True, "lora"), ("trainer", True, "ia3"),
@@ -120,12 +117,7 @@ def _worker(rank, port, path):
 
 
 def main():
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "r.json")
-        torch.multiprocessing.spawn(_worker, args=(29541, path), nprocs=WORLD)
-        with open(path) as f:
-            cases = json.load(f)
+    cases = run_ranks(_worker, 29541)
     out = {"versions": {k: md.version(k) for k in ("torch", "transformers", "peft")},
            "world_size": WORLD, "model": MODEL, "lora_rank": LORA_RANK, "lora_targets": LORA_TARGETS,
            "ia3_targets": IA3_TARGETS, "oft_block_size": OFT_BLOCK,

@@ -38,11 +38,9 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+from gloo_ranks import LORA_RANK, LORA_TARGETS, MODEL, WORLD, write_result  # noqa: E402
+
 OUT = os.path.join(HERE, "out", "fsdp2_4bit.json")
-WORLD = 2
-MODEL = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "num_key_value_heads": 4}
-LORA_RANK, LORA_TARGETS = 4, ["q_proj", "v_proj"]
 # (bnb_4bit_quant_storage, bnb_4bit_use_double_quant)
 CASES = (("uint8", False), ("bfloat16", False), ("bfloat16", True))
 
@@ -208,10 +206,7 @@ def main():
            "lora_rank": LORA_RANK, "lora_targets": LORA_TARGETS,
            "accelerate_setup": result["setup"],
            "cases": result["cases"]}
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
-        json.dump(out, f, indent=1)
-        f.write("\n")
+    write_result(OUT, out)
     for c in out["cases"]:
         print("%-8s 4-bit: %d/%d DTensors, rank0 holds %d of %d bytes (rank1 %d); other params rank0 %d bytes; "
               "fwd/bwd %s" % (c["quant_storage"], c["fourbit_dtensors"], c["fourbit_params"], c["fourbit_local_bytes"],
