@@ -12,7 +12,7 @@ export const CHOICES = {
     fp16_master: ['FP16 weights, fp32 master copy (Megatron, DeepSpeed)', '16-bit weights; fp32 master weights and gradients for the optimizer'],
     bf16_master: ['BF16 weights, fp32 master copy (Megatron, DeepSpeed)', '16-bit weights; fp32 master weights and gradients for the optimizer'],
     bf16: ['Pure BF16 (torchtune, LitGPT bf16-true)', 'weights, gradients and optimizer states all in bf16, no fp32 copy'],
-    bf16_autocast: ['BF16 weights under autocast (transformers 5)', 'bf16 weights, gradients and states, computed under torch.autocast'],
+    bf16_autocast: ['BF16 weights under autocast (transformers 5)', 'bf16 weights, gradients and states, computed under torch.autocast (what trains is fp32 under accelerate\'s FSDP)'],
     fp8_mixed: ['FP8 (Transformer Engine)', 'bf16 weights with FP8 copies for the matrix multiplies; fp32 master weights'],
     seed_14p: ['Textbook: 14 bytes per parameter', '2-byte weights, 4-byte gradients, 8-byte Adam states, activations by the closed formula (the source documents\' convention)'],
     bf16_fsdp: ['BF16 with FSDP mixed precision (accelerate, torchtitan)', 'fp32 weights sharded; each unit gathered in bf16 while it computes'],
