@@ -216,7 +216,13 @@ Json estimate_to_json(const Estimate& e) {
     recipe.set("trained_state_element_bytes", bytes(fp32_adapters ? kFp32Bytes : r.optimizer_state));
   }
   j.set("recipe", std::move(recipe));
-  j.set("implementation", implementation_to_json(e.implementation));
+  // The knobs the framework resolved, and the optimizer step it runs (training.optimizer_impl auto).
+  Json implementation = implementation_to_json(e.implementation);
+  Config stepped = e.config;
+  stepped.training.optimizer_impl = resolved_optimizer_impl(e.config);
+  const Json echoed = config_to_json(stepped);
+  implementation.set("optimizer_impl", *echoed.find("training")->find("optimizer_impl"));
+  j.set("implementation", std::move(implementation));
   j.set("breakdown", breakdown_to_json(e.breakdown));
   j.set("activation_terms_per_layer", named_bytes_json("name", e.activation_terms_per_layer));
   j.set("phases", phases_to_json(e.phases));

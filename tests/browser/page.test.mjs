@@ -322,7 +322,13 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.close();
     const one = await open('?v=2&preset=llama-2-7b');
     assert.match(await one.getByTestId('run-line').textContent(), / · 1 GPU$/);
+    // AdamW's step as the core resolved it: the Trainer's own fused step, unless the link says
+    // otherwise (a version-1 link meant PyTorch's multi-tensor step).
+    assert.match(await one.getByTestId('run-line').textContent(), / · AdamW \(fused\) · /);
     await one.close();
+    const old = await open('?v=1&preset=llama-2-7b');
+    assert.match(await old.getByTestId('run-line').textContent(), / · AdamW \(multi-tensor\) · /);
+    await old.close();
     const offloaded = await open('?v=2&preset=llama-2-7b&zero_stage=3&offload_optimizer=true&offload_params=true');
     assert.match(await offloaded.getByTestId('run-line').textContent(), / · 1 GPU, ZeRO-3, states and weights offloaded$/);
     await offloaded.close();

@@ -115,11 +115,21 @@ export function runLine(result, modelName) {
     `micro-batch ${formatCount(t.micro_batch_size)} × ${formatCount(t.seq_len)} tokens`,
     methodWords(t.finetune ?? {}, c.model?.num_hidden_layers),
     choiceWords('training.precision', t.precision).label,
-    choiceWords('training.optimizer', t.optimizer).label,
+    optimizerWords(result),
     t.checkpointing !== 'none' ? `${choiceWords('training.checkpointing', t.checkpointing).label.toLowerCase()} checkpointing` : null,
     gpuWords(p),
   ];
   return parts.filter(Boolean).join(' · ');
+}
+
+// The optimizer, and for AdamW the step it runs (training.optimizer_impl, auto resolved by the core
+// to the framework's own).
+const STEP_WORDS = { fused: 'fused', foreach: 'multi-tensor', for_loop: 'one tensor at a time', foreach_legacy: 'multi-tensor, PyTorch ≤ 2.0' };
+function optimizerWords(result) {
+  const t = result.config.training;
+  const label = choiceWords('training.optimizer', t.optimizer).label;
+  const step = t.optimizer === 'adamw' ? result.implementation?.optimizer_impl : null;
+  return step ? `${label} (${STEP_WORDS[step] ?? step})` : label;
 }
 
 // The GPUs and how the run is laid out over them: ZeRO, the model-parallel degrees, offload.
