@@ -80,14 +80,14 @@ struct Dims {
 // until the whole backward ends, instead of going with the block's backward. Frozen units are what
 // a PEFT method under FSDP1 has where its tensors are units of their own (PEFT's
 // fsdp_auto_wrap_policy under the HF Trainer, torchtune's: fsdp1_keeps_adapters_apart), whatever
-// use_orig_params says, or where use_orig_params is off; FSDP2 (torchtitan, torchtune) has no such hook.
+// use_orig_params says; FSDP2 (torchtitan, torchtune) has no such hook.
 // On one GPU too: FSDP1 falls back to NO_SHARD there but still registers the hooks. Not under
 // pipeline stages, which no FSDP1 stack here runs (and whose final callback runs per micro-batch).
 bool fsdp1_keeps_recomputed_inputs(const Config& c, const Implementation& impl) {
-  // Frozen units exist where the adapters are units of their own (whatever use_orig_params says), or
-  // where use_orig_params is off (FSDP1 cannot flatten a unit mixing them).
-  const bool frozen_units = fsdp1_keeps_adapters_apart(c) || !fsdp1_uses_orig_params(c);
-  return runs_fsdp1(c) && c.parallel.zero_stage >= 2 && c.parallel.pipeline == 1 && is_peft(c) && frozen_units &&
+  // Frozen units exist where the adapters are units of their own, whatever use_orig_params says (a
+  // unit mixing them without use_orig_params cannot be built: refused, validate.cpp).
+  return runs_fsdp1(c) && c.parallel.zero_stage >= 2 && c.parallel.pipeline == 1 && is_peft(c) &&
+         fsdp1_keeps_adapters_apart(c) &&
          c.training.checkpointing == Checkpointing::kFull && impl.checkpoint_impl == CheckpointImpl::kReentrant &&
          !forward_only(c.training);
 }

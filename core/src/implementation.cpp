@@ -287,6 +287,11 @@ bool fsdp1_keeps_adapters_apart(const Config& c) {
          peft_trains_leaf_modules(c.training.finetune.method);
 }
 
+bool fsdp1_units_mix(const Config& c) {
+  return c.training.finetune.method != FinetuneMethod::kFull && c.parallel.zero_stage >= 2 && runs_fsdp1(c) &&
+         !fsdp1_keeps_adapters_apart(c);
+}
+
 bool runs_fsdp1(const Config& c) {
   return runs_torch_data_parallel(c.training.implementation.framework) && !runs_fsdp2(c);
 }

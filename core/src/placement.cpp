@@ -294,7 +294,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // PEFT's fp32 adapters: fp32 weights, gradients and optimizer states whatever the recipe; so are
   // 16-bit ones once accelerate's FSDP preparation casts what trains (accelerate_upcasts_trained).
   const bool upcast = peft && accelerate_upcasts_trained(c);
-  const bool fp32_adapters = peft_trains_in_fp32(c, impl);
+  const bool fp32_adapters = peft && (impl.lora_adapter_dtype == LoraAdapterDtype::kFp32 || upcast);
   const Bytes adapter_element = fp32_adapters ? kFp32Bytes : r.weights;
   // modules_to_save copies keep the original module's dtype: the base's, or fp32 after
   // prepare_model_for_kbit_training or accelerate's upcast; so do their gradients and (torch.optim)
@@ -307,8 +307,10 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
                    : p.local_params * r.weights;
   // Under accelerate's upcast (recipe_of) only what trains is cast: layers a partial fine-tune
   // freezes keep the dtype they were loaded in.
-  const Bytes loaded = recipe_for(c.training.precision).weights;
-  if (!peft && loaded < r.weights) s.weights = p.local_trainable * r.weights + (p.local_params - p.local_trainable) * loaded;
+  if (!peft && accelerate_upcasts_trained(c)) {
+    s.weights = p.local_trainable * r.weights +
+                (p.local_params - p.local_trainable) * recipe_for(c.training.precision).weights;
+  }
   if (!peft && c.training.weight_quant == WeightQuant::kInt8) s.weights = int8_trained_weight_bytes(c, params, p, r);
   const Bytes gradient_element = stored_gradient_bytes(c, r);
   s.gradients = stores_gradients(c.training)
@@ -323,8 +325,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // Trainer, torchtune: fsdp1_keeps_adapters_apart, for methods that train leaf modules) mix
   // nothing: all-frozen units get no gradient (measured: tools/frameworks/fsdp1_units.py). FSDP2 shards each parameter on its own;
   // DeepSpeed's engine has no such option.
-  if (peft && fsdp1_uses_orig_params(c) && c.parallel.zero_stage >= 2 && runs_fsdp1(c) &&
-      !fsdp1_keeps_adapters_apart(c)) {
+  if (fsdp1_units_mix(c) && fsdp1_uses_orig_params(c)) {
     // The root unit (embeddings, final norm, head) mixes where something in it trains.
     const Finetune& f = c.training.finetune;
     const FinetuneMethod m = f.method;

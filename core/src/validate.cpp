@@ -302,8 +302,7 @@ void check_parallel(const Config& c, Checks& out) {
                                        "fully_shard (FSDP2) only");
     }
   }
-  if (is_peft(c) && p.zero_stage >= 2 && runs_fsdp1(c) && !fsdp1_keeps_adapters_apart(c) &&
-      !fsdp1_uses_orig_params(c)) {
+  if (fsdp1_units_mix(c) && !fsdp1_uses_orig_params(c)) {
     // Without use_orig_params FSDP1 flattens a unit only if all of it trains or none of it
     // (_flat_param.py, _validate_tensors_to_flatten), and this method's tensors share the blocks'
     // units with the frozen base.
@@ -314,8 +313,7 @@ void check_parallel(const Config& c, Checks& out) {
                 "with uniform requires_grad\"); the HF Trainer sets it true by default, and parallel.fsdp_version 2 "
                 "needs neither");
   }
-  if (is_peft(c) && p.zero_stage >= 2 && runs_fsdp1(c) && !fsdp1_keeps_adapters_apart(c) &&
-      runs_accelerate(framework) &&
+  if (fsdp1_units_mix(c) && runs_accelerate(framework) &&
       ((c.training.finetune.base_bits == 16 &&
         lora_base_bytes(recipe_of(c), resolve_implementation(c.training.implementation)) < kFp32Bytes) ||
        (bnb_4bit_base(c) && c.training.finetune.quant_storage != QuantStorage::kUint8)) &&

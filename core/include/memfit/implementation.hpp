@@ -112,6 +112,10 @@ bool fsdp1_wraps_adapters_apart(Framework framework);
 bool peft_trains_leaf_modules(FinetuneMethod method);
 // Both: under FSDP1 no unit mixes the method's trainable tensors with the frozen base.
 bool fsdp1_keeps_adapters_apart(const Config& config);
+// Whether FSDP1 shards a PEFT method whose tensors share the blocks' units with the frozen base
+// (not fsdp1_keeps_adapters_apart): such units need use_orig_params and one dtype (validate.cpp), get
+// a gradient whole and are cast to fp32 whole by accelerate (placement.cpp).
+bool fsdp1_units_mix(const Config& config);
 // Whether FSDP1 runs with use_orig_params=True: parallel.fsdp_use_orig_params, except under LitGPT,
 // whose Lightning FSDPStrategy always sets it (lightning/fabric/strategies/fsdp.py:
 // _fsdp_kwargs.setdefault("use_orig_params", True); LitGPT's scripts pass nothing else).
