@@ -275,12 +275,19 @@ Bytes norm_bytes(const ModelSpec& m, const Dims& d) { return norm_bytes(m, d, d.
 // OLMo-2: over the whole projection, one per token), kept as the block's norms are
 // (training.norm_kernel), on the projections' output, which is 16-bit under autocast; measured on
 // the CPU with transformers' classes (tools/frameworks/families.py).
+// Llama 4's weightless L2 norm (Llama4TextL2Norm: x.float() * rsqrt(mean(x²) + eps)) keeps the
+// fp32 copy of each head and its rstd, whatever the compute dtype. A model that normalises only
+// some layers (qk_norm_layers) is charged its share in each.
 Bytes qk_norm_bytes(const ModelSpec& m, const Dims& d) {
   if (m.qk_norm == QkNorm::kNone) return Bytes{0};
-  const bool per_head = m.qk_norm == QkNorm::kPerHead;
+  const bool per_head = m.qk_norm == QkNorm::kPerHead || m.qk_norm == QkNorm::kL2;
   const Count q = d.tokens * d.heads * d.head_dim, k = d.tokens * d.kv_heads * d.head_dim;
-  return rms_norm_bytes(d, q, per_head ? d.tokens * d.heads : d.tokens, d.act) +
-         rms_norm_bytes(d, k, per_head ? d.tokens * d.kv_heads : d.tokens, d.act);
+  const Bytes bytes = m.qk_norm == QkNorm::kL2
+                          ? (q + k + d.tokens * (d.heads + d.kv_heads)) * kFp32Bytes
+                          : rms_norm_bytes(d, q, per_head ? d.tokens * d.heads : d.tokens, d.act) +
+                                rms_norm_bytes(d, k, per_head ? d.tokens * d.kv_heads : d.tokens, d.act);
+  const std::int64_t layers = m.num_hidden_layers, normed = m.qk_norm_layers;
+  return normed > 0 && normed < layers ? mul_div(bytes, Count(normed), Count(layers)) : bytes;
 }
 
 // A linear layer's saved input: its own weight gradient needs it. A frozen layer saves nothing
@@ -433,6 +440,12 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
   const unsigned reading_input = m.attention_type == AttentionType::kMla ? kLoraQ | kLoraK
                                                                          : kLoraQ | kLoraK | kLoraV | kLoraQkv;
   add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, reading_input, input_grad) * d.input_casts_qkv);
+  // The layer's own fp32 cos and sin (1, T, d_head), kept by the q·cos and rotate(q)·sin products
+  // (measured: tools/frameworks/families.py, ernie4_5).
+  if (m.position_embedding == PositionKind::kRotary && m.rotary_per_layer &&
+      implementation_profile(d.impl.framework).rotary_saved) {
+    add(t, "attention.rotary_tables", d.seq * d.head_dim * kFp32Bytes * 2);
+  }
   if (d.lora && d.lora_qkv_padded && d.impl.projections == Projections::kQkvFused) {
     // LitGPT's LoRAQKVLinear runs the q/k/v adapters as one grouped conv1d and zero-pads their
     // output into the qkv width with result.index_copy(1, lora_ind, after_B): index_copy's
@@ -570,6 +583,37 @@ Bytes stacked_adapter_bytes(const Config& c, const Dims& d, Bytes weight) {
   return merged * weight + (cast ? factors * weight : Bytes{0});
 }
 
+void shared_expert_terms(const Config& c, const Dims& d, bool inputs_kept, std::vector<NamedBytes>& t);
+
+// Every expert on every token (transformers' Llama 4, modeling_llama4.py Llama4TextMoe.forward):
+// the router (an nn.Linear) keeps its input; topk's indices (which scatter_ reuses) and the fp32
+// sigmoid of the scattered scores, cast back to the compute dtype; the tokens repeated once per
+// expert and multiplied by that expert's score (a transposed copy of the scores): the product
+// keeps both factors, the repeated tokens when the scores need a gradient and the scores when the
+// tokens do; then two batched matmuls over all experts, the first keeping its input when the
+// experts train, a SwiGLU on its output (one gate/up storage and the activation), the second
+// keeping the product when the experts train. Measured: tools/frameworks/families.py, llama4_text.
+void dense_moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
+  const ModelSpec& m = c.model;
+  const Count experts = ceil_div(Count(m.num_experts), c.parallel.expert);
+  const Count k = m.num_experts_per_tok, all = d.tokens * experts;
+  const Count expert_ff = ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor);
+  const bool trained = !d.lora;  // the stacked experts and the router train under full fine-tuning
+  if (trained) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
+  if (expert_adapters(d).router) {
+    add(t, "moe.router_adapter", linear_inputs(reaching(d, Component::kRouter), d.hidden_split, kLoraRouter));
+  }
+  const Bytes scores16 = d.act == kFp32Bytes ? Bytes{0} : d.tokens * Count(m.num_experts) * d.act;
+  add(t, "moe.router_scores", d.tokens * k * kInt64Bytes + d.tokens * Count(m.num_experts) * kFp32Bytes + scores16);
+  // The scores need a gradient through the router's output, the repeated tokens (in the residual
+  // stream's dtype) through the block's input: both do in every layer but a LoRA model's first.
+  add(t, "moe.scaled_inputs", all * d.hidden * d.stream + all * d.act);
+  if (trained) add(t, "moe.expert_inputs", all * d.hidden * d.act);
+  const std::int64_t kept = m.mlp == MlpKind::kGated ? gated_activation_tensors(m, d) : 1;
+  add(t, "moe.experts_inner", all * expert_ff * d.act * (kept + (trained ? 1 : 0)));
+  shared_expert_terms(c, d, trained, t);
+}
+
 // Mixture of experts as Hugging Face's Mixtral block dispatches it: an fp32 router softmax, top-k
 // indices and renormalised weights, the nonzero() index pairs of each expert, and per routed
 // token the gathered input, the expert's MLP tensors and the weighted combine.
@@ -580,6 +624,10 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   const bool inputs_kept = !d.lora || d.quantized_base_saves_input;  // trainable, or 4-bit bitsandbytes
   const ExpertAdapters adapters = expert_adapters(d);
   const bool stacked = d.impl.moe_dispatch == MoeDispatch::kGrouped;
+  if (d.impl.moe_dispatch == MoeDispatch::kDense) {
+    dense_moe_terms(c, d, t);
+    return;
+  }
   if (inputs_kept || adapters.router) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
   if (adapters.router && !inputs_kept) {
     // The adapted router: its weight merged with the adapter (stacked: a ParamWrapper), or
@@ -628,6 +676,13 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
     add(t, "moe.experts_inner", mlp_inner(m, d, routed, expert_ff) + down_inputs);
     add(t, "moe.combine", routed * (d.hidden * 2 + 1) * d.act);
   }
+  shared_expert_terms(c, d, inputs_kept, t);
+}
+
+// The shared experts (an nn.Linear MLP every token runs) beside the routed ones.
+void shared_expert_terms(const Config& c, const Dims& d, bool inputs_kept, std::vector<NamedBytes>& t) {
+  const ModelSpec& m = c.model;
+  const ExpertAdapters adapters = expert_adapters(d);
   const Count ff = shared_expert_ff(c);
   if (!ff.is_zero()) {
     add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (inputs_kept ? d.tokens * ff * d.act : Bytes{0}));
@@ -805,7 +860,8 @@ std::vector<NamedBytes> selective_op_terms(const Config& c, const Dims& d, bool 
 }
 
 // Saved outside the blocks: the token ids (embedding backward), a learned table's position ids
-// (shape 1×T), the embedding dropout mask, the rotary cos/sin tables all layers share, and the
+// (shape 1×T), the embedding dropout mask, the rotary cos/sin tables all layers share (unless each
+// layer builds its own: rotary_per_layer), and the
 // final and embedding norms. A frozen embedding (LoRA) saves no ids.
 Bytes outside_bytes(const Config& c, const Dims& d) {
   const ModelSpec& m = c.model;
@@ -817,7 +873,8 @@ Bytes outside_bytes(const Config& c, const Dims& d) {
   }
   // transformers computes the rotary cos/sin (1, T, d_head) every forward and the q·cos / k·sin
   // products save them; frameworks that index a precomputed buffer save nothing new.
-  if (m.position_embedding == PositionKind::kRotary && implementation_profile(d.impl.framework).rotary_saved) {
+  if (m.position_embedding == PositionKind::kRotary && !m.rotary_per_layer &&
+      implementation_profile(d.impl.framework).rotary_saved) {
     bytes += d.seq * d.head_dim * d.act * 2;
   }
   if (m.final_norm) bytes += norm_bytes(m, d);

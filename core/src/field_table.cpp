@@ -118,8 +118,12 @@ std::vector<Field> build_fields() {
       MF_BOOL("model.logit_softcap", model.logit_softcap,
               "tanh soft-capping of the logits (Gemma 2: final_logit_softcapping); the tanh output is kept"),
       MF_ENUM("model.qk_norm", model.qk_norm, QkNorm,
-              "norms on queries and keys: per head (Qwen3) or over the whole projection (OLMo-2)", "none",
-              "per_head", "full_width"),
+              "norms on queries and keys: per head (Qwen3), over the whole projection (OLMo-2) or a weightless "
+              "fp32 L2 norm of each head (Llama 4)", "none", "per_head", "full_width", "l2"),
+      MF_INT("model.qk_norm_layers", model.qk_norm_layers, 0, 100'000,
+             "layers with the query and key norms; 0 = every layer (Llama 4: its rotary layers)"),
+      MF_BOOL("model.rotary_per_layer", model.rotary_per_layer,
+              "every layer rebuilds the rotary cos and sin in fp32 and keeps them (ERNIE 4.5)"),
       MF_INT("model.type_vocab_size", model.type_vocab_size, 0, kMillion, "token-type embedding rows (BERT)"),
       MF_BOOL("model.embedding_norm", model.embedding_norm, "a norm right after the embeddings (BERT)"),
       MF_BOOL("model.pooler", model.pooler, "BERT pooler (dense hidden→hidden with bias) on the bare model (output_head none)"),
@@ -415,8 +419,9 @@ std::vector<Field> build_fields() {
               "how a mixture-of-experts block runs its experts: loop (one expert at a time: transformers 4, "
               "LitGPT, Megatron's SequentialMLP) or grouped (the routed tokens sorted by expert through grouped "
               "GEMMs: transformers 5, torchtitan; in the experts' weight dtype, fp32 under autocast "
-              "over fp32 weights); auto = the framework's",
-              "auto", "loop", "grouped"),
+              "over fp32 weights) or dense (every expert on every token, weighted by the router's scores: "
+              "transformers' Llama 4); auto = the framework's (the model class's under transformers)",
+              "auto", "loop", "grouped", "dense"),
       MF_ENUM("training.lora_base_dtype", training.implementation.lora_base_dtype, LoraBaseDtype,
               "a LoRA base's dtype: half (16-bit), fp32, or weights (the recipe's weight dtype, as LitGPT); auto = "
               "the framework's",

@@ -565,6 +565,16 @@ void read_olmo2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfI
   m.input_norm = false;
 }
 
+// The multi-token-prediction layers a checkpoint ships beside the model (DeepSeek-V3's
+// num_nextn_predict_layers, GLM-4.5's num_nextn_predict_layers): transformers builds none of them.
+void warn_mtp_layers(Reader& r, HfImport& out) {
+  if (r.integer({"num_nextn_predict_layers"}, 0, false, 0) > 0) {
+    out.warnings.push_back({"num_nextn_predict_layers",
+                            "the multi-token-prediction layer is not part of the trained model's "
+                            "forward pass and is not counted"});
+  }
+}
+
 void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
   // DeepSeek-V2/V3: multi-head latent attention, first_k_dense_replace dense layers, then MoE
   // layers with n_routed_experts + n_shared_experts. V3's noaux_tc routing adds a per-expert
@@ -586,11 +596,158 @@ void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   }
   const Json* topk = r.raw("topk_method");
   m.router_bias = topk && topk->is_string() && topk->as_string() == "noaux_tc";
-  if (r.integer({"num_nextn_predict_layers"}, 0, false, 0) > 0) {
-    out.warnings.push_back({"num_nextn_predict_layers",
-                            "the multi-token-prediction layer is not part of the trained model's "
-                            "forward pass and is not counted"});
+  warn_mtp_layers(r, out);
+}
+
+void read_glm4_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // GLM-4.5 / GLM-4.6 (Glm4MoeForCausalLM, modeling_glm4_moe.py): Llama's grouped-query attention
+  // with a bias on q, k and v only (attention_bias; o_proj has none), an RMSNorm on each query and
+  // key head when use_qk_norm, rotary positions on part of each head (no weights); DeepSeek-V3's
+  // mixture: first_k_dense_replace dense layers of intermediate_size, then n_routed_experts of
+  // moe_intermediate_size beside one shared MLP of n_shared_experts x moe_intermediate_size, under
+  // a sigmoid router with a per-expert correction bias (a buffer in transformers 5, a stored tensor
+  // in the checkpoint: counted, as DeepSeek-V3's). Glm4MoeConfig's defaults are GLM-4.5-Air's.
+  read_llama_like(r, m, false);
+  m.qkv_bias = r.boolean("attention_bias", false);
+  m.attention_bias = false;
+  if (r.boolean("use_qk_norm", false)) m.qk_norm = QkNorm::kPerHead;
+  m.num_experts = r.integer({"n_routed_experts", "num_local_experts"}, 128, false, 1, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 8, false, 1, max_experts());
+  m.num_shared_experts = r.integer({"n_shared_experts"}, 1, false, 0);
+  m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 1408, false, 1);
+  m.first_k_dense_replace = r.integer({"first_k_dense_replace"}, 1, false, 0);
+  m.router_bias = true;
+  warn_mtp_layers(r, out);
+}
+
+void read_olmoe_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  // OLMoE (OlmoeForCausalLM, modeling_olmoe.py): Llama's block with OLMo-2's RMSNorm over the whole
+  // query and key projections, and every layer's MLP num_experts experts of intermediate_size
+  // under a softmax router without a bias; no shared expert, untied head.
+  read_llama_like(r, m, false);
+  m.qk_norm = QkNorm::kFullWidth;
+  m.num_experts = r.integer({"num_experts", "num_local_experts"}, 64, false, 1, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 8, false, 1, max_experts());
+  m.moe_intermediate_size = m.intermediate_size;
+  if (const Json* clip = r.raw("clip_qkv"); clip && clip->is_number()) {
+    // The clamp on q, k and v keeps what its backward needs in every layer, which memfit does not
+    // count.
+    out.errors.push_back({"clip_qkv", "a number (clamping q, k and v) is not supported for model_type \"" + type +
+                                          "\"; the released OLMoE files leave it null"});
   }
+}
+
+void read_ernie4_5_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  // ERNIE 4.5 (Ernie4_5ForCausalLM / Ernie4_5_MoeForCausalLM, modeling_ernie4_5*.py): Llama's
+  // block with a bias on every projection when use_bias, a head tied to the embedding by the
+  // config's default, and rotary tables each layer rebuilds in fp32 (rotary_per_layer). The mixture (ernie4_5_moe): layer i is sparse when (i + 1) is a multiple of
+  // moe_layer_interval and moe_layer_start_index <= i <= moe_layer_end_index (-1: the last
+  // layer), with moe_num_experts experts of moe_intermediate_size, moe_k per token, one shared MLP
+  // of moe_num_shared_experts x moe_intermediate_size, and an fp32 router whose per-expert
+  // correction bias is a (frozen) parameter.
+  read_llama_like(r, m, true);
+  m.rotary_per_layer = true;
+  const bool bias = r.boolean("use_bias", false);
+  m.attention_bias = m.mlp_bias = bias;
+  if (type != "ernie4_5_moe") return;
+  if (bias) {
+    // transformers' stacked experts (Ernie4_5_MoeExperts) have no bias while every other projection
+    // and the head do: a split memfit's one MLP bias cannot count. The released files leave it off.
+    out.errors.push_back({"use_bias", "true is not supported for model_type \"ernie4_5_moe\" (its routed experts "
+                                      "have no bias while its other projections do); the released files leave it "
+                                      "false"});
+    return;
+  }
+  m.num_experts = r.integer({"moe_num_experts", "num_experts"}, 64, false, 1, max_experts());
+  m.num_experts_per_tok = r.integer({"moe_k", "num_experts_per_tok"}, 6, false, 1, max_experts());
+  m.num_shared_experts = r.integer({"moe_num_shared_experts"}, 2, false, 0);
+  m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 1536, false, 1);
+  m.router_bias = true;
+  const std::int64_t layers = m.num_hidden_layers;
+  const std::int64_t start = r.integer({"moe_layer_start_index"}, 1, false, 0);
+  std::int64_t end = r.integer({"moe_layer_end_index"}, -1, false, -1);
+  if (end == -1) end = layers - 1;
+  const std::int64_t interval = r.integer({"moe_layer_interval"}, 1, false, 1);
+  // Sparse layers: the multiples of the interval among 1 + start .. 1 + min(end, layers - 1).
+  const std::int64_t last = std::min(end, layers - 1) + 1, first = start + 1;
+  const std::int64_t sparse = last < first ? 0 : last / interval - (first - 1) / interval;
+  if (sparse == 0) {
+    out.errors.push_back({"moe_layer_start_index", "with moe_layer_end_index and moe_layer_interval leaves no "
+                                                   "layer sparse: the file describes a dense model"});
+    return;
+  }
+  m.first_k_dense_replace = layers - sparse;
+}
+
+void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // Llama 4's language model (Llama4ForCausalLM, modeling_llama4.py; the text_config of Llama 4
+  // Scout and Maverick): Llama's attention without biases, a weightless fp32 L2 norm on q and k in
+  // the rotary layers (use_qk_norm; every no_rope_layer_interval-th layer has neither rotary
+  // positions nor the norm), and MoE layers (moe_layers, else every interleave_moe_layer_step-th)
+  // of num_local_experts experts of intermediate_size beside one shared expert of the same width,
+  // under a top-k sigmoid router (an nn.Linear without bias); the other layers are dense MLPs of
+  // intermediate_size_mlp. Llama4TextConfig's defaults are Scout's.
+  m.vocab_size = 202048;
+  m.hidden_size = 5120;
+  m.num_hidden_layers = 48;
+  m.num_attention_heads = 40;
+  m.num_key_value_heads = 8;
+  m.head_dim = 128;
+  m.intermediate_size = 8192;
+  read_llama_like(r, m, false, false);
+  const std::int64_t expert_ff = m.intermediate_size;
+  m.intermediate_size = r.integer({"intermediate_size_mlp"}, 16384, false, 1);
+  m.moe_intermediate_size = expert_ff;
+  m.num_experts = r.integer({"num_local_experts"}, 16, false, 1, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 1, false, 1, max_experts());
+  m.num_shared_experts = 1;
+  const std::int64_t layers = m.num_hidden_layers;
+  // Llama4TextConfig.__post_init__: moe_layers defaults to every step-th layer from step - 1.
+  std::int64_t sparse = 0;
+  if (const Json* list = r.raw("moe_layers"); list && !list->is_null()) {
+    if (!list->is_array() || static_cast<std::int64_t>(list->items().size()) > layers) {
+      out.errors.push_back({"moe_layers", "must be a list of at most num_hidden_layers layer indices"});
+      return;
+    }
+    std::vector<std::int64_t> listed;
+    for (const Json& item : list->items()) {
+      const auto n = item.as_exact_integer();
+      if (!n) {
+        out.errors.push_back({"moe_layers", "must hold integer layer indices; got " + describe(item)});
+        return;
+      }
+      if (*n >= 0 && *n < layers) listed.push_back(*n);
+    }
+    std::sort(listed.begin(), listed.end());
+    sparse = std::unique(listed.begin(), listed.end()) - listed.begin();
+  } else {
+    const std::int64_t step = r.integer({"interleave_moe_layer_step"}, 1, false, 1);
+    sparse = layers / step;
+  }
+  if (sparse == 0) {
+    out.errors.push_back({"moe_layers", "leaves no layer sparse: memfit reads Llama 4 as a mixture of experts"});
+    return;
+  }
+  m.first_k_dense_replace = layers - sparse;
+  // Rotary layers: no_rope_layers holds 1 for a layer with rotary positions, else every
+  // no_rope_layer_interval-th layer (counting from 1) has none.
+  std::int64_t rope_layers = 0;
+  if (const Json* list = r.raw("no_rope_layers"); list && list->is_array() && !list->items().empty()) {
+    for (const Json& item : list->items()) {
+      const auto n = item.as_exact_integer();
+      if (n && *n != 0) ++rope_layers;
+    }
+    rope_layers = std::min(rope_layers, layers);
+  } else {
+    const std::int64_t interval = r.integer({"no_rope_layer_interval"}, 4, false, 1);
+    rope_layers = layers - layers / interval;
+  }
+  if (r.boolean("use_qk_norm", true) && rope_layers > 0) {
+    m.qk_norm = QkNorm::kL2;
+    m.qk_norm_layers = rope_layers;
+  }
+  // Every expert runs on every token (Llama4TextMoe.forward).
+  out.reference.moe_dispatch = MoeDispatch::kDense;
 }
 
 void read_gpt_bigcode_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -753,6 +910,10 @@ const std::vector<FamilyReader>& family_readers() {
       {{"falcon", "RefinedWeb", "RefinedWebModel"}, read_falcon_family},
       {{"olmo2", "olmo3"}, read_olmo2_family},
       {{"deepseek_v3", "deepseek_v2"}, read_deepseek_v3_family},
+      {{"glm4_moe"}, read_glm4_moe_family},
+      {{"olmoe"}, read_olmoe_family},
+      {{"ernie4_5", "ernie4_5_moe"}, read_ernie4_5_family},
+      {{"llama4_text"}, read_llama4_text_family},
       {{"gpt_bigcode"}, read_gpt_bigcode_family},
       {{"gptj"}, read_gptj_family},
       {{"bloom"}, read_bloom_family},
@@ -816,7 +977,7 @@ const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, gpt_oss";
+         "starcoder2, cohere, gpt_oss, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text";
 }
 
 HfImport import_hf_config(const Json& json) {
@@ -841,7 +1002,8 @@ HfImport import_hf_config(const Json& json) {
     // A text_config without its own model_type is the wrapper's default text class
     // (Gemma3Config: Gemma3TextConfig; Mistral3Config, LlavaConfig: CONFIG_MAPPING's mistral, llama).
     static const std::pair<const char*, const char*> kTextClass[] = {
-        {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"}};
+        {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"},
+        {"llama4", "llama4_text"}};
     Json implied;
     for (const auto& [outer, inner] : kTextClass) {
       if (t == outer && text && text->is_object() && !text_type) {

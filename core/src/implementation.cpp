@@ -380,6 +380,7 @@ void apply_class_reference(const Implementation& reference, Implementation& impl
   take(impl.logits_dtype, reference.logits_dtype);
   take(impl.attention, reference.attention);
   take(impl.use_cache, reference.use_cache);
+  take(impl.moe_dispatch, reference.moe_dispatch);
   // Compiled, the norms fuse (resolve_implementation); under Liger its RMSNorm replaces the class's.
   if (impl.compile != Switch::kYes && impl.framework != Framework::kLiger) {
     take(impl.norm_kernel, reference.norm_kernel);

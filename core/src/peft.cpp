@@ -326,18 +326,18 @@ Count expert_adapter_rank(const Finetune& f, const AdaptedLinear& a) {
 }
 
 bool stacked_experts(const Config& c) {
-  return c.model.num_experts > 0 &&
-         resolve_implementation(c.training.implementation).moe_dispatch == MoeDispatch::kGrouped;
+  const MoeDispatch dispatch = resolve_implementation(c.training.implementation).moe_dispatch;
+  return c.model.num_experts > 0 && (dispatch == MoeDispatch::kGrouped || dispatch == MoeDispatch::kDense);
 }
 
 ExpertTargeting expert_targeting(const Config& c) {
   if (!stacked_experts(c)) return ExpertTargeting::kModules;
   if (c.training.finetune.target_parameters) return ExpertTargeting::kMapped;
   // transformers' _MODEL_TO_CONVERSION_PATTERN (conversion_mapping.py) as PEFT extends it with
-  // Mixtral: of memfit's families, Qwen2-MoE (a pattern, not a key) and gpt-oss are not in it. A
+  // Mixtral: of memfit's families, Qwen2-MoE (a pattern, not a key), gpt-oss and Llama 4 are not in it. A
   // model without a family is taken as Mixtral is.
   const std::string& type = c.model.model_type;
-  const bool unmapped = type == "qwen2_moe" || type == "gpt_oss";
+  const bool unmapped = type == "qwen2_moe" || type == "gpt_oss" || type == "llama4_text";
   return unmapped ? ExpertTargeting::kUnmapped : ExpertTargeting::kMapped;
 }
 
@@ -830,6 +830,17 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
                           "parameters, which PEFT does not map from module names for this family; set "
                           "training.finetune.target_parameters, or training.moe_dispatch to loop for an nn.Linear per "
                           "expert"});
+    return;
+  }
+  if ((f.lora_targets & kLoraRouter) && c.model.num_experts > 0 &&
+      resolve_implementation(c.training.implementation).moe_dispatch == MoeDispatch::kDense &&
+      runs_transformers_model(c.training.implementation.framework)) {
+    // Llama 4's router is an nn.Linear whose forward returns (scores, logits): PEFT's LoRA layer
+    // wraps it and fails on the tuple (peft/tuners/lora/layer.py Linear.forward, result.dtype).
+    errors.push_back({"training.finetune.lora_targets",
+                      "router cannot be adapted in Llama 4 (training.moe_dispatch dense): its router is an nn.Linear "
+                      "that returns the routing scores and logits together, and PEFT's LoRA layer fails on that "
+                      "output; leave router out (PEFT's all-linear includes it: name the modules instead)"});
     return;
   }
   if (targeting == ExpertTargeting::kMapped && expert_targets != 0) {

@@ -173,8 +173,17 @@ std::int64_t head_calls(const Config& c) {
 
 Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Placement& p) {
   const PrecisionRecipe& r = recipe_of(c);
-  if (r.autocast_copy.is_zero()) return Bytes{0};
+  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Finetune& f = c.training.finetune;
   const bool peft = is_peft(c);
+  // prepare_model_for_kbit_training makes fp32 whatever the quantiser left (the head, routers,
+  // stacked experts): under autocast each matmul on such a frozen weight casts it at every use and
+  // saves the 16-bit copy (measured: tools/frameworks/families.py, llama4_text QLoRA: the head, the
+  // routers and Llama 4's expert stacks). Quantised layers dequantise in their own kernels.
+  const bool kbit_fp32 = peft && r.autocast && f.base_bits < 16 && kbit_upcast(f);
+  const QuantizedBase base = quantized_base(c);
+  const Bytes copy = kbit_fp32 ? r.compute : r.autocast_copy;
+  if (copy.is_zero()) return Bytes{0};
   // A PEFT method's frozen base in 16 bits (or quantised) has nothing to cast. An fp32 base under
   // autocast is cast at every use, and autocast caches only the casts of leaf tensors that require
   // grad (aten/src/ATen/autocast_mode.cpp, cached_cast), so a frozen weight's cast is not
@@ -182,10 +191,7 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
   // backward, the head once per call (LitGPT's 128-position chunks make it one copy per chunk).
   // Blocks under full checkpointing make their copies again, one block at a time, in backward:
   // only the blocks left out of it (training.checkpointed_layers) keep theirs.
-  if (peft && (c.training.finetune.base_bits != 16 ||
-               lora_base_bytes(r, resolve_implementation(c.training.implementation)) != kFp32Bytes)) {
-    return Bytes{0};
-  }
+  if (peft && !kbit_fp32 && (f.base_bits != 16 || lora_base_bytes(r, impl) != kFp32Bytes)) return Bytes{0};
   const std::int64_t head_uses = peft ? head_calls(c) : 1;
   const std::int64_t layers = std::max<std::int64_t>(1, c.model.num_hidden_layers);
   Count blocks_kept = peft ? Count(layers - c.training.recomputed_layers(layers)) : Count(layers);
@@ -199,10 +205,17 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
                                            Count(layers));
   }
   const bool tied_head = c.model.output_head == OutputHead::kLm && c.model.tie_word_embeddings;
+  // Stacked experts under transformers' grouped GEMMs are not cast: torch._grouped_mm is not on
+  // autocast's list (activations.cpp moe_terms). torchtitan casts the stacks to bf16 itself and
+  // Llama 4's batched matmuls are on the list: both save the stacks' 16-bit copies.
+  const bool experts_uncast = impl.moe_dispatch == MoeDispatch::kGrouped && impl.framework != Framework::kTorchtitan;
   return p.as_nominal(p.local<BytesUnit>(params, [&](const TensorGroup& g) {
+    if (kbit_fp32 && quantized_tensor(g, f, base)) return Bytes{0};
     const bool head = g.component == Component::kHead || (tied_head && g.component == Component::kTokenEmbedding);
-    if (head) return g.elements_each() * r.autocast_copy * head_uses;
-    return g.linear ? mul_div(g.elements_each() * r.autocast_copy, blocks_kept, Count(layers)) : Bytes{0};
+    if (head) return g.elements_each() * copy * head_uses;
+    if (experts_uncast && g.component == Component::kExperts) return Bytes{0};
+    const bool matmul = g.linear || g.component == Component::kRouter;
+    return matmul ? mul_div(g.elements_each() * copy, blocks_kept, Count(layers)) : Bytes{0};
   }));
 }
 

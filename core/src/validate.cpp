@@ -73,6 +73,13 @@ void check_mlp(const ModelSpec& m, Checks& out) {
   if (m.attention_sinks && m.attention_type != AttentionType::kStandard) {
     out.add("model.attention_sinks", "needs model.attention_type standard");
   }
+  if (m.qk_norm_layers > m.num_hidden_layers) {
+    out.add("model.qk_norm_layers", "must be at most model.num_hidden_layers (" + group_digits(m.num_hidden_layers) +
+                                        "); got " + group_digits(m.qk_norm_layers));
+  }
+  if (m.rotary_per_layer && (m.position_embedding != PositionKind::kRotary || m.is_encoder_decoder)) {
+    out.add("model.rotary_per_layer", "needs a decoder with rotary positions (model.position_embedding rotary)");
+  }
   const bool has_dense_layers = m.num_experts == 0 || m.first_k_dense_replace > 0;
   if (has_dense_layers && m.intermediate_size < 1) {
     out.add("model.intermediate_size", "must be at least 1 (the model has dense MLP layers)");

@@ -144,8 +144,19 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
     ASSERT_TRUE(gemma3.errors.empty()) << first_error(gemma3);
     EXPECT_EQ(count_parameters(gemma3.model).total_count.value(), 3'880'263'168);
   }
-  const HfImport unknown = import_hf_config_text(R"({"model_type":"llama4","text_config":{"model_type":"llama4_text"}})");
-  EXPECT_NE(first_error(unknown).find("nor its text_config's \"llama4_text\""), std::string::npos) << first_error(unknown);
+  const HfImport unknown =
+      import_hf_config_text(R"({"model_type":"qwen2_5_vl","text_config":{"model_type":"qwen2_5_vl_text"}})");
+  EXPECT_NE(first_error(unknown).find("nor its text_config's \"qwen2_5_vl_text\""), std::string::npos)
+      << first_error(unknown);
+  // Llama 4: the text_config's own class, whose defaults are Scout's (Llama4TextConfig): 48 MoE
+  // layers of 16 experts beside a shared one, the L2 query/key norm in the 36 rotary layers, and
+  // every expert run on every token (the class's dispatch, applied under transformers' profiles).
+  const HfImport llama4 = import_hf_config_text(R"({"model_type":"llama4","text_config":{"model_type":"llama4_text"}})");
+  ASSERT_TRUE(llama4.errors.empty()) << first_error(llama4);
+  EXPECT_EQ(count_parameters(llama4.model).total_count.value(), 107'769'861'120);
+  EXPECT_EQ(llama4.model.qk_norm, QkNorm::kL2);
+  EXPECT_EQ(llama4.model.qk_norm_layers, 36);
+  EXPECT_EQ(llama4.reference.moe_dispatch, MoeDispatch::kDense);
 }
 
 // A file that drops out says that memfit counts dropout from training.dropout (QA pass, Dec 3:

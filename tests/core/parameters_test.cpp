@@ -121,7 +121,8 @@ TEST(Parameters, FixturesImportToThePresetCounts) {
       {"qwen3-1.7b", "Qwen__Qwen3-1.7B.json"}, {"qwen3-4b", "Qwen__Qwen3-4B.json"}, {"qwen3-8b", "Qwen__Qwen3-8B.json"},
       {"qwen3-14b", "Qwen__Qwen3-14B.json"}, {"qwen3-32b", "Qwen__Qwen3-32B.json"},
       {"qwen3-235b-a22b", "Qwen__Qwen3-235B-A22B-Instruct-2507.json"}, {"gemma-3-1b", "google__gemma-3-1b-it.json"},
-      {"phi-4", "microsoft__phi-4.json"},
+      {"phi-4", "microsoft__phi-4.json"}, {"llama-4-scout", "meta-llama__Llama-4-Scout-17B-16E-Instruct.json"},
+      {"olmoe-1b-7b", "allenai__OLMoE-1B-7B-0125-Instruct.json"}, {"glm-4.5-air", "zai-org__GLM-4.5-Air.json"},
   };
   for (const auto& [id, file] : pairs) {
     EXPECT_EQ(count_of(file), count_parameters(*preset_model(id)).total_count.value()) << id;
@@ -151,6 +152,17 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       // gpt-oss: the model card's totals are 20.91B and 116.83B.
       {"openai__gpt-oss-20b.json", 20'914'757'184},
       {"openai__gpt-oss-120b.json", 116'829'156'672},
+      {"allenai__OLMoE-1B-7B-0125-Instruct.json", 6'919'161'856},
+      {"baidu__ERNIE-4.5-0.3B-PT.json", 360'748'032},
+      // Llama 4's language models (the multimodal files' text_config): Scout and Maverick.
+      {"meta-llama__Llama-4-Scout-17B-16E-Instruct.json", 107'769'861'120},
+      {"meta-llama__Llama-4-Maverick-17B-128E-Instruct.json", 400'711'848'960},
+      // GLM-4.5: memfit also counts each MoE layer's e_score_correction_bias (one value per routed
+      // expert), a buffer in transformers 5 and a stored tensor in the checkpoint, as DeepSeek-V3's:
+      // transformers' counts are 106,852,245,504 (Air: 45 MoE layers x 128 experts fewer) and
+      // 352,797,814,784 (89 x 160 fewer). The multi-token-prediction layer is not counted.
+      {"zai-org__GLM-4.5-Air.json", 106'852'245'504 + 45 * 128},
+      {"zai-org__GLM-4.5.json", 352'797'814'784 + 89 * 160},
   };
   for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
 }
@@ -214,6 +226,53 @@ TEST(HfImport, FamilyLayouts) {
   ASSERT_TRUE(o3.errors.empty());
   EXPECT_EQ(count_parameters(o3.model).total_count.value(), count_of("allenai__OLMo-2-1124-7B.json"));
   EXPECT_EQ(o3.reference.norm_kernel, NormKernel::kEagerFp32);
+  // GLM-4.5: biases on q, k and v only, per-head query/key norms, DeepSeek-V3's mixture (3 dense
+  // layers, 160 routed experts and a shared one, 8 per token, the correction bias).
+  const HfImport glm = import_hf_config_text(read_fixture("zai-org__GLM-4.5.json"));
+  ASSERT_TRUE(glm.errors.empty());
+  EXPECT_TRUE(glm.model.qkv_bias && !glm.model.attention_bias && glm.model.router_bias);
+  EXPECT_EQ(glm.model.qk_norm, QkNorm::kPerHead);
+  EXPECT_EQ(glm.model.num_experts, 160);
+  EXPECT_EQ(glm.model.num_experts_per_tok, 8);
+  EXPECT_EQ(glm.model.num_shared_experts, 1);
+  EXPECT_EQ(glm.model.first_k_dense_replace, 3);
+  ASSERT_FALSE(glm.warnings.empty());
+  EXPECT_EQ(glm.warnings[0].field, "num_nextn_predict_layers");
+  // OLMoE: OLMo-2's full-width query/key norms, 64 experts of intermediate_size, 8 per token.
+  const ModelSpec olmoe = model("allenai__OLMoE-1B-7B-0125-Instruct.json");
+  EXPECT_EQ(olmoe.qk_norm, QkNorm::kFullWidth);
+  EXPECT_EQ(olmoe.num_experts, 64);
+  EXPECT_EQ(olmoe.moe_intermediate_size, olmoe.intermediate_size);
+  // ERNIE 4.5: each layer's own fp32 rotary tables, a tied head.
+  const ModelSpec ernie = model("baidu__ERNIE-4.5-0.3B-PT.json");
+  EXPECT_TRUE(ernie.rotary_per_layer && ernie.tie_word_embeddings);
+  // ERNIE 4.5's mixture: layers moe_layer_start_index..moe_layer_end_index at moe_layer_interval are
+  // sparse; Ernie4_5_MoeConfig's defaults (21B-A3B: 64 experts, 6 per token, two shared).
+  const auto ernie_moe = [](const std::string& extra) {
+    return import_hf_config_text(R"({"model_type":"ernie4_5_moe","vocab_size":1000,"hidden_size":64,)"
+                                 R"("num_hidden_layers":10,"num_attention_heads":4,"intermediate_size":128)" +
+                                 extra + "}");
+  };
+  const HfImport e21 = ernie_moe("");
+  ASSERT_TRUE(e21.errors.empty());
+  EXPECT_EQ(e21.model.first_k_dense_replace, 1);
+  EXPECT_EQ(e21.model.num_experts, 64);
+  EXPECT_EQ(e21.model.num_shared_experts, 2);
+  EXPECT_EQ(ernie_moe(R"(,"moe_layer_interval":2,"moe_layer_end_index":6)").model.first_k_dense_replace, 7);
+  EXPECT_FALSE(ernie_moe(R"(,"moe_layer_start_index":9,"moe_layer_interval":4)").errors.empty());
+  const HfImport biased = ernie_moe(R"(,"use_bias":true)");
+  ASSERT_FALSE(biased.errors.empty());
+  EXPECT_EQ(biased.errors[0].field, "use_bias");
+  // Llama 4 Maverick: MoE every other layer (24 of 48) beside dense MLPs of intermediate_size_mlp,
+  // 128 experts, no query/key norm; the class runs every expert on every token.
+  const HfImport maverick = import_hf_config_text(read_fixture("meta-llama__Llama-4-Maverick-17B-128E-Instruct.json"));
+  ASSERT_TRUE(maverick.errors.empty()) << maverick.errors[0].message;
+  EXPECT_EQ(maverick.model.first_k_dense_replace, 24);
+  EXPECT_EQ(maverick.model.num_experts, 128);
+  EXPECT_EQ(maverick.model.intermediate_size, 16384);
+  EXPECT_EQ(maverick.model.moe_intermediate_size, 8192);
+  EXPECT_EQ(maverick.model.qk_norm, QkNorm::kNone);
+  EXPECT_EQ(maverick.reference.moe_dispatch, MoeDispatch::kDense);
   // What memfit cannot count the way the class builds it is refused by name.
   const auto error_of = [](const std::string& text) {
     const HfImport r = import_hf_config_text(text);

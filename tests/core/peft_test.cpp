@@ -545,6 +545,66 @@ TEST(Peft, AnFp32BaseUnderAutocastSavesEachFrozenLinearsCast) {
   EXPECT_EQ(copies("hf", "none", "half"), 0);
 }
 
+// prepare_model_for_kbit_training leaves fp32 what bitsandbytes did not quantise: the head (and a
+// mixture's routers) are then cast at every use under autocast and their 16-bit copies saved; a
+// run without it keeps them 16-bit and casts nothing (measured: tools/frameworks/families.py,
+// llama4_text QLoRA, the head's and the routers' casts).
+TEST(Peft, QloraAfterPrepareKbitSavesTheHeadsCast) {
+  const auto copies = [](bool prepare) {
+    const Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":)"
+                                                   R"("bf16_autocast","checkpointing":"full","finetune":{"method":"lora",)"
+                                                   R"("base_bits":4,"prepare_kbit":)") +
+                                       (prepare ? "true" : "false") + "}}}")
+                         .config;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    return e.breakdown.weight_copies.value();
+  };
+  EXPECT_EQ(copies(true), 2 * 32000LL * 4096);
+  EXPECT_EQ(copies(false), 0);
+}
+
+// Llama 4 (transformers' class: every expert on every token through torch.bmm, an autocast op):
+// bitsandbytes leaves the expert stacks as loaded, fp32 after prepare_model_for_kbit_training, so
+// every layer whose input needs a gradient saves a 16-bit copy of its whole stack; transformers'
+// grouped GEMMs (Qwen3-MoE) are not autocast ops and cast nothing, but their routers are cast.
+TEST(Peft, MixtureExpertCastsFollowTheDispatch) {
+  const auto copies = [](const char* model, const char* dispatch) {
+    Config c = parse_config_text(std::string(R"({"model":)") + model +
+                                 R"(,"training":{"precision":"bf16_autocast","finetune":{"method":"lora",)"
+                                 R"("base_bits":4,"prepare_kbit":true,"lora_targets":["q","v"]},"moe_dispatch":")" +
+                                 dispatch + R"("}})")
+                   .config;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok()) << (e.errors.empty() ? "" : e.errors[0].message);
+    return e.breakdown.weight_copies.value();
+  };
+  const char* tiny_moe = R"({"preset":"","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,)"
+                         R"("num_attention_heads":4,"intermediate_size":128,"num_experts":8,)"
+                         R"("num_experts_per_tok":2,"moe_intermediate_size":32})";
+  const std::int64_t head = 1000 * 64, routers = 2 * 8 * 64, stacks = 2 * 8 * 3 * 64 * 32;
+  EXPECT_EQ(copies(tiny_moe, "grouped"), 2 * (head + routers));
+  EXPECT_EQ(copies(tiny_moe, "dense"), 2 * (head + routers + stacks));
+}
+
+// PEFT's LoRA layer fails on Llama 4's router (an nn.Linear returning scores and logits together):
+// memfit refuses the target there, and nowhere else.
+TEST(Peft, Llama4RouterCannotTakeAnAdapter) {
+  const auto errors = [](const char* dispatch) {
+    return validate(parse_config_text(std::string(R"({"model":{"preset":"","vocab_size":1000,"hidden_size":64,)"
+                                                  R"("num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128,)"
+                                                  R"("num_experts":8,"num_experts_per_tok":1,"moe_intermediate_size":32},)"
+                                                  R"("training":{"moe_dispatch":")") +
+                                      dispatch + R"(","finetune":{"method":"lora","lora_targets":["q","router"]}}})")
+                        .config);
+  };
+  const std::vector<Issue> dense = errors("dense");
+  ASSERT_FALSE(dense.empty());
+  EXPECT_EQ(dense[0].field, "training.finetune.lora_targets");
+  EXPECT_NE(dense[0].message.find("router"), std::string::npos);
+  EXPECT_TRUE(errors("loop").empty());
+}
+
 // Only the blocks left out of full checkpointing keep their frozen casts.
 TEST(Peft, BlocksLeftOutOfCheckpointingKeepTheirCasts) {
   const auto copies = [](std::int64_t checkpointed) {

@@ -71,6 +71,19 @@ FIXTURES = {
     "exaone4": "LGAI-EXAONE__EXAONE-4.0-1.2B.json",
     # OLMo-3's class (Olmo3ForCausalLM, three sliding-window layers to one full) on OLMo-2 7B's
     # shapes: a test shape, not a released model.
+    # GLM-4.5 (DeepSeek-V3's mixture under Llama's attention with biased q, k, v), OLMoE, ERNIE 4.5
+    # (each layer's own fp32 rotary tables), and Llama 4's language model (every expert on every
+    # token; a multimodal file, read through its text_config as memfit reads it).
+    "glm4_moe": "zai-org__GLM-4.5-Air.json",
+    "olmoe": "allenai__OLMoE-1B-7B-0125-Instruct.json",
+    "ernie4_5": "baidu__ERNIE-4.5-0.3B-PT.json",
+    "llama4_text": "meta-llama__Llama-4-Scout-17B-16E-Instruct.json",
+    # ERNIE 4.5's mixture (Ernie4_5_MoeForCausalLM) on the 0.3B file's shapes with
+    # Ernie4_5_MoeConfig's defaults (ERNIE-4.5-21B-A3B's mixture): a test shape.
+    "ernie4_5_moe": ("baidu__ERNIE-4.5-0.3B-PT.json", {
+        "model_type": "ernie4_5_moe", "architectures": ["Ernie4_5_MoeForCausalLM"],
+        "moe_num_experts": 64, "moe_k": 6, "moe_intermediate_size": 1536, "moe_num_shared_experts": 2,
+        "moe_layer_start_index": 1, "moe_layer_interval": 1}),
     "olmo3": ("allenai__OLMo-2-1124-7B.json", {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"],
                                                "sliding_window": 4096, "layer_types": [
                                                    "sliding_attention", "sliding_attention", "sliding_attention",
@@ -83,6 +96,12 @@ FIXTURES = {
 # adds its router. Left out, with why:
 # (Phi-3's gate_up_proj is one layer too: memfit's gate and up, under its fused projections.)
 LORA_FUSED_QKV = ("bloom", "gpt_bigcode", "falcon", "gpt_neox", "phi3")
+# Families whose all-linear PEFT cannot run: their LoRA steps name the modules instead (Llama 4's
+# router is an nn.Linear returning (scores, logits), on which PEFT's LoRA layer fails; memfit
+# refuses router there).
+LORA_NAMED_TARGETS = {
+    "llama4_text": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+}
 LORA_NOT_EXPRESSIBLE = {
     "qwen2_moe": "all-linear also adapts shared_expert_gate (d -> 1), which no memfit target names",
 }
@@ -121,9 +140,9 @@ def tiny(config):
             d[k] = TINY["positions"]
         elif k == "moe_intermediate_size":
             d[k] = 64
-        elif k in ("num_experts", "num_local_experts"):
+        elif k in ("num_experts", "num_local_experts", "moe_num_experts"):
             d[k] = 8
-        elif k == "num_experts_per_tok":
+        elif k in ("num_experts_per_tok", "moe_k"):
             d[k] = 2
         elif k in ("max_window_layers",):
             d[k] = TINY["layers"]
@@ -201,7 +220,7 @@ def lora_targets(family, small):
     if family in LORA_NOT_EXPRESSIBLE:
         return None
     attention = ["qkv", "o"] if family in LORA_FUSED_QKV else ["q", "k", "v", "o"]
-    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "gpt_oss")
+    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe")
     return attention + ["gate", "up", "down"] + (["router"] if moe else [])
 
 
@@ -244,7 +263,8 @@ def lora_steps(family, small, small_path, binary, problems):
     M.BUILDERS["moe_lora"] = moe_lora._build
     return adapter_steps(family, small, small_path, binary, problems, "LoRA", [
         ({"precision": p, "attention": "eager"},
-         {"framework": "moe_lora", "precision": p, "peft_targets": {"target_modules": "all-linear"}}, p, {})
+         {"framework": "moe_lora", "precision": p,
+          "peft_targets": {"target_modules": LORA_NAMED_TARGETS.get(family, "all-linear")}}, p, {})
         for p in ("fp32", "bf16_mixed")])
 
 
@@ -263,7 +283,8 @@ def _qlora_build(case):
                                                      device_map="cpu", attn_implementation="eager")
     if case["prepare_kbit"]:
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
-    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear"))
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0,
+                                             target_modules=LORA_NAMED_TARGETS.get(case["family"], "all-linear")))
     model.train()
     return M.Built(model, M.hf_trainer_forward(model, "bf16_mixed"),
                    note="bitsandbytes NF4 base%s + peft LoRA" % (", prepare_model_for_kbit_training"
@@ -318,6 +339,8 @@ def main():
         fixture, overrides = fixture if isinstance(fixture, tuple) else (fixture, {})
         path = os.path.join(ROOT, "tests", "fixtures", "hf", fixture)
         config = dict(json.load(open(path)), **overrides)
+        if isinstance(config.get("text_config"), dict):  # a multimodal file: its language model
+            config = dict(config["text_config"], model_type=family)
         row = {"family": family, "fixture": fixture, "overrides": overrides}
         if overrides:
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

@@ -47,9 +47,9 @@ class SaveTracker:
         self.param_shapes = {}
         for prefix, mod in modules.items():
             for n, p in mod.named_parameters():
-                if p.dim() == 2:
+                if p.dim() in (2, 3):  # a linear's weight, or a stack of experts' (Llama 4)
                     self.param_shapes.setdefault(tuple(p.shape), set()).add(p.dtype)
-                    self.param_shapes.setdefault(tuple(p.shape[::-1]), set()).add(p.dtype)
+                    self.param_shapes.setdefault(tuple(p.shape[:-2]) + tuple(p.shape[-2:][::-1]), set()).add(p.dtype)
         self.head_patterns = head_patterns
         # the model wrappers above the output head ("" and, under PEFT, "base_model",
         # "base_model.model"): a save made directly in one of them (the loss computed in
@@ -114,14 +114,20 @@ class SaveTracker:
                 "ReshapeAliasBackward0"}
 
     def _weight_copy(self, t):
-        """A dtype cast of a parameter (autocast's weight copy), saved by a matmul:
+        """A dtype cast of a parameter (autocast's weight copy), saved by a matmul (a linear's 2-D
+        weight, or a 3-D stack of experts that torch.bmm reads: Llama 4):
         'trainable' (the cast's graph leads to the parameter's AccumulateGrad) or
-        'frozen' (no graph; a 2-D tensor shaped like a parameter of another dtype)."""
-        if t.dtype not in (torch.bfloat16, torch.float16) or t.dim() != 2:
+        'frozen' (no graph; a tensor shaped like a parameter of another dtype)."""
+        if t.dtype not in (torch.bfloat16, torch.float16) or t.dim() not in (2, 3):
             return None
         fn, depth = t.grad_fn, 0
         while fn is not None and depth < 5:
             if fn.name().endswith("AccumulateGrad"):
+                # a 3-D save is a weight copy only when the parameter is itself a 3-D stack (not
+                # PEFT's 2-D expert factors viewed per expert, which memfit counts as activations)
+                leaf = getattr(fn, "variable", None)
+                if t.dim() == 3 and (leaf is None or leaf.dim() != 3):
+                    return None
                 return "trainable" if depth >= 1 else None
             if fn.name() not in self._VIEWISH:
                 return None

@@ -205,7 +205,12 @@ export const CHOICES = {
     sequential: ['Sequential', 'attention, then the MLP'],
     parallel: ['Parallel', 'attention and MLP both read the block input (GPT-NeoX, Falcon, Phi)'],
   },
-  'model.qk_norm': { none: ['None', ''], per_head: ['Per head (Qwen3)', ''], full_width: ['Full width (OLMo 2)', ''] },
+  'model.qk_norm': {
+    none: ['None', ''],
+    per_head: ['Per head (Qwen3)', ''],
+    full_width: ['Full width (OLMo 2)', ''],
+    l2: ['L2, in fp32 (Llama 4)', 'no weights; keeps an fp32 copy of each head'],
+  },
   'model.attention_type': {
     standard: ['Standard', 'multi-head or grouped-query attention'],
     mla: ['Multi-head latent attention (DeepSeek)', ''],

@@ -22,7 +22,9 @@ enum class PositionKind { kLearned, kRotary, kNone, kRelativeBias };
 // MLA: DeepSeek-V2/V3 multi-head latent attention; disentangled: DeBERTa-v2/v3 (content and
 // relative-position scores, He et al. 2021, eq. 2–4).
 enum class AttentionType { kStandard, kMla, kDisentangled };
-enum class QkNorm { kNone, kPerHead, kFullWidth };   // Qwen3 / Gemma3 per head_dim; OLMo-2 over the projection
+// Qwen3 / Gemma3 per head_dim; OLMo-2 over the projection; Llama 4 a weightless L2 norm of each
+// head, computed in fp32 (modeling_llama4.py Llama4TextL2Norm).
+enum class QkNorm { kNone, kPerHead, kFullWidth, kL2 };
 enum class BlockLayout { kSequential, kParallel };   // parallel: attention and MLP read the same input
 // The task head. lm: a vocabulary projection (a causal LM, a seq2seq LM, or an encoder's masked-LM
 // head); none: the bare model (BertModel, with its pooler); sequence_classification: a dense
@@ -202,7 +204,10 @@ enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32, kPythonLa
 // experts' weight dtype: fp32 under autocast over fp32 weights; torchtitan's GroupedExperts). The
 // stacked parameters are why PEFT adapts them with one adapter per projection and bitsandbytes
 // leaves them unquantised (peft.cpp, finetune.cpp).
-enum class MoeDispatch { kAuto, kLoop, kGrouped };
+// dense: every expert on every token, the router's sigmoid scores weighting each expert's copy
+// of the input (transformers' Llama 4: modeling_llama4.py Llama4TextMoe repeats the tokens once
+// per expert and runs the experts as two batched matmuls).
+enum class MoeDispatch { kAuto, kLoop, kGrouped, kDense };
 // Keys and values a fused attention kernel saves: at the key/value heads (GQA passed through) or
 // repeated to every query head first.
 enum class KvSaved { kAuto, kKvHeads, kQueryHeads };
@@ -304,6 +309,13 @@ struct ModelSpec {
   std::int64_t norms_per_block = 2;  // hidden-size norms in each block (Falcon-7B 1, Gemma-2 4)
   bool final_norm = true;
   QkNorm qk_norm = QkNorm::kNone;
+  // Rotary positions whose cos and sin every layer rebuilds in fp32 (ERNIE 4.5's interleaved
+  // rotary: modeling_ernie4_5.py apply_rotary_pos_emb repeat-interleaves the shared tables and
+  // multiplies in fp32), so each layer's products keep their own pair instead of sharing one.
+  bool rotary_per_layer = false;
+  // The layers whose attention normalises q and k (qk_norm); 0 = every layer. Llama 4 normalises
+  // only in its rotary layers (three of four: no_rope_layers).
+  std::int64_t qk_norm_layers = 0;
   // Each sublayer normalises its input (pre-norm); OLMo-2 instead normalises each sublayer's output
   // before the residual add and has no input norm (modeling_olmo2.py: post_attention_layernorm and
   // post_feedforward_layernorm only). It decides which norms the first LoRA block saves.
