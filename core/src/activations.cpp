@@ -587,31 +587,40 @@ void shared_expert_terms(const Config& c, const Dims& d, bool inputs_kept, std::
 
 // Every expert on every token (transformers' Llama 4, modeling_llama4.py Llama4TextMoe.forward):
 // the router (an nn.Linear) keeps its input; topk's indices (which scatter_ reuses) and the fp32
-// sigmoid of the scattered scores, cast back to the compute dtype; the tokens repeated once per
-// expert and multiplied by that expert's score (a transposed copy of the scores): the product
-// keeps both factors, the repeated tokens when the scores need a gradient and the scores when the
-// tokens do; then two batched matmuls over all experts, the first keeping its input when the
-// experts train, a SwiGLU on its output (one gate/up storage and the activation), the second
-// keeping the product when the experts train. Measured: tools/frameworks/families.py, llama4_text.
+// sigmoid of the scattered scores; the tokens repeated once per expert and multiplied by that
+// expert's score (a transposed copy of the scores): the product keeps both factors, the repeated
+// tokens when the scores need a gradient and the scores when the tokens do; then two batched
+// matmuls over all experts, the first keeping its input when the stack needs a gradient, an eager
+// SwiGLU on its output (one gate/up storage and the activation: Liger and unsloth patch the MLP
+// classes, not Llama4TextExperts), the second keeping the product when its stack needs a gradient.
+// LoRA on the stacks (PEFT's target_parameters: W + s·B·A rebuilt every forward) keeps the merged
+// stacks, which the batched matmuls read in the compute dtype, and the factors' casts.
+// Measured: tools/frameworks/families.py, llama4_text (and its stacked-expert LoRA step).
 void dense_moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   const ModelSpec& m = c.model;
   const Count experts = ceil_div(Count(m.num_experts), c.parallel.expert);
   const Count k = m.num_experts_per_tok, all = d.tokens * experts;
   const Count expert_ff = ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor);
-  const bool trained = !d.lora;  // the stacked experts and the router train under full fine-tuning
-  if (trained) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
-  if (expert_adapters(d).router) {
+  const ExpertAdapters adapters = expert_adapters(d);
+  // The block's input, kept for the router's weight when it trains (and by an old bitsandbytes
+  // base's shared expert, which keeps its input: moe_terms).
+  const bool inputs_kept = !d.lora || d.quantized_base_saves_input;
+  if (inputs_kept) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
+  if (adapters.router) {
     add(t, "moe.router_adapter", linear_inputs(reaching(d, Component::kRouter), d.hidden_split, kLoraRouter));
   }
-  const Bytes scores16 = d.act == kFp32Bytes ? Bytes{0} : d.tokens * Count(m.num_experts) * d.act;
-  add(t, "moe.router_scores", d.tokens * k * kInt64Bytes + d.tokens * Count(m.num_experts) * kFp32Bytes + scores16);
+  add(t, "moe.router_scores", d.tokens * k * kInt64Bytes + d.tokens * Count(m.num_experts) * kFp32Bytes);
   // The scores need a gradient through the router's output, the repeated tokens (in the residual
   // stream's dtype) through the block's input: both do in every layer but a LoRA model's first.
   add(t, "moe.scaled_inputs", all * d.hidden * d.stream + all * d.act);
-  if (trained) add(t, "moe.expert_inputs", all * d.hidden * d.act);
-  const std::int64_t kept = m.mlp == MlpKind::kGated ? gated_activation_tensors(m, d) : 1;
-  add(t, "moe.experts_inner", all * expert_ff * d.act * (kept + (trained ? 1 : 0)));
-  shared_expert_terms(c, d, trained, t);
+  const bool up_input = !d.lora || adapters.gate_up, down_input = !d.lora || adapters.down;
+  if (up_input) add(t, "moe.expert_inputs", all * d.hidden * d.act);
+  Dims eager = d;
+  if (eager.impl.activation_kernel == ActivationKernel::kFusedInplace) eager.impl.activation_kernel = ActivationKernel::kEager;
+  const std::int64_t kept = m.mlp == MlpKind::kGated ? gated_activation_tensors(m, eager) : 1;
+  add(t, "moe.experts_inner", all * expert_ff * d.act * (kept + (down_input ? 1 : 0)));
+  if (d.lora) add(t, "moe.merged_expert_weights", stacked_adapter_bytes(c, d, d.act));
+  shared_expert_terms(c, d, inputs_kept, t);
 }
 
 // Mixture of experts as Hugging Face's Mixtral block dispatches it: an fp32 router softmax, top-k
@@ -910,6 +919,11 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   // The busiest pipeline stage holds ceil(L/pp) layers.
   b.layers = ceil_div(Count(m.num_hidden_layers), c.parallel.pipeline);
   b.dense_layers = min(params.dense_layer_count, b.layers);
+  // Interleaved layers: the stage holds its share of the MoE layers (rounded up: the heavier kind).
+  if (m.moe_layers_interleaved && m.num_hidden_layers > 0) {
+    b.dense_layers = b.layers - min(params.moe_layer_count,
+                                    ceil_div(params.moe_layer_count * b.layers, Count(m.num_hidden_layers)));
+  }
   b.moe_layers = b.layers - b.dense_layers;
   // checkpointed_layers counts the model's blocks; each stage recomputes its share (Megatron's
   // block method: N per stage).
@@ -1000,6 +1014,13 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
     const Bytes expert_grads = rows * expert_ff * d.act * grads_per_element;
     mlp_grads = m.first_k_dense_replace > 0 ? max(mlp_grads, expert_grads) : expert_grads;
   }
+  if (m.num_experts > 0 && d.impl.moe_dispatch == MoeDispatch::kDense) {
+    // Every expert's rows at once (Llama4TextMoe): the batched matmuls' gradients are the down
+    // input's (E·T·ff), then the SwiGLU's (gate and up), each over every expert.
+    const Count all = d.tokens * ceil_div(Count(m.num_experts), c.parallel.expert);
+    const Count expert_ff = ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor);
+    mlp_grads = max(mlp_grads, all * expert_ff * d.act * Count(3));  // an eager SwiGLU's three
+  }
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
   // The scores' two gradients, or the MLP's, one per intermediate.
   out.layer_gradient_tensor_bytes[0] = attention_grads > mlp_grads ? attention_grads / 2 : mlp_grads / grads_per_element.value();
@@ -1008,7 +1029,8 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   // weight (W + s·B·A needs one for B and A), the size of the stack, before the baddbmm's backward
   // reduces it to the factors' (the larger of gate_up's and down's, one at a time).
   const ExpertAdapters adapters = expert_adapters(d);
-  if (c.model.num_experts > 0 && d.impl.moe_dispatch == MoeDispatch::kGrouped && (adapters.gate_up || adapters.down)) {
+  const bool stacked = d.impl.moe_dispatch == MoeDispatch::kGrouped || d.impl.moe_dispatch == MoeDispatch::kDense;
+  if (c.model.num_experts > 0 && stacked && (adapters.gate_up || adapters.down)) {
     const Count experts = ceil_div(Count(c.model.num_experts), c.parallel.expert);
     const Count expert_ff = ceil_div(Count(c.model.moe_intermediate_size), c.parallel.tensor);
     const Count up_rows = c.model.mlp == MlpKind::kGated ? expert_ff * 2 : expert_ff;

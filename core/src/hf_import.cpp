@@ -124,6 +124,22 @@ void read_llama_like(Reader& r, ModelSpec& m, bool tie_default, bool required = 
   m.final_norm = true;
 }
 
+// A config class's default sizes (transformers' dataclass defaults), for the families whose
+// files may leave them out: read_llama_like(..., required = false) then keeps them.
+struct ClassSizes {
+  std::int64_t vocab, hidden, intermediate, layers, heads, kv_heads, head_dim;
+};
+void read_llama_like_over(const ClassSizes& d, Reader& r, ModelSpec& m, bool tie_default) {
+  m.vocab_size = d.vocab;
+  m.hidden_size = d.hidden;
+  m.intermediate_size = d.intermediate;
+  m.num_hidden_layers = d.layers;
+  m.num_attention_heads = d.heads;
+  m.num_key_value_heads = d.kv_heads;
+  m.head_dim = d.head_dim;
+  read_llama_like(r, m, tie_default, false);
+}
+
 // Qwen2-MoE / Qwen3-MoE: a layer is sparse when (index + 1) % decoder_sparse_step == 0 and the
 // index is not in mlp_only_layers; the rest are dense. Only the number of each matters here, and
 // it is counted without visiting the layers: floor(L / step) layers are sparse by the step, less
@@ -645,7 +661,10 @@ void read_ernie4_5_family(const std::string& type, Reader& r, ModelSpec& m, HfIm
   // layer), with moe_num_experts experts of moe_intermediate_size, moe_k per token, one shared MLP
   // of moe_num_shared_experts x moe_intermediate_size, and an fp32 router whose per-expert
   // correction bias is a (frozen) parameter.
-  read_llama_like(r, m, true);
+  // Ernie4_5Config's / Ernie4_5_MoeConfig's defaults (0.3B's; 21B-A3B's) for the keys a file leaves out.
+  const bool moe = type == "ernie4_5_moe";
+  read_llama_like_over(moe ? ClassSizes{103424, 2560, 12288, 28, 20, 4, 0} : ClassSizes{103424, 1024, 3072, 18, 16, 2, 128},
+                       r, m, true);
   m.rotary_per_layer = true;
   const bool bias = r.boolean("use_bias", false);
   m.attention_bias = m.mlp_bias = bias;
@@ -687,14 +706,7 @@ void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   // of num_local_experts experts of intermediate_size beside one shared expert of the same width,
   // under a top-k sigmoid router (an nn.Linear without bias); the other layers are dense MLPs of
   // intermediate_size_mlp. Llama4TextConfig's defaults are Scout's.
-  m.vocab_size = 202048;
-  m.hidden_size = 5120;
-  m.num_hidden_layers = 48;
-  m.num_attention_heads = 40;
-  m.num_key_value_heads = 8;
-  m.head_dim = 128;
-  m.intermediate_size = 8192;
-  read_llama_like(r, m, false, false);
+  read_llama_like_over({202048, 5120, 8192, 48, 40, 8, 128}, r, m, false);
   const std::int64_t expert_ff = m.intermediate_size;
   m.intermediate_size = r.integer({"intermediate_size_mlp"}, 16384, false, 1);
   m.moe_intermediate_size = expert_ff;
@@ -729,15 +741,34 @@ void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
     return;
   }
   m.first_k_dense_replace = layers - sparse;
+  m.moe_layers_interleaved = sparse < layers;  // Maverick: every other layer
   // Rotary layers: no_rope_layers holds 1 for a layer with rotary positions, else every
   // no_rope_layer_interval-th layer (counting from 1) has none.
+  // transformers reads the list's first num_hidden_layers entries as truth values (an empty list
+  // is the default); a shorter list fails there (IndexError).
   std::int64_t rope_layers = 0;
-  if (const Json* list = r.raw("no_rope_layers"); list && list->is_array() && !list->items().empty()) {
-    for (const Json& item : list->items()) {
-      const auto n = item.as_exact_integer();
-      if (n && *n != 0) ++rope_layers;
+  const Json* list = r.raw("no_rope_layers");
+  if (list && !list->is_null() && !list->is_array()) {
+    out.errors.push_back({"no_rope_layers", "must be a list of 0 or 1 per layer; got " + describe(*list)});
+    return;
+  }
+  if (list && list->is_array() && !list->items().empty()) {
+    if (static_cast<std::int64_t>(list->items().size()) < layers) {
+      out.errors.push_back({"no_rope_layers", "holds " + detail::group_digits(static_cast<std::int64_t>(
+                                                              list->items().size())) +
+                                                  " entries; the model has " + detail::group_digits(layers) +
+                                                  " layers (num_hidden_layers)"});
+      return;
     }
-    rope_layers = std::min(rope_layers, layers);
+    for (std::int64_t i = 0; i < layers; ++i) {
+      const Json& item = list->items()[static_cast<std::size_t>(i)];
+      const auto n = item.as_exact_integer();
+      if (item.is_bool() ? item.as_bool() : (n && *n != 0)) ++rope_layers;
+      else if (!item.is_bool() && !n) {
+        out.errors.push_back({"no_rope_layers", "must hold 0 or 1 per layer; got " + describe(item)});
+        return;
+      }
+    }
   } else {
     const std::int64_t interval = r.integer({"no_rope_layer_interval"}, 4, false, 1);
     rope_layers = layers - layers / interval;
@@ -851,14 +882,7 @@ void read_gemma3_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   // RMSNorm over each query and key head (one head_dim weight each); tied head. Gemma3TextConfig's
   // defaults (configuration_gemma3.py) fill the keys a file leaves out: gemma-3-4b's text_config
   // gives its sizes and relies on them for the vocabulary and the heads.
-  m.vocab_size = 262208;
-  m.hidden_size = 2304;
-  m.intermediate_size = 9216;
-  m.num_hidden_layers = 26;
-  m.num_attention_heads = 8;
-  m.num_key_value_heads = 4;
-  m.head_dim = 256;
-  read_llama_like(r, m, true, false);
+  read_llama_like_over({262208, 2304, 9216, 26, 8, 4, 256}, r, m, true);
   m.norms_per_block = 4;
   m.qk_norm = QkNorm::kPerHead;
 }

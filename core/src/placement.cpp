@@ -24,13 +24,19 @@ Bytes local_frozen_base_bytes(const Placement& p, const ParameterCount& params, 
 void choose_stage(const ParameterCount& params, const Parallel& par, const ModelSpec& m, Placement& p) {
   const Count layers_per_stage = ceil_div(Count(m.num_hidden_layers), par.pipeline);
   p.dense_layers = min(params.dense_layer_count, layers_per_stage);
+  // Interleaved dense and MoE layers (Llama 4 Maverick): every stage holds its share of each, the
+  // MoE layers' rounded up (activations.cpp blocks does the same).
+  const Count interleaved_moe = min(params.moe_layer_count,
+                                    ceil_div(params.moe_layer_count * layers_per_stage,
+                                             max(Count(m.num_hidden_layers), Count(1))));
+  if (m.moe_layers_interleaved) p.dense_layers = layers_per_stage - interleaved_moe;
   p.moe_layers = layers_per_stage - p.dense_layers;
   p.first_stage = true;
   p.last_stage = par.pipeline == 1;
   if (par.pipeline == 1) return;
   const Count first = p.local<CountUnit>(params, elements);
   Placement last = p;
-  last.moe_layers = min(params.moe_layer_count, layers_per_stage);
+  last.moe_layers = m.moe_layers_interleaved ? interleaved_moe : min(params.moe_layer_count, layers_per_stage);
   last.dense_layers = layers_per_stage - last.moe_layers;
   last.first_stage = false;
   last.last_stage = true;
@@ -190,11 +196,14 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
   // shared: each linear whose input needs a gradient saves its own 16-bit copy of the weight for
   // backward, the head once per call (LitGPT's 128-position chunks make it one copy per chunk).
   // Blocks under full checkpointing make their copies again, one block at a time, in backward:
-  // only the blocks left out of it (training.checkpointed_layers) keep theirs.
+  // the blocks left out of it (training.checkpointed_layers) keep theirs, and one recomputed block
+  // holds its own while its backward runs.
   if (peft && !kbit_fp32 && (f.base_bits != 16 || lora_base_bytes(r, impl) != kFp32Bytes)) return Bytes{0};
   const std::int64_t head_uses = peft ? head_calls(c) : 1;
   const std::int64_t layers = std::max<std::int64_t>(1, c.model.num_hidden_layers);
-  Count blocks_kept = peft ? Count(layers - c.training.recomputed_layers(layers)) : Count(layers);
+  // A recomputed block makes its casts again for its backward: one block's worth at a time.
+  const std::int64_t recomputed = c.training.recomputed_layers(layers);
+  Count blocks_kept = peft ? Count(layers - recomputed + (recomputed > 0 ? 1 : 0)) : Count(layers);
   if (trains_some_layers(c)) {
     // The trained blocks' casts are cached (leaves that require grad); a frozen block that backward
     // passes through saves its own copies, unless it is recomputed; below the lowest trained block

@@ -136,6 +136,13 @@ void check_encoder_decoder(const Config& c, Checks& out) {
 void check_training(const Config& c, Checks& out) {
   const ModelSpec& m = c.model;
   const Training& t = c.training;
+  // transformers' Llama 4 class has no FlashAttention-2 path (modeling_llama4.py,
+  // _supports_flash_attn = False): loading it so raises.
+  if (m.model_type == "llama4_text" && t.implementation.attention == AttentionImpl::kFlash &&
+      runs_transformers_model(t.implementation.framework)) {
+    out.add("training.attention", "flash is not available for Llama 4 under transformers (its class has no "
+                                  "FlashAttention-2 path); sdpa or eager");
+  }
   if (m.position_embedding == PositionKind::kLearned && t.seq_len > m.max_position_embeddings &&
       t.precision != Precision::kSeed14p) {
     out.add("training.seq_len", "must be at most model.max_position_embeddings (" +
@@ -278,6 +285,11 @@ void check_parallel(const Config& c, Checks& out) {
                                "experts, and model.num_experts is 0");
   } else if (p.expert > 1 && m.num_experts % p.expert != 0) {
     out.add("parallel.expert", "must divide model.num_experts (" + group_digits(m.num_experts) + ")");
+  } else if (p.expert > 1 && resolve_implementation(c.training.implementation).moe_dispatch == MoeDispatch::kDense) {
+    // transformers' Llama 4 runs every expert on every token through two batched matmuls and has
+    // no expert-parallel plan for them.
+    out.add("parallel.expert", "must be 1 with training.moe_dispatch dense (every expert runs on every token, "
+                               "as transformers' Llama 4 does, with no expert-parallel plan)");
   }
   if (p.virtual_stages > 1 && p.pipeline_schedule == PipelineSchedule::kSequential) {
     out.add("parallel.virtual_stages", "must be 1 with parallel.pipeline_schedule sequential (interleaving needs 1F1B)");

@@ -525,8 +525,8 @@ TEST(Peft, ValidationNamesTheField) {
 
 // An fp32 base under autocast: every frozen linear saves its own 16-bit cast for backward
 // (autocast caches casts of weights that require grad only), the head once per call (LitGPT runs
-// it in 128-position chunks); under full checkpointing only the head's casts are kept. A 16-bit
-// base casts nothing.
+// it in 128-position chunks); under full checkpointing the head's casts are kept and the block
+// being recomputed holds its own while its backward runs. A 16-bit base casts nothing.
 TEST(Peft, AnFp32BaseUnderAutocastSavesEachFrozenLinearsCast) {
   const auto copies = [](const char* framework, const char* checkpointing, const char* base) {
     const Config c = parse_config_text(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)"
@@ -540,8 +540,8 @@ TEST(Peft, AnFp32BaseUnderAutocastSavesEachFrozenLinearsCast) {
   };
   const std::int64_t head = 32000LL * 4096, blocks = 2147483648LL + 4328521728LL;  // llama-2-7b's linears
   EXPECT_EQ(copies("hf", "none", "fp32"), 2 * (blocks + head));
-  EXPECT_EQ(copies("hf", "full", "fp32"), 2 * head);
-  EXPECT_EQ(copies("litgpt", "full", "fp32"), 2 * head * (1024 / 128));
+  EXPECT_EQ(copies("hf", "full", "fp32"), 2 * (head + blocks / 32));
+  EXPECT_EQ(copies("litgpt", "full", "fp32"), 2 * head * (1024 / 128) + 2 * blocks / 32);
   EXPECT_EQ(copies("hf", "none", "half"), 0);
 }
 
@@ -562,6 +562,51 @@ TEST(Peft, QloraAfterPrepareKbitSavesTheHeadsCast) {
   };
   EXPECT_EQ(copies(true), 2 * 32000LL * 4096);
   EXPECT_EQ(copies(false), 0);
+}
+
+// Llama 4's layers run under the class's own every-expert dispatch: no expert parallelism; under a
+// pipeline, Maverick's alternating MoE layers split evenly across the stages (each holds 12 of the
+// 24), not all on the last; no_rope_layers is read as transformers reads it.
+TEST(Peft, Llama4LayoutAndItsLimits) {
+  Config c = parse_config_text(R"({"model":{"preset":"llama-4-scout"},"training":{"finetune":{"method":"lora"}},)"
+                               R"("parallel":{"num_gpus":2,"expert":2}})")
+                 .config;
+  const std::vector<Issue> ep = validate(c);
+  ASSERT_FALSE(ep.empty());
+  EXPECT_EQ(ep[0].field, "parallel.expert");
+  Config grouped = c;
+  grouped.training.implementation.moe_dispatch = MoeDispatch::kGrouped;
+  EXPECT_TRUE(validate(grouped).empty());
+  const HfImport maverick = import_hf_config_text(R"({"model_type":"llama4_text","interleave_moe_layer_step":2,)"
+                                                  R"("num_local_experts":128,"use_qk_norm":false})");
+  ASSERT_TRUE(maverick.errors.empty());
+  Config staged = parse_config_text(R"({"training":{"finetune":{"method":"lora"}},"parallel":{"num_gpus":2,"pipeline":2}})").config;
+  staged.model = maverick.model;
+  staged.training.implementation.moe_dispatch = MoeDispatch::kDense;
+  const Estimate two = estimate(staged);
+  ASSERT_TRUE(two.ok()) << (two.errors.empty() ? "" : two.errors[0].message);
+  staged.parallel.pipeline = 1;
+  staged.parallel.num_gpus = 1;
+  const Estimate one = estimate(staged);
+  ASSERT_TRUE(one.ok());
+  // Half the layers each: half the frozen weights (the embedding or the head aside).
+  EXPECT_LT(two.breakdown.parameters.value(), one.breakdown.parameters.value() * 6 / 10);
+  const auto rope_error = [](const char* list) {
+    const HfImport r = import_hf_config_text(std::string(R"({"model_type":"llama4_text","num_hidden_layers":4,)"
+                                                         R"("no_rope_layers":)") + list + "}");
+    return r.errors.empty() ? std::to_string(r.model.qk_norm_layers) : r.errors[0].field;
+  };
+  EXPECT_EQ(rope_error("[1,1,1,0,0,0]"), "3");  // the first num_hidden_layers entries
+  EXPECT_EQ(rope_error("[true,false,true,true]"), "3");
+  EXPECT_EQ(rope_error("[1,1]"), "no_rope_layers");
+  EXPECT_EQ(rope_error("\"abc\""), "no_rope_layers");
+  // Its class has no FlashAttention-2 path; torchtitan's Llama 4 has its own attention.
+  Config flash = parse_config_text(R"({"model":{"preset":"llama-4-scout"},"training":{"attention":"flash"}})").config;
+  const std::vector<Issue> fa = validate(flash);
+  ASSERT_FALSE(fa.empty());
+  EXPECT_EQ(fa[0].field, "training.attention");
+  flash.training.implementation.framework = Framework::kTorchtitan;
+  EXPECT_TRUE(validate(flash).empty());
 }
 
 // Llama 4 (transformers' class: every expert on every token through torch.bmm, an autocast op):
@@ -605,7 +650,8 @@ TEST(Peft, Llama4RouterCannotTakeAnAdapter) {
   EXPECT_TRUE(errors("loop").empty());
 }
 
-// Only the blocks left out of full checkpointing keep their frozen casts.
+// Only the blocks left out of full checkpointing keep their frozen casts, beside the one block
+// recomputed at a time.
 TEST(Peft, BlocksLeftOutOfCheckpointingKeepTheirCasts) {
   const auto copies = [](std::int64_t checkpointed) {
     Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)"
@@ -615,8 +661,8 @@ TEST(Peft, BlocksLeftOutOfCheckpointingKeepTheirCasts) {
     return estimate(c).breakdown.weight_copies.value();
   };
   const std::int64_t head = 32000LL * 4096, blocks = 2147483648LL + 4328521728LL;
-  EXPECT_EQ(copies(-1), 2 * head);
-  EXPECT_EQ(copies(24), 2 * head + 2 * blocks / 4);  // 8 of 32 blocks keep theirs
+  EXPECT_EQ(copies(-1), 2 * (head + blocks / 32));
+  EXPECT_EQ(copies(24), 2 * head + 2 * blocks * 9 / 32);  // 8 of 32 blocks keep theirs, and the one recomputed
   EXPECT_EQ(copies(0), 2 * (head + blocks));
 }
 

@@ -34,7 +34,7 @@ IGNORED = {
         "model": ["residual_dropout", "hidden_act", "normalize_before", "num_labels", "lm_head_transform",
                   "is_encoder_decoder", "num_decoder_layers", "decoder_attention_heads", "decoder_ffn_dim",
                   "relative_attention_num_buckets", "position_buckets", "max_relative_positions", "pos_att_type",
-                  "share_att_key", "norm_rel_ebd", "attention_sinks", "input_norm", "rotary_per_layer", "qk_norm_layers"],
+                  "share_att_key", "norm_rel_ebd", "attention_sinks", "input_norm", "rotary_per_layer", "qk_norm_layers", "moe_layers_interleaved"],
         "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
                      "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load",
                      "lora_adapter_dtype", "target_len", "galore_rank", "galore_update_interval", "max_preconditioner_dim",

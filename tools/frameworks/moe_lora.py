@@ -62,10 +62,15 @@ FAMILIES = {
     "qwen2_moe": GATED_NAMES,
     "deepseek_v3": dict(GATED_NAMES, attention={"q": ["q_a_proj", "q_b_proj"], "k": ["kv_a_proj_with_mqa"],
                                                 "v": ["kv_b_proj"], "o": ["o_proj"]}),
+    # Llama 4 (every expert on every token through torch.bmm): PEFT's own target_parameters example;
+    # its router is an nn.Linear whose tuple output PEFT's LoRA layer cannot take (no all-linear).
+    "llama4_text": {"parameters": {"gate": "feed_forward.experts.gate_up_proj",
+                                   "up": "feed_forward.experts.gate_up_proj",
+                                   "down": "feed_forward.experts.down_proj"}},
 }
 # PEFT's all-linear on Qwen2-MoE also adapts shared_expert_gate (an nn.Linear d -> 1), which no
 # memfit target names; its router, a parameter under transformers 5, is not reached.
-NO_ALL_LINEAR = ("gpt_oss", "qwen2_moe")
+NO_ALL_LINEAR = ("gpt_oss", "qwen2_moe", "llama4_text")
 QLORA_FAMILIES = ("mixtral", "qwen3_moe")
 ATTENTION = ["q", "k", "v", "o"]
 TARGET_SETS = {
@@ -189,6 +194,8 @@ def main():
         if family not in want:
             continue
         config = json.load(open(os.path.join(ROOT, "tests", "fixtures", "hf", F.FIXTURES[family])))
+        if isinstance(config.get("text_config"), dict):  # a multimodal file: its language model
+            config = dict(config["text_config"], model_type=family)
         small = F.tiny(config)
         tiny_configs[family] = small
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

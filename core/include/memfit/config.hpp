@@ -316,6 +316,9 @@ struct ModelSpec {
   // The layers whose attention normalises q and k (qk_norm); 0 = every layer. Llama 4 normalises
   // only in its rotary layers (three of four: no_rope_layers).
   std::int64_t qk_norm_layers = 0;
+  // Dense and MoE layers alternate (Llama 4 Maverick: interleave_moe_layer_step 2), so a pipeline
+  // stage holds its share of each; otherwise the first_k_dense_replace dense layers come first.
+  bool moe_layers_interleaved = false;
   // Each sublayer normalises its input (pre-norm); OLMo-2 instead normalises each sublayer's output
   // before the residual add and has no input norm (modeling_olmo2.py: post_attention_layernorm and
   // post_feedforward_layernorm only). It decides which norms the first LoRA block saves.
