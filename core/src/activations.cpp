@@ -1014,16 +1014,22 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
     const Bytes expert_grads = rows * expert_ff * d.act * grads_per_element;
     mlp_grads = m.first_k_dense_replace > 0 ? max(mlp_grads, expert_grads) : expert_grads;
   }
+  Bytes mlp_grad_tensor = mlp_grads / grads_per_element.value();
   if (m.num_experts > 0 && d.impl.moe_dispatch == MoeDispatch::kDense) {
     // Every expert's rows at once (Llama4TextMoe): the batched matmuls' gradients are the down
-    // input's (E·T·ff), then the SwiGLU's (gate and up), each over every expert.
+    // input's (E·T·ff), then the SwiGLU's (gate and up), each over every expert (an eager SwiGLU's
+    // three, whatever kernel the MLP classes get).
     const Count all = d.tokens * ceil_div(Count(m.num_experts), c.parallel.expert);
     const Count expert_ff = ceil_div(Count(m.moe_intermediate_size), c.parallel.tensor);
-    mlp_grads = max(mlp_grads, all * expert_ff * d.act * Count(3));  // an eager SwiGLU's three
+    const Bytes expert_tensor = all * expert_ff * d.act;
+    if (expert_tensor * Count(3) > mlp_grads) {
+      mlp_grads = expert_tensor * Count(3);
+      mlp_grad_tensor = expert_tensor;
+    }
   }
   Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
   // The scores' two gradients, or the MLP's, one per intermediate.
-  out.layer_gradient_tensor_bytes[0] = attention_grads > mlp_grads ? attention_grads / 2 : mlp_grads / grads_per_element.value();
+  out.layer_gradient_tensor_bytes[0] = attention_grads > mlp_grads ? attention_grads / 2 : mlp_grad_tensor;
   out.layer_gradient_tensor_bytes[1] = d.tokens * d.hidden_split * d.stream;  // the block's input's and output's
   // LoRA on stacked experts: the grouped GEMM's backward returns the gradient of the whole merged
   // weight (W + s·B·A needs one for B and A), the size of the stack, before the baddbmm's backward

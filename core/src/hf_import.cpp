@@ -716,6 +716,7 @@ void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   const std::int64_t layers = m.num_hidden_layers;
   // Llama4TextConfig.__post_init__: moe_layers defaults to every step-th layer from step - 1.
   std::int64_t sparse = 0;
+  bool last_layers = false;
   if (const Json* list = r.raw("moe_layers"); list && !list->is_null()) {
     if (!list->is_array() || static_cast<std::int64_t>(list->items().size()) > layers) {
       out.errors.push_back({"moe_layers", "must be a list of at most num_hidden_layers layer indices"});
@@ -732,6 +733,8 @@ void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
     }
     std::sort(listed.begin(), listed.end());
     sparse = std::unique(listed.begin(), listed.end()) - listed.begin();
+    // Listed as the last layers, the dense ones come first (memfit's default order).
+    last_layers = sparse > 0 && listed[0] == layers - sparse;
   } else {
     const std::int64_t step = r.integer({"interleave_moe_layer_step"}, 1, false, 1);
     sparse = layers / step;
@@ -741,7 +744,7 @@ void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
     return;
   }
   m.first_k_dense_replace = layers - sparse;
-  m.moe_layers_interleaved = sparse < layers;  // Maverick: every other layer
+  m.moe_layers_interleaved = sparse < layers && !last_layers;  // Maverick: every other layer
   // Rotary layers: no_rope_layers holds 1 for a layer with rotary positions, else every
   // no_rope_layer_interval-th layer (counting from 1) has none.
   // transformers reads the list's first num_hidden_layers entries as truth values (an empty list

@@ -4,6 +4,7 @@
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "optimizer_states.hpp"
+#include "peft.hpp"
 
 namespace memfit {
 
@@ -201,9 +202,13 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
   if (peft && !kbit_fp32 && (f.base_bits != 16 || lora_base_bytes(r, impl) != kFp32Bytes)) return Bytes{0};
   const std::int64_t head_uses = peft ? head_calls(c) : 1;
   const std::int64_t layers = std::max<std::int64_t>(1, c.model.num_hidden_layers);
-  // A recomputed block makes its casts again for its backward: one block's worth at a time.
+  // A recomputed block makes its casts again for its backward: one block of the stage at a time.
+  // With only some blocks recomputed, backward reaches them after the kept blocks' casts are freed
+  // (as activations.cpp counts their recomputation): the larger of the two. Per stage: the share
+  // below is of the model's layers, and every stage recomputes a block of its own.
   const std::int64_t recomputed = c.training.recomputed_layers(layers);
-  Count blocks_kept = peft ? Count(layers - recomputed + (recomputed > 0 ? 1 : 0)) : Count(layers);
+  const std::int64_t one_block_per_stage = recomputed > 0 ? std::min<std::int64_t>(c.parallel.pipeline, layers) : 0;
+  Count blocks_kept = peft ? Count(std::max(layers - recomputed, one_block_per_stage)) : Count(layers);
   if (trains_some_layers(c)) {
     // The trained blocks' casts are cached (leaves that require grad); a frozen block that backward
     // passes through saves its own copies, unless it is recomputed; below the lowest trained block
@@ -218,8 +223,17 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
   // autocast's list (activations.cpp moe_terms). torchtitan casts the stacks to bf16 itself and
   // Llama 4's batched matmuls are on the list: both save the stacks' 16-bit copies.
   const bool experts_uncast = impl.moe_dispatch == MoeDispatch::kGrouped && impl.framework != Framework::kTorchtitan;
+  // A stack PEFT adapts (target_parameters) is rebuilt as W + s·B·A every forward, and that merged
+  // stack is what the matmul casts and keeps (activations.cpp, moe.merged_expert_weights): the
+  // frozen stack itself is never cast. gate and up are one stack.
+  const unsigned stacked_adapted =
+      peft && stacked_experts(c) ? targets_reaching(f.lora_targets, Component::kExperts, expert_targeting(c)) : 0u;
   return p.as_nominal(p.local<BytesUnit>(params, [&](const TensorGroup& g) {
     if (kbit_fp32 && quantized_tensor(g, f, base)) return Bytes{0};
+    if (g.component == Component::kExperts && g.lora_target != 0) {
+      const unsigned stack = (g.lora_target & (kLoraGate | kLoraUp)) ? (kLoraGate | kLoraUp) : g.lora_target;
+      if (stacked_adapted & stack) return Bytes{0};
+    }
     const bool head = g.component == Component::kHead || (tied_head && g.component == Component::kTokenEmbedding);
     if (head) return g.elements_each() * copy * head_uses;
     if (experts_uncast && g.component == Component::kExperts) return Bytes{0};

@@ -600,6 +600,10 @@ TEST(Peft, Llama4LayoutAndItsLimits) {
   EXPECT_EQ(rope_error("[true,false,true,true]"), "3");
   EXPECT_EQ(rope_error("[1,1]"), "no_rope_layers");
   EXPECT_EQ(rope_error("\"abc\""), "no_rope_layers");
+  // A moe_layers list of the last layers keeps the dense layers first; Maverick's alternates.
+  EXPECT_FALSE(import_hf_config_text(R"({"model_type":"llama4_text","num_hidden_layers":4,"moe_layers":[2,3]})")
+                   .model.moe_layers_interleaved);
+  EXPECT_TRUE(maverick.model.moe_layers_interleaved);
   // Its class has no FlashAttention-2 path; torchtitan's Llama 4 has its own attention.
   Config flash = parse_config_text(R"({"model":{"preset":"llama-4-scout"},"training":{"attention":"flash"}})").config;
   const std::vector<Issue> fa = validate(flash);
@@ -632,6 +636,36 @@ TEST(Peft, MixtureExpertCastsFollowTheDispatch) {
   EXPECT_EQ(copies(tiny_moe, "dense"), 2 * (head + routers + stacks));
 }
 
+// An expert stack PEFT adapts (target_parameters) is rebuilt merged every forward, and the merged
+// stack is what the matmul casts (counted with the activations): the frozen stack is not cast too.
+// With down adapted only, the gate/up stack is still cast. Under a pipeline each stage recomputes a
+// whole block of its own.
+TEST(Peft, AdaptedExpertStacksAreCastOnceAndEachStageRecomputesABlock) {
+  const auto copies = [](const char* targets, const char* checkpointing, int pipeline) {
+    Config c = parse_config_text(std::string(R"({"model":{"preset":"","vocab_size":1000,"hidden_size":64,)"
+                                             R"("num_hidden_layers":4,"num_attention_heads":4,"intermediate_size":128,)"
+                                             R"("num_experts":8,"num_experts_per_tok":1,"moe_intermediate_size":32},)"
+                                             R"("training":{"precision":"bf16_mixed","moe_dispatch":"dense",)"
+                                             R"("lora_base_dtype":"fp32","checkpointing":")") +
+                                 checkpointing + R"(","finetune":{"method":"lora","target_parameters":true,)"
+                                                 R"("lora_targets":[)" + targets + "]}}}")
+                   .config;
+    c.parallel.pipeline = pipeline;
+    c.parallel.num_gpus = pipeline;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok()) << (e.errors.empty() ? "" : e.errors[0].message);
+    return e.breakdown.weight_copies.value();
+  };
+  const std::int64_t head = 1000 * 64, attention = 4 * (4 * 64 * 64), routers = 4 * 8 * 64;
+  const std::int64_t gate_up = 4 * 8 * 2 * 64 * 32, down = 4 * 8 * 32 * 64;
+  EXPECT_EQ(copies(R"("q","gate","up","down")", "none", 1), 2 * (head + attention + routers));
+  EXPECT_EQ(copies(R"("q","down")", "none", 1), 2 * (head + attention + routers + gate_up));
+  // Full checkpointing: the head, and one block (of four) per stage.
+  EXPECT_EQ(copies(R"("q")", "full", 1), 2 * (head + (attention + routers + gate_up + down) / 4));
+  // Two stages: the busiest holds the head and recomputes one whole block of its own, as one GPU does.
+  EXPECT_EQ(copies(R"("q")", "full", 2), copies(R"("q")", "full", 1));
+}
+
 // PEFT's LoRA layer fails on Llama 4's router (an nn.Linear returning scores and logits together):
 // memfit refuses the target there, and nowhere else.
 TEST(Peft, Llama4RouterCannotTakeAnAdapter) {
@@ -650,8 +684,8 @@ TEST(Peft, Llama4RouterCannotTakeAnAdapter) {
   EXPECT_TRUE(errors("loop").empty());
 }
 
-// Only the blocks left out of full checkpointing keep their frozen casts, beside the one block
-// recomputed at a time.
+// Only the blocks left out of full checkpointing keep their frozen casts; with every block
+// recomputed, the one being recomputed holds its own (one per pipeline stage).
 TEST(Peft, BlocksLeftOutOfCheckpointingKeepTheirCasts) {
   const auto copies = [](std::int64_t checkpointed) {
     Config c = parse_config_text(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)"
@@ -662,7 +696,7 @@ TEST(Peft, BlocksLeftOutOfCheckpointingKeepTheirCasts) {
   };
   const std::int64_t head = 32000LL * 4096, blocks = 2147483648LL + 4328521728LL;
   EXPECT_EQ(copies(-1), 2 * (head + blocks / 32));
-  EXPECT_EQ(copies(24), 2 * head + 2 * blocks * 9 / 32);  // 8 of 32 blocks keep theirs, and the one recomputed
+  EXPECT_EQ(copies(24), 2 * head + 2 * blocks / 4);  // 8 of 32 blocks keep theirs, freed before the recomputed
   EXPECT_EQ(copies(0), 2 * (head + blocks));
 }
 
