@@ -178,6 +178,9 @@ void read_qwen_moe_layers(Reader& r, ModelSpec& m, HfImport& out) {
   const auto listed = std::unique(sparse_but_listed.begin(), sparse_but_listed.end()) - sparse_but_listed.begin();
   const std::int64_t sparse = layers / step - static_cast<std::int64_t>(listed);
   m.first_k_dense_replace = layers - sparse;
+  // Every step-th layer sparse: the dense layers alternate with them (a pipeline stage holds its
+  // share of each). Layers listed dense (mlp_only_layers) are taken as the first ones.
+  m.moe_layers_interleaved = sparse > 0 && sparse < layers && step > 1;
 }
 
 // transformers' ACT2FN names, by what the activation saves for backward (config.hpp HiddenAct).
@@ -690,6 +693,8 @@ void read_ernie4_5_family(const std::string& type, Reader& r, ModelSpec& m, HfIm
   // Sparse layers: the multiples of the interval among 1 + start .. 1 + min(end, layers - 1).
   const std::int64_t last = std::min(end, layers - 1) + 1, first = start + 1;
   const std::int64_t sparse = last < first ? 0 : last / interval - (first - 1) / interval;
+  // Sparse layers every interval-th, or ending before the last layer: not one block at the end.
+  m.moe_layers_interleaved = sparse < layers && (interval > 1 || last < layers);
   if (sparse == 0) {
     out.errors.push_back({"moe_layer_start_index", "with moe_layer_end_index and moe_layer_interval leaves no "
                                                    "layer sparse: the file describes a dense model"});

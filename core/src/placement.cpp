@@ -226,6 +226,9 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
   // A stack PEFT adapts (target_parameters) is rebuilt as W + s·B·A every forward, and that merged
   // stack is what the matmul casts and keeps (activations.cpp, moe.merged_expert_weights): the
   // frozen stack itself is never cast. gate and up are one stack.
+  // ERNIE 4.5 runs its fp32 router with autocast off (modeling_ernie4_5_moe.py,
+  // Ernie4_5_MoeTopKRouter: maybe_autocast(enabled=False)): no cast.
+  const bool router_uncast = c.model.model_type == "ernie4_5_moe";
   const unsigned stacked_adapted =
       peft && stacked_experts(c) ? targets_reaching(f.lora_targets, Component::kExperts, expert_targeting(c)) : 0u;
   return p.as_nominal(p.local<BytesUnit>(params, [&](const TensorGroup& g) {
@@ -237,7 +240,7 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
     const bool head = g.component == Component::kHead || (tied_head && g.component == Component::kTokenEmbedding);
     if (head) return g.elements_each() * copy * head_uses;
     if (experts_uncast && g.component == Component::kExperts) return Bytes{0};
-    const bool matmul = g.linear || g.component == Component::kRouter;
+    const bool matmul = g.linear || (g.component == Component::kRouter && !router_uncast);
     return matmul ? mul_div(g.elements_each() * copy, blocks_kept, Count(layers)) : Bytes{0};
   }));
 }

@@ -604,6 +604,19 @@ TEST(Peft, Llama4LayoutAndItsLimits) {
   EXPECT_FALSE(import_hf_config_text(R"({"model_type":"llama4_text","num_hidden_layers":4,"moe_layers":[2,3]})")
                    .model.moe_layers_interleaved);
   EXPECT_TRUE(maverick.model.moe_layers_interleaved);
+  // So do Qwen-MoE's every-step-th sparse layers and ERNIE 4.5's every-interval-th ones.
+  const std::string small = R"("vocab_size":1000,"hidden_size":64,"num_hidden_layers":8,"num_attention_heads":4,)"
+                            R"("intermediate_size":128,"moe_intermediate_size":32,)";
+  EXPECT_TRUE(import_hf_config_text(R"({"model_type":"qwen3_moe",)" + small +
+                                    R"("num_experts":8,"num_experts_per_tok":2,"decoder_sparse_step":2})")
+                  .model.moe_layers_interleaved);
+  EXPECT_FALSE(import_hf_config_text(R"({"model_type":"qwen3_moe",)" + small +
+                                     R"("num_experts":8,"num_experts_per_tok":2})")
+                   .model.moe_layers_interleaved);
+  EXPECT_TRUE(import_hf_config_text(R"({"model_type":"ernie4_5_moe",)" + small + R"("moe_layer_interval":2})")
+                  .model.moe_layers_interleaved);
+  EXPECT_FALSE(import_hf_config_text(R"({"model_type":"ernie4_5_moe",)" + small + R"("moe_layer_start_index":1})")
+                   .model.moe_layers_interleaved);
   // Its class has no FlashAttention-2 path; torchtitan's Llama 4 has its own attention.
   Config flash = parse_config_text(R"({"model":{"preset":"llama-4-scout"},"training":{"attention":"flash"}})").config;
   const std::vector<Issue> fa = validate(flash);
