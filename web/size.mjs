@@ -7,7 +7,7 @@
 //                casts that follow the experts' dispatch, with three presets (Llama 4 Scout, OLMoE,
 //                GLM-4.5-Air), brought it to 329.7, and the review's limits (expert parallelism and
 //                FlashAttention refused for Llama 4, interleaved layers under a pipeline, LoRA on its expert
-//                stacks, no_rope_layers read strictly) to 331.2; 325 until the eighth
+//                stacks, no_rope_layers read strictly, hybrid families named as such) to 331.5; 325 until the eighth
 //                Dec 5 2026 session, when accelerate's FSDP upcast under mixed precision (trained 16-bit tensors held
 //                in fp32, a unit mixing frozen and trained weights cast whole, FSDP1 refusing fp32 adapters beside a
 //                16-bit base) brought it to 325.4; 323 until the Dec 5 2026
@@ -50,7 +50,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 310 KiB gzipped (304 until the ninth Dec 5 2026 session, when the same
-//                five families and presets brought it to 307.6, and the same review's limits to 309.2; 302 until the Dec 5 2026 session, when the same 4-bit
+//                five families and presets brought it to 307.6, and the same review's limits to 309.4; 302 until the Dec 5 2026 session, when the same 4-bit
 //                storage dtype brought it to 301.8, with the Trainer's FSDP1 units, the review and the whole quantisation state to 302.5; 300 until later in the sixth Dec 4 2026 session, when the
 //                same async-TP workspace brought it to 300.7 with the review and the export notes; 298 until the sixth Dec 4 2026 session, when the same
 //                FSDP version brought it to 299.8; 296 until the fifth Dec 4 2026 session, when the same

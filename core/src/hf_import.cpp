@@ -1059,9 +1059,26 @@ HfImport import_hf_config(const Json& json) {
                                            "are not in the estimate (text-only training never runs them, but their weights are loaded)"});
       return inner;
     }
+    // Families people ask for whose layers memfit cannot describe yet: say why, not only what is.
+    static const std::pair<const char*, const char*> kNotYet[] = {
+        {"qwen3_5", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
+        {"qwen3_5_text", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
+        {"qwen3_5_moe", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
+        {"qwen3_5_moe_text", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
+        {"qwen3_next", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
+        {"jamba", "Mamba layers beside attention"},
+        {"falcon_h1", "Mamba-2 heads beside attention"},
+        {"granitemoehybrid", "Mamba-2 layers beside attention"},
+        {"lfm2", "short convolution layers beside attention"},
+    };
+    std::string why;
+    for (const auto& [name, reason] : kNotYet) {
+      if (t == name || (text_type && text_type->is_string() && text_type->as_string() == name)) why = reason;
+    }
+    if (!why.empty()) why = "; its layers are not all alike (" + why + "), and memfit describes one kind of block";
     out.errors.push_back({"model_type", describe(*type) + " is not supported" +
                                             (text_type ? " (nor its text_config's " + describe(*text_type) + ")" : std::string()) +
-                                            "; supported: " + supported_hf_model_types()});
+                                            why + "; supported: " + supported_hf_model_types()});
     return out;
   }
   Reader reader(json, out);

@@ -148,6 +148,9 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
       import_hf_config_text(R"({"model_type":"qwen2_5_vl","text_config":{"model_type":"qwen2_5_vl_text"}})");
   EXPECT_NE(first_error(unknown).find("nor its text_config's \"qwen2_5_vl_text\""), std::string::npos)
       << first_error(unknown);
+  // A hybrid memfit cannot describe says why (Qwen3.5: Gated DeltaNet layers beside attention).
+  const HfImport qwen35 = import_hf_config_text(R"({"model_type":"qwen3_5","text_config":{"model_type":"qwen3_5_text"}})");
+  EXPECT_NE(first_error(qwen35).find("Gated DeltaNet"), std::string::npos) << first_error(qwen35);
   // Llama 4: the text_config's own class, whose defaults are Scout's (Llama4TextConfig): 48 MoE
   // layers of 16 experts beside a shared one, the L2 query/key norm in the 36 rotary layers, and
   // every expert run on every token (the class's dispatch, applied under transformers' profiles).
