@@ -50,7 +50,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 310 KiB gzipped (304 until the ninth Dec 5 2026 session, when the same
-//                five families and presets brought it to 307.6, and the same review's limits to 309.4; 302 until the Dec 5 2026 session, when the same 4-bit
+//                five families and presets brought it to 307.6, and the same review's limits to 309.5; 302 until the Dec 5 2026 session, when the same 4-bit
 //                storage dtype brought it to 301.8, with the Trainer's FSDP1 units, the review and the whole quantisation state to 302.5; 300 until later in the sixth Dec 4 2026 session, when the
 //                same async-TP workspace brought it to 300.7 with the review and the export notes; 298 until the sixth Dec 4 2026 session, when the same
 //                FSDP version brought it to 299.8; 296 until the fifth Dec 4 2026 session, when the same

@@ -583,7 +583,39 @@ Bytes stacked_adapter_bytes(const Config& c, const Dims& d, Bytes weight) {
   return merged * weight + (cast ? factors * weight : Bytes{0});
 }
 
-void shared_expert_terms(const Config& c, const Dims& d, bool inputs_kept, std::vector<NamedBytes>& t);
+// The shared experts (an nn.Linear MLP every token runs) beside the routed ones.
+void shared_expert_terms(const Config& c, const Dims& d, bool inputs_kept, std::vector<NamedBytes>& t) {
+  const ModelSpec& m = c.model;
+  const ExpertAdapters adapters = expert_adapters(d);
+  const Count ff = shared_expert_ff(c);
+  if (!ff.is_zero()) {
+    add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (inputs_kept ? d.tokens * ff * d.act : Bytes{0}));
+    // LoRA on the shared experts' nn.Linear projections: what a dense MLP's adapters keep (their
+    // input, A's output). An adapter that keeps the tensor itself shares it with what is counted
+    // above: the block's input with the router's, the product with a 4-bit base's kept input.
+    const Dims s = reaching(d, Component::kSharedExperts);
+    if (d.lora && (s.targets & (kLoraGate | kLoraUp | kLoraDown))) {
+      Dims a = s;
+      a.quantized_base_saves_input = false;  // the base's own inputs are counted above
+      const unsigned up = m.mlp == MlpKind::kGated ? (kLoraGate | kLoraUp) : kLoraUp;
+      Bytes up_inputs = linear_inputs(a, d.hidden_split, up);
+      if (keeps_raw_input(a, up) && (inputs_kept || adapters.router)) {
+        up_inputs = up_inputs - d.tokens * d.hidden_split * d.act;
+      }
+      Bytes down_inputs = linear_inputs(a, ff, kLoraDown, true, d.mlp_act);
+      if (keeps_raw_input(a, kLoraDown) && inputs_kept) down_inputs = down_inputs - d.tokens * ff * d.mlp_act;
+      add(t, "moe.shared_expert_adapters", up_inputs + down_inputs);
+    }
+    // Under autocast over an fp32 stream each of the shared expert's matmuls (gate, up, and
+    // Qwen2-MoE's sigmoid gate) casts the block's input on its own; the router's cast is counted
+    // above. Qwen2-MoE's gate keeps its sigmoid and the shared expert's output for their product
+    // (measured: families.py, qwen2_moe).
+    const bool casts = d.autocast && d.stream == kFp32Bytes && inputs_kept;
+    const std::int64_t own_casts = (m.mlp == MlpKind::kGated ? 2 : 1) + (m.shared_expert_gate ? 1 : 0);
+    if (casts) add(t, "moe.shared_expert_inputs", d.tokens * d.hidden * d.act * own_casts);
+    if (m.shared_expert_gate) add(t, "moe.shared_expert_gate", d.tokens * d.hidden * d.act + d.tokens * d.act);
+  }
+}
 
 // Every expert on every token (transformers' Llama 4, modeling_llama4.py Llama4TextMoe.forward):
 // the router (an nn.Linear) keeps its input; topk's indices (which scatter_ reuses) and the fp32
@@ -688,39 +720,6 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   shared_expert_terms(c, d, inputs_kept, t);
 }
 
-// The shared experts (an nn.Linear MLP every token runs) beside the routed ones.
-void shared_expert_terms(const Config& c, const Dims& d, bool inputs_kept, std::vector<NamedBytes>& t) {
-  const ModelSpec& m = c.model;
-  const ExpertAdapters adapters = expert_adapters(d);
-  const Count ff = shared_expert_ff(c);
-  if (!ff.is_zero()) {
-    add(t, "moe.shared_expert", mlp_inner(m, d, d.tokens, ff) + (inputs_kept ? d.tokens * ff * d.act : Bytes{0}));
-    // LoRA on the shared experts' nn.Linear projections: what a dense MLP's adapters keep (their
-    // input, A's output). An adapter that keeps the tensor itself shares it with what is counted
-    // above: the block's input with the router's, the product with a 4-bit base's kept input.
-    const Dims s = reaching(d, Component::kSharedExperts);
-    if (d.lora && (s.targets & (kLoraGate | kLoraUp | kLoraDown))) {
-      Dims a = s;
-      a.quantized_base_saves_input = false;  // the base's own inputs are counted above
-      const unsigned up = m.mlp == MlpKind::kGated ? (kLoraGate | kLoraUp) : kLoraUp;
-      Bytes up_inputs = linear_inputs(a, d.hidden_split, up);
-      if (keeps_raw_input(a, up) && (inputs_kept || adapters.router)) {
-        up_inputs = up_inputs - d.tokens * d.hidden_split * d.act;
-      }
-      Bytes down_inputs = linear_inputs(a, ff, kLoraDown, true, d.mlp_act);
-      if (keeps_raw_input(a, kLoraDown) && inputs_kept) down_inputs = down_inputs - d.tokens * ff * d.mlp_act;
-      add(t, "moe.shared_expert_adapters", up_inputs + down_inputs);
-    }
-    // Under autocast over an fp32 stream each of the shared expert's matmuls (gate, up, and
-    // Qwen2-MoE's sigmoid gate) casts the block's input on its own; the router's cast is counted
-    // above. Qwen2-MoE's gate keeps its sigmoid and the shared expert's output for their product
-    // (measured: families.py, qwen2_moe).
-    const bool casts = d.autocast && d.stream == kFp32Bytes && inputs_kept;
-    const std::int64_t own_casts = (m.mlp == MlpKind::kGated ? 2 : 1) + (m.shared_expert_gate ? 1 : 0);
-    if (casts) add(t, "moe.shared_expert_inputs", d.tokens * d.hidden * d.act * own_casts);
-    if (m.shared_expert_gate) add(t, "moe.shared_expert_gate", d.tokens * d.hidden * d.act + d.tokens * d.act);
-  }
-}
 
 std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bool first_layer = false) {
   const ModelSpec& m = c.model;
@@ -919,11 +918,8 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   // The busiest pipeline stage holds ceil(L/pp) layers.
   b.layers = ceil_div(Count(m.num_hidden_layers), c.parallel.pipeline);
   b.dense_layers = min(params.dense_layer_count, b.layers);
-  // Interleaved layers: the stage holds its share of the MoE layers (rounded up: the heavier kind).
-  if (m.moe_layers_interleaved && m.num_hidden_layers > 0) {
-    b.dense_layers = b.layers - min(params.moe_layer_count,
-                                    ceil_div(params.moe_layer_count * b.layers, Count(m.num_hidden_layers)));
-  }
+  // Interleaved layers: the stage holds its share of the MoE layers (as placement's choose_stage).
+  if (m.moe_layers_interleaved) b.dense_layers = b.layers - interleaved_moe_layers(params, m, b.layers);
   b.moe_layers = b.layers - b.dense_layers;
   // checkpointed_layers counts the model's blocks; each stage recomputes its share (Megatron's
   // block method: N per stage).
@@ -1035,8 +1031,7 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   // weight (W + s·B·A needs one for B and A), the size of the stack, before the baddbmm's backward
   // reduces it to the factors' (the larger of gate_up's and down's, one at a time).
   const ExpertAdapters adapters = expert_adapters(d);
-  const bool stacked = d.impl.moe_dispatch == MoeDispatch::kGrouped || d.impl.moe_dispatch == MoeDispatch::kDense;
-  if (c.model.num_experts > 0 && stacked && (adapters.gate_up || adapters.down)) {
+  if (stacked_experts(c) && (adapters.gate_up || adapters.down)) {
     const Count experts = ceil_div(Count(c.model.num_experts), c.parallel.expert);
     const Count expert_ff = ceil_div(Count(c.model.moe_intermediate_size), c.parallel.tensor);
     const Count up_rows = c.model.mlp == MlpKind::kGated ? expert_ff * 2 : expert_ff;

@@ -146,6 +146,36 @@ void read_llama_like_over(const ClassSizes& d, Reader& r, ModelSpec& m, bool tie
 // the distinct listed indices among them. The list is refused unread when it is longer than the
 // layer count (already bounded by the schema); indices outside the model have no effect, as in
 // transformers' Qwen2MoeDecoderLayer.
+// A key listing layer indices (Qwen-MoE's mlp_only_layers, Llama 4's moe_layers), read as
+// transformers reads `layer_idx in list`: the distinct indices inside the model, sorted (absent or
+// null: none). Not a list of integers, or longer than the model: an error naming the key.
+std::vector<std::int64_t> read_layer_indices(Reader& r, HfImport& out, const char* key, std::int64_t layers) {
+  std::vector<std::int64_t> indices;
+  const Json* list = r.raw(key);
+  if (!list || list->is_null()) return indices;
+  if (!list->is_array()) {
+    out.errors.push_back({key, "must be a list of layer indices; got " + describe(*list)});
+    return indices;
+  }
+  if (static_cast<std::int64_t>(list->items().size()) > layers) {
+    out.errors.push_back({key, "holds " + detail::group_digits(static_cast<std::int64_t>(list->items().size())) +
+                                   " layer indices; the model has " + detail::group_digits(layers) +
+                                   " layers (num_hidden_layers)"});
+    return indices;
+  }
+  for (const Json& item : list->items()) {
+    const auto n = item.as_exact_integer();
+    if (!n) {
+      out.errors.push_back({key, "must hold integer layer indices; got " + describe(item)});
+      return {};
+    }
+    if (*n >= 0 && *n < layers) indices.push_back(*n);
+  }
+  std::sort(indices.begin(), indices.end());
+  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+  return indices;
+}
+
 void read_qwen_moe_layers(Reader& r, ModelSpec& m, HfImport& out) {
   m.num_experts = r.integer({"num_experts"}, 0, true, 1, max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, true, 1, max_experts());
@@ -154,29 +184,14 @@ void read_qwen_moe_layers(Reader& r, ModelSpec& m, HfImport& out) {
   const std::int64_t layers = m.num_hidden_layers;
   const bool layers_known = std::none_of(out.errors.begin(), out.errors.end(),
                                          [](const Issue& e) { return e.field == "num_hidden_layers"; });
-  std::vector<std::int64_t> sparse_but_listed;  // listed indices that the step makes sparse
-  if (const Json* list = r.raw("mlp_only_layers"); list && !list->is_null() && layers_known) {
-    if (!list->is_array()) {
-      out.errors.push_back({"mlp_only_layers", "must be a list of layer indices; got " + describe(*list)});
-    } else if (static_cast<std::int64_t>(list->items().size()) > layers) {
-      out.errors.push_back({"mlp_only_layers", "holds " + detail::group_digits(static_cast<std::int64_t>(
-                                                              list->items().size())) +
-                                                   " layer indices; the model has " + detail::group_digits(layers) +
-                                                   " layers (num_hidden_layers)"});
-    } else {
-      for (const Json& item : list->items()) {
-        const auto n = item.as_exact_integer();
-        if (!n) {
-          out.errors.push_back({"mlp_only_layers", "must hold integer layer indices; got " + describe(item)});
-          return;
-        }
-        if (*n >= 0 && *n < layers && (*n + 1) % step == 0) sparse_but_listed.push_back(*n);
-      }
+  // Listed indices that the step makes sparse.
+  std::int64_t listed = 0;
+  if (layers_known) {
+    for (const std::int64_t n : read_layer_indices(r, out, "mlp_only_layers", layers)) {
+      if ((n + 1) % step == 0) ++listed;
     }
   }
-  std::sort(sparse_but_listed.begin(), sparse_but_listed.end());
-  const auto listed = std::unique(sparse_but_listed.begin(), sparse_but_listed.end()) - sparse_but_listed.begin();
-  const std::int64_t sparse = layers / step - static_cast<std::int64_t>(listed);
+  const std::int64_t sparse = layers / step - listed;
   m.first_k_dense_replace = layers - sparse;
   // Every step-th layer sparse: the dense layers alternate with them (a pipeline stage holds its
   // share of each). Layers listed dense (mlp_only_layers) are taken as the first ones.
@@ -722,22 +737,11 @@ void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   // Llama4TextConfig.__post_init__: moe_layers defaults to every step-th layer from step - 1.
   std::int64_t sparse = 0;
   bool last_layers = false;
-  if (const Json* list = r.raw("moe_layers"); list && !list->is_null()) {
-    if (!list->is_array() || static_cast<std::int64_t>(list->items().size()) > layers) {
-      out.errors.push_back({"moe_layers", "must be a list of at most num_hidden_layers layer indices"});
-      return;
-    }
-    std::vector<std::int64_t> listed;
-    for (const Json& item : list->items()) {
-      const auto n = item.as_exact_integer();
-      if (!n) {
-        out.errors.push_back({"moe_layers", "must hold integer layer indices; got " + describe(item)});
-        return;
-      }
-      if (*n >= 0 && *n < layers) listed.push_back(*n);
-    }
-    std::sort(listed.begin(), listed.end());
-    sparse = std::unique(listed.begin(), listed.end()) - listed.begin();
+  if (r.has("moe_layers")) {
+    const std::size_t errors = out.errors.size();
+    const std::vector<std::int64_t> listed = read_layer_indices(r, out, "moe_layers", layers);
+    if (out.errors.size() > errors) return;
+    sparse = static_cast<std::int64_t>(listed.size());
     // Listed as the last layers, the dense ones come first (memfit's default order).
     last_layers = sparse > 0 && listed[0] == layers - sparse;
   } else {

@@ -25,11 +25,8 @@ Bytes local_frozen_base_bytes(const Placement& p, const ParameterCount& params, 
 void choose_stage(const ParameterCount& params, const Parallel& par, const ModelSpec& m, Placement& p) {
   const Count layers_per_stage = ceil_div(Count(m.num_hidden_layers), par.pipeline);
   p.dense_layers = min(params.dense_layer_count, layers_per_stage);
-  // Interleaved dense and MoE layers (Llama 4 Maverick): every stage holds its share of each, the
-  // MoE layers' rounded up (activations.cpp blocks does the same).
-  const Count interleaved_moe = min(params.moe_layer_count,
-                                    ceil_div(params.moe_layer_count * layers_per_stage,
-                                             max(Count(m.num_hidden_layers), Count(1))));
+  // Interleaved dense and MoE layers: every stage holds its share of each.
+  const Count interleaved_moe = interleaved_moe_layers(params, m, layers_per_stage);
   if (m.moe_layers_interleaved) p.dense_layers = layers_per_stage - interleaved_moe;
   p.moe_layers = layers_per_stage - p.dense_layers;
   p.first_stage = true;
@@ -176,6 +173,11 @@ std::int64_t head_calls(const Config& c) {
     case LossKernel::kChunkedRecompute: return 0;  // a chunk's weight cast is made again in its backward
     default: return 1;
   }
+}
+
+Count interleaved_moe_layers(const ParameterCount& params, const ModelSpec& m, Count stage_layers) {
+  return min(params.moe_layer_count,
+             ceil_div(params.moe_layer_count * stage_layers, max(Count(m.num_hidden_layers), Count(1))));
 }
 
 Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Placement& p) {

@@ -59,6 +59,10 @@ Placement placement(const Config& config, const ParameterCount& params, Count ba
 // this GPU holds: every linear layer and the head (or the tied embedding serving as the head).
 Bytes weight_copy_bytes(const Config& config, const ParameterCount& params, const Placement& place);
 
+// The MoE layers a pipeline stage of `stage_layers` holds when dense and MoE layers alternate
+// (model.moe_layers_interleaved, Llama 4 Maverick): its share of them, rounded up.
+Count interleaved_moe_layers(const ParameterCount& params, const ModelSpec& model, Count stage_layers);
+
 // How many times the output head runs per micro-batch: once, or once per chunk where the head
 // itself is chunked (LitGPT's lm_head_chunk_size of sequence positions, torchtune's and
 // torchtitan's output chunks); 0 where a fused linear cross-entropy runs it inside the loss, a

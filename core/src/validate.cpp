@@ -46,6 +46,13 @@ void check_ranges(const Config& c, Checks& out) {
 }
 
 void check_attention(const ModelSpec& m, Checks& out) {
+  if (m.qk_norm_layers > m.num_hidden_layers) {
+    out.add("model.qk_norm_layers", "must be at most model.num_hidden_layers (" + group_digits(m.num_hidden_layers) +
+                                        "); got " + group_digits(m.qk_norm_layers));
+  }
+  if (m.rotary_per_layer && (m.position_embedding != PositionKind::kRotary || m.is_encoder_decoder)) {
+    out.add("model.rotary_per_layer", "needs a decoder with rotary positions (model.position_embedding rotary)");
+  }
   if (m.attention_type != AttentionType::kMla) {
     if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0) {
       out.add("model.num_attention_heads", "must divide model.hidden_size (" + group_digits(m.hidden_size) +
@@ -72,13 +79,6 @@ void check_mlp(const ModelSpec& m, Checks& out) {
   }
   if (m.attention_sinks && m.attention_type != AttentionType::kStandard) {
     out.add("model.attention_sinks", "needs model.attention_type standard");
-  }
-  if (m.qk_norm_layers > m.num_hidden_layers) {
-    out.add("model.qk_norm_layers", "must be at most model.num_hidden_layers (" + group_digits(m.num_hidden_layers) +
-                                        "); got " + group_digits(m.qk_norm_layers));
-  }
-  if (m.rotary_per_layer && (m.position_embedding != PositionKind::kRotary || m.is_encoder_decoder)) {
-    out.add("model.rotary_per_layer", "needs a decoder with rotary positions (model.position_embedding rotary)");
   }
   const bool has_dense_layers = m.num_experts == 0 || m.first_k_dense_replace > 0;
   if (has_dense_layers && m.intermediate_size < 1) {

@@ -169,6 +169,13 @@ def tiny(config):
     return d
 
 
+def language_model(config, family):
+    """A multimodal file's language model (its text_config, as memfit reads it); else the file."""
+    if isinstance(config.get("text_config"), dict):
+        return dict(config["text_config"], model_type=family)
+    return config
+
+
 def count_full(config):
     from transformers import AutoConfig, AutoModelForCausalLM
     cfg = AutoConfig.for_model(**{k: v for k, v in config.items() if not k.startswith("_")})
@@ -338,9 +345,7 @@ def main():
             continue
         fixture, overrides = fixture if isinstance(fixture, tuple) else (fixture, {})
         path = os.path.join(ROOT, "tests", "fixtures", "hf", fixture)
-        config = dict(json.load(open(path)), **overrides)
-        if isinstance(config.get("text_config"), dict):  # a multimodal file: its language model
-            config = dict(config["text_config"], model_type=family)
+        config = language_model(dict(json.load(open(path)), **overrides), family)
         row = {"family": family, "fixture": fixture, "overrides": overrides}
         if overrides:
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

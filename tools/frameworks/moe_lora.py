@@ -193,9 +193,8 @@ def main():
     for family in FAMILIES:
         if family not in want:
             continue
-        config = json.load(open(os.path.join(ROOT, "tests", "fixtures", "hf", F.FIXTURES[family])))
-        if isinstance(config.get("text_config"), dict):  # a multimodal file: its language model
-            config = dict(config["text_config"], model_type=family)
+        config = F.language_model(json.load(open(os.path.join(ROOT, "tests", "fixtures", "hf", F.FIXTURES[family]))),
+                                  family)
         small = F.tiny(config)
         tiny_configs[family] = small
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
