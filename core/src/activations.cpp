@@ -298,15 +298,18 @@ Bytes qk_norm_bytes(const ModelSpec& m, const Dims& d) {
 // fp32 adapters, or autocast's cast under them; otherwise the adapters keep the input itself.
 bool adapters_copy_input(const Dims& d) { return d.lora_dropout || d.adapter_input_copies || d.adapters_cast; }
 
+// `modules_per_target`: how many modules one target names here (a Gated DeltaNet's linear_attn
+// names its four input projections at once).
 Bytes linear_inputs(const Dims& d, Count width, unsigned targets_sharing_input, bool input_needs_grad = true,
-                    Bytes element = Bytes{0}) {
+                    Bytes element = Bytes{0}, std::int64_t modules_per_target = 1) {
   // The input's element: the compute dtype, or what the layer before gave (Dims::mlp_act).
   const Bytes input = d.tokens * width * (element.is_zero() ? d.act : element);
   if (!d.lora) return input;
   const unsigned hit = d.targets & targets_sharing_input;
   // A fused gate_up is one adapter for both targets.
   const bool fused = d.fused_gate_up && (hit & (kLoraGate | kLoraUp)) == (kLoraGate | kLoraUp);
-  const Count adapters = static_cast<std::int64_t>(__builtin_popcount(hit) - (fused ? 1 : 0));
+  const Count adapters =
+      static_cast<std::int64_t>(__builtin_popcount(hit) - (fused ? 1 : 0)) * Count(modules_per_target);
   const bool base_keeps_input = d.quantized_base_saves_input && input_needs_grad;
   if (adapters.is_zero()) return base_keeps_input ? input : Bytes{0};
   // Adapter dropout keeps a bool mask only when its input needs a gradient, and a dropped copy of
@@ -415,6 +418,66 @@ void eager_attention_terms(const Dims& d, const GradFlow& g, bool selective, std
   add(t, "attention.o_input", linear_inputs(d, v_width, kLoraO));
 }
 
+// A Gated DeltaNet token mixer (Yang et al. 2024) as transformers' Qwen3_5GatedDeltaNet runs it on a
+// GPU with flash-linear-attention and causal-conv1d installed (its fast path; docs/frameworks.md,
+// "Hybrid linear attention"). t tokens, Hk key heads of K, Hv value heads of V, C = 2·Hk·K + Hv·V.
+// * in_proj_qkv, in_proj_z, in_proj_b and in_proj_a read the block's normed input (saved as any
+//   linear's input, once, or per projection where autocast casts it);
+// * causal_conv1d_fn (Dao-AILab causal-conv1d, CausalConv1dFn) keeps its input, in_proj_qkv's
+//   output (t·C) and recomputes the convolution and the SiLU in backward;
+// * chunk_gated_delta_rule (fla, ChunkGatedDeltaRuleFunction) keeps q and k after its L2 norm with
+//   their fp32 rstd, a contiguous copy of v (a slice of the convolution's output), the fp32
+//   chunk-local cumulative decay g, beta and A, the solved (I + A)^-1 of each 64-token chunk
+//   (t·Hv·64, in k's dtype); it recomputes the chunk states in backward;
+// * beta = sigmoid(b) keeps its output (the tensor the kernel keeps too); the decay
+//   -exp(A_log)·softplus(a + dt_bias) keeps softplus's fp32 input and, while A_log trains, its
+//   fp32 output;
+// * the gated RMSNorm (Qwen3_5RMSNormGated: plain torch, in fp32) keeps the fp32 copy of the
+//   kernel's output, its rstd, the 16-bit normalised x (for the weight's gradient), the weight's
+//   product, the gate's fp32 copy and the SiLU's fp32 output; out_proj reads its 16-bit result.
+void linear_attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vector<NamedBytes>& t) {
+  const ModelSpec& m = c.model;
+  const bool input_grad = !(d.lora && g.first_lora_layer);
+  const Count hk = m.linear_num_key_heads, hv = m.linear_num_value_heads;
+  const Count key = m.linear_key_width(), value = m.linear_value_width(), channels = key * 2 + value;
+  constexpr std::int64_t kChunk = 64;
+  constexpr std::int64_t kInputProjections = 4;  // in_proj_qkv, in_proj_z, in_proj_b, in_proj_a
+  // The projections' outputs: the compute dtype, or fp32 out of bitsandbytes linears fed fp32
+  // (Dims::mlp_act), which the whole mixer then computes in.
+  const Bytes e = d.mlp_act;
+  // Autocast casts an fp32 input once per matmul reading it: the four projections.
+  const std::int64_t casts = d.input_casts_qkv > 1 ? kInputProjections : 1;
+  add(t, "linear_attention.input",
+      linear_inputs(d, d.hidden_split, kLoraLinearAttn, input_grad, Bytes{0}, kInputProjections) * casts);
+  add(t, "linear_attention.conv_input", d.tokens * channels * e);
+  const Bytes kernel = d.tokens * key * 2 * e + d.tokens * hk * 2 * kFp32Bytes +  // q, k and their rstd
+                       d.tokens * value * e +                                     // v
+                       d.tokens * hv * kFp32Bytes +                               // g (cumulative)
+                       d.tokens * hv * kChunk * e;                                // A
+  add(t, "linear_attention.kernel", kernel);
+  // beta (sigmoid's output, the kernel's too), softplus's input, and its output for A_log's gradient.
+  add(t, "linear_attention.gates", d.tokens * hv * e + d.tokens * hv * kFp32Bytes * (d.lora ? 1 : 2));
+  const Bytes product = max(d.base_weights, e);
+  Bytes norm = d.tokens * value * kFp32Bytes * 3 + d.tokens * hv * kFp32Bytes + d.tokens * value * product;
+  if (!d.lora) norm += d.tokens * value * e;  // the normalised x the weight's gradient reads
+  add(t, "linear_attention.gated_norm", norm);
+  add(t, "linear_attention.out_proj_input", linear_inputs(d, value, kLoraLinearAttn, true, e));
+}
+
+// Qwen3.5's output gate (attention_output_gate): the attention's output times sigmoid(gate), the
+// gate a slice of q_proj's output. sigmoid keeps its output, and o_proj reads the product.
+// The gate is in q_proj's output dtype: the compute dtype, or fp32 out of a bitsandbytes linear fed
+// fp32 (Dims::mlp_act), whose product with the 16-bit attention output is fp32 too. Where q_proj's
+// output is fp32, the query norm's x.float() is its q half itself, a view that keeps the gate half
+// alive too (measured: families.py, qwen3_5_text fp32 and QLoRA after prepare_model_for_kbit_training).
+void output_gate_terms(const Dims& d, std::vector<NamedBytes>& t) {
+  const Count width = d.heads * d.v_head_dim;
+  const Bytes e = d.mlp_act;
+  Bytes bytes = d.tokens * width * e + linear_inputs(d, width, kLoraO, true, e);
+  if (e == kFp32Bytes) bytes += d.tokens * d.heads * d.head_dim * kFp32Bytes;
+  add(t, "attention.output_gate", bytes);
+}
+
 // The attention sublayer: MLA's latents, the q/k/v projections' input, the kernel's tensors.
 void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vector<NamedBytes>& t) {
   const ModelSpec& m = c.model;
@@ -466,6 +529,7 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
   } else {
     eager_attention_terms(d, g, c.training.checkpointing == Checkpointing::kSelective, t);
   }
+  if (m.attention_output_gate) output_gate_terms(d, t);
   if (d.residual_dropout) add(t, "attention.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);
 }
 
@@ -613,7 +677,9 @@ void shared_expert_terms(const Config& c, const Dims& d, bool inputs_kept, std::
     const bool casts = d.autocast && d.stream == kFp32Bytes && inputs_kept;
     const std::int64_t own_casts = (m.mlp == MlpKind::kGated ? 2 : 1) + (m.shared_expert_gate ? 1 : 0);
     if (casts) add(t, "moe.shared_expert_inputs", d.tokens * d.hidden * d.act * own_casts);
-    if (m.shared_expert_gate) add(t, "moe.shared_expert_gate", d.tokens * d.hidden * d.act + d.tokens * d.act);
+    // Both in the linears' output dtype: fp32 out of bitsandbytes linears fed fp32 (Dims::mlp_act;
+    // measured: families.py, qwen3_5_moe_text QLoRA after prepare_model_for_kbit_training).
+    if (m.shared_expert_gate) add(t, "moe.shared_expert_gate", d.tokens * d.hidden * d.mlp_act + d.tokens * d.mlp_act);
   }
 }
 
@@ -721,14 +787,17 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
 }
 
 
-std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bool first_layer = false) {
+// `linear`: a hybrid model's Gated DeltaNet block (linear_attention_terms) instead of attention.
+std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bool first_layer = false,
+                                    bool linear = false) {
   const ModelSpec& m = c.model;
   first_layer = first_layer && !d.peft.input_needs_grad;  // trained prompts, norms or tokens below it
   const GradFlow g = grad_flow(d, first_layer);
   std::vector<NamedBytes> t;
   // A norm saves only if its input needs a gradient: under LoRA, not the first block's first norm,
   // nor its second one when no attention projection is adapted.
-  const bool attention_adapted = d.peft.grad_targets & (kLoraQ | kLoraK | kLoraV | kLoraO);
+  const bool attention_adapted =
+      d.peft.grad_targets & (linear ? unsigned{kLoraLinearAttn} : unsigned{kLoraQ | kLoraK | kLoraV | kLoraO});
   const bool frozen_first_attention = d.lora && first_layer && !attention_adapted;
   std::int64_t norms = m.norms_per_block;
   // A parallel block's norms all read the block's input (GPT-NeoX's two: measured with PEFT's LoRA,
@@ -751,7 +820,10 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
     norm_total = norm_total - d.tokens * d.hidden_split * d.stream;
   }
   add(t, "norms", norm_total);
-  if (!frozen_first_attention) attention_terms(c, d, g, t);
+  if (!frozen_first_attention) {
+    if (linear) linear_attention_terms(c, d, g, t);
+    else attention_terms(c, d, g, t);
+  }
   const Dims mlp = reaching(d, Component::kMlp);
   // The MLP's input needs a gradient unless it is the first LoRA block's frozen input: always in a
   // parallel block (its norm reads the block's input), else when no attention projection is adapted.
@@ -903,7 +975,8 @@ Bytes outside_bytes(const Config& c, const Dims& d) {
 
 // Per-layer saved bytes of each kind of block, and how many of each the busiest stage holds.
 struct Blocks {
-  Bytes dense, moe;          // one layer of each kind
+  Bytes dense, moe;          // one layer of each kind (a hybrid model's: the mean over its two mixers)
+  Bytes largest;             // the largest single block (a hybrid model's larger mixer's)
   Bytes first_layer_saving;  // what the first block saves less under LoRA (see block_terms)
   Bytes recomputed_core;     // under selective checkpointing: the attention core one block recomputes
   Count dense_layers, moe_layers, layers;  // on the busiest pipeline stage
@@ -915,6 +988,17 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   Blocks b;
   b.dense = sum(block_terms(c, d, false));
   b.moe = m.num_experts > 0 ? sum(block_terms(c, d, true)) : Bytes{0};
+  b.largest = max(b.dense, b.moe);
+  const bool first_linear = params.is_linear_layer(0);
+  if (m.hybrid_attention()) {
+    // Every block has the same MLP (validate.cpp); the mixers differ, and the stage holds them in
+    // proportion (one stage: validate.cpp). A mean block times the layers is the exact total.
+    const Count layers = max(Count(m.num_hidden_layers), Count(1)), linear = params.linear_layer_count;
+    const bool moe = m.num_experts > 0;
+    const Bytes attending = sum(block_terms(c, d, moe)), gated = sum(block_terms(c, d, moe, false, true));
+    (moe ? b.moe : b.dense) = mul_div(attending, layers - linear, layers) + mul_div(gated, linear, layers);
+    b.largest = max(attending, gated);
+  }
   // The busiest pipeline stage holds ceil(L/pp) layers.
   b.layers = ceil_div(Count(m.num_hidden_layers), c.parallel.pipeline);
   b.dense_layers = min(params.dense_layer_count, b.layers);
@@ -927,7 +1011,8 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   b.recomputed = total > 0 ? min(b.layers, ceil_div(Count(c.training.recomputed_layers(total)) * b.layers, Count(total)))
                            : Count(0);
   const bool first_is_moe = params.dense_layer_count.is_zero();
-  b.first_layer_saving = (first_is_moe ? b.moe : b.dense) - sum(block_terms(c, d, first_is_moe, true));
+  b.first_layer_saving = sum(block_terms(c, d, first_is_moe, false, first_linear)) -
+                         sum(block_terms(c, d, first_is_moe, true, first_linear));
   if (c.training.checkpointing == Checkpointing::kSelective) {
     // What selective recomputation drops from a block (the eager attention core, Korthikanti et
     // al. §5) exists again, for one block at a time, while that block's backward runs.
@@ -1023,7 +1108,22 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
       mlp_grad_tensor = expert_tensor;
     }
   }
-  Bytes working = max(attention_grads, mlp_grads) + d.tokens * d.hidden_split * d.stream * 2;
+  // A Gated DeltaNet's backward (fla's chunk_gated_delta_rule_bwd; measured with Triton's
+  // interpreter): it recomputes w, u and the chunk states h ([B, T/64, Hv, K, V]) and holds, until
+  // it returns, dh of the same size, the value-sized dv, dv2 and v_new, the key-sized dq and dk at
+  // the value heads (then summed to the key heads) and dw, fp32 gate gradients, and the L2 norms'
+  // input gradients; all in the kernel's dtype.
+  Bytes linear_attention_grads{0};
+  if (m.hybrid_attention()) {
+    const Bytes e = d.mlp_act;
+    const Count hk = m.linear_num_key_heads, hv = m.linear_num_value_heads, k = m.linear_key_head_dim,
+                v = m.linear_value_head_dim;
+    const Count chunks = ceil_div(d.seq, Count(64));
+    const bool grouped = m.linear_num_value_heads != m.linear_num_key_heads;
+    linear_attention_grads = d.tokens * hv * (k * 3 + v * 4) * e + d.batch * chunks * hv * k * v * e * 2 +
+                             d.tokens * hk * k * e * (grouped ? 3 : 2) + d.tokens * hv * Bytes{8} + d.tokens * hv * e;
+  }
+  Bytes working = max(max(attention_grads, mlp_grads), linear_attention_grads) + d.tokens * d.hidden_split * d.stream * 2;
   // The scores' two gradients, or the MLP's, one per intermediate.
   out.layer_gradient_tensor_bytes[0] = attention_grads > mlp_grads ? attention_grads / 2 : mlp_grad_tensor;
   out.layer_gradient_tensor_bytes[1] = d.tokens * d.hidden_split * d.stream;  // the block's input's and output's
@@ -1068,9 +1168,9 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   if (tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers) {
     // The block recomputed for its backward; its input, saved by the checkpoint, is the tensor its
     // first op saves again (the recomputation reads the saved input itself), so it is not new.
-    recomputed = max(max(b.dense, b.moe) - d.tokens * d.hidden_split * d.stream, Bytes{0});
+    recomputed = max(b.largest - d.tokens * d.hidden_split * d.stream, Bytes{0});
   } else if (tr.checkpointing == Checkpointing::kSelectiveOp) {
-    recomputed = max(b.dense, b.moe);  // the block recomputed for its backward
+    recomputed = b.largest;  // the block recomputed for its backward
   } else if (tr.checkpointing == Checkpointing::kSelective) {
     recomputed = b.recomputed_core;  // the attention core recomputed for its backward
   }
@@ -1125,10 +1225,16 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     }
   }
   if (d.lora && f.base_bits < 16 && f.quant_method == QuantMethod::kGptq && f.gptq_kernel == GptqKernel::kDequantize) {
-    for (const TensorGroup& g : params.groups) {
-      if (!g.linear || g.layer == LayerKind::kNone) continue;
-      const Bytes each = g.elements_each() * Bytes{2} / c.parallel.tensor;  // fp16
-      (g.layer == LayerKind::kMoe ? d.gptq_weights_moe : d.gptq_weights_dense) += each * params.per_layer(g);
+    // One block's (a hybrid model's larger mixer's).
+    for (const bool linear : {false, true}) {
+      Bytes dense{0}, moe{0};
+      for (const TensorGroup& g : params.groups) {
+        if (!g.linear || g.layer == LayerKind::kNone) continue;
+        const Bytes each = g.elements_each() * Bytes{2} / c.parallel.tensor;  // fp16
+        (g.layer == LayerKind::kMoe ? moe : dense) += each * params.per_layer_in(g, linear);
+      }
+      d.gptq_weights_dense = max(d.gptq_weights_dense, dense);
+      d.gptq_weights_moe = max(d.gptq_weights_moe, moe);
     }
   }
   const Blocks b = blocks(c, params, d);
@@ -1137,6 +1243,22 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   const bool all_moe = m.num_experts > 0 && params.dense_layer_count.is_zero();
   out.layer_terms = tr.checkpointing == Checkpointing::kSelectiveOp ? selective_op_terms(c, d, all_moe)
                                                                      : block_terms(c, d, all_moe);
+  if (m.hybrid_attention()) {
+    // A hybrid model's mean block: each term over the blocks that have it.
+    const Count layers = max(Count(m.num_hidden_layers), Count(1)), linear = params.linear_layer_count;
+    std::vector<NamedBytes> mean;
+    const auto fold = [&](const std::vector<NamedBytes>& terms, Count share) {
+      for (const NamedBytes& term : terms) {
+        const Bytes part = mul_div(term.bytes, share, layers);
+        auto it = std::find_if(mean.begin(), mean.end(), [&](const NamedBytes& x) { return x.name == term.name; });
+        if (it == mean.end()) mean.push_back({term.name, part});
+        else it->bytes += part;
+      }
+    };
+    fold(block_terms(c, d, all_moe), layers - linear);
+    fold(block_terms(c, d, all_moe, false, true), linear);
+    out.layer_terms = std::move(mean);
+  }
   out.embedding_saved_bytes = outside_bytes(c, d);
   out.every_block_recomputed = tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers;
   const PipelineInFlight in_flight = pipeline_in_flight(c.parallel, tr.grad_accum_steps);
@@ -1157,7 +1279,7 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     // backward runs. Under full or op-level checkpointing that layer is the one recomputed, which
     // the backward working memory already holds, so only the embedding's tensors stay.
     const bool recomputed = out.every_block_recomputed || tr.checkpointing == Checkpointing::kSelectiveOp;
-    out.saved_bytes = (recomputed ? Bytes{0} : max(b.dense, b.moe)) + out.embedding_saved_bytes;
+    out.saved_bytes = (recomputed ? Bytes{0} : b.largest) + out.embedding_saved_bytes;
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b, out);
@@ -1188,7 +1310,7 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   if (forward_only(tr)) {
     // MeZO's forward passes run under torch.no_grad: autograd saves nothing, and a block's
     // tensors live only while the block runs; one block's worth is the high point.
-    out.saved_bytes = max(b.dense, b.moe);
+    out.saved_bytes = b.largest;
     out.embedding_saved_bytes = Bytes{0};
     out.layer_backward_working_bytes = out.layer_recomputed_bytes = Bytes{0};
     out.every_block_recomputed = false;

@@ -122,6 +122,21 @@ std::vector<Field> build_fields() {
               "fp32 L2 norm of each head (Llama 4)", "none", "per_head", "full_width", "l2"),
       MF_INT("model.qk_norm_layers", model.qk_norm_layers, 0, 100'000,
              "layers with the query and key norms; 0 = every layer (Llama 4: its rotary layers)"),
+      MF_INT("model.linear_attention_layers", model.linear_attention_layers, 0, 100'000,
+             "blocks whose token mixer is a Gated DeltaNet (linear attention) instead of attention, spread among "
+             "the attention blocks (Qwen3.5: 3 of every 4); 0 = every block attends"),
+      MF_INT("model.linear_num_key_heads", model.linear_num_key_heads, 1, kMillion,
+             "Gated DeltaNet query/key heads (Hk)"),
+      MF_INT("model.linear_num_value_heads", model.linear_num_value_heads, 1, kMillion,
+             "Gated DeltaNet value heads (Hv), a multiple of the key heads"),
+      MF_INT("model.linear_key_head_dim", model.linear_key_head_dim, 1, kMillion, "Gated DeltaNet key head size (K)"),
+      MF_INT("model.linear_value_head_dim", model.linear_value_head_dim, 1, kMillion,
+             "Gated DeltaNet value head size (V)"),
+      MF_INT("model.linear_conv_kernel_dim", model.linear_conv_kernel_dim, 1, 1'000,
+             "width of the Gated DeltaNet's causal convolution over q, k and v"),
+      MF_BOOL("model.attention_output_gate", model.attention_output_gate,
+              "the attention output is multiplied by sigmoid of a gate q_proj projects beside the queries "
+              "(Qwen3.5: q_proj twice as wide)"),
       MF_BOOL("model.rotary_per_layer", model.rotary_per_layer,
               "every layer rebuilds the rotary cos and sin in fp32 and keeps them (ERNIE 4.5)"),
       MF_INT("model.type_vocab_size", model.type_vocab_size, 0, kMillion, "token-type embedding rows (BERT)"),
@@ -264,8 +279,9 @@ std::vector<Field> build_fields() {
       [] {
         Field f = make_field("training.finetune.lora_targets", FieldKind::kTargets,
                              "modules a method adapts (qkv: one fused q/k/v projection, as GPT-2's c_attn; router: a "
-                             "mixture of experts' router; IA3 scales down's input and the others' output)");
-        f.choices = {"q", "k", "v", "o", "gate", "up", "down", "head", "qkv", "router"};
+                             "mixture of experts' router; linear_attn: every projection of a Gated DeltaNet layer; "
+                             "IA3 scales down's input and the others' output)");
+        f.choices = {"q", "k", "v", "o", "gate", "up", "down", "head", "qkv", "router", "linear_attn"};
         f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.lora_targets; };
         return f;
       }(),

@@ -793,6 +793,81 @@ void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   out.reference.moe_dispatch = MoeDispatch::kDense;
 }
 
+// Qwen3.5 (Qwen3_5TextModel / Qwen3_5MoeTextModel, modeling_qwen3_5.py, modeling_qwen3_5_moe.py):
+// layer_types says which blocks are Gated DeltaNet ("linear_attention") and which attend
+// ("full_attention"); without it the class builds full attention at every
+// full_attention_interval-th block (4). The attention projects q with its output gate (q_proj
+// twice as wide, whatever attn_output_gate says: the class reads no such key), norms q and k per
+// head, rotates part of each head (no weights); every block's MLP is SwiGLU (dense) or, for the
+// MoE model, num_experts stacked experts with a shared expert under a sigmoid gate, in every layer
+// (the class reads neither decoder_sparse_step nor mlp_only_layers). The multi-token-prediction
+// layers (mtp_*) are not built (_keys_to_ignore_on_load_unexpected).
+void read_qwen3_5_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  const bool moe = type == "qwen3_5_moe_text";
+  read_llama_like_over(moe ? ClassSizes{248320, 2048, 0, 40, 16, 2, 256} : ClassSizes{248320, 4096, 12288, 32, 16, 4, 256},
+                       r, m, false);
+  m.qk_norm = QkNorm::kPerHead;
+  m.attention_output_gate = true;
+  m.linear_num_key_heads = r.integer({"linear_num_key_heads"}, 16, false, 1);
+  m.linear_num_value_heads = r.integer({"linear_num_value_heads"}, 32, false, 1);
+  m.linear_key_head_dim = r.integer({"linear_key_head_dim"}, 128, false, 1);
+  m.linear_value_head_dim = r.integer({"linear_value_head_dim"}, 128, false, 1);
+  m.linear_conv_kernel_dim = r.integer({"linear_conv_kernel_dim"}, 4, false, 1);
+  if (m.linear_num_value_heads % m.linear_num_key_heads != 0) {
+    out.errors.push_back({"linear_num_value_heads", "must be a multiple of linear_num_key_heads (" +
+                                                        detail::group_digits(m.linear_num_key_heads) + "); got " +
+                                                        detail::group_digits(m.linear_num_value_heads)});
+  }
+  const std::int64_t layers = m.num_hidden_layers;
+  std::int64_t linear = 0;
+  bool spread = true;  // the kinds alternate as memfit spreads them (ParameterCount::is_linear_layer)
+  const Json* types = r.raw("layer_types");
+  if (types && !types->is_null()) {
+    if (!types->is_array() || static_cast<std::int64_t>(types->items().size()) != layers) {
+      out.errors.push_back({"layer_types", "must list one of \"linear_attention\" or \"full_attention\" for each of "
+                                           "the " + detail::group_digits(layers) + " layers (num_hidden_layers)"});
+      return;
+    }
+    std::vector<bool> is_linear;
+    for (const Json& item : types->items()) {
+      const bool ok = item.is_string() && (item.as_string() == "linear_attention" || item.as_string() == "full_attention");
+      if (!ok) {
+        out.errors.push_back({"layer_types", "must hold \"linear_attention\" or \"full_attention\"; got " + describe(item)});
+        return;
+      }
+      is_linear.push_back(item.as_string() == "linear_attention");
+      linear += is_linear.back() ? 1 : 0;
+    }
+    const std::int64_t full = layers - linear;
+    for (std::int64_t i = 0; i < layers && linear > 0; ++i) {
+      spread = spread && is_linear[static_cast<std::size_t>(i)] == ((i + 1) * full / layers == i * full / layers);
+    }
+  } else {
+    const std::int64_t interval = r.integer({"full_attention_interval"}, 4, false, 1);
+    linear = layers - layers / interval;
+    spread = layers % interval == 0;
+  }
+  m.linear_attention_layers = linear;
+  if (!spread) {
+    out.warnings.push_back({"layer_types", "the Gated DeltaNet and attention layers are not evenly interleaved; memfit "
+                                           "counts each kind exactly but spreads them evenly over the stack when it "
+                                           "orders the step's events"});
+  }
+  if (moe) {
+    m.num_experts = r.integer({"num_experts"}, 256, false, 1, max_experts());
+    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 8, false, 1, max_experts());
+    m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 512, false, 1);
+    m.shared_expert_intermediate_size = r.integer({"shared_expert_intermediate_size"}, 512, false, 0);
+    m.num_shared_experts = m.shared_expert_intermediate_size > 0 ? 1 : 0;
+    m.shared_expert_gate = m.shared_expert_intermediate_size > 0;
+  }
+  if (r.integer({"mtp_num_hidden_layers"}, 0, false, 0) > 0) {
+    out.warnings.push_back({"mtp_num_hidden_layers", "the multi-token-prediction layers are not part of the trained "
+                                                     "model's forward pass (transformers does not build them) and "
+                                                     "are not counted"});
+  }
+}
+
 void read_gpt_bigcode_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
   // GPTBigCode (SantaCoder, StarCoder; transformers' modeling_gpt_bigcode.py): GPT-2's layout with
   // one fused c_attn whose key and value are a single head each when multi_query (the default),
@@ -958,6 +1033,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"cohere"}, read_cohere_family},
       {{"gemma3_text"}, read_gemma3_text_family},
       {{"gpt_oss"}, read_gpt_oss_family},
+      {{"qwen3_5_text", "qwen3_5_moe_text"}, read_qwen3_5_family},
   };
   return readers;
 }
@@ -1013,7 +1089,8 @@ const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, gpt_oss, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text";
+         "starcoder2, cohere, gpt_oss, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
+         "qwen3_5_moe_text";
 }
 
 HfImport import_hf_config(const Json& json) {
@@ -1039,7 +1116,7 @@ HfImport import_hf_config(const Json& json) {
     // (Gemma3Config: Gemma3TextConfig; Mistral3Config, LlavaConfig: CONFIG_MAPPING's mistral, llama).
     static const std::pair<const char*, const char*> kTextClass[] = {
         {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"},
-        {"llama4", "llama4_text"}};
+        {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"}};
     Json implied;
     for (const auto& [outer, inner] : kTextClass) {
       if (t == outer && text && text->is_object() && !text_type) {
@@ -1065,11 +1142,8 @@ HfImport import_hf_config(const Json& json) {
     }
     // Families people ask for whose layers memfit cannot describe yet: say why, not only what is.
     static const std::pair<const char*, const char*> kNotYet[] = {
-        {"qwen3_5", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
-        {"qwen3_5_text", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
-        {"qwen3_5_moe", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
-        {"qwen3_5_moe_text", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
-        {"qwen3_next", "hybrid linear attention: Gated DeltaNet layers beside gated full attention"},
+        {"qwen3_next", "hybrid linear attention: Gated DeltaNet layers with fused projections beside gated full "
+                       "attention, and dense layers among the sparse ones"},
         {"jamba", "Mamba layers beside attention"},
         {"falcon_h1", "Mamba-2 heads beside attention"},
         {"granitemoehybrid", "Mamba-2 layers beside attention"},
@@ -1136,7 +1210,9 @@ HfImport import_hf_config(const Json& json) {
   // input, the rstd and the fp32 normalised x (measured: tools/frameworks/families.py, gemma3_text).
   // OLMo-2's and OLMo-3's multiply by the weight before the cast back (modeling_olmo2.py
   // Olmo2RMSNorm, modeling_olmo3.py).
-  if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3") {
+  // Qwen3.5's zero-centred RMSNorm does the same with (1 + weight) (modeling_qwen3_5.py Qwen3_5RMSNorm).
+  if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3" || t == "qwen3_5_text" ||
+      t == "qwen3_5_moe_text") {
     out.reference.norm_kernel = NormKernel::kEagerFp32;
   }
   // Classes without an SDPA path run eager attention when transformers picks the default (BLOOM;

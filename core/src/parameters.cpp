@@ -14,14 +14,14 @@ class GroupBuilder {
   // the transformer blocks (the ones QLoRA quantises and autocast casts).
   void linear(Component c, const char* name, Count out_features, Count in_features, Count count, bool bias,
               unsigned lora_target, bool in_block = true) {
-    out_.push_back({c, name, out_features, in_features, count, in_block, lora_target, layer_});
-    if (bias) out_.push_back({c, name, out_features, 0, count, false, 0, layer_});
+    out_.push_back({c, name, out_features, in_features, count, in_block, lora_target, layer_, mixer_});
+    if (bias) out_.push_back({c, name, out_features, 0, count, false, 0, layer_, mixer_});
   }
   void vector(Component c, const char* name, Count size, Count count) {
-    out_.push_back({c, name, size, 0, count, false, 0, layer_});
+    out_.push_back({c, name, size, 0, count, false, 0, layer_, mixer_});
   }
   void matrix(Component c, const char* name, Count rows, Count cols, Count count, unsigned lora_target = 0) {
-    out_.push_back({c, name, rows, cols, count, false, lora_target, layer_});
+    out_.push_back({c, name, rows, cols, count, false, lora_target, layer_, mixer_});
   }
   // LayerNorm has weight and (optionally) bias; RMSNorm has a weight only.
   void norm(const ModelSpec& m, Component c, const char* name, Count size, Count count) {
@@ -30,10 +30,12 @@ class GroupBuilder {
   }
 
   void set_layer(LayerKind kind) { layer_ = kind; }
+  void set_mixer(Mixer mixer) { mixer_ = mixer; }
 
  private:
   std::vector<TensorGroup>& out_;
   LayerKind layer_ = LayerKind::kNone;
+  Mixer mixer_ = Mixer::kAll;
 };
 
 // The heads of one attention: how many query and key/value heads, and the size of each.
@@ -55,10 +57,12 @@ HeadShape decoder_attention_heads(const ModelSpec& m) {
 // Standard multi-head / grouped-query attention (Vaswani et al. 2017; Ainslie et al. 2023 for GQA):
 // q: d → h·d_head, k and v: d → h_kv·d_head, o: h·d_head → d. A decoder's cross-attention has the
 // same four projections, reading the encoder output for k and v.
-void projection_parameters(const ModelSpec& m, Component c, const HeadShape& shape, Count layers, GroupBuilder& b) {
+// Qwen3.5's q_proj also projects the output gate (attention_output_gate): twice the queries' width.
+void projection_parameters(const ModelSpec& m, Component c, const HeadShape& shape, Count layers, GroupBuilder& b,
+                           bool output_gate = false) {
   const Count d = m.hidden_size, q_width = shape.heads * shape.head_dim, kv_width = shape.kv_heads * shape.head_dim;
   const bool qkv_bias = m.attention_bias || m.qkv_bias;
-  b.linear(c, "q_proj", q_width, d, layers, qkv_bias, kLoraQ);
+  b.linear(c, "q_proj", output_gate ? q_width * 2 : q_width, d, layers, qkv_bias, kLoraQ);
   b.linear(c, "k_proj", kv_width, d, layers, qkv_bias, kLoraK);
   b.linear(c, "v_proj", kv_width, d, layers, qkv_bias, kLoraV);
   b.linear(c, "o_proj", d, q_width, layers, m.attention_bias, kLoraO);
@@ -66,7 +70,7 @@ void projection_parameters(const ModelSpec& m, Component c, const HeadShape& sha
 
 void attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
   const HeadShape shape = self_attention_heads(m);
-  projection_parameters(m, Component::kAttention, shape, layers, b);
+  projection_parameters(m, Component::kAttention, shape, layers, b, m.attention_output_gate);
   if (m.attention_sinks) b.vector(Component::kAttention, "sinks", m.num_attention_heads, layers);
   const Count q_width = shape.heads * shape.head_dim, kv_width = shape.kv_heads * shape.head_dim;
   if (m.qk_norm == QkNorm::kPerHead) {  // Qwen3: RMSNorm over each head's d_head
@@ -111,6 +115,24 @@ void latent_attention_parameters(const ModelSpec& m, Count layers, GroupBuilder&
   b.linear(Component::kAttention, "o_proj", d, h * m.v_head_dim, layers, m.attention_bias, kLoraO);
 }
 
+// A Gated DeltaNet token mixer (transformers' Qwen3_5GatedDeltaNet): q, k and v projected together
+// (2·Hk·K + Hv·V), the output gate z (Hv·V), beta's and the decay's inputs b and a (Hv each), a
+// depthwise causal convolution over the q/k/v channels (weight [channels, 1, kernel], no bias),
+// dt_bias and A_log (Hv each), the gated RMSNorm's weight over one value head (V) and out_proj.
+void linear_attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
+  const Count d = m.hidden_size, value = m.linear_value_width(), hv = m.linear_num_value_heads;
+  const Count channels = Count(m.linear_key_width()) * 2 + value;
+  b.linear(Component::kAttention, "in_proj_qkv", channels, d, layers, false, kLoraLinearAttn);
+  b.linear(Component::kAttention, "in_proj_z", value, d, layers, false, kLoraLinearAttn);
+  b.linear(Component::kAttention, "in_proj_b", hv, d, layers, false, kLoraLinearAttn);
+  b.linear(Component::kAttention, "in_proj_a", hv, d, layers, false, kLoraLinearAttn);
+  b.matrix(Component::kAttention, "conv1d", channels, m.linear_conv_kernel_dim, layers);
+  b.vector(Component::kAttention, "dt_bias", hv, layers);
+  b.vector(Component::kAttention, "A_log", hv, layers);
+  b.vector(Component::kAttention, "linear_attn.norm", m.linear_value_head_dim, layers);
+  b.linear(Component::kAttention, "out_proj", d, value, layers, false, kLoraLinearAttn);
+}
+
 // One MLP of inner size ff: plain (up, act, down) or gated (down(act(gate x) · up x)).
 void mlp_parameters(const ModelSpec& m, Component c, Count ff, Count count, GroupBuilder& b) {
   const Count d = m.hidden_size;
@@ -134,9 +156,11 @@ void moe_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
   if (m.shared_expert_gate) b.matrix(Component::kSharedExperts, "shared_expert_gate", 1, m.hidden_size, layers);
 }
 
-void block_parameters(const ModelSpec& m, Count layers, bool moe, GroupBuilder& b) {
+// `mixer`: which token mixer the blocks have (kAll: the model's attention).
+void block_parameters(const ModelSpec& m, Count layers, bool moe, GroupBuilder& b, Mixer mixer = Mixer::kAll) {
   if (layers.value() == 0) return;
-  if (m.attention_type == AttentionType::kMla) latent_attention_parameters(m, layers, b);
+  if (mixer == Mixer::kLinearAttention) linear_attention_parameters(m, layers, b);
+  else if (m.attention_type == AttentionType::kMla) latent_attention_parameters(m, layers, b);
   else if (m.attention_type == AttentionType::kDisentangled) disentangled_attention_parameters(m, layers, b);
   else attention_parameters(m, layers, b);
   if (moe) moe_parameters(m, layers, b);
@@ -247,8 +271,54 @@ void encoder_decoder_blocks(const ModelSpec& m, ParameterCount& out, GroupBuilde
   decoder_block_parameters(m, out.decoder_layer_count, b);
 }
 
+// A hybrid stack (Qwen3.5): every block has the same MLP (dense, or experts: validate.cpp), and
+// either attention or a Gated DeltaNet. One block's size is the larger kind's.
+void hybrid_stack_blocks(const ModelSpec& m, ParameterCount& out, GroupBuilder& b) {
+  const bool moe = m.num_experts > 0;
+  const Count layers = m.num_hidden_layers, linear = std::min(m.linear_attention_layers, m.num_hidden_layers);
+  (moe ? out.moe_layer_count : out.dense_layer_count) = layers;
+  out.linear_layer_count = linear;
+  std::vector<TensorGroup> one;
+  GroupBuilder one_builder(one);
+  block_parameters(m, 1, moe, one_builder);
+  Count per_block = sum(one);
+  one.clear();
+  block_parameters(m, 1, moe, one_builder, Mixer::kLinearAttention);
+  per_block = max(per_block, sum(one));
+  (moe ? out.per_moe_layer_count : out.per_dense_layer_count) = per_block;
+
+  std::vector<TensorGroup> full_blocks, linear_blocks;
+  GroupBuilder full_builder(full_blocks), linear_builder(linear_blocks);
+  block_parameters(m, layers - linear, moe, full_builder);
+  block_parameters(m, linear, moe, linear_builder, Mixer::kLinearAttention);
+  // The attention's groups (and the Gated DeltaNet's) are their kind's; the MLP's and the norms'
+  // are every block's, counted once over all of them.
+  b.set_layer(moe ? LayerKind::kMoe : LayerKind::kDense);
+  const auto mixer_only = [](const TensorGroup& g) { return g.component == Component::kAttention; };
+  for (TensorGroup g : full_blocks) {
+    if (!mixer_only(g)) continue;
+    g.layer = moe ? LayerKind::kMoe : LayerKind::kDense;
+    g.mixer = Mixer::kFullAttention;
+    out.groups.push_back(g);
+  }
+  for (TensorGroup g : linear_blocks) {
+    if (!mixer_only(g)) continue;
+    g.layer = moe ? LayerKind::kMoe : LayerKind::kDense;
+    g.mixer = Mixer::kLinearAttention;
+    out.groups.push_back(g);
+  }
+  if (moe) moe_parameters(m, layers, b);
+  else mlp_parameters(m, Component::kMlp, m.intermediate_size, layers, b);
+  if (m.norms_per_block > 0) b.norm(m, Component::kBlockNorms, "block_norm", m.hidden_size, layers * m.norms_per_block);
+  b.set_layer(LayerKind::kNone);
+}
+
 // A decoder-only or encoder-only stack: dense blocks, then mixture-of-experts blocks.
 void single_stack_blocks(const ModelSpec& m, ParameterCount& out, GroupBuilder& b) {
+  if (m.hybrid_attention()) {
+    hybrid_stack_blocks(m, out, b);
+    return;
+  }
   const std::int64_t dense_layers =
       m.num_experts > 0 ? std::min(m.first_k_dense_replace, m.num_hidden_layers) : m.num_hidden_layers;
   out.dense_layer_count = dense_layers;
@@ -317,12 +387,34 @@ Count ParameterCount::component_count(Component c) const {
 }
 
 Count ParameterCount::per_layer(const TensorGroup& g) const {
+  if (g.mixer == Mixer::kLinearAttention) return g.count / max(linear_layer_count, Count(1));
+  if (g.mixer == Mixer::kFullAttention) {
+    return g.count / max(Count(layers) - linear_layer_count, Count(1));
+  }
   switch (g.layer) {
     case LayerKind::kDense: return g.count / max(dense_layer_count, Count(1));
     case LayerKind::kMoe: return g.count / max(moe_layer_count, Count(1));
     case LayerKind::kNone: break;
   }
   return g.count;
+}
+
+Count ParameterCount::per_layer_in(const TensorGroup& g, bool linear_block) const {
+  if (g.mixer != Mixer::kAll && (g.mixer == Mixer::kLinearAttention) != linear_block) return 0;
+  return per_layer(g);
+}
+
+bool ParameterCount::is_linear_layer(std::int64_t index) const {
+  const std::int64_t linear = linear_layer_count.value(), full = layers - linear;
+  if (linear <= 0 || layers <= 0) return false;
+  // Block i attends when a new one of the `full` attention blocks ends at it: floor((i+1)·full/L)
+  // steps up (every 4th with 3 of 4 linear: indices 3, 7, 11, ...).
+  return (index + 1) * full / layers == index * full / layers;
+}
+
+bool ParameterCount::in_layer(const TensorGroup& g, std::int64_t index) const {
+  if (g.mixer == Mixer::kAll) return true;
+  return is_linear_layer(index) == (g.mixer == Mixer::kLinearAttention);
 }
 
 Count ParameterCount::block_count() const {
@@ -337,6 +429,7 @@ ParameterCount count_parameters(const ModelSpec& m) {
   ParameterCount out;
   GroupBuilder b(out.groups);
   const Count stacks = builds_decoder(m) ? 2 : 1;
+  out.layers = m.num_hidden_layers;
   embedding_parameters(m, stacks, b);
   if (m.is_encoder_decoder) encoder_decoder_blocks(m, out, b);
   else single_stack_blocks(m, out, b);

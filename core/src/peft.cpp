@@ -337,7 +337,9 @@ ExpertTargeting expert_targeting(const Config& c) {
   // Mixtral: of memfit's families, Qwen2-MoE (a pattern, not a key), gpt-oss and Llama 4 are not in it. A
   // model without a family is taken as Mixtral is.
   const std::string& type = c.model.model_type;
-  const bool unmapped = type == "qwen2_moe" || type == "gpt_oss" || type == "llama4_text";
+  // Qwen3.5-MoE's language model (Qwen3_5MoeForCausalLM) too: PEFT 0.21's module names leave its
+  // stacked experts alone (measured: tools/frameworks/families.py, qwen3_5_moe_text LoRA steps).
+  const bool unmapped = type == "qwen2_moe" || type == "gpt_oss" || type == "llama4_text" || type == "qwen3_5_moe_text";
   return unmapped ? ExpertTargeting::kUnmapped : ExpertTargeting::kMapped;
 }
 

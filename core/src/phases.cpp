@@ -202,7 +202,7 @@ Count largest_zero3_sub_group(const Config& c, const ParameterCount& params, con
   for (std::int64_t i = 0; i < layers; ++i) {
     const LayerKind kind = i < p.dense_layers.value() ? LayerKind::kDense : LayerKind::kMoe;
     for (const TensorGroup& g : params.groups) {
-      if (g.layer == kind) add(g.elements_each(), params.per_layer(g).value());
+      if (g.layer == kind && params.in_layer(g, i)) add(g.elements_each(), params.per_layer(g).value());
     }
   }
   for (const TensorGroup& g : params.groups) {
@@ -292,13 +292,18 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
     return p.as_nominal(blocks / c.parallel.tensor);
   }
   if (quantized_peft) {
-    Bytes dense{0}, moe{0};
-    for (const TensorGroup& g : params.groups) {
-      if (g.layer == LayerKind::kNone) continue;
-      const Bytes each = frozen_gathered_each(g) * params.per_layer(g);
-      (g.layer == LayerKind::kMoe ? moe : dense) += each;
+    // One block of each kind (a hybrid model's two mixers apart): the largest is gathered.
+    Bytes largest{0};
+    for (const bool linear : {false, true}) {
+      Bytes dense{0}, moe{0};
+      for (const TensorGroup& g : params.groups) {
+        if (g.layer == LayerKind::kNone) continue;
+        const Bytes each = frozen_gathered_each(g) * params.per_layer_in(g, linear);
+        (g.layer == LayerKind::kMoe ? moe : dense) += each;
+      }
+      largest = max(largest, max(dense, moe));
     }
-    return p.as_nominal(max(dense, moe) / c.parallel.tensor);
+    return p.as_nominal(largest / c.parallel.tensor);
   }
   // DeepSpeed ZeRO++ qwZ gathers int8 codes (one byte an element; the scales, one per group of
   // thousands, are left out) and dequantizes them into the 16-bit block: both for a moment.
@@ -307,7 +312,7 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
   if (fp8_gather && params.per_dense_layer_count >= params.per_moe_layer_count) {
     Count linear = 0;
     for (const TensorGroup& g : params.groups) {
-      if (fp8_linear(g)) linear += g.elements_each() * params.per_layer(g);
+      if (fp8_linear(g)) linear += g.elements_each() * params.per_layer_in(g, false);
     }
     block = block - linear * (r.gathered - Bytes{1});
   }

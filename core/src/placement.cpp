@@ -84,6 +84,13 @@ void offload(const Config& c, const ParameterCount& params, StaticBytes& s, std:
 }  // namespace
 
 Count Placement::held(const ParameterCount& params, const TensorGroup& g) const {
+  // A hybrid model's attention or Gated DeltaNet groups: this stage's share of its blocks (the two
+  // kinds are spread evenly; validate.cpp keeps a hybrid model on one stage).
+  if (g.mixer != Mixer::kAll) {
+    const Count stage = g.layer == LayerKind::kMoe ? moe_layers : dense_layers;
+    const Count total = g.layer == LayerKind::kMoe ? params.moe_layer_count : params.dense_layer_count;
+    return mul_div(g.count, stage, max(total, Count(1)));
+  }
   switch (g.layer) {
     case LayerKind::kDense: return params.per_layer(g) * dense_layers;
     case LayerKind::kMoe: {

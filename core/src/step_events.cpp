@@ -189,6 +189,7 @@ Tensors local_tensors(const ParameterCount& params, const Placement& p) {
     const Count count = moe ? p.moe_layers : p.dense_layers;
     const bool stacked = g.component == Component::kExperts;
     for (std::int64_t i = 0; i < count.value() && static_cast<std::size_t>(first.value() + i) < t.layers.size(); ++i) {
+      if (!params.in_layer(g, first.value() + i)) continue;
       auto& layer = t.layers[static_cast<std::size_t>(first.value() + i)];
       if (stacked) layer.push_back(each * per_layer);
       else for (std::int64_t k = 0; k < per_layer.value(); ++k) layer.push_back(each);

@@ -133,6 +133,48 @@ void check_encoder_decoder(const Config& c, Checks& out) {
   }
 }
 
+// A hybrid model (Gated DeltaNet blocks beside attention: Qwen3.5) as transformers' classes run
+// it, on one pipeline stage and without tensor, context or expert splits (memfit models none of
+// them for the Gated DeltaNet), every block with the same MLP kind.
+void check_hybrid(const Config& c, Checks& out) {
+  const ModelSpec& m = c.model;
+  const Training& t = c.training;
+  if ((t.finetune.lora_targets & kLoraLinearAttn) && !m.hybrid_attention() && t.finetune.method != FinetuneMethod::kFull) {
+    out.add("training.finetune.lora_targets", "linear_attn needs Gated DeltaNet layers (model.linear_attention_layers)");
+  }
+  if (!m.hybrid_attention()) return;
+  const std::string why = " for a model with Gated DeltaNet layers (model.linear_attention_layers)";
+  if (m.linear_attention_layers > m.num_hidden_layers) {
+    out.add("model.linear_attention_layers", "must be at most model.num_hidden_layers (" +
+                                                 group_digits(m.num_hidden_layers) + "); got " +
+                                                 group_digits(m.linear_attention_layers));
+  }
+  if (m.linear_num_value_heads % m.linear_num_key_heads != 0) {
+    out.add("model.linear_num_value_heads", "must be a multiple of model.linear_num_key_heads (" +
+                                                group_digits(m.linear_num_key_heads) + "); got " +
+                                                group_digits(m.linear_num_value_heads));
+  }
+  if (m.is_encoder_decoder || m.attention_type != AttentionType::kStandard) {
+    out.add("model.linear_attention_layers", "needs a decoder with standard attention (not an encoder-decoder, mla "
+                                             "or disentangled)");
+  }
+  if (m.num_experts > 0 && m.first_k_dense_replace > 0) {
+    out.add("model.first_k_dense_replace", "must be 0" + why + ": every block has the same MLP; got " +
+                                               group_digits(m.first_k_dense_replace));
+  }
+  if (!runs_transformers_model(t.implementation.framework)) {
+    out.add("training.framework", "must run transformers' model class" + why + " (hf, trl, deepspeed, liger, ...)");
+  }
+  if (t.checkpointing == Checkpointing::kSelective || t.checkpointing == Checkpointing::kSelectiveOp) {
+    out.add("training.checkpointing", "must be none or full" + why);
+  }
+  const Parallel& p = c.parallel;
+  if (p.pipeline > 1) out.add("parallel.pipeline", "must be 1" + why + "; got " + group_digits(p.pipeline));
+  if (p.tensor > 1) out.add("parallel.tensor", "must be 1" + why + "; got " + group_digits(p.tensor));
+  if (p.context > 1) out.add("parallel.context", "must be 1" + why + "; got " + group_digits(p.context));
+  if (p.expert > 1) out.add("parallel.expert", "must be 1" + why + "; got " + group_digits(p.expert));
+}
+
 void check_training(const Config& c, Checks& out) {
   const ModelSpec& m = c.model;
   const Training& t = c.training;
@@ -417,6 +459,7 @@ std::vector<Issue> validate(const Config& c) {
   check_attention(c.model, checks);
   check_mlp(c.model, checks);
   check_encoder_decoder(c, checks);
+  check_hybrid(c, checks);
   check_training(c, checks);
   check_parallel(c, checks);
   check_hardware(c.hardware, checks);

@@ -57,7 +57,7 @@ TEST(Config, ErrorsNameTheFieldAndTheRange) {
   EXPECT_EQ(first_error(R"({"model":{"preset":"gpt-5"}})").rfind("model.preset must be the id of a preset", 0), 0u);
   EXPECT_EQ(first_error(R"({"hardware":{"gpu":"tpu"}})").rfind("hardware.gpu must be the id of a GPU", 0), 0u);
   EXPECT_EQ(first_error(R"({"training":{"finetune":{"lora_targets":["q","x"]}}})").rfind(
-                "training.finetune.lora_targets must be a list of module names from q, k, v, o, gate, up, down, head, qkv or router", 0),
+                "training.finetune.lora_targets must be a list of module names from q, k, v, o, gate, up, down, head, qkv, router or linear_attn", 0),
             0u);
   EXPECT_EQ(first_error(R"({"model":{"hidden_size":30,"num_attention_heads":4,"head_dim":0}})"),
             "model.num_attention_heads must divide model.hidden_size (30) when model.head_dim is not given; got 4");

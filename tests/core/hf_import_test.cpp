@@ -148,9 +148,17 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
       import_hf_config_text(R"({"model_type":"qwen2_5_vl","text_config":{"model_type":"qwen2_5_vl_text"}})");
   EXPECT_NE(first_error(unknown).find("nor its text_config's \"qwen2_5_vl_text\""), std::string::npos)
       << first_error(unknown);
-  // A hybrid memfit cannot describe says why (Qwen3.5: Gated DeltaNet layers beside attention).
+  // Qwen3.5: the text_config's class, whose defaults are Qwen3.5-9B's (Qwen3_5TextConfig: 24 Gated
+  // DeltaNet layers, every fourth layer attention); transformers 5.24's Qwen3_5ForCausalLM has
+  // 8,953,803,264.
   const HfImport qwen35 = import_hf_config_text(R"({"model_type":"qwen3_5","text_config":{"model_type":"qwen3_5_text"}})");
-  EXPECT_NE(first_error(qwen35).find("Gated DeltaNet"), std::string::npos) << first_error(qwen35);
+  ASSERT_TRUE(qwen35.errors.empty()) << first_error(qwen35);
+  EXPECT_EQ(qwen35.model.linear_attention_layers, 24);
+  EXPECT_TRUE(qwen35.model.attention_output_gate);
+  EXPECT_EQ(count_parameters(qwen35.model).total_count.value(), 8'953'803'264);
+  // A hybrid memfit cannot describe yet says why (Qwen3-Next: fused Gated DeltaNet projections).
+  const HfImport next = import_hf_config_text(R"({"model_type":"qwen3_next"})");
+  EXPECT_NE(first_error(next).find("Gated DeltaNet"), std::string::npos) << first_error(next);
   // Llama 4: the text_config's own class, whose defaults are Scout's (Llama4TextConfig): 48 MoE
   // layers of 16 experts beside a shared one, the L2 query/key norm in the 36 rotary layers, and
   // every expert run on every token (the class's dispatch, applied under transformers' profiles).
@@ -183,6 +191,28 @@ TEST(HfImport, AKeyNamedLikeAFieldStatesTheFieldsRange) {
         R"(,"num_hidden_layers":2,"num_attention_heads":2,"intermediate_size":8})");
     EXPECT_EQ(first_error(imported), std::string("hidden_size must be an integer from 1 to 1,000,000; got ") + hidden);
   }
+}
+
+// Qwen3.5's layer_types decide how many blocks are Gated DeltaNet; without them the class's
+// full_attention_interval (4) does. A list of the wrong length or with an unknown kind is named;
+// an uneven pattern is counted exactly and said.
+TEST(HfImport, HybridLayerTypes) {
+  const std::string head = R"({"model_type":"qwen3_5_text","num_hidden_layers":8,)";
+  const HfImport interval = import_hf_config_text(head + R"("full_attention_interval":2})");
+  ASSERT_TRUE(interval.errors.empty()) << first_error(interval);
+  EXPECT_EQ(interval.model.linear_attention_layers, 4);
+  const HfImport listed = import_hf_config_text(
+      head + R"("layer_types":["full_attention","linear_attention","linear_attention","linear_attention",)"
+             R"("linear_attention","linear_attention","linear_attention","full_attention"]})");
+  ASSERT_TRUE(listed.errors.empty()) << first_error(listed);
+  EXPECT_EQ(listed.model.linear_attention_layers, 6);
+  ASSERT_FALSE(listed.warnings.empty());
+  EXPECT_EQ(listed.warnings.back().field, "layer_types");
+  EXPECT_EQ(first_error(import_hf_config_text(head + R"("layer_types":["linear_attention"]})")).rfind("layer_types", 0), 0u);
+  EXPECT_NE(first_error(import_hf_config_text(head + R"("layer_types":[1,2,3,4,5,6,7,8]})")).find("full_attention"),
+            std::string::npos);
+  EXPECT_EQ(first_error(import_hf_config_text(head + R"("linear_num_value_heads":24})")).rfind("linear_num_value_heads", 0),
+            0u);
 }
 
 }  // namespace

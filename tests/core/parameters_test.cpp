@@ -163,6 +163,14 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       // 352,797,814,784 (89 x 160 fewer). The multi-token-prediction layer is not counted.
       {"zai-org__GLM-4.5-Air.json", 106'852'245'504 + 45 * 128},
       {"zai-org__GLM-4.5.json", 352'797'814'784 + 89 * 160},
+      // Qwen3.5's language models (the multimodal files' text_config): three Gated DeltaNet layers to
+      // one gated attention layer; the MoE models' every layer a mixture with a gated shared expert.
+      // transformers 5.24's Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM on the meta device.
+      {"Qwen__Qwen3.5-9B.json", 8'953'803'264},
+      {"Qwen__Qwen3.5-27B.json", 26'895'998'464},
+      {"Qwen__Qwen3.5-35B-A3B.json", 34'660'610'688},
+      {"Qwen__Qwen3.5-122B-A10B.json", 122'111'526'912},
+      {"Qwen__Qwen3.5-397B-A17B.json", 396'346'350'336},
   };
   for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
 }
@@ -353,6 +361,65 @@ TEST(HfImport, HugeButValidSizesStayFinite) {
   // ... but their bytes are not: the estimate says so instead of wrapping.
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.errors[0].message.find("exceeds"), std::string::npos);
+}
+
+// A hybrid model's blocks (Qwen3.5-9B: 24 Gated DeltaNet and 8 attention layers): the saved
+// activations are each kind's blocks' own, the one block a unit gathers the larger kind's; LoRA's
+// linear_attn reaches the Gated DeltaNet's five projections and q/k/v/o the attention layers only;
+// a pipeline split is refused, naming the field.
+TEST(Parameters, HybridBlocksKeepEachKindsOwn) {
+  const HfImport imported = import_hf_config_text(read_fixture("Qwen__Qwen3.5-9B.json"));
+  ASSERT_TRUE(imported.errors.empty());
+  Config c;
+  c.model = imported.model;
+  c.training.implementation.norm_kernel = imported.reference.norm_kernel;
+  c.training.micro_batch_size = 1;
+  c.training.seq_len = 1024;
+  const auto saved = [&](std::int64_t linear) {
+    Config k = c;
+    k.model.linear_attention_layers = linear;
+    const Estimate e = estimate(k);
+    EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.errors[0].message);
+    return e.breakdown.activations.value();
+  };
+  const std::int64_t hybrid = saved(24), attending = saved(0), gated = saved(32);
+  // The embedding's and final norm's tensors are the same in all three: the blocks differ by 24
+  // layers' kind, to within the rounding of the mean block (a byte a layer).
+  EXPECT_NEAR(static_cast<double>(hybrid - attending), static_cast<double>(gated - attending) * 24 / 32, 64.0);
+  EXPECT_NE(gated, attending);
+
+  const ParameterCount p = count_parameters(c.model);
+  EXPECT_EQ(p.linear_layer_count.value(), 24);
+  for (std::int64_t i = 0; i < 32; ++i) EXPECT_EQ(p.is_linear_layer(i), (i + 1) % 4 != 0) << i;
+  Count attention = 0, linear = 0, rest = 0;
+  for (const TensorGroup& g : p.groups) {
+    if (g.layer == LayerKind::kNone) continue;
+    (g.mixer == Mixer::kFullAttention ? attention : g.mixer == Mixer::kLinearAttention ? linear : rest) +=
+        g.elements_each() * p.per_layer(g);
+  }
+  EXPECT_EQ(p.per_dense_layer_count, max(attention, linear) + rest);
+
+  Config lora = c;
+  lora.training.finetune.method = FinetuneMethod::kLora;
+  lora.training.finetune.lora_rank = 8;
+  lora.training.finetune.lora_targets = kLoraLinearAttn;
+  const std::int64_t d = 4096, qkv = 2 * 16 * 128 + 32 * 128, value = 32 * 128, heads = 32;
+  EXPECT_EQ(estimate(lora).trainable_parameter_count.value(),
+            24 * 8 * ((d + qkv) + (d + value) + 2 * (d + heads) + (value + d)));
+  lora.training.finetune.lora_targets = kLoraQ | kLoraO;
+  EXPECT_EQ(estimate(lora).trainable_parameter_count.value(), 8 * 8 * ((d + 2 * 16 * 256) + (16 * 256 + d)));
+
+  Config piped = c;
+  piped.parallel.num_gpus = 2;
+  piped.parallel.pipeline = 2;
+  const Estimate refused = estimate(piped);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.errors[0].field, "parallel.pipeline");
+  Config plain;
+  plain.training.finetune.method = FinetuneMethod::kLora;
+  plain.training.finetune.lora_targets = kLoraLinearAttn;
+  ASSERT_FALSE(estimate(plain).ok());
+  EXPECT_EQ(estimate(plain).errors[0].field, "training.finetune.lora_targets");
 }
 
 }  // namespace

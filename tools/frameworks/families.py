@@ -33,6 +33,21 @@ sys.path.insert(0, HERE)
 
 import measure as M  # noqa: E402  (sets up torch, the save tracker and the CUDA rules)
 import torch  # noqa: E402
+import gdn_kernels  # noqa: E402
+
+
+def install_gdn_kernels():
+    """Qwen3.5's Gated DeltaNet runs its CUDA kernels' stand-ins (gdn_kernels.py), as on a GPU with
+    flash-linear-attention and causal-conv1d installed, not transformers' CPU fallback."""
+    from transformers.models.qwen3_5 import modeling_qwen3_5
+    from transformers.models.qwen3_5_moe import modeling_qwen3_5_moe
+    for module in (modeling_qwen3_5, modeling_qwen3_5_moe):
+        if not getattr(module, "_memfit_gdn_kernels", False):
+            gdn_kernels.install(module)
+            module._memfit_gdn_kernels = True
+
+
+install_gdn_kernels()
 
 FIXTURES = {
     "bloom": "bigscience__bloom-560m.json",
@@ -84,6 +99,10 @@ FIXTURES = {
         "model_type": "ernie4_5_moe", "architectures": ["Ernie4_5_MoeForCausalLM"],
         "moe_num_experts": 64, "moe_k": 6, "moe_intermediate_size": 1536, "moe_num_shared_experts": 2,
         "moe_layer_start_index": 1, "moe_layer_interval": 1}),
+    # Qwen3.5's language models (three Gated DeltaNet layers to one gated attention layer; the MoE
+    # model's every layer a mixture), their CUDA kernels stood in for by gdn_kernels.py.
+    "qwen3_5_text": "Qwen__Qwen3.5-9B.json",
+    "qwen3_5_moe_text": "Qwen__Qwen3.5-35B-A3B.json",
     "olmo3": ("allenai__OLMo-2-1124-7B.json", {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"],
                                                "sliding_window": 4096, "layer_types": [
                                                    "sliding_attention", "sliding_attention", "sliding_attention",
@@ -101,6 +120,11 @@ LORA_FUSED_QKV = ("bloom", "gpt_bigcode", "falcon", "gpt_neox", "phi3")
 # refuses router there).
 LORA_NAMED_TARGETS = {
     "llama4_text": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    # Qwen3.5-MoE's all-linear would adapt shared_expert_gate (d -> 1), as Qwen2-MoE's; its router
+    # is a parameter, which all-linear does not reach. The module names reach the stacked experts
+    # through transformers' conversion mapping (memfit's gate, up and down).
+    "qwen3_5_moe_text": ["q_proj", "k_proj", "v_proj", "o_proj", "in_proj_qkv", "in_proj_z", "in_proj_b",
+                         "in_proj_a", "out_proj", "gate_proj", "up_proj", "down_proj"],
 }
 LORA_NOT_EXPRESSIBLE = {
     "qwen2_moe": "all-linear also adapts shared_expert_gate (d -> 1), which no memfit target names",
@@ -111,6 +135,7 @@ LORA_NOT_EXPRESSIBLE = {
 # falcon_left_unquantized, a 16-bit base, fp32 after prepare_model_for_kbit_training.)
 ACTIVATION_TOLERANCE = 0.01
 TINY = dict(vocab=512, hidden=128, layers=2, heads=4, ff=344, head_dim=32, positions=256, batch=2, seq=64)
+HYBRID_TINY_LAYERS = 4
 
 
 def tiny(config):
@@ -166,6 +191,19 @@ def tiny(config):
             d[k] = [1] * len(v) if isinstance(v, list) else 1   # inside the tiny vocabulary
         elif ("dropout" in k or "pdrop" in k) and isinstance(v, float):
             d[k] = 0.0
+        elif k in ("linear_num_key_heads", "linear_num_value_heads"):
+            d[k] = 2 if k == "linear_num_key_heads" else 4
+        elif k in ("linear_key_head_dim", "linear_value_head_dim"):
+            d[k] = TINY["head_dim"]
+    # A hybrid model keeps one whole span of its pattern (Qwen3.5: three Gated DeltaNet layers, then
+    # attention), and its multimodal rotary sections fit the tiny head's rotary half.
+    if "linear_attention" in (config.get("layer_types") or []):
+        d["num_hidden_layers"] = HYBRID_TINY_LAYERS
+        d["layer_types"] = config["layer_types"][:HYBRID_TINY_LAYERS]
+    rope = d.get("rope_parameters")
+    if isinstance(rope, dict) and rope.get("mrope_section"):
+        half = int(TINY["head_dim"] * rope.get("partial_rotary_factor", 1.0)) // 2
+        d["rope_parameters"] = dict(rope, mrope_section=[half - 2 * (half // 4), half // 4, half // 4])
     return d
 
 
@@ -227,8 +265,11 @@ def lora_targets(family, small):
     if family in LORA_NOT_EXPRESSIBLE:
         return None
     attention = ["qkv", "o"] if family in LORA_FUSED_QKV else ["q", "k", "v", "o"]
-    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe")
-    return attention + ["gate", "up", "down"] + (["router"] if moe else [])
+    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
+                     "qwen3_5_moe_text")
+    hybrid = ["linear_attn"] if family in ("qwen3_5_text", "qwen3_5_moe_text") else []
+    router = ["router"] if moe and family not in LORA_NAMED_TARGETS else []
+    return attention + hybrid + ["gate", "up", "down"] + router
 
 
 def adapter_steps(family, small, small_path, binary, problems, label, variants):

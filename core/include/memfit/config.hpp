@@ -280,6 +280,9 @@ enum LoraTarget : unsigned {
   // The router (d → experts): an nn.Linear in transformers 4, a module holding a weight in
   // transformers 5, which PEFT adapts through the parameter (all-linear reaches it either way).
   kLoraRouter = 1u << 9,
+  // Every projection of a Gated DeltaNet layer (Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b,
+  // in_proj_a and out_proj), which PEFT's all-linear reaches and q/k/v/o do not.
+  kLoraLinearAttn = 1u << 10,
 };
 
 struct ModelSpec {
@@ -319,6 +322,21 @@ struct ModelSpec {
   // Dense and MoE layers alternate (Llama 4 Maverick: interleave_moe_layer_step 2), so a pipeline
   // stage holds its share of each; otherwise the first_k_dense_replace dense layers come first.
   bool moe_layers_interleaved = false;
+  // Hybrid linear attention (Qwen3.5: Gated DeltaNet, Yang et al. 2024, "Gated Delta Networks"):
+  // this many blocks mix tokens with a gated delta rule instead of attention, spread evenly among
+  // the full-attention blocks (Qwen3.5: three of every four, full_attention_interval 4). Each holds
+  // in_proj_qkv (d -> 2·Hk·K + Hv·V), in_proj_z (d -> Hv·V), in_proj_b and in_proj_a (d -> Hv), a
+  // depthwise causal conv1d over the q/k/v channels, dt_bias and A_log (Hv each), a gated RMSNorm
+  // over each value head and out_proj (Hv·V -> d) (transformers' Qwen3_5GatedDeltaNet).
+  std::int64_t linear_attention_layers = 0;
+  std::int64_t linear_num_key_heads = 16;    // Hk
+  std::int64_t linear_num_value_heads = 32;  // Hv
+  std::int64_t linear_key_head_dim = 128;    // K
+  std::int64_t linear_value_head_dim = 128;  // V
+  std::int64_t linear_conv_kernel_dim = 4;
+  // The attention's output is multiplied by sigmoid of a gate that q_proj projects beside the
+  // queries (Qwen3.5's attn_output_gate: q_proj twice as wide).
+  bool attention_output_gate = false;
   // Each sublayer normalises its input (pre-norm); OLMo-2 instead normalises each sublayer's output
   // before the residual add and has no input norm (modeling_olmo2.py: post_attention_layernorm and
   // post_feedforward_layernorm only). It decides which norms the first LoRA block saves.
@@ -379,6 +397,10 @@ struct ModelSpec {
   // seeds' scaling table uses nominal sizes ("LLaMA-7B": 7e9) with the 14P rule.
   std::int64_t nominal_parameter_count = 0;
 
+  bool hybrid_attention() const { return linear_attention_layers > 0; }
+  std::int64_t full_attention_layers() const { return num_hidden_layers - linear_attention_layers; }
+  std::int64_t linear_key_width() const { return linear_num_key_heads * linear_key_head_dim; }      // Hk·K
+  std::int64_t linear_value_width() const { return linear_num_value_heads * linear_value_head_dim; }  // Hv·V
   std::int64_t kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
   std::int64_t decoder_layers() const { return num_decoder_layers > 0 ? num_decoder_layers : num_hidden_layers; }
   std::int64_t decoder_heads() const {

@@ -35,6 +35,10 @@ inline bool is_embedding(Component c) {
 // blocks are of two shapes (the decoder's have a cross-attention) and are all kNone: such a model
 // is placed whole (validate.cpp refuses pipeline parallelism for it).
 enum class LayerKind { kNone, kDense, kMoe };
+// Which blocks' token mixer a group belongs to: every block's (kAll: the MLP, the norms, and the
+// attention of a model whose blocks all attend), or, in a hybrid model (Qwen3.5), only the
+// full-attention blocks' or only the Gated DeltaNet blocks'.
+enum class Mixer { kAll, kFullAttention, kLinearAttention };
 
 // A set of identical parameter tensors: `count` tensors of shape [rows, cols] (cols == 0: a
 // vector of `rows`). Shapes matter beyond the count: Adafactor factors by rows and columns,
@@ -48,6 +52,7 @@ struct TensorGroup {
   bool linear = false;     // a matmul weight inside the blocks (quantised by QLoRA, cast by autocast)
   unsigned lora_target = 0;  // the LoraTarget bit this weight answers to, 0 if none
   LayerKind layer = LayerKind::kNone;
+  Mixer mixer = Mixer::kAll;
   Count elements_each() const { return cols.is_zero() ? rows : rows * cols; }
   Count elements() const { return elements_each() * count; }
 };
@@ -57,6 +62,7 @@ struct ParameterCount {
   Count total_count;
   Count dense_layer_count;      // blocks with a dense MLP
   Count moe_layer_count;        // blocks with experts
+  Count linear_layer_count;     // of all blocks, those with a Gated DeltaNet instead of attention
   Count per_dense_layer_count;  // parameters in one dense block
   Count per_moe_layer_count;    // parameters in one MoE block
   Count encoder_layer_count;    // an encoder-decoder's stacks (0 otherwise)
@@ -70,6 +76,14 @@ struct ParameterCount {
   Count block_count() const;  // everything inside the transformer blocks
   // How many of a block group's tensors one layer holds (its count over the layers of its kind).
   Count per_layer(const TensorGroup& g) const;
+  // The same in a block whose mixer is linear attention or not: 0 where the group is the other
+  // mixer's (a hybrid model's blocks are of two sizes; the larger is what one unit gathers).
+  Count per_layer_in(const TensorGroup& g, bool linear_block) const;
+  // Whether block `index` (0-based) of the stack holds the group: the Gated DeltaNet blocks are
+  // spread evenly, the full-attention ones closing each span (Qwen3.5: layers 3, 7, 11, ...).
+  bool in_layer(const TensorGroup& g, std::int64_t index) const;
+  bool is_linear_layer(std::int64_t index) const;
+  std::int64_t layers = 0;      // blocks in the stack (the decoder-only / encoder-only ones)
 };
 
 ParameterCount count_parameters(const ModelSpec& model);
