@@ -441,14 +441,16 @@ void linear_attention_terms(const Config& c, const Dims& d, const GradFlow& g, s
   const Count hk = m.linear_num_key_heads, hv = m.linear_num_value_heads;
   const Count key = m.linear_key_width(), value = m.linear_value_width(), channels = key * 2 + value;
   constexpr std::int64_t kChunk = 64;
-  constexpr std::int64_t kInputProjections = 4;  // in_proj_qkv, in_proj_z, in_proj_b, in_proj_a
+  // in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (Qwen3-Next: in_proj_qkvz, in_proj_ba, whose
+  // q, k and v the layer concatenates into the convolution's input: a new tensor of the same size).
+  const std::int64_t input_projections = m.linear_attention_fused ? 2 : 4;
   // The projections' outputs: the compute dtype, or fp32 out of bitsandbytes linears fed fp32
   // (Dims::mlp_act), which the whole mixer then computes in.
   const Bytes e = d.mlp_act;
-  // Autocast casts an fp32 input once per matmul reading it: the four projections.
-  const std::int64_t casts = d.input_casts_qkv > 1 ? kInputProjections : 1;
+  // Autocast casts an fp32 input once per matmul reading it: each input projection.
+  const std::int64_t casts = d.input_casts_qkv > 1 ? input_projections : 1;
   add(t, "linear_attention.input",
-      linear_inputs(d, d.hidden_split, kLoraLinearAttn, input_grad, Bytes{0}, kInputProjections) * casts);
+      linear_inputs(d, d.hidden_split, kLoraLinearAttn, input_grad, Bytes{0}, input_projections) * casts);
   add(t, "linear_attention.conv_input", d.tokens * channels * e);
   const Bytes kernel = d.tokens * key * 2 * e + d.tokens * hk * 2 * kFp32Bytes +  // q, k and their rstd
                        d.tokens * value * e +                                     // v
@@ -467,13 +469,17 @@ void linear_attention_terms(const Config& c, const Dims& d, const GradFlow& g, s
 // Qwen3.5's output gate (attention_output_gate): the attention's output times sigmoid(gate), the
 // gate a slice of q_proj's output. sigmoid keeps its output, and o_proj reads the product.
 // The gate is in q_proj's output dtype: the compute dtype, or fp32 out of a bitsandbytes linear fed
-// fp32 (Dims::mlp_act), whose product with the 16-bit attention output is fp32 too. Where q_proj's
-// output is fp32, the query norm's x.float() is its q half itself, a view that keeps the gate half
-// alive too (measured: families.py, qwen3_5_text fp32 and QLoRA after prepare_model_for_kbit_training).
+// fp32 (Dims::mlp_act), whose product with the 16-bit attention output is fp32 too. The product
+// keeps the attention's output for the gate's gradient: the tensor a fused kernel keeps already,
+// eager attention's own transposed copy otherwise. Where q_proj's output is fp32, the query norm's
+// x.float() is its q half itself, a view that keeps the gate half alive too (measured: families.py,
+// qwen3_5_text fp32 and QLoRA after prepare_model_for_kbit_training, LoRA on q/k/v/o, on the
+// Gated DeltaNet only and on the MLP only).
 void output_gate_terms(const Dims& d, std::vector<NamedBytes>& t) {
   const Count width = d.heads * d.v_head_dim;
   const Bytes e = d.mlp_act;
   Bytes bytes = d.tokens * width * e + linear_inputs(d, width, kLoraO, true, e);
+  if (d.impl.attention == AttentionImpl::kEager) bytes += d.tokens * width * d.act;
   if (e == kFp32Bytes) bytes += d.tokens * d.heads * d.head_dim * kFp32Bytes;
   add(t, "attention.output_gate", bytes);
 }
@@ -529,7 +535,11 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
   } else {
     eager_attention_terms(d, g, c.training.checkpointing == Checkpointing::kSelective, t);
   }
-  if (m.attention_output_gate) output_gate_terms(d, t);
+  if (m.attention_output_gate) {
+    // o_proj reads the gated product, not the attention's output (output_gate_terms).
+    std::erase_if(t, [](const NamedBytes& term) { return term.name == "attention.o_input"; });
+    output_gate_terms(d, t);
+  }
   if (d.residual_dropout) add(t, "attention.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);
 }
 
@@ -1013,6 +1023,28 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   const bool first_is_moe = params.dense_layer_count.is_zero();
   b.first_layer_saving = sum(block_terms(c, d, first_is_moe, false, first_linear)) -
                          sum(block_terms(c, d, first_is_moe, true, first_linear));
+  if (d.lora && m.hybrid_attention() && !d.peft.input_needs_grad) {
+    // A hybrid model's blocks below the first one a PEFT method adapts keep nothing (their input
+    // needs no gradient and nothing in them trains: Qwen3.5's three leading Gated DeltaNet blocks
+    // under q/k/v/o targets), and that first adapted block keeps what a first block does.
+    constexpr unsigned kMlpTargets = kLoraGate | kLoraUp | kLoraDown | kLoraRouter;
+    const unsigned g = d.peft.grad_targets;
+    const bool linear_adapted = (g & (kLoraLinearAttn | kMlpTargets)) != 0;
+    const bool full_adapted = (g & (kLoraQ | kLoraK | kLoraV | kLoraO | kLoraQkv | kMlpTargets)) != 0;
+    const std::int64_t layers = std::min(b.layers.value(), m.num_hidden_layers);
+    std::int64_t leading = 0;
+    while (leading + 1 < layers && !(params.is_linear_layer(leading) ? linear_adapted : full_adapted)) {
+      b.first_layer_saving += sum(block_terms(c, d, first_is_moe, false, params.is_linear_layer(leading)));
+      ++leading;
+    }
+    if (leading > 0) {
+      const bool linear = params.is_linear_layer(leading);
+      b.first_layer_saving = b.first_layer_saving - (sum(block_terms(c, d, first_is_moe, false, first_linear)) -
+                                                     sum(block_terms(c, d, first_is_moe, true, first_linear))) +
+                             sum(block_terms(c, d, first_is_moe, false, linear)) -
+                             sum(block_terms(c, d, first_is_moe, true, linear));
+    }
+  }
   if (c.training.checkpointing == Checkpointing::kSelective) {
     // What selective recomputation drops from a block (the eager attention core, Korthikanti et
     // al. §5) exists again, for one block at a time, while that block's backward runs.
@@ -1392,7 +1424,12 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
         out.kv_cache_key_bytes = d.tokens * d.kv_heads * d.head_dim * d.act;
         out.kv_cache_value_bytes = d.tokens * d.kv_heads * d.v_head_dim * d.act;
       }
-      out.kv_cache_bytes = (out.kv_cache_key_bytes + out.kv_cache_value_bytes) * b.layers;
+      // A hybrid model's attention layers only (its Gated DeltaNet layers' cache holds a fixed-size
+      // state, not counted).
+      out.kv_cache_bytes = (out.kv_cache_key_bytes + out.kv_cache_value_bytes) *
+                           (m.hybrid_attention() ? mul_div(b.layers, Count(m.full_attention_layers()),
+                                                           max(Count(m.num_hidden_layers), Count(1)))
+                                                 : b.layers);
       out.kv_cache_kept = d.impl.loop_keeps_logits == Switch::kYes;
       out.notes.push_back("use_cache in training: every layer's keys and values are returned with the outputs" +
                           std::string(out.kv_cache_kept ? ", which the loop holds through backward." :

@@ -951,6 +951,13 @@ Export export_plan(const Config& c, Engine engine) {
     case Engine::kMegatron: e = megatron(c); break;
     case Engine::kTorchtune: e = torchtune(c); require_sequence_parallel(c, e, "torchtune"); break;
   }
+  // A hybrid model (Qwen3.5, Qwen3-Next) runs as transformers' class: under DeepSpeed or
+  // accelerate's FSDP; the other engines build their own models, which have no Gated DeltaNet.
+  if (c.model.hybrid_attention() && engine != Engine::kDeepSpeed && engine != Engine::kFsdp) {
+    fail(e, "model.linear_attention_layers",
+         "Gated DeltaNet layers run as transformers' model class: export deepspeed or fsdp (accelerate); this "
+         "engine builds its own model, which has none");
+  }
   if (c.training.finetune.trainable_layers >= 0) {
     fail(e, "training.finetune.trainable_layers",
          "which blocks train is set in the training script (requires_grad), which these configurations do not carry: "

@@ -134,6 +134,9 @@ std::vector<Field> build_fields() {
              "Gated DeltaNet value head size (V)"),
       MF_INT("model.linear_conv_kernel_dim", model.linear_conv_kernel_dim, 1, 1'000,
              "width of the Gated DeltaNet's causal convolution over q, k and v"),
+      MF_BOOL("model.linear_attention_fused", model.linear_attention_fused,
+              "the Gated DeltaNet projects q, k, v and z with one linear and b and a with another (Qwen3-Next: "
+              "in_proj_qkvz, in_proj_ba); false: four (Qwen3.5)"),
       MF_BOOL("model.attention_output_gate", model.attention_output_gate,
               "the attention output is multiplied by sigmoid of a gate q_proj projects beside the queries "
               "(Qwen3.5: q_proj twice as wide)"),

@@ -84,7 +84,20 @@ ParameterCount trained_view(const Config& c, const ParameterCount& params) {
   const Finetune& f = c.training.finetune;
   const Count layers = max(Count(c.model.num_hidden_layers), Count(1));
   ParameterCount out = params;
+  // The trained blocks: the top trainable_layers, or from lowest_trainable_layer up.
+  const std::int64_t lowest = f.lowest_trainable_layer >= 0
+                                  ? f.lowest_trainable_layer
+                                  : std::max<std::int64_t>(0, c.model.num_hidden_layers - f.trainable_layers);
   for (TensorGroup& g : out.groups) {
+    if (g.layer != LayerKind::kNone && g.mixer != Mixer::kAll) {
+      // A hybrid model's attention or Gated DeltaNet groups: the trained blocks of their kind.
+      std::int64_t blocks = 0;
+      for (std::int64_t i = lowest; i < lowest + f.trainable_layers && i < c.model.num_hidden_layers; ++i) {
+        blocks += params.in_layer(g, i) ? 1 : 0;
+      }
+      g.count = params.per_layer(g) * blocks;
+      continue;
+    }
     if (g.layer != LayerKind::kNone) {
       g.count = mul_div(g.count, Count(f.trainable_layers), layers);
       continue;

@@ -802,10 +802,18 @@ void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
 // MoE model, num_experts stacked experts with a shared expert under a sigmoid gate, in every layer
 // (the class reads neither decoder_sparse_step nor mlp_only_layers). The multi-token-prediction
 // layers (mtp_*) are not built (_keys_to_ignore_on_load_unexpected).
+// Qwen3-Next (Qwen3NextForCausalLM, modeling_qwen3_next.py) is the same model with q, k, v and z
+// projected by one linear (in_proj_qkvz) and b and a by another (in_proj_ba), and Qwen-MoE's sparse
+// layers (decoder_sparse_step, mlp_only_layers: every layer in the released checkpoint;
+// Qwen3NextConfig's defaults are Qwen3-Next-80B-A3B's but for intermediate_size).
 void read_qwen3_5_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
-  const bool moe = type == "qwen3_5_moe_text";
-  read_llama_like_over(moe ? ClassSizes{248320, 2048, 0, 40, 16, 2, 256} : ClassSizes{248320, 4096, 12288, 32, 16, 4, 256},
+  const bool next = type == "qwen3_next";
+  const bool moe = next || type == "qwen3_5_moe_text";
+  read_llama_like_over(next  ? ClassSizes{151936, 2048, 5632, 48, 16, 2, 256}
+                       : moe ? ClassSizes{248320, 2048, 0, 40, 16, 2, 256}
+                             : ClassSizes{248320, 4096, 12288, 32, 16, 4, 256},
                        r, m, false);
+  m.linear_attention_fused = next;
   m.qk_norm = QkNorm::kPerHead;
   m.attention_output_gate = true;
   m.linear_num_key_heads = r.integer({"linear_num_key_heads"}, 16, false, 1);
@@ -853,10 +861,23 @@ void read_qwen3_5_family(const std::string& type, Reader& r, ModelSpec& m, HfImp
                                            "counts each kind exactly but spreads them evenly over the stack when it "
                                            "orders the step's events"});
   }
-  if (moe) {
+  if (next) {
+    m.num_experts = r.integer({"num_experts"}, 512, false, 1, max_experts());
+    m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 10, false, 1, max_experts());
+    m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 512, false, 1);
+    const std::int64_t step = r.integer({"decoder_sparse_step"}, 1, false, 1);
+    const bool listed = !read_layer_indices(r, out, "mlp_only_layers", layers).empty();
+    if (step != 1 || listed) {
+      out.errors.push_back({listed ? "mlp_only_layers" : "decoder_sparse_step",
+                            "dense layers among the sparse ones are not supported beside Gated DeltaNet layers: every "
+                            "block must have the same MLP (decoder_sparse_step 1, mlp_only_layers empty)"});
+    }
+  } else if (moe) {
     m.num_experts = r.integer({"num_experts"}, 256, false, 1, max_experts());
     m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 8, false, 1, max_experts());
     m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 512, false, 1);
+  }
+  if (moe) {
     m.shared_expert_intermediate_size = r.integer({"shared_expert_intermediate_size"}, 512, false, 0);
     m.num_shared_experts = m.shared_expert_intermediate_size > 0 ? 1 : 0;
     m.shared_expert_gate = m.shared_expert_intermediate_size > 0;
@@ -1033,7 +1054,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"cohere"}, read_cohere_family},
       {{"gemma3_text"}, read_gemma3_text_family},
       {{"gpt_oss"}, read_gpt_oss_family},
-      {{"qwen3_5_text", "qwen3_5_moe_text"}, read_qwen3_5_family},
+      {{"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"}, read_qwen3_5_family},
   };
   return readers;
 }
@@ -1090,7 +1111,7 @@ const char* supported_hf_model_types() {
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
          "starcoder2, cohere, gpt_oss, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
-         "qwen3_5_moe_text";
+         "qwen3_5_moe_text, qwen3_next";
 }
 
 HfImport import_hf_config(const Json& json) {
@@ -1142,8 +1163,6 @@ HfImport import_hf_config(const Json& json) {
     }
     // Families people ask for whose layers memfit cannot describe yet: say why, not only what is.
     static const std::pair<const char*, const char*> kNotYet[] = {
-        {"qwen3_next", "hybrid linear attention: Gated DeltaNet layers with fused projections beside gated full "
-                       "attention, and dense layers among the sparse ones"},
         {"jamba", "Mamba layers beside attention"},
         {"falcon_h1", "Mamba-2 heads beside attention"},
         {"granitemoehybrid", "Mamba-2 layers beside attention"},
@@ -1212,7 +1231,7 @@ HfImport import_hf_config(const Json& json) {
   // Olmo2RMSNorm, modeling_olmo3.py).
   // Qwen3.5's zero-centred RMSNorm does the same with (1 + weight) (modeling_qwen3_5.py Qwen3_5RMSNorm).
   if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3" || t == "qwen3_5_text" ||
-      t == "qwen3_5_moe_text") {
+      t == "qwen3_5_moe_text" || t == "qwen3_next") {
     out.reference.norm_kernel = NormKernel::kEagerFp32;
   }
   // Classes without an SDPA path run eager attention when transformers picks the default (BLOOM;

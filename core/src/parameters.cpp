@@ -116,16 +116,22 @@ void latent_attention_parameters(const ModelSpec& m, Count layers, GroupBuilder&
 }
 
 // A Gated DeltaNet token mixer (transformers' Qwen3_5GatedDeltaNet): q, k and v projected together
-// (2·Hk·K + Hv·V), the output gate z (Hv·V), beta's and the decay's inputs b and a (Hv each), a
+// (2·Hk·K + Hv·V), the output gate z (Hv·V), beta's and the decay's inputs b and a (Hv each; Qwen3-Next's
+// Qwen3NextGatedDeltaNet: q, k, v and z in one linear, b and a in another), a
 // depthwise causal convolution over the q/k/v channels (weight [channels, 1, kernel], no bias),
 // dt_bias and A_log (Hv each), the gated RMSNorm's weight over one value head (V) and out_proj.
 void linear_attention_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
   const Count d = m.hidden_size, value = m.linear_value_width(), hv = m.linear_num_value_heads;
   const Count channels = Count(m.linear_key_width()) * 2 + value;
-  b.linear(Component::kAttention, "in_proj_qkv", channels, d, layers, false, kLoraLinearAttn);
-  b.linear(Component::kAttention, "in_proj_z", value, d, layers, false, kLoraLinearAttn);
-  b.linear(Component::kAttention, "in_proj_b", hv, d, layers, false, kLoraLinearAttn);
-  b.linear(Component::kAttention, "in_proj_a", hv, d, layers, false, kLoraLinearAttn);
+  if (m.linear_attention_fused) {  // Qwen3-Next: the same widths in two linears
+    b.linear(Component::kAttention, "in_proj_qkvz", channels + value, d, layers, false, kLoraLinearAttn);
+    b.linear(Component::kAttention, "in_proj_ba", hv * 2, d, layers, false, kLoraLinearAttn);
+  } else {
+    b.linear(Component::kAttention, "in_proj_qkv", channels, d, layers, false, kLoraLinearAttn);
+    b.linear(Component::kAttention, "in_proj_z", value, d, layers, false, kLoraLinearAttn);
+    b.linear(Component::kAttention, "in_proj_b", hv, d, layers, false, kLoraLinearAttn);
+    b.linear(Component::kAttention, "in_proj_a", hv, d, layers, false, kLoraLinearAttn);
+  }
   b.matrix(Component::kAttention, "conv1d", channels, m.linear_conv_kernel_dim, layers);
   b.vector(Component::kAttention, "dt_bias", hv, layers);
   b.vector(Component::kAttention, "A_log", hv, layers);

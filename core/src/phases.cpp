@@ -310,11 +310,19 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
   const bool int8_gather = c.parallel.zero_quantized_weights && c.training.implementation.framework == Framework::kDeepspeed;
   Bytes block = max(params.per_dense_layer_count, params.per_moe_layer_count) * (r.gathered + (int8_gather ? Bytes{1} : Bytes{0}));
   if (fp8_gather && params.per_dense_layer_count >= params.per_moe_layer_count) {
-    Count linear = 0;
-    for (const TensorGroup& g : params.groups) {
-      if (fp8_linear(g)) linear += g.elements_each() * params.per_layer_in(g, false);
+    // The gathered block with its linears in fp8 (a hybrid model's larger kind of block).
+    Bytes largest{0};
+    for (const bool linear_block : {false, true}) {
+      Count all = 0, linear = 0;
+      for (const TensorGroup& g : params.groups) {
+        if (g.layer != LayerKind::kDense) continue;
+        const Count n = g.elements_each() * params.per_layer_in(g, linear_block);
+        all += n;
+        if (fp8_linear(g)) linear += n;
+      }
+      largest = max(largest, all * r.gathered - linear * (r.gathered - Bytes{1}));
     }
-    block = block - linear * (r.gathered - Bytes{1});
+    block = largest + (int8_gather ? params.per_dense_layer_count * Bytes{1} : Bytes{0});
   }
   return p.as_nominal(block / c.parallel.tensor);
 }

@@ -216,9 +216,15 @@ Boundary min_gpus(Search& zero3, Search& tensor, Search& pipeline, const Config&
 
 void apply_micro_batch(Config& c, std::int64_t v, const Config&) { c.training.micro_batch_size = v; }
 void apply_seq_len(Config& c, std::int64_t v, const Config&) { c.training.seq_len = v; }
-void apply_layers(Config& c, std::int64_t v, const Config&) {
+// A hybrid model keeps its mix: the same share of Gated DeltaNet blocks (Qwen3.5: three of four,
+// the attention blocks closing each span).
+void apply_layers(Config& c, std::int64_t v, const Config& base) {
   c.model.num_hidden_layers = v;
   c.model.nominal_parameter_count = 0;
+  const ModelSpec& m = base.model;
+  if (m.hybrid_attention() && m.num_hidden_layers > 0) {
+    c.model.linear_attention_layers = v - v * m.full_attention_layers() / m.num_hidden_layers;
+  }
 }
 void apply_data_parallel(Config& c, std::int64_t k, const Config& base) { c.parallel.num_gpus = k * model_parallel(base); }
 void apply_tensor(Config& c, std::int64_t t, const Config& base) {

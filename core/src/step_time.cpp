@@ -354,6 +354,15 @@ void flops_of(const Config& c, const ParameterCount& p, StepTimeModel& m) {
   const bool causal = lm_head && s.type_vocab_size == 0;
   m.attention_context = causal ? (double(c.training.seq_len) + 1.0) / 2.0 : double(c.training.seq_len);
   m.attention_flops_per_layer = 2.0 * double(s.num_attention_heads) * (d_qk + d_v) * m.attention_context;
+  if (s.hybrid_attention() && s.num_hidden_layers > 0) {
+    // A Gated DeltaNet layer's chunked delta rule (Yang et al. 2024, §3): per token and value head,
+    // q·kᵀ and the scores times v inside its 64-token chunk, and the state's read (q·S) and update
+    // (kᵀ·v), K × V each; the layers in proportion to their kind.
+    const double k = double(s.linear_key_head_dim), v = double(s.linear_value_head_dim);
+    const double linear = 2.0 * double(s.linear_num_value_heads) * (64.0 * (k + v) + 2.0 * k * v);
+    const double share = double(std::min(s.linear_attention_layers, s.num_hidden_layers)) / double(s.num_hidden_layers);
+    m.attention_flops_per_layer = (1.0 - share) * m.attention_flops_per_layer + share * linear;
+  }
   m.kv_width = (mla ? double(s.num_attention_heads) : double(s.kv_heads())) * (d_qk + d_v);
 }
 

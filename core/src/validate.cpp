@@ -154,9 +154,23 @@ void check_hybrid(const Config& c, Checks& out) {
                                                 group_digits(m.linear_num_key_heads) + "); got " +
                                                 group_digits(m.linear_num_value_heads));
   }
-  if (m.is_encoder_decoder || m.attention_type != AttentionType::kStandard) {
-    out.add("model.linear_attention_layers", "needs a decoder with standard attention (not an encoder-decoder, mla "
-                                             "or disentangled)");
+  if (m.is_encoder_decoder || m.attention_type != AttentionType::kStandard || uses_encoder_activation_model(m) ||
+      m.block != BlockLayout::kSequential) {
+    out.add("model.linear_attention_layers", "needs a pre-norm decoder with standard attention and sequential blocks "
+                                             "(not an encoder, an encoder-decoder, mla, disentangled or parallel "
+                                             "blocks)");
+  }
+  // PEFT's prefix tuning hands every layer past keys and values, and its adaption prompt wraps every
+  // layer's self_attn: a Gated DeltaNet layer has neither.
+  switch (t.finetune.method) {
+    case FinetuneMethod::kPrefixTuning:
+    case FinetuneMethod::kLlamaAdapter:
+    case FinetuneMethod::kLlamaAdapterV2:
+      out.add("training.finetune.method", std::string(to_string(t.finetune.method)) +
+                                              " needs attention in every layer; a Gated DeltaNet layer (model."
+                                              "linear_attention_layers) has none: lora, prompt_tuning or p_tuning");
+      break;
+    default: break;
   }
   if (m.num_experts > 0 && m.first_k_dense_replace > 0) {
     out.add("model.first_k_dense_replace", "must be 0" + why + ": every block has the same MLP; got " +

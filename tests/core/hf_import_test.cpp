@@ -156,9 +156,16 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   EXPECT_EQ(qwen35.model.linear_attention_layers, 24);
   EXPECT_TRUE(qwen35.model.attention_output_gate);
   EXPECT_EQ(count_parameters(qwen35.model).total_count.value(), 8'953'803'264);
-  // A hybrid memfit cannot describe yet says why (Qwen3-Next: fused Gated DeltaNet projections).
+  // Qwen3-Next: the same layers with fused projections; dense layers among its sparse ones are named.
   const HfImport next = import_hf_config_text(R"({"model_type":"qwen3_next"})");
-  EXPECT_NE(first_error(next).find("Gated DeltaNet"), std::string::npos) << first_error(next);
+  ASSERT_TRUE(next.errors.empty()) << first_error(next);
+  EXPECT_TRUE(next.model.linear_attention_fused);
+  EXPECT_EQ(next.model.num_experts, 512);
+  EXPECT_EQ(first_error(import_hf_config_text(R"({"model_type":"qwen3_next","mlp_only_layers":[0]})")).rfind("mlp_only_layers", 0),
+            0u);
+  // A hybrid memfit cannot describe yet says why (Jamba: Mamba layers beside attention).
+  const HfImport jamba = import_hf_config_text(R"({"model_type":"jamba"})");
+  EXPECT_NE(first_error(jamba).find("Mamba"), std::string::npos) << first_error(jamba);
   // Llama 4: the text_config's own class, whose defaults are Scout's (Llama4TextConfig): 48 MoE
   // layers of 16 experts beside a shared one, the L2 query/key norm in the 36 rotary layers, and
   // every expert run on every token (the class's dispatch, applied under transformers' profiles).

@@ -2,6 +2,7 @@
 // vendored config.json fixtures through the importer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -171,6 +172,8 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       {"Qwen__Qwen3.5-35B-A3B.json", 34'660'610'688},
       {"Qwen__Qwen3.5-122B-A10B.json", 122'111'526'912},
       {"Qwen__Qwen3.5-397B-A17B.json", 396'346'350'336},
+      // Qwen3-Next-80B-A3B: the same layers, the Gated DeltaNet's projections fused (Qwen3NextForCausalLM).
+      {"Qwen__Qwen3-Next-80B-A3B-Instruct.json", 79'674'391'296},
   };
   for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
 }
@@ -420,6 +423,35 @@ TEST(Parameters, HybridBlocksKeepEachKindsOwn) {
   plain.training.finetune.lora_targets = kLoraLinearAttn;
   ASSERT_FALSE(estimate(plain).ok());
   EXPECT_EQ(estimate(plain).errors[0].field, "training.finetune.lora_targets");
+
+  // Training the top block only: an attention block (layer 31), its attention, MLP and norms.
+  Config top = c;
+  top.training.finetune.trainable_layers = 1;
+  std::int64_t attention_block = 0;
+  for (const TensorGroup& g : p.groups) {
+    if (g.layer != LayerKind::kNone) attention_block += (g.elements_each() * p.per_layer_in(g, false)).value();
+  }
+  EXPECT_EQ(estimate(top).trainable_parameter_count.value(), attention_block);
+  EXPECT_EQ(attention_block, 209'723'904);
+  // The layer search keeps the mix (three Gated DeltaNet blocks of four) and finds an answer.
+  Config lora_search = c;
+  lora_search.training.finetune.method = FinetuneMethod::kLora;
+  EXPECT_TRUE(solve(lora_search, SolveTarget::kMaxLayers).found);
+  // Engines that build their own models, PEFT methods that need attention in every layer, and an
+  // encoder are refused, each naming its field.
+  const auto names = [](const Export& e, const std::string& field) {
+    return std::any_of(e.errors.begin(), e.errors.end(), [&](const Issue& i) { return i.field == field; });
+  };
+  EXPECT_TRUE(names(export_plan(c, Engine::kMegatron), "model.linear_attention_layers"));
+  EXPECT_TRUE(names(export_plan(c, Engine::kTorchtune), "model.linear_attention_layers"));
+  EXPECT_TRUE(export_plan(c, Engine::kDeepSpeed).errors.empty());
+  Config prefix = c;
+  prefix.training.finetune.method = FinetuneMethod::kPrefixTuning;
+  EXPECT_EQ(estimate(prefix).errors.at(0).field, "training.finetune.method");
+  Config bert;
+  bert.model = *preset_model("bert-base-uncased");
+  bert.model.linear_attention_layers = 6;
+  EXPECT_EQ(estimate(bert).errors.at(0).field, "model.linear_attention_layers");
 }
 
 }  // namespace

@@ -564,7 +564,9 @@ def check_families(binary, path):
 
             for step in fam.get("lora_steps") if isinstance(fam.get("lora_steps"), list) else []:
                 mixed = step["precision"] == "bf16_mixed"
-                adapted(step, f"{name} LoRA {step['attention']}/{step['precision']}", f"LoRA  {step['precision']}",
+                subset = f" {step['targets']}" if step.get("targets") else ""
+                adapted(step, f"{name} LoRA{subset} {step['attention']}/{step['precision']}",
+                        f"LoRA  {step['precision']}{subset}",
                         {"training.lora_base_dtype": "half", "training.lora_adapter_dtype": "fp32"} if mixed else {},
                         step["precision"], f"{name}/lora" + ("-" + step["precision"] if mixed else ""))
             for step in fam.get("qlora_steps") if isinstance(fam.get("qlora_steps"), list) else []:

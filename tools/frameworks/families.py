@@ -41,7 +41,8 @@ def install_gdn_kernels():
     flash-linear-attention and causal-conv1d installed, not transformers' CPU fallback."""
     from transformers.models.qwen3_5 import modeling_qwen3_5
     from transformers.models.qwen3_5_moe import modeling_qwen3_5_moe
-    for module in (modeling_qwen3_5, modeling_qwen3_5_moe):
+    from transformers.models.qwen3_next import modeling_qwen3_next
+    for module in (modeling_qwen3_5, modeling_qwen3_5_moe, modeling_qwen3_next):
         if not getattr(module, "_memfit_gdn_kernels", False):
             gdn_kernels.install(module)
             module._memfit_gdn_kernels = True
@@ -103,6 +104,8 @@ FIXTURES = {
     # model's every layer a mixture), their CUDA kernels stood in for by gdn_kernels.py.
     "qwen3_5_text": "Qwen__Qwen3.5-9B.json",
     "qwen3_5_moe_text": "Qwen__Qwen3.5-35B-A3B.json",
+    # Qwen3-Next: the same layers with the Gated DeltaNet's projections fused (in_proj_qkvz, in_proj_ba).
+    "qwen3_next": "Qwen__Qwen3-Next-80B-A3B-Instruct.json",
     "olmo3": ("allenai__OLMo-2-1124-7B.json", {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"],
                                                "sliding_window": 4096, "layer_types": [
                                                    "sliding_attention", "sliding_attention", "sliding_attention",
@@ -125,6 +128,8 @@ LORA_NAMED_TARGETS = {
     # through transformers' conversion mapping (memfit's gate, up and down).
     "qwen3_5_moe_text": ["q_proj", "k_proj", "v_proj", "o_proj", "in_proj_qkv", "in_proj_z", "in_proj_b",
                          "in_proj_a", "out_proj", "gate_proj", "up_proj", "down_proj"],
+    "qwen3_next": ["q_proj", "k_proj", "v_proj", "o_proj", "in_proj_qkvz", "in_proj_ba", "out_proj", "gate_proj",
+                   "up_proj", "down_proj"],
 }
 LORA_NOT_EXPRESSIBLE = {
     "qwen2_moe": "all-linear also adapts shared_expert_gate (d -> 1), which no memfit target names",
@@ -197,9 +202,10 @@ def tiny(config):
             d[k] = TINY["head_dim"]
     # A hybrid model keeps one whole span of its pattern (Qwen3.5: three Gated DeltaNet layers, then
     # attention), and its multimodal rotary sections fit the tiny head's rotary half.
-    if "linear_attention" in (config.get("layer_types") or []):
+    if "linear_attention" in (config.get("layer_types") or []) or "full_attention_interval" in config:
         d["num_hidden_layers"] = HYBRID_TINY_LAYERS
-        d["layer_types"] = config["layer_types"][:HYBRID_TINY_LAYERS]
+        if config.get("layer_types"):
+            d["layer_types"] = config["layer_types"][:HYBRID_TINY_LAYERS]
     rope = d.get("rope_parameters")
     if isinstance(rope, dict) and rope.get("mrope_section"):
         half = int(TINY["head_dim"] * rope.get("partial_rotary_factor", 1.0)) // 2
@@ -266,8 +272,8 @@ def lora_targets(family, small):
         return None
     attention = ["qkv", "o"] if family in LORA_FUSED_QKV else ["q", "k", "v", "o"]
     moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
-                     "qwen3_5_moe_text")
-    hybrid = ["linear_attn"] if family in ("qwen3_5_text", "qwen3_5_moe_text") else []
+                     "qwen3_5_moe_text", "qwen3_next")
+    hybrid = ["linear_attn"] if family in ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next") else []
     router = ["router"] if moe and family not in LORA_NAMED_TARGETS else []
     return attention + hybrid + ["gate", "up", "down"] + router
 
@@ -281,14 +287,17 @@ def adapter_steps(family, small, small_path, binary, problems, label, variants):
         return {"skipped": LORA_NOT_EXPRESSIBLE[family]}
     steps = []
     for keys, settings, precision, sets in variants:
+        # A variant may name its own targets (PEFT's in peft_targets, memfit's here).
+        settings = dict(settings)
+        variant_targets = settings.pop("memfit_targets", targets)
         what = "%s %s %s" % (family, label, " ".join("%s %s" % kv for kv in keys.items()))
         name = "-".join([family, label] + [str(v) for v in keys.values()])
         M.SIZES[name] = dict(vocab_size=TINY["vocab"], batch=TINY["batch"], seq_len=TINY["seq"])
         case = dict({"name": name, "family": family, "size": name, "attention": "eager", "hf_config": small},
                     **settings)
         measured = M.run_once(case, "cuda" if case["precision"] == "bf16_mixed" else None)
-        mf = moe_lora.run_memfit(binary, small_path, precision, "eager", targets, sets)
-        step = dict(keys, memfit_targets=targets, measured_body_bytes_cuda=measured["saved"]["body_bytes_cuda"],
+        mf = moe_lora.run_memfit(binary, small_path, precision, "eager", variant_targets, sets)
+        step = dict(keys, memfit_targets=variant_targets, measured_body_bytes_cuda=measured["saved"]["body_bytes_cuda"],
                     measured_trainable=measured["trainable_parameter_count"], memfit=mf)
         if mf.get("activations") is None:
             problems.append("%s: %s" % (what, mf.get("error", "no result")))
@@ -305,15 +314,33 @@ def adapter_steps(family, small, small_path, binary, problems, label, variants):
     return steps
 
 
+# A hybrid model's blocks of one kind adapted and the other's not (PEFT's module names, memfit's
+# targets): the blocks below the first adapted one keep nothing, and the attention's output gate
+# keeps the attention's output whatever o_proj does.
+HYBRID_TARGET_SUBSETS = {
+    "qwen3_5_text": [
+        (["q_proj", "k_proj", "v_proj", "o_proj"], ["q", "k", "v", "o"]),
+        (["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj"], ["linear_attn"]),
+        (["gate_proj", "up_proj", "down_proj"], ["gate", "up", "down"]),
+    ],
+}
+
+
 def lora_steps(family, small, small_path, binary, problems):
     """LoRA over the 16-bit base, fp32 and under bf16 autocast (PEFT's recipe: bf16 base, fp32 adapters)."""
     import moe_lora
     M.BUILDERS["moe_lora"] = moe_lora._build
-    return adapter_steps(family, small, small_path, binary, problems, "LoRA", [
+    variants = [
         ({"precision": p, "attention": "eager"},
          {"framework": "moe_lora", "precision": p,
           "peft_targets": {"target_modules": LORA_NAMED_TARGETS.get(family, "all-linear")}}, p, {})
-        for p in ("fp32", "bf16_mixed")])
+        for p in ("fp32", "bf16_mixed")]
+    variants += [
+        ({"precision": p, "attention": "eager", "targets": "+".join(mine)},
+         {"framework": "moe_lora", "precision": p, "peft_targets": {"target_modules": peft}, "memfit_targets": mine},
+         p, {})
+        for peft, mine in HYBRID_TARGET_SUBSETS.get(family, []) for p in ("fp32", "bf16_mixed")]
+    return adapter_steps(family, small, small_path, binary, problems, "LoRA", variants)
 
 
 def _qlora_build(case):

@@ -334,6 +334,9 @@ struct ModelSpec {
   std::int64_t linear_key_head_dim = 128;    // K
   std::int64_t linear_value_head_dim = 128;  // V
   std::int64_t linear_conv_kernel_dim = 4;
+  // Qwen3-Next projects q, k, v and z with one linear (in_proj_qkvz) and b and a with another
+  // (in_proj_ba); Qwen3.5 with four.
+  bool linear_attention_fused = false;
   // The attention's output is multiplied by sigmoid of a gate that q_proj projects beside the
   // queries (Qwen3.5's attn_output_gate: q_proj twice as wide).
   bool attention_output_gate = false;
