@@ -24,6 +24,8 @@ KEYS_READ = {
 T5_KEYS = {"d_model", "num_layers", "num_decoder_layers", "num_heads", "d_kv", "d_ff", "feed_forward_proj",
            "relative_attention_num_buckets", "n_positions"}
 BERT_LIKE_KEYS = {"hidden_act", "position_embedding_type"}
+HYBRID_KEYS = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+               "linear_conv_kernel_dim", "full_attention_interval"}
 FAMILY_KEYS = {
     "t5": T5_KEYS, "mt5": T5_KEYS,
     "bart": {"d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
@@ -33,6 +35,8 @@ FAMILY_KEYS = {
     "glm4_moe": {"use_qk_norm"},
     "llama4_text": {"intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers", "use_qk_norm",
                     "no_rope_layers", "no_rope_layer_interval"},
+    # Qwen3.5 / Qwen3-Next: the Gated DeltaNet's sizes and how its layers alternate with attention.
+    "qwen3_5_text": HYBRID_KEYS, "qwen3_5_moe_text": HYBRID_KEYS, "qwen3_next": HYBRID_KEYS,
     "deberta-v2": BERT_LIKE_KEYS | {"position_biased_input", "relative_attention", "position_buckets",
                                     "max_relative_positions", "share_att_key", "norm_rel_ebd", "pos_att_type",
                                     "conv_kernel_size", "embedding_size"},

@@ -991,6 +991,7 @@ struct Blocks {
   Bytes recomputed_core;     // under selective checkpointing: the attention core one block recomputes
   Count dense_layers, moe_layers, layers;  // on the busiest pipeline stage
   Count recomputed;                        // of those, the blocks full checkpointing recomputes
+  Count frozen_leading;                    // the blocks below the first a PEFT method adapts (hybrid models)
 };
 
 Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
@@ -1023,26 +1024,29 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   const bool first_is_moe = params.dense_layer_count.is_zero();
   b.first_layer_saving = sum(block_terms(c, d, first_is_moe, false, first_linear)) -
                          sum(block_terms(c, d, first_is_moe, true, first_linear));
-  if (d.lora && m.hybrid_attention() && !d.peft.input_needs_grad) {
-    // A hybrid model's blocks below the first one a PEFT method adapts keep nothing (their input
-    // needs no gradient and nothing in them trains: Qwen3.5's three leading Gated DeltaNet blocks
-    // under q/k/v/o targets), and that first adapted block keeps what a first block does.
+  if (d.lora && m.hybrid_attention() && !d.peft.input_needs_grad && adapts_linears_method(c.training.finetune.method)) {
+    // A hybrid model's blocks below the first one a PEFT method adapts keep nothing, checkpointed or
+    // not (their input needs no gradient and nothing in them trains: Qwen3.5's three leading Gated
+    // DeltaNet blocks under q/k/v/o targets), and that first adapted block keeps what a first
+    // block does.
     constexpr unsigned kMlpTargets = kLoraGate | kLoraUp | kLoraDown | kLoraRouter;
     const unsigned g = d.peft.grad_targets;
     const bool linear_adapted = (g & (kLoraLinearAttn | kMlpTargets)) != 0;
     const bool full_adapted = (g & (kLoraQ | kLoraK | kLoraV | kLoraO | kLoraQkv | kMlpTargets)) != 0;
     const std::int64_t layers = std::min(b.layers.value(), m.num_hidden_layers);
     std::int64_t leading = 0;
-    while (leading + 1 < layers && !(params.is_linear_layer(leading) ? linear_adapted : full_adapted)) {
-      b.first_layer_saving += sum(block_terms(c, d, first_is_moe, false, params.is_linear_layer(leading)));
+    Bytes saving{0};
+    while (leading < layers && !(params.is_linear_layer(leading) ? linear_adapted : full_adapted)) {
+      saving += sum(block_terms(c, d, first_is_moe, false, params.is_linear_layer(leading)));
       ++leading;
     }
     if (leading > 0) {
-      const bool linear = params.is_linear_layer(leading);
-      b.first_layer_saving = b.first_layer_saving - (sum(block_terms(c, d, first_is_moe, false, first_linear)) -
-                                                     sum(block_terms(c, d, first_is_moe, true, first_linear))) +
-                             sum(block_terms(c, d, first_is_moe, false, linear)) -
-                             sum(block_terms(c, d, first_is_moe, true, linear));
+      if (leading < layers) {
+        const bool linear = params.is_linear_layer(leading);
+        saving += sum(block_terms(c, d, first_is_moe, false, linear)) - sum(block_terms(c, d, first_is_moe, true, linear));
+      }
+      b.first_layer_saving = saving;
+      b.frozen_leading = leading;
     }
   }
   if (c.training.checkpointing == Checkpointing::kSelective) {
@@ -1066,9 +1070,10 @@ Bytes body_bytes(const Config& c, const Dims& d, const Blocks& b) {
     case Checkpointing::kFull: {
       // Full recomputation keeps each block's input (Chen et al. 2016) and its other tensor
       // arguments: eager attention's additive causal mask (T × T in the compute dtype). Blocks left
-      // out of it (training.checkpointed_layers) keep everything, dense and MoE in proportion.
-      Bytes body = d.tokens * d.hidden_split * d.stream * b.recomputed;
-      if (b.recomputed > Count(0) && d.impl.attention == AttentionImpl::kEager &&
+      // out of it (training.checkpointed_layers) keep everything, dense and MoE in proportion. Blocks
+      // below the first adapted one keep no checkpoint (nothing in them needs a gradient).
+      Bytes body = d.tokens * d.hidden_split * d.stream * (b.recomputed - min(b.frozen_leading, b.recomputed));
+      if (b.recomputed > b.frozen_leading && d.impl.attention == AttentionImpl::kEager &&
           d.impl.attention_mask == AttentionMask::kAdditive) {
         body += d.seq * d.full_seq * d.act;
       }
@@ -1197,7 +1202,7 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   // With only some blocks checkpointed (the first ones of the stage, as Megatron's block method
   // picks them), backward reaches them after the blocks above have freed everything, so their
   // recomputation never sets the high point: the block is counted when every block is recomputed.
-  if (tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers) {
+  if (tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers && b.frozen_leading < b.layers) {
     // The block recomputed for its backward; its input, saved by the checkpoint, is the tensor its
     // first op saves again (the recomputation reads the saved input itself), so it is not new.
     recomputed = max(b.largest - d.tokens * d.hidden_split * d.stream, Bytes{0});
@@ -1311,7 +1316,8 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     // backward runs. Under full or op-level checkpointing that layer is the one recomputed, which
     // the backward working memory already holds, so only the embedding's tensors stay.
     const bool recomputed = out.every_block_recomputed || tr.checkpointing == Checkpointing::kSelectiveOp;
-    out.saved_bytes = (recomputed ? Bytes{0} : b.largest) + out.embedding_saved_bytes;
+    // (Never more than kept without offloading: a hybrid model's frozen blocks keep nothing.)
+    out.saved_bytes = min(out.saved_bytes, (recomputed ? Bytes{0} : b.largest) + out.embedding_saved_bytes);
     out.notes.push_back("Activation offload: saved tensors stream to CPU memory; about one layer stays on the GPU.");
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b, out);

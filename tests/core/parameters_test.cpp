@@ -124,6 +124,8 @@ TEST(Parameters, FixturesImportToThePresetCounts) {
       {"qwen3-235b-a22b", "Qwen__Qwen3-235B-A22B-Instruct-2507.json"}, {"gemma-3-1b", "google__gemma-3-1b-it.json"},
       {"phi-4", "microsoft__phi-4.json"}, {"llama-4-scout", "meta-llama__Llama-4-Scout-17B-16E-Instruct.json"},
       {"olmoe-1b-7b", "allenai__OLMoE-1B-7B-0125-Instruct.json"}, {"glm-4.5-air", "zai-org__GLM-4.5-Air.json"},
+      {"qwen3.5-9b", "Qwen__Qwen3.5-9B.json"}, {"qwen3.5-27b", "Qwen__Qwen3.5-27B.json"},
+      {"qwen3.5-35b-a3b", "Qwen__Qwen3.5-35B-A3B.json"}, {"qwen3-next-80b-a3b", "Qwen__Qwen3-Next-80B-A3B-Instruct.json"},
   };
   for (const auto& [id, file] : pairs) {
     EXPECT_EQ(count_of(file), count_parameters(*preset_model(id)).total_count.value()) << id;
