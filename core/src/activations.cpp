@@ -451,12 +451,42 @@ void linear_attention_terms(const Config& c, const Dims& d, const GradFlow& g, s
   const std::int64_t casts = d.input_casts_qkv > 1 ? input_projections : 1;
   add(t, "linear_attention.input",
       linear_inputs(d, d.hidden_split, kLoraLinearAttn, input_grad, Bytes{0}, input_projections) * casts);
-  add(t, "linear_attention.conv_input", d.tokens * channels * e);
-  const Bytes kernel = d.tokens * key * 2 * e + d.tokens * hk * 2 * kFp32Bytes +  // q, k and their rstd
-                       d.tokens * value * e +                                     // v
-                       d.tokens * hv * kFp32Bytes +                               // g (cumulative)
-                       d.tokens * hv * kChunk * e;                                // A
-  add(t, "linear_attention.kernel", kernel);
+  if (d.impl.linear_attention_kernel == LinearAttentionKernel::kTorch) {
+    // transformers' fallbacks without flash-linear-attention and causal-conv1d (modeling_qwen3_5.py).
+    // causal_conv1d_fn: F.conv1d (under autocast in the compute dtype, else on the input cast to the
+    // weight's dtype, the stream's), whose output (T + kernel - 1 positions) the SiLU keeps.
+    // torch_chunk_gated_delta_rule, in fp32 whatever it is given, over q and k repeated to the Hv
+    // value heads, with n = B·Hv·T positions before and n' = B·Hv·T' after padding T to whole
+    // 64-token chunks: the L2 norms' fp32 inputs and rsqrt (at n); the padded key, query and value,
+    // beta and the decays' exponentials, the pairwise decay (64 a position), the two score matmuls
+    // and their decayed products, the two triangular solves' outputs, the decayed key and query,
+    // and the chunk loop's v_new and per-chunk states (K x V), and the 64 x 64 mask. Under autocast
+    // every matmul also keeps 16-bit casts of its operands (the transposed keys, the loop's state,
+    // v_new, scores and chunk slices). Measured with saved-tensor hooks for 16-bit inputs, exact
+    // over thirteen shapes with CUDA's autocast lists and eight without (fp32 inputs keep a few
+    // copies more).
+    const Bytes w = d.autocast ? d.act : d.stream;
+    add(t, "linear_attention.conv_input", d.tokens * channels * (d.autocast ? e : w));
+    add(t, "linear_attention.conv_output", d.batch * channels * (d.seq + Count(m.linear_conv_kernel_dim) - 1) * w);
+    const Count chunks = ceil_div(d.seq, Count(kChunk));
+    const Count n = d.batch * hv * d.seq, padded = d.batch * hv * chunks * kChunk, states = d.batch * hv * chunks;
+    const Count k = m.linear_key_head_dim, v = m.linear_value_head_dim;
+    const Bytes rule = d.autocast
+                           ? n * k * Bytes{8} + n * Bytes{8} + padded * k * Bytes{30} - d.batch * hv * kChunk * k * Bytes{4} +
+                                 padded * v * Bytes{12} + padded * kChunk * Bytes{14} + padded * Bytes{16} +
+                                 states * (k * v * Bytes{8} + Bytes{4})
+                           : (n * k * 2 + n * 2 + padded * k * 6 + padded * v * 3 + padded * kChunk * 5 + padded * 4 +
+                              states * (k * v + 1)) *
+                                 kFp32Bytes;
+    add(t, "linear_attention.torch_delta_rule", rule + Count(kChunk * kChunk) * kMaskBytes);
+  } else {
+    add(t, "linear_attention.conv_input", d.tokens * channels * e);
+    const Bytes kernel = d.tokens * key * 2 * e + d.tokens * hk * 2 * kFp32Bytes +  // q, k and their rstd
+                         d.tokens * value * e +                                     // v
+                         d.tokens * hv * kFp32Bytes +                               // g (cumulative)
+                         d.tokens * hv * kChunk * e;                                // A
+    add(t, "linear_attention.kernel", kernel);
+  }
   // beta (sigmoid's output, the kernel's too), softplus's input, and its output for A_log's gradient.
   add(t, "linear_attention.gates", d.tokens * hv * e + d.tokens * hv * kFp32Bytes * (d.lora ? 1 : 2));
   const Bytes product = max(d.base_weights, e);

@@ -444,6 +444,12 @@ std::vector<Field> build_fields() {
               "over fp32 weights) or dense (every expert on every token, weighted by the router's scores: "
               "transformers' Llama 4); auto = the framework's (the model class's under transformers)",
               "auto", "loop", "grouped", "dense"),
+      MF_ENUM("training.linear_attention_kernel", training.implementation.linear_attention_kernel,
+              LinearAttentionKernel,
+              "what runs a Gated DeltaNet layer: fla (flash-linear-attention's and causal-conv1d's kernels, installed "
+              "beside transformers) or torch (transformers' fallback without them: fp32 chunk intermediates, about "
+              "2.5 times the layer's saved tensors); auto = fla",
+              "auto", "fla", "torch"),
       MF_ENUM("training.lora_base_dtype", training.implementation.lora_base_dtype, LoraBaseDtype,
               "a LoRA base's dtype: half (16-bit), fp32, or weights (the recipe's weight dtype, as LitGPT); auto = "
               "the framework's",

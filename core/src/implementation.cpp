@@ -324,6 +324,8 @@ Implementation resolve_implementation(const Implementation& r) {
   out.loss_shift_copy = pick(r.loss_shift_copy, p.loss_shift_copy);
   out.checkpoint_impl = pick(r.checkpoint_impl, p.checkpoint_impl);
   out.moe_dispatch = pick(r.moe_dispatch, p.moe_dispatch);
+  // The kernels the model card's setup installs (flash-linear-attention, causal-conv1d).
+  if (out.linear_attention_kernel == LinearAttentionKernel::kAuto) out.linear_attention_kernel = LinearAttentionKernel::kFla;
   if (out.compile == Switch::kYes) {
     if (r.norm_kernel == NormKernel::kAuto) out.norm_kernel = NormKernel::kFused;
     if (r.activation_kernel == ActivationKernel::kAuto) out.activation_kernel = ActivationKernel::kFused;

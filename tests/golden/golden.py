@@ -40,7 +40,7 @@ IGNORED = {
         "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
                      "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load",
                      "lora_adapter_dtype", "target_len", "galore_rank", "galore_update_interval", "max_preconditioner_dim",
-                     "goal", "sequence_lengths", "compile", "use_cache", "float8", "checkpointed_layers", "loss_shift_copy", "weight_quant", "weight_quant_group_size", "galore_proj_quant", "zero_grad_set_to_none", "checkpoint_impl"],
+                     "goal", "sequence_lengths", "compile", "use_cache", "float8", "checkpointed_layers", "loss_shift_copy", "weight_quant", "weight_quant_group_size", "galore_proj_quant", "zero_grad_set_to_none", "checkpoint_impl", "linear_attention_kernel"],
         "parallel": ["fsdp_use_orig_params", "fsdp_version", "async_tp", "reduce_bucket_elements", "virtual_stages", "shard_degree", "pipeline_schedule", "overlap_comm", "float8_all_gather", "zero3_max_reuse_distance", "fsdp_limit_all_gathers", "gradient_sync", "reshard_after_forward", "ddp_bucket_view", "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients", "zero_sub_group_size"],
         "hardware": ["expandable_segments", "gpus_per_node", "price_per_gpu_hour"],
         "training.finetune": ["stable_embedding", "use_rslora", "quant_type", "double_quant", "quant_block_size", "prepare_kbit",

@@ -36,13 +36,17 @@ import torch  # noqa: E402
 import gdn_kernels  # noqa: E402
 
 
-def install_gdn_kernels():
-    """Qwen3.5's Gated DeltaNet runs its CUDA kernels' stand-ins (gdn_kernels.py), as on a GPU with
-    flash-linear-attention and causal-conv1d installed, not transformers' CPU fallback."""
+def gdn_modules():
     from transformers.models.qwen3_5 import modeling_qwen3_5
     from transformers.models.qwen3_5_moe import modeling_qwen3_5_moe
     from transformers.models.qwen3_next import modeling_qwen3_next
-    for module in (modeling_qwen3_5, modeling_qwen3_5_moe, modeling_qwen3_next):
+    return modeling_qwen3_5, modeling_qwen3_5_moe, modeling_qwen3_next
+
+
+def install_gdn_kernels():
+    """Qwen3.5's Gated DeltaNet runs its CUDA kernels' stand-ins (gdn_kernels.py), as on a GPU with
+    flash-linear-attention and causal-conv1d installed, not transformers' CPU fallback."""
+    for module in gdn_modules():
         if not getattr(module, "_memfit_gdn_kernels", False):
             gdn_kernels.install(module)
             module._memfit_gdn_kernels = True
@@ -139,6 +143,9 @@ LORA_NOT_EXPRESSIBLE = {
 # (transformers 5 leaves Falcon's FalconLinear unquantised: its QLoRA steps check memfit's
 # falcon_left_unquantized, a 16-bit base, fp32 after prepare_model_for_kbit_training.)
 ACTIVATION_TOLERANCE = 0.01
+# Families also measured with transformers' torch fallback for the Gated DeltaNet (no
+# flash-linear-attention or causal-conv1d installed): memfit's training.linear_attention_kernel torch.
+FALLBACK_FAMILIES = ("qwen3_5_text",)
 TINY = dict(vocab=512, hidden=128, layers=2, heads=4, ff=344, head_dim=32, positions=256, batch=2, seq=64)
 HYBRID_TINY_LAYERS = 4
 
@@ -253,11 +260,11 @@ def memfit_json(binary, path, sets):
     return r
 
 
-def run_memfit(binary, path, precision, attention):
+def run_memfit(binary, path, precision, attention, extra=None):
     sets = {"training.micro_batch_size": TINY["batch"], "training.seq_len": TINY["seq"],
             "training.precision": precision, "training.attention": attention,
             "training.checkpointing": "none", "training.dropout": 0, "training.optimizer": "adamw",
-            "hardware.gpu": "h100-sxm-80gb"}
+            "hardware.gpu": "h100-sxm-80gb", **(extra or {})}
     r = memfit_json(binary, path, sets)
     if "error" in r:
         return r
@@ -464,6 +471,23 @@ def main():
                 row["steps"].append(step)
                 print("%-22s %-6s %-10s measured %9d  memfit %9s  ratio %s" % (
                     family, attention, precision, body, mf.get("activations"), step.get("ratio")), file=sys.stderr)
+            if family in FALLBACK_FAMILIES:
+                row["fallback_steps"] = []
+                for precision, attention in (("fp32", "eager"), ("bf16_mixed", "sdpa")):
+                    name = "%s-fallback-%s-%s" % (family, attention, precision)
+                    M.SIZES[name] = dict(vocab_size=TINY["vocab"], batch=TINY["batch"], seq_len=TINY["seq"])
+                    case = {"name": name, "framework": "hf_fixture", "family": family, "size": name,
+                            "attention": attention, "precision": precision, "hf_config": small}
+                    with gdn_kernels.torch_fallback(gdn_modules()):
+                        measured = M.run_once(case, "cuda" if precision == "bf16_mixed" else None)
+                    body = measured["saved"]["body_bytes_cuda"]
+                    mf = run_memfit(args.memfit, small_path, precision, attention,
+                                    {"training.linear_attention_kernel": "torch"})
+                    step = {"precision": precision, "attention": attention, "measured_body_bytes_cuda": body,
+                            "memfit": mf, "ratio": round(mf["activations"] / body, 4) if mf.get("activations") else None}
+                    row["fallback_steps"].append(step)
+                    print("%-22s torch fallback %-6s %-10s measured %9d  memfit %9s  ratio %s" % (
+                        family, attention, precision, body, mf.get("activations"), step["ratio"]), file=sys.stderr)
             row["lora_steps"] = lora_steps(family, small, small_path, args.memfit, problems)
             row["qlora_steps"] = qlora_steps(family, small, small_path, args.memfit, problems)
         finally:

@@ -18,8 +18,9 @@ is transformers' own code, measured as it runs.
     recomputed in backward.
 """
 
+import contextlib
+
 import torch
-import torch.nn.functional as F
 
 CHUNK = 64
 
@@ -108,4 +109,18 @@ def install(module):
 
     module.causal_conv1d_fn = causal_conv1d_fn
     module.torch_chunk_gated_delta_rule = chunk_gated_delta_rule
+    module._memfit_fallbacks = (conv_fallback, rule_fallback)
+    module._memfit_kernels = (causal_conv1d_fn, chunk_gated_delta_rule)
     return conv_fallback, rule_fallback
+
+
+@contextlib.contextmanager
+def torch_fallback(modules):
+    """transformers' own torch fallbacks for the duration (what runs without the CUDA kernels)."""
+    for m in modules:
+        m.causal_conv1d_fn, m.torch_chunk_gated_delta_rule = m._memfit_fallbacks
+    try:
+        yield
+    finally:
+        for m in modules:
+            m.causal_conv1d_fn, m.torch_chunk_gated_delta_rule = m._memfit_kernels

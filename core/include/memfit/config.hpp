@@ -208,6 +208,9 @@ enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32, kPythonLa
 // of the input (transformers' Llama 4: modeling_llama4.py Llama4TextMoe repeats the tokens once
 // per expert and runs the experts as two batched matmuls).
 enum class MoeDispatch { kAuto, kLoop, kGrouped, kDense };
+// What runs a Gated DeltaNet layer's delta rule and convolution: flash-linear-attention's and
+// causal-conv1d's CUDA kernels, or transformers' torch fallback when they are not installed.
+enum class LinearAttentionKernel { kAuto, kFla, kTorch };
 // Keys and values a fused attention kernel saves: at the key/value heads (GQA passed through) or
 // repeated to every query head first.
 enum class KvSaved { kAuto, kKvHeads, kQueryHeads };
@@ -266,6 +269,7 @@ struct Implementation {
   // freeing the 16-bit logits as the copy is made: the same peak as no copy.
   Switch loss_shift_copy = Switch::kAuto;
   MoeDispatch moe_dispatch = MoeDispatch::kAuto;
+  LinearAttentionKernel linear_attention_kernel = LinearAttentionKernel::kAuto;
   CheckpointImpl checkpoint_impl = CheckpointImpl::kAuto;
   bool chunked_loss = false;  // before training.loss: true means loss fused_linear_ce (old links)
 };
