@@ -174,6 +174,12 @@ export const CHOICES = {
   'training.finetune.lora_targets': {
     q: ['Query', ''], k: ['Key', ''], v: ['Value', ''], o: ['Attention output', ''],
     gate: ['MLP gate', ''], up: ['MLP up', ''], down: ['MLP down', ''], head: ['Output head', ''], router: ['MoE router', ''],
+    linear_attn: ['Gated DeltaNet', ''],
+  },
+  'training.linear_attention_kernel': {
+    auto: ['Automatic', 'flash-linear-attention, as the model card installs it'],
+    fla: ['flash-linear-attention', 'its chunked delta rule and causal-conv1d\'s convolution'],
+    torch: ['transformers\' torch fallback', 'without those packages: fp32 chunk tensors, far more memory'],
   },
   'training.finetune.modules_to_save': {
     embed: ['Token embedding', 'a trainable full copy'], head: ['Output head', 'a trainable full copy'],
@@ -324,6 +330,9 @@ export const FIELDS = {
   'parallel.gradient_sync': ['Gradient sync', null],
   'parallel.ddp_bucket_view': ['DDP bucket views', null],
   'training.moe_dispatch': ['Experts run as', null],
+  'training.linear_attention_kernel': ['Gated DeltaNet kernels', null],
+  'model.linear_attention_layers': ['Gated DeltaNet layers', null],
+  'model.attention_output_gate': ['Attention output gate', null],
   'training.checkpoint_impl': ['Recomputation', null],
   'model.hidden_act': ['Activation function', null],
   'model.num_labels': ['Classes (classification head)', null],
