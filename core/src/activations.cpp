@@ -466,7 +466,7 @@ void linear_attention_terms(const Config& c, const Dims& d, const GradFlow& g, s
     // over thirteen shapes with CUDA's autocast lists and eight without (fp32 inputs keep a few
     // copies more).
     const Bytes w = d.autocast ? d.act : d.stream;
-    add(t, "linear_attention.conv_input", d.tokens * channels * (d.autocast ? e : w));
+    add(t, "linear_attention.conv_input", d.tokens * channels * w);
     add(t, "linear_attention.conv_output", d.batch * channels * (d.seq + Count(m.linear_conv_kernel_dim) - 1) * w);
     const Count chunks = ceil_div(d.seq, Count(kChunk));
     const Count n = d.batch * hv * d.seq, padded = d.batch * hv * chunks * kChunk, states = d.batch * hv * chunks;
@@ -1021,7 +1021,6 @@ struct Blocks {
   Bytes recomputed_core;     // under selective checkpointing: the attention core one block recomputes
   Count dense_layers, moe_layers, layers;  // on the busiest pipeline stage
   Count recomputed;                        // of those, the blocks full checkpointing recomputes
-  Count frozen_leading;                    // the blocks below the first a PEFT method adapts (hybrid models)
 };
 
 Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
@@ -1055,10 +1054,11 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   b.first_layer_saving = sum(block_terms(c, d, first_is_moe, false, first_linear)) -
                          sum(block_terms(c, d, first_is_moe, true, first_linear));
   if (d.lora && m.hybrid_attention() && !d.peft.input_needs_grad && adapts_linears_method(c.training.finetune.method)) {
-    // A hybrid model's blocks below the first one a PEFT method adapts keep nothing, checkpointed or
-    // not (their input needs no gradient and nothing in them trains: Qwen3.5's three leading Gated
-    // DeltaNet blocks under q/k/v/o targets), and that first adapted block keeps what a first
-    // block does.
+    // A hybrid model's blocks below the first one a PEFT method adapts keep nothing without
+    // checkpointing (their input needs no gradient and nothing in them trains: Qwen3.5's three
+    // leading Gated DeltaNet blocks under q/k/v/o targets), and that first adapted block keeps what
+    // a first block does. (Under full checkpointing PEFT's enable_input_require_grads gives every
+    // block's input a gradient: body_bytes counts every block.)
     constexpr unsigned kMlpTargets = kLoraGate | kLoraUp | kLoraDown | kLoraRouter;
     const unsigned g = d.peft.grad_targets;
     const bool linear_adapted = (g & (kLoraLinearAttn | kMlpTargets)) != 0;
@@ -1076,7 +1076,6 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
         saving += sum(block_terms(c, d, first_is_moe, false, linear)) - sum(block_terms(c, d, first_is_moe, true, linear));
       }
       b.first_layer_saving = saving;
-      b.frozen_leading = leading;
     }
   }
   if (c.training.checkpointing == Checkpointing::kSelective) {
@@ -1100,10 +1099,12 @@ Bytes body_bytes(const Config& c, const Dims& d, const Blocks& b) {
     case Checkpointing::kFull: {
       // Full recomputation keeps each block's input (Chen et al. 2016) and its other tensor
       // arguments: eager attention's additive causal mask (T × T in the compute dtype). Blocks left
-      // out of it (training.checkpointed_layers) keep everything, dense and MoE in proportion. Blocks
-      // below the first adapted one keep no checkpoint (nothing in them needs a gradient).
-      Bytes body = d.tokens * d.hidden_split * d.stream * (b.recomputed - min(b.frozen_leading, b.recomputed));
-      if (b.recomputed > b.frozen_leading && d.impl.attention == AttentionImpl::kEager &&
+      // out of it (training.checkpointed_layers) keep everything, dense and MoE in proportion. Under
+      // a PEFT method transformers' gradient_checkpointing_enable makes the embedding's output need a
+      // gradient (enable_input_require_grads): every block keeps its input and saves as any block
+      // does, a hybrid model's unadapted leading blocks too (phases.cpp).
+      Bytes body = d.tokens * d.hidden_split * d.stream * b.recomputed;
+      if (b.recomputed > Count(0) && d.impl.attention == AttentionImpl::kEager &&
           d.impl.attention_mask == AttentionMask::kAdditive) {
         body += d.seq * d.full_seq * d.act;
       }
@@ -1232,7 +1233,7 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   // With only some blocks checkpointed (the first ones of the stage, as Megatron's block method
   // picks them), backward reaches them after the blocks above have freed everything, so their
   // recomputation never sets the high point: the block is counted when every block is recomputed.
-  if (tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers && b.frozen_leading < b.layers) {
+  if (tr.checkpointing == Checkpointing::kFull && b.recomputed == b.layers) {
     // The block recomputed for its backward; its input, saved by the checkpoint, is the tensor its
     // first op saves again (the recomputation reads the saved input itself), so it is not new.
     recomputed = max(b.largest - d.tokens * d.hidden_split * d.stream, Bytes{0});

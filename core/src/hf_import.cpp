@@ -853,7 +853,9 @@ void read_qwen3_5_family(const std::string& type, Reader& r, ModelSpec& m, HfImp
   } else {
     const std::int64_t interval = r.integer({"full_attention_interval"}, 4, false, 1);
     linear = layers - layers / interval;
-    spread = layers % interval == 0;
+    // The class's pattern closes each span of `interval` with attention; memfit spreads the same
+    // count evenly, which is the class's order when the spans divide the stack (or none attends).
+    spread = layers % interval == 0 || linear == layers;
   }
   m.linear_attention_layers = linear;
   if (!spread) {

@@ -741,6 +741,9 @@ PeftActivation peft_activation(const Config& c) {
     case FinetuneMethod::kTrainableTokens: p.input_needs_grad = true; break;
     default: break;
   }
+  // A trained copy of the token embedding (modules_to_save embed): its output, the first block's
+  // input, needs a gradient.
+  if (f.modules_to_save & kSaveEmbedding) p.input_needs_grad = true;
   return p;
 }
 

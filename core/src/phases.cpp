@@ -309,8 +309,14 @@ Bytes gathered_layer_bytes(const Config& c, const ParameterCount& params, const 
   // thousands, are left out) and dequantizes them into the 16-bit block: both for a moment.
   const bool int8_gather = c.parallel.zero_quantized_weights && c.training.implementation.framework == Framework::kDeepspeed;
   Bytes block = max(params.per_dense_layer_count, params.per_moe_layer_count) * (r.gathered + (int8_gather ? Bytes{1} : Bytes{0}));
-  if (fp8_gather && params.per_dense_layer_count >= params.per_moe_layer_count) {
-    // The gathered block with its linears in fp8 (a hybrid model's larger kind of block).
+  if (fp8_gather && params.per_dense_layer_count >= params.per_moe_layer_count && !c.model.hybrid_attention()) {
+    Count linear = 0;
+    for (const TensorGroup& g : params.groups) {
+      if (fp8_linear(g)) linear += g.elements_each() * params.per_layer(g);
+    }
+    block = block - linear * (r.gathered - Bytes{1});
+  } else if (fp8_gather && params.per_dense_layer_count >= params.per_moe_layer_count) {
+    // A hybrid model's larger kind of block, its linears in fp8.
     Bytes largest{0};
     for (const bool linear_block : {false, true}) {
       Count all = 0, linear = 0;

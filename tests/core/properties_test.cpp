@@ -212,6 +212,21 @@ bool documented_exception(const Relation& r, const Config& before, std::int64_t 
     const std::int64_t blocks = before.model.num_hidden_layers;
     if (e.ok() && blocks > 0 && rise <= e.breakdown.activations.value() / blocks) return true;
   }
+  // - Full checkpointing (or one more checkpointed block) of a hybrid model (Qwen3.5) under a PEFT
+  //   method that leaves its leading blocks unadapted (or every block: the head only): without
+  //   checkpointing those blocks keep nothing, their input needing no gradient; with it,
+  //   transformers' gradient_checkpointing_enable gives the embedding's output a gradient
+  //   (enable_input_require_grads), so every block keeps its input and saves as any block does.
+  //   The peak can rise by at most what every block keeps with every module adapted.
+  if ((name == "full checkpointing" || name == "one more checkpointed block") && before.model.hybrid_attention() &&
+      before.training.finetune.method != FinetuneMethod::kFull) {
+    Config every = before;
+    every.training.checkpointing = Checkpointing::kNone;
+    every.training.finetune.lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO | kLoraLinearAttn | kLoraGate | kLoraUp |
+                                           kLoraDown;
+    const Estimate e = estimate(every);
+    if (e.ok() && rise <= e.breakdown.activations.value()) return true;
+  }
   // - Full checkpointing (or one more checkpointed block) under FSDP1 with a PEFT method,
   //   reentrant: the frozen units keep every recomputed block's input and its gradient until
   //   backward ends (above); where the activations were small before (offloaded to the host), that
