@@ -554,7 +554,10 @@ def check_families(binary, path):
                     problems.append(f"{label}: {r.get('errors')}, trainable {r.get('trainable_parameter_count')} "
                                     f"vs PEFT {step['measured_trainable']}")
                     return
-                ratio = got / step["measured_body_bytes_cuda"]
+                judge(label, column, got / step["measured_body_bytes_cuda"], gap_key)
+
+            def judge(label, column, ratio, gap_key):
+                """A step's memfit/measured: within TOLERANCE or at its FAMILY_GAPS ratio."""
                 gap = FAMILY_GAPS.get(gap_key)
                 within = abs(ratio - 1) <= TOLERANCE
                 held = gap is not None and abs(ratio - gap[0]) <= TOLERANCE
@@ -573,16 +576,8 @@ def check_families(binary, path):
                 if got is None:
                     problems.append(f"{label}: {r.get('errors')}")
                     continue
-                ratio = got / step["measured_body_bytes_cuda"]
-                gap = FAMILY_GAPS.get(f"{name}/fallback-{step['precision']}")
-                within = abs(ratio - 1) <= TOLERANCE
-                held = gap is not None and abs(ratio - gap[0]) <= TOLERANCE
-                print(f"  {name:18} torch {step['precision']:10} memfit/measured {ratio:.4f}"
-                      f"{'' if within else '  (known, at ' + format(gap[0], '.4f') + ')' if held else '  OUTSIDE'}")
-                if within and gap is not None:
-                    problems.append(f"{label}: within {TOLERANCE:.0%} now ({ratio:.4f}): remove its FAMILY_GAPS entry")
-                elif not within and not held:
-                    problems.append(f"{label}: activations memfit/measured {ratio:.4f}")
+                judge(label, f"torch {step['precision']}", got / step["measured_body_bytes_cuda"],
+                      f"{name}/fallback-{step['precision']}")
             for step in fam.get("lora_steps") if isinstance(fam.get("lora_steps"), list) else []:
                 mixed = step["precision"] == "bf16_mixed"
                 subset = f" {step['targets']}" if step.get("targets") else ""
