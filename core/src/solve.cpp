@@ -308,6 +308,14 @@ Solution solve(const Config& c, SolveTarget target, GpuFamily family) {
   if (target == SolveTarget::kMaxWidth && c.model.attention_type == AttentionType::kMla) {
     out.errors.push_back({"model.attention_type", "max-width varies standard attention heads; MLA models are not supported"});
   }
+  // A hybrid model runs on one stage without tensor splits (validate.cpp): those families have
+  // nothing to search.
+  if (target == SolveTarget::kMinGpus && c.model.hybrid_attention() &&
+      (family == GpuFamily::kTensor || family == GpuFamily::kPipeline)) {
+    out.errors.push_back({family == GpuFamily::kTensor ? "parallel.tensor" : "parallel.pipeline",
+                          "a model with Gated DeltaNet layers (model.linear_attention_layers) is not split by tensor or "
+                          "pipeline parallelism: use the zero3, zero2, zero1 or as_configured family"});
+  }
   if (!out.errors.empty()) return out;
   Boundary b = run_search(c, target, family, out.estimates);
   out.found = b.found;

@@ -444,6 +444,9 @@ TEST(Parameters, HybridBlocksKeepEachKindsOwn) {
   Config lora_search = c;
   lora_search.training.finetune.method = FinetuneMethod::kLora;
   EXPECT_TRUE(solve(lora_search, SolveTarget::kMaxLayers).found);
+  // A GPU-count search by tensor splits is refused up front, naming the field.
+  EXPECT_EQ(solve(lora_search, SolveTarget::kMinGpus, GpuFamily::kTensor).errors.at(0).field, "parallel.tensor");
+  EXPECT_TRUE(solve(lora_search, SolveTarget::kMinGpus, GpuFamily::kZero3).found);
   // Engines that build their own models, PEFT methods that need attention in every layer, and an
   // encoder are refused, each naming its field.
   const auto names = [](const Export& e, const std::string& field) {
