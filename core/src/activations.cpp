@@ -435,12 +435,15 @@ void eager_attention_terms(const Dims& d, const GradFlow& g, bool selective, std
 // * the gated RMSNorm (Qwen3_5RMSNormGated: plain torch, in fp32) keeps the fp32 copy of the
 //   kernel's output, its rstd, the 16-bit normalised x (for the weight's gradient), the weight's
 //   product, the gate's fp32 copy and the SiLU's fp32 output; out_proj reads its 16-bit result.
+// Tokens per chunk of the chunked delta rule (fla's and transformers' fallback: chunk_size 64).
+constexpr std::int64_t kDeltaRuleChunk = 64;
+
 void linear_attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vector<NamedBytes>& t) {
   const ModelSpec& m = c.model;
   const bool input_grad = !(d.lora && g.first_lora_layer);
   const Count hk = m.linear_num_key_heads, hv = m.linear_num_value_heads;
   const Count key = m.linear_key_width(), value = m.linear_value_width(), channels = key * 2 + value;
-  constexpr std::int64_t kChunk = 64;
+  constexpr std::int64_t kChunk = kDeltaRuleChunk;
   // in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (Qwen3-Next: in_proj_qkvz, in_proj_ba, whose
   // q, k and v the layer concatenates into the convolution's input: a new tensor of the same size).
   const std::int64_t input_projections = m.linear_attention_fused ? 2 : 4;
@@ -1029,7 +1032,6 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   b.dense = sum(block_terms(c, d, false));
   b.moe = m.num_experts > 0 ? sum(block_terms(c, d, true)) : Bytes{0};
   b.largest = max(b.dense, b.moe);
-  const bool first_linear = params.is_linear_layer(0);
   if (m.hybrid_attention()) {
     // Every block has the same MLP (validate.cpp); the mixers differ, and the stage holds them in
     // proportion (one stage: validate.cpp). A mean block times the layers is the exact total.
@@ -1051,8 +1053,11 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
   b.recomputed = total > 0 ? min(b.layers, ceil_div(Count(c.training.recomputed_layers(total)) * b.layers, Count(total)))
                            : Count(0);
   const bool first_is_moe = params.dense_layer_count.is_zero();
-  b.first_layer_saving = sum(block_terms(c, d, first_is_moe, false, first_linear)) -
-                         sum(block_terms(c, d, first_is_moe, true, first_linear));
+  // What the first block keeps less (its input needs no gradient under a PEFT method), and, for a
+  // hybrid model, all that the blocks below the first adapted one keep (below).
+  b.first_layer_saving = Bytes{0};
+  std::int64_t leading = 0;
+  const std::int64_t stage_layers = std::min(b.layers.value(), m.num_hidden_layers);
   if (d.lora && m.hybrid_attention() && !d.peft.input_needs_grad && adapts_linears_method(c.training.finetune.method)) {
     // A hybrid model's blocks below the first one a PEFT method adapts keep nothing without
     // checkpointing (their input needs no gradient and nothing in them trains: Qwen3.5's three
@@ -1063,20 +1068,15 @@ Blocks blocks(const Config& c, const ParameterCount& params, const Dims& d) {
     const unsigned g = d.peft.grad_targets;
     const bool linear_adapted = (g & (kLoraLinearAttn | kMlpTargets)) != 0;
     const bool full_adapted = (g & (kLoraQ | kLoraK | kLoraV | kLoraO | kLoraQkv | kMlpTargets)) != 0;
-    const std::int64_t layers = std::min(b.layers.value(), m.num_hidden_layers);
-    std::int64_t leading = 0;
-    Bytes saving{0};
-    while (leading < layers && !(params.is_linear_layer(leading) ? linear_adapted : full_adapted)) {
-      saving += sum(block_terms(c, d, first_is_moe, false, params.is_linear_layer(leading)));
+    while (leading < stage_layers && !(params.is_linear_layer(leading) ? linear_adapted : full_adapted)) {
+      b.first_layer_saving += sum(block_terms(c, d, first_is_moe, false, params.is_linear_layer(leading)));
       ++leading;
     }
-    if (leading > 0) {
-      if (leading < layers) {
-        const bool linear = params.is_linear_layer(leading);
-        saving += sum(block_terms(c, d, first_is_moe, false, linear)) - sum(block_terms(c, d, first_is_moe, true, linear));
-      }
-      b.first_layer_saving = saving;
-    }
+  }
+  if (leading < std::max<std::int64_t>(stage_layers, 1)) {
+    const bool linear = params.is_linear_layer(leading);
+    b.first_layer_saving += sum(block_terms(c, d, first_is_moe, false, linear)) -
+                            sum(block_terms(c, d, first_is_moe, true, linear));
   }
   if (c.training.checkpointing == Checkpointing::kSelective) {
     // What selective recomputation drops from a block (the eager attention core, Korthikanti et
@@ -1186,7 +1186,7 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
     const Bytes e = d.mlp_act;
     const Count hk = m.linear_num_key_heads, hv = m.linear_num_value_heads, k = m.linear_key_head_dim,
                 v = m.linear_value_head_dim;
-    const Count chunks = ceil_div(d.seq, Count(64));
+    const Count chunks = ceil_div(d.seq, Count(kDeltaRuleChunk));
     const bool grouped = m.linear_num_value_heads != m.linear_num_key_heads;
     linear_attention_grads = d.tokens * hv * (k * 3 + v * 4) * e + d.batch * chunks * hv * k * v * e * 2 +
                              d.tokens * hk * k * e * (grouped ? 3 : 2) + d.tokens * hv * Bytes{8} + d.tokens * hv * e;

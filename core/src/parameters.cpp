@@ -162,13 +162,17 @@ void moe_parameters(const ModelSpec& m, Count layers, GroupBuilder& b) {
   if (m.shared_expert_gate) b.matrix(Component::kSharedExperts, "shared_expert_gate", 1, m.hidden_size, layers);
 }
 
-// `mixer`: which token mixer the blocks have (kAll: the model's attention).
-void block_parameters(const ModelSpec& m, Count layers, bool moe, GroupBuilder& b, Mixer mixer = Mixer::kAll) {
-  if (layers.value() == 0) return;
+// The blocks' token mixer: a Gated DeltaNet, or the model's attention (kAll, kFullAttention).
+void mixer_parameters(const ModelSpec& m, Count layers, GroupBuilder& b, Mixer mixer) {
   if (mixer == Mixer::kLinearAttention) linear_attention_parameters(m, layers, b);
   else if (m.attention_type == AttentionType::kMla) latent_attention_parameters(m, layers, b);
   else if (m.attention_type == AttentionType::kDisentangled) disentangled_attention_parameters(m, layers, b);
   else attention_parameters(m, layers, b);
+}
+
+void block_parameters(const ModelSpec& m, Count layers, bool moe, GroupBuilder& b, Mixer mixer = Mixer::kAll) {
+  if (layers.value() == 0) return;
+  mixer_parameters(m, layers, b, mixer);
   if (moe) moe_parameters(m, layers, b);
   else mlp_parameters(m, Component::kMlp, m.intermediate_size, layers, b);
   if (m.norms_per_block > 0) b.norm(m, Component::kBlockNorms, "block_norm", m.hidden_size, layers * m.norms_per_block);
@@ -293,26 +297,16 @@ void hybrid_stack_blocks(const ModelSpec& m, ParameterCount& out, GroupBuilder& 
   per_block = max(per_block, sum(one));
   (moe ? out.per_moe_layer_count : out.per_dense_layer_count) = per_block;
 
-  std::vector<TensorGroup> full_blocks, linear_blocks;
-  GroupBuilder full_builder(full_blocks), linear_builder(linear_blocks);
-  block_parameters(m, layers - linear, moe, full_builder);
-  block_parameters(m, linear, moe, linear_builder, Mixer::kLinearAttention);
   // The attention's groups (and the Gated DeltaNet's) are their kind's; the MLP's and the norms'
   // are every block's, counted once over all of them.
   b.set_layer(moe ? LayerKind::kMoe : LayerKind::kDense);
-  const auto mixer_only = [](const TensorGroup& g) { return g.component == Component::kAttention; };
-  for (TensorGroup g : full_blocks) {
-    if (!mixer_only(g)) continue;
-    g.layer = moe ? LayerKind::kMoe : LayerKind::kDense;
-    g.mixer = Mixer::kFullAttention;
-    out.groups.push_back(g);
+  for (const Mixer mixer : {Mixer::kFullAttention, Mixer::kLinearAttention}) {
+    const Count blocks = mixer == Mixer::kLinearAttention ? linear : layers - linear;
+    if (blocks.is_zero()) continue;
+    b.set_mixer(mixer);
+    mixer_parameters(m, blocks, b, mixer);
   }
-  for (TensorGroup g : linear_blocks) {
-    if (!mixer_only(g)) continue;
-    g.layer = moe ? LayerKind::kMoe : LayerKind::kDense;
-    g.mixer = Mixer::kLinearAttention;
-    out.groups.push_back(g);
-  }
+  b.set_mixer(Mixer::kAll);
   if (moe) moe_parameters(m, layers, b);
   else mlp_parameters(m, Component::kMlp, m.intermediate_size, layers, b);
   if (m.norms_per_block > 0) b.norm(m, Component::kBlockNorms, "block_norm", m.hidden_size, layers * m.norms_per_block);
