@@ -564,6 +564,25 @@ Json applicability(std::string_view path) {
   return all;
 }
 
+// When a choice of a list field names something the model has: {choice: [conditions]} as in
+// applicability, for the choices that need one. The core refuses such a choice where the condition
+// fails (peft.cpp check_targets, validate.cpp); the page leaves it out of the offer unless chosen.
+Json choice_applicability(std::string_view path) {
+  Json out = Json::object();
+  if (path == "training.finetune.lora_targets") {
+    Json qkv = Json::array();
+    qkv.push(when_in("model.attention_type", spellings({"standard", "disentangled"})));
+    out.set("qkv", std::move(qkv));
+    Json router = Json::array();
+    router.push(when_at_least("model.num_experts", 1));
+    out.set("router", std::move(router));
+    Json linear_attn = Json::array();
+    linear_attn.push(when_at_least("model.linear_attention_layers", 1));
+    out.set("linear_attn", std::move(linear_attn));
+  }
+  return out;
+}
+
 }  // namespace
 
 Json config_schema() {
@@ -592,6 +611,8 @@ Json config_schema() {
       entry.set("help", Json::string(f.help));
       Json applies = applicability(f.path);
       if (!applies.items().empty()) entry.set("applies_when", std::move(applies));
+      Json choice_applies = choice_applicability(f.path);
+      if (!choice_applies.members().empty()) entry.set("choices_apply_when", std::move(choice_applies));
       list.push(std::move(entry));
     }
     return list;

@@ -469,6 +469,32 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.close();
   });
 
+  test('LoRA targets offer only the modules the model has; one it lacks, from a link, stays with the reason', async () => {
+    const chips = async (search) => {
+      const p = await browser.newPage();
+      await p.goto(`${server.url}?v=2&method=lora&${search}`);
+      await p.waitForSelector('html[data-ready="true"]');
+      const found = await p.$$eval('[data-field="training.finetune.lora_targets"] .chip',
+        (els) => els.map((e) => ({ text: e.textContent, bad: e.classList.contains('chip-bad') })));
+      const error = await p.locator('[data-field="training.finetune.lora_targets"] .field-error').allTextContents();
+      await p.close();
+      return { found, error: error.join(' ') };
+    };
+    const names = ({ found }) => found.map((c) => c.text);
+    const dense = await chips('preset=llama-3-8b');
+    assert.ok(names(dense).includes('Query') && names(dense).includes('Fused q/k/v'), names(dense).join(', '));
+    assert.ok(!names(dense).some((n) => /MoE router|Gated DeltaNet/.test(n)), names(dense).join(', '));
+    const hybrid = await chips('preset=qwen3.5-9b');
+    assert.ok(names(hybrid).includes('Gated DeltaNet') && !names(hybrid).includes('MoE router'), names(hybrid).join(', '));
+    const moe = await chips('preset=mixtral-8x7b');
+    assert.ok(names(moe).includes('MoE router') && !names(moe).includes('Gated DeltaNet'), names(moe).join(', '));
+    // Chosen in a link for a dense model: kept, marked, and the core's refusal shown beside it.
+    const chosen = await chips('preset=llama-3-8b&lora_targets=q,v,router');
+    const router = chosen.found.find((c) => c.text.startsWith('MoE router'));
+    assert.ok(router?.bad && /not in this model/.test(router.text), JSON.stringify(chosen.found));
+    assert.match(chosen.error, /router needs a mixture-of-experts model/);
+  });
+
   test('nothing from a link is inserted as HTML', async () => {
     const p = await browser.newPage();
     await p.goto(`${server.url}?v=2&model_type=${encodeURIComponent('<img src=x onerror=window.pwned=1>')}&gpu=${encodeURIComponent('<b>x</b>')}`);

@@ -276,5 +276,48 @@ TEST(Config, AFieldThatDoesNotApplyChangesNoNumber) {
   EXPECT_GT(checked, 60);
 }
 
+TEST(Config, AChoiceTheModelLacksIsRefusedAndOneItHasIsTaken) {
+  // choices_apply_when names what a list choice needs of the model (the page leaves the choice out
+  // of the offer otherwise). Checked against the estimate: with the condition failing the choice
+  // is an error on its field; on a model that meets it, the same choice estimates.
+  const Json& entry = schema_entry("training.finetune.lora_targets");
+  const Json* conditioned = entry.find("choices_apply_when");
+  ASSERT_NE(conditioned, nullptr);
+  // A model for each condition to hold on: (condition's field, a preset that has it).
+  const std::map<std::string, std::string> has = {{"model.num_experts", "mixtral-8x7b"},
+                                                  {"model.linear_attention_layers", "qwen3.5-9b"},
+                                                  {"model.attention_type", "llama-3-8b"}};
+  const std::map<std::string, Json> lacks = {{"model.num_experts", Json::integer(0)},
+                                             {"model.linear_attention_layers", Json::integer(0)},
+                                             {"model.attention_type", Json::string("mla")}};
+  int checked = 0;
+  for (const auto& [key, conditions] : conditioned->members()) {
+    bool listed = false;
+    for (const Json& c : entry.find("choices")->items()) listed = listed || c.as_string() == key;
+    EXPECT_TRUE(listed) << key << " is not one of the field's choices";
+    for (const Json& c : conditions.items()) {
+      const std::string field = c.find("field")->as_string();
+      ASSERT_TRUE(has.count(field)) << field;
+      Json targets = Json::array();
+      targets.push(Json::string(key));
+      const Flat lora = {{"training.finetune.method", Json::string("lora")},
+                         {"training.finetune.lora_targets", targets}};
+      Flat with = lora, without = lora;
+      with.push_back({"model.preset", Json::string(has.at(field))});
+      // DeepSeek-V3 for a model without standard attention; Llama 3 for one without the others.
+      without.push_back({"model.preset", Json::string(field == "model.attention_type" ? "deepseek-v3" : "llama-3-8b")});
+      without.push_back({field, lacks.at(field)});
+      EXPECT_FALSE(holds(c, without)) << key;
+      const Json refused = estimate_json(nest(without).dump());
+      EXPECT_FALSE(refused.find("ok")->as_bool()) << nest(without).dump();
+      EXPECT_NE(refused.dump().find("training.finetune.lora_targets"), std::string::npos) << nest(without).dump();
+      const Json taken = estimate_json(nest(with).dump());
+      EXPECT_TRUE(taken.find("ok")->as_bool()) << nest(with).dump() << taken.dump().substr(0, 400);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3);
+}
+
 }  // namespace
 }  // namespace memfit

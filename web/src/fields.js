@@ -192,6 +192,18 @@ export function whenItApplies(field, valueOf) {
   return `applies when ${label} is ${list}`;
 }
 
+// For a list field whose choices name parts of the model (the schema's choices_apply_when: a MoE
+// router, Gated DeltaNet layers), why each such choice does not apply to the current model:
+// { choice: 'applies when experts is at least 1' }; choices that apply are left out.
+export function choicesNotApplying(field, valueOf) {
+  const out = {};
+  for (const [choice, conditions] of Object.entries(field.choices_apply_when ?? {})) {
+    const why = whenItApplies({ applies_when: conditions }, valueOf);
+    if (why) out[choice] = why;
+  }
+  return out;
+}
+
 // Whether a value is the schema's default (a field left alone).
 export function isDefaultValue(field, value) {
   return JSON.stringify(value) === JSON.stringify(field.default) || String(value) === String(field.default);

@@ -173,7 +173,7 @@ export const CHOICES = {
   },
   'training.finetune.lora_targets': {
     q: ['Query', ''], k: ['Key', ''], v: ['Value', ''], o: ['Attention output', ''],
-    gate: ['MLP gate', ''], up: ['MLP up', ''], down: ['MLP down', ''], head: ['Output head', ''], router: ['MoE router', ''],
+    gate: ['MLP gate', ''], up: ['MLP up', ''], down: ['MLP down', ''], head: ['Output head', ''], qkv: ['Fused q/k/v', ''], router: ['MoE router', ''],
     linear_attn: ['Gated DeltaNet', ''],
   },
   'training.linear_attention_kernel': {

@@ -2,7 +2,7 @@
 import { computed } from '@preact/signals';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 
-import { fieldApplies, isDefaultValue, whenItApplies } from '../../fields.js';
+import { choicesNotApplying, fieldApplies, isDefaultValue, whenItApplies } from '../../fields.js';
 import { getPath } from '../../paths.js';
 import { formatBytes, formatCount } from '../../format.js';
 import { plainText } from '../../words.js';
@@ -35,6 +35,8 @@ function FieldSlot({ f, state, options, markEdits, hideInactive }) {
     issues: fieldIssues(state, path),
     // Why the field does not apply now ('' when it does).
     notApplying: computed(() => whenItApplies(f, state.fieldValue)),
+    // Choices naming parts the model lacks, as one string so the field redraws only when it changes.
+    choicesOff: computed(() => (f.choices_apply_when ? JSON.stringify(choicesNotApplying(f, state.fieldValue)) : '')),
     edited: computed(() => state.isEdited(path)),
   }), [state, path, f]);
   const found = signals.issues.value;
@@ -50,6 +52,7 @@ function FieldSlot({ f, state, options, markEdits, hideInactive }) {
       options={options}
       inactive={inactive}
       inactiveNote={notApplying}
+      choicesOff={signals.choicesOff.value ? JSON.parse(signals.choicesOff.value) : undefined}
       changed={markEdits && signals.edited.value}
       onChange={(v) => state.setField(path, v)}
     />

@@ -82,19 +82,28 @@ function Toggle({ id, value, invalid, describedBy, onChange }) {
   );
 }
 
-function ListChoices({ id, field, value, describedBy, onChange, disabled }) {
+// choicesOff: { choice: why it does not apply } for choices naming parts this model lacks (a MoE
+// router on a dense model): left out of the offer, or, when chosen, kept and marked with the reason.
+function ListChoices({ id, field, value, describedBy, onChange, disabled, choicesOff = {} }) {
   const items = Array.isArray(value) ? value : text(value).split(',').filter(Boolean);
   const all = [...field.choices, ...items.filter((v) => !field.choices.includes(v))];
+  const shown = all.filter((c) => !choicesOff[c] || items.includes(c));
   const toggle = (choice, on) => {
     const next = all.filter((c) => (c === choice ? on : items.includes(c)));
     onChange(next);
   };
+  const bad = (choice) => !field.choices.includes(choice) || Boolean(choicesOff[choice]);
+  const name = (choice) => {
+    if (!field.choices.includes(choice)) return `${choice} (not a choice)`;
+    const label = choiceWords(field.field, choice).label;
+    return choicesOff[choice] ? `${label} (not in this model: ${choicesOff[choice]})` : label;
+  };
   return (
     <div class="chips" id={id} role="group" tabIndex={-1} aria-labelledby={`${id}-label`} aria-describedby={describedBy}>
-      {all.map((choice) => (
-        <label class={`chip ${field.choices.includes(choice) ? '' : 'chip-bad'}`} key={choice}>
+      {shown.map((choice) => (
+        <label class={`chip ${bad(choice) ? 'chip-bad' : ''}`} key={choice}>
           <input type="checkbox" disabled={disabled} checked={items.includes(choice)} onChange={(e) => toggle(choice, e.currentTarget.checked)} />
-          <span>{field.choices.includes(choice) ? choiceWords(field.field, choice).label : `${choice} (not a choice)`}</span>
+          <span>{name(choice)}</span>
         </label>
       ))}
     </div>
@@ -115,7 +124,7 @@ export function choiceOptions(field) {
 // field: schema entry; value: what the form holds; errors / warnings: the core's messages for it.
 // options: [{ value, label }] for a select built from data other than field.choices (the GPUs).
 // domId: the input's id where the field is drawn a second time (the planner), else fieldDomId.
-export function Field({ field, value, errors = [], warnings = [], options, inactive = false, inactiveNote = '', changed = false, onChange, domId }) {
+export function Field({ field, value, errors = [], warnings = [], options, inactive = false, inactiveNote = '', choicesOff, changed = false, onChange, domId }) {
   const id = domId ?? fieldDomId(field.field);
   const hintId = `${id}-hint`;
   const errId = `${id}-error`;
@@ -152,7 +161,7 @@ export function Field({ field, value, errors = [], warnings = [], options, inact
         {kind === 'text' && <TextInput {...common} />}
         {kind === 'select' && <Select {...common} options={options ?? choiceOptions(field)} />}
         {kind === 'toggle' && <Toggle {...common} />}
-        {kind === 'list' && <ListChoices {...common} />}
+        {kind === 'list' && <ListChoices {...common} choicesOff={choicesOff} />}
       </div>
       <Messages id={errId} errors={errors} warnings={warnings} />
     </div>
