@@ -164,7 +164,9 @@ void name_binding(const Boundary& b, bool grows, Solution& out) {
 }
 
 // Width: heads grow in steps that keep the grouped-query ratio and divide by tensor
-// parallelism; head_dim stays, and the MLP widths keep their ratio to the hidden size.
+// parallelism; head_dim stays, and the MLP widths keep their ratio to the hidden size, as a
+// Gated DeltaNet's key heads do to the attention heads (at least one; its value heads stay a
+// multiple of its key heads, and both head sizes stay).
 std::int64_t width_step(const Config& c) {
   const ModelSpec& m = c.model;
   const std::int64_t ratio = m.num_attention_heads / m.kv_heads();
@@ -182,6 +184,10 @@ void apply_width(Config& c, std::int64_t k, const Config& base) {
   m.intermediate_size = b.intermediate_size * heads / b.num_attention_heads;
   m.moe_intermediate_size = b.moe_intermediate_size * heads / b.num_attention_heads;
   m.shared_expert_intermediate_size = b.shared_expert_intermediate_size * heads / b.num_attention_heads;
+  if (b.hybrid_attention() && b.linear_num_key_heads > 0) {
+    m.linear_num_key_heads = std::max<std::int64_t>(1, b.linear_num_key_heads * heads / b.num_attention_heads);
+    m.linear_num_value_heads = m.linear_num_key_heads * std::max<std::int64_t>(1, b.linear_num_value_heads / b.linear_num_key_heads);
+  }
   m.nominal_parameter_count = 0;
 }
 

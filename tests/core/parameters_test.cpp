@@ -444,6 +444,15 @@ TEST(Parameters, HybridBlocksKeepEachKindsOwn) {
   Config lora_search = c;
   lora_search.training.finetune.method = FinetuneMethod::kLora;
   EXPECT_TRUE(solve(lora_search, SolveTarget::kMaxLayers).found);
+  // The width search grows the Gated DeltaNet's heads with the attention's (head sizes kept, two
+  // value heads per key head as in Qwen3.5), and the step past the answer does not fit.
+  const Solution width = solve(lora_search, SolveTarget::kMaxWidth);
+  ASSERT_TRUE(width.found);
+  const ModelSpec& wide = width.config.model;
+  EXPECT_EQ(wide.linear_num_key_heads, c.model.linear_num_key_heads * wide.num_attention_heads / c.model.num_attention_heads);
+  EXPECT_EQ(wide.linear_num_value_heads, 2 * wide.linear_num_key_heads);
+  EXPECT_EQ(wide.linear_key_head_dim, c.model.linear_key_head_dim);
+  EXPECT_NE(wide.linear_num_key_heads, c.model.linear_num_key_heads);
   // A GPU-count search by tensor splits is refused up front, naming the field.
   EXPECT_EQ(solve(lora_search, SolveTarget::kMinGpus, GpuFamily::kTensor).errors.at(0).field, "parallel.tensor");
   EXPECT_TRUE(solve(lora_search, SolveTarget::kMinGpus, GpuFamily::kZero3).found);
