@@ -1181,6 +1181,13 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
   // it returns, dh of the same size, the value-sized dv, dv2 and v_new, the key-sized dq and dk at
   // the value heads (then summed to the key heads) and dw, fp32 gate gradients, and the L2 norms'
   // input gradients; all in the kernel's dtype.
+  // transformers' torch fallback instead (torch_chunk_gated_delta_rule, all fp32): while autograd
+  // walks the chunk loop back it accumulates full-size gradients of the chunked query, key and
+  // decayed keys (K wide, at the value heads), of the new values and the output (V wide) and of
+  // the intra-chunk scores (64 wide), each chunk's select_backward adding a zero-filled full-size
+  // tensor of one of them at a time, and the state's gradient twice (B·Hv·K·V). Measured on the
+  // CPU (tools/frameworks/gdn_fallback_backward.py): within 4 % over eleven shapes of four chunks or
+  // more; two chunks or fewer keep less (the first select_backward's tensor becomes the sum).
   Bytes linear_attention_grads{0};
   if (m.hybrid_attention()) {
     const Bytes e = d.mlp_act;
@@ -1188,8 +1195,15 @@ Bytes layer_backward_working_bytes(const Config& c, const Dims& d, const Blocks&
                 v = m.linear_value_head_dim;
     const Count chunks = ceil_div(d.seq, Count(kDeltaRuleChunk));
     const bool grouped = m.linear_num_value_heads != m.linear_num_key_heads;
-    linear_attention_grads = d.tokens * hv * (k * 3 + v * 4) * e + d.batch * chunks * hv * k * v * e * 2 +
-                             d.tokens * hk * k * e * (grouped ? 3 : 2) + d.tokens * hv * Bytes{8} + d.tokens * hv * e;
+    if (d.impl.linear_attention_kernel == LinearAttentionKernel::kTorch) {
+      const Count padded = d.batch * chunks * Count(kDeltaRuleChunk);
+      const Count widest = max(max(k, v), Count(kDeltaRuleChunk));
+      linear_attention_grads = padded * hv * (k * 3 + v * 2 + Count(kDeltaRuleChunk) + widest) * kFp32Bytes +
+                               d.batch * hv * k * v * kFp32Bytes * 2;
+    } else {
+      linear_attention_grads = d.tokens * hv * (k * 3 + v * 4) * e + d.batch * chunks * hv * k * v * e * 2 +
+                               d.tokens * hk * k * e * (grouped ? 3 : 2) + d.tokens * hv * Bytes{8} + d.tokens * hv * e;
+    }
   }
   Bytes working = max(max(attention_grads, mlp_grads), linear_attention_grads) + d.tokens * d.hidden_split * d.stream * 2;
   // The scores' two gradients, or the MLP's, one per intermediate.

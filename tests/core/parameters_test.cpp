@@ -8,6 +8,7 @@
 #include <string>
 
 #include "memfit/memfit.hpp"
+#include "activations.hpp"
 
 namespace memfit {
 namespace {
@@ -397,6 +398,23 @@ TEST(Parameters, HybridBlocksKeepEachKindsOwn) {
   Config fallback = c;
   fallback.training.implementation.linear_attention_kernel = LinearAttentionKernel::kTorch;
   EXPECT_GT(estimate(fallback).breakdown.activations.value(), hybrid * 3 / 2);
+  // Its backward (autograd back through the chunk loop, fp32) holds what was measured on the CPU
+  // for the same shape (tools/frameworks/gdn_fallback_backward.py: B 1, T 1024, 2 key and 4 value
+  // heads of 64: 7,471,360 bytes), beside the block's input and output gradients; the MLP's and
+  // attention's gradients are smaller here.
+  Config narrow = fallback;
+  narrow.model.linear_num_key_heads = 2;
+  narrow.model.linear_num_value_heads = 4;
+  narrow.model.linear_key_head_dim = narrow.model.linear_value_head_dim = 64;
+  narrow.model.intermediate_size = 64;
+  narrow.model.hidden_size = 256;
+  narrow.model.num_attention_heads = 2;
+  narrow.model.num_key_value_heads = 1;
+  narrow.model.head_dim = 64;
+  const ActivationModel a = activation_model(narrow, count_parameters(narrow.model));
+  const std::int64_t streams = a.layer_gradient_tensor_bytes[1].value() * 2;  // the block's input's and output's
+  EXPECT_EQ(streams, 2 * 1024 * 256 * 4);  // fp32 stream under bf16_mixed
+  EXPECT_NEAR(static_cast<double>(a.layer_backward_working_bytes.value() - streams), 7'471'360.0, 7'471'360.0 * 0.01);
 
   const ParameterCount p = count_parameters(c.model);
   EXPECT_EQ(p.linear_layer_count.value(), 24);
