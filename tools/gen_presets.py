@@ -33,6 +33,7 @@ FAMILY_KEYS = {
     "roberta": BERT_LIKE_KEYS, "xlm-roberta": BERT_LIKE_KEYS,
     "gemma2": {"attn_logit_softcapping", "final_logit_softcapping"},
     "glm4_moe": {"use_qk_norm"},
+    "glm": {"partial_rotary_factor"}, "glm4": {"partial_rotary_factor"},
     "llama4_text": {"intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers", "use_qk_norm",
                     "no_rope_layers", "no_rope_layer_interval"},
     # Qwen3.5 / Qwen3-Next: the Gated DeltaNet's sizes and how its layers alternate with attention.

@@ -151,9 +151,14 @@ Dims make_dims(const Config& c) {
   // linear_inputs, Dims::adapters_cast.)
   d.input_casts_qkv = !casts || d.lora                             ? 1
                       : m.attention_type == AttentionType::kMla    ? 2
-                      : impl.projections == Projections::kSeparate ? 3
-                                                                   : 1;
-  d.input_casts_mlp = casts && !d.lora && impl.projections != Projections::kFused && m.mlp == MlpKind::kGated ? 2 : 1;
+                      : impl.projections == Projections::kSeparate ||
+                              impl.projections == Projections::kGateUpFused
+                          ? 3
+                          : 1;
+  d.input_casts_mlp = casts && !d.lora && impl.projections != Projections::kFused &&
+                              impl.projections != Projections::kGateUpFused && m.mlp == MlpKind::kGated
+                          ? 2
+                          : 1;
   // PEFT keeps adapters in fp32 and casts each adapter's input to the adapter's dtype
   // (peft/tuners/lora/layer.py, _cast_input_dtype): one copy per adapter, 16-bit again under
   // autocast, fp32 without it.
@@ -542,11 +547,15 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
   const unsigned reading_input = m.attention_type == AttentionType::kMla ? kLoraQ | kLoraK
                                                                          : kLoraQ | kLoraK | kLoraV | kLoraQkv;
   add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, reading_input, input_grad) * d.input_casts_qkv);
-  // The layer's own fp32 cos and sin (1, T, d_head), kept by the q·cos and rotate(q)·sin products
-  // (measured: tools/frameworks/families.py, ernie4_5).
+  // The layer's own cos and sin (1, T, rotated part of the head), kept by the q·cos and
+  // rotate(q)·sin products: fp32 (ERNIE 4.5), or the stream's dtype over half the head (GLM-4's
+  // apply_rotary_pos_emb repeat-interleaves the shared tables' first half; modeling_glm.py)
+  // (measured: tools/frameworks/families.py, ernie4_5, glm, glm4).
   if (m.position_embedding == PositionKind::kRotary && m.rotary_per_layer &&
       implementation_profile(d.impl.framework).rotary_saved) {
-    add(t, "attention.rotary_tables", d.seq * d.head_dim * kFp32Bytes * 2);
+    const Count rotated = m.rotary_dim > 0 ? Count(m.rotary_dim) : d.head_dim;
+    const Bytes element = m.rotary_table_dtype == RotaryTableDtype::kStream ? d.stream : kFp32Bytes;
+    add(t, "attention.rotary_tables", d.seq * rotated * element * 2);
   }
   if (d.lora && d.lora_qkv_padded && d.impl.projections == Projections::kQkvFused) {
     // LitGPT's LoRAQKVLinear runs the q/k/v adapters as one grouped conv1d and zero-pads their
@@ -854,7 +863,12 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
                                                                     : (attention_adapted ? 1 : 2);
     norms = std::max<std::int64_t>(0, norms - dropped);
   }
-  Bytes norm_total = norm_bytes(m, d, m.input_norm ? d.stream : d.act) * norms;
+  // Four norms a block (Gemma 2, GLM-4-0414): two read the stream, the two after the attention and
+  // the MLP read their outputs (16-bit under autocast), which an eager RMSNorm keeps normalised in
+  // that dtype (measured: families.py, glm4).
+  const std::int64_t after_sublayers = m.input_norm && m.norms_per_block == 4 ? std::min<std::int64_t>(2, norms) : 0;
+  Bytes norm_total = norm_bytes(m, d, m.input_norm ? d.stream : d.act) * (norms - after_sublayers) +
+                     norm_bytes(m, d, d.act) * after_sublayers;
   // A parallel block whose two LayerNorms read the same input (GPT-NeoX / Pythia) saves that
   // input once: the second norm adds its statistics only. Under autocast too when the stream is
   // fp32 (layer_norm's fp32 cast is then no copy; measured: families.py, gpt_neox).

@@ -554,6 +554,10 @@ Json applicability(std::string_view path) {
     all.push(when_in("parallel.zero_stage", integers({2, 3})));
   } else if (path == "training.moe_dispatch") {
     all.push(when_at_least("model.num_experts", 1));
+  } else if (path == "model.rotary_table_dtype" || path == "model.rotary_dim") {
+    Json yes = Json::array();
+    yes.push(Json::boolean(true));
+    all.push(when_in("model.rotary_per_layer", std::move(yes)));
   } else if (path == "training.linear_attention_kernel") {
     all.push(when_at_least("model.linear_attention_layers", 1));
   } else if (path == "training.finetune.target_parameters") {

@@ -141,7 +141,12 @@ std::vector<Field> build_fields() {
               "the attention output is multiplied by sigmoid of a gate q_proj projects beside the queries "
               "(Qwen3.5: q_proj twice as wide)"),
       MF_BOOL("model.rotary_per_layer", model.rotary_per_layer,
-              "every layer rebuilds the rotary cos and sin in fp32 and keeps them (ERNIE 4.5)"),
+              "every layer rebuilds the rotary cos and sin and keeps them (ERNIE 4.5, GLM-4)"),
+      MF_ENUM("model.rotary_table_dtype", model.rotary_table_dtype, RotaryTableDtype,
+              "the dtype of the per-layer rotary tables: fp32 (ERNIE 4.5) or the residual stream's (GLM-4)",
+              "fp32", "stream"),
+      MF_INT("model.rotary_dim", model.rotary_dim, 0, 100'000,
+             "the rotated part of each head when it is only part (GLM-4: half); 0 = the whole head"),
       MF_INT("model.type_vocab_size", model.type_vocab_size, 0, kMillion, "token-type embedding rows (BERT)"),
       MF_BOOL("model.embedding_norm", model.embedding_norm, "a norm right after the embeddings (BERT)"),
       MF_BOOL("model.pooler", model.pooler, "BERT pooler (dense hidden→hidden with bias) on the bare model (output_head none)"),
@@ -410,8 +415,9 @@ std::vector<Field> build_fields() {
               "auto", "kv_heads", "query_heads"),
       MF_ENUM("training.projections", training.implementation.projections, Projections,
               "q/k/v and gate/up as separate matmuls (each saves its own autocast copy of its input), fused, or "
-              "qkv_fused (q/k/v fused, gate/up separate); auto = the framework's",
-              "auto", "separate", "fused", "qkv_fused"),
+              "qkv_fused (q/k/v fused, gate/up separate; LitGPT) or gate_up_fused (q/k/v separate, gate/up fused; "
+              "GLM-4); auto = the framework's",
+              "auto", "separate", "fused", "qkv_fused", "gate_up_fused"),
       MF_ENUM("training.activation_kernel", training.implementation.activation_kernel, ActivationKernel,
               "the MLP activation as Python arithmetic (eager: gelu_new saves four tensors), one kernel (fused), or "
               "one kernel whose backward writes the gradients over its saved inputs (fused_inplace: Liger's and "

@@ -633,6 +633,35 @@ void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   warn_mtp_layers(r, out);
 }
 
+void read_glm_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
+  // GLM-4 (GlmForCausalLM, modeling_glm.py: glm-4-9b-chat-hf) and GLM-4-0414 (Glm4ForCausalLM,
+  // modeling_glm4.py): Llama's grouped-query attention with a bias on q, k and v only
+  // (attention_bias; o_proj has none), one gate_up_proj for the gated MLP (reference projections
+  // gate_up_fused), an untied head; rotary positions on part of each head (no weights). GLM-4-0414
+  // adds a norm after attention and after the MLP: four per block, as Gemma 2. GlmConfig's and
+  // Glm4Config's defaults (transformers 5.24) are the 9B models'.
+  read_llama_like_over(ClassSizes{151552, 4096, 13696, 40, 32, 2, 128}, r, m, false);
+  m.qkv_bias = r.boolean("attention_bias", true);
+  m.attention_bias = false;
+  if (type == "glm4") m.norms_per_block = 4;
+  // Each layer repeat-interleaves the first half of the shared cos and sin over the rotated part
+  // (int(head_dim x partial_rotary_factor), 0.5 by the classes' default) and keeps them.
+  m.rotary_per_layer = true;
+  m.rotary_table_dtype = RotaryTableDtype::kStream;
+  const Json* rope = r.raw("rope_parameters");
+  const Json* factor = rope && rope->is_object() ? rope->find("partial_rotary_factor") : nullptr;
+  if (!factor || factor->is_null()) factor = r.raw("partial_rotary_factor");
+  double fraction = 0.5;
+  if (factor && !factor->is_null()) {
+    if (!factor->is_number() || !(factor->as_double() > 0.0) || factor->as_double() > 1.0) {
+      out.errors.push_back({"partial_rotary_factor", "must be a number above 0 and at most 1; got " + describe(*factor)});
+      return;
+    }
+    fraction = factor->as_double();
+  }
+  m.rotary_dim = static_cast<std::int64_t>(static_cast<double>(m.head_size()) * fraction);
+}
+
 void read_glm4_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
   // GLM-4.5 / GLM-4.6 (Glm4MoeForCausalLM, modeling_glm4_moe.py): Llama's grouped-query attention
   // with a bias on q, k and v only (attention_bias; o_proj has none), an RMSNorm on each query and
@@ -1045,6 +1074,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"olmo2", "olmo3"}, read_olmo2_family},
       {{"deepseek_v3", "deepseek_v2"}, read_deepseek_v3_family},
       {{"glm4_moe"}, read_glm4_moe_family},
+      {{"glm", "glm4"}, read_glm_family},
       {{"olmoe"}, read_olmoe_family},
       {{"ernie4_5", "ernie4_5_moe"}, read_ernie4_5_family},
       {{"llama4_text"}, read_llama4_text_family},
@@ -1112,7 +1142,7 @@ const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, gpt_oss, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
+         "starcoder2, cohere, gpt_oss, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }
 
@@ -1212,6 +1242,8 @@ HfImport import_hf_config(const Json& json) {
       t == "gpt_bigcode" || t == "bloom") {
     out.reference.projections = Projections::kFused;
   }
+  // GLM-4's gated MLP is one gate_up_proj; its q, k and v are separate (modeling_glm.py GlmMLP).
+  if (t == "glm" || t == "glm4") out.reference.projections = Projections::kGateUpFused;
   // GPTBigCode, GPT-J and BLOOM drop out on both residual branches (resid_pdrop, hidden_dropout
   // through dropout_add) as GPT-2 does; their eager attention upcasts the scores to fp32 before the
   // softmax (attention_softmax_in_fp32, GPT-J's _attn, BLOOM's softmax(dtype=float32)), the default.

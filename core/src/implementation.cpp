@@ -205,12 +205,14 @@ Config config_as_run(const Config& c) {
   // query_key_value, Phi-3's qkv_proj and gate_up_proj, Megatron's linear_qkv and linear_fc1): a
   // target naming part of it adapts all of it, as PEFT's own default targets for these models do
   // (peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: gpt2 -> c_attn).
-  // LitGPT's fused qkv (qkv_fused) adapts q, k and v one by one.
+  // LitGPT's fused qkv (qkv_fused) adapts q, k and v one by one; GLM-4's gate_up_proj
+  // (gate_up_fused) is one module beside separate q, k and v.
   Finetune& f = run.training.finetune;
   const Implementation impl = resolve_implementation(c.training.implementation);
-  if (f.method != FinetuneMethod::kFull && impl.projections == Projections::kFused) {
+  const bool fused = impl.projections == Projections::kFused, gate_up = impl.projections == Projections::kGateUpFused;
+  if (f.method != FinetuneMethod::kFull && (fused || gate_up)) {
     constexpr unsigned kQkv = kLoraQ | kLoraK | kLoraV;
-    if ((f.lora_targets & kQkv) && c.model.attention_type == AttentionType::kStandard) {
+    if (fused && (f.lora_targets & kQkv) && c.model.attention_type == AttentionType::kStandard) {
       f.lora_targets = (f.lora_targets & ~kQkv) | kLoraQkv;
     }
     if ((f.lora_targets & (kLoraGate | kLoraUp)) && c.model.mlp == MlpKind::kGated) f.lora_targets |= kLoraGate | kLoraUp;

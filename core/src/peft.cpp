@@ -358,7 +358,8 @@ unsigned targets_reaching(unsigned targets, Component component, ExpertTargeting
 
 AdapterLayout adapter_layout(const Config& c) {
   const Implementation impl = resolve_implementation(c.training.implementation);
-  return {expert_targeting(c), impl.projections == Projections::kFused && c.model.mlp == MlpKind::kGated};
+  const bool gate_up = impl.projections == Projections::kFused || impl.projections == Projections::kGateUpFused;
+  return {expert_targeting(c), gate_up && c.model.mlp == MlpKind::kGated};
 }
 
 std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned all_targets, AdapterLayout layout) {

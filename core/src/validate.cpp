@@ -53,6 +53,10 @@ void check_attention(const ModelSpec& m, Checks& out) {
   if (m.rotary_per_layer && (m.position_embedding != PositionKind::kRotary || m.is_encoder_decoder)) {
     out.add("model.rotary_per_layer", "needs a decoder with rotary positions (model.position_embedding rotary)");
   }
+  if (m.num_attention_heads > 0 && m.rotary_dim > m.head_size()) {
+    out.add("model.rotary_dim", "must be at most the head size (" + group_digits(m.head_size()) + "); got " +
+                                    group_digits(m.rotary_dim));
+  }
   if (m.attention_type != AttentionType::kMla) {
     if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0) {
       out.add("model.num_attention_heads", "must divide model.hidden_size (" + group_digits(m.hidden_size) +

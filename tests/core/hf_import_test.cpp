@@ -222,5 +222,49 @@ TEST(HfImport, HybridLayerTypes) {
             0u);
 }
 
+// GLM-4 (glm) and GLM-4-0414 (glm4): bias on q, k and v only, one gate_up_proj beside separate q,
+// k and v (PEFT adapts gate_up as one module, q, k and v one by one), per-layer rotary tables over
+// half of each head in the stream's dtype, and two more norms a block in GLM-4-0414. A
+// partial_rotary_factor outside (0, 1] is refused, naming the key.
+TEST(HfImport, GlmLayouts) {
+  const std::string head = R"({"model_type":"glm","hidden_size":256,"num_hidden_layers":2,"num_attention_heads":4,)"
+                           R"("num_key_value_heads":2,"head_dim":64,"intermediate_size":512,"vocab_size":1000)";
+  const HfImport glm = import_hf_config_text(head + "}");
+  ASSERT_TRUE(glm.errors.empty()) << first_error(glm);
+  EXPECT_TRUE(glm.model.qkv_bias);
+  EXPECT_FALSE(glm.model.attention_bias);
+  EXPECT_FALSE(glm.model.tie_word_embeddings);
+  EXPECT_EQ(glm.model.norms_per_block, 2);
+  EXPECT_TRUE(glm.model.rotary_per_layer);
+  EXPECT_EQ(glm.model.rotary_table_dtype, RotaryTableDtype::kStream);
+  EXPECT_EQ(glm.model.rotary_dim, 32);
+  EXPECT_EQ(glm.reference.projections, Projections::kGateUpFused);
+  const HfImport glm4 = import_hf_config_text(
+      R"({"model_type":"glm4","partial_rotary_factor":0.25,)" + head.substr(std::string(R"({"model_type":"glm",)").size()) + "}");
+  ASSERT_TRUE(glm4.errors.empty()) << first_error(glm4);
+  EXPECT_EQ(glm4.model.norms_per_block, 4);
+  EXPECT_EQ(glm4.model.rotary_dim, 16);
+  const HfImport nested = import_hf_config_text(head + R"(,"rope_parameters":{"rope_type":"default","partial_rotary_factor":1.0}})");
+  ASSERT_TRUE(nested.errors.empty()) << first_error(nested);
+  EXPECT_EQ(nested.model.rotary_dim, 64);
+  EXPECT_EQ(first_error(import_hf_config_text(head + R"(,"partial_rotary_factor":1.5})")).rfind("partial_rotary_factor", 0), 0u);
+  EXPECT_EQ(first_error(import_hf_config_text(head + R"(,"partial_rotary_factor":"half"})")).rfind("partial_rotary_factor", 0), 0u);
+
+  // LoRA on gate and up: one adapter on the fused gate_up_proj (r x (d + 2 ff)); on q and v: two.
+  Config c;
+  c.model = glm.model;
+  c.training.implementation.projections = glm.reference.projections;
+  c.training.finetune.method = FinetuneMethod::kLora;
+  c.training.finetune.lora_rank = 8;
+  c.training.finetune.lora_targets = kLoraGate | kLoraUp;
+  const Estimate fused = estimate(c);
+  ASSERT_TRUE(fused.ok());
+  EXPECT_EQ(fused.trainable_parameter_count.value(), 2 * 8 * (256 + 2 * 512));
+  c.training.finetune.lora_targets = kLoraQ | kLoraV;
+  const Estimate attention = estimate(c);
+  ASSERT_TRUE(attention.ok());
+  EXPECT_EQ(attention.trainable_parameter_count.value(), 2 * 8 * ((256 + 256) + (256 + 128)));
+}
+
 }  // namespace
 }  // namespace memfit

@@ -127,6 +127,7 @@ TEST(Parameters, FixturesImportToThePresetCounts) {
       {"olmoe-1b-7b", "allenai__OLMoE-1B-7B-0125-Instruct.json"}, {"glm-4.5-air", "zai-org__GLM-4.5-Air.json"},
       {"qwen3.5-9b", "Qwen__Qwen3.5-9B.json"}, {"qwen3.5-27b", "Qwen__Qwen3.5-27B.json"},
       {"qwen3.5-35b-a3b", "Qwen__Qwen3.5-35B-A3B.json"}, {"qwen3-next-80b-a3b", "Qwen__Qwen3-Next-80B-A3B-Instruct.json"},
+      {"glm-4-9b-0414", "zai-org__GLM-4-9B-0414.json"},
   };
   for (const auto& [id, file] : pairs) {
     EXPECT_EQ(count_of(file), count_parameters(*preset_model(id)).total_count.value()) << id;
@@ -177,6 +178,10 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       {"Qwen__Qwen3.5-397B-A17B.json", 396'346'350'336},
       // Qwen3-Next-80B-A3B: the same layers, the Gated DeltaNet's projections fused (Qwen3NextForCausalLM).
       {"Qwen__Qwen3-Next-80B-A3B-Instruct.json", 79'674'391'296},
+      // GLM-4 (GlmForCausalLM) and GLM-4-0414 (Glm4ForCausalLM, two more norms a block): one fused
+      // gate_up_proj, which counts as gate and up.
+      {"zai-org__glm-4-9b-chat-hf.json", 9'399'951'360},
+      {"zai-org__GLM-4-9B-0414.json", 9'400'279'040},
   };
   for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
 }

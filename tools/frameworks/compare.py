@@ -161,6 +161,10 @@ FAMILY_GAPS = {
     "glm4_moe/sdpa": (0.9693, SDPA_OUTPUT_COPY + "; partial rotary positions, as the other families here (the "
                               "MoE layer's group-limited router keeps 3,584 B of indices and masks more than memfit "
                               "counts)"),
+    # GLM-4's partial rotary concatenates the rotated part with the rest: q and k reach SDPA
+    # contiguous in (B, h, T, d), so the CPU kernel's output is too, and its reshape a copy.
+    "glm/sdpa": (0.9657, SDPA_OUTPUT_COPY),
+    "glm4/sdpa": (0.9715, SDPA_OUTPUT_COPY),
     "qwen3_5_text/fallback-fp32": (0.9519, "transformers' torch fallback for the Gated DeltaNet given fp32 q, k "
                                            "and v (fp32 training only) keeps a few more fp32 copies than the "
                                            "16-bit inputs memfit's formula was measured with (exact there)"),

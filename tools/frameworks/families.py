@@ -95,6 +95,8 @@ FIXTURES = {
     # (each layer's own fp32 rotary tables), and Llama 4's language model (every expert on every
     # token; a multimodal file, read through its text_config as memfit reads it).
     "glm4_moe": "zai-org__GLM-4.5-Air.json",
+    "glm": "zai-org__glm-4-9b-chat-hf.json",
+    "glm4": "zai-org__GLM-4-9B-0414.json",
     "olmoe": "allenai__OLMoE-1B-7B-0125-Instruct.json",
     "ernie4_5": "baidu__ERNIE-4.5-0.3B-PT.json",
     "llama4_text": "meta-llama__Llama-4-Scout-17B-16E-Instruct.json",

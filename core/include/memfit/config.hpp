@@ -25,6 +25,10 @@ enum class AttentionType { kStandard, kMla, kDisentangled };
 // Qwen3 / Gemma3 per head_dim; OLMo-2 over the projection; Llama 4 a weightless L2 norm of each
 // head, computed in fp32 (modeling_llama4.py Llama4TextL2Norm).
 enum class QkNorm { kNone, kPerHead, kFullWidth, kL2 };
+// The dtype of rotary tables each layer builds for itself (model.rotary_per_layer): fp32 (ERNIE 4.5
+// upcasts them) or the residual stream's (GLM-4: its rotary embedding returns cos and sin in its
+// input's dtype, and each layer repeat-interleaves them).
+enum class RotaryTableDtype { kFp32, kStream };
 enum class BlockLayout { kSequential, kParallel };   // parallel: attention and MLP read the same input
 // The task head. lm: a vocabulary projection (a causal LM, a seq2seq LM, or an encoder's masked-LM
 // head); none: the bare model (BertModel, with its pooler); sequence_classification: a dense
@@ -217,7 +221,7 @@ enum class KvSaved { kAuto, kKvHeads, kQueryHeads };
 // q, k, v (and gate, up) as separate matmuls or one fused matmul each (qkv_fused: q, k, v fused,
 // gate and up separate): under autocast every separate matmul saves its own 16-bit cast of an fp32
 // input.
-enum class Projections { kAuto, kSeparate, kFused, kQkvFused };
+enum class Projections { kAuto, kSeparate, kFused, kQkvFused, kGateUpFused };
 // An activation function written as Python arithmetic (transformers' gelu_new: four tensors
 // saved) or as one kernel (one tensor; Liger's SwiGLU keeps two of a gated MLP's three).
 // The MLP activation: Python arithmetic, one kernel, or one kernel whose backward writes the
@@ -320,6 +324,10 @@ struct ModelSpec {
   // rotary: modeling_ernie4_5.py apply_rotary_pos_emb repeat-interleaves the shared tables and
   // multiplies in fp32), so each layer's products keep their own pair instead of sharing one.
   bool rotary_per_layer = false;
+  RotaryTableDtype rotary_table_dtype = RotaryTableDtype::kFp32;
+  // The rotated part of each head where only part is (GLM-4: half of it, partial_rotary_factor);
+  // 0: the whole head. Read for the per-layer tables.
+  std::int64_t rotary_dim = 0;
   // The layers whose attention normalises q and k (qk_norm); 0 = every layer. Llama 4 normalises
   // only in its rotary layers (three of four: no_rope_layers).
   std::int64_t qk_norm_layers = 0;
