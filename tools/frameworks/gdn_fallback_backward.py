@@ -22,37 +22,18 @@ import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measure as M  # noqa: E402  (the CPU allocator timeline)
+
 CHUNK = 64
-BASE = 1_000_003  # sentinel sizes mark the phases in the allocator timeline
 
 
 def timeline(fn):
-    names = []
-
-    def mark(name):
-        n = BASE + 2 * len(names)
-        names.append(name)
-        x = torch.empty(n, dtype=torch.uint8)
-        del x
-
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn(mark)
-    evs = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    start = (lambda e: e.start_ns()) if hasattr(evs[0], "start_ns") else (lambda e: e.start_us())
-    order = sorted(range(len(evs)), key=lambda i: (start(evs[i]), i))
-    sizes = {BASE + 2 * i: nm for i, nm in enumerate(names)}
-    live, cum, pos = 0, [], {}
-    for i in order:
-        nb = evs[i].nbytes()
-        if nb in sizes and sizes[nb] not in pos:
-            pos[sizes[nb]] = len(cum)
-            cum.append(live)
-            continue
-        if -nb in sizes:
-            continue
-        live += nb
-        cum.append(live)
-    return cum, pos
+    """fn(mark) under measure.py's allocator timeline: (live bytes after each event, {mark: index})."""
+    t = M.Timeline()
+    with t:
+        fn(t.mark)
+    return t.cumulative()
 
 
 def measure(batch, seq, hk, hv, k, v, dtype):
