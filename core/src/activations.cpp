@@ -866,9 +866,11 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   // Four norms a block (Gemma 2, GLM-4-0414): two read the stream, the two after the attention and
   // the MLP read their outputs (16-bit under autocast), which an eager RMSNorm keeps normalised in
   // that dtype (measured: families.py, glm4).
+  // (The MLP's output is fp32 out of bitsandbytes linears fed fp32: Dims::mlp_act.)
   const std::int64_t after_sublayers = m.input_norm && m.norms_per_block == 4 ? std::min<std::int64_t>(2, norms) : 0;
-  Bytes norm_total = norm_bytes(m, d, m.input_norm ? d.stream : d.act) * (norms - after_sublayers) +
-                     norm_bytes(m, d, d.act) * after_sublayers;
+  Bytes norm_total = norm_bytes(m, d, m.input_norm ? d.stream : d.act) * (norms - after_sublayers);
+  if (after_sublayers >= 1) norm_total += norm_bytes(m, d, d.mlp_act);
+  if (after_sublayers >= 2) norm_total += norm_bytes(m, d, d.act);
   // A parallel block whose two LayerNorms read the same input (GPT-NeoX / Pythia) saves that
   // input once: the second norm adds its statistics only. Under autocast too when the stream is
   // fp32 (layer_norm's fp32 cast is then no copy; measured: families.py, gpt_neox).

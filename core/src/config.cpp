@@ -398,6 +398,8 @@ Json methods_where(bool (*uses)(FinetuneMethod)) { return choices_where("trainin
 Json frameworks_where(bool (*runs)(Framework)) { return choices_where("training.framework", runs); }
 
 bool any_peft(FinetuneMethod m) { return m != FinetuneMethod::kFull; }
+// Stacks running transformers' rotary code, whose cos and sin are computed each forward and saved.
+bool saves_rotary_tables(Framework f) { return implementation_profile(f).rotary_saved; }
 
 bool fsdp1_by_default(Framework f) { return runs_torch_data_parallel(f) && !runs_fsdp2(f); }
 bool fsdp2_by_default(Framework f) { return runs_torch_data_parallel(f) && runs_fsdp2(f); }
@@ -558,6 +560,7 @@ Json applicability(std::string_view path) {
     Json yes = Json::array();
     yes.push(Json::boolean(true));
     all.push(when_in("model.rotary_per_layer", std::move(yes)));
+    all.push(when_in("training.framework", frameworks_where(saves_rotary_tables)));
   } else if (path == "training.linear_attention_kernel") {
     all.push(when_at_least("model.linear_attention_layers", 1));
   } else if (path == "training.finetune.target_parameters") {

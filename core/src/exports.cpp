@@ -3,6 +3,7 @@
 #include "memfit/exports.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "memfit/estimate.hpp"
@@ -430,6 +431,16 @@ std::string megatron_model_args(const ModelSpec& m) {
   if (m.mlp == MlpKind::kGated) a += " --swiglu";
   a += m.position_embedding == PositionKind::kRotary ? " --position-embedding-type rope"
                                                      : " --position-embedding-type learned_absolute";
+  if (m.position_embedding == PositionKind::kRotary && m.rotary_per_layer) {
+    // GLM-4's and ERNIE 4.5's rotary pairs neighbouring dimensions (cos and sin repeat-interleaved),
+    // over part of each head where rotary_dim says so.
+    a += " --rotary-interleaved";
+    if (m.rotary_dim > 0 && m.rotary_dim < m.head_size()) {
+      char percent[32];
+      std::snprintf(percent, sizeof percent, "%g", static_cast<double>(m.rotary_dim) / static_cast<double>(m.head_size()));
+      a += std::string(" --rotary-percent ") + percent;
+    }
+  }
   a += " --max-position-embeddings " + str(m.max_position_embeddings);
   if (!m.tie_word_embeddings) a += " --untie-embeddings-and-output-weights";
   if (!m.attention_bias && !m.mlp_bias) a += " --disable-bias-linear";
@@ -523,6 +534,10 @@ Export megatron(const Config& c) {
                     "must stay " + str(c.model.vocab_size));
   if (c.model.position_embedding == PositionKind::kRotary) {
     e.notes.push_back("add --rotary-base <the model's rope_theta> (the default is 10000)");
+  }
+  if (c.model.norms_per_block == 4) {
+    e.notes.push_back("Megatron-LM's GPT layer has two norms a block: this model's norms after the attention and "
+                      "after the MLP (Gemma 2, GLM-4-0414) are not in it");
   }
   e.notes.push_back("to fine-tune: --load <the converted checkpoint> --finetune");
   if (p.zero_stage >= 2 && p.pipeline > 1) {

@@ -643,13 +643,18 @@ void read_glm_family(const std::string& type, Reader& r, ModelSpec& m, HfImport&
   read_llama_like_over(ClassSizes{151552, 4096, 13696, 40, 32, 2, 128}, r, m, false);
   m.qkv_bias = r.boolean("attention_bias", true);
   m.attention_bias = false;
+  m.mlp_bias = false;  // GlmMLP's linears have none
   if (type == "glm4") m.norms_per_block = 4;
   // Each layer repeat-interleaves the first half of the shared cos and sin over the rotated part
   // (int(head_dim x partial_rotary_factor), 0.5 by the classes' default) and keeps them.
   m.rotary_per_layer = true;
   m.rotary_table_dtype = RotaryTableDtype::kStream;
-  const Json* rope = r.raw("rope_parameters");
-  const Json* factor = rope && rope->is_object() ? rope->find("partial_rotary_factor") : nullptr;
+  // transformers 5 reads rope_parameters, or rope_scaling in files written before it.
+  const Json* factor = nullptr;
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    const Json* rope = r.raw(key);
+    if (!factor && rope && rope->is_object()) factor = rope->find("partial_rotary_factor");
+  }
   if (!factor || factor->is_null()) factor = r.raw("partial_rotary_factor");
   double fraction = 0.5;
   if (factor && !factor->is_null()) {
@@ -660,6 +665,10 @@ void read_glm_family(const std::string& type, Reader& r, ModelSpec& m, HfImport&
     fraction = factor->as_double();
   }
   m.rotary_dim = static_cast<std::int64_t>(static_cast<double>(m.head_size()) * fraction);
+  if (m.rotary_dim == 0) {
+    out.errors.push_back({"partial_rotary_factor", "rotates no dimension of a " + detail::group_digits(m.head_size()) +
+                                                       "-wide head; got " + (factor ? describe(*factor) : std::string("the default 0.5"))});
+  }
 }
 
 void read_glm4_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {

@@ -53,7 +53,7 @@ void check_attention(const ModelSpec& m, Checks& out) {
   if (m.rotary_per_layer && (m.position_embedding != PositionKind::kRotary || m.is_encoder_decoder)) {
     out.add("model.rotary_per_layer", "needs a decoder with rotary positions (model.position_embedding rotary)");
   }
-  if (m.num_attention_heads > 0 && m.rotary_dim > m.head_size()) {
+  if (m.rotary_per_layer && m.num_attention_heads > 0 && m.rotary_dim > m.head_size()) {
     out.add("model.rotary_dim", "must be at most the head size (" + group_digits(m.head_size()) + "); got " +
                                     group_digits(m.rotary_dim));
   }

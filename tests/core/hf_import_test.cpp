@@ -247,6 +247,11 @@ TEST(HfImport, GlmLayouts) {
   const HfImport nested = import_hf_config_text(head + R"(,"rope_parameters":{"rope_type":"default","partial_rotary_factor":1.0}})");
   ASSERT_TRUE(nested.errors.empty()) << first_error(nested);
   EXPECT_EQ(nested.model.rotary_dim, 64);
+  const HfImport older = import_hf_config_text(head + R"(,"rope_scaling":{"rope_type":"default","partial_rotary_factor":0.25}})");
+  ASSERT_TRUE(older.errors.empty()) << first_error(older);
+  EXPECT_EQ(older.model.rotary_dim, 16);
+  EXPECT_FALSE(glm.model.mlp_bias);
+  EXPECT_EQ(first_error(import_hf_config_text(head + R"(,"partial_rotary_factor":0.001})")).rfind("partial_rotary_factor", 0), 0u);
   EXPECT_EQ(first_error(import_hf_config_text(head + R"(,"partial_rotary_factor":1.5})")).rfind("partial_rotary_factor", 0), 0u);
   EXPECT_EQ(first_error(import_hf_config_text(head + R"(,"partial_rotary_factor":"half"})")).rfind("partial_rotary_factor", 0), 0u);
 

@@ -771,6 +771,19 @@ TEST(Implementation, LitgptKeepsItsZeroPaddedQkvAdapterOutput) {
   EXPECT_EQ(padded("hf", R"(["q","v"])"), 0);
 }
 
+// A four-norm block (Gemma 2) under a fused RMSNorm kernel (Liger's: it saves its input and the
+// rstd): the two norms on the stream keep fp32 inputs under bf16_mixed, the two after the attention
+// and the MLP keep those sublayers' 16-bit outputs. Gemma-2-9B, B·T = 2,048 tokens × 3,584.
+TEST(Implementation, NormsAfterTheSublayersKeepTheSublayersDtype) {
+  const Json r = run(R"({"model":{"preset":"gemma-2-9b"},"training":{"norm_kernel":"fused","seq_len":2048}})");
+  std::int64_t norms = -1;
+  for (const Json& term : r.find("activation_terms_per_layer")->items()) {
+    if (term.find("name")->as_string() == "norms") norms = *term.find("bytes")->as_exact_integer();
+  }
+  const std::int64_t td = std::int64_t{2048} * 3584, rstd = std::int64_t{2048} * 4;
+  EXPECT_EQ(norms, 2 * (td * 4 + rstd) + 2 * (td * 2 + rstd));
+}
+
 // Phi-2's gelu_new: transformers runs it as Python arithmetic (four saved tensors, three in fp32
 // under autocast); LitGPT calls F.gelu(x, approximate="tanh"), one kernel that saves its input.
 // B·T = 1,024 tokens × 10,240 columns, bf16.
