@@ -858,8 +858,12 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   // each saves when its sublayer's output needs a gradient.
   if (d.lora && first_layer) {
     const bool mlp_adapted = d.peft.grad_targets & (kLoraGate | kLoraUp | kLoraDown);
+    // Four norms (Gemma 2, GLM-4-0414): with the attention frozen, the norms after it and before
+    // the MLP read nothing that needs a gradient either; the one after the MLP does if the MLP is
+    // adapted (measured: families.py, LoRA on the MLP only).
     const std::int64_t dropped = m.block == BlockLayout::kParallel ? norms
                                  : !m.input_norm                    ? (attention_adapted ? 0 : mlp_adapted ? 1 : 2)
+                                 : m.norms_per_block == 4           ? (attention_adapted ? 1 : mlp_adapted ? 3 : 4)
                                                                     : (attention_adapted ? 1 : 2);
     norms = std::max<std::int64_t>(0, norms - dropped);
   }

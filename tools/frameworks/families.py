@@ -323,15 +323,19 @@ def adapter_steps(family, small, small_path, binary, problems, label, variants):
     return steps
 
 
-# A hybrid model's blocks of one kind adapted and the other's not (PEFT's module names, memfit's
-# targets): the blocks below the first adapted one keep nothing, and the attention's output gate
-# keeps the attention's output whatever o_proj does.
-HYBRID_TARGET_SUBSETS = {
+# LoRA on some modules only (PEFT's module names, memfit's targets). A hybrid model's blocks of one kind
+# adapted and the other's not: the blocks below the first adapted one keep nothing, and the
+# attention's output gate keeps the attention's output whatever o_proj does.
+TARGET_SUBSETS = {
     "qwen3_5_text": [
         (["q_proj", "k_proj", "v_proj", "o_proj"], ["q", "k", "v", "o"]),
         (["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj"], ["linear_attn"]),
         (["gate_proj", "up_proj", "down_proj"], ["gate", "up", "down"]),
     ],
+    # Four norms a block with the attention frozen: in the first block only the norm after the MLP
+    # reads a tensor that needs a gradient.
+    "gemma2": [(["gate_proj", "up_proj", "down_proj"], ["gate", "up", "down"])],
+    "glm4": [(["gate_up_proj", "down_proj"], ["gate", "up", "down"])],
 }
 
 
@@ -348,7 +352,7 @@ def lora_steps(family, small, small_path, binary, problems):
         ({"precision": p, "attention": "eager", "targets": "+".join(mine)},
          {"framework": "moe_lora", "precision": p, "peft_targets": {"target_modules": peft}, "memfit_targets": mine},
          p, {})
-        for peft, mine in HYBRID_TARGET_SUBSETS.get(family, []) for p in ("fp32", "bf16_mixed")]
+        for peft, mine in TARGET_SUBSETS.get(family, []) for p in ("fp32", "bf16_mixed")]
     return adapter_steps(family, small, small_path, binary, problems, "LoRA", variants)
 
 
