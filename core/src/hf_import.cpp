@@ -1147,6 +1147,14 @@ void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec&
 
 }  // namespace
 
+QkvModules hf_qkv_modules(const std::string& t) {
+  if (t == "gpt2" || t == "gpt_neox" || t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "phi3" ||
+      t == "gpt_bigcode" || t == "bloom") {
+    return QkvModules::kFused;
+  }
+  return find_family(t) ? QkvModules::kSeparate : QkvModules::kUnknown;
+}
+
 const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
@@ -1247,10 +1255,7 @@ HfImport import_hf_config(const Json& json) {
   }
   // Classes that project q, k and v with one matmul (GPT-2's c_attn, GPT-NeoX's and Falcon's
   // query_key_value, Phi-3's qkv_proj and gate_up_proj).
-  if (t == "gpt2" || t == "gpt_neox" || t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "phi3" ||
-      t == "gpt_bigcode" || t == "bloom") {
-    out.reference.projections = Projections::kFused;
-  }
+  if (hf_qkv_modules(t) == QkvModules::kFused) out.reference.projections = Projections::kFused;
   // GLM-4's gated MLP is one gate_up_proj; its q, k and v are separate (modeling_glm.py GlmMLP).
   if (t == "glm" || t == "glm4") out.reference.projections = Projections::kGateUpFused;
   // GPTBigCode, GPT-J and BLOOM drop out on both residual branches (resid_pdrop, hidden_dropout

@@ -10,6 +10,7 @@
 #include "memfit/config.hpp"
 #include "memfit/estimate.hpp"
 #include "memfit/gpus.hpp"
+#include "memfit/hf_import.hpp"
 #include "memfit/implementation.hpp"
 #include "peft.hpp"
 #include "text.hpp"
@@ -508,6 +509,18 @@ std::vector<Issue> advisories(const Config& c) {
     out.push_back({"training.precision", "needs bf16 tensor cores, which the " + std::string(gpu->name) +
                                              " lacks (Ampere and later have them): PyTorch emulates bf16 there, far "
                                              "slower; fp16_mixed or fp16_master is the usual recipe on this card"});
+  }
+  // A fused q/k/v target on a transformers class whose q, k and v are separate modules: PEFT's
+  // target_modules would name a module the model does not have.
+  const Finetune& f = c.training.finetune;
+  if ((f.lora_targets & kLoraQkv) && adapts_linears_method(f.method) &&
+      runs_transformers_model(c.training.implementation.framework) &&
+      hf_qkv_modules(c.model.model_type) == QkvModules::kSeparate) {
+    out.push_back({"training.finetune.lora_targets",
+                   "qkv names one fused q/k/v projection, which transformers' class for model_type \"" +
+                       c.model.model_type +
+                       "\" does not have (its q, k and v are separate modules): PEFT would find no module of that "
+                       "name; name q, k and v instead"});
   }
   if (c.training.target_len > 0 && !c.model.is_encoder_decoder) {
     out.push_back({"training.target_len", "has no effect: the model has no decoder (model.is_encoder_decoder false)"});

@@ -327,5 +327,26 @@ TEST(Config, AChoiceTheModelLacksIsRefusedAndOneItHasIsTaken) {
   EXPECT_EQ(checked, 3);
 }
 
+// qkv names one fused projection: on a transformers class whose q, k and v are separate modules
+// (Llama) the estimate warns, naming the field, that PEFT would find no such module; on GPT-2's
+// c_attn, and on remote code memfit cannot name (ChatGLM described on a Llama shape), it does not.
+TEST(Config, AFusedQkvTargetOnSeparateProjectionsIsWarnedAbout) {
+  const auto warned = [](const std::string& model) {
+    const Json r = estimate_json(R"({"model":)" + model +
+                                 R"(,"training":{"finetune":{"method":"lora","lora_targets":["qkv"]}}})");
+    EXPECT_TRUE(r.find("ok")->as_bool()) << r.dump().substr(0, 300);
+    for (const Json& w : r.find("warnings")->items()) {
+      if (w.find("field")->as_string() == "training.finetune.lora_targets") return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(warned(R"({"preset":"llama-3-8b"})"));
+  EXPECT_TRUE(warned(R"({"preset":"glm-4-9b-0414"})"));
+  EXPECT_FALSE(warned(R"({"preset":"gpt2"})"));
+  EXPECT_FALSE(warned(R"({"preset":"llama-2-7b","model_type":"chatglm"})"));
+  EXPECT_EQ(hf_qkv_modules("falcon"), QkvModules::kFused);
+  EXPECT_EQ(hf_qkv_modules("qwen"), QkvModules::kUnknown);
+}
+
 }  // namespace
 }  // namespace memfit

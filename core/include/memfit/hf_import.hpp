@@ -27,4 +27,11 @@ HfImport import_hf_config_text(std::string_view text);
 // The supported model_type values, comma-separated (for messages and documentation).
 const char* supported_hf_model_types();
 
+// Whether transformers' class for a model_type the importer reads projects q, k and v with one
+// module (GPT-2's c_attn, GPT-NeoX's and Falcon's query_key_value, Phi-3's qkv_proj): PEFT's
+// target names reach a fused projection only there. Unknown for a model_type memfit does not read
+// (remote code such as Qwen-1's, ChatGLM's or Baichuan's, described on a preset's shape).
+enum class QkvModules { kUnknown, kFused, kSeparate };
+QkvModules hf_qkv_modules(const std::string& model_type);
+
 }  // namespace memfit
