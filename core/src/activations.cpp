@@ -149,16 +149,11 @@ Dims make_dims(const Config& c) {
   // MLA's two down-projections (q_a or q, and kv_a_proj_with_mqa) read the same input: two copies.
   // (Under LoRA the frozen base keeps no input, and each adapter's own cast is counted per adapter:
   // linear_inputs, Dims::adapters_cast.)
-  d.input_casts_qkv = !casts || d.lora                             ? 1
-                      : m.attention_type == AttentionType::kMla    ? 2
-                      : impl.projections == Projections::kSeparate ||
-                              impl.projections == Projections::kGateUpFused
-                          ? 3
-                          : 1;
-  d.input_casts_mlp = casts && !d.lora && impl.projections != Projections::kFused &&
-                              impl.projections != Projections::kGateUpFused && m.mlp == MlpKind::kGated
-                          ? 2
-                          : 1;
+  d.input_casts_qkv = !casts || d.lora                            ? 1
+                      : m.attention_type == AttentionType::kMla   ? 2
+                      : projects_qkv_separately(impl.projections) ? 3
+                                                                  : 1;
+  d.input_casts_mlp = casts && !d.lora && !fuses_gate_up(impl.projections) && m.mlp == MlpKind::kGated ? 2 : 1;
   // PEFT keeps adapters in fp32 and casts each adapter's input to the adapter's dtype
   // (peft/tuners/lora/layer.py, _cast_input_dtype): one copy per adapter, 16-bit again under
   // autocast, fp32 without it.

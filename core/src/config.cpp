@@ -363,6 +363,12 @@ Json when_in(const char* field, Json values) {
   return j;
 }
 
+Json when_true(const char* field) {
+  Json yes = Json::array();
+  yes.push(Json::boolean(true));
+  return when_in(field, std::move(yes));
+}
+
 Json when_at_least(const char* field, std::int64_t min) {
   Json j = Json::object();
   j.set("field", Json::string(field));
@@ -523,9 +529,7 @@ Json applicability(std::string_view path) {
     torch_fsdp(integers({3}));
     fsdp_version("2", fsdp2_by_default);  // torchao's FSDP2 hook
   } else if (path == "training.target_len") {
-    Json yes = Json::array();
-    yes.push(Json::boolean(true));
-    all.push(when_in("model.is_encoder_decoder", std::move(yes)));
+    all.push(when_true("model.is_encoder_decoder"));
   } else if (path == "training.checkpointed_layers" || path == "training.checkpoint_impl") {
     all.push(when_in("training.checkpointing", spellings({"full"})));
   } else if (path == "training.weight_quant_group_size") {
@@ -557,9 +561,7 @@ Json applicability(std::string_view path) {
   } else if (path == "training.moe_dispatch") {
     all.push(when_at_least("model.num_experts", 1));
   } else if (path == "model.rotary_table_dtype" || path == "model.rotary_dim") {
-    Json yes = Json::array();
-    yes.push(Json::boolean(true));
-    all.push(when_in("model.rotary_per_layer", std::move(yes)));
+    all.push(when_true("model.rotary_per_layer"));
     all.push(when_in("training.framework", frameworks_where(saves_rotary_tables)));
   } else if (path == "training.linear_attention_kernel") {
     all.push(when_at_least("model.linear_attention_layers", 1));

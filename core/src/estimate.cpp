@@ -289,7 +289,7 @@ Estimate estimate(const Config& requested) {
                                       : "."));
   }
   if (c.training.finetune.lora_targets != requested.training.finetune.lora_targets) {
-    e.notes.push_back(resolve_implementation(c.training.implementation).projections == Projections::kGateUpFused
+    e.notes.push_back(e.implementation.projections == Projections::kGateUpFused
                           ? "The gated MLP's gate_up_proj (training.projections gate_up_fused, GLM-4) is one module "
                             "to PEFT: gate and up are adapted together; q, k and v stay separate."
                           : "Fused projections (training.projections fused) are one module each to PEFT: the adapter "

@@ -209,8 +209,8 @@ Config config_as_run(const Config& c) {
   // (gate_up_fused) is one module beside separate q, k and v.
   Finetune& f = run.training.finetune;
   const Implementation impl = resolve_implementation(c.training.implementation);
-  const bool fused = impl.projections == Projections::kFused, gate_up = impl.projections == Projections::kGateUpFused;
-  if (f.method != FinetuneMethod::kFull && (fused || gate_up)) {
+  const bool fused = impl.projections == Projections::kFused;
+  if (f.method != FinetuneMethod::kFull && fuses_gate_up(impl.projections)) {
     constexpr unsigned kQkv = kLoraQ | kLoraK | kLoraV;
     if (fused && (f.lora_targets & kQkv) && c.model.attention_type == AttentionType::kStandard) {
       f.lora_targets = (f.lora_targets & ~kQkv) | kLoraQkv;
@@ -346,6 +346,10 @@ bool runs_transformers_class(Framework f) { return f == Framework::kHf || f == F
 bool runs_transformers_model(Framework f) {
   return runs_transformers_class(f) || f == Framework::kDeepspeed || f == Framework::kLiger;
 }
+
+bool projects_qkv_separately(Projections p) { return p == Projections::kSeparate || p == Projections::kGateUpFused; }
+
+bool fuses_gate_up(Projections p) { return p == Projections::kFused || p == Projections::kGateUpFused; }
 
 Implementation resolve_implementation(const Config& c) {
   Implementation out = resolve_implementation(c.training.implementation);

@@ -358,8 +358,7 @@ unsigned targets_reaching(unsigned targets, Component component, ExpertTargeting
 
 AdapterLayout adapter_layout(const Config& c) {
   const Implementation impl = resolve_implementation(c.training.implementation);
-  const bool gate_up = impl.projections == Projections::kFused || impl.projections == Projections::kGateUpFused;
-  return {expert_targeting(c), gate_up && c.model.mlp == MlpKind::kGated};
+  return {expert_targeting(c), fuses_gate_up(impl.projections) && c.model.mlp == MlpKind::kGated};
 }
 
 std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigned all_targets, AdapterLayout layout) {

@@ -71,6 +71,10 @@ bool runs_transformers_class(std::string_view framework_name);  // training.fram
 // trl, deepspeed (the class under the DeepSpeed engine) and liger (Liger's kernels patched into its
 // norms, rotary, MLP and loss). Their attention and heads are the class's.
 bool runs_transformers_model(Framework framework);
+// What training.projections (resolved) makes one matmul: q, k and v as separate matmuls (separate,
+// gate_up_fused); gate and up as one (fused, gate_up_fused: GLM-4's gate_up_proj).
+bool projects_qkv_separately(Projections projections);
+bool fuses_gate_up(Projections projections);
 std::vector<std::string> transformers_class_frameworks();        // their training.framework values
 void apply_class_reference(const Implementation& reference, Implementation& impl);
 
