@@ -305,7 +305,7 @@ ConfigParse parse_config(const Json& json) {
   // the table must hold as well.
   ModelSpec& m = out.config.model;
   const Finetune& f = out.config.training.finetune;
-  const bool prompts = f.method == FinetuneMethod::kPromptTuning || f.method == FinetuneMethod::kPTuning;
+  const bool prompts = prepends_virtual_tokens(f.method);
   const std::int64_t virtual_tokens = prompts ? std::max<std::int64_t>(0, f.num_virtual_tokens) : 0;
   // (Virtual tokens that fill the whole table are refused on their own, peft.cpp.)
   const std::int64_t room = m.max_position_embeddings - virtual_tokens;
@@ -494,7 +494,7 @@ Json applicability(std::string_view path) {
     all.push(when_in("training.finetune.base_bits", integers({4, 8})));
     all.push(when_in("training.finetune.quant_method", spellings({"gptq"})));
   } else if (path == "training.finetune.num_virtual_tokens") {
-    all.push(method({"prompt_tuning", "prefix_tuning", "p_tuning"}));
+    all.push(method({"prompt_tuning", "prefix_tuning", "p_tuning", "multitask_prompt_tuning", "cpt", "cartridge"}));
   } else if (path == "training.finetune.encoder_hidden_size") {
     all.push(method({"prefix_tuning", "p_tuning"}));
   } else if (path == "training.finetune.prefix_projection") {

@@ -280,10 +280,11 @@ std::vector<Field> build_fields() {
               "full", "lora", "dora", "lora_fa", "adalora", "vera", "ia3", "prompt_tuning", "prefix_tuning",
               "p_tuning", "llama_adapter", "llama_adapter_v2", "oft", "boft", "ln_tuning", "trainable_tokens", "loha",
               "lokr", "fourierft", "hra", "miss", "vblora", "randlora", "c3a", "road", "waveft", "delora", "gralora",
-              "tinylora", "shira", "hira"),
+              "tinylora", "shira", "hira", "multitask_prompt_tuning", "cpt", "cartridge", "adamss", "beft", "lily",
+              "poly", "frod", "pvera", "glora", "unilora", "osf", "psoft", "peanut", "supertuning", "deft"),
       MF_INT("training.finetune.lora_rank", training.finetune.lora_rank, 1, 100'000,
              "rank r of the method (LoRA, DoRA, LoRA-FA, AdaLoRA init_r, VeRA, LoHa, LoKr, HRA, MiSS, VB-LoRA, "
-             "RandLoRA, DeLoRA, GraLoRA, TinyLoRA, SHiRA)"),
+             "RandLoRA, DeLoRA, GraLoRA, TinyLoRA, SHiRA, AdaMSS, Lily, Poly, PVeRA, GLoRA, Uni-LoRA, PSOFT, PEANuT, DEFT)"),
       [] {
         Field f = make_field("training.finetune.lora_targets", FieldKind::kTargets,
                              "modules a method adapts (qkv: one fused q/k/v projection, as GPT-2's c_attn; router: a "
@@ -361,7 +362,7 @@ std::vector<Field> build_fields() {
               "8/4-bit base prepared by PEFT's prepare_model_for_kbit_training (TRL, axolotl, qlora.py): the "
               "embeddings, norms and head upcast to fp32 (it also turns on checkpointing: set that apart)"),
       MF_INT("training.finetune.num_virtual_tokens", training.finetune.num_virtual_tokens, 1, kMillion,
-             "prompt tuning, prefix tuning and p-tuning: virtual tokens"),
+             "prompt tuning, prefix tuning, p-tuning, multitask prompt tuning, CPT and Cartridge: virtual tokens"),
       MF_INT("training.finetune.encoder_hidden_size", training.finetune.encoder_hidden_size, 0, kMillion,
              "p-tuning's prompt encoder and prefix tuning's projection: hidden size; 0 = the token dimension"),
       MF_BOOL("training.finetune.prefix_projection", training.finetune.prefix_projection,

@@ -2,10 +2,20 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "memfit/implementation.hpp"
+#include "memfit/recipes.hpp"
 #include "text.hpp"
+
+// Compiled for size (clang's minsize; the wasm modules build the rest -O3): what a method trains and
+// saves is worked out a few times per estimate over a few dozen kinds of layer, never in a loop over
+// layouts. With the sixteen methods of Dec 5 2026 it took 9.9 KB off the calculator's module and
+// 8.7 KB off the planner's, gzipped; estimates and plans in node as fast within 2 % (A/B, one run).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((minsize)), apply_to = function)
+#endif
 
 namespace memfit {
 
@@ -24,6 +34,13 @@ constexpr std::int64_t kGraLoraBlocks = 2;            // GraloraConfig.gralora_k
 constexpr std::int64_t kTinyLoraU = 64;               // TinyLoraConfig.u (weight_tying 0: one per module)
 constexpr std::int64_t kRoadGroupSize = 64;           // RoadConfig.group_size (variant road_1)
 constexpr Bytes kBufferElement = kFp32Bytes;          // random projections are created in fp32
+// PEFT 0.21.2's defaults for the sizes memfit does not expose (peft/tuners/<m>/config.py).
+constexpr std::int64_t kAdamssSubspaces = 5;          // AdamssConfig.num_subspaces (subspace_rank 1)
+constexpr std::int64_t kLilyExperts = 2;              // LilyConfig.num_B (stride_A 1: no A shared)
+constexpr std::int64_t kPolySkills = 4;               // PolyConfig.n_skills (n_splits 1, n_tasks 1)
+constexpr double kFrodSparseRate = 0.01;              // FrodConfig.sparse_rate
+constexpr double kSupertuningSparsity = 0.99;         // SupertuningConfig.sparsity (r None: no LoRA)
+constexpr std::int64_t kUniLoraTheta = 256;           // UniLoraConfig.theta_d_length
 
 struct Builder {
   PeftParameters& out;
@@ -223,6 +240,142 @@ void tinylora(const std::vector<AdaptedLinear>& linears, const Finetune& f, Buil
   }
 }
 
+// The trained entries a sparse method keeps of an in × out weight: PEFT's int(in · out · rate),
+// computed in double as Python does (frod/model.py, supertuning/layer.py).
+Count sparse_entries(Count elements, double rate) {
+  return Count(static_cast<std::int64_t>(static_cast<double>(elements.value()) * rate));
+}
+
+// FRoD (frod/model.py, layer.py): per layer λ_l [in] and the sparse λ_s values [nnz] over in × in,
+// nnz = int(in² · rate), at least 1, at most in(in − 1). Each layer keeps U [out, in], a frozen copy
+// of its weight's factor in the weight's dtype; each role (target) one V [in, in] and int64 indices
+// [2, nnz].
+Count frod_entries(Count in) {
+  return max(Count(1), min(sparse_entries(in * in, kFrodSparseRate), in * (in - 1)));
+}
+
+void frod(const std::vector<AdaptedLinear>& linears, Bytes weight, Builder& b) {
+  for (const AdaptedLinear& a : linears) {
+    const Count nnz = frod_entries(a.in);
+    b.train(a.in + nnz, 0, a.count);
+    b.out.buffer_bytes += a.out * a.in * a.count * weight + a.in * a.in * weight + nnz * 2 * kInt64Bytes;
+  }
+}
+
+// PVeRA (pvera/layer.py, model.py): λ_b [out] and λ_d [2r] per layer; the shared random A [2r, max in]
+// and B [max out, r] are fp32 buffers.
+void pvera(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  Count max_in = 0, max_out = 0;
+  for (const AdaptedLinear& a : linears) {
+    b.train(a.out, 0, a.count);
+    b.train(Count(f.lora_rank) * 2, 0, a.count);
+    max_in = max(max_in, a.in);
+    max_out = max(max_out, a.out);
+  }
+  b.out.buffer_bytes += Count(f.lora_rank) * (max_in * 2 + max_out) * kBufferElement;
+}
+
+// Lily (Zhong et al. 2024; lily/layer.py, model.py _post_injection_hook): per layer A [r, in] and a
+// router [num_B, r]; one bank of num_B experts B [num_B · r, out] shared by every layer a target name
+// reaches (PEFT groups by the matched name; target_modules given as names).
+void lily(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  const Count r = f.lora_rank;
+  for (const AdaptedLinear& a : linears) {
+    b.train(r, a.in, a.count);
+    b.train(r * kLilyExperts, 0, a.count);
+    b.train(r * kLilyExperts, a.out, 1);
+  }
+}
+
+// OSF (osf/layer.py): the weight's SVD split at k = min(in, out) / 2; the lower q = min − k singular
+// triplets are trained (U [out, q], S [q], V [q, in]); their initial values and the upper half's
+// larger factor (U_high [out, k] if out > in, V_high [k, in] if in > out) are fp32 buffers.
+void osf(const std::vector<AdaptedLinear>& linears, Builder& b) {
+  for (const AdaptedLinear& a : linears) {
+    const Count side = min(a.in, a.out), kept = side / 2, trained = side - kept;
+    b.train(trained, a.in + a.out + 1, a.count);
+    const Count high = a.out > a.in ? a.out * kept : a.in > a.out ? kept * a.in : Count(0);
+    b.out.buffer_bytes += (trained * (a.in + a.out + 1) + high) * a.count * kBufferElement;
+  }
+}
+
+// AdaMSS (adamss/layer.py): the weight's top R = min(r, out, in + bias) singular directions split
+// into K' = min(5, out) subspaces by k-means; with subspace_rank 1 each trains a rank-1 pair over R
+// (K' · R) and the output coordinates (out) in all; the projected basis [R, in + bias] is an fp32
+// buffer.
+void adamss(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  for (const AdaptedLinear& a : linears) {
+    const Count in = a.in + (a.bias ? 1 : 0);
+    const Count rank = min(Count(f.lora_rank), min(a.out, in)), subspaces = min(Count(kAdamssSubspaces), a.out);
+    b.train(subspaces, rank, a.count);
+    b.train(a.out, 0, a.count);
+    b.out.buffer_bytes += rank * in * a.count * kBufferElement;
+  }
+}
+
+// GLoRA (Chavan et al. 2023; glora/layer.py, defaults A_B lora, C lora, D_E constant): A and B as
+// low-rank pairs (2r(in + out)); on a layer with a bias also C [in, r] · [r, 1] and the constants D
+// and E. Without a bias, C, D and E are zero buffers [in] and 2 × [out] in the weight's dtype.
+void glora(const std::vector<AdaptedLinear>& linears, const Finetune& f, Bytes weight, Builder& b) {
+  const Count r = f.lora_rank;
+  for (const AdaptedLinear& a : linears) {
+    b.train(r, a.in + a.out, a.count * 2);
+    if (a.bias) {
+      b.train(a.in, r, a.count);
+      b.train(r, 0, a.count);
+      b.train(1, 0, a.count * 2);
+    } else {
+      b.out.buffer_bytes += (a.in + a.out * 2) * a.count * weight;
+    }
+  }
+}
+
+// PSOFT (psoft/layer.py, psoft_orth and both magnitudes): an r × r skew-symmetric generator stored
+// as its r(r − 1)/2 entries and two magnitude vectors [r], whatever the layer's size; the layer's
+// principal A [r, in] and B [out, r] are fp32 buffers, with two int64 index vectors of r(r − 1)/2.
+void psoft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  const Count r = f.lora_rank, upper = r * (r - 1) / 2;
+  for (const AdaptedLinear& a : linears) {
+    b.train(upper + r * 2, 0, a.count);
+    b.out.buffer_bytes += (r * (a.in + a.out) * kBufferElement + upper * 2 * kInt64Bytes) * a.count;
+  }
+}
+
+// Methods whose trained shapes follow from the layer's alone (the rest of per_linear's kind).
+void per_linear_more(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  const Count r = f.lora_rank;
+  for (const AdaptedLinear& a : linears) {
+    switch (f.method) {
+      case FinetuneMethod::kBeft: b.train(a.out, 0, a.count); break;  // BEFT (beft/layer.py): a bias [1, out]
+      case FinetuneMethod::kPoly:  // Poly (poly/layer.py): n_skills LoRA pairs and the task's routing logits
+        b.train(a.in, r, a.count, kPolySkills);
+        b.train(r, a.out, a.count, kPolySkills);
+        b.train(kPolySkills, 0, a.count);
+        break;
+      case FinetuneMethod::kPeanut:  // PEANuT (peanut/layer.py, depth 0): two [out, r] maps
+        b.train(a.out, r, a.count * 2);
+        break;
+      case FinetuneMethod::kSupertuning: {  // Super-Tuning (supertuning/layer.py): k trained entries
+        const Count k = sparse_entries(a.in * a.out, 1.0 - kSupertuningSparsity);
+        b.train(k, 0, a.count);
+        b.out.buffer_bytes += k * a.count * Bytes{4};  // their int32 flat indices
+        break;
+      }
+      case FinetuneMethod::kDeft: {  // DEFT (deft/layer.py): P [out, r'] and R [r', in], r' = min(r, out)
+        const Count rank = min(r, a.out);
+        b.train(a.out, rank, a.count);
+        b.train(rank, a.in, a.count);
+        break;
+      }
+      case FinetuneMethod::kUnilora:  // Uni-LoRA (unilora/layer.py): int64 indices and fp32 scales, A and B
+        b.out.buffer_bytes += r * (a.in + a.out) * a.count * (kInt64Bytes + kFp32Bytes);
+        break;
+      default: break;
+    }
+  }
+  if (f.method == FinetuneMethod::kUnilora) b.train(kUniLoraTheta, 0, 1);  // the one shared θ_d vector
+}
+
 // The token dimension PEFT gives prompt-learning methods (utils/other.py
 // _prepare_prompt_learning_config): the hidden size; for prefix tuning the key/value width
 // head_dim × num_key_value_heads (grouped-query attention, PEFT #1901).
@@ -231,9 +384,22 @@ Count kv_width(const ModelSpec& m) { return Count(m.kv_heads()) * m.head_size();
 // Prompt tuning (Lester et al. 2021; prompt_tuning/model.py): an embedding [n, d].
 // P-tuning (Liu et al. 2021; p_tuning/model.py PromptEncoder): the embedding and an MLP
 // d → h → h → d, or a 2-layer bidirectional LSTM d → h and an MLP 2h → 2h → d.
+// Multitask prompt tuning (Wang et al. 2023; multitask_prompt_tuning/model.py, num_ranks 1,
+// num_tasks 1): the shared prompt [n, d] and the task's rank-one factors [n, 1] and [1, d].
+// CPT (Context-aware Prompt Tuning; cpt/model.py): a trained delta [n, d] over a frozen fp32 copy of
+// the context tokens' embeddings [n, d].
 void prompt_encoder(const ModelSpec& m, const Finetune& f, Builder& b) {
   const Count d = m.hidden_size, n = f.num_virtual_tokens;
   b.train(n, d, 1);
+  if (f.method == FinetuneMethod::kMultitaskPromptTuning) {
+    b.train(n, 1, 1);
+    b.train(1, d, 1);
+    return;
+  }
+  if (f.method == FinetuneMethod::kCpt) {
+    b.freeze(n, d, 1);
+    return;
+  }
   if (f.method != FinetuneMethod::kPTuning) return;
   const Count h = f.encoder_hidden_size > 0 ? Count(f.encoder_hidden_size) : d;
   if (f.encoder_reparameterization_type == PromptEncoder::kMlp) {
@@ -258,8 +424,15 @@ void prompt_encoder(const ModelSpec& m, const Finetune& f, Builder& b) {
 // Prefix tuning (Li & Liang 2021; prefix_tuning/model.py PrefixEncoder): an embedding
 // [n, L · 2 · w] of every layer's keys and values, or with prefix_projection an embedding [n, w]
 // through Linear(w, h), tanh, Linear(h, L · 2 · w).
+// Cartridge (cartridge/model.py, num_frozen_tokens 1): the same [n, L · 2 · w] keys and values with
+// the first token's row frozen.
 void prefix_encoder(const ModelSpec& m, const Finetune& f, Builder& b) {
   const Count w = kv_width(m), n = f.num_virtual_tokens, kv = Count(m.num_hidden_layers) * 2 * w;
+  if (f.method == FinetuneMethod::kCartridge) {
+    b.train(n - 1, kv, 1);
+    b.freeze(1, kv, 1);
+    return;
+  }
   if (!f.prefix_projection) {
     b.train(n, kv, 1);
     return;
@@ -409,10 +582,15 @@ std::vector<AdaptedLinear> adapted_linears(const ParameterCount& params, unsigne
       out.push_back(fused);
       continue;
     }
-    if (g[i].lora_target & targets) out.push_back({g[i].cols, g[i].rows, g[i].count, g[i].lora_target, g[i].component});
+    // parameters.cpp puts a linear layer's bias right after its weight, under the same name.
+    const bool bias = i + 1 < g.size() && g[i + 1].cols.is_zero() && g[i + 1].component == g[i].component &&
+                      g[i + 1].count == g[i].count && std::strcmp(g[i + 1].name, g[i].name) == 0;
+    if (g[i].lora_target & targets) {
+      out.push_back({g[i].cols, g[i].rows, g[i].count, g[i].lora_target, g[i].component, 1, 1, bias});
+    }
     // A fused q/k/v: this block's q with the k and v weights that follow it (parameters.cpp order).
     if ((targets & kLoraQkv) && g[i].lora_target == kLoraQ) {
-      AdaptedLinear fused{g[i].cols, g[i].rows, g[i].count, kLoraQkv, g[i].component};
+      AdaptedLinear fused{g[i].cols, g[i].rows, g[i].count, kLoraQkv, g[i].component, 1, 1, bias};
       for (std::size_t j = i + 1; j < g.size() && g[j].component == g[i].component; ++j) {
         if (g[j].lora_target == kLoraQ) break;
         const bool kv = g[j].lora_target == kLoraK || g[j].lora_target == kLoraV;
@@ -485,8 +663,24 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
     case FinetuneMethod::kGraLora:
     case FinetuneMethod::kShira: per_linear(linears, f, b); break;
     case FinetuneMethod::kPromptTuning:
-    case FinetuneMethod::kPTuning: prompt_encoder(m, f, b); break;
-    case FinetuneMethod::kPrefixTuning: prefix_encoder(m, f, b); break;
+    case FinetuneMethod::kPTuning:
+    case FinetuneMethod::kMultitaskPromptTuning:
+    case FinetuneMethod::kCpt: prompt_encoder(m, f, b); break;
+    case FinetuneMethod::kPrefixTuning:
+    case FinetuneMethod::kCartridge: prefix_encoder(m, f, b); break;
+    case FinetuneMethod::kFrod: frod(linears, recipe_for(c.training.precision).frozen_base, b); break;
+    case FinetuneMethod::kPvera: pvera(linears, f, b); break;
+    case FinetuneMethod::kLily: lily(linears, f, b); break;
+    case FinetuneMethod::kOsf: osf(linears, b); break;
+    case FinetuneMethod::kAdamss: adamss(linears, f, b); break;
+    case FinetuneMethod::kGlora: glora(linears, f, recipe_for(c.training.precision).frozen_base, b); break;
+    case FinetuneMethod::kPsoft: psoft(linears, f, b); break;
+    case FinetuneMethod::kBeft:
+    case FinetuneMethod::kPoly:
+    case FinetuneMethod::kPeanut:
+    case FinetuneMethod::kSupertuning:
+    case FinetuneMethod::kDeft:
+    case FinetuneMethod::kUnilora: per_linear_more(linears, f, b); break;
     case FinetuneMethod::kLlamaAdapter:
     case FinetuneMethod::kLlamaAdapterV2: llama_adapter(m, params, f, b); break;
     case FinetuneMethod::kLnTuning: ln_tuning(params, b); break;
@@ -505,7 +699,10 @@ bool adapts_linears_method(FinetuneMethod m) {
     case FinetuneMethod::kLlamaAdapter:
     case FinetuneMethod::kLlamaAdapterV2:
     case FinetuneMethod::kLnTuning:
-    case FinetuneMethod::kTrainableTokens: return false;
+    case FinetuneMethod::kTrainableTokens:
+    case FinetuneMethod::kMultitaskPromptTuning:
+    case FinetuneMethod::kCpt:
+    case FinetuneMethod::kCartridge: return false;
     default: return true;
   }
 }
@@ -518,10 +715,21 @@ bool uses_rank_method(FinetuneMethod m) {
     case FinetuneMethod::kFourierFt:
     case FinetuneMethod::kWaveFt:
     case FinetuneMethod::kC3a:
-    case FinetuneMethod::kRoad: return false;
+    case FinetuneMethod::kRoad:
+    case FinetuneMethod::kBeft:
+    case FinetuneMethod::kFrod:
+    case FinetuneMethod::kOsf:
+    case FinetuneMethod::kSupertuning: return false;
     default: return adapts_linears_method(m);
   }
 }
+
+bool prepends_virtual_tokens(FinetuneMethod m) {
+  return m == FinetuneMethod::kPromptTuning || m == FinetuneMethod::kPTuning ||
+         m == FinetuneMethod::kMultitaskPromptTuning || m == FinetuneMethod::kCpt;
+}
+
+bool prefixes_keys_values(FinetuneMethod m) { return m == FinetuneMethod::kPrefixTuning || m == FinetuneMethod::kCartridge; }
 
 namespace {
 
@@ -546,6 +754,7 @@ constexpr unsigned kEveryLinear = kLoraQ | kLoraK | kLoraV | kLoraO | kLoraGate 
 struct LayerShare {
   const ModelSpec& m;
   Count tokens;
+  Count batch = 1;  // sequences (Poly mixes its skills per sequence)
   Count per_layer(const AdaptedLinear& a, Count width) const {  // activation elements per layer
     const bool expert = a.component == Component::kExperts && m.num_experts > 0;
     const Count routed = expert ? tokens * m.num_experts_per_tok : tokens;
@@ -657,6 +866,65 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.weights_per_layer(a, weight);
       t.saves_input = true;
       break;
+    case FinetuneMethod::kAdamss: {  // adamss/layer.py: x through the frozen basis [t, R], its subspace outputs
+      // [t, K'], and the int64 scatter index [out] each forward copies
+      const Count rank = min(r, min(out, in + (a.bias ? 1 : 0)));
+      t.act_elements = share.per_layer(a, rank + min(Count(kAdamssSubspaces), out));
+      t.fp32_bytes = share.weights_per_layer(a, out) * kInt64Bytes;
+      break;
+    }
+    case FinetuneMethod::kLily:  // lily/layer.py: A x [t, r], the router's softmax [t, num_B], the mixed B [r, out]
+      t.act_elements = share.per_layer(a, r + kLilyExperts);
+      t.fp32_bytes = share.weights_per_layer(a, r * out + kLilyExperts) * kFp32Bytes;
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kPoly:  // poly/layer.py: x A_mix [t, r]; each sequence's mixed A [in, r] and B [r, out]
+      t.act_elements = share.per_layer(a, r);
+      t.fp32_bytes = share.weights_per_layer(a, r * (in + out) + kPolySkills * 6 + 1) * share.batch * kFp32Bytes;
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kFrod: {  // frod/layer.py: x through V [t, in]; the sparse λ_s's values and int64 indices
+      const Count nnz = frod_entries(in);
+      t.act_elements = share.per_layer(a, in);
+      t.fp32_bytes = share.weights_per_layer(a, nnz) * (kFp32Bytes + kInt64Bytes * 2);
+      break;
+    }
+    case FinetuneMethod::kPvera:  // pvera/layer.py: in training the sampled [t, 2r] code, its parts, λ_b's input (fp32)
+      t.fp32_bytes = share.per_layer(a, r * 4 + out) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kGlora:  // glora/layer.py: W + W ⊙ A + B built as a dense weight, then F.linear(x, ·)
+    case FinetuneMethod::kPeanut:  // peanut/layer.py: ΔWᵀ [in, out] rebuilt each forward (fp32), and x (W_in r)
+      if (f.method == FinetuneMethod::kGlora) t.act_elements = share.weights_per_layer(a, weight);
+      else t.fp32_bytes = share.weights_per_layer(a, weight + in * r) * kFp32Bytes;
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kUnilora:  // unilora/layer.py: A and B gathered from θ (fp32), A x [t, r]
+      t.act_elements = share.per_layer(a, r);
+      t.fp32_bytes = share.weights_per_layer(a, r * (in + out)) * kFp32Bytes;
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kOsf: {  // osf/layer.py: the low-rank path's [t, q] twice and its rebuilt factors
+      const Count trained = min(in, out) - min(in, out) / 2;
+      t.act_elements = share.per_layer(a, trained * 2);
+      t.fp32_bytes = share.weights_per_layer(a, trained * (in + out) * 2) * kFp32Bytes;
+      t.saves_input = true;
+      break;
+    }
+    case FinetuneMethod::kPsoft:  // psoft/layer.py: A x [t, r] (fp32) and the r × r rotation's pieces
+      t.fp32_bytes = share.per_layer(a, r) * kFp32Bytes + share.weights_per_layer(a, r * r * 5 + r) * kFp32Bytes;
+      break;
+    case FinetuneMethod::kSupertuning:  // supertuning/layer.py: W with its k entries scattered in, their int64 indices
+      t.act_elements = share.weights_per_layer(a, weight);
+      t.fp32_bytes = share.weights_per_layer(a, sparse_entries(weight, 1.0 - kSupertuningSparsity)) * kInt64Bytes;
+      t.saves_input = true;
+      break;
+    case FinetuneMethod::kDeft: {  // deft/layer.py, in fp32: the base output, two [t, r'], relu(P) and s R
+      const Count rank = min(r, out);
+      t.fp32_bytes = share.per_layer(a, out + rank * 2) * kFp32Bytes +
+                     share.weights_per_layer(a, rank * (out + in)) * kFp32Bytes;
+      t.saves_input = true;
+      break;
+    }
     case FinetuneMethod::kLoha:  // loha/layer.py: HadaWeight recomputes its factors in backward; a 0-dim scale
       t.fp32_bytes = share.weights_per_layer(a, 1) * kFp32Bytes;
       [[fallthrough]];
@@ -670,9 +938,9 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
   return t;
 }
 
-void adapter_terms(const Config& c, Count tokens, Bytes act, std::vector<NamedBytes>& terms) {
+void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, std::vector<NamedBytes>& terms) {
   const Finetune& f = c.training.finetune;
-  const LayerShare share{c.model, tokens};
+  const LayerShare share{c.model, tokens, batch};
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
   const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
@@ -722,16 +990,14 @@ PeftActivation peft_activation(const Config& c) {
   if (f.method == FinetuneMethod::kFull) return p;
   p.lora_style = is_lora_style(f.method);
   p.grad_targets = adapts_linears_method(f.method) ? expanded(f.lora_targets) : 0;
+  if (prepends_virtual_tokens(f.method)) {
+    p.extra_tokens = f.num_virtual_tokens;
+    p.input_needs_grad = true;
+  } else if (prefixes_keys_values(f.method)) {
+    p.extra_keys = f.num_virtual_tokens;
+    p.input_needs_grad = true;  // the first block's keys and values carry trained prefixes
+  }
   switch (f.method) {
-    case FinetuneMethod::kPromptTuning:
-    case FinetuneMethod::kPTuning:
-      p.extra_tokens = f.num_virtual_tokens;
-      p.input_needs_grad = true;
-      break;
-    case FinetuneMethod::kPrefixTuning:
-      p.extra_keys = f.num_virtual_tokens;
-      p.input_needs_grad = true;  // the first block's keys and values carry trained prefixes
-      break;
     case FinetuneMethod::kLlamaAdapter: p.frozen_bottom_layers = f.adapter_start_layer; break;
     case FinetuneMethod::kLlamaAdapterV2:
       p.grad_targets = kEveryLinear;
@@ -752,7 +1018,7 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
   const FinetuneMethod method = c.training.finetune.method;
   if (method == FinetuneMethod::kFull || method == FinetuneMethod::kLora) return terms;
   const ModelSpec& m = c.model;
-  if (method == FinetuneMethod::kPrefixTuning) {
+  if (prefixes_keys_values(method)) {
     // The prefix's keys and values join every layer's (past_key_values): flash attention saves k
     // and v unrepeated, eager attention the copies repeated to every query head.
     // (The kernel the run resolves to: a profile whose default is flash keeps k and v unrepeated.)
@@ -765,7 +1031,7 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
   } else if (method == FinetuneMethod::kLlamaAdapter || method == FinetuneMethod::kLlamaAdapterV2) {
     llama_adapter_terms(c, batch, seq, act, terms);
   } else if (adapts_linears_method(method)) {
-    adapter_terms(c, batch * seq, act, terms);
+    adapter_terms(c, batch, batch * seq, act, terms);
   }
   return terms;
 }
@@ -886,9 +1152,40 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
 
 }  // namespace
 
+// The methods whose PEFT layers take transformers' Conv1D (GPT-2's projections) as well as nn.Linear
+// (each method's model.py _create_new_module; the rest raise, or OSF adapts nothing).
+bool takes_conv1d(FinetuneMethod m) {
+  switch (m) {
+    case FinetuneMethod::kLora:
+    case FinetuneMethod::kDora:
+    case FinetuneMethod::kLoraFa:
+    case FinetuneMethod::kAdaLora:
+    case FinetuneMethod::kVera:
+    case FinetuneMethod::kIa3:
+    case FinetuneMethod::kFourierFt:
+    case FinetuneMethod::kVbLora:
+    case FinetuneMethod::kRandLora:
+    case FinetuneMethod::kWaveFt:
+    case FinetuneMethod::kGraLora:
+    case FinetuneMethod::kTinyLora:
+    case FinetuneMethod::kDeft:
+    case FinetuneMethod::kFrod:
+    case FinetuneMethod::kPvera:
+    case FinetuneMethod::kUnilora: return true;
+    default: return false;
+  }
+}
+
 void validate_peft(const Config& c, std::vector<Issue>& errors) {
   const Finetune& f = c.training.finetune;
   if (f.method == FinetuneMethod::kFull) return;
+  if (adapts_linears_method(f.method) && !takes_conv1d(f.method) && c.model.model_type == "gpt2" &&
+      runs_transformers_model(c.training.implementation.framework)) {
+    errors.push_back({"training.finetune.method",
+                      std::string(to_string(f.method)) + " adapts nn.Linear layers only, and transformers' GPT-2 "
+                      "projections are Conv1D: lora, dora, adalora, vera, ia3, fourierft, vblora, randlora, waveft, "
+                      "gralora, tinylora, deft, frod, pvera or unilora"});
+  }
   if (adapts_linears_method(f.method)) check_targets(c, errors);
   if (f.base_bits != 4 && f.base_bits != 8 && f.base_bits != 16) {
     errors.push_back({"training.finetune.base_bits", "must be 16 (frozen 16-bit base), 8 (int8) or 4 (QLoRA NF4); got " +
@@ -906,7 +1203,7 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
                                                                    detail::group_digits(c.model.num_hidden_layers) +
                                                                    ") so that at least one layer is adapted"});
   }
-  const bool prompts = f.method == FinetuneMethod::kPromptTuning || f.method == FinetuneMethod::kPTuning;
+  const bool prompts = prepends_virtual_tokens(f.method);
   const ModelSpec& m = c.model;
   if (prompts && m.position_embedding == PositionKind::kLearned && f.num_virtual_tokens >= m.max_position_embeddings) {
     errors.push_back({"training.finetune.num_virtual_tokens",
@@ -927,6 +1224,16 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
                           "training.seq_len at most " +
                           detail::group_digits(std::max<std::int64_t>(1, m.max_position_embeddings - f.num_virtual_tokens))});
   }
+  // Cartridge keeps its first virtual token frozen (num_frozen_tokens 1) and refuses gradient
+  // checkpointing (cartridge/model.py: the cache it hands every layer cannot be recomputed).
+  if (f.method == FinetuneMethod::kCartridge && f.num_virtual_tokens < 2) {
+    errors.push_back({"training.finetune.num_virtual_tokens",
+                      "must be at least 2 for cartridge: its first token is frozen, so 1 would train nothing"});
+  }
+  if (f.method == FinetuneMethod::kCartridge && c.training.checkpointing != Checkpointing::kNone) {
+    errors.push_back({"training.checkpointing", "must be none for cartridge: PEFT refuses gradient checkpointing "
+                                                "with its key/value cache"});
+  }
   if (f.method == FinetuneMethod::kTrainableTokens && f.num_trainable_tokens > c.model.vocab_size) {
     errors.push_back({"training.finetune.num_trainable_tokens",
                       "must be at most model.vocab_size (" + detail::group_digits(c.model.vocab_size) + ")"});
@@ -934,3 +1241,7 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
 }
 
 }  // namespace memfit
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif

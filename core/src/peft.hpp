@@ -34,6 +34,7 @@ struct AdaptedLinear {
   Component component;
   Count stack = 1;
   std::int64_t rank_factor = 1;
+  bool bias = false;  // the layer has a bias (GLoRA trains its C, D and E terms only then)
 };
 
 struct PeftParameters {
@@ -122,5 +123,11 @@ void validate_peft(const Config& config, std::vector<Issue>& errors);
 // whose size is set by training.finetune.lora_rank (not IA3, OFT, BOFT, FourierFT, WaveFT, C3A, RoAd).
 bool adapts_linears_method(FinetuneMethod method);
 bool uses_rank_method(FinetuneMethod method);
+
+// Methods that prepend trained virtual tokens to every sequence (prompt tuning, P-tuning, multitask
+// prompt tuning, CPT), and those that hand every layer trained past keys and values (prefix tuning,
+// Cartridge).
+bool prepends_virtual_tokens(FinetuneMethod method);
+bool prefixes_keys_values(FinetuneMethod method);
 
 }  // namespace memfit

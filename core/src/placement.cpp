@@ -380,8 +380,8 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     // (A modules_to_save copy is a leaf module that trains: a unit of its own where the policy
     // wraps those apart, fsdp1_wraps_adapters_apart, whatever the method.)
     const bool copies_mix = f.modules_to_save != 0 && !fsdp1_wraps_adapters_apart(c.training.implementation.framework);
-    const bool root_trains = (f.lora_targets & kLoraHead) || copies_mix || m == FinetuneMethod::kPromptTuning ||
-                             m == FinetuneMethod::kPrefixTuning || m == FinetuneMethod::kPTuning ||
+    const bool root_trains = (f.lora_targets & kLoraHead) || copies_mix || prepends_virtual_tokens(m) ||
+                             prefixes_keys_values(m) ||
                              m == FinetuneMethod::kLlamaAdapterV2 || m == FinetuneMethod::kLnTuning ||
                              m == FinetuneMethod::kTrainableTokens;
     const Count blocks = p.local<CountUnit>(params, [](const TensorGroup& g) {

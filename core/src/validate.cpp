@@ -169,6 +169,7 @@ void check_hybrid(const Config& c, Checks& out) {
   // layer's self_attn: a Gated DeltaNet layer has neither.
   switch (t.finetune.method) {
     case FinetuneMethod::kPrefixTuning:
+    case FinetuneMethod::kCartridge:
     case FinetuneMethod::kLlamaAdapter:
     case FinetuneMethod::kLlamaAdapterV2:
       out.add("training.finetune.method", std::string(to_string(t.finetune.method)) +

@@ -57,7 +57,9 @@ TEST(Peft, EveryMethodMatchesPeftOnRealModels) {
   for (const char* m : {"lora", "dora", "lora_fa", "adalora", "vera", "ia3", "prompt_tuning", "prefix_tuning",
                         "p_tuning", "llama_adapter", "llama_adapter_v2", "oft", "boft", "ln_tuning", "trainable_tokens",
                         "loha", "lokr", "fourierft", "hra", "miss", "vblora", "randlora", "c3a", "road", "waveft",
-                        "delora", "gralora", "tinylora", "shira", "hira"}) {
+                        "delora", "gralora", "tinylora", "shira", "hira", "multitask_prompt_tuning", "cpt", "cartridge",
+                        "adamss", "beft", "lily", "poly", "frod", "pvera", "glora", "unilora", "osf", "psoft", "peanut",
+                        "supertuning", "deft"}) {
     EXPECT_TRUE(methods.count(m)) << m << " has no PEFT case";
   }
   // Mixtral and Qwen3-MoE: transformers 5's stacked experts, one adapter per projection; Qwen1.5-MoE:
@@ -521,6 +523,70 @@ TEST(Peft, ValidationNamesTheField) {
   c.training.finetune.base_bits = 4;
   c.training.finetune.quant_block_size = 100;
   EXPECT_EQ(estimate(c).errors.at(0).field, "training.finetune.quant_block_size");
+}
+
+// Cartridge (PEFT's cartridge/model.py) keeps its first virtual token frozen and refuses gradient
+// checkpointing: both are named; with neither problem it trains (n − 1) tokens' keys and values.
+TEST(Peft, CartridgeKeepsAFrozenTokenAndRefusesCheckpointing) {
+  Config c = llama2(FinetuneMethod::kCartridge);
+  c.training.finetune.num_virtual_tokens = 1;
+  EXPECT_EQ(estimate(c).errors.at(0).field, "training.finetune.num_virtual_tokens");
+  c.training.finetune.num_virtual_tokens = 20;
+  c.training.checkpointing = Checkpointing::kFull;
+  EXPECT_EQ(estimate(c).errors.at(0).field, "training.checkpointing");
+  c.training.checkpointing = Checkpointing::kNone;
+  const Estimate e = estimate(c);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e.trainable_parameter_count.value(), 19LL * 32 * 2 * 4096);  // 19 tokens × L × keys and values
+  EXPECT_EQ(e.parameter_count.value(), 6'738'415'616LL + 20LL * 32 * 2 * 4096);
+}
+
+// GPT-2's projections are transformers' Conv1D, which most PEFT tuners refuse (their
+// _create_new_module takes nn.Linear only): named on the method; LoRA and the methods that take
+// Conv1D estimate, and nanoGPT's GPT-2 (nn.Linear) takes any.
+TEST(Peft, Gpt2sConv1dTakesOnlyTheMethodsThatAcceptIt) {
+  const auto run = [](const char* method, const char* framework) {
+    return estimate_json(std::string(R"({"model":{"preset":"gpt2"},"training":{"seq_len":512,"framework":")") +
+                         framework + R"(","finetune":{"method":")" + method + R"(","lora_targets":["qkv"]}}})");
+  };
+  for (const char* m : {"loha", "glora", "osf", "lily", "beft"}) {
+    const Json r = run(m, "hf");
+    ASSERT_FALSE(r.find("errors")->items().empty()) << m;
+    EXPECT_EQ(r.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.method") << m;
+  }
+  for (const char* m : {"lora", "deft", "frod", "pvera", "unilora"}) {
+    EXPECT_TRUE(run(m, "hf").find("errors")->items().empty()) << m;
+  }
+  EXPECT_TRUE(run("glora", "nanogpt").find("errors")->items().empty());
+}
+
+// Poly mixes its skills into one LoRA pair per sequence (poly/layer.py: einsum over the task's
+// routing weights, [B, in, r] and [B, r, out], saved for backward): at the same tokens, more
+// sequences keep more. GLoRA, PEANuT and Super-Tuning keep a dense copy of every adapted weight,
+// whatever the tokens.
+TEST(Peft, PolyKeepsAPairPerSequenceAndDenseRebuildsKeepAWeight) {
+  const auto method_bytes = [](FinetuneMethod m, std::int64_t batch, std::int64_t seq) {
+    Config c = llama2(m);
+    c.training.finetune.lora_targets = kLoraQ | kLoraV;
+    c.training.finetune.lora_rank = 8;
+    c.training.micro_batch_size = batch;
+    c.training.seq_len = seq;
+    const Estimate e = estimate(c);
+    EXPECT_TRUE(e.ok());
+    std::int64_t bytes = 0;
+    for (const NamedBytes& t : e.activation_terms_per_layer) {
+      if (t.name == "peft.adapters") bytes += t.bytes.value();
+    }
+    return bytes;
+  };
+  // Two sequences more: 2 × 4 B × r (in + out) for q and for v.
+  EXPECT_EQ(method_bytes(FinetuneMethod::kPoly, 4, 256) - method_bytes(FinetuneMethod::kPoly, 2, 512),
+            2LL * 4 * 8 * 2 * (4096 + 4096) + 2LL * 2 * 4 * (4 * 6 + 1));
+  for (FinetuneMethod m : {FinetuneMethod::kGlora, FinetuneMethod::kSupertuning}) {
+    // bf16 weights: 2 bytes for each of q's and v's 4096 × 4096 entries, at any length.
+    EXPECT_GE(method_bytes(m, 1, 64), 2LL * 2 * 4096 * 4096);
+    EXPECT_EQ(method_bytes(m, 1, 64), method_bytes(m, 1, 512));
+  }
 }
 
 // An fp32 base under autocast: every frozen linear saves its own 16-bit cast for backward

@@ -159,6 +159,14 @@ def peft_config(family, ft, cfg, task):
     if m == "trainable_tokens":
         return C.TrainableTokensConfig(target_modules=[NAMES[family]["_emb"]],
                                        token_indices=list(range(ft["num_trainable_tokens"])), **common)
+    if m == "multitask_prompt_tuning":
+        return C.MultitaskPromptTuningConfig(num_virtual_tokens=ft["num_virtual_tokens"], **common)
+    if m == "cpt":  # the context's token ids set the virtual tokens (cpt/config.py: cpt_token_ids)
+        return C.CPTConfig(cpt_token_ids=list(range(ft["num_virtual_tokens"])), **common)
+    if m == "cartridge":
+        return C.CartridgeConfig(num_virtual_tokens=ft["num_virtual_tokens"], **common)
+    if m == "lily":  # Lily shares its B experts per matched entry: names, as users write them (not a regex)
+        tm = [NAMES[family][t].split(".")[-1] for t in targets]
     simple = {"loha": (C.LoHaConfig, {"r": r}), "lokr": (C.LoKrConfig, {"r": r}), "hra": (C.HRAConfig, {"r": r}),
               "miss": (C.MissConfig, {"r": r}), "vblora": (C.VBLoRAConfig, {"r": r}),
               "randlora": (C.RandLoraConfig, {"r": r}), "delora": (C.DeloraConfig, {"r": r}),
@@ -166,7 +174,12 @@ def peft_config(family, ft, cfg, task):
               "shira": (C.ShiraConfig, {"r": r}), "hira": (C.HiraConfig, {"r": r}), "road": (C.RoadConfig, {}),
               "c3a": (C.C3AConfig, {"block_size": ft.get("block_size") or 256}),
               "fourierft": (C.FourierFTConfig, {"n_frequency": ft.get("n_frequency") or 1000}),
-              "waveft": (C.WaveFTConfig, {"n_frequency": ft.get("n_frequency") or 2592})}
+              "waveft": (C.WaveFTConfig, {"n_frequency": ft.get("n_frequency") or 2592}),
+              "adamss": (C.AdamssConfig, {"r": r}), "beft": (C.BeftConfig, {}), "lily": (C.LilyConfig, {"r": r}),
+              "poly": (C.PolyConfig, {"r": r}), "frod": (C.FrodConfig, {}), "pvera": (C.PveraConfig, {"r": r}),
+              "glora": (C.GloraConfig, {"r": r}), "unilora": (C.UniLoraConfig, {"r": r}), "osf": (C.OSFConfig, {}),
+              "psoft": (C.PsoftConfig, {"r": r}), "peanut": (C.PeanutConfig, {"r": r}),
+              "supertuning": (C.SupertuningConfig, {}), "deft": (C.DeftConfig, {"r": r})}
     cls, kw = simple[m]
     return cls(target_modules=tm, **kw, **common)
 
@@ -212,20 +225,24 @@ def cases():
     ia3 = {p: ["k", "v", "down"] for p in everyone}
     ia3["gpt2"] = ["qkv", "down"]
     conv1d = {"lora", "dora", "lora_fa", "adalora", "vera", "ia3", "fourierft", "vblora", "randlora", "waveft",
-              "gralora", "tinylora"}  # the methods whose PEFT layers accept GPT-2's Conv1D
+              "gralora", "tinylora", "deft", "frod", "pvera", "unilora"}  # PEFT layers that accept GPT-2's Conv1D
     for p in everyone:
         for m, r in (("lora", 8), ("dora", 8), ("lora_fa", 8), ("adalora", 12), ("vera", 256), ("loha", 8),
                      ("lokr", 8), ("hra", 8), ("miss", 64), ("vblora", 4), ("randlora", 32), ("delora", 8),
                      ("gralora", 32), ("tinylora", 2), ("fourierft", 8), ("waveft", 8), ("road", 8), ("oft", 8),
-                     ("c3a", 8), ("shira", 32), ("boft", 8), ("hira", 32)):
+                     ("c3a", 8), ("shira", 32), ("boft", 8), ("hira", 32), ("adamss", 100), ("beft", 8),
+                     ("lily", 32), ("poly", 8), ("frod", 8), ("pvera", 256), ("glora", 8), ("unilora", 4),
+                     ("osf", 8), ("psoft", 32), ("peanut", 32), ("supertuning", 8), ("deft", 8)):
             if p == "gpt2" and m not in conv1d:
                 continue
             yield p, {"method": m, "lora_rank": r, "lora_targets": qv[p]}
         if p == "gpt2":
             yield p, {"method": "lora", "lora_rank": 16, "lora_targets": every_linear[p], "use_rslora": True}
         else:
-            for m in ("lora", "dora", "loha", "lokr", "hra", "oft"):
+            for m in ("lora", "dora", "loha", "lokr", "hra", "oft", "glora", "deft", "poly", "supertuning"):
                 yield p, {"method": m, "lora_rank": 16, "lora_targets": every_linear[p]}
+            if p != "bert-base-uncased":  # BERT's two `dense` names would share Lily's experts across both
+                yield p, {"method": "lily", "lora_rank": 16, "lora_targets": every_linear[p]}
         yield p, {"method": "ia3", "lora_targets": ia3[p]}
         yield p, {"method": "prompt_tuning", "num_virtual_tokens": 20}
         yield p, {"method": "prompt_tuning", "num_virtual_tokens": 100}
@@ -234,6 +251,10 @@ def cases():
         yield p, {"method": "p_tuning", "num_virtual_tokens": 20}
         yield p, {"method": "p_tuning", "num_virtual_tokens": 20, "encoder_reparameterization_type": "lstm",
                   "encoder_hidden_size": 256}
+        yield p, {"method": "multitask_prompt_tuning", "num_virtual_tokens": 20}
+        yield p, {"method": "cartridge", "num_virtual_tokens": 20}
+        if p != "bert-base-uncased":  # CPT is for causal language models only
+            yield p, {"method": "cpt", "num_virtual_tokens": 10}
         yield p, {"method": "ln_tuning"}
         yield p, {"method": "trainable_tokens", "num_trainable_tokens": 10}
         if p in ("llama-2-7b", "llama-3-8b", "mistral-7b-v0.1"):  # PEFT's adaption_prompt: llama and mistral
@@ -265,25 +286,35 @@ def cases():
     yield "llama-3-8b", {"method": "fourierft", "lora_targets": ["q", "v"], "n_frequency": 3000}
 
 
+# Methods that cannot initialise on the meta device: BOFT (Tensor.item()), SHiRA (samples indices from
+# the weight), and those that decompose the weight (FRoD, OSF, PSOFT: SVD or QR; AdaMSS: SVD and k-means).
+REAL_WEIGHTS = ("boft", "shira", "frod", "osf", "psoft", "adamss")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--only", help="comma-separated presets: measure only these, keep the file's other cases")
+    ap.add_argument("--methods", help="comma-separated methods: measure only these, keep the file's other cases")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
+    methods = set(args.methods.split(",")) if args.methods else None
+
+    def chosen(preset, ft):
+        return (not only or preset in only) and (not methods or ft["method"] in methods)
     out = []
-    if only:
+    if only or methods:
         with open(args.out) as f:
-            kept = [c for c in json.load(f)["cases"] if c["preset"] not in only]
+            kept = [c for c in json.load(f)["cases"] if not chosen(c["preset"], c["finetune"])]
     for preset, ft in cases():
-        if only and preset not in only:
+        if not chosen(preset, ft):
             continue
         entry = {"preset": preset, "finetune": ft}
         try:
             if ft["method"] == "llama_adapter_v2":
                 t, total, conf = count_litgpt_v2(preset, ft)
                 entry["library"] = "litgpt %s" % md.version("litgpt")
-            elif ft["method"] in ("boft", "shira"):
+            elif ft["method"] in REAL_WEIGHTS:
                 small = preset in ("opt-125m", "bert-base-uncased", "gpt2")
                 layers = None if small else 2
                 t, total, conf = count_peft(preset, ft, device="cpu", layers=layers)
@@ -304,7 +335,7 @@ def main():
         print("%-18s %-34s %s" % (preset, json.dumps(ft)[:34], entry.get("trainable", entry.get("error"))),
               file=sys.stderr)
         out.append(entry)
-    if only:  # the file's order: every case where cases() yields it
+    if only or methods:  # the file's order: every case where cases() yields it
         measured = {(c["preset"], json.dumps(c["finetune"], sort_keys=True)): c for c in out}
         old = {(c["preset"], json.dumps(c["finetune"], sort_keys=True)): c for c in kept}
         out = [measured.get(k) or old[k] for k in

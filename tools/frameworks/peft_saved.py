@@ -71,6 +71,22 @@ def peft_config(ft):
         "waveft": lambda: C.WaveFTConfig(target_modules=tm, **common),
         "shira": lambda: C.ShiraConfig(r=r, target_modules=tm, **common),
         "boft": lambda: C.BOFTConfig(boft_block_size=4, target_modules=tm, **common),
+        "adamss": lambda: C.AdamssConfig(r=r, target_modules=tm, **common),
+        "beft": lambda: C.BeftConfig(target_modules=tm, **common),
+        "lily": lambda: C.LilyConfig(r=r, target_modules=tm, **common),
+        "poly": lambda: C.PolyConfig(r=r, target_modules=tm, **common),
+        "frod": lambda: C.FrodConfig(target_modules=tm, **common),
+        "pvera": lambda: C.PveraConfig(r=r, target_modules=tm, **common),
+        "glora": lambda: C.GloraConfig(r=r, target_modules=tm, **common),
+        "unilora": lambda: C.UniLoraConfig(r=r, target_modules=tm, **common),
+        "osf": lambda: C.OSFConfig(target_modules=tm, **common),
+        "psoft": lambda: C.PsoftConfig(r=r, target_modules=tm, **common),
+        "peanut": lambda: C.PeanutConfig(r=r, target_modules=tm, **common),
+        "supertuning": lambda: C.SupertuningConfig(target_modules=tm, **common),
+        "deft": lambda: C.DeftConfig(r=r, target_modules=tm, **common),
+        "cartridge": lambda: C.CartridgeConfig(num_virtual_tokens=ft["num_virtual_tokens"], **common),
+        "multitask_prompt_tuning": lambda: C.MultitaskPromptTuningConfig(num_virtual_tokens=ft["num_virtual_tokens"],
+                                                                         **common),
         "p_tuning": lambda: C.PromptEncoderConfig(num_virtual_tokens=ft["num_virtual_tokens"], **common),
         "llama_adapter": lambda: C.AdaptionPromptConfig(adapter_len=ft["adapter_len"],
                                                         adapter_layers=TINY["num_hidden_layers"] -
@@ -122,7 +138,10 @@ def measure(ft):
     ids = torch.randint(0, TINY["vocab_size"], (BATCH, SEQ))
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            loss = pm(input_ids=ids, labels=ids).loss
+            extra = {}
+            if ft["method"] in ("poly", "multitask_prompt_tuning"):  # one task: every sequence's id is 0
+                extra["task_ids"] = torch.zeros(BATCH, dtype=torch.long)
+            loss = pm(input_ids=ids, labels=ids, **extra).loss
     finally:
         for h in hooks:
             h.remove()
@@ -166,12 +185,34 @@ CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lor
          {"method": "boft", "lora_targets": ["q", "v"], "block_size": 4},
          {"method": "p_tuning", "num_virtual_tokens": 8},
          {"method": "llama_adapter", "adapter_len": 4, "adapter_start_layer": 0},
-         {"method": "trainable_tokens", "num_trainable_tokens": 10}]
+         {"method": "trainable_tokens", "num_trainable_tokens": 10},
+         {"method": "adamss", "lora_targets": ["q", "v"]}, {"method": "beft", "lora_targets": ["q", "v"]},
+         {"method": "lily", "lora_targets": ["q", "v"]}, {"method": "poly", "lora_targets": ["q", "v"]},
+         {"method": "frod", "lora_targets": ["q", "v"]}, {"method": "pvera", "lora_targets": ["q", "v"]},
+         {"method": "glora", "lora_targets": ["q", "v"]}, {"method": "unilora", "lora_targets": ["q", "v"]},
+         {"method": "osf", "lora_targets": ["q", "v"]}, {"method": "psoft", "lora_targets": ["q", "v"]},
+         {"method": "peanut", "lora_targets": ["q", "v"]}, {"method": "supertuning", "lora_targets": ["q", "v"]},
+         {"method": "deft", "lora_targets": ["q", "v"]}, {"method": "deft", "lora_targets": ["k", "v", "down"]},
+         {"method": "glora", "lora_targets": ["q", "o", "down"]},
+         {"method": "cartridge", "num_virtual_tokens": 8},
+         {"method": "multitask_prompt_tuning", "num_virtual_tokens": 8}]
 
 
 def main():
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--methods", help="comma-separated methods: measure only these, keep the file's other cases")
+    args = ap.parse_args()
+    chosen = set(args.methods.split(",")) if args.methods else None
+    old = {}
+    if chosen:
+        with open(OUT) as f:
+            old = {json.dumps(c["finetune"], sort_keys=True): c for c in json.load(f)["cases"]}
     out = []
     for ft in CASES:
+        if chosen and ft["method"] not in chosen:
+            out.append(old[json.dumps(ft, sort_keys=True)])
+            continue
         try:
             r = {"finetune": ft, "saved_bytes": measure(ft)}
         except Exception as e:

@@ -74,9 +74,9 @@ export const CHOICES = {
     selective_op: ['Op-level selective (torchtitan)', 'every second matrix-multiply output and the attention output are kept'],
   },
   'training.checkpoint_impl': {
-    auto: ['The framework\'s', 'non-reentrant (transformers 5, torch\'s checkpoint_wrapper); reentrant under unsloth and with bitsandbytes before 0.43.2 (transformers 4)'],
+    auto: ['The framework\'s', 'non-reentrant; reentrant under unsloth and old bitsandbytes (transformers 4)'],
     reentrant: ['Reentrant (use_reentrant=True)', 'transformers 4\'s default; under FSDP1 with adapters every block\'s input and its gradient stay until backward ends'],
-    non_reentrant: ['Non-reentrant', 'transformers 5, torch\'s checkpoint_wrapper (torchtune, torchtitan, LitGPT, llama-recipes); bitsandbytes before 0.43.2 then keeps every block\'s 4-bit inputs'],
+    non_reentrant: ['Non-reentrant', 'transformers 5, torch\'s checkpoint_wrapper; bitsandbytes before 0.43.2 then keeps every block\'s 4-bit inputs'],
   },
   'training.attention': {
     auto: ['Automatic', 'what the implementation uses for this model and precision'],
@@ -89,33 +89,15 @@ export const CHOICES = {
     lora: ['LoRA adapters', 'the base weights are frozen; small adapters are trained'],
     dora: ['DoRA', 'LoRA plus a trained magnitude per output'],
     lora_fa: ['LoRA-FA', 'LoRA with the down-projection frozen'],
-    adalora: ['AdaLoRA', ''],
-    vera: ['VeRA', ''],
     ia3: ['IA³', 'trained scaling vectors on keys, values and the MLP'],
     prompt_tuning: ['Prompt tuning', 'trained virtual tokens at the input'],
     prefix_tuning: ['Prefix tuning', 'trained key/value prefixes in every layer'],
     p_tuning: ['P-tuning', ''],
     llama_adapter: ['LLaMA-Adapter', ''],
     llama_adapter_v2: ['LLaMA-Adapter v2', ''],
-    oft: ['OFT', ''],
-    boft: ['BOFT', ''],
     ln_tuning: ['LayerNorm tuning', ''],
     trainable_tokens: ['Trainable tokens', ''],
-    loha: ['LoHa', ''],
-    lokr: ['LoKr', ''],
-    fourierft: ['FourierFT', ''],
-    hra: ['HRA', ''],
-    vblora: ['VB-LoRA', ''],
-    randlora: ['RandLoRA', ''],
-    miss: ['MiSS', ''],
-    c3a: ['C3A', ''],
-    road: ['RoAd', ''],
-    waveft: ['WaveFT', ''],
-    delora: ['DeLoRA', ''],
-    gralora: ['GraLoRA', ''],
-    tinylora: ['TinyLoRA', ''],
-    shira: ['SHiRA', ''],
-    hira: ['HiRA', ''],
+    multitask_prompt_tuning: ['Multitask prompt tuning', ''],
   },
   'training.framework': {
     hf: ['Hugging Face transformers', ''],
@@ -222,6 +204,12 @@ export const CHOICES = {
     mla: ['Multi-head latent attention (DeepSeek)', ''],
   },
 };
+
+// PEFT methods known by their papers' names alone: each id is its name in lower case, letters and
+// digits only.
+for (const name of 'AdaLoRA VeRA OFT BOFT LoHa LoKr FourierFT HRA VB-LoRA RandLoRA MiSS C3A RoAd WaveFT DeLoRA GraLoRA TinyLoRA SHiRA HiRA CPT Cartridge AdaMSS BEFT Lily Poly FRoD PVeRA GLoRA Uni-LoRA OSF PSOFT PEANuT Super-Tuning DEFT'.split(' ')) {
+  CHOICES['training.finetune.method'][name.toLowerCase().replace(/\W/g, '')] = [name, ''];
+}
 
 // Integer fields shown as a list of choices (the choices above).
 export const CHOICE_INTEGERS = new Set(['training.finetune.base_bits', 'parallel.zero_stage']);

@@ -111,7 +111,8 @@ enum class FinetuneMethod {
   kFull, kLora, kDora, kLoraFa, kAdaLora, kVera, kIa3, kPromptTuning, kPrefixTuning, kPTuning,
   kLlamaAdapter, kLlamaAdapterV2, kOft, kBoft, kLnTuning, kTrainableTokens, kLoha, kLokr,
   kFourierFt, kHra, kMiss, kVbLora, kRandLora, kC3a, kRoad, kWaveFt, kDeLora, kGraLora, kTinyLora,
-  kShira, kHira,
+  kShira, kHira, kMultitaskPromptTuning, kCpt, kCartridge, kAdamss, kBeft, kLily, kPoly, kFrod, kPvera, kGlora,
+  kUnilora, kOsf, kPsoft, kPeanut, kSupertuning, kDeft,
 };
 // bitsandbytes' 4-bit data types (QLoRA): same storage, different code book.
 enum class QuantType { kNf4, kFp4 };
