@@ -905,7 +905,8 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   // (qlinear_cuda_old.py / qlinear_cuda.py forward): autograd keeps that fp16 weight to compute the
   // input's gradient, once per quantised linear, whatever the number of tokens.
   if (!first_layer) add(t, "base.gptq_dequantized_weights", moe ? d.gptq_weights_moe : d.gptq_weights_dense);
-  for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act)) add(t, term.name.c_str(), term.bytes);
+  const Bytes input_copy = d.adapter_input_copies || d.adapters_cast ? d.adapter_element : Bytes{0};
+  for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act, input_copy)) add(t, term.name.c_str(), term.bytes);
   return t;
 }
 

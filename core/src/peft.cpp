@@ -754,7 +754,8 @@ constexpr unsigned kEveryLinear = kLoraQ | kLoraK | kLoraV | kLoraO | kLoraGate 
 struct LayerShare {
   const ModelSpec& m;
   Count tokens;
-  Count batch = 1;  // sequences (Poly mixes its skills per sequence)
+  Count batch = 1;     // sequences (Poly mixes its skills per sequence)
+  bool casts = false;  // adapters in fp32 beside a 16-bit stream: an input cast to them is a copy
   Count per_layer(const AdaptedLinear& a, Count width) const {  // activation elements per layer
     const bool expert = a.component == Component::kExperts && m.num_experts > 0;
     const Count routed = expert ? tokens * m.num_experts_per_tok : tokens;
@@ -780,6 +781,7 @@ struct TargetSaved {
   Count act_elements = 0;  // in the compute dtype
   Bytes fp32_bytes{0};
   bool saves_input = false;  // the layer's input, shared with the adapters on the same input
+  bool casts_input = false;  // ... cast to the adapters' dtype first (x.to(A.dtype)): a copy of its own
 };
 
 TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerShare& share) {
@@ -876,12 +878,12 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
     case FinetuneMethod::kLily:  // lily/layer.py: A x [t, r], the router's softmax [t, num_B], the mixed B [r, out]
       t.act_elements = share.per_layer(a, r + kLilyExperts);
       t.fp32_bytes = share.weights_per_layer(a, r * out + kLilyExperts) * kFp32Bytes;
-      t.saves_input = true;
+      t.saves_input = t.casts_input = true;
       break;
     case FinetuneMethod::kPoly:  // poly/layer.py: x A_mix [t, r]; each sequence's mixed A [in, r] and B [r, out]
       t.act_elements = share.per_layer(a, r);
       t.fp32_bytes = share.weights_per_layer(a, r * (in + out) + kPolySkills * 6 + 1) * share.batch * kFp32Bytes;
-      t.saves_input = true;
+      t.saves_input = t.casts_input = true;
       break;
     case FinetuneMethod::kFrod: {  // frod/layer.py: x through V [t, in]; the sparse λ_s's values and int64 indices
       const Count nnz = frod_entries(in);
@@ -894,20 +896,25 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       break;
     case FinetuneMethod::kGlora:  // glora/layer.py: W + W ⊙ A + B built as a dense weight, then F.linear(x, ·)
     case FinetuneMethod::kPeanut:  // peanut/layer.py: ΔWᵀ [in, out] rebuilt each forward (fp32), and x (W_in r)
-      if (f.method == FinetuneMethod::kGlora) t.act_elements = share.weights_per_layer(a, weight);
-      else t.fp32_bytes = share.weights_per_layer(a, weight + in * r) * kFp32Bytes;
       t.saves_input = true;
+      if (f.method == FinetuneMethod::kGlora) {
+        t.act_elements = share.weights_per_layer(a, weight);
+        break;
+      }
+      // Over a 16-bit base PEANuT also keeps the weight's fp32 cast.
+      t.fp32_bytes = share.weights_per_layer(a, weight * (share.casts ? 2 : 1) + in * r) * kFp32Bytes;
+      t.casts_input = true;
       break;
     case FinetuneMethod::kUnilora:  // unilora/layer.py: A and B gathered from θ (fp32), A x [t, r]
       t.act_elements = share.per_layer(a, r);
       t.fp32_bytes = share.weights_per_layer(a, r * (in + out)) * kFp32Bytes;
-      t.saves_input = true;
+      t.saves_input = t.casts_input = true;
       break;
     case FinetuneMethod::kOsf: {  // osf/layer.py: the low-rank path's [t, q] twice and its rebuilt factors
       const Count trained = min(in, out) - min(in, out) / 2;
       t.act_elements = share.per_layer(a, trained * 2);
       t.fp32_bytes = share.weights_per_layer(a, trained * (in + out) * 2) * kFp32Bytes;
-      t.saves_input = true;
+      t.saves_input = t.casts_input = true;
       break;
     }
     case FinetuneMethod::kPsoft:  // psoft/layer.py: A x [t, r] (fp32) and the r × r rotation's pieces
@@ -922,7 +929,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       const Count rank = min(r, out);
       t.fp32_bytes = share.per_layer(a, out + rank * 2) * kFp32Bytes +
                      share.weights_per_layer(a, rank * (out + in)) * kFp32Bytes;
-      t.saves_input = true;
+      t.saves_input = t.casts_input = true;
       break;
     }
     case FinetuneMethod::kLoha:  // loha/layer.py: HadaWeight recomputes its factors in backward; a 0-dim scale
@@ -938,9 +945,10 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
   return t;
 }
 
-void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, std::vector<NamedBytes>& terms) {
+void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes input_copy,
+                   std::vector<NamedBytes>& terms) {
   const Finetune& f = c.training.finetune;
-  const LayerShare share{c.model, tokens, batch};
+  const LayerShare share{c.model, tokens, batch, !input_copy.is_zero()};
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
   const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
@@ -948,9 +956,13 @@ void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, std::v
     // Stacked experts' adapters fold into the weight; activations.cpp counts what that keeps.
     if (a.stack > Count(1)) continue;
     const TargetSaved t = target_saved(f, a, share);
-    saved += t.act_elements * act + t.fp32_bytes;
+    // A method that casts its input to fp32 adapters computes in their dtype from there on.
+    const Bytes element = t.casts_input && !input_copy.is_zero() ? input_copy : act;
+    saved += t.act_elements * element + t.fp32_bytes;
     const int group = input_group(a);
-    if (t.saves_input && !base_keeps_input && std::find(seen.begin(), seen.end(), group) == seen.end()) {
+    if (t.saves_input && t.casts_input && !input_copy.is_zero()) {
+      inputs += share.per_layer(a, a.in) * input_copy;  // each adapter's own cast, as LoRA's (activations.cpp)
+    } else if (t.saves_input && !base_keeps_input && std::find(seen.begin(), seen.end(), group) == seen.end()) {
       seen.push_back(group);
       inputs += share.per_layer(a, a.in) * act;
     }
@@ -1013,7 +1025,7 @@ PeftActivation peft_activation(const Config& c) {
   return p;
 }
 
-std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq, Bytes act) {
+std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq, Bytes act, Bytes input_copy) {
   std::vector<NamedBytes> terms;
   const FinetuneMethod method = c.training.finetune.method;
   if (method == FinetuneMethod::kFull || method == FinetuneMethod::kLora) return terms;
@@ -1031,7 +1043,7 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
   } else if (method == FinetuneMethod::kLlamaAdapter || method == FinetuneMethod::kLlamaAdapterV2) {
     llama_adapter_terms(c, batch, seq, act, terms);
   } else if (adapts_linears_method(method)) {
-    adapter_terms(c, batch, batch * seq, act, terms);
+    adapter_terms(c, batch, batch * seq, act, input_copy, terms);
   }
   return terms;
 }

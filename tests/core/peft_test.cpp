@@ -117,6 +117,44 @@ TEST(Peft, SavedTensorsMatchPeftLayers) {
   }
 }
 
+// On a bf16 model PEFT keeps adapters in fp32 and Lily, Poly, Uni-LoRA, OSF, PEANuT and DEFT cast
+// their input to them: an fp32 copy per adapted layer, not the shared bf16 input (PEANuT also casts
+// the weight). Each method's difference from LoRA on the same targets, as peft_saved.py measured
+// it on the tiny bf16 Llama, exactly.
+TEST(Peft, MethodsThatCastTheirInputKeepACopyEachOverABf16Model) {
+  const Json doc = read_fixture("peft_saved.json");
+  const Json* cases = doc.find("cases_bf16");
+  ASSERT_NE(cases, nullptr);
+  const auto layer = [&](const Json& finetune) {
+    Json config = Json::object();
+    config.set("model", *doc.find("memfit_model"));
+    Json& training = config.set("training", Json::object());
+    training.set("precision", Json::string("bf16"));
+    training.set("attention", Json::string("eager"));
+    training.set("micro_batch_size", *doc.find("micro_batch_size"));
+    training.set("seq_len", *doc.find("seq_len"));
+    Json ft = finetune;
+    ft.set("lora_rank", Json::integer(8));
+    training.set("finetune", ft);
+    const ConfigParse parsed = parse_config(config);
+    EXPECT_TRUE(parsed.ok());
+    std::int64_t bytes = 0;
+    for (const NamedBytes& term : estimate(parsed.config).activation_terms_per_layer) bytes += term.bytes.value();
+    return bytes;
+  };
+  const Json& lora = cases->items().at(0);
+  ASSERT_EQ(lora.find("finetune")->find("method")->as_string(), "lora");
+  const std::int64_t lora_measured = *lora.find("saved_bytes")->find("layer1")->as_exact_integer();
+  const std::int64_t lora_memfit = layer(*lora.find("finetune"));
+  std::size_t checked = 0;
+  for (const Json& c : cases->items()) {
+    const std::int64_t measured = *c.find("saved_bytes")->find("layer1")->as_exact_integer();
+    EXPECT_EQ(layer(*c.find("finetune")) - lora_memfit, measured - lora_measured) << c.find("finetune")->dump();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 7u);
+}
+
 Config llama2(FinetuneMethod method) {
   Config c = default_config();
   c.model = *preset_model("llama-2-7b");

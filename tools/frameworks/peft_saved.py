@@ -102,10 +102,10 @@ def peft_config(ft):
     return table[m]()
 
 
-def measure(ft):
+def measure(ft, dtype=torch.float32):
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(**TINY)
-    model = transformers.LlamaForCausalLM(cfg).float()
+    model = transformers.LlamaForCausalLM(cfg).to(dtype)
     model.config.use_cache = False
     pm = peft.get_peft_model(model, peft_config(ft))
     if ft["method"] == "lora_fa":
@@ -168,6 +168,13 @@ def measure(ft):
     return by_layer
 
 
+# On a bf16 model PEFT keeps these methods' adapters in fp32 (autocast_adapter_dtype) and each casts
+# its input to them: one fp32 copy per adapted layer instead of the shared input.
+CASES_BF16 = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "lily", "lora_targets": ["q", "v"]},
+              {"method": "poly", "lora_targets": ["q", "v"]}, {"method": "unilora", "lora_targets": ["q", "v"]},
+              {"method": "osf", "lora_targets": ["q", "v"]}, {"method": "peanut", "lora_targets": ["q", "v"]},
+              {"method": "deft", "lora_targets": ["q", "v"]}]
+
 CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lora_targets": ["q", "v"]},
          {"method": "lora_fa", "lora_targets": ["q", "v"]}, {"method": "vera", "lora_targets": ["q", "v"]},
          {"method": "ia3", "lora_targets": ["k", "v", "down"]}, {"method": "oft", "lora_targets": ["q", "v"]},
@@ -204,10 +211,11 @@ def main():
     ap.add_argument("--methods", help="comma-separated methods: measure only these, keep the file's other cases")
     args = ap.parse_args()
     chosen = set(args.methods.split(",")) if args.methods else None
-    old = {}
+    old, old_doc = {}, {}
     if chosen:
         with open(OUT) as f:
-            old = {json.dumps(c["finetune"], sort_keys=True): c for c in json.load(f)["cases"]}
+            old_doc = json.load(f)
+        old = {json.dumps(c["finetune"], sort_keys=True): c for c in old_doc["cases"]}
     out = []
     for ft in CASES:
         if chosen and ft["method"] not in chosen:
@@ -219,9 +227,19 @@ def main():
             r = {"finetune": ft, "error": "%s: %s" % (type(e).__name__, str(e)[:300])}
         print(json.dumps(r), file=sys.stderr)
         out.append(r)
+    out_bf16 = []
+    for ft in CASES_BF16:
+        if chosen and ft["method"] not in chosen and "cases_bf16" in old_doc:
+            out_bf16.append(next(c for c in old_doc["cases_bf16"] if c["finetune"] == ft))
+            continue
+        r = {"finetune": ft, "saved_bytes": measure(ft, torch.bfloat16)}
+        print(json.dumps(r), file=sys.stderr)
+        out_bf16.append(r)
     doc = {"about": "tools/frameworks/peft_saved.py writes this: bytes PEFT methods save for backward on a "
-                    "tiny fp32 Llama (CPU, eager attention), by decoder layer",
-           "memfit_model": MEMFIT_MODEL, "micro_batch_size": BATCH, "seq_len": SEQ, "cases": out}
+                    "tiny fp32 Llama (CPU, eager attention), by decoder layer; cases_bf16: the same model in bf16 "
+                    "with PEFT's default fp32 adapters",
+           "memfit_model": MEMFIT_MODEL, "micro_batch_size": BATCH, "seq_len": SEQ, "cases": out,
+           "cases_bf16": out_bf16}
     with open(OUT, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
