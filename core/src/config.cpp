@@ -305,7 +305,8 @@ ConfigParse parse_config(const Json& json) {
   // the table must hold as well.
   ModelSpec& m = out.config.model;
   const Finetune& f = out.config.training.finetune;
-  const bool prompts = prepends_virtual_tokens(f.method);
+  // (Prefix tuning's and Cartridge's cached positions come first as well.)
+  const bool prompts = prepends_virtual_tokens(f.method) || prefixes_keys_values(f.method);
   const std::int64_t virtual_tokens = prompts ? std::max<std::int64_t>(0, f.num_virtual_tokens) : 0;
   // (Virtual tokens that fill the whole table are refused on their own, peft.cpp.)
   const std::int64_t room = m.max_position_embeddings - virtual_tokens;
@@ -509,6 +510,8 @@ Json applicability(std::string_view path) {
     all.push(method({"boft"}));
   } else if (path == "training.finetune.n_frequency") {
     all.push(method({"fourierft", "waveft"}));
+  } else if (path == "training.finetune.num_adapters") {
+    all.push(method({"xlora"}));
   } else if (path == "training.finetune.num_trainable_tokens") {
     all.push(method({"trainable_tokens"}));
   } else if (path == "parallel.virtual_stages" || path == "parallel.pipeline_schedule") {

@@ -281,7 +281,7 @@ std::vector<Field> build_fields() {
               "p_tuning", "llama_adapter", "llama_adapter_v2", "oft", "boft", "ln_tuning", "trainable_tokens", "loha",
               "lokr", "fourierft", "hra", "miss", "vblora", "randlora", "c3a", "road", "waveft", "delora", "gralora",
               "tinylora", "shira", "hira", "multitask_prompt_tuning", "cpt", "cartridge", "adamss", "beft", "lily",
-              "poly", "frod", "pvera", "glora", "unilora", "osf", "psoft", "peanut", "supertuning", "deft"),
+              "poly", "frod", "pvera", "glora", "unilora", "osf", "psoft", "peanut", "supertuning", "deft", "xlora"),
       MF_INT("training.finetune.lora_rank", training.finetune.lora_rank, 1, 100'000,
              "rank r of the method (LoRA, DoRA, LoRA-FA, AdaLoRA init_r, VeRA, LoHa, LoKr, HRA, MiSS, VB-LoRA, "
              "RandLoRA, DeLoRA, GraLoRA, TinyLoRA, SHiRA, AdaMSS, Lily, Poly, PVeRA, GLoRA, Uni-LoRA, PSOFT, PEANuT, DEFT)"),
@@ -381,6 +381,8 @@ std::vector<Field> build_fields() {
              "FourierFT / WaveFT: trained coefficients per module; 0 = the PEFT default (1000 / 2592)"),
       MF_INT("training.finetune.num_trainable_tokens", training.finetune.num_trainable_tokens, 1, 10 * kMillion,
              "trainable_tokens: embedding rows trained"),
+      MF_INT("training.finetune.num_adapters", training.finetune.num_adapters, 1, 1000,
+             "X-LoRA: the LoRA adapters it mixes (trained beforehand, frozen), each of rank lora_rank on lora_targets"),
       // The implementation: what the framework's code does (implementation.cpp's profiles).
       MF_ENUM("training.framework", training.implementation.framework, Framework,
               "the code that runs the model; its profile sets every knob left at auto", "hf", "torchtune",

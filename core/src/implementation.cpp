@@ -275,7 +275,10 @@ bool peft_trains_leaf_modules(FinetuneMethod m) {
     case FinetuneMethod::kLnTuning:
     case FinetuneMethod::kPromptTuning:
     case FinetuneMethod::kPrefixTuning:
-    case FinetuneMethod::kPTuning: return true;
+    case FinetuneMethod::kPTuning:
+    case FinetuneMethod::kMultitaskPromptTuning:  // its prompt embedding, as prompt tuning's
+    case FinetuneMethod::kCpt:                    // its delta embedding
+    case FinetuneMethod::kCartridge: return true;  // its key/value embedding, as prefix tuning's
     default: return false;
   }
 }

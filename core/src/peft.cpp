@@ -341,6 +341,15 @@ void psoft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder
   }
 }
 
+// X-LoRA (Buehler & Buehler 2024; xlora/model.py, classifier.py, xlora_depth 1): n LoRA adapters
+// trained beforehand, loaded frozen (fp32) into every layer their targets reach, and one trained
+// classifier Linear(d, n) with a bias that reads the last hidden state and sets each token's mix.
+void xlora(const ModelSpec& m, const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+  const Count n = f.num_adapters;
+  for (const AdaptedLinear& a : linears) b.freeze(n * f.lora_rank, a.in + a.out, a.count);
+  b.train(n, Count(m.hidden_size) + 1, 1);
+}
+
 // Methods whose trained shapes follow from the layer's alone (the rest of per_linear's kind).
 void per_linear_more(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
   const Count r = f.lora_rank;
@@ -675,6 +684,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
     case FinetuneMethod::kAdamss: adamss(linears, f, b); break;
     case FinetuneMethod::kGlora: glora(linears, f, recipe_for(c.training.precision).frozen_base, b); break;
     case FinetuneMethod::kPsoft: psoft(linears, f, b); break;
+    case FinetuneMethod::kXlora: xlora(m, linears, f, b); break;
     case FinetuneMethod::kBeft:
     case FinetuneMethod::kPoly:
     case FinetuneMethod::kPeanut:
@@ -756,6 +766,12 @@ struct LayerShare {
   Count tokens;
   Count batch = 1;     // sequences (Poly mixes its skills per sequence)
   bool casts = false;  // adapters in fp32 beside a 16-bit stream: an input cast to them is a copy
+  Bytes act{2};        // the compute dtype
+  Bytes adapter{2};    // what the adapters' matmuls give: fp32 adapters' dtype, 16-bit under autocast
+  // An input cast to fp32 adapters stays fp32 (no autocast): methods whose adapters are mixed or
+  // rebuilt by matmuls first (Poly, PEANuT) then cast their input too; under autocast those matmuls
+  // give bf16, and the cast leaves the input as it is.
+  bool fp32_casts() const { return casts && adapter == kFp32Bytes && act != kFp32Bytes; }
   Count per_layer(const AdaptedLinear& a, Count width) const {  // activation elements per layer
     const bool expert = a.component == Component::kExperts && m.num_experts > 0;
     const Count routed = expert ? tokens * m.num_experts_per_tok : tokens;
@@ -883,40 +899,49 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
     case FinetuneMethod::kPoly:  // poly/layer.py: x A_mix [t, r]; each sequence's mixed A [in, r] and B [r, out]
       t.act_elements = share.per_layer(a, r);
       t.fp32_bytes = share.weights_per_layer(a, r * (in + out) + kPolySkills * 6 + 1) * share.batch * kFp32Bytes;
-      t.saves_input = t.casts_input = true;
+      t.saves_input = true;
+      t.casts_input = share.fp32_casts();
       break;
     case FinetuneMethod::kFrod: {  // frod/layer.py: x through V [t, in]; the sparse λ_s's values and int64 indices
       const Count nnz = frod_entries(in);
       t.act_elements = share.per_layer(a, in);
       t.fp32_bytes = share.weights_per_layer(a, nnz) * (kFp32Bytes + kInt64Bytes * 2);
+      // In 16 bits the sparse λ_s is made dense first (S_sparse.to_dense()): [in, in] and its scale [in].
+      if (share.act != kFp32Bytes) t.fp32_bytes += share.weights_per_layer(a, in * in + in) * share.act;
       break;
     }
     case FinetuneMethod::kPvera:  // pvera/layer.py: in training the sampled [t, 2r] code, its parts, λ_b's input (fp32)
       t.fp32_bytes = share.per_layer(a, r * 4 + out) * kFp32Bytes;
       break;
     case FinetuneMethod::kGlora:  // glora/layer.py: W + W ⊙ A + B built as a dense weight, then F.linear(x, ·)
-    case FinetuneMethod::kPeanut:  // peanut/layer.py: ΔWᵀ [in, out] rebuilt each forward (fp32), and x (W_in r)
+    case FinetuneMethod::kPeanut:  // peanut/layer.py: ΔWᵀ [in, out] rebuilt each forward, Wᵀ·A_inᵀ [in, r], and x
       t.saves_input = true;
       if (f.method == FinetuneMethod::kGlora) {
         t.act_elements = share.weights_per_layer(a, weight);
+        // Its fp32 factors cast to the weight's dtype for the sum: A's and B's pairs.
+        if (share.casts) t.fp32_bytes = share.weights_per_layer(a, r * (in + out) * 2) * share.act;
         break;
       }
-      // Over a 16-bit base PEANuT also keeps the weight's fp32 cast.
-      t.fp32_bytes = share.weights_per_layer(a, weight * (share.casts ? 2 : 1) + in * r) * kFp32Bytes;
-      t.casts_input = true;
+      // Over a 16-bit base PEANuT also keeps the weight's cast to its adapters.
+      t.fp32_bytes = share.weights_per_layer(a, weight * (share.casts ? 2 : 1) + in * r) * share.adapter;
+      t.casts_input = share.fp32_casts();
       break;
     case FinetuneMethod::kUnilora:  // unilora/layer.py: A and B gathered from θ (fp32), A x [t, r]
       t.act_elements = share.per_layer(a, r);
-      t.fp32_bytes = share.weights_per_layer(a, r * (in + out)) * kFp32Bytes;
+      t.fp32_bytes = share.weights_per_layer(a, r * (in + out)) * share.adapter;
       t.saves_input = t.casts_input = true;
       break;
     case FinetuneMethod::kOsf: {  // osf/layer.py: the low-rank path's [t, q] twice and its rebuilt factors
       const Count trained = min(in, out) - min(in, out) / 2;
       t.act_elements = share.per_layer(a, trained * 2);
-      t.fp32_bytes = share.weights_per_layer(a, trained * (in + out) * 2) * kFp32Bytes;
+      t.fp32_bytes = share.weights_per_layer(a, trained * (in + out) * 2) * share.adapter;
       t.saves_input = t.casts_input = true;
       break;
     }
+    case FinetuneMethod::kXlora:  // xlora/layer.py: each adapter reads x scaled by its mix; frozen, they keep
+      // only x (cast to their fp32); the mixes [t, N, n] are one tensor for the model (peft_outside_bytes)
+      t.saves_input = t.casts_input = true;
+      break;
     case FinetuneMethod::kPsoft:  // psoft/layer.py: A x [t, r] (fp32) and the r × r rotation's pieces
       t.fp32_bytes = share.per_layer(a, r) * kFp32Bytes + share.weights_per_layer(a, r * r * 5 + r) * kFp32Bytes;
       break;
@@ -925,10 +950,10 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.fp32_bytes = share.weights_per_layer(a, sparse_entries(weight, 1.0 - kSupertuningSparsity)) * kInt64Bytes;
       t.saves_input = true;
       break;
-    case FinetuneMethod::kDeft: {  // deft/layer.py, in fp32: the base output, two [t, r'], relu(P) and s R
+    case FinetuneMethod::kDeft: {  // deft/layer.py: the base output cast to fp32, two [t, r'], relu(P) and s R
       const Count rank = min(r, out);
-      t.fp32_bytes = share.per_layer(a, out + rank * 2) * kFp32Bytes +
-                     share.weights_per_layer(a, rank * (out + in)) * kFp32Bytes;
+      t.fp32_bytes = share.per_layer(a, out) * kFp32Bytes +
+                     (share.per_layer(a, rank * 2) + share.weights_per_layer(a, rank * (out + in))) * share.adapter;
       t.saves_input = t.casts_input = true;
       break;
     }
@@ -948,7 +973,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
 void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes input_copy,
                    std::vector<NamedBytes>& terms) {
   const Finetune& f = c.training.finetune;
-  const LayerShare share{c.model, tokens, batch, !input_copy.is_zero()};
+  const LayerShare share{c.model, tokens, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy};
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
   const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
@@ -1049,6 +1074,13 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
 }
 
 Bytes peft_outside_bytes(const Config& c, Count tokens, Bytes act) {
+  const Finetune& f = c.training.finetune;
+  if (f.method == FinetuneMethod::kXlora) {
+    // X-LoRA's scaling pass (xlora/model.py, under no_grad) leaves the last hidden state [t, d] for
+    // the classifier, whose softmax [t, N, n] over the N adapted modules every layer slices.
+    const Count modules = linear_count(adapted_linears(count_parameters(c.model), f.lora_targets, adapter_layout(c)));
+    return tokens * (Count(c.model.hidden_size) + modules * f.num_adapters) * act;
+  }
   // LitGPT adapter_v2: the head is an AdapterV2Linear too; its scale's gradient needs the logits.
   if (c.training.finetune.method != FinetuneMethod::kLlamaAdapterV2 || c.model.output_head != OutputHead::kLm) {
     return Bytes{0};
@@ -1078,6 +1110,10 @@ std::string shape_problem(const Finetune& f, const AdaptedLinear& a) {
       return "";
     }
     case FinetuneMethod::kC3a: return sides(f.block_size > 0 ? f.block_size : kC3aBlockSize, true);
+    case FinetuneMethod::kPsoft:  // psoft/layer.py: the principal subspace is r of min(in, out) directions
+      return f.lora_rank > std::min(in, out) ? "must be at most every adapted layer's smaller side (" +
+                                                   detail::group_digits(std::min(in, out)) + ") for PSOFT"
+                                             : "";
     case FinetuneMethod::kVbLora: return sides(kVbLoraVectorLength, true);
     case FinetuneMethod::kGraLora: return sides(kGraLoraBlocks, true);
     case FinetuneMethod::kRoad:
@@ -1155,7 +1191,8 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
       const char* field = f.method == FinetuneMethod::kRoad || f.method == FinetuneMethod::kVbLora ||
                                   f.method == FinetuneMethod::kGraLora
                               ? "training.finetune.lora_targets"
-                              : "training.finetune.block_size";
+                          : f.method == FinetuneMethod::kPsoft ? "training.finetune.lora_rank"
+                                                                : "training.finetune.block_size";
       errors.push_back({field, problem});
       return;
     }
@@ -1183,7 +1220,9 @@ bool takes_conv1d(FinetuneMethod m) {
     case FinetuneMethod::kDeft:
     case FinetuneMethod::kFrod:
     case FinetuneMethod::kPvera:
-    case FinetuneMethod::kUnilora: return true;
+    case FinetuneMethod::kUnilora:
+    case FinetuneMethod::kHira:
+    case FinetuneMethod::kXlora: return true;  // refused on GPT-2 for its module tree instead (below)
     default: return false;
   }
 }
@@ -1195,10 +1234,52 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
       runs_transformers_model(c.training.implementation.framework)) {
     errors.push_back({"training.finetune.method",
                       std::string(to_string(f.method)) + " adapts nn.Linear layers only, and transformers' GPT-2 "
-                      "projections are Conv1D: lora, dora, adalora, vera, ia3, fourierft, vblora, randlora, waveft, "
-                      "gralora, tinylora, deft, frod, pvera or unilora"});
+                      "projections are Conv1D: lora, dora, lora_fa, adalora, vera, ia3, fourierft, vblora, randlora, "
+                      "waveft, gralora, tinylora, hira, deft, frod, pvera or unilora"});
   }
   if (adapts_linears_method(f.method)) check_targets(c, errors);
+  // Methods that read or decompose the base weight itself (GLoRA sums it with its factors and takes
+  // only nn.Linear; FRoD, OSF, PSOFT and AdaMSS decompose it at init; PEANuT, Super-Tuning and DEFT
+  // use it in their forward): a packed int8 or 4-bit weight breaks them.
+  const bool reads_weight = f.method == FinetuneMethod::kGlora || f.method == FinetuneMethod::kFrod ||
+                            f.method == FinetuneMethod::kOsf || f.method == FinetuneMethod::kPsoft ||
+                            f.method == FinetuneMethod::kAdamss || f.method == FinetuneMethod::kPeanut ||
+                            f.method == FinetuneMethod::kSupertuning || f.method == FinetuneMethod::kDeft;
+  if (reads_weight && f.base_bits != 16) {
+    errors.push_back({"training.finetune.base_bits",
+                      "must be 16 for " + std::string(to_string(f.method)) +
+                          ": it reads the base weight as a dense matrix, which a quantised base does not hold"});
+  }
+  const bool decomposes = f.method == FinetuneMethod::kFrod || f.method == FinetuneMethod::kOsf ||
+                          f.method == FinetuneMethod::kPsoft || f.method == FinetuneMethod::kAdamss;
+  if (decomposes && c.parallel.tensor > 1) {
+    errors.push_back({"parallel.tensor", "must be 1 for " + std::string(to_string(f.method)) +
+                                             ": it decomposes each whole weight when PEFT wraps the model"});
+  }
+  // Poly's bmm takes [batch, tokens, in]; a mixture's experts see their tokens flattened.
+  if (f.method == FinetuneMethod::kPoly && c.model.num_experts > 0 &&
+      (f.lora_targets & (kLoraGate | kLoraUp | kLoraDown))) {
+    errors.push_back({"training.finetune.lora_targets",
+                      "gate, up and down reach a mixture's experts, whose inputs Poly's batched matmul cannot take "
+                      "(tokens flattened); adapt the attention with poly"});
+  }
+  // Multitask prompt tuning asks for task ids, which PEFT's feature-extraction model does not pass.
+  if (f.method == FinetuneMethod::kMultitaskPromptTuning && c.model.output_head == OutputHead::kNone) {
+    errors.push_back({"training.finetune.method", "multitask_prompt_tuning needs a model with a head (a language "
+                                                  "model or a classifier): PEFT's model without one passes no task ids"});
+  }
+  // CPT's model and X-LoRA's are for causal language models (cpt/config.py: CAUSAL_LM only; X-LoRA
+  // loads its adapters into a `<top>.model.` decoder, xlora/model.py, and GPT-2's or an encoder's
+  // names fail).
+  const bool causal = c.model.output_head == OutputHead::kLm && !c.model.is_encoder_decoder;
+  if ((f.method == FinetuneMethod::kCpt || f.method == FinetuneMethod::kXlora) &&
+      (!causal || (f.method == FinetuneMethod::kXlora && c.model.model_type == "gpt2"))) {
+    errors.push_back({"training.finetune.method",
+                      std::string(to_string(f.method)) + " needs a decoder-only language model" +
+                          (f.method == FinetuneMethod::kXlora ? " whose layers sit under model. (Llama, Mistral, "
+                                                                "Qwen, OPT; not GPT-2)"
+                                                              : "")});
+  }
   if (f.base_bits != 4 && f.base_bits != 8 && f.base_bits != 16) {
     errors.push_back({"training.finetune.base_bits", "must be 16 (frozen 16-bit base), 8 (int8) or 4 (QLoRA NF4); got " +
                                                          detail::group_digits(f.base_bits)});
@@ -1236,15 +1317,27 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
                           "training.seq_len at most " +
                           detail::group_digits(std::max<std::int64_t>(1, m.max_position_embeddings - f.num_virtual_tokens))});
   }
-  // Cartridge keeps its first virtual token frozen (num_frozen_tokens 1) and refuses gradient
-  // checkpointing (cartridge/model.py: the cache it hands every layer cannot be recomputed).
+  // Cartridge keeps its first virtual token frozen (num_frozen_tokens 1). It and prefix tuning hand
+  // every layer a key/value cache, which gradient checkpointing cannot recompute: PEFT refuses it
+  // (peft_model.py, PeftModel._setup_prompt_encoder); under learned positions the sequence's
+  // positions start after the cache's.
   if (f.method == FinetuneMethod::kCartridge && f.num_virtual_tokens < 2) {
     errors.push_back({"training.finetune.num_virtual_tokens",
                       "must be at least 2 for cartridge: its first token is frozen, so 1 would train nothing"});
   }
-  if (f.method == FinetuneMethod::kCartridge && c.training.checkpointing != Checkpointing::kNone) {
-    errors.push_back({"training.checkpointing", "must be none for cartridge: PEFT refuses gradient checkpointing "
-                                                "with its key/value cache"});
+  if (prefixes_keys_values(f.method) && c.training.checkpointing != Checkpointing::kNone &&
+      runs_transformers_model(c.training.implementation.framework)) {
+    errors.push_back({"training.checkpointing", "must be none for " + std::string(to_string(f.method)) +
+                                                    ": PEFT refuses gradient checkpointing with its key/value cache"});
+  }
+  if (prefixes_keys_values(f.method) && c.model.position_embedding == PositionKind::kLearned &&
+      c.training.seq_len + f.num_virtual_tokens > c.model.max_position_embeddings) {
+    errors.push_back({"training.finetune.num_virtual_tokens",
+                      "must fit the learned positions with every sequence: the sequence's positions start after the " +
+                          detail::group_digits(f.num_virtual_tokens) + " cached ones, and training.seq_len " +
+                          detail::group_digits(c.training.seq_len) + " + " + detail::group_digits(f.num_virtual_tokens) +
+                          " is more than model.max_position_embeddings (" +
+                          detail::group_digits(c.model.max_position_embeddings) + ")"});
   }
   if (f.method == FinetuneMethod::kTrainableTokens && f.num_trainable_tokens > c.model.vocab_size) {
     errors.push_back({"training.finetune.num_trainable_tokens",

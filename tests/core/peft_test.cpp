@@ -59,7 +59,7 @@ TEST(Peft, EveryMethodMatchesPeftOnRealModels) {
                         "loha", "lokr", "fourierft", "hra", "miss", "vblora", "randlora", "c3a", "road", "waveft",
                         "delora", "gralora", "tinylora", "shira", "hira", "multitask_prompt_tuning", "cpt", "cartridge",
                         "adamss", "beft", "lily", "poly", "frod", "pvera", "glora", "unilora", "osf", "psoft", "peanut",
-                        "supertuning", "deft"}) {
+                        "supertuning", "deft", "xlora"}) {
     EXPECT_TRUE(methods.count(m)) << m << " has no PEFT case";
   }
   // Mixtral and Qwen3-MoE: transformers 5's stacked experts, one adapter per projection; Qwen1.5-MoE:
@@ -153,6 +153,44 @@ TEST(Peft, MethodsThatCastTheirInputKeepACopyEachOverABf16Model) {
     ++checked;
   }
   EXPECT_EQ(checked, 7u);
+}
+
+// The same bf16 model under torch.autocast (memfit's bf16_mixed over a 16-bit base, the Trainer's
+// bf16=True): the adapters' matmuls give bf16, OSF's and Uni-LoRA's rebuilt factors too, FRoD makes
+// its sparse λ_s dense, GLoRA casts its factors, and Poly and PEANuT leave their input as it is.
+// Exact for BEFT, GLoRA, Super-Tuning, FRoD, OSF and Uni-LoRA; within 6 % of the layer for the rest
+// (LoRA's own layer is 14,336 bytes short here: the bf16 casts autocast makes of its A and B).
+TEST(Peft, UnderAutocastAdaptersComputeInBf16) {
+  const Json doc = read_fixture("peft_saved.json");
+  const Json* cases = doc.find("cases_bf16_autocast");
+  ASSERT_NE(cases, nullptr);
+  std::size_t exact = 0;
+  for (const Json& c : cases->items()) {
+    Json config = Json::object();
+    config.set("model", *doc.find("memfit_model"));
+    Json& training = config.set("training", Json::object());
+    training.set("precision", Json::string("bf16_mixed"));
+    training.set("attention", Json::string("eager"));
+    training.set("micro_batch_size", *doc.find("micro_batch_size"));
+    training.set("seq_len", *doc.find("seq_len"));
+    Json ft = *c.find("finetune");
+    ft.set("lora_rank", Json::integer(8));
+    training.set("finetune", ft);
+    const ConfigParse parsed = parse_config(config);
+    ASSERT_TRUE(parsed.ok());
+    std::int64_t layer = 0;
+    for (const NamedBytes& term : estimate(parsed.config).activation_terms_per_layer) layer += term.bytes.value();
+    const std::int64_t measured = *c.find("saved_bytes")->find("layer1")->as_exact_integer();
+    const std::string method = ft.find("method")->as_string();
+    if (method == "beft" || method == "glora" || method == "supertuning" || method == "frod" || method == "osf" ||
+        method == "unilora") {
+      EXPECT_EQ(layer, measured) << method;
+      ++exact;
+    } else {
+      EXPECT_NEAR(static_cast<double>(layer), static_cast<double>(measured), measured * 0.06) << method;
+    }
+  }
+  EXPECT_EQ(exact, 6u);
 }
 
 Config llama2(FinetuneMethod method) {
@@ -596,6 +634,35 @@ TEST(Peft, Gpt2sConv1dTakesOnlyTheMethodsThatAcceptIt) {
     EXPECT_TRUE(run(m, "hf").find("errors")->items().empty()) << m;
   }
   EXPECT_TRUE(run("glora", "nanogpt").find("errors")->items().empty());
+}
+
+// What PEFT refuses of the newer methods, each named on its field: a quantised base under the
+// methods that read the weight, tensor parallelism under those that decompose it at init, PSOFT's
+// rank beyond a layer's smaller side, Poly on a mixture's experts, CPT and X-LoRA off a decoder,
+// gradient checkpointing and too many cached positions under prefix tuning.
+TEST(Peft, NewerMethodsRefuseWhatPeftRefuses) {
+  const auto first_field = [](const std::string& training, const std::string& rest = "") {
+    const Json r = estimate_json(R"({"model":{"preset":"llama-2-7b"},"training":{)" + training + "}" + rest + "}");
+    const auto& errors = r.find("errors")->items();
+    return errors.empty() ? std::string() : errors.at(0).find("field")->as_string();
+  };
+  EXPECT_EQ(first_field(R"("finetune":{"method":"glora","base_bits":4})"), "training.finetune.base_bits");
+  EXPECT_EQ(first_field(R"("finetune":{"method":"osf"})", R"(,"parallel":{"num_gpus":2,"tensor":2})"), "parallel.tensor");
+  EXPECT_EQ(first_field(R"("finetune":{"method":"psoft","lora_rank":5000})"), "training.finetune.lora_rank");
+  EXPECT_EQ(first_field(R"("finetune":{"method":"psoft","lora_rank":64})"), "");
+  EXPECT_EQ(first_field(R"("checkpointing":"full","finetune":{"method":"prefix_tuning"})"), "training.checkpointing");
+  EXPECT_EQ(first_field(R"("finetune":{"method":"pvera","base_bits":4})"), "");
+  const Json moe = estimate_json(R"({"model":{"preset":"mixtral-8x7b"},"training":{"moe_dispatch":"loop",)"
+                                 R"("finetune":{"method":"poly","lora_targets":["q","gate"]}}})");
+  EXPECT_EQ(moe.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.lora_targets");
+  for (const char* preset : {"bert-base-uncased", "t5-base"}) {
+    const Json r = estimate_json(std::string(R"({"model":{"preset":")") + preset +
+                                 R"("},"training":{"finetune":{"method":"cpt"}}})");
+    EXPECT_EQ(r.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.method") << preset;
+  }
+  const Json gpt2 = estimate_json(R"({"model":{"preset":"gpt2"},"training":{"seq_len":1024,)"
+                                  R"("finetune":{"method":"cartridge","num_virtual_tokens":30}}})");
+  EXPECT_EQ(gpt2.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.num_virtual_tokens");
 }
 
 // Poly mixes its skills into one LoRA pair per sequence (poly/layer.py: einsum over the task's

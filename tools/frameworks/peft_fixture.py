@@ -198,6 +198,48 @@ def count_peft(preset, ft, device="meta", layers=None):
     return int(trainable), int(total), pc.to_dict()
 
 
+def count_xlora(preset, ft):
+    """X-LoRA over `num_adapters` LoRA adapters saved from the same base (fresh ones: X-LoRA loads
+    adapters from disk, xlora/model.py), on real CPU models of 1 and 2 layers: its counts are a fixed
+    part (the classifier) and a part per layer (the frozen adapters), extended to the model's layers."""
+    import gc
+    import tempfile
+
+    def small(layers):  # a real model of `layers` blocks; the vocabulary, which X-LoRA does not touch, cut
+        cfg = load(preset, layers)
+        cfg.vocab_size = 256
+        with torch.device("cpu"):
+            return transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16), cfg
+    counts = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for layers in (1, 2):
+            adapters = {}
+            for i in range(ft["num_adapters"]):
+                model, cfg = small(layers)
+                lora = peft.LoraConfig(r=ft["lora_rank"], target_modules=target_regex(cfg.model_type, ft["lora_targets"]),
+                                       task_type="CAUSAL_LM")
+                path = os.path.join(tmp, "%d-%d" % (layers, i))
+                peft.get_peft_model(model, lora).save_pretrained(path)
+                adapters[str(i)] = path  # X-LoRA activates its adapters by these names
+                del model
+                gc.collect()
+            model, cfg = small(layers)
+            base = sum(p.numel() for p in model.parameters())
+            model.config.use_cache = False
+            pm = peft.get_peft_model(model, peft.XLoraConfig(task_type="CAUSAL_LM", hidden_size=cfg.hidden_size,
+                                                            adapters=adapters))
+            trainable, total = pm.get_nb_trainable_parameters()
+            counts.append((int(trainable), int(total) - base))
+            del model, pm
+            gc.collect()
+    full_layers = load(preset).num_hidden_layers
+    (t1, a1), (t2, a2) = counts
+    trainable = t1 + (t2 - t1) * (full_layers - 1)
+    added = a1 + (a2 - a1) * (full_layers - 1)
+    base_full = sum(p.numel() for p in build(preset, "meta")[0].parameters())
+    return trainable, base_full + added, {"layers_built": [1, 2]}
+
+
 def count_litgpt_v2(preset, ft):
     """LLaMA-Adapter v2 as LitGPT implements it (litgpt/adapter_v2.py)."""
     import litgpt.adapter_v2 as a2
@@ -251,12 +293,16 @@ def cases():
         yield p, {"method": "p_tuning", "num_virtual_tokens": 20}
         yield p, {"method": "p_tuning", "num_virtual_tokens": 20, "encoder_reparameterization_type": "lstm",
                   "encoder_hidden_size": 256}
-        yield p, {"method": "multitask_prompt_tuning", "num_virtual_tokens": 20}
         yield p, {"method": "cartridge", "num_virtual_tokens": 20}
-        if p != "bert-base-uncased":  # CPT is for causal language models only
+        if p != "bert-base-uncased":  # CPT is for causal language models only; multitask prompt tuning
+            # needs task ids, which PEFT's model without a head (BERT here) does not pass
             yield p, {"method": "cpt", "num_virtual_tokens": 10}
+            yield p, {"method": "multitask_prompt_tuning", "num_virtual_tokens": 20}
         yield p, {"method": "ln_tuning"}
         yield p, {"method": "trainable_tokens", "num_trainable_tokens": 10}
+        if p in decoders:  # X-LoRA: decoders whose layers sit under `model.` (GPT-2's names fail)
+            yield p, {"method": "xlora", "num_adapters": 2, "lora_rank": 8, "lora_targets": qv[p]}
+            yield p, {"method": "xlora", "num_adapters": 3, "lora_rank": 4, "lora_targets": every_linear[p]}
         if p in ("llama-2-7b", "llama-3-8b", "mistral-7b-v0.1"):  # PEFT's adaption_prompt: llama and mistral
             yield p, {"method": "llama_adapter", "adapter_len": 10, "adapter_start_layer": 2}
         if p in decoders[:4]:
@@ -311,7 +357,10 @@ def main():
             continue
         entry = {"preset": preset, "finetune": ft}
         try:
-            if ft["method"] == "llama_adapter_v2":
+            if ft["method"] == "xlora":
+                t, total, conf = count_xlora(preset, ft)
+                entry["library"] = "peft %s" % md.version("peft")
+            elif ft["method"] == "llama_adapter_v2":
                 t, total, conf = count_litgpt_v2(preset, ft)
                 entry["library"] = "litgpt %s" % md.version("litgpt")
             elif ft["method"] in REAL_WEIGHTS:

@@ -102,12 +102,26 @@ def peft_config(ft):
     return table[m]()
 
 
-def measure(ft, dtype=torch.float32):
+def measure(ft, dtype=torch.float32, autocast=False):
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(**TINY)
     model = transformers.LlamaForCausalLM(cfg).to(dtype)
     model.config.use_cache = False
-    pm = peft.get_peft_model(model, peft_config(ft))
+    if ft["method"] == "xlora":  # X-LoRA loads its adapters from disk: fresh ones saved from the same base
+        import tempfile
+        tmp = tempfile.mkdtemp()
+        adapters = {}
+        for i in range(ft["num_adapters"]):
+            torch.manual_seed(i)
+            other = transformers.LlamaForCausalLM(cfg).to(dtype)
+            lora = peft.LoraConfig(r=ft.get("lora_rank", 8), task_type="CAUSAL_LM",
+                                   target_modules=[NAMES[t] for t in ft["lora_targets"]])
+            peft.get_peft_model(other, lora).save_pretrained(os.path.join(tmp, str(i)))
+            adapters[str(i)] = os.path.join(tmp, str(i))
+        pm = peft.get_peft_model(model, peft.XLoraConfig(task_type="CAUSAL_LM", hidden_size=TINY["hidden_size"],
+                                                         adapters=adapters))
+    else:
+        pm = peft.get_peft_model(model, peft_config(ft))
     if ft["method"] == "lora_fa":
         for n, p in pm.named_parameters():
             if "lora_A" in n:
@@ -137,7 +151,8 @@ def measure(ft, dtype=torch.float32):
              torch.nn.modules.module.register_module_forward_hook(post)]
     ids = torch.randint(0, TINY["vocab_size"], (BATCH, SEQ))
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+                torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             extra = {}
             if ft["method"] in ("poly", "multitask_prompt_tuning"):  # one task: every sequence's id is 0
                 extra["task_ids"] = torch.zeros(BATCH, dtype=torch.long)
@@ -174,6 +189,10 @@ CASES_BF16 = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "lily",
               {"method": "poly", "lora_targets": ["q", "v"]}, {"method": "unilora", "lora_targets": ["q", "v"]},
               {"method": "osf", "lora_targets": ["q", "v"]}, {"method": "peanut", "lora_targets": ["q", "v"]},
               {"method": "deft", "lora_targets": ["q", "v"]}]
+# The same bf16 model under torch.autocast (the Trainer's bf16=True; memfit's bf16_mixed over a 16-bit
+# base): every adapter matmul gives bf16 again.
+CASES_AUTOCAST = CASES_BF16 + [{"method": m, "lora_targets": ["q", "v"]} for m in
+                               ("adamss", "beft", "frod", "pvera", "glora", "psoft", "supertuning")]
 
 CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lora_targets": ["q", "v"]},
          {"method": "lora_fa", "lora_targets": ["q", "v"]}, {"method": "vera", "lora_targets": ["q", "v"]},
@@ -202,7 +221,8 @@ CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lor
          {"method": "deft", "lora_targets": ["q", "v"]}, {"method": "deft", "lora_targets": ["k", "v", "down"]},
          {"method": "glora", "lora_targets": ["q", "o", "down"]},
          {"method": "cartridge", "num_virtual_tokens": 8},
-         {"method": "multitask_prompt_tuning", "num_virtual_tokens": 8}]
+         {"method": "multitask_prompt_tuning", "num_virtual_tokens": 8},
+         {"method": "xlora", "num_adapters": 2, "lora_targets": ["q", "v"]}]
 
 
 def main():
@@ -235,11 +255,19 @@ def main():
         r = {"finetune": ft, "saved_bytes": measure(ft, torch.bfloat16)}
         print(json.dumps(r), file=sys.stderr)
         out_bf16.append(r)
+    out_autocast = []
+    for ft in CASES_AUTOCAST:
+        if chosen and ft["method"] not in chosen and "cases_bf16_autocast" in old_doc:
+            out_autocast.append(next(c for c in old_doc["cases_bf16_autocast"] if c["finetune"] == ft))
+            continue
+        r = {"finetune": ft, "saved_bytes": measure(ft, torch.bfloat16, autocast=True)}
+        print(json.dumps(r), file=sys.stderr)
+        out_autocast.append(r)
     doc = {"about": "tools/frameworks/peft_saved.py writes this: bytes PEFT methods save for backward on a "
                     "tiny fp32 Llama (CPU, eager attention), by decoder layer; cases_bf16: the same model in bf16 "
-                    "with PEFT's default fp32 adapters",
+                    "with PEFT's default fp32 adapters; cases_bf16_autocast: that under torch.autocast(bf16)",
            "memfit_model": MEMFIT_MODEL, "micro_batch_size": BATCH, "seq_len": SEQ, "cases": out,
-           "cases_bf16": out_bf16}
+           "cases_bf16": out_bf16, "cases_bf16_autocast": out_autocast}
     with open(OUT, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")

@@ -112,7 +112,7 @@ enum class FinetuneMethod {
   kLlamaAdapter, kLlamaAdapterV2, kOft, kBoft, kLnTuning, kTrainableTokens, kLoha, kLokr,
   kFourierFt, kHra, kMiss, kVbLora, kRandLora, kC3a, kRoad, kWaveFt, kDeLora, kGraLora, kTinyLora,
   kShira, kHira, kMultitaskPromptTuning, kCpt, kCartridge, kAdamss, kBeft, kLily, kPoly, kFrod, kPvera, kGlora,
-  kUnilora, kOsf, kPsoft, kPeanut, kSupertuning, kDeft,
+  kUnilora, kOsf, kPsoft, kPeanut, kSupertuning, kDeft, kXlora,
 };
 // bitsandbytes' 4-bit data types (QLoRA): same storage, different code book.
 enum class QuantType { kNf4, kFp4 };
@@ -484,6 +484,7 @@ struct Finetune {
   std::int64_t boft_n_butterfly_factor = 1;  // BOFT butterfly factors
   std::int64_t n_frequency = 0;             // FourierFT / WaveFT coefficients; 0 = the method's default
   std::int64_t num_trainable_tokens = 10;   // trainable_tokens: rows of the embedding trained
+  std::int64_t num_adapters = 2;            // X-LoRA: the LoRA adapters (experts) it mixes
   // PEFT's modules_to_save: a trainable copy of the token embedding and / or the output head beside
   // the frozen original (kSaveEmbedding | kSaveHead), with any method.
   unsigned modules_to_save = 0;
