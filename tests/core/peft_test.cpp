@@ -80,6 +80,26 @@ Json read_fixture(const char* name) {
   return parsed.value ? *parsed.value : Json::object();
 }
 
+// memfit's per-layer saved bytes for a peft_saved.json case: its tiny Llama, eager attention, the
+// fixture's batch and length, at `precision`, rank 8 unless the case says.
+std::int64_t tiny_layer_bytes(const Json& doc, const char* precision, const Json& case_finetune) {
+  Json config = Json::object();
+  config.set("model", *doc.find("memfit_model"));
+  Json& training = config.set("training", Json::object());
+  training.set("precision", Json::string(precision));
+  training.set("attention", Json::string("eager"));
+  training.set("micro_batch_size", *doc.find("micro_batch_size"));
+  training.set("seq_len", *doc.find("seq_len"));
+  Json finetune = case_finetune;
+  if (!finetune.find("lora_rank")) finetune.set("lora_rank", Json::integer(8));
+  training.set("finetune", finetune);
+  const ConfigParse parsed = parse_config(config);
+  EXPECT_TRUE(parsed.ok()) << finetune.dump() << ": " << (parsed.ok() ? "" : parsed.errors[0].message);
+  std::int64_t layer = 0;
+  for (const NamedBytes& term : estimate(parsed.config).activation_terms_per_layer) layer += term.bytes.value();
+  return layer;
+}
+
 // What each method saves in one block, against PEFT's real layers (tools/frameworks/peft_saved.py:
 // saved_tensors_hooks on a tiny fp32 Llama with eager attention, the last block). Every method is
 // exact but three: OFT, whose per-target copy of its input memfit keeps as autocast makes it (fp32
@@ -89,21 +109,8 @@ TEST(Peft, SavedTensorsMatchPeftLayers) {
   const Json* cases = doc.find("cases");
   ASSERT_NE(cases, nullptr);
   for (const Json& c : cases->items()) {
-    Json config = Json::object();
-    config.set("model", *doc.find("memfit_model"));
-    Json& training = config.set("training", Json::object());
-    training.set("precision", Json::string("fp32"));
-    training.set("attention", Json::string("eager"));
-    training.set("micro_batch_size", *doc.find("micro_batch_size"));
-    training.set("seq_len", *doc.find("seq_len"));
-    Json finetune = *c.find("finetune");
-    if (!finetune.find("lora_rank")) finetune.set("lora_rank", Json::integer(8));
-    training.set("finetune", finetune);
-    const ConfigParse parsed = parse_config(config);
-    ASSERT_TRUE(parsed.ok()) << finetune.dump() << ": " << parsed.errors[0].message;
-    const Estimate e = estimate(parsed.config);
-    std::int64_t layer = 0;
-    for (const NamedBytes& term : e.activation_terms_per_layer) layer += term.bytes.value();
+    const Json& finetune = *c.find("finetune");
+    const std::int64_t layer = tiny_layer_bytes(doc, "fp32", finetune);
     const std::int64_t measured = *c.find("saved_bytes")->find("layer1")->as_exact_integer();
     const std::string method = finetune.find("method")->as_string();
     if (method == "oft") {
@@ -125,23 +132,7 @@ TEST(Peft, MethodsThatCastTheirInputKeepACopyEachOverABf16Model) {
   const Json doc = read_fixture("peft_saved.json");
   const Json* cases = doc.find("cases_bf16");
   ASSERT_NE(cases, nullptr);
-  const auto layer = [&](const Json& finetune) {
-    Json config = Json::object();
-    config.set("model", *doc.find("memfit_model"));
-    Json& training = config.set("training", Json::object());
-    training.set("precision", Json::string("bf16"));
-    training.set("attention", Json::string("eager"));
-    training.set("micro_batch_size", *doc.find("micro_batch_size"));
-    training.set("seq_len", *doc.find("seq_len"));
-    Json ft = finetune;
-    ft.set("lora_rank", Json::integer(8));
-    training.set("finetune", ft);
-    const ConfigParse parsed = parse_config(config);
-    EXPECT_TRUE(parsed.ok());
-    std::int64_t bytes = 0;
-    for (const NamedBytes& term : estimate(parsed.config).activation_terms_per_layer) bytes += term.bytes.value();
-    return bytes;
-  };
+  const auto layer = [&](const Json& finetune) { return tiny_layer_bytes(doc, "bf16", finetune); };
   const Json& lora = cases->items().at(0);
   ASSERT_EQ(lora.find("finetune")->find("method")->as_string(), "lora");
   const std::int64_t lora_measured = *lora.find("saved_bytes")->find("layer1")->as_exact_integer();
@@ -166,20 +157,8 @@ TEST(Peft, UnderAutocastAdaptersComputeInBf16) {
   ASSERT_NE(cases, nullptr);
   std::size_t exact = 0;
   for (const Json& c : cases->items()) {
-    Json config = Json::object();
-    config.set("model", *doc.find("memfit_model"));
-    Json& training = config.set("training", Json::object());
-    training.set("precision", Json::string("bf16_mixed"));
-    training.set("attention", Json::string("eager"));
-    training.set("micro_batch_size", *doc.find("micro_batch_size"));
-    training.set("seq_len", *doc.find("seq_len"));
-    Json ft = *c.find("finetune");
-    ft.set("lora_rank", Json::integer(8));
-    training.set("finetune", ft);
-    const ConfigParse parsed = parse_config(config);
-    ASSERT_TRUE(parsed.ok());
-    std::int64_t layer = 0;
-    for (const NamedBytes& term : estimate(parsed.config).activation_terms_per_layer) layer += term.bytes.value();
+    const Json& ft = *c.find("finetune");
+    const std::int64_t layer = tiny_layer_bytes(doc, "bf16_mixed", ft);
     const std::int64_t measured = *c.find("saved_bytes")->find("layer1")->as_exact_integer();
     const std::string method = ft.find("method")->as_string();
     if (method == "beft" || method == "glora" || method == "supertuning" || method == "frod" || method == "osf" ||

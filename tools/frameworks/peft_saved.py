@@ -71,19 +71,6 @@ def peft_config(ft):
         "waveft": lambda: C.WaveFTConfig(target_modules=tm, **common),
         "shira": lambda: C.ShiraConfig(r=r, target_modules=tm, **common),
         "boft": lambda: C.BOFTConfig(boft_block_size=4, target_modules=tm, **common),
-        "adamss": lambda: C.AdamssConfig(r=r, target_modules=tm, **common),
-        "beft": lambda: C.BeftConfig(target_modules=tm, **common),
-        "lily": lambda: C.LilyConfig(r=r, target_modules=tm, **common),
-        "poly": lambda: C.PolyConfig(r=r, target_modules=tm, **common),
-        "frod": lambda: C.FrodConfig(target_modules=tm, **common),
-        "pvera": lambda: C.PveraConfig(r=r, target_modules=tm, **common),
-        "glora": lambda: C.GloraConfig(r=r, target_modules=tm, **common),
-        "unilora": lambda: C.UniLoraConfig(r=r, target_modules=tm, **common),
-        "osf": lambda: C.OSFConfig(target_modules=tm, **common),
-        "psoft": lambda: C.PsoftConfig(r=r, target_modules=tm, **common),
-        "peanut": lambda: C.PeanutConfig(r=r, target_modules=tm, **common),
-        "supertuning": lambda: C.SupertuningConfig(target_modules=tm, **common),
-        "deft": lambda: C.DeftConfig(r=r, target_modules=tm, **common),
         "cartridge": lambda: C.CartridgeConfig(num_virtual_tokens=ft["num_virtual_tokens"], **common),
         "multitask_prompt_tuning": lambda: C.MultitaskPromptTuningConfig(num_virtual_tokens=ft["num_virtual_tokens"],
                                                                          **common),
@@ -99,6 +86,15 @@ def peft_config(ft):
         "ln_tuning": lambda: C.LNTuningConfig(target_modules=["input_layernorm", "post_attention_layernorm", "norm"],
                                               **common),
     }
+    # The methods added with PEFT 0.21.2's newer tuners: a config class, ranked or not.
+    for name, cls, ranked in (("adamss", "AdamssConfig", True), ("beft", "BeftConfig", False),
+                              ("lily", "LilyConfig", True), ("poly", "PolyConfig", True), ("frod", "FrodConfig", False),
+                              ("pvera", "PveraConfig", True), ("glora", "GloraConfig", True),
+                              ("unilora", "UniLoraConfig", True), ("osf", "OSFConfig", False),
+                              ("psoft", "PsoftConfig", True), ("peanut", "PeanutConfig", True),
+                              ("supertuning", "SupertuningConfig", False), ("deft", "DeftConfig", True)):
+        table[name] = (lambda cls=cls, ranked=ranked:
+                       getattr(C, cls)(target_modules=tm, **({"r": r} if ranked else {}), **common))
     return table[m]()
 
 
@@ -247,22 +243,19 @@ def main():
             r = {"finetune": ft, "error": "%s: %s" % (type(e).__name__, str(e)[:300])}
         print(json.dumps(r), file=sys.stderr)
         out.append(r)
-    out_bf16 = []
-    for ft in CASES_BF16:
-        if chosen and ft["method"] not in chosen and "cases_bf16" in old_doc:
-            out_bf16.append(next(c for c in old_doc["cases_bf16"] if c["finetune"] == ft))
-            continue
-        r = {"finetune": ft, "saved_bytes": measure(ft, torch.bfloat16)}
-        print(json.dumps(r), file=sys.stderr)
-        out_bf16.append(r)
-    out_autocast = []
-    for ft in CASES_AUTOCAST:
-        if chosen and ft["method"] not in chosen and "cases_bf16_autocast" in old_doc:
-            out_autocast.append(next(c for c in old_doc["cases_bf16_autocast"] if c["finetune"] == ft))
-            continue
-        r = {"finetune": ft, "saved_bytes": measure(ft, torch.bfloat16, autocast=True)}
-        print(json.dumps(r), file=sys.stderr)
-        out_autocast.append(r)
+
+    def bf16_cases(key, cases, autocast):  # the bf16 model, measured again only for the chosen methods
+        done = []
+        for ft in cases:
+            if chosen and ft["method"] not in chosen and key in old_doc:
+                done.append(next(c for c in old_doc[key] if c["finetune"] == ft))
+                continue
+            r = {"finetune": ft, "saved_bytes": measure(ft, torch.bfloat16, autocast=autocast)}
+            print(json.dumps(r), file=sys.stderr)
+            done.append(r)
+        return done
+    out_bf16 = bf16_cases("cases_bf16", CASES_BF16, False)
+    out_autocast = bf16_cases("cases_bf16_autocast", CASES_AUTOCAST, True)
     doc = {"about": "tools/frameworks/peft_saved.py writes this: bytes PEFT methods save for backward on a "
                     "tiny fp32 Llama (CPU, eager attention), by decoder layer; cases_bf16: the same model in bf16 "
                     "with PEFT's default fp32 adapters; cases_bf16_autocast: that under torch.autocast(bf16)",
