@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "finetune.hpp"
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "text.hpp"
@@ -264,7 +265,7 @@ void frod(const std::vector<AdaptedLinear>& linears, Bytes weight, Builder& b) {
 
 // PVeRA (pvera/layer.py, model.py): λ_b [out] and λ_d [2r] per layer; the shared random A [2r, max in]
 // and B [max out, r] are fp32 buffers.
-void pvera(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+void pvera(const std::vector<AdaptedLinear>& linears, const Finetune& f, Bytes adapter, Builder& b) {
   Count max_in = 0, max_out = 0;
   for (const AdaptedLinear& a : linears) {
     b.train(a.out, 0, a.count);
@@ -272,7 +273,7 @@ void pvera(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder
     max_in = max(max_in, a.in);
     max_out = max(max_out, a.out);
   }
-  b.out.buffer_bytes += Count(f.lora_rank) * (max_in * 2 + max_out) * kBufferElement;
+  b.out.buffer_bytes += Count(f.lora_rank) * (max_in * 2 + max_out) * adapter;
 }
 
 // Lily (Zhong et al. 2024; lily/layer.py, model.py _post_injection_hook): per layer A [r, in] and a
@@ -290,12 +291,12 @@ void lily(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder&
 // OSF (osf/layer.py): the weight's SVD split at k = min(in, out) / 2; the lower q = min − k singular
 // triplets are trained (U [out, q], S [q], V [q, in]); their initial values and the upper half's
 // larger factor (U_high [out, k] if out > in, V_high [k, in] if in > out) are fp32 buffers.
-void osf(const std::vector<AdaptedLinear>& linears, Builder& b) {
+void osf(const std::vector<AdaptedLinear>& linears, Bytes adapter, Builder& b) {
   for (const AdaptedLinear& a : linears) {
     const Count side = min(a.in, a.out), kept = side / 2, trained = side - kept;
     b.train(trained, a.in + a.out + 1, a.count);
     const Count high = a.out > a.in ? a.out * kept : a.in > a.out ? kept * a.in : Count(0);
-    b.out.buffer_bytes += (trained * (a.in + a.out + 1) + high) * a.count * kBufferElement;
+    b.out.buffer_bytes += (trained * (a.in + a.out + 1) + high) * a.count * adapter;
   }
 }
 
@@ -303,13 +304,13 @@ void osf(const std::vector<AdaptedLinear>& linears, Builder& b) {
 // into K' = min(5, out) subspaces by k-means; with subspace_rank 1 each trains a rank-1 pair over R
 // (K' · R) and the output coordinates (out) in all; the projected basis [R, in + bias] is an fp32
 // buffer.
-void adamss(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+void adamss(const std::vector<AdaptedLinear>& linears, const Finetune& f, Bytes adapter, Builder& b) {
   for (const AdaptedLinear& a : linears) {
     const Count in = a.in + (a.bias ? 1 : 0);
     const Count rank = min(Count(f.lora_rank), min(a.out, in)), subspaces = min(Count(kAdamssSubspaces), a.out);
     b.train(subspaces, rank, a.count);
     b.train(a.out, 0, a.count);
-    b.out.buffer_bytes += rank * in * a.count * kBufferElement;
+    b.out.buffer_bytes += rank * in * a.count * adapter;
   }
 }
 
@@ -351,7 +352,7 @@ void xlora(const ModelSpec& m, const std::vector<AdaptedLinear>& linears, const 
 }
 
 // Methods whose trained shapes follow from the layer's alone (the rest of per_linear's kind).
-void per_linear_more(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+void per_linear_more(const std::vector<AdaptedLinear>& linears, const Finetune& f, Bytes adapter, Builder& b) {
   const Count r = f.lora_rank;
   for (const AdaptedLinear& a : linears) {
     switch (f.method) {
@@ -377,7 +378,7 @@ void per_linear_more(const std::vector<AdaptedLinear>& linears, const Finetune& 
         break;
       }
       case FinetuneMethod::kUnilora:  // Uni-LoRA (unilora/layer.py): int64 indices and fp32 scales, A and B
-        b.out.buffer_bytes += r * (a.in + a.out) * a.count * (kInt64Bytes + kFp32Bytes);
+        b.out.buffer_bytes += r * (a.in + a.out) * a.count * (kInt64Bytes + adapter);
         break;
       default: break;
     }
@@ -646,6 +647,11 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
   PeftParameters out;
   Builder b{out};
   const std::vector<AdaptedLinear> linears = adapted_linears(params, f.lora_targets, adapter_layout(c));
+  // The frozen base weight's dtype (FRoD's copies, GLoRA's zeros), and the adapters' (the buffers
+  // PEFT creates beside them: fp32 under its autocast_adapter_dtype, else the base's).
+  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Bytes base = lora_base_bytes(recipe_of(c), impl);
+  const Bytes adapter = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32 ? kFp32Bytes : base;
   switch (f.method) {
     case FinetuneMethod::kFull: break;
     case FinetuneMethod::kLora:
@@ -677,12 +683,12 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
     case FinetuneMethod::kCpt: prompt_encoder(m, f, b); break;
     case FinetuneMethod::kPrefixTuning:
     case FinetuneMethod::kCartridge: prefix_encoder(m, f, b); break;
-    case FinetuneMethod::kFrod: frod(linears, recipe_for(c.training.precision).frozen_base, b); break;
-    case FinetuneMethod::kPvera: pvera(linears, f, b); break;
+    case FinetuneMethod::kFrod: frod(linears, base, b); break;
+    case FinetuneMethod::kPvera: pvera(linears, f, adapter, b); break;
     case FinetuneMethod::kLily: lily(linears, f, b); break;
-    case FinetuneMethod::kOsf: osf(linears, b); break;
-    case FinetuneMethod::kAdamss: adamss(linears, f, b); break;
-    case FinetuneMethod::kGlora: glora(linears, f, recipe_for(c.training.precision).frozen_base, b); break;
+    case FinetuneMethod::kOsf: osf(linears, adapter, b); break;
+    case FinetuneMethod::kAdamss: adamss(linears, f, adapter, b); break;
+    case FinetuneMethod::kGlora: glora(linears, f, base, b); break;
     case FinetuneMethod::kPsoft: psoft(linears, f, b); break;
     case FinetuneMethod::kXlora: xlora(m, linears, f, b); break;
     case FinetuneMethod::kBeft:
@@ -690,7 +696,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
     case FinetuneMethod::kPeanut:
     case FinetuneMethod::kSupertuning:
     case FinetuneMethod::kDeft:
-    case FinetuneMethod::kUnilora: per_linear_more(linears, f, b); break;
+    case FinetuneMethod::kUnilora: per_linear_more(linears, f, adapter, b); break;
     case FinetuneMethod::kLlamaAdapter:
     case FinetuneMethod::kLlamaAdapterV2: llama_adapter(m, params, f, b); break;
     case FinetuneMethod::kLnTuning: ln_tuning(params, b); break;

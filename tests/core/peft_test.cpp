@@ -644,6 +644,19 @@ TEST(Peft, NewerMethodsRefuseWhatPeftRefuses) {
   EXPECT_EQ(gpt2.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.num_virtual_tokens");
 }
 
+// The buffers PEFT creates beside a method's adapters take the adapters' dtype: fp32 under its
+// autocast_adapter_dtype, the base's with training.lora_adapter_dtype weights. OSF on Llama-2-7B's q
+// and v keeps its initial factors, 2,048 × (4,096 + 4,096 + 1) per layer and target, as buffers.
+TEST(Peft, MethodBuffersTakeTheAdaptersDtype) {
+  const auto parameters = [](const char* adapter_dtype) {
+    const Json r = estimate_json(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)"
+                                             R"("lora_adapter_dtype":")") + adapter_dtype +
+                                 R"(","finetune":{"method":"osf","lora_targets":["q","v"]}}})");
+    return *r.find("breakdown")->find("parameters")->as_exact_integer();
+  };
+  EXPECT_EQ(parameters("fp32") - parameters("weights"), 2LL * 2048 * (4096 + 4096 + 1) * 32 * 2);
+}
+
 // Poly mixes its skills into one LoRA pair per sequence (poly/layer.py: einsum over the task's
 // routing weights, [B, in, r] and [B, r, out], saved for backward): at the same tokens, more
 // sequences keep more. GLoRA, PEANuT and Super-Tuning keep a dense copy of every adapted weight,
