@@ -398,8 +398,10 @@ Count kv_width(const ModelSpec& m) { return Count(m.kv_heads()) * m.head_size();
 // num_tasks 1): the shared prompt [n, d] and the task's rank-one factors [n, 1] and [1, d].
 // CPT (Context-aware Prompt Tuning; cpt/model.py): a trained delta [n, d] over a frozen fp32 copy of
 // the context tokens' embeddings [n, d].
+// An encoder-decoder gets a prompt for each stack (peft_model.py: num_transformer_submodules 2 under
+// SEQ_2_SEQ_LM): 2n rows.
 void prompt_encoder(const ModelSpec& m, const Finetune& f, Builder& b) {
-  const Count d = m.hidden_size, n = f.num_virtual_tokens;
+  const Count d = m.hidden_size, n = Count(f.num_virtual_tokens) * (m.is_encoder_decoder ? 2 : 1);
   b.train(n, d, 1);
   if (f.method == FinetuneMethod::kMultitaskPromptTuning) {
     b.train(n, 1, 1);

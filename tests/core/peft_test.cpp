@@ -65,8 +65,10 @@ TEST(Peft, EveryMethodMatchesPeftOnRealModels) {
   // Mixtral and Qwen3-MoE: transformers 5's stacked experts, one adapter per projection; Qwen1.5-MoE:
   // stacked experts PEFT does not map, whose module names reach the shared expert only; Phi-3: fused
   // qkv_proj and gate_up_proj, each one adapted layer.
+  // T5 and BART: PEFT's prompt per stack of an encoder-decoder.
   for (const char* p : {"llama-2-7b", "llama-3-8b", "mistral-7b-v0.1", "qwen2.5-7b", "gpt2", "opt-125m",
-                        "bert-base-uncased", "mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b", "phi-3-mini-4k"}) {
+                        "bert-base-uncased", "mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b", "phi-3-mini-4k",
+                        "t5-base", "bart-base"}) {
     EXPECT_TRUE(models.count(p)) << p << " has no PEFT case";
   }
 }

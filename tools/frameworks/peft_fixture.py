@@ -68,6 +68,9 @@ MODELS = {
     "qwen1.5-moe-a2.7b": "Qwen__Qwen1.5-MoE-A2.7B",
     # Phi-3: fused qkv_proj and gate_up_proj, each one adapted layer (memfit: qkv; gate and up together).
     "phi-3-mini-4k": "microsoft__Phi-3-mini-4k-instruct",
+    # Encoder-decoders (SEQ_2_SEQ_LM): PEFT gives prompt methods a prompt per stack.
+    "t5-base": "google-t5__t5-base",
+    "bart-base": "facebook__bart-base",
 }
 LLAMA = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.o_proj",
          "gate": "mlp.gate_proj", "up": "mlp.up_proj", "down": "mlp.down_proj", "head": "lm_head",
@@ -107,10 +110,14 @@ def load(preset, layers=None):
 
 def build(preset, device="meta", layers=None):
     cfg = load(preset, layers)
-    auto = transformers.AutoModel if cfg.model_type == "bert" else transformers.AutoModelForCausalLM
+    auto = (transformers.AutoModel if cfg.model_type == "bert" else
+            transformers.AutoModelForSeq2SeqLM if cfg.model_type in SEQ2SEQ else transformers.AutoModelForCausalLM)
     with torch.device(device):
         model = auto.from_config(cfg, torch_dtype=torch.float32 if device == "cpu" else None)
     return model, cfg
+
+
+SEQ2SEQ = ("t5", "bart")
 
 
 def target_regex(family, targets):
@@ -187,7 +194,7 @@ def peft_config(family, ft, cfg, task):
 def count_peft(preset, ft, device="meta", layers=None):
     model, cfg = build(preset, "meta" if device == "meta" else "cpu", layers)
     family = cfg.model_type
-    task = "FEATURE_EXTRACTION" if family == "bert" else "CAUSAL_LM"
+    task = "FEATURE_EXTRACTION" if family == "bert" else "SEQ_2_SEQ_LM" if family in SEQ2SEQ else "CAUSAL_LM"
     pc = peft_config(family, ft, cfg, task)
     pm = peft.get_peft_model(model, pc)
     if ft["method"] == "lora_fa":  # what peft.optimizers.create_lorafa_optimizer does to the model
@@ -324,6 +331,12 @@ def cases():
     yield "phi-3-mini-4k", {"method": "lora", "lora_rank": 16, "lora_targets": phi3}
     yield "phi-3-mini-4k", {"method": "dora", "lora_rank": 8, "lora_targets": phi3}
     yield "phi-3-mini-4k", {"method": "vera", "lora_rank": 64, "lora_targets": ["qkv", "o"]}
+    for p in ("t5-base", "bart-base"):  # the prompt methods on encoder-decoders
+        yield p, {"method": "prompt_tuning", "num_virtual_tokens": 20}
+        yield p, {"method": "p_tuning", "num_virtual_tokens": 20}
+        yield p, {"method": "prefix_tuning", "num_virtual_tokens": 20}
+        yield p, {"method": "multitask_prompt_tuning", "num_virtual_tokens": 20}
+        yield p, {"method": "cartridge", "num_virtual_tokens": 20}
     yield "llama-2-7b", {"method": "oft", "lora_targets": ["q", "v"], "block_size": 48}  # adjusted to 64
     # Butterfly factors > 1 need PEFT's fbd CUDA extension; without it (on the CPU) PEFT forces the
     # factor to 1 (boft/layer.py update_layer, get_fbd_cuda), so only factor 1 can be checked here.
