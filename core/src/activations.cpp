@@ -1002,6 +1002,26 @@ std::vector<NamedBytes> selective_op_terms(const Config& c, const Dims& d, bool 
 // (shape 1×T), the embedding dropout mask, the rotary cos/sin tables all layers share (unless each
 // layer builds its own: rotary_per_layer), and the
 // final and embedding norms. A frozen embedding (LoRA) saves no ids.
+std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bool first_layer, bool linear);
+
+// ShadowPEFT's side network (shadow/model.py): a one-block copy of the model, every weight trained,
+// run on the (frozen, shared) embeddings before the model: one fine-tuned block's saved tensors
+// with its first norm's input needing no gradient, its final norm and its own rotary tables; and
+// its auxiliary loss, the log-softmax of lm_head(s0) over the vocabulary in the compute dtype and
+// the int64 targets.
+Bytes shadow_backbone_bytes(const Config& c, const Dims& d) {
+  Config full = c;
+  full.training.finetune = Finetune{};
+  const Dims fd = make_dims(full);
+  Bytes bytes{0};
+  for (const NamedBytes& term : block_terms(full, fd, false, true, false)) bytes += term.bytes;
+  const ModelSpec& m = c.model;
+  if (m.final_norm) bytes += norm_bytes(m, fd);
+  if (m.position_embedding == PositionKind::kRotary) bytes += d.seq * d.head_dim * d.act * 2;
+  const Count targets = d.batch * (d.seq - 1);
+  return bytes + targets * m.vocab_size * d.act + targets * kInt64Bytes;
+}
+
 Bytes outside_bytes(const Config& c, const Dims& d) {
   const ModelSpec& m = c.model;
   Bytes bytes{0};
@@ -1029,6 +1049,7 @@ Bytes outside_bytes(const Config& c, const Dims& d) {
       (c.training.checkpointing != Checkpointing::kNone || d.impl.attention != AttentionImpl::kEager)) {
     bytes += d.batch * d.heads * d.seq * d.full_seq * d.act;
   }
+  if (c.training.finetune.method == FinetuneMethod::kShadow) bytes += shadow_backbone_bytes(c, d);
   return bytes + peft_outside_bytes(c, d.tokens, d.act);
 }
 

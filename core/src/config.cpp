@@ -454,8 +454,10 @@ Json applicability(std::string_view path) {
     all.push(when_in("training.optimizer", spellings({"shampoo", "soap"})));
   } else if (path == "training.finetune.lora_rank" || path == "training.finetune.use_rslora") {
     all.push(methods(uses_rank_method));
-  } else if (path == "training.finetune.lora_targets" || path == "training.finetune.lora_dropout") {
+  } else if (path == "training.finetune.lora_targets") {
     all.push(methods(adapts_linears_method));
+  } else if (path == "training.finetune.lora_dropout") {  // ShadowPEFT's shadow_dropout too
+    all.push(methods([](FinetuneMethod m) { return adapts_linears_method(m) || m == FinetuneMethod::kShadow; }));
   } else if (path == "training.finetune.trainable_layers") {
     all.push(when_in("training.finetune.method", spellings({"full"})));
   } else if (path == "training.finetune.lowest_trainable_layer" || path == "training.finetune.train_embeddings" ||

@@ -281,7 +281,8 @@ std::vector<Field> build_fields() {
               "p_tuning", "llama_adapter", "llama_adapter_v2", "oft", "boft", "ln_tuning", "trainable_tokens", "loha",
               "lokr", "fourierft", "hra", "miss", "vblora", "randlora", "c3a", "road", "waveft", "delora", "gralora",
               "tinylora", "shira", "hira", "multitask_prompt_tuning", "cpt", "cartridge", "adamss", "beft", "lily",
-              "poly", "frod", "pvera", "glora", "unilora", "osf", "psoft", "peanut", "supertuning", "deft", "xlora"),
+              "poly", "frod", "pvera", "glora", "unilora", "osf", "psoft", "peanut", "supertuning", "deft", "xlora",
+              "shadow"),
       MF_INT("training.finetune.lora_rank", training.finetune.lora_rank, 1, 100'000,
              "rank r of the method (LoRA, DoRA, LoRA-FA, AdaLoRA init_r, VeRA, LoHa, LoKr, HRA, MiSS, VB-LoRA, "
              "RandLoRA, DeLoRA, GraLoRA, TinyLoRA, SHiRA, AdaMSS, Lily, Poly, PVeRA, GLoRA, Uni-LoRA, PSOFT, PEANuT, DEFT)"),

@@ -351,6 +351,30 @@ void xlora(const ModelSpec& m, const std::vector<AdaptedLinear>& linears, const 
   b.train(n, Count(m.hidden_size) + 1, 1);
 }
 
+// ShadowPEFT (shadow/layer.py, model.py; r, update_hidden_size = r, a one-layer mirror): in every
+// decoder block an injection down [r, d] and up [d, r] and two update MLPs d → u → d with biases, in
+// fp32; and a shadow backbone, a one-block copy of the model's own (its embedding shared and
+// removed) with its final norm, trained in the base's dtype.
+Count shadow_backbone_count(const ParameterCount& params) {
+  Count norm = 0;
+  for (const TensorGroup& g : params.groups) {
+    if (g.component == Component::kFinalNorm) norm += g.elements_each();
+  }
+  return params.per_dense_layer_count + norm;
+}
+
+void shadow(const ModelSpec& m, const ParameterCount& params, const Finetune& f, Builder& b) {
+  const Count d = m.hidden_size, r = f.lora_rank, u = r, layers = m.num_hidden_layers;
+  b.train(r, d, layers * 2);
+  b.train(u, d, layers * 2);
+  b.train(u, 0, layers * 2);
+  b.train(d, u, layers * 2);
+  b.train(d, 0, layers * 2);
+  const Count backbone = shadow_backbone_count(params);
+  b.train(backbone, 0, 1);
+  b.out.saved_copies += backbone;
+}
+
 // Methods whose trained shapes follow from the layer's alone (the rest of per_linear's kind).
 void per_linear_more(const std::vector<AdaptedLinear>& linears, const Finetune& f, Bytes adapter, Builder& b) {
   const Count r = f.lora_rank;
@@ -693,6 +717,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
     case FinetuneMethod::kGlora: glora(linears, f, base, b); break;
     case FinetuneMethod::kPsoft: psoft(linears, f, b); break;
     case FinetuneMethod::kXlora: xlora(m, linears, f, b); break;
+    case FinetuneMethod::kShadow: shadow(m, params, f, b); break;
     case FinetuneMethod::kBeft:
     case FinetuneMethod::kPoly:
     case FinetuneMethod::kPeanut:
@@ -720,13 +745,15 @@ bool adapts_linears_method(FinetuneMethod m) {
     case FinetuneMethod::kTrainableTokens:
     case FinetuneMethod::kMultitaskPromptTuning:
     case FinetuneMethod::kCpt:
-    case FinetuneMethod::kCartridge: return false;
+    case FinetuneMethod::kCartridge:
+    case FinetuneMethod::kShadow: return false;  // it adapts whole blocks
     default: return true;
   }
 }
 
 bool uses_rank_method(FinetuneMethod m) {
   switch (m) {
+    case FinetuneMethod::kShadow: return true;  // its bottlenecks' rank
     case FinetuneMethod::kIa3:
     case FinetuneMethod::kOft:
     case FinetuneMethod::kBoft:
@@ -1049,6 +1076,7 @@ PeftActivation peft_activation(const Config& c) {
       p.input_needs_grad = p.norms_trained = true;
       break;
     case FinetuneMethod::kLnTuning: p.input_needs_grad = p.norms_trained = true; break;
+    case FinetuneMethod::kShadow: p.input_needs_grad = true; break;  // every block's input carries the injection
     case FinetuneMethod::kTrainableTokens: p.input_needs_grad = true; break;
     default: break;
   }
@@ -1075,6 +1103,15 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
                          seq * m.head_size() * 2 * act});
   } else if (method == FinetuneMethod::kLlamaAdapter || method == FinetuneMethod::kLlamaAdapterV2) {
     llama_adapter_terms(c, batch, seq, act, terms);
+  } else if (method == FinetuneMethod::kShadow) {
+    // shadow/layer.py, in fp32: each block's injection keeps h − s (or its dropped-out copy and the
+    // mask) and the rank-r bottleneck; every block but the last (whose update nothing reads)
+    // keeps its output, the gate, the candidate, 1 − gate and the previous state, and the update
+    // MLPs' hidden values before and after GELU.
+    const Count tokens = batch * seq, d = m.hidden_size, r = c.training.finetune.lora_rank, layers = m.num_hidden_layers;
+    const Bytes mask = c.training.finetune.lora_dropout > 0.0 ? tokens * d * kByte : Bytes{0};  // a bool mask
+    terms.push_back({"peft.shadow_injection", tokens * (d + r) * kFp32Bytes + mask});
+    terms.push_back({"peft.shadow_update", mul_div(tokens * (d * 5 + r * 4), layers - 1, layers) * kFp32Bytes});
   } else if (adapts_linears_method(method)) {
     adapter_terms(c, batch, batch * seq, act, input_copy, terms);
   }
@@ -1275,6 +1312,22 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
   if (f.method == FinetuneMethod::kMultitaskPromptTuning && c.model.output_head == OutputHead::kNone) {
     errors.push_back({"training.finetune.method", "multitask_prompt_tuning needs a model with a head (a language "
                                                   "model or a classifier): PEFT's model without one passes no task ids"});
+  }
+  // ShadowPEFT mirrors one block of the model's own class: memfit models a dense decoder with rotary
+  // positions (the mirror of GPT-2 or OPT keeps its position table, GPT-2's its token embedding
+  // too), on one GPU's whole model (its side network is neither split nor staged).
+  if (f.method == FinetuneMethod::kShadow) {
+    const ModelSpec& m = c.model;
+    if (m.output_head != OutputHead::kLm || m.is_encoder_decoder || m.num_experts > 0 || m.hybrid_attention() ||
+        m.position_embedding != PositionKind::kRotary) {
+      errors.push_back({"training.finetune.method", "shadow needs a dense decoder-only language model with rotary "
+                                                    "positions (Llama, Mistral, Qwen, Gemma): its side network is a "
+                                                    "copy of one block"});
+    }
+    if (c.parallel.tensor > 1 || c.parallel.pipeline > 1 || c.parallel.context > 1) {
+      errors.push_back({"training.finetune.method", "shadow runs its side network whole on every GPU: parallel.tensor, "
+                                                    "pipeline and context must be 1"});
+    }
   }
   // CPT's model and X-LoRA's are for causal language models (cpt/config.py: CAUSAL_LM only; X-LoRA
   // loads its adapters into a `<top>.model.` decoder, xlora/model.py, and GPT-2's or an encoder's

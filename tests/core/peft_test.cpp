@@ -59,7 +59,7 @@ TEST(Peft, EveryMethodMatchesPeftOnRealModels) {
                         "loha", "lokr", "fourierft", "hra", "miss", "vblora", "randlora", "c3a", "road", "waveft",
                         "delora", "gralora", "tinylora", "shira", "hira", "multitask_prompt_tuning", "cpt", "cartridge",
                         "adamss", "beft", "lily", "poly", "frod", "pvera", "glora", "unilora", "osf", "psoft", "peanut",
-                        "supertuning", "deft", "xlora"}) {
+                        "supertuning", "deft", "xlora", "shadow"}) {
     EXPECT_TRUE(methods.count(m)) << m << " has no PEFT case";
   }
   // Mixtral and Qwen3-MoE: transformers 5's stacked experts, one adapter per projection; Qwen1.5-MoE:
@@ -115,6 +115,7 @@ TEST(Peft, SavedTensorsMatchPeftLayers) {
     const std::int64_t layer = tiny_layer_bytes(doc, "fp32", finetune);
     const std::int64_t measured = *c.find("saved_bytes")->find("layer1")->as_exact_integer();
     const std::string method = finetune.find("method")->as_string();
+    if (method == "shadow") continue;  // per step, not per block: ShadowsSideNetworkIsCounted
     if (method == "oft") {
       EXPECT_GE(layer, measured);
       EXPECT_LE(layer, measured * 107 / 100);
@@ -657,6 +658,42 @@ TEST(Peft, MethodBuffersTakeTheAdaptersDtype) {
     return *r.find("breakdown")->find("parameters")->as_exact_integer();
   };
   EXPECT_EQ(parameters("fp32") - parameters("weights"), 2LL * 2048 * (4096 + 4096 + 1) * 32 * 2);
+}
+
+// ShadowPEFT on the tiny fp32 Llama (peft_saved.py, its shadow case without dropout): the whole step's
+// saved tensors (both blocks, the side network's block and final norm, the auxiliary and main losses)
+// within 10 % of what PEFT's real layers keep. Not exact: memfit averages the blocks' update terms
+// over the layers, and its side network is one fine-tuned block of its own model.
+TEST(Peft, ShadowsSideNetworkIsCounted) {
+  const Json doc = read_fixture("peft_saved.json");
+  const Json* shadow = nullptr;
+  for (const Json& c : doc.find("cases")->items()) {
+    if (c.find("finetune")->find("method")->as_string() == "shadow") shadow = &c;
+  }
+  ASSERT_NE(shadow, nullptr);
+  std::int64_t measured = 0;
+  for (const char* part : {"layer0", "layer1", "outside"}) {
+    measured += *shadow->find("saved_bytes")->find(part)->as_exact_integer();
+  }
+  Json config = Json::object();
+  config.set("model", *doc.find("memfit_model"));
+  Json& training = config.set("training", Json::object());
+  training.set("precision", Json::string("fp32"));
+  training.set("attention", Json::string("eager"));
+  training.set("micro_batch_size", *doc.find("micro_batch_size"));
+  training.set("seq_len", *doc.find("seq_len"));
+  training.set("finetune", Json::object()).set("method", Json::string("shadow"));
+  const ConfigParse parsed = parse_config(config);
+  ASSERT_TRUE(parsed.ok());
+  const Estimate e = estimate(parsed.config);
+  const std::int64_t memfit = e.breakdown.activations.value() + e.breakdown.logits_and_loss.value();
+  EXPECT_NEAR(static_cast<double>(memfit), static_cast<double>(measured), measured * 0.10);
+  // The side network's block is in it: the same run without it would keep far less.
+  std::int64_t side = 0;
+  for (const NamedBytes& t : e.activation_terms_per_layer) {
+    if (t.name.rfind("peft.shadow", 0) == 0) side += t.bytes.value();
+  }
+  EXPECT_GT(side, 0);
 }
 
 // Poly mixes its skills into one LoRA pair per sequence (poly/layer.py: einsum over the task's

@@ -205,46 +205,60 @@ def count_peft(preset, ft, device="meta", layers=None):
     return int(trainable), int(total), pc.to_dict()
 
 
-def count_xlora(preset, ft):
-    """X-LoRA over `num_adapters` LoRA adapters saved from the same base (fresh ones: X-LoRA loads
-    adapters from disk, xlora/model.py), on real CPU models of 1 and 2 layers: its counts are a fixed
-    part (the classifier) and a part per layer (the frozen adapters), extended to the model's layers."""
+def count_layers_extended(preset, wrap):
+    """Counts of `wrap(model, cfg)` on real CPU models of 1 and 2 layers (the vocabulary cut: the
+    methods counted so do not touch it), extended to the model's layers: a fixed part and a part per
+    layer. For methods that need real modules (X-LoRA loads adapters from disk, ShadowPEFT builds a
+    copy of a block)."""
     import gc
-    import tempfile
 
-    def small(layers):  # a real model of `layers` blocks; the vocabulary, which X-LoRA does not touch, cut
+    def small(layers):
         cfg = load(preset, layers)
         cfg.vocab_size = 256
         with torch.device("cpu"):
             return transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16), cfg
     counts = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for layers in (1, 2):
-            adapters = {}
-            for i in range(ft["num_adapters"]):
-                model, cfg = small(layers)
-                lora = peft.LoraConfig(r=ft["lora_rank"], target_modules=target_regex(cfg.model_type, ft["lora_targets"]),
-                                       task_type="CAUSAL_LM")
-                path = os.path.join(tmp, "%d-%d" % (layers, i))
-                peft.get_peft_model(model, lora).save_pretrained(path)
-                adapters[str(i)] = path  # X-LoRA activates its adapters by these names
-                del model
-                gc.collect()
-            model, cfg = small(layers)
-            base = sum(p.numel() for p in model.parameters())
-            model.config.use_cache = False
-            pm = peft.get_peft_model(model, peft.XLoraConfig(task_type="CAUSAL_LM", hidden_size=cfg.hidden_size,
-                                                            adapters=adapters))
-            trainable, total = pm.get_nb_trainable_parameters()
-            counts.append((int(trainable), int(total) - base))
-            del model, pm
-            gc.collect()
+    for layers in (1, 2):
+        model, cfg = small(layers)
+        base = sum(p.numel() for p in model.parameters())
+        model.config.use_cache = False
+        pm = wrap(model, cfg, small, layers)
+        trainable, total = pm.get_nb_trainable_parameters()
+        counts.append((int(trainable), int(total) - base))
+        del model, pm
+        gc.collect()
     full_layers = load(preset).num_hidden_layers
     (t1, a1), (t2, a2) = counts
-    trainable = t1 + (t2 - t1) * (full_layers - 1)
-    added = a1 + (a2 - a1) * (full_layers - 1)
     base_full = sum(p.numel() for p in build(preset, "meta")[0].parameters())
-    return trainable, base_full + added, {"layers_built": [1, 2]}
+    return t1 + (t2 - t1) * (full_layers - 1), base_full + a1 + (a2 - a1) * (full_layers - 1), {"layers_built": [1, 2]}
+
+
+def count_shadow(preset, ft):
+    """ShadowPEFT with its defaults (a one-layer mirror, update_hidden_size = r)."""
+    return count_layers_extended(preset, lambda model, cfg, small, layers: peft.get_peft_model(
+        model, peft.ShadowConfig(task_type="CAUSAL_LM", r=ft["lora_rank"])))
+
+
+def count_xlora(preset, ft):
+    """X-LoRA over `num_adapters` LoRA adapters saved from the same base (fresh ones: X-LoRA loads
+    adapters from disk, xlora/model.py)."""
+    import gc
+    import tempfile
+
+    def wrap(model, cfg, small, layers):
+        tmp = tempfile.mkdtemp()
+        adapters = {}
+        for i in range(ft["num_adapters"]):
+            other, _ = small(layers)
+            lora = peft.LoraConfig(r=ft["lora_rank"], target_modules=target_regex(cfg.model_type, ft["lora_targets"]),
+                                   task_type="CAUSAL_LM")
+            adapters[str(i)] = os.path.join(tmp, str(i))  # X-LoRA activates its adapters by these names
+            peft.get_peft_model(other, lora).save_pretrained(adapters[str(i)])
+            del other
+            gc.collect()
+        return peft.get_peft_model(model, peft.XLoraConfig(task_type="CAUSAL_LM", hidden_size=cfg.hidden_size,
+                                                           adapters=adapters))
+    return count_layers_extended(preset, wrap)
 
 
 def count_litgpt_v2(preset, ft):
@@ -307,6 +321,9 @@ def cases():
             yield p, {"method": "multitask_prompt_tuning", "num_virtual_tokens": 20}
         yield p, {"method": "ln_tuning"}
         yield p, {"method": "trainable_tokens", "num_trainable_tokens": 10}
+        if p in decoders[:4]:  # ShadowPEFT: memfit models rotary decoders (OPT's mirror keeps its positions)
+            yield p, {"method": "shadow", "lora_rank": 8}
+            yield p, {"method": "shadow", "lora_rank": 16}
         if p in decoders:  # X-LoRA: decoders whose layers sit under `model.` (GPT-2's names fail)
             yield p, {"method": "xlora", "num_adapters": 2, "lora_rank": 8, "lora_targets": qv[p]}
             yield p, {"method": "xlora", "num_adapters": 3, "lora_rank": 4, "lora_targets": every_linear[p]}
@@ -370,7 +387,10 @@ def main():
             continue
         entry = {"preset": preset, "finetune": ft}
         try:
-            if ft["method"] == "xlora":
+            if ft["method"] == "shadow":
+                t, total, conf = count_shadow(preset, ft)
+                entry["library"] = "peft %s" % md.version("peft")
+            elif ft["method"] == "xlora":
                 t, total, conf = count_xlora(preset, ft)
                 entry["library"] = "peft %s" % md.version("peft")
             elif ft["method"] == "llama_adapter_v2":

@@ -86,6 +86,7 @@ def peft_config(ft):
         "ln_tuning": lambda: C.LNTuningConfig(target_modules=["input_layernorm", "post_attention_layernorm", "norm"],
                                               **common),
     }
+    table["shadow"] = lambda: C.ShadowConfig(r=r, shadow_dropout=ft.get("lora_dropout", 0.0), **common)
     # The methods added with PEFT 0.21.2's newer tuners: a config class, ranked or not.
     for name, cls, ranked in (("adamss", "AdamssConfig", True), ("beft", "BeftConfig", False),
                               ("lily", "LilyConfig", True), ("poly", "PolyConfig", True), ("frod", "FrodConfig", False),
@@ -218,7 +219,8 @@ CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lor
          {"method": "glora", "lora_targets": ["q", "o", "down"]},
          {"method": "cartridge", "num_virtual_tokens": 8},
          {"method": "multitask_prompt_tuning", "num_virtual_tokens": 8},
-         {"method": "xlora", "num_adapters": 2, "lora_targets": ["q", "v"]}]
+         {"method": "xlora", "num_adapters": 2, "lora_targets": ["q", "v"]},
+         {"method": "shadow"}]
 
 
 def main():

@@ -207,7 +207,7 @@ export const CHOICES = {
 
 // PEFT methods known by their papers' names alone: each id is its name in lower case, letters and
 // digits only.
-for (const name of 'AdaLoRA VeRA OFT BOFT LoHa LoKr FourierFT HRA VB-LoRA RandLoRA MiSS C3A RoAd WaveFT DeLoRA GraLoRA TinyLoRA SHiRA HiRA CPT Cartridge AdaMSS BEFT Lily Poly FRoD PVeRA GLoRA Uni-LoRA OSF PSOFT PEANuT Super-Tuning DEFT X-LoRA'.split(' ')) {
+for (const name of 'AdaLoRA VeRA OFT BOFT LoHa LoKr FourierFT HRA VB-LoRA RandLoRA MiSS C3A RoAd WaveFT DeLoRA GraLoRA TinyLoRA SHiRA HiRA CPT Cartridge AdaMSS BEFT Lily Poly FRoD PVeRA GLoRA Uni-LoRA OSF PSOFT PEANuT Super-Tuning DEFT X-LoRA Shadow'.split(' ')) {
   CHOICES['training.finetune.method'][name.toLowerCase().replace(/\W/g, '')] = [name, ''];
 }
 

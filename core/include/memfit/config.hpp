@@ -112,7 +112,7 @@ enum class FinetuneMethod {
   kLlamaAdapter, kLlamaAdapterV2, kOft, kBoft, kLnTuning, kTrainableTokens, kLoha, kLokr,
   kFourierFt, kHra, kMiss, kVbLora, kRandLora, kC3a, kRoad, kWaveFt, kDeLora, kGraLora, kTinyLora,
   kShira, kHira, kMultitaskPromptTuning, kCpt, kCartridge, kAdamss, kBeft, kLily, kPoly, kFrod, kPvera, kGlora,
-  kUnilora, kOsf, kPsoft, kPeanut, kSupertuning, kDeft, kXlora,
+  kUnilora, kOsf, kPsoft, kPeanut, kSupertuning, kDeft, kXlora, kShadow,
 };
 // bitsandbytes' 4-bit data types (QLoRA): same storage, different code book.
 enum class QuantType { kNf4, kFp4 };
