@@ -1006,12 +1006,17 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
 
 // ShadowPEFT's side network (shadow/model.py): a one-block copy of the model, every weight trained,
 // run on the (frozen, shared) embeddings before the model: one fine-tuned block's saved tensors
-// with its first norm's input needing no gradient, its final norm and its own rotary tables; and
+// (its first norm's input, which needs no gradient, counted all the same: t·d·4 + t·4 over), its
+// final norm and its own rotary tables; and
 // its auxiliary loss, the log-softmax of lm_head(s0) over the vocabulary in the compute dtype and
 // the int64 targets.
 Bytes shadow_backbone_bytes(const Config& c, const Dims& d) {
   Config full = c;
   full.training.finetune = Finetune{};
+  // The mirror's weights are in the base's dtype: a 16-bit base under autocast is bf16 weights
+  // computed under autocast, not AMP's fp32 weights with their casts.
+  const PrecisionRecipe& r = recipe_of(c);
+  if (r.autocast && d.stream != kFp32Bytes) full.training.precision = Precision::kBf16Autocast;
   const Dims fd = make_dims(full);
   Bytes bytes{0};
   for (const NamedBytes& term : block_terms(full, fd, false, true, false)) bytes += term.bytes;
@@ -1019,7 +1024,8 @@ Bytes shadow_backbone_bytes(const Config& c, const Dims& d) {
   if (m.final_norm) bytes += norm_bytes(m, fd);
   if (m.position_embedding == PositionKind::kRotary) bytes += d.seq * d.head_dim * d.act * 2;
   const Count targets = d.batch * (d.seq - 1);
-  return bytes + targets * m.vocab_size * d.act + targets * kInt64Bytes;
+  const Bytes log_probs = r.autocast ? kFp32Bytes : d.act;  // log_softmax runs in fp32 under autocast
+  return bytes + targets * m.vocab_size * log_probs + targets * kInt64Bytes;
 }
 
 Bytes outside_bytes(const Config& c, const Dims& d) {
@@ -1393,6 +1399,13 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     out.embedding_saved_bytes = Bytes{0};
   }
   out.saved_bytes = mul_div(body + out.embedding_saved_bytes, in_flight.chunks, in_flight.chunks_per_stage);
+  // ShadowPEFT's layer wraps the decoder block (shadow/layer.py), so its injection and update run
+  // outside the checkpointed block and keep their tensors in every recomputed block too.
+  if (f.method == FinetuneMethod::kShadow && tr.checkpointing == Checkpointing::kFull) {
+    Bytes shadow{0};
+    for (const NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act, Bytes{0})) shadow += term.bytes;
+    out.saved_bytes += shadow * b.recomputed;
+  }
   if (tr.activation_offload) {
     // Offloading streams saved tensors to the host; one layer's worth is on the GPU while its
     // backward runs. Under full or op-level checkpointing that layer is the one recomputed, which

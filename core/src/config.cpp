@@ -305,8 +305,9 @@ ConfigParse parse_config(const Json& json) {
   // the table must hold as well.
   ModelSpec& m = out.config.model;
   const Finetune& f = out.config.training.finetune;
-  // (Prefix tuning's and Cartridge's cached positions come first as well.)
-  const bool prompts = prepends_virtual_tokens(f.method) || prefixes_keys_values(f.method);
+  // (Prefix tuning's and Cartridge's cached positions come first as well, in a decoder-only model.)
+  const bool prompts = prepends_virtual_tokens(f.method) ||
+                       (prefixes_keys_values(f.method) && !out.config.model.is_encoder_decoder);
   const std::int64_t virtual_tokens = prompts ? std::max<std::int64_t>(0, f.num_virtual_tokens) : 0;
   // (Virtual tokens that fill the whole table are refused on their own, peft.cpp.)
   const std::int64_t room = m.max_position_embeddings - virtual_tokens;

@@ -422,10 +422,11 @@ Count kv_width(const ModelSpec& m) { return Count(m.kv_heads()) * m.head_size();
 // num_tasks 1): the shared prompt [n, d] and the task's rank-one factors [n, 1] and [1, d].
 // CPT (Context-aware Prompt Tuning; cpt/model.py): a trained delta [n, d] over a frozen fp32 copy of
 // the context tokens' embeddings [n, d].
-// An encoder-decoder gets a prompt for each stack (peft_model.py: num_transformer_submodules 2 under
-// SEQ_2_SEQ_LM): 2n rows.
+// An encoder-decoder language model gets a prompt for each stack (peft_model.py:
+// num_transformer_submodules 2 under SEQ_2_SEQ_LM only): 2n rows.
 void prompt_encoder(const ModelSpec& m, const Finetune& f, Builder& b) {
-  const Count d = m.hidden_size, n = Count(f.num_virtual_tokens) * (m.is_encoder_decoder ? 2 : 1);
+  const bool seq2seq_lm = m.is_encoder_decoder && m.output_head == OutputHead::kLm;
+  const Count d = m.hidden_size, n = Count(f.num_virtual_tokens) * (seq2seq_lm ? 2 : 1);
   b.train(n, d, 1);
   if (f.method == FinetuneMethod::kMultitaskPromptTuning) {
     b.train(n, 1, 1);
@@ -833,6 +834,7 @@ struct TargetSaved {
   Bytes fp32_bytes{0};
   bool saves_input = false;  // the layer's input, shared with the adapters on the same input
   bool casts_input = false;  // ... cast to the adapters' dtype first (x.to(A.dtype)): a copy of its own
+  bool input_fp32 = false;   // ... which stays fp32 under autocast (no matmul reads it first)
 };
 
 TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerShare& share) {
@@ -974,8 +976,10 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       break;
     }
     case FinetuneMethod::kXlora:  // xlora/layer.py: each adapter reads x scaled by its mix; frozen, they keep
-      // only x (cast to their fp32); the mixes [t, N, n] are one tensor for the model (peft_outside_bytes)
+      // only x cast to their fp32 (x * scaling is no autocast op: fp32 under autocast too); the mixes
+      // [t, N, n] are one tensor for the model (peft_outside_bytes)
       t.saves_input = t.casts_input = true;
+      t.input_fp32 = true;
       break;
     case FinetuneMethod::kPsoft:  // psoft/layer.py: A x [t, r] (fp32) and the r × r rotation's pieces
       t.fp32_bytes = share.per_layer(a, r) * kFp32Bytes + share.weights_per_layer(a, r * r * 5 + r) * kFp32Bytes;
@@ -1021,7 +1025,8 @@ void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes 
     saved += t.act_elements * element + t.fp32_bytes;
     const int group = input_group(a);
     if (t.saves_input && t.casts_input && !input_copy.is_zero()) {
-      inputs += share.per_layer(a, a.in) * input_copy;  // each adapter's own cast, as LoRA's (activations.cpp)
+      // each adapter's own cast, as LoRA's (activations.cpp)
+      inputs += share.per_layer(a, a.in) * (t.input_fp32 ? kFp32Bytes : input_copy);
     } else if (t.saves_input && !base_keeps_input && std::find(seen.begin(), seen.end(), group) == seen.end()) {
       seen.push_back(group);
       inputs += share.per_layer(a, a.in) * act;
@@ -1246,6 +1251,16 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
 
 }  // namespace
 
+// transformers' decoder classes whose blocks sit under `model.` with an `embed_tokens` embedding
+// (X-LoRA's adapter loading and ShadowPEFT's mirror assume it); the families named here keep
+// `transformer.h` / `gpt_neox.layers` and another embedding name. Remote code is taken as Llama's.
+bool decoder_under_model(const std::string& model_type) {
+  for (const char* other : {"gpt2", "gptj", "gpt_neox", "falcon", "bloom", "gpt_bigcode"}) {
+    if (model_type == other) return false;
+  }
+  return true;
+}
+
 // The methods whose PEFT layers take transformers' Conv1D (GPT-2's projections) as well as nn.Linear
 // (each method's model.py _create_new_module; the rest raise, or OSF adapts nothing).
 bool takes_conv1d(FinetuneMethod m) {
@@ -1319,26 +1334,35 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
   if (f.method == FinetuneMethod::kShadow) {
     const ModelSpec& m = c.model;
     if (m.output_head != OutputHead::kLm || m.is_encoder_decoder || m.num_experts > 0 || m.hybrid_attention() ||
-        m.position_embedding != PositionKind::kRotary) {
+        m.position_embedding != PositionKind::kRotary || !decoder_under_model(m.model_type)) {
       errors.push_back({"training.finetune.method", "shadow needs a dense decoder-only language model with rotary "
-                                                    "positions (Llama, Mistral, Qwen, Gemma): its side network is a "
-                                                    "copy of one block"});
+                                                    "positions whose embedding is embed_tokens (Llama, Mistral, Qwen, "
+                                                    "Gemma; not GPT-NeoX or Falcon, whose mirror keeps its own "
+                                                    "embedding): its side network is a copy of one block"});
     }
     if (c.parallel.tensor > 1 || c.parallel.pipeline > 1 || c.parallel.context > 1) {
       errors.push_back({"training.finetune.method", "shadow runs its side network whole on every GPU: parallel.tensor, "
                                                     "pipeline and context must be 1"});
     }
   }
+  // X-LoRA under gradient checkpointing: its scaling pass and the recomputation disagree on what is
+  // saved (non-reentrant: CheckpointError), and reentrant leaves the classifier without a gradient.
+  if (f.method == FinetuneMethod::kXlora && c.training.checkpointing != Checkpointing::kNone &&
+      runs_transformers_model(c.training.implementation.framework)) {
+    errors.push_back({"training.checkpointing", "must be none for xlora: under gradient checkpointing its classifier "
+                                                "gets no gradient (reentrant) or the recomputation fails (non-reentrant)"});
+  }
   // CPT's model and X-LoRA's are for causal language models (cpt/config.py: CAUSAL_LM only; X-LoRA
   // loads its adapters into a `<top>.model.` decoder, xlora/model.py, and GPT-2's or an encoder's
   // names fail).
   const bool causal = c.model.output_head == OutputHead::kLm && !c.model.is_encoder_decoder;
   if ((f.method == FinetuneMethod::kCpt || f.method == FinetuneMethod::kXlora) &&
-      (!causal || (f.method == FinetuneMethod::kXlora && c.model.model_type == "gpt2"))) {
+      (!causal || (f.method == FinetuneMethod::kXlora && !decoder_under_model(c.model.model_type)))) {
     errors.push_back({"training.finetune.method",
                       std::string(to_string(f.method)) + " needs a decoder-only language model" +
                           (f.method == FinetuneMethod::kXlora ? " whose layers sit under model. (Llama, Mistral, "
-                                                                "Qwen, OPT; not GPT-2)"
+                                                                "Qwen, OPT; not GPT-2, GPT-J, GPT-NeoX, Falcon, BLOOM "
+                                                                "or GPTBigCode)"
                                                               : "")});
   }
   if (f.base_bits != 4 && f.base_bits != 8 && f.base_bits != 16) {
@@ -1391,12 +1415,15 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
     errors.push_back({"training.checkpointing", "must be none for " + std::string(to_string(f.method)) +
                                                     ": PEFT refuses gradient checkpointing with its key/value cache"});
   }
+  // (An encoder-decoder shifts only its decoder's positions.)
+  const std::int64_t shifted = c.model.is_encoder_decoder ? c.training.decoder_len() : c.training.seq_len;
   if (prefixes_keys_values(f.method) && c.model.position_embedding == PositionKind::kLearned &&
-      c.training.seq_len + f.num_virtual_tokens > c.model.max_position_embeddings) {
+      shifted + f.num_virtual_tokens > c.model.max_position_embeddings) {
     errors.push_back({"training.finetune.num_virtual_tokens",
                       "must fit the learned positions with every sequence: the sequence's positions start after the " +
-                          detail::group_digits(f.num_virtual_tokens) + " cached ones, and training.seq_len " +
-                          detail::group_digits(c.training.seq_len) + " + " + detail::group_digits(f.num_virtual_tokens) +
+                          detail::group_digits(f.num_virtual_tokens) + " cached ones, and " +
+                          (c.model.is_encoder_decoder ? "training.target_len " : "training.seq_len ") +
+                          detail::group_digits(shifted) + " + " + detail::group_digits(f.num_virtual_tokens) +
                           " is more than model.max_position_embeddings (" +
                           detail::group_digits(c.model.max_position_embeddings) + ")"});
   }

@@ -127,7 +127,7 @@ TEST(Peft, SavedTensorsMatchPeftLayers) {
   }
 }
 
-// On a bf16 model PEFT keeps adapters in fp32 and Lily, Poly, Uni-LoRA, OSF, PEANuT and DEFT cast
+// On a bf16 model PEFT keeps adapters in fp32 and Lily, Poly, Uni-LoRA, OSF, PEANuT, DEFT and X-LoRA cast
 // their input to them: an fp32 copy per adapted layer, not the shared bf16 input (PEANuT also casts
 // the weight). Each method's difference from LoRA on the same targets, as peft_saved.py measured
 // it on the tiny bf16 Llama, exactly.
@@ -146,7 +146,7 @@ TEST(Peft, MethodsThatCastTheirInputKeepACopyEachOverABf16Model) {
     EXPECT_EQ(layer(*c.find("finetune")) - lora_memfit, measured - lora_measured) << c.find("finetune")->dump();
     ++checked;
   }
-  EXPECT_EQ(checked, 7u);
+  EXPECT_EQ(checked, 8u);
 }
 
 // The same bf16 model under torch.autocast (memfit's bf16_mixed over a 16-bit base, the Trainer's
@@ -645,6 +645,33 @@ TEST(Peft, NewerMethodsRefuseWhatPeftRefuses) {
   const Json gpt2 = estimate_json(R"({"model":{"preset":"gpt2"},"training":{"seq_len":1024,)"
                                   R"("finetune":{"method":"cartridge","num_virtual_tokens":30}}})");
   EXPECT_EQ(gpt2.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.num_virtual_tokens");
+  // An encoder-decoder shifts only its decoder's positions: BART's 1,024-token source takes a prefix.
+  const Json bart = estimate_json(R"({"model":{"preset":"bart-base"},"training":{"seq_len":1024,"target_len":128,)"
+                                  R"("finetune":{"method":"prefix_tuning","num_virtual_tokens":20}}})");
+  EXPECT_TRUE(bart.find("errors")->items().empty());
+  EXPECT_EQ(first_field(R"("checkpointing":"full","finetune":{"method":"xlora"})"), "training.checkpointing");
+  for (const char* preset : {"falcon-7b", "pythia-1b"}) {
+    for (const char* method : {"xlora", "shadow"}) {
+      const Json r = estimate_json(std::string(R"({"model":{"preset":")") + preset +
+                                   R"("},"training":{"finetune":{"method":")" + method + R"("}}})");
+      ASSERT_FALSE(r.find("errors")->items().empty()) << preset << " " << method;
+      EXPECT_EQ(r.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.method");
+    }
+  }
+}
+
+// ShadowPEFT's layer wraps the decoder block: under full checkpointing its injection and update
+// tensors stay in every block (PEFT's tiny Llama kept 469 and 268 KB in its two blocks, against 1.17
+// and 0.96 MB without checkpointing), so checkpointing saves less than for LoRA.
+TEST(Peft, ShadowsBlockTensorsOutliveCheckpointing) {
+  const auto activations = [](const char* method, const char* checkpointing) {
+    const Json r = estimate_json(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"seq_len":4096,)"
+                                             R"("checkpointing":")") + checkpointing +
+                                 R"(","finetune":{"method":")" + method + R"("}}})");
+    return *r.find("breakdown")->find("activations")->as_exact_integer();
+  };
+  const std::int64_t kept = 32LL * 4096 * (4096 + 8) * 4 + 31LL * 4096 * (4096 * 5 + 8 * 4) * 4;
+  EXPECT_GE(activations("shadow", "full") - activations("lora", "full"), kept);
 }
 
 // The buffers PEFT creates beside a method's adapters take the adapters' dtype: fp32 under its

@@ -185,7 +185,8 @@ def measure(ft, dtype=torch.float32, autocast=False):
 CASES_BF16 = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "lily", "lora_targets": ["q", "v"]},
               {"method": "poly", "lora_targets": ["q", "v"]}, {"method": "unilora", "lora_targets": ["q", "v"]},
               {"method": "osf", "lora_targets": ["q", "v"]}, {"method": "peanut", "lora_targets": ["q", "v"]},
-              {"method": "deft", "lora_targets": ["q", "v"]}]
+              {"method": "deft", "lora_targets": ["q", "v"]},
+              {"method": "xlora", "num_adapters": 2, "lora_targets": ["q", "v"]}]
 # The same bf16 model under torch.autocast (the Trainer's bf16=True; memfit's bf16_mixed over a 16-bit
 # base): every adapter matmul gives bf16 again.
 CASES_AUTOCAST = CASES_BF16 + [{"method": m, "lora_targets": ["q", "v"]} for m in
