@@ -1335,22 +1335,20 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
     const ModelSpec& m = c.model;
     if (m.output_head != OutputHead::kLm || m.is_encoder_decoder || m.num_experts > 0 || m.hybrid_attention() ||
         m.position_embedding != PositionKind::kRotary || !decoder_under_model(m.model_type)) {
-      errors.push_back({"training.finetune.method", "shadow needs a dense decoder-only language model with rotary "
-                                                    "positions whose embedding is embed_tokens (Llama, Mistral, Qwen, "
-                                                    "Gemma; not GPT-NeoX or Falcon, whose mirror keeps its own "
-                                                    "embedding): its side network is a copy of one block"});
+      errors.push_back({"training.finetune.method", "shadow needs a dense rotary decoder with embed_tokens (Llama, "
+                                                    "Mistral, Qwen, Gemma): its side network copies one block"});
     }
     if (c.parallel.tensor > 1 || c.parallel.pipeline > 1 || c.parallel.context > 1) {
-      errors.push_back({"training.finetune.method", "shadow runs its side network whole on every GPU: parallel.tensor, "
-                                                    "pipeline and context must be 1"});
+      errors.push_back({"training.finetune.method", "shadow runs its side network whole: parallel.tensor, pipeline "
+                                                    "and context must be 1"});
     }
   }
   // X-LoRA under gradient checkpointing: its scaling pass and the recomputation disagree on what is
   // saved (non-reentrant: CheckpointError), and reentrant leaves the classifier without a gradient.
   if (f.method == FinetuneMethod::kXlora && c.training.checkpointing != Checkpointing::kNone &&
       runs_transformers_model(c.training.implementation.framework)) {
-    errors.push_back({"training.checkpointing", "must be none for xlora: under gradient checkpointing its classifier "
-                                                "gets no gradient (reentrant) or the recomputation fails (non-reentrant)"});
+    errors.push_back({"training.checkpointing", "must be none for xlora: checkpointed, its classifier gets no "
+                                                "gradient or recomputation fails"});
   }
   // CPT's model and X-LoRA's are for causal language models (cpt/config.py: CAUSAL_LM only; X-LoRA
   // loads its adapters into a `<top>.model.` decoder, xlora/model.py, and GPT-2's or an encoder's
@@ -1360,9 +1358,8 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
       (!causal || (f.method == FinetuneMethod::kXlora && !decoder_under_model(c.model.model_type)))) {
     errors.push_back({"training.finetune.method",
                       std::string(to_string(f.method)) + " needs a decoder-only language model" +
-                          (f.method == FinetuneMethod::kXlora ? " whose layers sit under model. (Llama, Mistral, "
-                                                                "Qwen, OPT; not GPT-2, GPT-J, GPT-NeoX, Falcon, BLOOM "
-                                                                "or GPTBigCode)"
+                          (f.method == FinetuneMethod::kXlora ? " with its blocks under model. (Llama, Mistral, "
+                                                                "Qwen, OPT)"
                                                               : "")});
   }
   if (f.base_bits != 4 && f.base_bits != 8 && f.base_bits != 16) {
