@@ -642,6 +642,14 @@ TEST(Peft, NewerMethodsRefuseWhatPeftRefuses) {
                                  R"("},"training":{"finetune":{"method":"cpt"}}})");
     EXPECT_EQ(r.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.method") << preset;
   }
+  // transformers 5's encoders take no past keys and values (PEFT: "Model does not support past key
+  // values which are required for prefix tuning"); an encoder-decoder does.
+  for (const char* preset : {"bert-base-uncased", "roberta-base", "deberta-v3-base"}) {
+    const Json r = estimate_json(std::string(R"({"model":{"preset":")") + preset +
+                                 R"("},"training":{"finetune":{"method":"prefix_tuning"}}})");
+    ASSERT_FALSE(r.find("errors")->items().empty()) << preset;
+    EXPECT_EQ(r.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.method") << preset;
+  }
   const Json gpt2 = estimate_json(R"({"model":{"preset":"gpt2"},"training":{"seq_len":1024,)"
                                   R"("finetune":{"method":"cartridge","num_virtual_tokens":30}}})");
   EXPECT_EQ(gpt2.find("errors")->items().at(0).find("field")->as_string(), "training.finetune.num_virtual_tokens");
