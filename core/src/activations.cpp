@@ -1002,8 +1002,6 @@ std::vector<NamedBytes> selective_op_terms(const Config& c, const Dims& d, bool 
 // (shape 1×T), the embedding dropout mask, the rotary cos/sin tables all layers share (unless each
 // layer builds its own: rotary_per_layer), and the
 // final and embedding norms. A frozen embedding (LoRA) saves no ids.
-std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bool first_layer, bool linear);
-
 // ShadowPEFT's side network (shadow/model.py): a one-block copy of the model, every weight trained,
 // run on the (frozen, shared) embeddings before the model: one fine-tuned block's saved tensors
 // (its first norm's input, which needs no gradient, counted all the same: t·d·4 + t·4 over), its

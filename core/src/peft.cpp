@@ -951,16 +951,15 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.fp32_bytes = share.per_layer(a, r * 4 + out) * kFp32Bytes;
       break;
     case FinetuneMethod::kGlora:  // glora/layer.py: W + W ⊙ A + B built as a dense weight, then F.linear(x, ·)
-    case FinetuneMethod::kPeanut:  // peanut/layer.py: ΔWᵀ [in, out] rebuilt each forward, Wᵀ·A_inᵀ [in, r], and x
+      t.act_elements = share.weights_per_layer(a, weight);
+      // Its fp32 factors cast to the weight's dtype for the sum: A's and B's pairs.
+      if (share.casts) t.fp32_bytes = share.weights_per_layer(a, r * (in + out) * 2) * share.act;
       t.saves_input = true;
-      if (f.method == FinetuneMethod::kGlora) {
-        t.act_elements = share.weights_per_layer(a, weight);
-        // Its fp32 factors cast to the weight's dtype for the sum: A's and B's pairs.
-        if (share.casts) t.fp32_bytes = share.weights_per_layer(a, r * (in + out) * 2) * share.act;
-        break;
-      }
-      // Over a 16-bit base PEANuT also keeps the weight's cast to its adapters.
+      break;
+    case FinetuneMethod::kPeanut:  // peanut/layer.py: ΔWᵀ [in, out] rebuilt each forward, Wᵀ·A_inᵀ [in, r], and x;
+      // over a 16-bit base also the weight's cast to its adapters
       t.fp32_bytes = share.weights_per_layer(a, weight * (share.casts ? 2 : 1) + in * r) * share.adapter;
+      t.saves_input = true;
       t.casts_input = share.fp32_casts();
       break;
     case FinetuneMethod::kUnilora:  // unilora/layer.py: A and B gathered from θ (fp32), A x [t, r]
