@@ -1512,6 +1512,14 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
                           (d.impl.attention == AttentionImpl::kEager || d.impl.kv_saved == KvSaved::kQueryHeads);
     const bool fused_view = d.impl.projections == Projections::kFused && m.attention_type != AttentionType::kMla;
     const Bytes projected = fused_view ? d.mlp_act : d.act;
+    const Count cache_layers = m.hybrid_attention() ? mul_div(b.layers, Count(m.full_attention_layers()),
+                                                              max(Count(m.num_hidden_layers), Count(1)))
+                                                    : b.layers;
+    // The returned keys and values alias what the attention kernel saved: no memory of their own
+    // until backward frees the saved tensors, after which a loop holding its outputs keeps them
+    // (to the step's end, and beside the next forward until it returns).
+    out.kv_cache_total_bytes = d.tokens * d.kv_heads * (d.head_dim + d.v_head_dim) * d.act * cache_layers;
+    out.kv_cache_kept = d.impl.loop_keeps_logits == Switch::kYes;
     if (recomputed || repeated || projected != d.act) {
       if (fused_view) {
         out.kv_cache_key_bytes = d.tokens * (d.heads * d.head_dim + d.kv_heads * (d.head_dim + d.v_head_dim)) * projected;
@@ -1525,14 +1533,14 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
       }
       // A hybrid model's attention layers only (its Gated DeltaNet layers' cache holds a fixed-size
       // state, not counted).
-      out.kv_cache_bytes = (out.kv_cache_key_bytes + out.kv_cache_value_bytes) *
-                           (m.hybrid_attention() ? mul_div(b.layers, Count(m.full_attention_layers()),
-                                                           max(Count(m.num_hidden_layers), Count(1)))
-                                                 : b.layers);
-      out.kv_cache_kept = d.impl.loop_keeps_logits == Switch::kYes;
+      out.kv_cache_bytes = (out.kv_cache_key_bytes + out.kv_cache_value_bytes) * cache_layers;
+      out.kv_cache_total_bytes = max(out.kv_cache_total_bytes, out.kv_cache_bytes);
       out.notes.push_back("use_cache in training: every layer's keys and values are returned with the outputs" +
                           std::string(out.kv_cache_kept ? ", which the loop holds through backward." :
                                                           ", until the loss is computed."));
+    } else if (out.kv_cache_kept) {
+      out.notes.push_back("use_cache in training: every layer's keys and values are returned with the outputs, the "
+                          "tensors attention saved; the loop holds them after backward and beside the next forward.");
     }
   }
   return out;

@@ -32,6 +32,10 @@ struct ActivationModel {
   // loop keeps its outputs: loop_keeps_logits).
   Bytes kv_cache_key_bytes, kv_cache_value_bytes;  // one layer's (two tensors)
   Bytes kv_cache_bytes;  // all layers of the busiest stage
+  // The whole cache, all layers, aliased saved tensors included: what a loop that keeps its
+  // outputs holds after backward has freed the saved tensors, and the previous step's beside the
+  // next forward. kv_cache_kept is set wherever the loop keeps it.
+  Bytes kv_cache_total_bytes;
   bool kv_cache_kept = false;
   // What autograd Functions keep as ctx attributes rather than saved tensors (bitsandbytes before
   // 0.43.2: each 4-bit linear's input): part of saved_bytes, but backward does not free it; it

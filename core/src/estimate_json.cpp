@@ -104,6 +104,7 @@ Json range_json(Bytes low, Bytes high) {
 // The peak and what the allocator and the card make of it.
 void peak_json(const Estimate& e, Json& j) {
   j.set("peak_allocated_bytes", bytes(e.peak_allocated_bytes));
+  j.set("between_steps_bytes", bytes(e.between_steps_bytes));
   j.set("peak_reserved_bytes", bytes(e.peak_reserved_bytes));
   j.set("peak_reserved_range_bytes", range_json(e.peak_reserved_low_bytes, e.peak_reserved_high_bytes));
   j.set("device_total_bytes", bytes(e.device_total_bytes));

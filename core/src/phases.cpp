@@ -11,8 +11,11 @@ namespace memfit {
 
 namespace {
 
-// The key/value cache the loop holds through the step with its outputs (training.use_cache).
+// The key/value cache the loop holds through the step with its outputs (training.use_cache):
+// while autograd's saved tensors live, only what is not one of them (kv_cache_bytes); after
+// backward, and the previous step's beside the next forward, all of it.
 Bytes kept_cache(const ActivationModel& act) { return act.kv_cache_kept ? act.kv_cache_bytes : Bytes{0}; }
+Bytes kept_cache_whole(const ActivationModel& act) { return act.kv_cache_kept ? act.kv_cache_total_bytes : Bytes{0}; }
 
 // A loop that holds its outputs holds the graph behind them, and with it what autograd Functions
 // keep as ctx attributes (ActivationModel::retained_bytes): the previous step's, beside the next
@@ -484,6 +487,14 @@ Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const
          deepspeed_fp32_gradients(c, params, p, sharded_trainable, r);
 }
 
+Bytes between_steps_bytes(const Config& c, const StaticBytes& st, const ActivationModel& act, const LossModel& loss) {
+  // zero_grad(set_to_none=True) after the step frees the gradients (HF Trainer, accelerate's
+  // examples, torchtune, LitGPT, nanoGPT); zeroed in place they stay. A loop that zeroes them at the
+  // next step's start instead keeps them until then: breakdown.gradients more.
+  const Bytes grads = c.training.zero_grad_set_to_none ? Bytes{0} : st.accumulated_gradients;
+  return st.resident() + grads + loss.kept_bytes + kept_cache_whole(act) + kept_graph(act);
+}
+
 // The step in its steady state (optimizer states already exist).
 std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, const Placement& p,
                                const StaticBytes& st, const ActivationModel& act, const LossModel& loss,
@@ -496,7 +507,8 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   std::vector<Phase> phases = {
       {"load", "Loading the model", load_bytes(c, params, p, st, r)},
       {"forward", "End of forward (loss computed)",
-       alive + loss.forward_bytes + (act.kv_cache_kept ? Bytes{0} : act.kv_cache_bytes) + previous_graph(c, act) +
+       alive + loss.forward_bytes + (act.kv_cache_kept ? act.kv_cache_total_bytes : act.kv_cache_bytes) +
+           previous_graph(c, act) +
            reused.head + reused.blocks}};
   if (forward_only(t)) {
     phases.push_back({"optimizer_step", "MeZO perturbation and update",
@@ -509,7 +521,7 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
                                         fsdp_unit_gradients(c, params, p, r), r)});
   if (!updates_in_backward(t)) {
     phases.push_back({"optimizer_step", "Optimizer step",
-                      st.resident() + st.gradients + loss.kept_bytes + kept_cache(act) +
+                      st.resident() + st.gradients + loss.kept_bytes + kept_cache_whole(act) +
                           kept_graph(act) + optimizer_temporaries(c, params, p, r)});
   }
   // llm.c allocates each buffer once, at its first use, and never frees one (train_gpt2.cu: the

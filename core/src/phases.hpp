@@ -85,6 +85,12 @@ ReusedGathered deepspeed_reused_gathered(const Config& config, const ParameterCo
 ReusedGathered gathered_across_forward_end(const Config& config, const ParameterCount& params, const Placement& place,
                                            const PrecisionRecipe& recipe);
 
+// What stays allocated between two steps, after the optimizer step and zero_grad: the weights,
+// master copies, states and fixed buffers, the gradients where zero_grad keeps them, and what the
+// loop holds with its outputs (loop_keeps_logits: the logits, the key/value cache, the graph).
+Bytes between_steps_bytes(const Config& config, const StaticBytes& st, const ActivationModel& act,
+                          const LossModel& loss);
+
 std::vector<Phase> step_phases(const Config& config, const ParameterCount& params, const Placement& place,
                                const StaticBytes& statics, const ActivationModel& activations,
                                const LossModel& loss, Bytes weight_copies, const PrecisionRecipe& recipe);

@@ -74,6 +74,9 @@ struct Estimate {
   std::vector<NamedBytes> activation_terms_per_layer;  // one block, one micro-batch (empty for seed_14p)
   std::vector<Phase> phases;
   Bytes peak_allocated_bytes;
+  // Allocated between two steps (after the optimizer step and zero_grad): what memory_allocated()
+  // reads in a loop that logs it after each step.
+  Bytes between_steps_bytes;
   Bytes peak_reserved_bytes;        // point estimate
   Bytes peak_reserved_low_bytes;    // fragmentation range
   Bytes peak_reserved_high_bytes;
