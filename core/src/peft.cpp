@@ -835,6 +835,9 @@ struct TargetSaved {
   bool saves_input = false;  // the layer's input, shared with the adapters on the same input
   bool casts_input = false;  // ... cast to the adapters' dtype first (x.to(A.dtype)): a copy of its own
   bool input_fp32 = false;   // ... which stays fp32 under autocast (no matmul reads it first)
+  // act_elements made from fp32 adapters (or a tensor cast to their dtype) on a 16-bit model without
+  // autocast: fp32 too (peft_saved.py's bf16 cases); elsewhere in the compute dtype.
+  bool in_adapter_dtype = false;
 };
 
 TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerShare& share) {
@@ -842,15 +845,21 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
   TargetSaved t;
   switch (f.method) {
     case FinetuneMethod::kDora:  // dora.py: (m/‖W′‖ − 1)·base_result + m/‖W′‖·lora_result·s, ‖W′‖ [out]
-      t.act_elements = share.per_layer(a, out * 2);
-      t.fp32_bytes = share.weights_per_layer(a, out * 3) * kFp32Bytes;
+      // base_result in the compute dtype, lora_result in the adapters' (fp32 on a 16-bit model)
+      t.act_elements = share.per_layer(a, out);
+      t.fp32_bytes = share.weights_per_layer(a, out * 3) * kFp32Bytes +
+                     share.per_layer(a, out) * (share.fp32_casts() ? kFp32Bytes : share.act);
       break;
-    case FinetuneMethod::kLoraFa: t.act_elements = share.per_layer(a, r); break;  // A frozen: only A x for B
+    case FinetuneMethod::kLoraFa:  // A frozen: only A x for B
+      t.act_elements = share.per_layer(a, r);
+      t.in_adapter_dtype = true;
+      break;
     case FinetuneMethod::kAdaLora:  // adalora/layer.py: x @ (A ⊙ E)ᵀ saves A ⊙ E [r, in], and ranknum + ε
       t.fp32_bytes = share.weights_per_layer(a, r * in + 1) * kFp32Bytes;
       break;
     case FinetuneMethod::kGraLora:  // gralora/layer.py: the k sub-blocks' r-wide outputs (k · t · r, not t · r)
       t.act_elements = share.per_layer(a, r * (kGraLoraBlocks - 1));
+      t.in_adapter_dtype = true;
       break;
     case FinetuneMethod::kVbLora:  // vblora/layer.py: top-k of the logits, the gathered vectors, A and B built
       t.fp32_bytes = share.weights_per_layer(a, r * (in + out) * (1 + kVbLoraTopK)) * kFp32Bytes +
@@ -861,43 +870,63 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.per_layer(a, in + r * 2);
       t.fp32_bytes = share.weights_per_layer(a, r * 6 + 1) * kFp32Bytes;
       break;
-    case FinetuneMethod::kVera: t.act_elements = share.per_layer(a, r + out); break;  // λ_d ⊙ Ax, λ_b ⊙ B(·)
+    case FinetuneMethod::kVera:  // λ_d ⊙ Ax, λ_b ⊙ B(·)
+      t.act_elements = share.per_layer(a, r + out);
+      t.in_adapter_dtype = true;
+      break;
     case FinetuneMethod::kTinyLora:  // tinylora/layer.py: R = Σ v_i P_i [r, r] and R A x
       t.act_elements = share.per_layer(a, r);
+      t.in_adapter_dtype = true;
       t.fp32_bytes = share.weights_per_layer(a, r * r) * kFp32Bytes;
       break;
     case FinetuneMethod::kIa3: {  // ia3/layer.py: the scaled tensor and the flattened scale
       const Count width = a.target == kLoraDown ? in : out;
       t.act_elements = share.per_layer(a, width);
       t.fp32_bytes = share.weights_per_layer(a, width) * kFp32Bytes;
+      t.in_adapter_dtype = a.target == kLoraDown;  // a feedforward layer scales its input cast to the scale's dtype
       break;
     }
     case FinetuneMethod::kOft: {  // x cast and permuted for the block rotation; Cayley's four nb·b² pieces
       const Count b = oft_block_size(in.value(), f.block_size > 0 ? f.block_size : kOftBlockSize);
       t.act_elements = share.per_layer(a, in);
       t.fp32_bytes = share.weights_per_layer(a, in * b * 4) * kFp32Bytes;
+      t.in_adapter_dtype = true;  // x = self._cast_input_dtype(x, oft_R.weight.dtype)
       break;
     }
     case FinetuneMethod::kRoad:  // road/layer.py: the base output twice (θ, α) and six [out] rotation vectors
       t.act_elements = share.per_layer(a, out * 2);
       t.fp32_bytes = share.weights_per_layer(a, out * 6) * kFp32Bytes;
+      t.in_adapter_dtype = true;  // the base output cast to θ's dtype first
       break;
-    case FinetuneMethod::kMiss: t.act_elements = share.per_layer(a, r); break;    // x summed into r groups
-    case FinetuneMethod::kC3a: t.saves_input = true; break;  // c3a/layer.py: x in blocks, through the FFT
+    case FinetuneMethod::kMiss:  // x summed into r groups
+      t.act_elements = share.per_layer(a, r);
+      t.in_adapter_dtype = true;
+      break;
+    case FinetuneMethod::kC3a:  // c3a/layer.py: x in blocks, through the FFT (cast to the kernel's dtype)
+      t.saves_input = true;
+      t.casts_input = share.fp32_casts();
+      break;
     case FinetuneMethod::kRandLora: {  // randlora/layer.py: the [min, min] update and x through it
       const Count side = min(in, out);
       t.act_elements = share.per_layer(a, side) + share.weights_per_layer(a, side * side);
+      t.in_adapter_dtype = true;
       break;
     }
     case FinetuneMethod::kHra:  // hra/layer.py: the r Householder products (in × in, fp32) and the new weight
       t.act_elements = share.weights_per_layer(a, weight);
       t.fp32_bytes = share.weights_per_layer(a, in * in * (r + 1) + in * (r + 1) + r) * kFp32Bytes;
       t.saves_input = true;
+      // On a 16-bit model the frozen weight is cast to the rotation's fp32 for W·R (a copy the
+      // product saves), and x to it for F.linear.
+      if (share.fp32_casts()) t.fp32_bytes += share.weights_per_layer(a, weight) * kFp32Bytes;
+      t.casts_input = share.fp32_casts();
       break;
     case FinetuneMethod::kBoft: {  // boft/layer.py: Cayley blocks, the butterfly products [in, in], scaled output
       const Count b = f.block_size > 0 ? f.block_size : kBoftBlockSize;
-      t.act_elements = share.per_layer(a, out);
-      t.fp32_bytes = share.weights_per_layer(a, in * in * 2 + in * b * 3 + out * 2) * kFp32Bytes +
+      // The permutations' copy is cast to x's dtype (self.boft_P.to(x)) before bmm saves it; the
+      // other [in, in] product stays fp32 (peft_saved.py's bf16 case).
+      t.act_elements = share.per_layer(a, out) + share.weights_per_layer(a, in * in);
+      t.fp32_bytes = share.weights_per_layer(a, in * in + in * b * 3 + out * 2) * kFp32Bytes +
                      share.weights_per_layer(a, in) * Bytes{4};  // int32 block indices
       t.saves_input = true;
       break;
@@ -913,6 +942,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
                      share.weights_per_layer(a, n) * (kInt64Bytes * 2 + kByte);
       t.act_elements = share.weights_per_layer(a, weight);
       t.saves_input = true;
+      t.casts_input = share.fp32_casts();  // x cast to the fp32 update for F.linear
       break;
     }
     case FinetuneMethod::kFourierFt:  // fourierft/layer.py: + the [2, n] int64 spectrum indices
@@ -920,6 +950,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
                      kInt64Bytes;
       t.act_elements = share.weights_per_layer(a, weight);
       t.saves_input = true;
+      t.casts_input = share.fp32_casts();  // x cast to the fp32 update for F.linear
       break;
     case FinetuneMethod::kAdamss: {  // adamss/layer.py: x through the frozen basis [t, R], its subspace outputs
       // [t, K'], and the int64 scatter index [out] each forward copies
@@ -952,8 +983,9 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       break;
     case FinetuneMethod::kGlora:  // glora/layer.py: W + W ⊙ A + B built as a dense weight, then F.linear(x, ·)
       t.act_elements = share.weights_per_layer(a, weight);
-      // Its fp32 factors cast to the weight's dtype for the sum: A's and B's pairs.
-      if (share.casts) t.fp32_bytes = share.weights_per_layer(a, r * (in + out) * 2) * share.act;
+      // Under autocast its fp32 factors are cast to the weight's dtype for the sum: A's and B's
+      // pairs (without autocast the sum is fp32 and keeps the factors themselves).
+      if (share.casts && !share.fp32_casts()) t.fp32_bytes = share.weights_per_layer(a, r * (in + out) * 2) * share.act;
       t.saves_input = true;
       break;
     case FinetuneMethod::kPeanut:  // peanut/layer.py: ΔWᵀ [in, out] rebuilt each forward, Wᵀ·A_inᵀ [in, r], and x;
@@ -1002,6 +1034,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
     case FinetuneMethod::kHira:  // a dense delta (or new) weight built in forward, then F.linear(x, ·)
       t.act_elements = share.weights_per_layer(a, weight);
       t.saves_input = true;
+      t.casts_input = share.fp32_casts();  // on a 16-bit model: x cast to the fp32 update (_cast_input_dtype)
       break;
     default: break;
   }
@@ -1020,7 +1053,9 @@ void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes 
     if (a.stack > Count(1)) continue;
     const TargetSaved t = target_saved(f, a, share);
     // A method that casts its input to fp32 adapters computes in their dtype from there on.
-    const Bytes element = t.casts_input && !input_copy.is_zero() ? input_copy : act;
+    const Bytes element = t.casts_input && !input_copy.is_zero() ? input_copy
+                          : t.in_adapter_dtype && share.fp32_casts() ? kFp32Bytes
+                                                                      : act;
     saved += t.act_elements * element + t.fp32_bytes;
     const int group = input_group(a);
     if (t.saves_input && t.casts_input && !input_copy.is_zero()) {

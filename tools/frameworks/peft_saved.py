@@ -182,14 +182,32 @@ def measure(ft, dtype=torch.float32, autocast=False):
 
 # On a bf16 model PEFT keeps these methods' adapters in fp32 (autocast_adapter_dtype) and each casts
 # its input to them: one fp32 copy per adapted layer instead of the shared input.
-CASES_BF16 = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "lily", "lora_targets": ["q", "v"]},
+CASES_BF16_CAST = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "lily", "lora_targets": ["q", "v"]},
               {"method": "poly", "lora_targets": ["q", "v"]}, {"method": "unilora", "lora_targets": ["q", "v"]},
               {"method": "osf", "lora_targets": ["q", "v"]}, {"method": "peanut", "lora_targets": ["q", "v"]},
               {"method": "deft", "lora_targets": ["q", "v"]},
               {"method": "xlora", "num_adapters": 2, "lora_targets": ["q", "v"]}]
+# Every other method on the same bf16 model: what each builds from its fp32 adapters (a dense update,
+# a rotation, a product) is fp32 too, beside the bf16 activations of the layer it adapts.
+CASES_BF16 = CASES_BF16_CAST + [
+    {"method": "dora", "lora_targets": ["q", "v"]}, {"method": "lora_fa", "lora_targets": ["q", "v"]},
+    {"method": "vera", "lora_targets": ["q", "v"]}, {"method": "ia3", "lora_targets": ["k", "v", "down"]},
+    {"method": "oft", "lora_targets": ["q", "v"]}, {"method": "loha", "lora_targets": ["q", "v"]},
+    {"method": "lokr", "lora_targets": ["q", "v"]}, {"method": "fourierft", "lora_targets": ["q", "v"]},
+    {"method": "hra", "lora_targets": ["q", "v"]}, {"method": "hira", "lora_targets": ["q", "v"]},
+    {"method": "road", "lora_targets": ["q", "v"]}, {"method": "adalora", "lora_targets": ["q", "v"]},
+    {"method": "delora", "lora_targets": ["q", "v"]}, {"method": "gralora", "lora_targets": ["q", "v"]},
+    {"method": "randlora", "lora_targets": ["q", "v"]}, {"method": "tinylora", "lora_targets": ["q", "v"]},
+    {"method": "miss", "lora_targets": ["q", "v"]}, {"method": "c3a", "lora_targets": ["q", "v"], "block_size": 64},
+    {"method": "waveft", "lora_targets": ["q", "v"]}, {"method": "shira", "lora_targets": ["q", "v"]},
+    {"method": "boft", "lora_targets": ["q", "v"], "block_size": 4},
+    {"method": "adamss", "lora_targets": ["q", "v"]}, {"method": "beft", "lora_targets": ["q", "v"]},
+    {"method": "frod", "lora_targets": ["q", "v"]}, {"method": "pvera", "lora_targets": ["q", "v"]},
+    {"method": "glora", "lora_targets": ["q", "v"]}, {"method": "psoft", "lora_targets": ["q", "v"]},
+    {"method": "supertuning", "lora_targets": ["q", "v"]}]
 # The same bf16 model under torch.autocast (the Trainer's bf16=True; memfit's bf16_mixed over a 16-bit
 # base): every adapter matmul gives bf16 again.
-CASES_AUTOCAST = CASES_BF16 + [{"method": m, "lora_targets": ["q", "v"]} for m in
+CASES_AUTOCAST = CASES_BF16_CAST + [{"method": m, "lora_targets": ["q", "v"]} for m in
                                ("adamss", "beft", "frod", "pvera", "glora", "psoft", "supertuning")]
 
 CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lora_targets": ["q", "v"]},
@@ -250,7 +268,7 @@ def main():
     def bf16_cases(key, cases, autocast):  # the bf16 model, measured again only for the chosen methods
         done = []
         for ft in cases:
-            if chosen and ft["method"] not in chosen and key in old_doc:
+            if chosen and ft["method"] not in chosen and key in old_doc and ft in [c["finetune"] for c in old_doc[key]]:
                 done.append(next(c for c in old_doc[key] if c["finetune"] == ft))
                 continue
             r = {"finetune": ft, "saved_bytes": measure(ft, torch.bfloat16, autocast=autocast)}
