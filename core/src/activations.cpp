@@ -1518,19 +1518,27 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     // The returned keys and values alias what the attention kernel saved: no memory of their own
     // until backward frees the saved tensors, after which a loop holding its outputs keeps them
     // (to the step's end, and beside the next forward until it returns).
-    out.kv_cache_total_bytes = d.tokens * d.kv_heads * (d.head_dim + d.v_head_dim) * d.act * cache_layers;
+    // Prefix tuning's virtual keys and values are in the cache too (past_key_values, joined to every
+    // layer's own).
+    const Count cached_rows = d.tokens + (prefixes_keys_values(tr.finetune.method)
+                                              ? d.batch * Count(tr.finetune.num_virtual_tokens) : Count(0));
+    out.kv_cache_total_bytes = cached_rows * d.kv_heads * (d.head_dim + d.v_head_dim) * d.act * cache_layers;
     out.kv_cache_kept = d.impl.loop_keeps_logits == Switch::kYes;
+    Bytes key{0}, value{0};
+    if (fused_view) {
+      key = d.tokens * (d.heads * d.head_dim + d.kv_heads * (d.head_dim + d.v_head_dim)) * projected;
+      // Rotary models (GPT-NeoX, Falcon, Phi-3) return rotated keys, new tensors, beside the
+      // values' view of the fused output.
+      value = m.position_embedding == PositionKind::kRotary ? d.tokens * d.kv_heads * d.head_dim * d.act : Bytes{0};
+      // The views keep the whole fused output after backward, whether or not it was saved.
+      out.kv_cache_total_bytes = max(out.kv_cache_total_bytes, (key + value) * cache_layers);
+    } else {
+      key = d.tokens * d.kv_heads * d.head_dim * d.act;
+      value = d.tokens * d.kv_heads * d.v_head_dim * d.act;
+    }
     if (recomputed || repeated || projected != d.act) {
-      if (fused_view) {
-        out.kv_cache_key_bytes = d.tokens * (d.heads * d.head_dim + d.kv_heads * (d.head_dim + d.v_head_dim)) * projected;
-        // Rotary models (GPT-NeoX, Falcon, Phi-3) return rotated keys, new tensors, beside the
-        // values' view of the fused output.
-        out.kv_cache_value_bytes = m.position_embedding == PositionKind::kRotary ? d.tokens * d.kv_heads * d.head_dim * d.act
-                                                                                 : Bytes{0};
-      } else {
-        out.kv_cache_key_bytes = d.tokens * d.kv_heads * d.head_dim * d.act;
-        out.kv_cache_value_bytes = d.tokens * d.kv_heads * d.v_head_dim * d.act;
-      }
+      out.kv_cache_key_bytes = key;
+      out.kv_cache_value_bytes = value;
       // A hybrid model's attention layers only (its Gated DeltaNet layers' cache holds a fixed-size
       // state, not counted).
       out.kv_cache_bytes = (out.kv_cache_key_bytes + out.kv_cache_value_bytes) * cache_layers;

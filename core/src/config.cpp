@@ -513,6 +513,8 @@ Json applicability(std::string_view path) {
     all.push(method({"boft"}));
   } else if (path == "training.finetune.n_frequency") {
     all.push(method({"fourierft", "waveft"}));
+  } else if (path == "training.finetune.wrapped_on_gpu") {
+    all.push(when_in("training.finetune.method", spellings({"boft", "psoft"})));
   } else if (path == "training.finetune.num_adapters") {
     all.push(method({"xlora"}));
   } else if (path == "training.finetune.num_trainable_tokens") {

@@ -80,6 +80,19 @@ void low_rank(const std::vector<AdaptedLinear>& linears, const Finetune& f, Buil
   }
 }
 
+// AdaLoRA's rank allocator (adalora/layer.py RankAllocator.update_ipt, run by the model's
+// update_and_allocate every step, as PEFT's AdaLoRA recipe requires): for every lora_A, lora_B and
+// lora_E it keeps the importance |p · ∇p|, its moving average and the uncertainty's, three tensors
+// of the parameter's shape and dtype, from the first step to the end of training.
+Bytes adalora_allocator_bytes(const std::vector<AdaptedLinear>& linears, const Finetune& f, Bytes adapter) {
+  Count elements = 0;
+  for (const AdaptedLinear& a : linears) {
+    const Count r = expert_adapter_rank(f, a) * a.stack;
+    elements += (r * a.in + a.out * r + r) * a.count;
+  }
+  return elements * Count(3) * adapter;
+}
+
 // VeRA (Kopiczko et al. 2024; vera/layer.py): λ_b [out] and λ_d [r] per layer; the shared random
 // A [r, max in] and B [max out, r] are buffers (vera/model.py _init_vera_A_vera_B).
 void vera(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
@@ -123,14 +136,16 @@ void oft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& 
 }
 
 // BOFT (Liu et al. 2024; boft/layer.py update_layer): R [m, in / b, b, b] and a scale s [out, 1],
-// with m butterfly factors; the m permutation matrices [m, in, in] are an fp32 buffer per layer.
+// with m butterfly factors; the m permutation matrices [m, in, in] are an fp32 buffer per layer,
+// registered outside the adapter's dicts: on the GPU only for a model moved there after wrapping
+// (wrapped_on_gpu false); each forward copies it over otherwise (self.boft_P.to(x)).
 void boft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
   const std::int64_t size = f.block_size > 0 ? f.block_size : kBoftBlockSize;
   const Count m = f.boft_n_butterfly_factor;
   for (const AdaptedLinear& a : linears) {
     b.train(size, size, a.count, m * (a.in / size));
     b.train(a.out, 1, a.count);
-    b.out.buffer_bytes += m * a.in * a.in * a.count * kBufferElement;
+    if (!f.wrapped_on_gpu) b.out.buffer_bytes += m * a.in * a.in * a.count * kBufferElement;
   }
 }
 
@@ -338,7 +353,12 @@ void psoft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder
   const Count r = f.lora_rank, upper = r * (r - 1) / 2;
   for (const AdaptedLinear& a : linears) {
     b.train(upper + r * 2, 0, a.count);
-    b.out.buffer_bytes += (r * (a.in + a.out) * kBufferElement + upper * 2 * kInt64Bytes) * a.count;
+    // A = Vh[:r, :] of torch.linalg.svd (psoft_svd "full", ab_svd_init "psoft_init": PEFT's defaults)
+    // is a contiguous view, which .contiguous() returns as it is: the cached A keeps the whole fp32
+    // basis Vh [min(in, out), in] alive where the SVD ran (_build_psoft_ab_cache_buffers). A model
+    // moved to the GPU after wrapping copies only the view.
+    const Count a_rows = f.wrapped_on_gpu ? min(a.in, a.out) : r;
+    b.out.buffer_bytes += ((a_rows * a.in + r * a.out) * kBufferElement + upper * 2 * kInt64Bytes) * a.count;
   }
 }
 
@@ -686,7 +706,10 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
     case FinetuneMethod::kLoraFa:
     case FinetuneMethod::kAdaLora:
     case FinetuneMethod::kHira:
-    case FinetuneMethod::kDeLora: low_rank(linears, f, b); break;
+    case FinetuneMethod::kDeLora:
+      low_rank(linears, f, b);
+      if (f.method == FinetuneMethod::kAdaLora) b.out.buffer_bytes += adalora_allocator_bytes(linears, f, adapter);
+      break;
     case FinetuneMethod::kVera: vera(linears, f, b); break;
     case FinetuneMethod::kIa3: ia3(linears, b); break;
     case FinetuneMethod::kOft: oft(linears, f, b); break;

@@ -171,7 +171,7 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
                                                          act.frozen_unit_input_bytes + act.layer_backward_working_bytes;
   // Backward frees every saved tensor but leaves ctx attributes, which go with the graph after it.
   const Bytes end = st.resident() + grads_at_end + act.embedding_saved_bytes + embedding_grad + loss.kept_bytes +
-                    kept_cache(act) + act.retained_bytes + fused + root_at_end + kept_inputs * Count(2);
+                    kept_cache_whole(act) + act.retained_bytes + fused + root_at_end + kept_inputs * Count(2);
   return max(max(max(loss_and_head, top_block), bottom_block), end) + bucket;
 }
 

@@ -35,6 +35,8 @@ void estimate_seed_convention(const Config& c, Estimate& e) {
       e.breakdown.parameters + e.breakdown.gradients + e.breakdown.optimizer_states + e.breakdown.activations;
   e.phases = {{"total", "Parameters + gradients + optimizer states + activations", allocated}};
   e.peak_allocated_bytes = allocated;
+  // The seeds have no step timeline; between steps their model holds the weights and the states.
+  e.between_steps_bytes = e.breakdown.parameters + e.breakdown.optimizer_states;
   // The seeds' M (this plus the overhead) is a floor; the point estimate is the floor.
   e.fragmentation = c.hardware.fragmentation >= 0 ? c.hardware.fragmentation : 0.0;
   e.peak_reserved_bytes = scale(allocated, 1.0 + e.fragmentation);

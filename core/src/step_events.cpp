@@ -265,6 +265,9 @@ struct Program {
   bool root_embedding_in_backward = false;  // for its backward where gradient reaches its output
   Bytes kv_keys, kv_values;  // per layer (training.use_cache)
   bool kv_cache_kept = false;
+  // The rest of a kept cache, all layers: the keys and values attention saved, which the loop's
+  // outputs hold once backward lets the saved tensors go (ActivationModel::kv_cache_total_bytes).
+  Bytes kv_aliased;
   Bytes retained;  // per layer: ctx attributes backward leaves (ActivationModel::retained_bytes)
   bool retained_until_next_forward = false;
   bool forward_only = false;  // MeZO: the block's tensors go as it finishes; no backward
@@ -440,6 +443,8 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     r.give(unsharded);
     r.give(graph.reused_blocks);  // the kept blocks go as their backward passes (all counted at the top one)
     graph.reused_blocks = -1;
+    // A kept cache's keys and values outlive the block's saved tensors: as much stays taken.
+    if (!pr.kv_aliased.is_zero()) loss_kept.push_back(r.take(pr.kv_aliased / std::max<std::int64_t>(1, blocks)));
     r.give(saved[static_cast<std::size_t>(i)]);
     r.give(copies[static_cast<std::size_t>(i)]);
     release_gathered(r, pr, gathered);
@@ -609,6 +614,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.kv_keys = act.kv_cache_key_bytes;
   pr.kv_values = act.kv_cache_value_bytes;
   pr.kv_cache_kept = act.kv_cache_kept;
+  pr.kv_aliased = act.kv_cache_kept ? act.kv_cache_total_bytes - act.kv_cache_bytes : Bytes{0};
   if (every_layer) {
     pr.frozen_unit_input = act.frozen_unit_input_bytes;
     pr.frozen_unit_blocks = act.frozen_unit_blocks.value();

@@ -537,7 +537,10 @@ TEST(Implementation, UseCacheInTrainingKeepsEveryLayersKeysAndValues) {
   const Json plain_on = run(plain + R"("use_cache":"yes"}})");
   const Json plain_off = run(plain + R"("use_cache":"no"}})");
   const std::int64_t one = cache / 4;
-  EXPECT_EQ(phase(plain_on, "backward"), phase(plain_off, "backward"));
+  // Backward: nothing more at its start; at its end (the saved tensors freed) the held cache, when
+  // that end is backward's high point.
+  EXPECT_GE(phase(plain_on, "backward"), phase(plain_off, "backward"));
+  EXPECT_LE(phase(plain_on, "backward") - phase(plain_off, "backward"), one);
   EXPECT_EQ(phase(plain_on, "forward") - phase(plain_off, "forward"), one);
   EXPECT_EQ(phase(plain_on, "optimizer_step") - phase(plain_off, "optimizer_step"), one);
   EXPECT_EQ(field(plain_on, "between_steps_bytes") - field(plain_off, "between_steps_bytes"), one);

@@ -200,6 +200,42 @@ Config llama2(FinetuneMethod method) {
   return c;
 }
 
+// Where a method's tensors outside its adapter dicts live (training.finetune.wrapped_on_gpu), as
+// PEFT's GPU benchmark measured between steps (tools/accuracy/peft_gpu.py): BOFT's permutations
+// [1, in, in] fp32 stay on the CPU for a model wrapped on the GPU and are on it for one moved after;
+// PSOFT's A keeps the SVD's whole basis [min(in, out), in] fp32 where the SVD ran (on the GPU), and
+// only its r rows once moved. Llama-2-7B, q and v: every in is 4096 and every out 4096.
+TEST(Peft, WhereBoftsAndPsoftsBuffersLive) {
+  Config boft = llama2(FinetuneMethod::kBoft);
+  boft.training.finetune.lora_targets = kLoraQ | kLoraV;
+  boft.training.finetune.block_size = 4;
+  boft.training.finetune.boft_n_butterfly_factor = 1;
+  const std::int64_t on_gpu = estimate(boft).breakdown.parameters.value();
+  boft.training.finetune.wrapped_on_gpu = false;
+  EXPECT_EQ(estimate(boft).breakdown.parameters.value() - on_gpu, 32LL * 2 * 4096 * 4096 * 4);
+
+  Config psoft = llama2(FinetuneMethod::kPsoft);
+  psoft.training.finetune.lora_targets = kLoraQ | kLoraV;
+  psoft.training.finetune.lora_rank = 32;
+  const std::int64_t basis = estimate(psoft).breakdown.parameters.value();
+  psoft.training.finetune.wrapped_on_gpu = false;
+  EXPECT_EQ(basis - estimate(psoft).breakdown.parameters.value(), 32LL * 2 * (4096 - 32) * 4096 * 4);
+}
+
+// AdaLoRA's rank allocator keeps three tensors the size of every lora_A, lora_B and lora_E
+// (adalora/layer.py RankAllocator.update_ipt), in the adapters' dtype (fp32 by default).
+TEST(Peft, AdaLorasRankAllocatorKeepsThreeCopiesOfTheAdapters) {
+  Config c = llama2(FinetuneMethod::kAdaLora);
+  c.training.finetune.lora_targets = kLoraQ | kLoraV;
+  c.training.finetune.lora_rank = 12;
+  Config lora = c;
+  lora.training.finetune.method = FinetuneMethod::kLora;
+  const std::int64_t r = 12, per_module = r * 4096 + 4096 * r + r;
+  // AdaLoRA's E [r] and ranknum [1] are fp32 parameters too; the allocator's three copies are buffers.
+  EXPECT_EQ(estimate(c).breakdown.parameters.value() - estimate(lora).breakdown.parameters.value(),
+            32LL * 2 * ((r + 1) * 4 + per_module * 3 * 4));
+}
+
 // Published print_trainable_parameters() outputs. PEFT's LoRA developer guide and countless
 // tutorials print, for Llama-2-7B with r = 8 on q_proj and v_proj:
 // "trainable params: 4,194,304 || all params: 6,742,609,920 || trainable%: 0.0622"

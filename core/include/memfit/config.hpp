@@ -446,6 +446,13 @@ struct Finetune {
   unsigned lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO;  // the modules a method adapts
   double lora_dropout = 0.0;    // PEFT's lora_dropout on the adapters' input
   bool use_rslora = false;      // rsLoRA: scaling α/√r instead of α/r (no memory effect)
+  // The model is on the GPU when get_peft_model wraps it (from_pretrained with a device_map, any
+  // quantised base, PEFT's own benchmark) rather than wrapped on the CPU and moved after (Trainer's
+  // move). It decides where the tensors a method keeps outside its adapter-keyed dicts live: BOFT's
+  // permutation buffer stays on the CPU where it was made (BaseTunerLayer's move takes only the
+  // adapter's own entries), and PSOFT's A, a view of the full SVD basis computed on the GPU, keeps
+  // that whole basis there (moved later, the view alone is copied).
+  bool wrapped_on_gpu = true;
   // Stacked experts named through PEFT's target_parameters (gate_up_proj and down_proj each at
   // rank r: the only way to reach gpt-oss's) rather than the checkpoint's module names, which PEFT
   // maps onto them with gate and up fused at rank 2r (transformers_weight_conversion.py).
