@@ -513,7 +513,7 @@ Json applicability(std::string_view path) {
     all.push(method({"boft"}));
   } else if (path == "training.finetune.n_frequency") {
     all.push(method({"fourierft", "waveft"}));
-  } else if (path == "training.finetune.wrapped_on_gpu") {
+  } else if (path == "training.finetune.loaded_before_wrapping") {
     all.push(when_in("training.finetune.method", spellings({"boft", "psoft"})));
   } else if (path == "training.finetune.num_adapters") {
     all.push(method({"xlora"}));

@@ -309,9 +309,9 @@ std::vector<Field> build_fields() {
       MF_INT("training.finetune.lowest_trainable_layer", training.finetune.lowest_trainable_layer, -1, 100'000,
              "the lowest trained block (0-based): backward stops there, so the blocks below save nothing; -1 = the "
              "trained blocks are the top ones"),
-      MF_BOOL("training.finetune.wrapped_on_gpu", training.finetune.wrapped_on_gpu,
-              "the model is on the GPU when PEFT wraps it (device_map, quantised bases); false: wrapped on the CPU "
-              "and moved after. Where BOFT's permutations and PSOFT's SVD basis live"),
+      MF_BOOL("training.finetune.loaded_before_wrapping", training.finetune.loaded_before_wrapping,
+              "the model is loaded onto the GPU before PEFT wraps it (device_map, quantised bases); false: wrapped on "
+              "the CPU and moved after. Where BOFT's permutations and PSOFT's SVD basis live"),
       MF_BOOL("training.finetune.train_embeddings", training.finetune.train_embeddings,
               "with trainable_layers: the token embedding trains too (backward then runs through every block)"),
       MF_BOOL("training.finetune.train_head", training.finetune.train_head,

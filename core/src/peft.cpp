@@ -138,14 +138,14 @@ void oft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& 
 // BOFT (Liu et al. 2024; boft/layer.py update_layer): R [m, in / b, b, b] and a scale s [out, 1],
 // with m butterfly factors; the m permutation matrices [m, in, in] are an fp32 buffer per layer,
 // registered outside the adapter's dicts: on the GPU only for a model moved there after wrapping
-// (wrapped_on_gpu false); each forward copies it over otherwise (self.boft_P.to(x)).
+// (loaded_before_wrapping false); each forward copies it over otherwise (self.boft_P.to(x)).
 void boft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
   const std::int64_t size = f.block_size > 0 ? f.block_size : kBoftBlockSize;
   const Count m = f.boft_n_butterfly_factor;
   for (const AdaptedLinear& a : linears) {
     b.train(size, size, a.count, m * (a.in / size));
     b.train(a.out, 1, a.count);
-    if (!f.wrapped_on_gpu) b.out.buffer_bytes += m * a.in * a.in * a.count * kBufferElement;
+    if (!f.loaded_before_wrapping) b.out.buffer_bytes += m * a.in * a.in * a.count * kBufferElement;
   }
 }
 
@@ -357,7 +357,7 @@ void psoft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder
     // is a contiguous view, which .contiguous() returns as it is: the cached A keeps the whole fp32
     // basis Vh [min(in, out), in] alive where the SVD ran (_build_psoft_ab_cache_buffers). A model
     // moved to the GPU after wrapping copies only the view.
-    const Count a_rows = f.wrapped_on_gpu ? min(a.in, a.out) : r;
+    const Count a_rows = f.loaded_before_wrapping ? min(a.in, a.out) : r;
     b.out.buffer_bytes += ((a_rows * a.in + r * a.out) * kBufferElement + upper * 2 * kInt64Bytes) * a.count;
   }
 }

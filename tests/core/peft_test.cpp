@@ -200,7 +200,7 @@ Config llama2(FinetuneMethod method) {
   return c;
 }
 
-// Where a method's tensors outside its adapter dicts live (training.finetune.wrapped_on_gpu), as
+// Where a method's tensors outside its adapter dicts live (training.finetune.loaded_before_wrapping), as
 // PEFT's GPU benchmark measured between steps (tools/accuracy/peft_gpu.py): BOFT's permutations
 // [1, in, in] fp32 stay on the CPU for a model wrapped on the GPU and are on it for one moved after;
 // PSOFT's A keeps the SVD's whole basis [min(in, out), in] fp32 where the SVD ran (on the GPU), and
@@ -211,14 +211,14 @@ TEST(Peft, WhereBoftsAndPsoftsBuffersLive) {
   boft.training.finetune.block_size = 4;
   boft.training.finetune.boft_n_butterfly_factor = 1;
   const std::int64_t on_gpu = estimate(boft).breakdown.parameters.value();
-  boft.training.finetune.wrapped_on_gpu = false;
+  boft.training.finetune.loaded_before_wrapping = false;
   EXPECT_EQ(estimate(boft).breakdown.parameters.value() - on_gpu, 32LL * 2 * 4096 * 4096 * 4);
 
   Config psoft = llama2(FinetuneMethod::kPsoft);
   psoft.training.finetune.lora_targets = kLoraQ | kLoraV;
   psoft.training.finetune.lora_rank = 32;
   const std::int64_t basis = estimate(psoft).breakdown.parameters.value();
-  psoft.training.finetune.wrapped_on_gpu = false;
+  psoft.training.finetune.loaded_before_wrapping = false;
   EXPECT_EQ(basis - estimate(psoft).breakdown.parameters.value(), 32LL * 2 * (4096 - 32) * 4096 * 4);
 }
 

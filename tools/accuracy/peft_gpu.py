@@ -178,7 +178,7 @@ def finetune_of(run):
         ft["num_trainable_tokens"] = len(peft["token_indices"])
     if kind in ("BOFT", "PSOFT"):
         # utils.py get_base_model loads with device_map (the GPU) before get_peft_model wraps it
-        ft["wrapped_on_gpu"] = True
+        ft["loaded_before_wrapping"] = True
     # Settings memfit has no field for (it keeps PEFT's defaults).
     if kind == "FROD" and peft.get("runtime_offload_base_weight"):
         lacking.append("runtime_offload_base_weight (the adapted layers' base weights kept on the CPU)")
@@ -313,7 +313,7 @@ def write_doc(fixture, rows):
     if known:
         lines += ["", "Known differences: " + "; ".join(f"`{r['id']}` ({100 * r['error']:+.1f} %)" for r in known)]
     lines += ["", "The model is on the GPU when `get_peft_model` wraps it (utils.py loads it with `device_map`), "
-              "which memfit's `training.finetune.wrapped_on_gpu` describes: BOFT's butterfly permutations, a "
+              "which memfit's `training.finetune.loaded_before_wrapping` describes: BOFT's butterfly permutations, a "
               "plain buffer outside the adapter's dicts, stay on the CPU where they were made "
               "(`_move_adapter_to_device_of_base_layer` moves only the adapter's own entries), and PSOFT's "
               "cached A, a view of the full SVD basis computed on the GPU, keeps that whole basis there. AdaLoRA "

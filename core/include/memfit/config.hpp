@@ -452,7 +452,7 @@ struct Finetune {
   // permutation buffer stays on the CPU where it was made (BaseTunerLayer's move takes only the
   // adapter's own entries), and PSOFT's A, a view of the full SVD basis computed on the GPU, keeps
   // that whole basis there (moved later, the view alone is copied).
-  bool wrapped_on_gpu = true;
+  bool loaded_before_wrapping = true;
   // Stacked experts named through PEFT's target_parameters (gate_up_proj and down_proj each at
   // rank r: the only way to reach gpt-oss's) rather than the checkpoint's module names, which PEFT
   // maps onto them with gate and up fused at rank 2r (transformers_weight_conversion.py).
