@@ -75,6 +75,7 @@ KNOWN_DIFFERENCES = {}
 # the 0.19.2.dev0 that ran this benchmark left it frozen.
 COUNT_DIFFERENCE_PER_MODULE = {"ADALORA": 1}
 LAYERS = 28  # Llama-3.2-3B's num_hidden_layers
+IN_FEATURES = {"q": 3072, "k": 3072, "v": 3072, "o": 3072, "gate": 3072, "up": 3072, "down": 8192}  # its linears' inputs
 MEMORY_KEYS = ("accelerator_memory_max", "accelerator_memory_reserved_99th", "accelerator_memory_reserved_avg")
 
 
@@ -167,6 +168,15 @@ def finetune_of(run):
     if kind == "ADAPTION_PROMPT":  # PEFT adapts the top adapter_layers layers
         ft["adapter_len"] = peft["adapter_len"]
         ft["adapter_start_layer"] = LAYERS - peft["adapter_layers"]
+    if kind == "OFT" and peft.get("r") and not peft.get("oft_block_size"):
+        # OFTConfig's r is the number of blocks per layer: the block size is in_features / r
+        # (oft/layer.py update_layer), one size when every target reads the same width.
+        widths = {IN_FEATURES[t] for t in ft.get("lora_targets", [])}
+        if len(widths) == 1:
+            ft["block_size"] = widths.pop() // peft["r"]
+            del ft["lora_rank"]
+        else:
+            lacking.append("OFT's r over targets of different widths")
     if kind in ("BOFT",):
         ft["block_size"] = peft["boft_block_size"]
         ft["boft_n_butterfly_factor"] = peft["boft_n_butterfly_factor"]
