@@ -892,6 +892,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
     case FinetuneMethod::kDeLora:  // delora/layer.py: its own copy of x, A x and its normalised copy, norms
       t.act_elements = share.per_layer(a, in + r * 2);
       t.fp32_bytes = share.weights_per_layer(a, r * 6 + 1) * kFp32Bytes;
+      t.in_adapter_dtype = true;  // x · w_norm (an fp32 buffer) promotes: fp32 from there on
       break;
     case FinetuneMethod::kVera:  // λ_d ⊙ Ax, λ_b ⊙ B(·)
       t.act_elements = share.per_layer(a, r + out);
