@@ -879,6 +879,9 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       break;
     case FinetuneMethod::kAdaLora:  // adalora/layer.py: x @ (A ⊙ E)ᵀ saves A ⊙ E [r, in], and ranknum + ε
       t.fp32_bytes = share.weights_per_layer(a, r * in + 1) * kFp32Bytes;
+      // On a 16-bit model autocast_adapter_dtype casts the adapters to fp32, which re-wraps ranknum
+      // as a Parameter that requires grad: `(…) / ranknum` then saves its [t, out] fp32 numerator.
+      if (share.fp32_casts()) t.fp32_bytes += share.per_layer(a, out) * kFp32Bytes;
       break;
     case FinetuneMethod::kGraLora:  // gralora/layer.py: the k sub-blocks' r-wide outputs (k · t · r, not t · r)
       t.act_elements = share.per_layer(a, r * (kGraLoraBlocks - 1));

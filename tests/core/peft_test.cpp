@@ -135,10 +135,10 @@ TEST(Peft, SavedTensorsMatchPeftLayers) {
 // TinyLoRA's products, MiSS's sums, RandLoRA's update, OFT's cast input, RoAd's cast base output,
 // DoRA's LoRA branch and IA3's scaled feed-forward input are fp32. BOFT casts its permutations to
 // x's dtype. Each method's difference from LoRA on the same targets, as peft_saved.py measured it on
-// the tiny bf16 Llama: exact for all but five. HRA, WaveFT and BOFT are within 0.3 % of the layer
-// (as on the fp32 model: small index and vector tensors), AdaMSS within 2 %; AdaLoRA is short by an
-// [t, out] fp32 tensor (14 % of the layer) not yet traced in its forward. DeLoRA multiplies x by its
-// fp32 norm buffer, which makes everything after it fp32.
+// the tiny bf16 Llama: exact for all but four. HRA, WaveFT and BOFT are within 0.3 % of the layer
+// (as on the fp32 model: small index and vector tensors), AdaMSS within 2 %. DeLoRA multiplies x by
+// its fp32 norm buffer, which makes everything after it fp32; AdaLoRA's ranknum, re-wrapped as a
+// trained Parameter by the cast to fp32, makes its division save the [t, out] numerator.
 TEST(Peft, AdaptersOverABf16ModelKeepWhatTheyBuildInFp32) {
   const Json doc = read_fixture("peft_saved.json");
   const Json* cases = doc.find("cases_bf16");
@@ -155,7 +155,6 @@ TEST(Peft, AdaptersOverABf16ModelKeepWhatTheyBuildInFp32) {
     const std::string method = c.find("finetune")->find("method")->as_string();
     const double tolerance = method == "hra" || method == "waveft" || method == "boft" ? 0.003
                              : method == "adamss"                                       ? 0.02
-                             : method == "adalora"                                      ? 0.15
                                                                                         : 0.0;
     if (tolerance == 0.0) {
       EXPECT_EQ(memfit, measured) << c.find("finetune")->dump();
@@ -164,7 +163,7 @@ TEST(Peft, AdaptersOverABf16ModelKeepWhatTheyBuildInFp32) {
       EXPECT_NEAR(static_cast<double>(memfit), static_cast<double>(measured), measured * tolerance) << method;
     }
   }
-  EXPECT_EQ(exact, 31u);
+  EXPECT_EQ(exact, 32u);
 }
 
 // The same bf16 model under torch.autocast (memfit's bf16_mixed over a 16-bit base, the Trainer's
