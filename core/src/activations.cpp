@@ -906,7 +906,7 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   // input's gradient, once per quantised linear, whatever the number of tokens.
   if (!first_layer) add(t, "base.gptq_dequantized_weights", moe ? d.gptq_weights_moe : d.gptq_weights_dense);
   const Bytes input_copy = d.adapter_input_copies || d.adapters_cast ? d.adapter_element : Bytes{0};
-  for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act, input_copy)) add(t, term.name.c_str(), term.bytes);
+  for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act, input_copy, d.stream)) add(t, term.name.c_str(), term.bytes);
   return t;
 }
 
@@ -1401,7 +1401,7 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   // outside the checkpointed block and keep their tensors in every recomputed block too.
   if (f.method == FinetuneMethod::kShadow && tr.checkpointing == Checkpointing::kFull) {
     Bytes shadow{0};
-    for (const NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act, Bytes{0})) shadow += term.bytes;
+    for (const NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act, Bytes{0}, d.stream)) shadow += term.bytes;
     out.saved_bytes += shadow * b.recomputed;
   }
   if (tr.activation_offload) {
@@ -1546,9 +1546,9 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
       out.notes.push_back("use_cache in training: every layer's keys and values are returned with the outputs" +
                           std::string(out.kv_cache_kept ? ", which the loop holds through backward." :
                                                           ", until the loss is computed."));
-    } else if (out.kv_cache_kept) {
-      out.notes.push_back("use_cache in training: every layer's keys and values are returned with the outputs, the "
-                          "tensors attention saved; the loop holds them after backward and beside the next forward.");
+    } else if (out.kv_cache_kept) {  // the tensors attention saved: held once backward lets them go
+      out.notes.push_back("use_cache in training: every layer's keys and values are returned with the outputs"
+                          ", which the loop holds through backward.");
     }
   }
   return out;

@@ -514,7 +514,7 @@ Json applicability(std::string_view path) {
   } else if (path == "training.finetune.n_frequency") {
     all.push(method({"fourierft", "waveft"}));
   } else if (path == "training.finetune.loaded_before_wrapping") {
-    all.push(when_in("training.finetune.method", spellings({"boft", "psoft"})));
+    all.push(when_in("training.finetune.method", spellings({"boft", "psoft", "frod"})));
   } else if (path == "training.finetune.num_adapters") {
     all.push(method({"xlora"}));
   } else if (path == "training.finetune.num_trainable_tokens") {

@@ -310,8 +310,8 @@ std::vector<Field> build_fields() {
              "the lowest trained block (0-based): backward stops there, so the blocks below save nothing; -1 = the "
              "trained blocks are the top ones"),
       MF_BOOL("training.finetune.loaded_before_wrapping", training.finetune.loaded_before_wrapping,
-              "the model is loaded onto the GPU before PEFT wraps it (device_map, quantised bases); false: wrapped on "
-              "the CPU and moved after. Where BOFT's permutations and PSOFT's SVD basis live"),
+              "the model is on the GPU before PEFT wraps it (device_map, quantised bases); false: moved after. "
+              "Places BOFT's, FRoD's and PSOFT's buffers"),
       MF_BOOL("training.finetune.train_embeddings", training.finetune.train_embeddings,
               "with trainable_layers: the token embedding trains too (backward then runs through every block)"),
       MF_BOOL("training.finetune.train_head", training.finetune.train_head,

@@ -270,10 +270,14 @@ Count frod_entries(Count in) {
   return max(Count(1), min(sparse_entries(in * in, kFrodSparseRate), in * (in - 1)));
 }
 
-void frod(const std::vector<AdaptedLinear>& linears, Bytes weight, Builder& b) {
+void frod(const std::vector<AdaptedLinear>& linears, const Finetune& f, Bytes weight, Builder& b) {
   for (const AdaptedLinear& a : linears) {
     const Count nnz = frod_entries(a.in);
     b.train(a.in + nnz, 0, a.count);
+    // FrodLayer's own _move_adapter_to_device_of_base_layer moves only its ParameterDicts, "keeping
+    // shared projection buffers on CPU" (U is made with .cpu(), the shared V on the CPU): on the
+    // GPU only when the model is moved there after wrapping.
+    if (f.loaded_before_wrapping) continue;
     b.out.buffer_bytes += a.out * a.in * a.count * weight + a.in * a.in * weight + nnz * 2 * kInt64Bytes;
   }
 }
@@ -733,7 +737,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
     case FinetuneMethod::kCpt: prompt_encoder(m, f, b); break;
     case FinetuneMethod::kPrefixTuning:
     case FinetuneMethod::kCartridge: prefix_encoder(m, f, b); break;
-    case FinetuneMethod::kFrod: frod(linears, base, b); break;
+    case FinetuneMethod::kFrod: frod(linears, f, base, b); break;
     case FinetuneMethod::kPvera: pvera(linears, f, adapter, b); break;
     case FinetuneMethod::kLily: lily(linears, f, b); break;
     case FinetuneMethod::kOsf: osf(linears, adapter, b); break;
@@ -827,6 +831,7 @@ struct LayerShare {
   bool casts = false;  // adapters in fp32 beside a 16-bit stream: an input cast to them is a copy
   Bytes act{2};        // the compute dtype
   Bytes adapter{2};    // what the adapters' matmuls give: fp32 adapters' dtype, 16-bit under autocast
+  Bytes stream{2};     // the layer's input x (fp32 over fp32 weights under autocast)
   // An input cast to fp32 adapters stays fp32 (no autocast): methods whose adapters are mixed or
   // rebuilt by matmuls first (Poly, PEANuT) then cast their input too; under autocast those matmuls
   // give bf16, and the cast leaves the input as it is.
@@ -861,6 +866,9 @@ struct TargetSaved {
   // act_elements made from fp32 adapters (or a tensor cast to their dtype) on a 16-bit model without
   // autocast: fp32 too (peft_saved.py's bf16 cases); elsewhere in the compute dtype.
   bool in_adapter_dtype = false;
+  // ... or made by an explicit cast to the fp32 adapters (x.to(dtype), not an autocast op): fp32
+  // wherever the adapters are cast to, under autocast too.
+  bool cast_fp32 = false;
 };
 
 TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerShare& share) {
@@ -880,8 +888,9 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
     case FinetuneMethod::kAdaLora:  // adalora/layer.py: x @ (A ⊙ E)ᵀ saves A ⊙ E [r, in], and ranknum + ε
       t.fp32_bytes = share.weights_per_layer(a, r * in + 1) * kFp32Bytes;
       // On a 16-bit model autocast_adapter_dtype casts the adapters to fp32, which re-wraps ranknum
-      // as a Parameter that requires grad: `(…) / ranknum` then saves its [t, out] fp32 numerator.
-      if (share.fp32_casts()) t.fp32_bytes += share.per_layer(a, out) * kFp32Bytes;
+      // as a Parameter that requires grad: `(…) / ranknum` then saves its [t, out] numerator, in the
+      // adapters' matmul dtype (bf16 under autocast).
+      if (share.casts) t.fp32_bytes += share.per_layer(a, out) * share.adapter;
       break;
     case FinetuneMethod::kGraLora:  // gralora/layer.py: the k sub-blocks' r-wide outputs (k · t · r, not t · r)
       t.act_elements = share.per_layer(a, r * (kGraLoraBlocks - 1));
@@ -910,7 +919,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       const Count width = a.target == kLoraDown ? in : out;
       t.act_elements = share.per_layer(a, width);
       t.fp32_bytes = share.weights_per_layer(a, width) * kFp32Bytes;
-      t.in_adapter_dtype = a.target == kLoraDown;  // a feedforward layer scales its input cast to the scale's dtype
+      t.cast_fp32 = a.target == kLoraDown;  // a feedforward layer scales its input cast to the scale's dtype
       break;
     }
     case FinetuneMethod::kOft: {  // x cast and permuted for the block rotation; Cayley's four nb·b² pieces
@@ -921,27 +930,34 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       break;
     }
     case FinetuneMethod::kRoad:  // road/layer.py: the base output twice (θ, α) and six [out] rotation vectors
-      t.act_elements = share.per_layer(a, out * 2);
+      // The base output is cast to θ's dtype first and rotated elementwise, neither an autocast op:
+      // fp32 whenever the adapters are (under autocast too).
       t.fp32_bytes = share.weights_per_layer(a, out * 6) * kFp32Bytes;
-      t.in_adapter_dtype = true;  // the base output cast to θ's dtype first
+      if (share.casts) t.fp32_bytes += share.per_layer(a, out * 2) * kFp32Bytes;
+      else t.act_elements = share.per_layer(a, out * 2);
       break;
     case FinetuneMethod::kMiss:  // x summed into r groups
       t.act_elements = share.per_layer(a, r);
       t.in_adapter_dtype = true;
       break;
-    case FinetuneMethod::kC3a:  // c3a/layer.py: x in blocks, through the FFT (cast to the kernel's dtype)
+    case FinetuneMethod::kC3a:  // c3a/layer.py: x in blocks, through the FFT (x.to(torch.float32) first)
       t.saves_input = true;
-      t.casts_input = share.fp32_casts();
+      t.casts_input = t.input_fp32 = share.casts;  // an explicit cast: fp32 under autocast too
       break;
     case FinetuneMethod::kRandLora: {  // randlora/layer.py: the [min, min] update and x through it
       const Count side = min(in, out);
       t.act_elements = share.per_layer(a, side) + share.weights_per_layer(a, side * side);
       t.in_adapter_dtype = true;
+      // Under autocast F.linear(x, update_B) saves the 16-bit cast of the frozen random basis
+      // [max(in, out), min(in, out)] it makes for x's gradient (the fp32 basis is a buffer).
+      if (share.casts && !share.fp32_casts()) t.fp32_bytes += share.weights_per_layer(a, weight) * share.adapter;
       break;
     }
     case FinetuneMethod::kHra:  // hra/layer.py: the r Householder products (in × in, fp32) and the new weight
       t.act_elements = share.weights_per_layer(a, weight);
-      t.fp32_bytes = share.weights_per_layer(a, in * in * (r + 1) + in * (r + 1) + r) * kFp32Bytes;
+      // The Householder products are matmuls: 16-bit under autocast.
+      t.fp32_bytes = share.weights_per_layer(a, in * in * (r + 1)) * share.adapter +
+                     share.weights_per_layer(a, in * (r + 1) + r) * kFp32Bytes;
       t.saves_input = true;
       // On a 16-bit model the frozen weight is cast to the rotation's fp32 for W·R (a copy the
       // product saves), and x to it for F.linear.
@@ -950,10 +966,12 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       break;
     case FinetuneMethod::kBoft: {  // boft/layer.py: Cayley blocks, the butterfly products [in, in], scaled output
       const Count b = f.block_size > 0 ? f.block_size : kBoftBlockSize;
-      // The permutations' copy is cast to x's dtype (self.boft_P.to(x)) before bmm saves it; the
-      // other [in, in] product stays fp32 (peft_saved.py's bf16 case).
-      t.act_elements = share.per_layer(a, out) + share.weights_per_layer(a, in * in);
+      // The permutations' copy [m, in, in] is cast to x's dtype (self.boft_P.to(x)) before bmm
+      // saves it; the other [in, in] product stays fp32 (peft_saved.py's bf16 case).
+      t.act_elements = share.per_layer(a, out);
       t.fp32_bytes = share.weights_per_layer(a, in * in + in * b * 3 + out * 2) * kFp32Bytes +
+                     share.weights_per_layer(a, in * in * max(Count(1), Count(f.boft_n_butterfly_factor))) *
+                         share.stream +
                      share.weights_per_layer(a, in) * Bytes{4};  // int32 block indices
       t.saves_input = true;
       break;
@@ -965,7 +983,8 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       break;
     case FinetuneMethod::kWaveFt: {  // waveft/layer.py: the coefficient map [out, in], [2, n] indices, a mask
       const Count n = f.n_frequency > 0 ? f.n_frequency : kWaveFtFrequencies;
-      t.fp32_bytes = share.weights_per_layer(a, weight) * kFp32Bytes +
+      // The map comes out of the inverse transform's convolutions: 16-bit under autocast.
+      t.fp32_bytes = share.weights_per_layer(a, weight) * share.adapter +
                      share.weights_per_layer(a, n) * (kInt64Bytes * 2 + kByte);
       t.act_elements = share.weights_per_layer(a, weight);
       t.saves_input = true;
@@ -977,7 +996,9 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
                      kInt64Bytes;
       t.act_elements = share.weights_per_layer(a, weight);
       t.saves_input = true;
-      t.casts_input = share.fp32_casts();  // x cast to the fp32 update for F.linear
+      // x cast to the fp32 update for F.linear; the update comes out of ifft2, no autocast op, so
+      // under autocast too (F.linear then saves autocast's 16-bit copy of x, one per adapter).
+      t.casts_input = share.casts;
       break;
     case FinetuneMethod::kAdamss: {  // adamss/layer.py: x through the frozen basis [t, R], its subspace outputs
       // [t, K'], and the int64 scatter index [out] each forward copies
@@ -1061,17 +1082,23 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
     case FinetuneMethod::kHira:  // a dense delta (or new) weight built in forward, then F.linear(x, ·)
       t.act_elements = share.weights_per_layer(a, weight);
       t.saves_input = true;
-      t.casts_input = share.fp32_casts();  // on a 16-bit model: x cast to the fp32 update (_cast_input_dtype)
+      // On a 16-bit model x is cast to the fp32 update (_cast_input_dtype). LoKr's update is a
+      // Kronecker product, no autocast op, so it is fp32 under autocast too and x is cast there as
+      // well; HiRA casts x to its fp32 A whatever the update's dtype. F.linear then saves
+      // autocast's 16-bit copy of that cast, one per adapter. LoHa's update comes out of matmuls,
+      // 16-bit under autocast, and x is read as it is.
+      t.casts_input = f.method == FinetuneMethod::kLoha ? share.fp32_casts() : share.casts;
       break;
     default: break;
   }
   return t;
 }
 
-void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes input_copy,
+void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes input_copy, Bytes stream,
                    std::vector<NamedBytes>& terms) {
   const Finetune& f = c.training.finetune;
-  const LayerShare share{c.model, tokens, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy};
+  const LayerShare share{c.model, tokens, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy,
+                         stream};
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
   const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
@@ -1080,9 +1107,9 @@ void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes 
     if (a.stack > Count(1)) continue;
     const TargetSaved t = target_saved(f, a, share);
     // A method that casts its input to fp32 adapters computes in their dtype from there on.
-    const Bytes element = t.casts_input && !input_copy.is_zero() ? input_copy
-                          : t.in_adapter_dtype && share.fp32_casts() ? kFp32Bytes
-                                                                      : act;
+    const Bytes element = t.casts_input && !input_copy.is_zero()                             ? input_copy
+                          : (t.in_adapter_dtype && share.fp32_casts()) || (t.cast_fp32 && share.casts) ? kFp32Bytes
+                                                                                                    : act;
     saved += t.act_elements * element + t.fp32_bytes;
     const int group = input_group(a);
     if (t.saves_input && t.casts_input && !input_copy.is_zero()) {
@@ -1152,7 +1179,8 @@ PeftActivation peft_activation(const Config& c) {
   return p;
 }
 
-std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq, Bytes act, Bytes input_copy) {
+std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq, Bytes act, Bytes input_copy,
+                                         Bytes stream) {
   std::vector<NamedBytes> terms;
   const FinetuneMethod method = c.training.finetune.method;
   if (method == FinetuneMethod::kFull || method == FinetuneMethod::kLora) return terms;
@@ -1179,7 +1207,7 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
     terms.push_back({"peft.shadow_injection", tokens * (d + r) * kFp32Bytes + mask});
     terms.push_back({"peft.shadow_update", mul_div(tokens * (d * 5 + r * 4), layers - 1, layers) * kFp32Bytes});
   } else if (adapts_linears_method(method)) {
-    adapter_terms(c, batch, batch * seq, act, input_copy, terms);
+    adapter_terms(c, batch, batch * seq, act, input_copy, stream, terms);
   }
   return terms;
 }

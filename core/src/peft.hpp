@@ -112,7 +112,8 @@ PeftActivation peft_activation(const Config& config);
 // query length on this GPU (virtual tokens included); averaged over the model's layers.
 // `input_copy`: the element of an adapter's own cast of its input where PEFT's fp32 adapters make
 // one (a 16-bit stream, or autocast recasting it), else zero: the adapters then share the input.
-std::vector<NamedBytes> peft_layer_terms(const Config& config, Count batch, Count seq, Bytes act, Bytes input_copy);
+std::vector<NamedBytes> peft_layer_terms(const Config& config, Count batch, Count seq, Bytes act, Bytes input_copy,
+                                         Bytes stream);
 
 // What a method saves outside the blocks (LLaMA-Adapter v2's scaled head output).
 Bytes peft_outside_bytes(const Config& config, Count tokens, Bytes act);

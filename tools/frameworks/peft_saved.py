@@ -208,7 +208,9 @@ CASES_BF16 = CASES_BF16_CAST + [
 # The same bf16 model under torch.autocast (the Trainer's bf16=True; memfit's bf16_mixed over a 16-bit
 # base): every adapter matmul gives bf16 again.
 CASES_AUTOCAST = CASES_BF16_CAST + [{"method": m, "lora_targets": ["q", "v"]} for m in
-                               ("adamss", "beft", "frod", "pvera", "glora", "psoft", "supertuning")]
+                               ("adamss", "beft", "frod", "pvera", "glora", "psoft", "supertuning")] + [
+    c for c in CASES_BF16[len(CASES_BF16_CAST):] if c["method"] not in
+    ("adamss", "beft", "frod", "pvera", "glora", "psoft", "supertuning")]
 
 CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lora_targets": ["q", "v"]},
          {"method": "lora_fa", "lora_targets": ["q", "v"]}, {"method": "vera", "lora_targets": ["q", "v"]},

@@ -450,8 +450,9 @@ struct Finetune {
   // quantised base, PEFT's own benchmark) rather than wrapped on the CPU and moved after (Trainer's
   // move). It decides where the tensors a method keeps outside its adapter-keyed dicts live: BOFT's
   // permutation buffer stays on the CPU where it was made (BaseTunerLayer's move takes only the
-  // adapter's own entries), and PSOFT's A, a view of the full SVD basis computed on the GPU, keeps
-  // that whole basis there (moved later, the view alone is copied).
+  // adapter's own entries), FRoD keeps its projections there by design, and PSOFT's A, a view of
+  // the full SVD basis computed on the GPU, keeps that whole basis there (moved later, the view
+  // alone is copied).
   bool loaded_before_wrapping = true;
   // Stacked experts named through PEFT's target_parameters (gate_up_proj and down_proj each at
   // rank r: the only way to reach gpt-oss's) rather than the checkpoint's module names, which PEFT
