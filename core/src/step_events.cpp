@@ -443,9 +443,9 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     r.give(unsharded);
     r.give(graph.reused_blocks);  // the kept blocks go as their backward passes (all counted at the top one)
     graph.reused_blocks = -1;
+    r.give(saved[static_cast<std::size_t>(i)]);
     // A kept cache's keys and values outlive the block's saved tensors: as much stays taken.
     if (!pr.kv_aliased.is_zero()) loss_kept.push_back(r.take(pr.kv_aliased / std::max<std::int64_t>(1, blocks)));
-    r.give(saved[static_cast<std::size_t>(i)]);
     r.give(copies[static_cast<std::size_t>(i)]);
     release_gathered(r, pr, gathered);
   }
