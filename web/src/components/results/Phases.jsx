@@ -7,11 +7,19 @@ import { placeLabels } from '../charts/labels.js';
 import { byteTicks, linear, tickLabel } from '../charts/scale.js';
 import { Bytes } from './Bytes.jsx';
 
-const PHASE_WORDS = { forward: 'Forward', backward: 'Backward', optimizer_step: 'Optimizer step' };
+const PHASE_WORDS = { forward: 'Forward', backward: 'Backward', optimizer_step: 'Optimizer step', between: 'Between steps' };
 const phaseName = (p) => PHASE_WORDS[p.name] ?? p.label;
 // Under the chart, where a phase has less room than its name needs (a phone): one word each.
-const SHORT_WORDS = { load: 'Load', forward: 'Forward', backward: 'Backward', optimizer_step: 'Step' };
+const SHORT_WORDS = { load: 'Load', forward: 'Forward', backward: 'Backward', optimizer_step: 'Step', between: 'After' };
 const axisName = (p, room) => (room >= 110 ? phaseName(p) : SHORT_WORDS[p.name] ?? phaseName(p).split(' ')[0]);
+
+// The core's phases and, after the optimizer step, what stays allocated until the next step
+// (result.between_steps_bytes: what memory_allocated() reads in a loop that logs it per step).
+export function stepPhases(result) {
+  const phases = result.phases ?? [];
+  if (!(result.between_steps_bytes > 0) || !phases.some((p) => p.name === 'optimizer_step')) return phases;
+  return [...phases, { name: 'between', label: 'Between steps', bytes: result.between_steps_bytes }];
+}
 
 export function timelineSummary(result, units) {
   const phases = result.phases ?? [];
@@ -27,7 +35,7 @@ export function timelineSummary(result, units) {
 
 function Timeline({ result, units, summaryId }) {
   const [ref, width] = useWidth();
-  const phases = result.phases ?? [];
+  const phases = stepPhases(result);
   const fit = result.fits;
   const h = 220;
   const m = { l: 64, r: 16, t: 16, b: 30 };
@@ -109,7 +117,7 @@ function Timeline({ result, units, summaryId }) {
 }
 
 function PhaseTable({ result, units }) {
-  const phases = result.phases ?? [];
+  const phases = stepPhases(result);
   return (
     <table class="table compact" data-testid="phases">
       <thead><tr><th scope="col">Phase</th><th scope="col" class="num">Allocated</th></tr></thead>
