@@ -513,6 +513,10 @@ Json applicability(std::string_view path) {
     all.push(method({"boft"}));
   } else if (path == "training.finetune.n_frequency") {
     all.push(method({"fourierft", "waveft"}));
+  } else if (path == "training.finetune.ia3_feedforward") {
+    all.push(when_in("training.finetune.method", spellings({"ia3"})));
+  } else if (path == "training.finetune.decompose_factor") {
+    all.push(when_in("training.finetune.method", spellings({"lokr"})));
   } else if (path == "training.finetune.loaded_before_wrapping") {
     all.push(when_in("training.finetune.method", spellings({"boft", "psoft", "frod"})));
   } else if (path == "training.finetune.num_adapters") {

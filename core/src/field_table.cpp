@@ -309,6 +309,15 @@ std::vector<Field> build_fields() {
       MF_INT("training.finetune.lowest_trainable_layer", training.finetune.lowest_trainable_layer, -1, 100'000,
              "the lowest trained block (0-based): backward stops there, so the blocks below save nothing; -1 = the "
              "trained blocks are the top ones"),
+      [] {
+        Field f = make_field("training.finetune.ia3_feedforward", FieldKind::kTargets,
+                             "IA3 feedforward_modules: they scale their input");
+        f.choices = {"q", "k", "v", "o", "gate", "up", "down"};
+        f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.ia3_feedforward; };
+        return f;
+      }(),
+      MF_INT("training.finetune.decompose_factor", training.finetune.decompose_factor, -1, kMillion,
+             "LoKr decompose_factor; -1 = near the square root"),
       MF_BOOL("training.finetune.loaded_before_wrapping", training.finetune.loaded_before_wrapping,
               "the model is on the GPU before PEFT wraps it (device_map, quantised bases); false: moved after. "
               "Places BOFT's, FRoD's and PSOFT's buffers"),

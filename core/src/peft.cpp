@@ -108,9 +108,9 @@ void vera(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder&
 
 // IA3 (Liu et al. 2022; ia3/layer.py): a learned vector scaling the output [out, 1], or, on a
 // feed-forward module (memfit: `down`, PEFT's default feedforward_modules), the input [1, in].
-void ia3(const std::vector<AdaptedLinear>& linears, Builder& b) {
+void ia3(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
   for (const AdaptedLinear& a : linears) {
-    if (a.target == kLoraDown) b.train(1, a.in, a.count);
+    if (a.target & f.ia3_feedforward) b.train(1, a.in, a.count);
     else b.train(a.out, 1, a.count);
   }
 }
@@ -149,15 +149,18 @@ void boft(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder&
   }
 }
 
-// LoKr's factorization (lokr/layer.py factorization, decompose_factor −1): the divisor pair of
-// `dimension` with the smallest sum, the smaller first.
-std::pair<std::int64_t, std::int64_t> lokr_factors(std::int64_t dimension) {
+// LoKr's factorization (lokr/layer.py factorization): (factor, dimension / factor) where the
+// decompose_factor divides the dimension; else the divisor pair with the smallest sum whose smaller
+// side does not pass the factor (−1: no bound), the smaller first.
+std::pair<std::int64_t, std::int64_t> lokr_factors(std::int64_t dimension, std::int64_t factor) {
+  if (factor > 0 && dimension % factor == 0) return {factor, dimension / factor};  // as given, unsorted
+  const std::int64_t bound = factor == -1 ? dimension : factor;
   std::int64_t m = 1, n = dimension;
   while (m < n) {
     std::int64_t next = m + 1;
     while (dimension % next != 0) ++next;
     const std::int64_t other = dimension / next;
-    if (next + other > m + n) break;
+    if (next + other > m + n || next > bound) break;
     m = next;
     n = other;
   }
@@ -169,8 +172,8 @@ std::pair<std::int64_t, std::int64_t> lokr_factors(std::int64_t dimension) {
 // w2_a [b, r] · w2_b [r, d].
 void lokr(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
   for (const AdaptedLinear& a : linears) {
-    const auto [out_a, out_b] = lokr_factors(a.out.value());
-    const auto [in_c, in_d] = lokr_factors(a.in.value());
+    const auto [out_a, out_b] = lokr_factors(a.out.value(), f.decompose_factor);
+    const auto [in_c, in_d] = lokr_factors(a.in.value(), f.decompose_factor);
     b.train(out_a, in_c, a.count);
     if (2 * f.lora_rank >= std::max(out_b, in_d)) {
       b.train(out_b, in_d, a.count);
@@ -715,7 +718,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
       if (f.method == FinetuneMethod::kAdaLora) b.out.buffer_bytes += adalora_allocator_bytes(linears, f, adapter);
       break;
     case FinetuneMethod::kVera: vera(linears, f, b); break;
-    case FinetuneMethod::kIa3: ia3(linears, b); break;
+    case FinetuneMethod::kIa3: ia3(linears, f, b); break;
     case FinetuneMethod::kOft: oft(linears, f, b); break;
     case FinetuneMethod::kBoft: boft(linears, f, b); break;
     case FinetuneMethod::kLokr: lokr(linears, f, b); break;
@@ -916,10 +919,11 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.fp32_bytes = share.weights_per_layer(a, r * r) * kFp32Bytes;
       break;
     case FinetuneMethod::kIa3: {  // ia3/layer.py: the scaled tensor and the flattened scale
-      const Count width = a.target == kLoraDown ? in : out;
+      const bool feedforward = (a.target & f.ia3_feedforward) != 0;  // scales its input, not its output
+      const Count width = feedforward ? in : out;
       t.act_elements = share.per_layer(a, width);
       t.fp32_bytes = share.weights_per_layer(a, width) * kFp32Bytes;
-      t.cast_fp32 = a.target == kLoraDown;  // a feedforward layer scales its input cast to the scale's dtype
+      t.cast_fp32 = feedforward;  // a feedforward layer scales its input cast to the scale's dtype
       break;
     }
     case FinetuneMethod::kOft: {  // x cast and permuted for the block rotation; Cayley's four nb·b² pieces

@@ -243,6 +243,28 @@ TEST(Peft, AdaLorasRankAllocatorKeepsThreeCopiesOfTheAdapters) {
             32LL * 2 * ((r + 1) * 4 + per_module * 3 * 4));
 }
 
+// Counts PEFT's GPU benchmark printed for Llama-3.2-3B (method_comparison/MetaMathQA results,
+// num_trainable_params; tests/fixtures/peft/peft_gpu_runs.json): LoKr r 32 on q and v with
+// decompose_factor 4 (each side factored (4, dim / 4)), and IA3 on every linear with up, gate and
+// down as feedforward_modules (scaling their inputs).
+TEST(Peft, LokrDecomposeFactorAndIa3FeedforwardModules) {
+  Config lokr = default_config();
+  lokr.model = *preset_model("llama-3.2-3b");
+  lokr.training.finetune.method = FinetuneMethod::kLokr;
+  lokr.training.finetune.lora_targets = kLoraQ | kLoraV;
+  lokr.training.finetune.lora_rank = 32;
+  lokr.training.finetune.decompose_factor = 4;
+  EXPECT_EQ(estimate(lokr).trainable_parameter_count.value(), 2'294'656);
+
+  Config ia3 = lokr;
+  ia3.training.finetune.method = FinetuneMethod::kIa3;
+  ia3.training.finetune.lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO | kLoraGate | kLoraUp | kLoraDown;
+  ia3.training.finetune.ia3_feedforward = kLoraGate | kLoraUp | kLoraDown;
+  EXPECT_EQ(estimate(ia3).trainable_parameter_count.value(), 630'784);
+  ia3.training.finetune.ia3_feedforward = kLoraDown;  // gate and up then scale their 8,192-wide outputs
+  EXPECT_EQ(estimate(ia3).trainable_parameter_count.value(), 630'784 + 28LL * 2 * (8192 - 3072));
+}
+
 // Published print_trainable_parameters() outputs. PEFT's LoRA developer guide and countless
 // tutorials print, for Llama-2-7B with r = 8 on q_proj and v_proj:
 // "trainable params: 4,194,304 || all params: 6,742,609,920 || trainable%: 0.0622"

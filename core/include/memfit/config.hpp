@@ -454,6 +454,12 @@ struct Finetune {
   // the full SVD basis computed on the GPU, keeps that whole basis there (moved later, the view
   // alone is copied).
   bool loaded_before_wrapping = true;
+  // IA3's feedforward_modules among its targets: these scale their input (a vector of in), the
+  // others their output (PEFT's default for Llama-style models: down_proj).
+  unsigned ia3_feedforward = kLoraDown;
+  // LoKr's decompose_factor: each side factored as (factor, dim / factor) where it divides, else
+  // the divisor pair nearest the square root not above it; -1 = nearest the square root.
+  std::int64_t decompose_factor = -1;
   // Stacked experts named through PEFT's target_parameters (gate_up_proj and down_proj each at
   // rank r: the only way to reach gpt-oss's) rather than the checkpoint's module names, which PEFT
   // maps onto them with gate and up fused at rank 2r (transformers_weight_conversion.py).
