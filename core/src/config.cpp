@@ -513,7 +513,7 @@ Json applicability(std::string_view path) {
     all.push(method({"boft"}));
   } else if (path == "training.finetune.n_frequency") {
     all.push(method({"fourierft", "waveft"}));
-  } else if (path == "training.finetune.ia3_feedforward") {
+  } else if (path == "training.finetune.feedforward_modules") {
     all.push(when_in("training.finetune.method", spellings({"ia3"})));
   } else if (path == "training.finetune.decompose_factor") {
     all.push(when_in("training.finetune.method", spellings({"lokr"})));

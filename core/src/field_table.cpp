@@ -310,10 +310,10 @@ std::vector<Field> build_fields() {
              "the lowest trained block (0-based): backward stops there, so the blocks below save nothing; -1 = the "
              "trained blocks are the top ones"),
       [] {
-        Field f = make_field("training.finetune.ia3_feedforward", FieldKind::kTargets,
+        Field f = make_field("training.finetune.feedforward_modules", FieldKind::kTargets,
                              "IA3 feedforward_modules: they scale their input");
         f.choices = {"q", "k", "v", "o", "gate", "up", "down"};
-        f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.ia3_feedforward; };
+        f.targets_ref = [](Config& c) -> unsigned& { return c.training.finetune.feedforward_modules; };
         return f;
       }(),
       MF_INT("training.finetune.decompose_factor", training.finetune.decompose_factor, -1, kMillion,

@@ -110,7 +110,7 @@ void vera(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder&
 // feed-forward module (memfit: `down`, PEFT's default feedforward_modules), the input [1, in].
 void ia3(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
   for (const AdaptedLinear& a : linears) {
-    if (a.target & f.ia3_feedforward) b.train(1, a.in, a.count);
+    if (a.target & f.feedforward_modules) b.train(1, a.in, a.count);
     else b.train(a.out, 1, a.count);
   }
 }
@@ -919,7 +919,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.fp32_bytes = share.weights_per_layer(a, r * r) * kFp32Bytes;
       break;
     case FinetuneMethod::kIa3: {  // ia3/layer.py: the scaled tensor and the flattened scale
-      const bool feedforward = (a.target & f.ia3_feedforward) != 0;  // scales its input, not its output
+      const bool feedforward = (a.target & f.feedforward_modules) != 0;  // scales its input, not its output
       const Count width = feedforward ? in : out;
       t.act_elements = share.per_layer(a, width);
       t.fp32_bytes = share.weights_per_layer(a, width) * kFp32Bytes;

@@ -259,9 +259,9 @@ TEST(Peft, LokrDecomposeFactorAndIa3FeedforwardModules) {
   Config ia3 = lokr;
   ia3.training.finetune.method = FinetuneMethod::kIa3;
   ia3.training.finetune.lora_targets = kLoraQ | kLoraK | kLoraV | kLoraO | kLoraGate | kLoraUp | kLoraDown;
-  ia3.training.finetune.ia3_feedforward = kLoraGate | kLoraUp | kLoraDown;
+  ia3.training.finetune.feedforward_modules = kLoraGate | kLoraUp | kLoraDown;
   EXPECT_EQ(estimate(ia3).trainable_parameter_count.value(), 630'784);
-  ia3.training.finetune.ia3_feedforward = kLoraDown;  // gate and up then scale their 8,192-wide outputs
+  ia3.training.finetune.feedforward_modules = kLoraDown;  // gate and up then scale their 8,192-wide outputs
   EXPECT_EQ(estimate(ia3).trainable_parameter_count.value(), 630'784 + 28LL * 2 * (8192 - 3072));
 }
 

@@ -186,7 +186,7 @@ def finetune_of(run):
         ft["n_frequency"] = peft["n_frequency"]
     if kind == "IA3":
         ff = peft.get("feedforward_modules") or []
-        ft["ia3_feedforward"] = sorted({TARGET_NAMES[n] for n in ([ff] if isinstance(ff, str) else ff) if n in TARGET_NAMES})
+        ft["feedforward_modules"] = sorted({TARGET_NAMES[n] for n in ([ff] if isinstance(ff, str) else ff) if n in TARGET_NAMES})
     if kind == "LOKR":
         ft["decompose_factor"] = peft.get("decompose_factor", -1)
     if kind == "TRAINABLE_TOKENS":

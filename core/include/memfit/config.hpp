@@ -456,7 +456,7 @@ struct Finetune {
   bool loaded_before_wrapping = true;
   // IA3's feedforward_modules among its targets: these scale their input (a vector of in), the
   // others their output (PEFT's default for Llama-style models: down_proj).
-  unsigned ia3_feedforward = kLoraDown;
+  unsigned feedforward_modules = kLoraDown;
   // LoKr's decompose_factor: each side factored as (factor, dim / factor) where it divides, else
   // the divisor pair nearest the square root not above it; -1 = nearest the square root.
   std::int64_t decompose_factor = -1;
