@@ -86,7 +86,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   Bytes peak{0};
   for (const Phase& ph : e.phases) peak = max(peak, ph.bytes);
   e.peak_allocated_bytes = peak;
-  e.between_steps_bytes = between_steps_bytes(c, st, act, loss);
+  e.between_steps_bytes = between_steps_bytes(c, st, act, loss, r);
   e.breakdown.overhead = c.hardware.overhead_bytes >= 0 ? Bytes(c.hardware.overhead_bytes) : gpu.context_bytes;
   if (c.hardware.overhead_bytes < 0) {
     // NCCL's buffers sit beside the context, outside the caching allocator, and leave it that

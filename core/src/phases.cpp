@@ -487,7 +487,20 @@ Bytes optimizer_temporaries(const Config& c, const ParameterCount& params, const
          deepspeed_fp32_gradients(c, params, p, sharded_trainable, r);
 }
 
-Bytes between_steps_bytes(const Config& c, const StaticBytes& st, const ActivationModel& act, const LossModel& loss) {
+// llm.c allocates each buffer once, at its first use, and never frees one (train_gpt2.cu: the
+// activations at the first forward, the gradients and GradActTensors' bt4c (B·T·4C) and
+// residual3 (B·T·C) at the first backward): from the second step on every phase holds all of it.
+Bytes llmc_everything(const Config& c, const StaticBytes& st, const ActivationModel& act, const LossModel& loss,
+                      const PrecisionRecipe& r) {
+  const Training& t = c.training;
+  const Count tokens = Count(t.micro_batch_size) * Count(t.seq_len);
+  return st.resident() + st.accumulated_gradients + act.saved_bytes + loss.forward_bytes +
+         tokens * Count(c.model.hidden_size) * Count(5) * r.compute;
+}
+
+Bytes between_steps_bytes(const Config& c, const StaticBytes& st, const ActivationModel& act, const LossModel& loss,
+                          const PrecisionRecipe& r) {
+  if (c.training.implementation.framework == Framework::kLlmC) return llmc_everything(c, st, act, loss, r);
   // zero_grad(set_to_none=True) after the step frees the gradients (HF Trainer, accelerate's
   // examples, torchtune, LitGPT, nanoGPT); zeroed in place they stay. A loop that zeroes them at the
   // next step's start instead keeps them until then: breakdown.gradients more.
@@ -524,13 +537,8 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
                       st.resident() + st.gradients + loss.kept_bytes + kept_cache_whole(act) +
                           kept_graph(act) + optimizer_temporaries(c, params, p, r)});
   }
-  // llm.c allocates each buffer once, at its first use, and never frees one (train_gpt2.cu: the
-  // activations at the first forward, the gradients and GradActTensors' bt4c (B·T·4C) and
-  // residual3 (B·T·C) at the first backward): from the second step on every phase holds all of it.
   if (c.training.implementation.framework == Framework::kLlmC) {
-    const Count tokens = Count(t.micro_batch_size) * Count(t.seq_len);
-    const Bytes everything = st.resident() + st.accumulated_gradients + act.saved_bytes + loss.forward_bytes +
-                             tokens * Count(c.model.hidden_size) * Count(5) * r.compute;
+    const Bytes everything = llmc_everything(c, st, act, loss, r);
     for (Phase& ph : phases) {
       if (std::string_view(ph.name) != "load") ph.bytes = max(ph.bytes, everything);
     }

@@ -89,7 +89,7 @@ ReusedGathered gathered_across_forward_end(const Config& config, const Parameter
 // master copies, states and fixed buffers, the gradients where zero_grad keeps them, and what the
 // loop holds with its outputs (loop_keeps_logits: the logits, the key/value cache, the graph).
 Bytes between_steps_bytes(const Config& config, const StaticBytes& st, const ActivationModel& act,
-                          const LossModel& loss);
+                          const LossModel& loss, const PrecisionRecipe& recipe);
 
 std::vector<Phase> step_phases(const Config& config, const ParameterCount& params, const Placement& place,
                                const StaticBytes& statics, const ActivationModel& activations,

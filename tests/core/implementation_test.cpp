@@ -746,6 +746,8 @@ TEST(Implementation, LlmCHoldsEveryBufferItEverAllocated) {
                             B * T * C + 2 * B * T + L * B * T * 3 * C + B * T * Vp;
   const std::int64_t llm_c = P * (2 + 2 + 8 + 4) + acts * 2 + B * T * 5 * C * 2;
   EXPECT_NEAR(static_cast<double>(field(r, "peak_allocated_bytes")), static_cast<double>(llm_c), llm_c * 1e-3);
+  // Nothing is freed between steps either.
+  EXPECT_EQ(field(r, "between_steps_bytes"), field(r, "peak_allocated_bytes"));
   EXPECT_EQ(field(r, "peak_reserved_bytes"), field(r, "peak_allocated_bytes"));
   const Json& breakdown = *r.find("breakdown");
   EXPECT_EQ(field(breakdown, "gradients"), field(breakdown, "parameters"));
