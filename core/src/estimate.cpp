@@ -319,6 +319,14 @@ Estimate estimate(const Config& requested) {
 
   e.static_bytes_per_parameter = static_bytes_per_parameter(e, base_parameter_count);
   if (peft) e.notes.push_back(lora_note(e));
+  const FinetuneMethod method = c.training.finetune.method;
+  if (method == FinetuneMethod::kBoft || method == FinetuneMethod::kFrod || method == FinetuneMethod::kPsoft) {
+    e.notes.push_back(c.training.finetune.loaded_before_wrapping
+                          ? "The model is taken to be on the GPU when PEFT wraps it (device_map): this method's "
+                            "buffers then stay where PEFT made them; training.finetune.loaded_before_wrapping "
+                            "false for a model moved there after."
+                          : "The model is taken to be moved to the GPU after PEFT wraps it, buffers included.");
+  }
   stacked_expert_notes(c, e);
   // trl/trainer/sft_config.py: SFTConfig turns gradient checkpointing on unless told otherwise.
   if (e.implementation.framework == Framework::kTrl && c.training.checkpointing == Checkpointing::kNone) {

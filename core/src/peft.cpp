@@ -970,12 +970,17 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       break;
     case FinetuneMethod::kBoft: {  // boft/layer.py: Cayley blocks, the butterfly products [in, in], scaled output
       const Count b = f.block_size > 0 ? f.block_size : kBoftBlockSize;
-      // The permutations' copy [m, in, in] is cast to x's dtype (self.boft_P.to(x)) before bmm
-      // saves it; the other [in, in] product stays fp32 (peft_saved.py's bf16 case).
+      // What bmm and the rotation save takes x's dtype (boft_rotation.to(previous_dtype), and the
+      // permutations' copy self.boft_P.to(x)): two [in, in] products, and the copy [m, in, in], which
+      // is the buffer itself (no memory of its own) where the buffer already sits on x's device in
+      // x's dtype (peft_saved.py: fp32 and bf16 models, measured by storage).
+      const bool copied = f.loaded_before_wrapping || share.stream != kFp32Bytes;
       t.act_elements = share.per_layer(a, out);
-      t.fp32_bytes = share.weights_per_layer(a, in * in + in * b * 3 + out * 2) * kFp32Bytes +
-                     share.weights_per_layer(a, in * in * max(Count(1), Count(f.boft_n_butterfly_factor))) *
-                         share.stream +
+      t.fp32_bytes = share.weights_per_layer(a, in * in * 2) * share.stream +
+                     (copied ? share.weights_per_layer(a, in * in * max(Count(1), Count(f.boft_n_butterfly_factor))) *
+                                   share.stream
+                             : Bytes{0}) +
+                     share.weights_per_layer(a, in * b * 3 + out * 2) * kFp32Bytes +
                      share.weights_per_layer(a, in) * Bytes{4};  // int32 block indices
       t.saves_input = true;
       break;
@@ -1028,6 +1033,13 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.fp32_bytes = share.weights_per_layer(a, nnz) * (kFp32Bytes + kInt64Bytes * 2);
       // In 16 bits the sparse λ_s is made dense first (S_sparse.to_dense()): [in, in] and its scale [in].
       if (share.act != kFp32Bytes) t.fp32_bytes += share.weights_per_layer(a, in * in + in) * share.act;
+      // Projections left on the CPU (loaded_before_wrapping) come over in every forward
+      // (_get_frod_tensors: U.to(device, dtype), V likewise), and F.linear(·, U) and matmul(·, V)
+      // save those copies: U's [out, in], and V's [in, in] where no 16-bit term above stands for it.
+      if (f.loaded_before_wrapping) {
+        t.fp32_bytes += share.weights_per_layer(a, out * in + (share.act == kFp32Bytes ? in * in : Count(0))) *
+                        share.stream;
+      }
       break;
     }
     case FinetuneMethod::kPvera:  // pvera/layer.py: in training the sampled [t, 2r] code, its parts, λ_b's input (fp32)
@@ -1391,6 +1403,12 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
                       "waveft, gralora, tinylora, hira, deft, frod, pvera or unilora"});
   }
   if (adapts_linears_method(f.method)) check_targets(c, errors);
+  // IA3Config refuses feedforward_modules outside target_modules (ia3/config.py); memfit's default
+  // (down) is PEFT's for Llama-style models and simply unused where down is not a target.
+  if (f.method == FinetuneMethod::kIa3 && f.feedforward_modules != kLoraDown &&
+      (f.feedforward_modules & ~f.lora_targets) != 0) {
+    errors.push_back({"training.finetune.feedforward_modules", "must be among training.finetune.lora_targets"});
+  }
   // Methods that read or decompose the base weight itself (GLoRA sums it with its factors and takes
   // only nn.Linear; FRoD, OSF, PSOFT and AdaMSS decompose it at init; PEANuT, Super-Tuning and DEFT
   // use it in their forward): a packed int8 or 4-bit weight breaks them.

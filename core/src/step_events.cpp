@@ -487,7 +487,9 @@ void optimizer_step(Replay& r, const Program& pr, std::vector<int>& states, std:
     r.take(pr.gradients, grads);    // the next step's first micro-batches accumulate again
   }
   if (!pr.grads_persist) r.give(grads);  // zero_grad(set_to_none=True)
-  r.give(loss_kept);                     // a loop that held the logits drops them at the next forward
+  // A loop that holds its outputs drops them only when the next forward returns; the replay lets
+  // them go here (the phases count them beside that forward: phases.cpp).
+  r.give(loss_kept);
 }
 
 // FSDP1 flattens each unit's parameters into one FlatParameter and shards it as one contiguous

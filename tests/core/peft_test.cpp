@@ -94,6 +94,9 @@ std::int64_t tiny_layer_bytes(const Json& doc, const char* precision, const Json
   training.set("seq_len", *doc.find("seq_len"));
   Json finetune = case_finetune;
   if (!finetune.find("lora_rank")) finetune.set("lora_rank", Json::integer(8));
+  // On the CPU every buffer is where the model computes: no per-forward device copies, as for a
+  // model moved to the GPU after wrapping.
+  finetune.set("loaded_before_wrapping", Json::boolean(false));
   training.set("finetune", finetune);
   const ConfigParse parsed = parse_config(config);
   EXPECT_TRUE(parsed.ok()) << finetune.dump() << ": " << (parsed.ok() ? "" : parsed.errors[0].message);
@@ -263,6 +266,13 @@ TEST(Peft, LokrDecomposeFactorAndIa3FeedforwardModules) {
   EXPECT_EQ(estimate(ia3).trainable_parameter_count.value(), 630'784);
   ia3.training.finetune.feedforward_modules = kLoraDown;  // gate and up then scale their 8,192-wide outputs
   EXPECT_EQ(estimate(ia3).trainable_parameter_count.value(), 630'784 + 28LL * 2 * (8192 - 3072));
+  // IA3Config refuses feedforward modules outside the targets; the default (down) is simply unused.
+  ia3.training.finetune.lora_targets = kLoraK | kLoraV;
+  EXPECT_TRUE(validate(ia3).empty());
+  ia3.training.finetune.feedforward_modules = kLoraGate;
+  const std::vector<Issue> issues = validate(ia3);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].field, "training.finetune.feedforward_modules");
 }
 
 // Published print_trainable_parameters() outputs. PEFT's LoRA developer guide and countless

@@ -50,7 +50,7 @@ IGNORED = {
                               "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens", "num_adapters",
                               "modules_to_save", "loaded_before_wrapping", "feedforward_modules", "decompose_factor", "quant_method", "gptq_kernel", "gptq_group_size", "bnb_keeps_input", "trainable_layers", "lowest_trainable_layer", "train_embeddings", "train_head", "nf4_whole_tensor", "target_parameters", "quant_storage"],
     },
-    "result": ["implementation", "allocator", "between_steps_bytes"],
+    "result": ["implementation", "allocator"],
     "gpu_row": ["runs", "lacks", "budget_left_bytes"],
 }
 # Statistics of docs/accuracy.md that tools/accuracy/band.py compiles into the core: they move whenever the

@@ -17,7 +17,8 @@ const axisName = (p, room) => (room >= 110 ? phaseName(p) : SHORT_WORDS[p.name] 
 // (result.between_steps_bytes: what memory_allocated() reads in a loop that logs it per step).
 export function stepPhases(result) {
   const phases = result.phases ?? [];
-  if (!(result.between_steps_bytes > 0) || !phases.some((p) => p.name === 'optimizer_step')) return phases;
+  // The seeds' convention has one "total" phase and no step to be between.
+  if (!(result.between_steps_bytes > 0) || phases.length < 2) return phases;
   return [...phases, { name: 'between', label: 'Between steps', bytes: result.between_steps_bytes }];
 }
 
@@ -118,13 +119,14 @@ function Timeline({ result, units, summaryId }) {
 
 function PhaseTable({ result, units }) {
   const phases = stepPhases(result);
+  const peakIndex = phases.findIndex((p) => p.bytes === result.peak_allocated_bytes);
   return (
     <table class="table compact" data-testid="phases">
       <thead><tr><th scope="col">Phase</th><th scope="col" class="num">Allocated</th></tr></thead>
       <tbody>
-        {phases.map((p) => (
-          <tr key={p.name} data-phase={p.name} class={p.bytes === result.peak_allocated_bytes ? 'peak' : ''}>
-            <th scope="row">{p.label}{p.bytes === result.peak_allocated_bytes && phases.length > 1 && <span class="peak-tag">peak</span>}</th>
+        {phases.map((p, i) => (
+          <tr key={p.name} data-phase={p.name} class={i === peakIndex ? 'peak' : ''}>
+            <th scope="row">{p.label}{i === peakIndex && phases.length > 1 && <span class="peak-tag">peak</span>}</th>
             <td class="num"><Bytes bytes={p.bytes} units={units} /></td>
           </tr>
         ))}
