@@ -317,7 +317,7 @@ std::vector<Field> build_fields() {
         return f;
       }(),
       MF_INT("training.finetune.decompose_factor", training.finetune.decompose_factor, -1, kMillion,
-             "LoKr decompose_factor; -1 = near the square root"),
+             "LoKr decompose_factor (-1: near the square root)"),
       MF_BOOL("training.finetune.loaded_before_wrapping", training.finetune.loaded_before_wrapping,
               "the model is on the GPU before PEFT wraps it (device_map, quantised bases); false: moved after. "
               "Places BOFT's, FRoD's and PSOFT's buffers"),
