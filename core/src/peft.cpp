@@ -62,7 +62,7 @@ Count linear_count(const std::vector<AdaptedLinear>& linears) {
 // On stacked experts (peft/tuners/lora/layer.py ParamWrapper.update_layer): one adapter over the
 // whole stack, A [r·E, in] and B [out, r·E], at rank 2r on the fused gate_up_proj
 // (peft/utils/transformers_weight_conversion.py _convert_peft_config_moe: rank_pattern r × 2).
-void low_rank(const std::vector<AdaptedLinear>& linears, const Finetune& f, Builder& b) {
+void low_rank(const std::vector<AdaptedLinear>& linears, const Finetune& f, Bytes adapter, Builder& b) {
   for (const AdaptedLinear& a : linears) {
     const Count r = expert_adapter_rank(f, a) * a.stack;
     if (f.method == FinetuneMethod::kLoraFa) b.freeze(r, a.in, a.count);
@@ -75,22 +75,14 @@ void low_rank(const std::vector<AdaptedLinear>& linears, const Finetune& f, Buil
       // layer's device and nn.ParameterDict re-wraps the moved tensor as a Parameter that requires
       // grad (tuners_utils.py _move_adapter_to_device_of_base_layer): trained in practice.
       b.train(1, 0, a.count);
+      // The rank allocator (adalora/layer.py RankAllocator.update_ipt, run by update_and_allocate
+      // every step, as PEFT's AdaLoRA recipe requires) keeps, for every lora_A, lora_B and lora_E,
+      // the importance |p · ∇p|, its moving average and the uncertainty's: three tensors of the
+      // parameter's shape and dtype, from the first step to the end of training.
+      b.out.buffer_bytes += (r * a.in + a.out * r + r) * a.count * Count(3) * adapter;
     }
     if (f.method == FinetuneMethod::kDeLora) b.train(1, 0, a.count);
   }
-}
-
-// AdaLoRA's rank allocator (adalora/layer.py RankAllocator.update_ipt, run by the model's
-// update_and_allocate every step, as PEFT's AdaLoRA recipe requires): for every lora_A, lora_B and
-// lora_E it keeps the importance |p · ∇p|, its moving average and the uncertainty's, three tensors
-// of the parameter's shape and dtype, from the first step to the end of training.
-Bytes adalora_allocator_bytes(const std::vector<AdaptedLinear>& linears, const Finetune& f, Bytes adapter) {
-  Count elements = 0;
-  for (const AdaptedLinear& a : linears) {
-    const Count r = expert_adapter_rank(f, a) * a.stack;
-    elements += (r * a.in + a.out * r + r) * a.count;
-  }
-  return elements * Count(3) * adapter;
 }
 
 // VeRA (Kopiczko et al. 2024; vera/layer.py): λ_b [out] and λ_d [r] per layer; the shared random
@@ -713,10 +705,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
     case FinetuneMethod::kLoraFa:
     case FinetuneMethod::kAdaLora:
     case FinetuneMethod::kHira:
-    case FinetuneMethod::kDeLora:
-      low_rank(linears, f, b);
-      if (f.method == FinetuneMethod::kAdaLora) b.out.buffer_bytes += adalora_allocator_bytes(linears, f, adapter);
-      break;
+    case FinetuneMethod::kDeLora: low_rank(linears, f, adapter, b); break;
     case FinetuneMethod::kVera: vera(linears, f, b); break;
     case FinetuneMethod::kIa3: ia3(linears, f, b); break;
     case FinetuneMethod::kOft: oft(linears, f, b); break;
@@ -936,9 +925,9 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
     case FinetuneMethod::kRoad:  // road/layer.py: the base output twice (θ, α) and six [out] rotation vectors
       // The base output is cast to θ's dtype first and rotated elementwise, neither an autocast op:
       // fp32 whenever the adapters are (under autocast too).
+      t.act_elements = share.per_layer(a, out * 2);
       t.fp32_bytes = share.weights_per_layer(a, out * 6) * kFp32Bytes;
-      if (share.casts) t.fp32_bytes += share.per_layer(a, out * 2) * kFp32Bytes;
-      else t.act_elements = share.per_layer(a, out * 2);
+      t.cast_fp32 = true;
       break;
     case FinetuneMethod::kMiss:  // x summed into r groups
       t.act_elements = share.per_layer(a, r);

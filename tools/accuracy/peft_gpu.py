@@ -66,10 +66,6 @@ METHODS = {
     "TRAINABLE_TOKENS": "trainable_tokens", "UNILORA": "unilora", "VBLORA": "vblora", "VERA": "vera",
     "WAVEFT": "waveft",
 }
-# Runs memfit is known to miss between steps, each with the PEFT behaviour behind it: compared and
-# listed like the others; --check lets them through only while they stay where this says (a change
-# in either direction is news). None at present.
-KNOWN_DIFFERENCES = {}
 # Trainable counts that differ by what one PEFT version does and another does not, per adapted
 # module: AdaLoRA's ranknum is created with requires_grad=False, and PEFT 0.21.2 (memfit's
 # fixture) re-wraps it as a trained Parameter when it moves the adapter to the base layer's device;
@@ -328,9 +324,6 @@ def write_doc(fixture, rows):
             lines.append(f"| `{r['id']}` | {run['num_trainable_params']:,} | "
                          f"{statistics.median(run['mem_allocated_avg_windows']) / gib:.3f} | - | {why} | "
                          f"{run['memory']['accelerator_memory_reserved_99th'] / gib:.2f} | - |")
-    known = [r for r in rows if r["id"] in KNOWN_DIFFERENCES and "error" in r]
-    if known:
-        lines += ["", "Known differences: " + "; ".join(f"`{r['id']}` ({100 * r['error']:+.1f} %)" for r in known)]
     lines += ["", "The model is on the GPU when `get_peft_model` wraps it (utils.py loads it with `device_map`), "
               "which memfit's `training.finetune.loaded_before_wrapping` describes: BOFT's butterfly permutations, a "
               "plain buffer outside the adapter's dicts, stay on the CPU where they were made "
@@ -364,12 +357,8 @@ def main():
     bad = []
     for r in rows:
         if "error" in r and not r["lacking"]:
-            known = KNOWN_DIFFERENCES.get(r["id"])
-            if known:
-                flag = "  (known difference)" if known[0] <= r["error"] <= known[1] else "  <-- moved from its known difference"
-            else:
-                flag = "" if abs(r["error"]) <= BETWEEN_TOLERANCE else "  <-- over tolerance"
-            if flag.startswith("  <--"):
+            flag = "" if abs(r["error"]) <= BETWEEN_TOLERANCE else "  <-- over tolerance"
+            if flag:
                 bad.append(r["id"])
             print(f"{r['id']:58s} {r['measured'] / 1e9:7.3f} {r['predicted'] / 1e9:7.3f} {100 * r['error']:+6.2f} %{flag}")
         else:

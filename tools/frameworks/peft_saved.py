@@ -187,30 +187,6 @@ CASES_BF16_CAST = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "l
               {"method": "osf", "lora_targets": ["q", "v"]}, {"method": "peanut", "lora_targets": ["q", "v"]},
               {"method": "deft", "lora_targets": ["q", "v"]},
               {"method": "xlora", "num_adapters": 2, "lora_targets": ["q", "v"]}]
-# Every other method on the same bf16 model: what each builds from its fp32 adapters (a dense update,
-# a rotation, a product) is fp32 too, beside the bf16 activations of the layer it adapts.
-CASES_BF16 = CASES_BF16_CAST + [
-    {"method": "dora", "lora_targets": ["q", "v"]}, {"method": "lora_fa", "lora_targets": ["q", "v"]},
-    {"method": "vera", "lora_targets": ["q", "v"]}, {"method": "ia3", "lora_targets": ["k", "v", "down"]},
-    {"method": "oft", "lora_targets": ["q", "v"]}, {"method": "loha", "lora_targets": ["q", "v"]},
-    {"method": "lokr", "lora_targets": ["q", "v"]}, {"method": "fourierft", "lora_targets": ["q", "v"]},
-    {"method": "hra", "lora_targets": ["q", "v"]}, {"method": "hira", "lora_targets": ["q", "v"]},
-    {"method": "road", "lora_targets": ["q", "v"]}, {"method": "adalora", "lora_targets": ["q", "v"]},
-    {"method": "delora", "lora_targets": ["q", "v"]}, {"method": "gralora", "lora_targets": ["q", "v"]},
-    {"method": "randlora", "lora_targets": ["q", "v"]}, {"method": "tinylora", "lora_targets": ["q", "v"]},
-    {"method": "miss", "lora_targets": ["q", "v"]}, {"method": "c3a", "lora_targets": ["q", "v"], "block_size": 64},
-    {"method": "waveft", "lora_targets": ["q", "v"]}, {"method": "shira", "lora_targets": ["q", "v"]},
-    {"method": "boft", "lora_targets": ["q", "v"], "block_size": 4},
-    {"method": "adamss", "lora_targets": ["q", "v"]}, {"method": "beft", "lora_targets": ["q", "v"]},
-    {"method": "frod", "lora_targets": ["q", "v"]}, {"method": "pvera", "lora_targets": ["q", "v"]},
-    {"method": "glora", "lora_targets": ["q", "v"]}, {"method": "psoft", "lora_targets": ["q", "v"]},
-    {"method": "supertuning", "lora_targets": ["q", "v"]}]
-# The same bf16 model under torch.autocast (the Trainer's bf16=True; memfit's bf16_mixed over a 16-bit
-# base): every adapter matmul gives bf16 again.
-CASES_AUTOCAST = CASES_BF16_CAST + [{"method": m, "lora_targets": ["q", "v"]} for m in
-                               ("adamss", "beft", "frod", "pvera", "glora", "psoft", "supertuning")] + [
-    c for c in CASES_BF16[len(CASES_BF16_CAST):] if c["method"] not in
-    ("adamss", "beft", "frod", "pvera", "glora", "psoft", "supertuning")]
 
 CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lora_targets": ["q", "v"]},
          {"method": "lora_fa", "lora_targets": ["q", "v"]}, {"method": "vera", "lora_targets": ["q", "v"]},
@@ -242,6 +218,21 @@ CASES = [{"method": "lora", "lora_targets": ["q", "v"]}, {"method": "dora", "lor
          {"method": "multitask_prompt_tuning", "num_virtual_tokens": 8},
          {"method": "xlora", "num_adapters": 2, "lora_targets": ["q", "v"]},
          {"method": "shadow"}]
+
+# Every other method on the same bf16 model (its configuration in CASES): what each builds from its
+# fp32 adapters (a dense update, a rotation, a product) is fp32 too, beside the bf16 activations of
+# the layer it adapts.
+CASES_BF16 = CASES_BF16_CAST + [
+    next(c for c in CASES if c["method"] == m) for m in (
+        "dora", "lora_fa", "vera", "ia3", "oft", "loha", "lokr", "fourierft", "hra", "hira", "road", "adalora",
+        "delora", "gralora", "randlora", "tinylora", "miss", "c3a", "waveft", "shira", "boft", "adamss", "beft",
+        "frod", "pvera", "glora", "psoft", "supertuning")]
+# The same bf16 model under torch.autocast (the Trainer's bf16=True; memfit's bf16_mixed over a 16-bit
+# base): every adapter matmul gives bf16 again.
+CASES_AUTOCAST = CASES_BF16_CAST + [{"method": m, "lora_targets": ["q", "v"]} for m in
+                               ("adamss", "beft", "frod", "pvera", "glora", "psoft", "supertuning")] + [
+    c for c in CASES_BF16[len(CASES_BF16_CAST):] if c["method"] not in
+    ("adamss", "beft", "frod", "pvera", "glora", "psoft", "supertuning")]
 
 
 def main():
