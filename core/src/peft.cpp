@@ -1217,6 +1217,41 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
   return terms;
 }
 
+// DoRA (lora/dora.py, DoraLinearLayer.forward, PEFT 0.21): every forward rebuilds the layer's dense
+// update to norm the adapted weight, column by column. get_lora_weight runs lora_B(lora_A(x_eye))
+// on an [in, in] identity in the adapters' dtype ("Don't use lora_B.weight @ lora_A.weight ...
+// errors with FSDP"), giving ΔW [in, out], which the forward casts to x's dtype (the adapters',
+// LoraLayer.forward casts x to it); the base weight is dequantised and cast the same way; and
+// get_weight_norm makes s·ΔW and W + s·ΔW [out, in] before the norm [out]. The norm is detached,
+// so none of it is saved: all of it goes when the layer returns. A trains, so autograd keeps the
+// identity for A's gradient as long as ΔW's graph lives, unless checkpointing's forward drops
+// what is saved; then the identity goes once ΔW exists. Measured: tools/frameworks/peft_transients.py.
+std::vector<Bytes> peft_forward_temporaries(const Config& c, Bytes adapter, Bytes matmul, bool base_cast,
+                                            bool graph_saves) {
+  const Finetune& f = c.training.finetune;
+  if (f.method != FinetuneMethod::kDora) return {};
+  // At the norm: ΔW in x's dtype, s·ΔW, W + s·ΔW (and W's cast), with the identity where it is
+  // kept; else the identity beside ΔW as the matmul gives it, if that is more.
+  const int at_norm = base_cast ? 4 : 3;
+  const auto high = [&](Count in, Count out) {
+    const Bytes identity = in * in * adapter, norm = in * out * adapter * at_norm;
+    return graph_saves ? identity + norm : max(norm, identity + in * out * matmul);
+  };
+  Count in = 0, out = 0;
+  Bytes largest{0};
+  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, adapter_layout(c))) {
+    const Bytes h = high(a.in, a.out);
+    // (stacked experts: PEFT's DoRA adapts nn.Linear layers only)
+    if (a.stack == Count(1) && h > largest) in = a.in, out = a.out, largest = h;
+  }
+  if (in.is_zero()) return {};
+  const Bytes identity = in * in * adapter;
+  if (!graph_saves && identity + in * out * matmul > in * out * adapter * at_norm) return {identity, in * out * matmul};
+  std::vector<Bytes> tensors(static_cast<std::size_t>(at_norm), in * out * adapter);
+  if (graph_saves) tensors.push_back(identity);
+  return tensors;
+}
+
 Bytes peft_outside_bytes(const Config& c, Count tokens, Bytes act) {
   const Finetune& f = c.training.finetune;
   if (f.method == FinetuneMethod::kXlora) {

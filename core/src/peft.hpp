@@ -115,6 +115,16 @@ PeftActivation peft_activation(const Config& config);
 std::vector<NamedBytes> peft_layer_terms(const Config& config, Count batch, Count seq, Bytes act, Bytes input_copy,
                                          Bytes stream);
 
+// What a method's layers allocate for a moment in each forward beyond what they save, as the
+// tensors alive at once in the largest adapted layer (the layers run one after another): DoRA's
+// weight norm (lora/dora.py). `adapter`: the adapters' parameter dtype, to which the layer casts
+// x; `matmul`: what their matmuls give (16-bit under autocast); `base_cast`: the base weight is
+// cast to the adapters' dtype or dequantised for the norm (a copy); `graph_saves`: autograd keeps
+// the identity that ΔW is built from while ΔW lives (the block is not under checkpointing's
+// forward, whose saved tensors are dropped). Empty for every other method.
+std::vector<Bytes> peft_forward_temporaries(const Config& config, Bytes adapter, Bytes matmul, bool base_cast,
+                                            bool graph_saves);
+
 // What a method saves outside the blocks (LLaMA-Adapter v2's scaled head output).
 Bytes peft_outside_bytes(const Config& config, Count tokens, Bytes act);
 

@@ -136,6 +136,20 @@ Bytes in_backward_step_bytes(const Config& c, const ParameterCount& params, cons
 // V-wide gradients, then the head weight's gradient beside the logits' gradient); the top block
 // (its working memory, and its recomputation under checkpointing); and the end (every
 // gradient, plus a tied embedding's gradient before it is added to the head's).
+Bytes total(const std::vector<Bytes>& tensors) {
+  Bytes sum{0};
+  for (Bytes b : tensors) sum += b;
+  return sum;
+}
+
+// A block's high point in backward: its recomputed tensors and the gradients of its intermediates,
+// or the recomputed tensors with what its PEFT layers allocate for a moment as they run again
+// (DoRA's weight norm), before any gradient of the block exists.
+Bytes block_backward_working(const ActivationModel& act) {
+  const Bytes recomputed = min(act.layer_recomputed_bytes, act.layer_backward_working_bytes);
+  return max(act.layer_backward_working_bytes, recomputed + total(act.layer_recompute_temporaries));
+}
+
 Bytes backward_high_point(const Config& c, const ParameterCount& params, const StaticBytes& st,
                           const ActivationModel& act, const LossModel& loss, Bytes alive, Bytes bucket,
                           const ReusedGathered& reused, Bytes root_at_end, const FsdpUnitGradients& unit,
@@ -143,7 +157,8 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   const Bytes head_grad = loss.head_grad_bytes;
   const Bytes loss_and_head = alive + reused.head + reused.blocks +
                               max(loss.backward_bytes, loss.grad_bytes + head_grad + loss.head_input_bytes * 2 + loss.head_dequant_bytes);
-  const Bytes top_block = alive + reused.blocks + head_grad + loss.head_input_bytes + act.layer_backward_working_bytes +
+  const Bytes working = block_backward_working(act);
+  const Bytes top_block = alive + reused.blocks + head_grad + loss.head_input_bytes + working +
                           unit.unsharded + unit.reduce_input;
   // An untied embedding's gradient becomes its .grad as it is; a tied one is added to the head's
   // gradient already there, so for a moment both exist.
@@ -168,7 +183,7 @@ Bytes backward_high_point(const Config& c, const ParameterCount& params, const S
   const Bytes inputs_back = c.training.activation_offload ? kept_inputs : Bytes{0};
   const Bytes bottom_block = kept_inputs.is_zero() ? Bytes{0}
                                                    : alive + reused.blocks + inputs_back + kept_inputs -
-                                                         act.frozen_unit_input_bytes + act.layer_backward_working_bytes;
+                                                         act.frozen_unit_input_bytes + working;
   // Backward frees every saved tensor but leaves ctx attributes, which go with the graph after it.
   const Bytes end = st.resident() + grads_at_end + act.embedding_saved_bytes + embedding_grad + loss.kept_bytes +
                     kept_cache_whole(act) + act.retained_bytes + fused + root_at_end + kept_inputs * Count(2);
@@ -517,12 +532,14 @@ std::vector<Phase> step_phases(const Config& c, const ParameterCount& params, co
   const Bytes bucket = reduce_bucket_bytes(c, r) + quantized_gradient_bytes(c, params) +
                        zero3_reduce_copy_bytes(c, p, st, r);
   const ReusedGathered reused = gathered_across_forward_end(c, params, p, r);
-  std::vector<Phase> phases = {
-      {"load", "Loading the model", load_bytes(c, params, p, st, r)},
-      {"forward", "End of forward (loss computed)",
-       alive + loss.forward_bytes + (act.kv_cache_kept ? act.kv_cache_total_bytes : act.kv_cache_bytes) +
-           previous_graph(c, act) +
-           reused.head + reused.blocks}};
+  std::vector<Phase> phases = {{"load", "Loading the model", load_bytes(c, params, p, st, r)}};
+  const Bytes forward = alive + (act.kv_cache_kept ? act.kv_cache_total_bytes : act.kv_cache_bytes) +
+                        previous_graph(c, act) + reused.blocks;
+  // A block's PEFT layers allocating for a moment in forward (DoRA's weight norm), the last block's
+  // beside everything the blocks below it saved.
+  const Bytes temporaries = total(act.layer_forward_temporaries);
+  if (!temporaries.is_zero()) phases.push_back({"forward_block", "Forward (inside a block)", forward + temporaries});
+  phases.push_back({"forward", "End of forward (loss computed)", forward + loss.forward_bytes + reused.head});
   if (forward_only(t)) {
     phases.push_back({"optimizer_step", "MeZO perturbation and update",
                       st.weights + optimizer_temporaries(c, params, p, r)});

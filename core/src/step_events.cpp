@@ -259,6 +259,10 @@ struct Program {
   // One block's backward working memory: the block's recomputed tensors (its own sizes, as forward
   // made them), then the gradients of its largest intermediates.
   std::vector<Bytes> working;
+  std::size_t working_recomputed = 0;  // how many of `working` are the recomputed tensors
+  // What the block's PEFT layers allocate for a moment (DoRA's weight norm): in forward, and as the
+  // block is recomputed, before its gradients.
+  std::vector<Bytes> forward_temporaries, recompute_temporaries;
   FsdpUnitGradients unit_gradients;  // FSDP's unsharded gradients of a block (phases.hpp)
   Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
   Bytes root_embedding;  // accelerate's FSDP2 embedding unit: gathered for its forward, and again
@@ -360,6 +364,9 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
       layer.push_back(r.take(b));
       r.give(transient);
     }
+    std::vector<int> temporaries;
+    r.take(pr.forward_temporaries, temporaries);
+    r.give(temporaries);
     graph.retained.push_back(r.take(pr.retained));
     cache.push_back(r.take(pr.kv_keys));  // the keys and values the layer returns
     cache.push_back(r.take(pr.kv_values));
@@ -411,8 +418,12 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   const std::int64_t blocks = static_cast<std::int64_t>(saved.size());
   for (std::int64_t i = static_cast<std::int64_t>(saved.size()) - 1; i >= 0; --i) {
     const int gathered = take_gathered(r, pr, pr.gathered);
-    std::vector<int> working;
-    r.take(pr.working, working);
+    std::vector<int> working, temporaries;
+    const auto recomputed_end = pr.working.begin() + static_cast<std::ptrdiff_t>(pr.working_recomputed);
+    r.take(std::vector<Bytes>(pr.working.begin(), recomputed_end), working);
+    r.take(pr.recompute_temporaries, temporaries);
+    r.give(temporaries);
+    r.take(std::vector<Bytes>(recomputed_end, pr.working.end()), working);
     const int unsharded = r.take(pr.unit_gradients.unsharded);  // the unit's gradients as autograd makes them
     if (!pr.grads_persist) take_grads(i);
     // Backward walks the block's ops in reverse: the gradient of each saved tensor's op output is
@@ -592,6 +603,9 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   if (!recomputed.is_zero()) {
     pr.working = whole_block ? layer_saved_split(act, recomputed) : std::vector<Bytes>{recomputed};
   }
+  pr.working_recomputed = pr.working.size();
+  pr.forward_temporaries = act.layer_forward_temporaries;
+  pr.recompute_temporaries = act.layer_recompute_temporaries;
   Bytes gradients = act.layer_backward_working_bytes - recomputed;
   for (const Bytes tensor : act.layer_gradient_tensor_bytes) {
     for (int k = 0; k < 3 && tensor.value() > 0 && gradients >= tensor; ++k) {

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""What DoRA allocates for a moment in each adapted layer's forward, measured on PEFT's real layers (CPU).
+
+    .venv-frameworks/bin/python tools/frameworks/peft_transients.py   # -> tests/fixtures/peft/peft_transients.json
+
+PEFT's DoRA (peft/tuners/lora/dora.py, DoraLinearLayer.forward) rebuilds the dense update of every
+adapted layer in every forward, to norm the adapted weight: get_lora_weight runs lora_B(lora_A(x_eye))
+on an [in, in] identity, the base weight is cast to the adapters' dtype (the layer cast x to it), and
+get_weight_norm makes s * dW and W + s * dW, [out, in] each. None of it is saved for backward (the
+norm is detached), so peft_saved.py, which counts saved tensors, does not see it; it shows in the
+step's peaks. A tiny LlamaForCausalLM (peft_saved.py's, with a wider MLP so that down_proj's [in, in]
+identity stands out) is wrapped with LoRA and with DoRA on the same targets and runs one training
+step under torch.profiler's memory events (measure.py's Timeline); the fixture records the peaks of
+forward and backward and what is alive after forward, for each, with and without non-reentrant
+activation checkpointing, on a bf16 model (PEFT's fp32 adapters) and an fp32 one.
+tests/core/peft_test.cpp compares DoRA's difference from LoRA with memfit's.
+"""
+
+import json
+import os
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+OUT = os.path.join(ROOT, "tests", "fixtures", "peft", "peft_transients.json")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from peft_fixture import peft  # noqa: E402  (imported with the torchao workaround)
+from measure import Timeline  # noqa: E402
+
+TINY = {"vocab_size": 512, "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 1024, "max_position_embeddings": 256,
+        "tie_word_embeddings": False, "attn_implementation": "eager"}
+MEMFIT_MODEL = {k: v for k, v in TINY.items() if k != "attn_implementation"}
+MEMFIT_MODEL.update(model_type="llama", mlp="gated", norm="rmsnorm", position_embedding="rotary")
+BATCH, SEQ = 1, 16
+NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
+         "down": "down_proj"}
+TARGETS = [["q", "v"], ["down"], ["q", "k", "v", "o", "gate", "up", "down"]]
+
+
+def step(dora, targets, checkpointing, dtype):
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).to(dtype)
+    model.config.use_cache = False
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    pm = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=[NAMES[t] for t in targets],
+                                                    use_dora=dora, task_type="CAUSAL_LM"))
+    pm.train()
+    ids = torch.randint(0, TINY["vocab_size"], (BATCH, SEQ))
+    timeline = Timeline()
+    with timeline:
+        timeline.mark("forward_start")
+        loss = pm(input_ids=ids, labels=ids).loss
+        timeline.mark("forward_end")
+        loss.backward()
+        del loss
+        timeline.mark("backward_end")
+        timeline.mark("optimizer_end")
+        timeline.mark("zero_grad_end")
+    s = timeline.summary()
+    return {k: s[k] for k in ("forward_peak_bytes", "backward_peak_bytes", "live_after_forward_bytes")}
+
+
+def main():
+    cases = []
+    for precision, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        for targets in TARGETS:
+            for checkpointing in (False, True):
+                case = {"precision": precision, "lora_targets": targets,
+                        "checkpointing": "full" if checkpointing else "none",
+                        "lora": step(False, targets, checkpointing, dtype),
+                        "dora": step(True, targets, checkpointing, dtype)}
+                print(json.dumps(case), file=sys.stderr)
+                cases.append(case)
+    doc = {"source": "tools/frameworks/peft_transients.py (torch %s, transformers %s, peft %s; CPU, "
+                     "torch.profiler memory events)" % (torch.__version__, transformers.__version__, peft.__version__),
+           "memfit_model": MEMFIT_MODEL, "micro_batch_size": BATCH, "seq_len": SEQ, "lora_rank": 8,
+           "cases": cases}
+    with open(OUT, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    print("wrote", os.path.relpath(OUT, ROOT))
+
+
+if __name__ == "__main__":
+    main()
