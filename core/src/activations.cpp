@@ -1415,28 +1415,31 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b, out);
   {
-    // The base weight as the model holds it against the adapters' dtype x is cast to (PEFT's fp32
-    // adapters on a 16-bit model; a quantised base is dequantised either way).
-    const Implementation impl = resolve_implementation(tr.implementation);
-    const Bytes base = lora_base_bytes(recipe_of(c), impl);
-    const Bytes adapter = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32 ? kFp32Bytes : base;
-    const bool base_cast = f.base_bits < 16 || base != adapter;
+    const Bytes input_copy = d.adapter_input_copies || d.adapters_cast ? d.adapter_element : Bytes{0};
     const bool recomputed_whole = out.every_block_recomputed || tr.checkpointing == Checkpointing::kSelectiveOp;
-    out.layer_forward_temporaries =
-        peft_forward_temporaries(c, adapter, d.adapter_element, base_cast, !recomputed_whole && !forward_only(tr));
+    const auto temporaries = [&](PeftMoment moment) {
+      return peft_temporaries(c, d.batch, d.seq, d.act, input_copy, d.stream, moment);
+    };
+    out.layer_forward_temporaries = temporaries(recomputed_whole || forward_only(tr) ? PeftMoment::kForwardDropped
+                                                                                    : PeftMoment::kForwardKept);
     const bool recomputed = (tr.checkpointing == Checkpointing::kFull && b.recomputed.value() > 0) ||
                             tr.checkpointing == Checkpointing::kSelectiveOp;
-    if (recomputed && !forward_only(tr)) {
-      out.layer_recompute_temporaries = peft_forward_temporaries(c, adapter, d.adapter_element, base_cast, true);
+    if (!forward_only(tr)) {
+      if (recomputed) out.layer_recompute_temporaries = temporaries(PeftMoment::kForwardKept);
+      out.layer_backward_temporaries = temporaries(PeftMoment::kBackward);
     }
     Bytes high{0};
     for (Bytes t : recomputed ? out.layer_recompute_temporaries : out.layer_forward_temporaries) high += t;
-    if (!high.is_zero()) {
-      char text[360];
+    if (high >= Bytes{64LL << 20}) {  // said where it can matter
+      const bool dora = f.method == FinetuneMethod::kDora;
+      char text[400];
       std::snprintf(text, sizeof text,
-                    "DoRA: every adapted layer's forward rebuilds its dense update to norm the weight (an identity "
-                    "[in, in], the update and the adapted weight [out, in], in the adapters' dtype): %.2f GiB at once "
-                    "in the largest, freed as the layer returns%s.",
+                    "%s: every adapted layer's forward builds %s: %.2f GiB at once in the largest, freed as the "
+                    "layer returns%s.",
+                    dora ? "DoRA" : to_string(f.method),
+                    dora ? "its dense update again to norm the weight (an identity [in, in], the update and the "
+                           "adapted weight [out, in], in the adapters' dtype)"
+                         : "tensors it does not keep (the pieces of its update before their product)",
                     static_cast<double>(high.value()) / 1073741824.0,
                     recomputed ? ", and again as each block is recomputed in backward" : "");
       out.notes.push_back(text);

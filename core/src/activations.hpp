@@ -25,10 +25,10 @@ struct ActivationModel {
   // The sizes of the gradients backward makes in a block: the largest (the MLP's or the scores'),
   // then the residual stream's. The rest of the working memory comes as tensors of these sizes.
   std::array<Bytes, 2> layer_gradient_tensor_bytes;
-  // What a block's PEFT layers allocate for a moment beyond what they save (DoRA's weight norm:
-  // peft_forward_temporaries), the tensors alive at once: in forward, and again in backward where
-  // the block is recomputed (empty where it is not).
-  std::vector<Bytes> layer_forward_temporaries, layer_recompute_temporaries;
+  // What a block's PEFT layers allocate for a moment beyond what they save (DoRA's weight norm, the
+  // pieces of a dense update: peft_temporaries), the tensors alive at once: in forward, again in
+  // backward where the block is recomputed (empty where it is not), and in its backward.
+  std::vector<Bytes> layer_forward_temporaries, layer_recompute_temporaries, layer_backward_temporaries;
   // Full checkpointing recomputes every block of the busiest stage (each saves only its input).
   bool every_block_recomputed = false;
   // training.use_cache: the keys and values each layer returns (beyond what autograd already

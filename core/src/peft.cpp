@@ -828,6 +828,7 @@ struct LayerShare {
   // rebuilt by matmuls first (Poly, PEANuT) then cast their input too; under autocast those matmuls
   // give bf16, and the cast leaves the input as it is.
   bool fp32_casts() const { return casts && adapter == kFp32Bytes && act != kFp32Bytes; }
+  Bytes param() const { return casts ? kFp32Bytes : act; }  // the adapters' own dtype
   Count per_layer(const AdaptedLinear& a, Count width) const {  // activation elements per layer
     const bool expert = a.component == Component::kExperts && m.num_experts > 0;
     const Count routed = expert ? tokens * m.num_experts_per_tok : tokens;
@@ -846,6 +847,14 @@ int input_group(const AdaptedLinear& a) {
   return base + 3 + static_cast<int>(a.target == kLoraDown);
 }
 
+// Dense tensors a method's layer makes for a moment: how many [out, in] weights in each dtype (the
+// dtype of its act_elements, fp32, its adapters' matmuls', its adapters' own, the compute dtype)
+// and [in, in] squares (in its adapters' matmul dtype, x's, fp32).
+struct Dense {
+  std::uint8_t element = 0, fp32 = 0, adapter = 0, param = 0, act = 0;
+  std::uint8_t square_adapter = 0, square_stream = 0, square_fp32 = 0;
+};
+
 // The per-target tensors of the methods that are not LoRA-style (a table, one case per method:
 // hence its length), in elements (those of the
 // compute dtype) and fp32 bytes. Sources: each method's forward in peft/tuners/<m>/layer.py.
@@ -861,6 +870,14 @@ struct TargetSaved {
   // ... or made by an explicit cast to the fp32 adapters (x.to(dtype), not an autocast op): fp32
   // wherever the adapters are cast to, under autocast too.
   bool cast_fp32 = false;
+  // What the forward makes beyond what it saves, alive at once at its high point (the factors of a
+  // dense update before their product, an FFT's complex output); what its backward makes at once
+  // beyond the gradients the block's own tensors get (the gradient of a dense update F.linear read
+  // and what the method builds from it, past the update itself, which F.linear saved and frees as
+  // its backward ends); and, where the forward saves nothing (checkpointing), what is alive at once
+  // instead of the saved tensors, if less (a chain of products keeps only its last links). Freed as
+  // the layer returns (peft_temporaries). Counted in whole [out, in] weights and [in, in] squares.
+  Dense temporary, backward, dropped;
 };
 
 TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerShare& share) {
@@ -956,6 +973,9 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       // product saves), and x to it for F.linear.
       if (share.fp32_casts()) t.fp32_bytes += share.weights_per_layer(a, weight) * kFp32Bytes;
       t.casts_input = share.fp32_casts();
+      // each step of the chain, weight − 2·(weight u) uᵀ, makes (weight u) uᵀ and its double [in, in]
+      // beside the running product; unsaved, only the running product and the next one stay besides
+      t.temporary.square_adapter = t.dropped.square_adapter = 2;
       break;
     case FinetuneMethod::kBoft: {  // boft/layer.py: Cayley blocks, the butterfly products [in, in], scaled output
       const Count b = f.block_size > 0 ? f.block_size : kBoftBlockSize;
@@ -972,12 +992,19 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
                      share.weights_per_layer(a, in * b * 3 + out * 2) * kFp32Bytes +
                      share.weights_per_layer(a, in) * Bytes{4};  // int32 block indices
       t.saves_input = true;
+      // the identity the rotation starts from, in x's dtype, and the fp32 block diagonal beside its
+      // cast; in backward the rotation's gradient and a product's
+      t.temporary.square_stream = t.temporary.square_fp32 = 1;
+      t.backward.square_stream = 2;
       break;
     }
     case FinetuneMethod::kShira:  // shira/layer.py: the sparse delta's r(in + out) values and int64 indices
       t.fp32_bytes = share.weights_per_layer(a, min(r * (in + out), weight)) * (kFp32Bytes + kInt64Bytes * 2);
       t.act_elements = share.weights_per_layer(a, weight);
       t.saves_input = true;
+      // new_weight += the sparse delta, made dense in the adapters' dtype for the add; in backward
+      // the new weight's gradient in that dtype beside its own
+      t.temporary.param = t.backward.param = 1;
       break;
     case FinetuneMethod::kWaveFt: {  // waveft/layer.py: the coefficient map [out, in], [2, n] indices, a mask
       const Count n = f.n_frequency > 0 ? f.n_frequency : kWaveFtFrequencies;
@@ -987,6 +1014,10 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.weights_per_layer(a, weight);
       t.saves_input = true;
       t.casts_input = share.fp32_casts();  // x cast to the fp32 update for F.linear
+      // the padded dense spectrum and waverec2d's column and row passes, [out, in] each, on the way
+      // to the update; in backward the update's gradient back through the transform
+      t.temporary.adapter = 3;
+      t.backward.adapter = 5;
       break;
     }
     case FinetuneMethod::kFourierFt:  // fourierft/layer.py: + the [2, n] int64 spectrum indices
@@ -997,6 +1028,12 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       // x cast to the fp32 update for F.linear; the update comes out of ifft2, no autocast op, so
       // under autocast too (F.linear then saves autocast's 16-bit copy of x, one per adapter).
       t.casts_input = share.casts;
+      // the dense spectrum [out, in] (fp32) and ifft2's complex64 output with its working copy,
+      // before .real * scaling makes the update
+      t.temporary.fp32 = 4;
+      // in backward: the update's gradient, its scaled copy, and ifft2's backward in complex64 (one
+      // past the update)
+      t.backward.fp32 = 3;
       break;
     case FinetuneMethod::kAdamss: {  // adamss/layer.py: x through the frozen basis [t, R], its subspace outputs
       // [t, K'], and the int64 scatter index [out] each forward copies
@@ -1040,12 +1077,18 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       // pairs (without autocast the sum is fp32 and keeps the factors themselves).
       if (share.casts && !share.fp32_casts()) t.fp32_bytes = share.weights_per_layer(a, r * (in + out) * 2) * share.act;
       t.saves_input = true;
+      // W ⊙ A in the adapters' dtype and the partial sum in the weight's, before W + W ⊙ A + B
+      t.temporary.adapter = t.temporary.act = 1;
+      // in backward: the dense weight's gradient, its product with W, and that in the adapters' dtype
+      t.backward.act = t.backward.adapter = 1;
       break;
     case FinetuneMethod::kPeanut:  // peanut/layer.py: ΔWᵀ [in, out] rebuilt each forward, Wᵀ·A_inᵀ [in, r], and x;
       // over a 16-bit base also the weight's cast to its adapters
       t.fp32_bytes = share.weights_per_layer(a, weight * (share.casts ? 2 : 1) + in * r) * share.adapter;
       t.saves_input = true;
       t.casts_input = share.fp32_casts();
+      t.temporary.adapter = 1;  // ΔWᵀ before W + ΔW
+      t.backward.adapter = 1;   // in backward ΔW's gradient
       break;
     case FinetuneMethod::kUnilora:  // unilora/layer.py: A and B gathered from θ (fp32), A x [t, r]
       t.act_elements = share.per_layer(a, r);
@@ -1072,6 +1115,8 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.weights_per_layer(a, weight);
       t.fp32_bytes = share.weights_per_layer(a, sparse_entries(weight, 1.0 - kSupertuningSparsity)) * kInt64Bytes;
       t.saves_input = true;
+      // the scattered entries' dense [out, in] in the adapters' dtype, before W takes them
+      t.temporary.param = 1;
       break;
     case FinetuneMethod::kDeft: {  // deft/layer.py: the base output cast to fp32, two [t, r'], relu(P) and s R
       const Count rank = min(r, out);
@@ -1082,6 +1127,12 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
     }
     case FinetuneMethod::kLoha:  // loha/layer.py: HadaWeight recomputes its factors in backward; a 0-dim scale
       t.fp32_bytes = share.weights_per_layer(a, 1) * kFp32Bytes;
+      // ((w1a @ w1b) * (w2a @ w2b)) * scale: the two products beside theirs, which the scale replaces
+      t.temporary.element = 2;
+      // HadaWeight.backward: beside the update's gradient, grad_out * scale, one factor product and
+      // temp, then the other product and the next temp before the first goes (five, one past the
+      // update)
+      t.backward.element = 4;
       [[fallthrough]];
     case FinetuneMethod::kLokr:
     case FinetuneMethod::kHira:  // a dense delta (or new) weight built in forward, then F.linear(x, ·)
@@ -1093,10 +1144,25 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       // autocast's 16-bit copy of that cast, one per adapter. LoHa's update comes out of matmuls,
       // 16-bit under autocast, and x is read as it is.
       t.casts_input = f.method == FinetuneMethod::kLoha ? share.fp32_casts() : share.casts;
+      // LoKr: torch.kron(w1, w2) before make_kron scales it; HiRA: B·A [out, in] and W ⊙ (B·A)
+      // before the cast weight F.linear reads
+      if (f.method != FinetuneMethod::kLoha) t.temporary.element = f.method == FinetuneMethod::kLokr ? 1 : 2;
+      // in backward: the update's gradient and, LoKr, its scaled copy and the Kronecker backward's
+      // reshaped sum; HiRA, the gradient of W ⊙ (B·A) for B·A and the cast weight's product with it
+      // (three, one past the update)
+      if (f.method != FinetuneMethod::kLoha) t.backward.element = 2;
       break;
     default: break;
   }
   return t;
+}
+
+// The dtype of a method's act_elements: a method that casts its input to fp32 adapters computes in
+// their dtype from there on.
+Bytes element_of(const TargetSaved& t, const LayerShare& share, Bytes input_copy) {
+  return t.casts_input && !input_copy.is_zero()                                         ? input_copy
+         : (t.in_adapter_dtype && share.fp32_casts()) || (t.cast_fp32 && share.casts) ? kFp32Bytes
+                                                                                      : share.act;
 }
 
 void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes input_copy, Bytes stream,
@@ -1111,10 +1177,7 @@ void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes 
     // Stacked experts' adapters fold into the weight; activations.cpp counts what that keeps.
     if (a.stack > Count(1)) continue;
     const TargetSaved t = target_saved(f, a, share);
-    // A method that casts its input to fp32 adapters computes in their dtype from there on.
-    const Bytes element = t.casts_input && !input_copy.is_zero()                             ? input_copy
-                          : (t.in_adapter_dtype && share.fp32_casts()) || (t.cast_fp32 && share.casts) ? kFp32Bytes
-                                                                                                    : act;
+    const Bytes element = element_of(t, share, input_copy);
     saved += t.act_elements * element + t.fp32_bytes;
     const int group = input_group(a);
     if (t.saves_input && t.casts_input && !input_copy.is_zero()) {
@@ -1217,6 +1280,16 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
   return terms;
 }
 
+namespace {
+
+// The bytes of `d` on one instance of layer `a`.
+Bytes dense_bytes(const Dense& d, const AdaptedLinear& a, const LayerShare& share, Bytes element) {
+  const Bytes weight = d.element * element + d.fp32 * kFp32Bytes + d.adapter * share.adapter + d.param * share.param() +
+                       d.act * share.act;
+  const Bytes square = d.square_adapter * share.adapter + d.square_stream * share.stream + d.square_fp32 * kFp32Bytes;
+  return a.in * a.out * weight + a.in * a.in * square;
+}
+
 // DoRA (lora/dora.py, DoraLinearLayer.forward, PEFT 0.21): every forward rebuilds the layer's dense
 // update to norm the adapted weight, column by column. get_lora_weight runs lora_B(lora_A(x_eye))
 // on an [in, in] identity in the adapters' dtype ("Don't use lora_B.weight @ lora_A.weight ...
@@ -1225,21 +1298,20 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
 // get_weight_norm makes s·ΔW and W + s·ΔW [out, in] before the norm [out]. The norm is detached,
 // so none of it is saved: all of it goes when the layer returns. A trains, so autograd keeps the
 // identity for A's gradient as long as ΔW's graph lives, unless checkpointing's forward drops
-// what is saved; then the identity goes once ΔW exists. Measured: tools/frameworks/peft_transients.py.
-std::vector<Bytes> peft_forward_temporaries(const Config& c, Bytes adapter, Bytes matmul, bool base_cast,
-                                            bool graph_saves) {
-  const Finetune& f = c.training.finetune;
-  if (f.method != FinetuneMethod::kDora) return {};
+// what is saved; then the identity goes once ΔW exists.
+std::vector<Bytes> dora_temporaries(const Config& c, const LayerShare& share, bool graph_saves) {
+  const Bytes adapter = share.param(), matmul = share.adapter;
   // At the norm: ΔW in x's dtype, s·ΔW, W + s·ΔW (and W's cast), with the identity where it is
   // kept; else the identity beside ΔW as the matmul gives it, if that is more.
-  const int at_norm = base_cast ? 4 : 3;
+  const int at_norm = c.training.finetune.base_bits < 16 || share.stream != adapter ? 4 : 3;
   const auto high = [&](Count in, Count out) {
     const Bytes identity = in * in * adapter, norm = in * out * adapter * at_norm;
     return graph_saves ? identity + norm : max(norm, identity + in * out * matmul);
   };
   Count in = 0, out = 0;
   Bytes largest{0};
-  for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, adapter_layout(c))) {
+  for (const AdaptedLinear& a :
+       adapted_linears(count_parameters(c.model), c.training.finetune.lora_targets, adapter_layout(c))) {
     const Bytes h = high(a.in, a.out);
     // (stacked experts: PEFT's DoRA adapts nn.Linear layers only)
     if (a.stack == Count(1) && h > largest) in = a.in, out = a.out, largest = h;
@@ -1249,6 +1321,46 @@ std::vector<Bytes> peft_forward_temporaries(const Config& c, Bytes adapter, Byte
   if (!graph_saves && identity + in * out * matmul > in * out * adapter * at_norm) return {identity, in * out * matmul};
   std::vector<Bytes> tensors(static_cast<std::size_t>(at_norm), in * out * adapter);
   if (graph_saves) tensors.push_back(identity);
+  return tensors;
+}
+
+}  // namespace
+
+// A layer's high point, in its largest adapted layer: in forward what the method makes beyond what
+// it saves (TargetSaved::temporary), and, where checkpointing's forward drops what is saved, what
+// it would have saved too (built, read, and freed as the layer returns); in backward what it makes
+// beyond the block's gradients (TargetSaved::backward). Measured on PEFT's real layers:
+// tools/frameworks/peft_transients.py.
+std::vector<Bytes> peft_temporaries(const Config& c, Count batch, Count seq, Bytes act, Bytes input_copy, Bytes stream,
+                                    PeftMoment moment) {
+  const Finetune& f = c.training.finetune;
+  if (!adapts_linears_method(f.method) || f.method == FinetuneMethod::kLora) return {};
+  const LayerShare share{c.model, batch * seq, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy,
+                         stream};
+  const bool graph_saves = moment != PeftMoment::kForwardDropped;
+  if (f.method == FinetuneMethod::kDora) {
+    return moment == PeftMoment::kBackward ? std::vector<Bytes>{} : dora_temporaries(c, share, graph_saves);
+  }
+  std::vector<Bytes> tensors;
+  Bytes largest{0};
+  for (AdaptedLinear a : adapted_linears(count_parameters(c.model), f.lora_targets, adapter_layout(c))) {
+    if (a.stack > Count(1)) continue;  // folded into the weight (activations.cpp)
+    a.count = Count(c.model.num_hidden_layers);  // one layer's instance: per_layer gives its own tensors
+    const TargetSaved t = target_saved(f, a, share);
+    const Bytes element = element_of(t, share, input_copy);
+    Bytes saved = t.act_elements * element + t.fp32_bytes;
+    if (t.saves_input && t.casts_input && !input_copy.is_zero()) {
+      saved += share.per_layer(a, a.in) * (t.input_fp32 ? kFp32Bytes : input_copy);
+    }
+    const Bytes dropped = dense_bytes(t.dropped, a, share, element);
+    if (!dropped.is_zero()) saved = min(saved, dropped);
+    const Bytes temporary = dense_bytes(moment == PeftMoment::kBackward ? t.backward : t.temporary, a, share, element);
+    if ((graph_saves ? Bytes{0} : saved) + temporary > largest) {
+      largest = (graph_saves ? Bytes{0} : saved) + temporary;
+      tensors = {temporary};
+      if (!graph_saves) tensors.push_back(saved);
+    }
+  }
   return tensors;
 }
 

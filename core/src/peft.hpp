@@ -115,15 +115,16 @@ PeftActivation peft_activation(const Config& config);
 std::vector<NamedBytes> peft_layer_terms(const Config& config, Count batch, Count seq, Bytes act, Bytes input_copy,
                                          Bytes stream);
 
-// What a method's layers allocate for a moment in each forward beyond what they save, as the
-// tensors alive at once in the largest adapted layer (the layers run one after another): DoRA's
-// weight norm (lora/dora.py). `adapter`: the adapters' parameter dtype, to which the layer casts
-// x; `matmul`: what their matmuls give (16-bit under autocast); `base_cast`: the base weight is
-// cast to the adapters' dtype or dequantised for the norm (a copy); `graph_saves`: autograd keeps
-// the identity that ΔW is built from while ΔW lives (the block is not under checkpointing's
-// forward, whose saved tensors are dropped). Empty for every other method.
-std::vector<Bytes> peft_forward_temporaries(const Config& config, Bytes adapter, Bytes matmul, bool base_cast,
-                                            bool graph_saves);
+// What a method's layers allocate for a moment, as the tensors alive at once in the largest adapted
+// layer (the layers run one after another). In forward: what it makes beyond what it saves (DoRA's
+// weight norm, the factors of a dense update before their product, an FFT's complex output), and,
+// where checkpointing's forward drops what the layer saves (kForwardDropped), those saved tensors
+// too, built and freed as the layer returns. In backward: the gradient of a dense update and what
+// the method's backward builds from it. Arguments as peft_layer_terms'. Empty for LoRA and the
+// methods that do not adapt linear layers.
+enum class PeftMoment { kForwardKept, kForwardDropped, kBackward };
+std::vector<Bytes> peft_temporaries(const Config& config, Count batch, Count seq, Bytes act, Bytes input_copy,
+                                    Bytes stream, PeftMoment moment);
 
 // What a method saves outside the blocks (LLaMA-Adapter v2's scaled head output).
 Bytes peft_outside_bytes(const Config& config, Count tokens, Bytes act);

@@ -142,12 +142,15 @@ Bytes total(const std::vector<Bytes>& tensors) {
   return sum;
 }
 
-// A block's high point in backward: its recomputed tensors and the gradients of its intermediates,
+// A block's high point in backward: its recomputed tensors and the gradients of its intermediates;
 // or the recomputed tensors with what its PEFT layers allocate for a moment as they run again
-// (DoRA's weight norm), before any gradient of the block exists.
+// (DoRA's weight norm), before any gradient of the block exists; or with what a PEFT layer's
+// backward makes (a dense update's gradient and what the method builds from it) beside the
+// gradient that reaches the layer, one stream-sized tensor (the block's other gradients come after).
 Bytes block_backward_working(const ActivationModel& act) {
   const Bytes recomputed = min(act.layer_recomputed_bytes, act.layer_backward_working_bytes);
-  return max(act.layer_backward_working_bytes, recomputed + total(act.layer_recompute_temporaries));
+  return max(max(act.layer_backward_working_bytes, recomputed + total(act.layer_recompute_temporaries)),
+             recomputed + act.layer_gradient_tensor_bytes[1] + total(act.layer_backward_temporaries));
 }
 
 Bytes backward_high_point(const Config& c, const ParameterCount& params, const StaticBytes& st,

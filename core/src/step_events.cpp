@@ -262,7 +262,7 @@ struct Program {
   std::size_t working_recomputed = 0;  // how many of `working` are the recomputed tensors
   // What the block's PEFT layers allocate for a moment (DoRA's weight norm): in forward, and as the
   // block is recomputed, before its gradients.
-  std::vector<Bytes> forward_temporaries, recompute_temporaries;
+  std::vector<Bytes> forward_temporaries, recompute_temporaries, backward_temporaries;
   FsdpUnitGradients unit_gradients;  // FSDP's unsharded gradients of a block (phases.hpp)
   Bytes root_gathered;  // FSDP's root unit, gathered from forward's start to backward's end
   Bytes root_embedding;  // accelerate's FSDP2 embedding unit: gathered for its forward, and again
@@ -424,6 +424,8 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
     r.take(pr.recompute_temporaries, temporaries);
     r.give(temporaries);
     r.take(std::vector<Bytes>(recomputed_end, pr.working.end()), working);
+    r.take(pr.backward_temporaries, temporaries);
+    r.give(temporaries);
     const int unsharded = r.take(pr.unit_gradients.unsharded);  // the unit's gradients as autograd makes them
     if (!pr.grads_persist) take_grads(i);
     // Backward walks the block's ops in reverse: the gradient of each saved tensor's op output is
@@ -606,6 +608,7 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   pr.working_recomputed = pr.working.size();
   pr.forward_temporaries = act.layer_forward_temporaries;
   pr.recompute_temporaries = act.layer_recompute_temporaries;
+  pr.backward_temporaries = act.layer_backward_temporaries;
   Bytes gradients = act.layer_backward_working_bytes - recomputed;
   for (const Bytes tensor : act.layer_gradient_tensor_bytes) {
     for (int k = 0; k < 3 && tensor.value() > 0 && gradients >= tensor; ++k) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""What DoRA allocates for a moment in each adapted layer's forward, measured on PEFT's real layers (CPU).
+"""What PEFT's methods allocate for a moment in a training step, measured on PEFT's real layers (CPU).
 
-    .venv-frameworks/bin/python tools/frameworks/peft_transients.py   # -> tests/fixtures/peft/peft_transients.json
+    .venv-frameworks/bin/python tools/frameworks/peft_transients.py   # -> tests/fixtures/peft/peft_transients.json (~30 s)
 
 PEFT's DoRA (peft/tuners/lora/dora.py, DoraLinearLayer.forward) rebuilds the dense update of every
 adapted layer in every forward, to norm the adapted weight: get_lora_weight runs lora_B(lora_A(x_eye))
@@ -13,7 +13,11 @@ identity stands out) is wrapped with LoRA and with DoRA on the same targets and 
 step under torch.profiler's memory events (measure.py's Timeline); the fixture records the peaks of
 forward and backward and what is alive after forward, for each, with and without non-reentrant
 activation checkpointing, on a bf16 model (PEFT's fp32 adapters) and an fp32 one.
-tests/core/peft_test.cpp compares DoRA's difference from LoRA with memfit's.
+The same step runs for every method of peft_saved.py's cases (on q, v and down_proj where the method
+adapts linear layers), on the bf16 model, with and without checkpointing: methods that build a dense
+update in forward (LoHa, LoKr, FourierFT, HiRA, HRA, BOFT, ...) make its pieces beside it, and its
+gradient and more in backward; under checkpointing they build what they would have saved and drop it.
+tests/core/peft_test.cpp compares each method's difference from LoRA with memfit's.
 """
 
 import json
@@ -31,6 +35,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from peft_fixture import peft  # noqa: E402  (imported with the torchao workaround)
 from measure import Timeline  # noqa: E402
+import peft_saved  # noqa: E402
 
 TINY = {"vocab_size": 512, "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
         "num_key_value_heads": 2, "intermediate_size": 1024, "max_position_embeddings": 256,
@@ -43,14 +48,21 @@ NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "ga
 TARGETS = [["q", "v"], ["down"], ["q", "k", "v", "o", "gate", "up", "down"]]
 
 
-def step(dora, targets, checkpointing, dtype):
+def step(dora, targets, checkpointing, dtype, finetune=None):
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).to(dtype)
     model.config.use_cache = False
     if checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    pm = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=[NAMES[t] for t in targets],
-                                                    use_dora=dora, task_type="CAUSAL_LM"))
+    if finetune is None:
+        config = peft.LoraConfig(r=8, target_modules=[NAMES[t] for t in targets], use_dora=dora, task_type="CAUSAL_LM")
+    else:
+        config = peft_saved.peft_config(finetune)
+    pm = peft.get_peft_model(model, config)
+    if finetune is not None and finetune["method"] == "lora_fa":
+        for n, p in pm.named_parameters():
+            if "lora_A" in n:
+                p.requires_grad_(False)
     pm.train()
     ids = torch.randint(0, TINY["vocab_size"], (BATCH, SEQ))
     timeline = Timeline()
@@ -78,10 +90,30 @@ def main():
                         "dora": step(True, targets, checkpointing, dtype)}
                 print(json.dumps(case), file=sys.stderr)
                 cases.append(case)
+    # Every method once (peft_saved.py's first case of it), on q, v and down_proj where it adapts
+    # linear layers; the bf16 model, with and without checkpointing. Methods whose PEFT layer refuses
+    # this model (VB-LoRA's vector length), needs task ids (Poly, multitask prompt tuning) or refuses
+    # checkpointing (prefix tuning) are recorded with the error.
+    methods, seen = [], set()
+    for ft in peft_saved.CASES:
+        if ft["method"] in seen or ft["method"] in ("xlora", "shadow", "cartridge"):
+            continue
+        seen.add(ft["method"])
+        ft = dict(ft)
+        if "lora_targets" in ft and ft["method"] != "ia3":
+            ft["lora_targets"] = ["q", "v", "down"]
+        for checkpointing in (False, True):
+            case = {"finetune": ft, "checkpointing": "full" if checkpointing else "none"}
+            try:
+                case["measured"] = step(False, None, checkpointing, torch.bfloat16, ft)
+            except Exception as e:  # noqa: BLE001
+                case["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+            print(json.dumps(case), file=sys.stderr)
+            methods.append(case)
     doc = {"source": "tools/frameworks/peft_transients.py (torch %s, transformers %s, peft %s; CPU, "
                      "torch.profiler memory events)" % (torch.__version__, transformers.__version__, peft.__version__),
            "memfit_model": MEMFIT_MODEL, "micro_batch_size": BATCH, "seq_len": SEQ, "lora_rank": 8,
-           "cases": cases}
+           "cases": cases, "methods": methods}
     with open(OUT, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
