@@ -1015,8 +1015,10 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.saves_input = true;
       t.casts_input = share.fp32_casts();  // x cast to the fp32 update for F.linear
       // the padded dense spectrum and waverec2d's column and row passes, [out, in] each, on the way
-      // to the update; in backward the update's gradient back through the transform
-      t.temporary.adapter = 3;
+      // to the update (the spectrum and the first pass in the coefficients' fp32, the second out of a
+      // convolution: 16-bit under autocast); in backward the update's gradient back through it
+      t.temporary.param = 2;
+      t.temporary.adapter = 1;
       t.backward.adapter = 5;
       break;
     }
@@ -1129,10 +1131,10 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.fp32_bytes = share.weights_per_layer(a, 1) * kFp32Bytes;
       // ((w1a @ w1b) * (w2a @ w2b)) * scale: the two products beside theirs, which the scale replaces
       t.temporary.element = 2;
-      // HadaWeight.backward: beside the update's gradient, grad_out * scale, one factor product and
-      // temp, then the other product and the next temp before the first goes (five, one past the
-      // update)
-      t.backward.element = 4;
+      // HadaWeight.backward (no autocast there: the factors' products in their fp32): beside the
+      // update's gradient, grad_out * scale, one factor product and temp, then the other product
+      // and the next temp before the first goes (five, one past the update)
+      t.backward.param = 4;
       [[fallthrough]];
     case FinetuneMethod::kLokr:
     case FinetuneMethod::kHira:  // a dense delta (or new) weight built in forward, then F.linear(x, ·)
@@ -1146,11 +1148,14 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.casts_input = f.method == FinetuneMethod::kLoha ? share.fp32_casts() : share.casts;
       // LoKr: torch.kron(w1, w2) before make_kron scales it; HiRA: B·A [out, in] and W ⊙ (B·A)
       // before the cast weight F.linear reads
-      if (f.method != FinetuneMethod::kLoha) t.temporary.element = f.method == FinetuneMethod::kLokr ? 1 : 2;
+      // (the Kronecker product is no autocast op: in the factors' fp32 under autocast too)
+      if (f.method == FinetuneMethod::kLokr) t.temporary.param = 1;
+      if (f.method == FinetuneMethod::kHira) t.temporary.element = 2;
       // in backward: the update's gradient and, LoKr, its scaled copy and the Kronecker backward's
       // reshaped sum; HiRA, the gradient of W ⊙ (B·A) for B·A and the cast weight's product with it
       // (three, one past the update)
-      if (f.method != FinetuneMethod::kLoha) t.backward.element = 2;
+      if (f.method == FinetuneMethod::kLokr) t.backward.param = 2;
+      if (f.method == FinetuneMethod::kHira) t.backward.element = 2;
       break;
     default: break;
   }
@@ -1282,6 +1287,12 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
 
 namespace {
 
+Bytes total(const std::vector<Bytes>& tensors) {
+  Bytes sum{0};
+  for (Bytes b : tensors) sum += b;
+  return sum;
+}
+
 // The bytes of `d` on one instance of layer `a`.
 Bytes dense_bytes(const Dense& d, const AdaptedLinear& a, const LayerShare& share, Bytes element) {
   const Bytes weight = d.element * element + d.fp32 * kFp32Bytes + d.adapter * share.adapter + d.param * share.param() +
@@ -1301,27 +1312,27 @@ Bytes dense_bytes(const Dense& d, const AdaptedLinear& a, const LayerShare& shar
 // what is saved; then the identity goes once ΔW exists.
 std::vector<Bytes> dora_temporaries(const Config& c, const LayerShare& share, bool graph_saves) {
   const Bytes adapter = share.param(), matmul = share.adapter;
-  // At the norm: ΔW in x's dtype, s·ΔW, W + s·ΔW (and W's cast), with the identity where it is
-  // kept; else the identity beside ΔW as the matmul gives it, if that is more.
+  // Building ΔW: the identity, autocast's 16-bit copy of it for lora_A (where the matmuls run in
+  // 16 bits: the copy is what autograd keeps, the identity goes), and ΔW as lora_B gives it. At the
+  // norm: ΔW in x's dtype, s·ΔW, W + s·ΔW (and W's cast), beside the identity autograd keeps.
   const int at_norm = c.training.finetune.base_bits < 16 || share.stream != adapter ? 4 : 3;
-  const auto high = [&](Count in, Count out) {
-    const Bytes identity = in * in * adapter, norm = in * out * adapter * at_norm;
-    return graph_saves ? identity + norm : max(norm, identity + in * out * matmul);
+  const Bytes cast = matmul != adapter ? matmul : Bytes{0};
+  const Bytes kept = graph_saves ? (cast.is_zero() ? adapter : cast) : Bytes{0};
+  const auto tensors = [&](Count in, Count out) {
+    const std::vector<Bytes> building = {in * in * adapter, in * in * cast, in * out * matmul};
+    std::vector<Bytes> norm(static_cast<std::size_t>(at_norm), in * out * adapter);
+    norm.push_back(in * in * kept);
+    return total(building) > total(norm) ? building : norm;
   };
-  Count in = 0, out = 0;
-  Bytes largest{0};
+  std::vector<Bytes> largest;
   for (const AdaptedLinear& a :
        adapted_linears(count_parameters(c.model), c.training.finetune.lora_targets, adapter_layout(c))) {
-    const Bytes h = high(a.in, a.out);
     // (stacked experts: PEFT's DoRA adapts nn.Linear layers only)
-    if (a.stack == Count(1) && h > largest) in = a.in, out = a.out, largest = h;
+    if (a.stack != Count(1)) continue;
+    std::vector<Bytes> high = tensors(a.in, a.out);
+    if (total(high) > total(largest)) largest = std::move(high);
   }
-  if (in.is_zero()) return {};
-  const Bytes identity = in * in * adapter;
-  if (!graph_saves && identity + in * out * matmul > in * out * adapter * at_norm) return {identity, in * out * matmul};
-  std::vector<Bytes> tensors(static_cast<std::size_t>(at_norm), in * out * adapter);
-  if (graph_saves) tensors.push_back(identity);
-  return tensors;
+  return largest;
 }
 
 }  // namespace

@@ -14,12 +14,13 @@ step under torch.profiler's memory events (measure.py's Timeline); the fixture r
 forward and backward and what is alive after forward, for each, with and without non-reentrant
 activation checkpointing, on a bf16 model (PEFT's fp32 adapters) and an fp32 one.
 The same step runs for every method of peft_saved.py's cases (on q, v and down_proj where the method
-adapts linear layers), on the bf16 model, with and without checkpointing: methods that build a dense
+adapts linear layers), on the bf16 model, with and without autocast and checkpointing: methods that build a dense
 update in forward (LoHa, LoKr, FourierFT, HiRA, HRA, BOFT, ...) make its pieces beside it, and its
 gradient and more in backward; under checkpointing they build what they would have saved and drop it.
 tests/core/peft_test.cpp compares each method's difference from LoRA with memfit's.
 """
 
+import itertools
 import json
 import os
 import sys
@@ -48,7 +49,7 @@ NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "ga
 TARGETS = [["q", "v"], ["down"], ["q", "k", "v", "o", "gate", "up", "down"]]
 
 
-def step(dora, targets, checkpointing, dtype, finetune=None):
+def step(dora, targets, checkpointing, dtype, finetune=None, autocast=False):
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).to(dtype)
     model.config.use_cache = False
@@ -68,7 +69,8 @@ def step(dora, targets, checkpointing, dtype, finetune=None):
     timeline = Timeline()
     with timeline:
         timeline.mark("forward_start")
-        loss = pm(input_ids=ids, labels=ids).loss
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = pm(input_ids=ids, labels=ids).loss
         timeline.mark("forward_end")
         loss.backward()
         del loss
@@ -91,7 +93,8 @@ def main():
                 print(json.dumps(case), file=sys.stderr)
                 cases.append(case)
     # Every method once (peft_saved.py's first case of it), on q, v and down_proj where it adapts
-    # linear layers; the bf16 model, with and without checkpointing. Methods whose PEFT layer refuses
+    # linear layers; the bf16 model, without and under torch.autocast (the Trainer's bf16=True, memfit's
+    # bf16_mixed), with and without checkpointing. Methods whose PEFT layer refuses
     # this model (VB-LoRA's vector length), needs task ids (Poly, multitask prompt tuning) or refuses
     # checkpointing (prefix tuning) are recorded with the error.
     methods, seen = [], set()
@@ -102,10 +105,11 @@ def main():
         ft = dict(ft)
         if "lora_targets" in ft and ft["method"] != "ia3":
             ft["lora_targets"] = ["q", "v", "down"]
-        for checkpointing in (False, True):
-            case = {"finetune": ft, "checkpointing": "full" if checkpointing else "none"}
+        for (precision, autocast), checkpointing in itertools.product((("bf16", False), ("bf16_mixed", True)),
+                                                                       (False, True)):
+            case = {"finetune": ft, "precision": precision, "checkpointing": "full" if checkpointing else "none"}
             try:
-                case["measured"] = step(False, None, checkpointing, torch.bfloat16, ft)
+                case["measured"] = step(False, None, checkpointing, torch.bfloat16, ft, autocast)
             except Exception as e:  # noqa: BLE001
                 case["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
             print(json.dumps(case), file=sys.stderr)
