@@ -7,11 +7,18 @@ import { placeLabels } from '../charts/labels.js';
 import { byteTicks, linear, tickLabel } from '../charts/scale.js';
 import { Bytes } from './Bytes.jsx';
 
-const PHASE_WORDS = { forward: 'Forward', backward: 'Backward', optimizer_step: 'Optimizer step', between: 'Between steps' };
+const PHASE_WORDS = {
+  forward_block: 'Block forward', forward: 'Forward', backward: 'Backward', optimizer_step: 'Optimizer step',
+  between: 'Between steps',
+};
 const phaseName = (p) => PHASE_WORDS[p.name] ?? p.label;
-// Under the chart, where a phase has less room than its name needs (a phone): one word each.
-const SHORT_WORDS = { load: 'Load', forward: 'Forward', backward: 'Backward', optimizer_step: 'Step', between: 'After' };
-const axisName = (p, room) => (room >= 110 ? phaseName(p) : SHORT_WORDS[p.name] ?? phaseName(p).split(' ')[0]);
+// Under the chart, where a phase has less room than the longest name needs (a phone, or the six
+// points of a step with a block's forward high point): one word each.
+const SHORT_WORDS = {
+  load: 'Load', forward_block: 'Block', forward: 'Forward', backward: 'Backward', optimizer_step: 'Step', between: 'After',
+};
+const fitsNames = (phases, room) => phases.every((p) => phaseName(p).length * 7 <= room);
+const axisName = (p, full) => (full ? phaseName(p) : SHORT_WORDS[p.name] ?? phaseName(p).split(' ')[0]);
 
 // The core's phases and, after the optimizer step, what stays allocated until the next step
 // (result.between_steps_bytes: what memory_allocated() reads in a loop that logs it per step).
@@ -47,7 +54,7 @@ function Timeline({ result, units, summaryId }) {
   const n = phases.length;
   const x = (i) => m.l + ((i + 0.5) / Math.max(n, 1)) * (width - m.l - m.r);
   const peakIndex = phases.findIndex((p) => p.bytes === result.peak_allocated_bytes);
-  const room = (width - m.l - m.r) / Math.max(n, 1);
+  const full = fitsNames(phases, (width - m.l - m.r) / Math.max(n, 1));
   const line = phases.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(p.bytes).toFixed(1)}`).join(' ');
   const area = n ? `${line} L${x(n - 1).toFixed(1)},${y(0)} L${x(0).toFixed(1)},${y(0)} Z` : '';
   // The labels: the peak's by its point (centred, or ending at it on the right edge, where the
@@ -109,7 +116,7 @@ function Timeline({ result, units, summaryId }) {
             {i === peakIndex && (
               <text class="peak-label" x={labels.peak.x} y={labels.peak.y} text-anchor={labels.peak.anchor}>{peakText}</text>
             )}
-            <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{axisName(p, room)}<title>{phaseName(p)}</title></text>
+            <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{axisName(p, full)}<title>{phaseName(p)}</title></text>
           </g>
         ))}
       </svg>
