@@ -6,7 +6,7 @@
 //                norm, the pieces of the other methods' dense updates and their gradients, and under
 //                checkpointing what a layer would have saved: a high point inside a block's forward, in
 //                its recomputation and in its backward, in the phases and in the allocator's replay)
-//                brought it to 351.3; 344 until the
+//                brought it to 351.5; 344 until the
 //                thirteenth Dec 5 2026 session, when PEFT's GPU benchmark of every method brought what it
 //                showed into the core (the memory held between steps, a kept key/value cache, the fp32 that
 //                fifteen methods build from their adapters on a 16-bit model and what stays fp32 under
@@ -64,7 +64,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 329 KiB gzipped (326 until the fourteenth Dec 5 2026 session, when
-//                the same PEFT temporaries brought it to 328.5; 324 until the thirteenth, when the
+//                the same PEFT temporaries brought it to 328.7; 324 until the thirteenth, when the
 //                same PEFT benchmark's mechanisms, with LoKr's decompose_factor and IA3's feedforward
 //                modules, brought it to 325.0; 323 until the twelfth, when the
 //                eighteen PEFT methods PEFT 0.21.2 added, with their checks, ShadowPEFT's side network and the

@@ -1420,10 +1420,13 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     const auto temporaries = [&](PeftMoment moment) {
       return peft_temporaries(c, d.batch, d.seq, d.act, input_copy, d.stream, moment);
     };
-    out.layer_forward_temporaries = temporaries(recomputed_whole || forward_only(tr) ? PeftMoment::kForwardDropped
-                                                                                    : PeftMoment::kForwardKept);
-    const bool recomputed = (tr.checkpointing == Checkpointing::kFull && b.recomputed.value() > 0) ||
-                            tr.checkpointing == Checkpointing::kSelectiveOp;
+    // (MeZO's forward saves nothing, and the block's tensors it holds are counted already.)
+    out.layer_forward_temporaries = temporaries(forward_only(tr) ? PeftMoment::kNoGrad
+                                                : recomputed_whole ? PeftMoment::kForwardDropped
+                                                                   : PeftMoment::kForwardKept);
+    // Recomputation sets the backward high point only where the top block is recomputed too (with
+    // some blocks checkpointed, layer_recomputed_bytes is zero: the bottom blocks' never set it).
+    const bool recomputed = recomputed_whole;
     if (!forward_only(tr)) {
       if (recomputed) out.layer_recompute_temporaries = temporaries(PeftMoment::kForwardKept);
       out.layer_backward_temporaries = temporaries(PeftMoment::kBackward);

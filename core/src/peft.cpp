@@ -889,6 +889,17 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.per_layer(a, out);
       t.fp32_bytes = share.weights_per_layer(a, out * 3) * kFp32Bytes +
                      share.per_layer(a, out) * (share.fp32_casts() ? kFp32Bytes : share.act);
+      if (f.lora_dropout > 0.0) {
+        // With dropout the layer's own output cannot serve (lora/variants.py passes base_result=None):
+        // DoRA runs F.linear(dropout(x), W.to(x.dtype)) again, in the adapters' matmul dtype, and
+        // that saves the weight it read for x's gradient: a copy of W [out, in] wherever W had to be
+        // dequantised or cast (to the adapters' dtype, or by autocast to 16 bits).
+        t.act_elements = 0;
+        t.fp32_bytes += share.per_layer(a, out) * share.adapter;
+        if (f.base_bits < 16 || share.stream != share.param() || share.adapter != share.param()) {
+          t.fp32_bytes += share.weights_per_layer(a, weight) * share.adapter;
+        }
+      }
       break;
     case FinetuneMethod::kLoraFa:  // A frozen: only A x for B
       t.act_elements = share.per_layer(a, r);
@@ -992,9 +1003,10 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
                      share.weights_per_layer(a, in * b * 3 + out * 2) * kFp32Bytes +
                      share.weights_per_layer(a, in) * Bytes{4};  // int32 block indices
       t.saves_input = true;
-      // the identity the rotation starts from, in x's dtype, and the fp32 block diagonal beside its
-      // cast; in backward the rotation's gradient and a product's
-      t.temporary.square_stream = t.temporary.square_fp32 = 1;
+      // the block diagonal (fp32: the author's kernels give nothing else) beside its cast to x's
+      // dtype (none where x is fp32); in backward the rotation's gradient and a product's
+      t.temporary.square_fp32 = 1;
+      if (share.stream != kFp32Bytes) t.temporary.square_stream = 1;
       t.backward.square_stream = 2;
       break;
     }
@@ -1348,7 +1360,10 @@ std::vector<Bytes> peft_temporaries(const Config& c, Count batch, Count seq, Byt
   if (!adapts_linears_method(f.method) || f.method == FinetuneMethod::kLora) return {};
   const LayerShare share{c.model, batch * seq, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy,
                          stream};
-  const bool graph_saves = moment != PeftMoment::kForwardDropped;
+  // Whether autograd keeps what the layer saves (nothing under no_grad or checkpointing's forward),
+  // and whether those tensors are built beside the temporaries without being counted elsewhere.
+  const bool graph_saves = moment == PeftMoment::kForwardKept || moment == PeftMoment::kBackward;
+  const bool add_saved = moment == PeftMoment::kForwardDropped;
   if (f.method == FinetuneMethod::kDora) {
     return moment == PeftMoment::kBackward ? std::vector<Bytes>{} : dora_temporaries(c, share, graph_saves);
   }
@@ -1366,10 +1381,10 @@ std::vector<Bytes> peft_temporaries(const Config& c, Count batch, Count seq, Byt
     const Bytes dropped = dense_bytes(t.dropped, a, share, element);
     if (!dropped.is_zero()) saved = min(saved, dropped);
     const Bytes temporary = dense_bytes(moment == PeftMoment::kBackward ? t.backward : t.temporary, a, share, element);
-    if ((graph_saves ? Bytes{0} : saved) + temporary > largest) {
-      largest = (graph_saves ? Bytes{0} : saved) + temporary;
+    if ((add_saved ? saved : Bytes{0}) + temporary > largest) {
+      largest = (add_saved ? saved : Bytes{0}) + temporary;
       tensors = {temporary};
-      if (!graph_saves) tensors.push_back(saved);
+      if (add_saved) tensors.push_back(saved);
     }
   }
   return tensors;

@@ -119,10 +119,11 @@ std::vector<NamedBytes> peft_layer_terms(const Config& config, Count batch, Coun
 // layer (the layers run one after another). In forward: what it makes beyond what it saves (DoRA's
 // weight norm, the factors of a dense update before their product, an FFT's complex output), and,
 // where checkpointing's forward drops what the layer saves (kForwardDropped), those saved tensors
-// too, built and freed as the layer returns. In backward: the gradient of a dense update and what
-// the method's backward builds from it. Arguments as peft_layer_terms'. Empty for LoRA and the
+// too, built and freed as the layer returns; under torch.no_grad (kNoGrad: MeZO, whose block
+// tensors are counted already) only the former. In backward: the gradient of a dense update and
+// what the method's backward builds from it. Arguments as peft_layer_terms'. Empty for LoRA and the
 // methods that do not adapt linear layers.
-enum class PeftMoment { kForwardKept, kForwardDropped, kBackward };
+enum class PeftMoment { kForwardKept, kForwardDropped, kNoGrad, kBackward };
 std::vector<Bytes> peft_temporaries(const Config& config, Count batch, Count seq, Bytes act, Bytes input_copy,
                                     Bytes stream, PeftMoment moment);
 

@@ -418,14 +418,17 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
   const std::int64_t blocks = static_cast<std::int64_t>(saved.size());
   for (std::int64_t i = static_cast<std::int64_t>(saved.size()) - 1; i >= 0; --i) {
     const int gathered = take_gathered(r, pr, pr.gathered);
+    // The block's recomputed tensors, what its PEFT layers make for a moment as they run again, and
+    // what a PEFT layer's backward makes beside the gradient reaching the block, before the block's
+    // own gradient tensors (block_backward_working in phases.cpp).
     std::vector<int> working, temporaries;
     const auto recomputed_end = pr.working.begin() + static_cast<std::ptrdiff_t>(pr.working_recomputed);
     r.take(std::vector<Bytes>(pr.working.begin(), recomputed_end), working);
     r.take(pr.recompute_temporaries, temporaries);
     r.give(temporaries);
-    r.take(std::vector<Bytes>(recomputed_end, pr.working.end()), working);
     r.take(pr.backward_temporaries, temporaries);
     r.give(temporaries);
+    r.take(std::vector<Bytes>(recomputed_end, pr.working.end()), working);
     const int unsharded = r.take(pr.unit_gradients.unsharded);  // the unit's gradients as autograd makes them
     if (!pr.grads_persist) take_grads(i);
     // Backward walks the block's ops in reverse: the gradient of each saved tensor's op output is

@@ -274,8 +274,12 @@ TEST(Peft, EveryMethodsStepPeaksMatchPeftsRealLayers) {
     const auto memfit = peaks(*c.find("finetune"), c.find("precision")->as_string(), c.find("checkpointing")->as_string());
     const double memfit_forward = static_cast<double>(memfit.first - lora_memfit[r].first);
     const double memfit_backward = static_cast<double>(memfit.second - lora_memfit[r].second);
+    // The floor: memfit's LoRA backward high point on this tiny model is about 0.45 MB under the
+    // measured one (the CPU loss's and embedding's gradients), which every difference inherits.
+    // Where the difference is large (2 MiB and more: the dense updates), it must also be within 35 %.
     const auto close = [](double memfit_bytes, double measured) {
-      return std::abs(memfit_bytes - measured) <= 524288.0 + 0.10 * std::abs(measured);
+      return std::abs(memfit_bytes - measured) <= 524288.0 + 0.10 * std::abs(measured) &&
+             (std::abs(measured) < 2097152.0 || std::abs(memfit_bytes - measured) <= 0.35 * std::abs(measured));
     };
     if (!close(memfit_forward, forward)) off.insert(method + " " + r + " forward");
     if (!close(memfit_backward, backward)) off.insert(method + " " + r + " backward");
