@@ -297,7 +297,7 @@ TEST(Peft, EveryMethodsStepPeaksMatchPeftsRealLayers) {
       "hra bf16_mixed full backward",
   };
   EXPECT_EQ(off, expected_off);
-  EXPECT_EQ(checked, 154u);
+  EXPECT_EQ(checked, 158u);
 }
 
 // DoRA rebuilds every adapted layer's dense update in each forward to norm the weight (an [in, in]

@@ -55,8 +55,11 @@ def step(dora, targets, checkpointing, dtype, finetune=None, autocast=False):
     model.config.use_cache = False
     if checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    if finetune is None:
-        config = peft.LoraConfig(r=8, target_modules=[NAMES[t] for t in targets], use_dora=dora, task_type="CAUSAL_LM")
+    if finetune is None or "lora_dropout" in finetune:
+        targets = targets or finetune["lora_targets"]
+        config = peft.LoraConfig(r=8, target_modules=[NAMES[t] for t in targets], task_type="CAUSAL_LM",
+                                 use_dora=dora or (finetune or {}).get("method") == "dora",
+                                 lora_dropout=(finetune or {}).get("lora_dropout", 0.0))
     else:
         config = peft_saved.peft_config(finetune)
     pm = peft.get_peft_model(model, config)
@@ -98,7 +101,10 @@ def main():
     # this model (VB-LoRA's vector length), needs task ids (Poly, multitask prompt tuning) or refuses
     # checkpointing (prefix tuning) are recorded with the error.
     methods, seen = [], set()
-    for ft in peft_saved.CASES:
+    # DoRA with dropout as well: the base output is computed again and saves the weight it read.
+    for ft in peft_saved.CASES + [{"method": "dora", "lora_targets": ["q", "v", "down"], "lora_dropout": 0.05}]:
+        if ft.get("lora_dropout"):
+            seen.discard("dora")
         if ft["method"] in seen or ft["method"] in ("xlora", "shadow", "cartridge"):
             continue
         seen.add(ft["method"])
