@@ -321,6 +321,9 @@ std::vector<Bytes> gradient_slice(const Program& pr, std::int64_t i) {
 // has made the loss.
 struct GraphKept {
   std::vector<int> retained, retained_before;
+  // The previous micro-batch's outputs (its logits, a kept key/value cache) where the loop holds
+  // them: they go when this forward has made the loss (the variable is reassigned).
+  std::vector<int> outputs_before;
   int reused_head = -1, reused_blocks = -1;
 };
 
@@ -381,7 +384,7 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
   r.mark("forward", "End of forward (loss computed)");
   r.give(transient);
   r.give(graph.retained_before);
-  graph.retained_before.clear();
+  r.give(graph.outputs_before);
   // The outputs go with the loss, unless the loop holds them to the step's end.
   if (pr.kv_cache_kept) loss_kept.insert(loss_kept.end(), cache.begin(), cache.end());
   else r.give(cache);
@@ -484,7 +487,7 @@ void backward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved
 }
 
 void optimizer_step(Replay& r, const Program& pr, std::vector<int>& states, std::vector<int>& grads,
-                    std::vector<int>& loss_kept) {
+                    std::vector<int>& loss_kept, GraphKept& graph) {
   if (states.empty()) {
     for (int k = 0; k < pr.states_per_tensor; ++k) r.take(pr.states, states);  // created at the first step
   }
@@ -503,9 +506,10 @@ void optimizer_step(Replay& r, const Program& pr, std::vector<int>& states, std:
     r.take(pr.gradients, grads);    // the next step's first micro-batches accumulate again
   }
   if (!pr.grads_persist) r.give(grads);  // zero_grad(set_to_none=True)
-  // A loop that holds its outputs drops them only when the next forward returns; the replay lets
-  // them go here (the phases count them beside that forward: phases.cpp).
-  r.give(loss_kept);
+  // A loop that holds its outputs drops them only when the next forward returns (as the phases
+  // count them beside that forward: phases.cpp); elsewhere nothing is left in loss_kept.
+  graph.outputs_before.insert(graph.outputs_before.end(), loss_kept.begin(), loss_kept.end());
+  loss_kept.clear();
 }
 
 // FSDP1 flattens each unit's parameters into one FlatParameter and shards it as one contiguous
@@ -659,7 +663,7 @@ void micro_batch(Replay& replay, const Program& pr, std::vector<int>& states, st
   std::vector<int> outside;
   forward(replay, pr, saved, copies, loss_kept, outside, graph);
   backward(replay, pr, saved, copies, loss_kept, outside, grads, graph);
-  optimizer_step(replay, pr, states, grads, loss_kept);
+  optimizer_step(replay, pr, states, grads, loss_kept, graph);
 }
 
 StepSimulation replay_steps(const Program& full, const std::vector<Program>& earlier,
