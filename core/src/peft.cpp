@@ -829,6 +829,9 @@ struct LayerShare {
   // give bf16, and the cast leaves the input as it is.
   bool fp32_casts() const { return casts && adapter == kFp32Bytes && act != kFp32Bytes; }
   Bytes param() const { return casts ? kFp32Bytes : act; }  // the adapters' own dtype
+  // The layers are Hugging Face PEFT's (a transformers model wrapped by get_peft_model), not a
+  // framework's own adapter modules (torchtune's DoRALinear, LitGPT's LoRALinear).
+  bool hf_peft = true;
   Count per_layer(const AdaptedLinear& a, Count width) const {  // activation elements per layer
     const bool expert = a.component == Component::kExperts && m.num_experts > 0;
     const Count routed = expert ? tokens * m.num_experts_per_tok : tokens;
@@ -889,8 +892,9 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.per_layer(a, out);
       t.fp32_bytes = share.weights_per_layer(a, out * 3) * kFp32Bytes +
                      share.per_layer(a, out) * (share.fp32_casts() ? kFp32Bytes : share.act);
-      if (f.lora_dropout > 0.0) {
-        // With dropout the layer's own output cannot serve (lora/variants.py passes base_result=None):
+      if (f.lora_dropout > 0.0 && share.hf_peft) {
+        // With dropout the layer's own output cannot serve (lora/variants.py passes base_result=None;
+        // torchtune's DoRALinear drops out only the adapters' input and keeps its base output):
         // DoRA runs F.linear(dropout(x), W.to(x.dtype)) again, in the adapters' matmul dtype, and
         // that saves the weight it read for x's gradient: a copy of W [out, in] wherever W had to be
         // dequantised or cast (to the adapters' dtype, or by autocast to 16 bits).
@@ -1185,8 +1189,8 @@ Bytes element_of(const TargetSaved& t, const LayerShare& share, Bytes input_copy
 void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes input_copy, Bytes stream,
                    std::vector<NamedBytes>& terms) {
   const Finetune& f = c.training.finetune;
-  const LayerShare share{c.model, tokens, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy,
-                         stream};
+  LayerShare share{c.model, tokens, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy, stream};
+  share.hf_peft = implementation_profile(resolve_implementation(c.training.implementation).framework).transformers_attention;
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
   const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
@@ -1358,8 +1362,9 @@ std::vector<Bytes> peft_temporaries(const Config& c, Count batch, Count seq, Byt
                                     PeftMoment moment) {
   const Finetune& f = c.training.finetune;
   if (!adapts_linears_method(f.method) || f.method == FinetuneMethod::kLora) return {};
-  const LayerShare share{c.model, batch * seq, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy,
-                         stream};
+  LayerShare share{c.model, batch * seq, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy,
+                   stream};
+  share.hf_peft = implementation_profile(resolve_implementation(c.training.implementation).framework).transformers_attention;
   // Whether autograd keeps what the layer saves (nothing under no_grad or checkpointing's forward),
   // and whether those tensors are built beside the temporaries without being counted elsewhere.
   const bool graph_saves = moment == PeftMoment::kForwardKept || moment == PeftMoment::kBackward;
