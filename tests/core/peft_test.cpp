@@ -86,9 +86,12 @@ Json read_fixture(const char* name) {
   return parsed.value ? *parsed.value : Json::object();
 }
 
-// memfit's per-layer saved bytes for a peft_saved.json case: its tiny Llama, eager attention, the
-// fixture's batch and length, at `precision`, rank 8 unless the case says.
-std::int64_t tiny_layer_bytes(const Json& doc, const char* precision, const Json& case_finetune) {
+// A configuration of a fixture's tiny Llama (peft_saved.json, peft_transients.json): eager
+// attention, the fixture's batch and length, at `precision`, rank 8 unless the case says; on the CPU
+// every buffer is where the model computes (no per-forward device copies, as for a model moved to
+// the GPU after wrapping).
+Config tiny_config(const Json& doc, const std::string& precision, const Json& case_finetune,
+                   const std::string& checkpointing = "none") {
   Json config = Json::object();
   config.set("model", *doc.find("memfit_model"));
   Json& training = config.set("training", Json::object());
@@ -96,17 +99,38 @@ std::int64_t tiny_layer_bytes(const Json& doc, const char* precision, const Json
   training.set("attention", Json::string("eager"));
   training.set("micro_batch_size", *doc.find("micro_batch_size"));
   training.set("seq_len", *doc.find("seq_len"));
+  training.set("checkpointing", Json::string(checkpointing));
+  training.set("checkpoint_impl", Json::string("non_reentrant"));
   Json finetune = case_finetune;
   if (!finetune.find("lora_rank")) finetune.set("lora_rank", Json::integer(8));
-  // On the CPU every buffer is where the model computes: no per-forward device copies, as for a
-  // model moved to the GPU after wrapping.
   finetune.set("loaded_before_wrapping", Json::boolean(false));
   training.set("finetune", finetune);
   const ConfigParse parsed = parse_config(config);
   EXPECT_TRUE(parsed.ok()) << finetune.dump() << ": " << (parsed.ok() ? "" : parsed.errors[0].message);
+  return parsed.config;
+}
+
+// memfit's per-layer saved bytes for a peft_saved.json case.
+std::int64_t tiny_layer_bytes(const Json& doc, const char* precision, const Json& case_finetune) {
   std::int64_t layer = 0;
-  for (const NamedBytes& term : estimate(parsed.config).activation_terms_per_layer) layer += term.bytes.value();
+  for (const NamedBytes& term : estimate(tiny_config(doc, precision, case_finetune)).activation_terms_per_layer) {
+    layer += term.bytes.value();
+  }
   return layer;
+}
+
+// A step's forward and backward high points less the weights and states that are there before it
+// (what torch.profiler's memory events count from the step's start).
+std::pair<std::int64_t, std::int64_t> step_peaks(const Estimate& e) {
+  const std::int64_t resident =
+      (e.breakdown.parameters + e.breakdown.optimizer_states + e.breakdown.master_weights).value();
+  std::int64_t forward = 0, backward = 0;
+  for (const Phase& p : e.phases) {
+    const std::string name = p.name;
+    if (name.rfind("forward", 0) == 0) forward = std::max(forward, p.bytes.value() - resident);
+    if (name == "backward") backward = p.bytes.value() - resident;
+  }
+  return {forward, backward};
 }
 
 // What each method saves in one block, against PEFT's real layers (tools/frameworks/peft_saved.py:
@@ -220,33 +244,8 @@ TEST(Peft, EveryMethodsStepPeaksMatchPeftsRealLayers) {
   const Json doc = read_fixture("peft_transients.json");
   const Json* cases = doc.find("methods");
   ASSERT_NE(cases, nullptr);
-  const auto peaks = [&](const Json& finetune_case, const std::string& precision, const std::string& checkpointing) {
-    Json config = Json::object();
-    config.set("model", *doc.find("memfit_model"));
-    Json& training = config.set("training", Json::object());
-    training.set("precision", Json::string(precision));
-    training.set("attention", Json::string("eager"));
-    training.set("micro_batch_size", *doc.find("micro_batch_size"));
-    training.set("seq_len", *doc.find("seq_len"));
-    training.set("checkpointing", Json::string(checkpointing));
-    training.set("checkpoint_impl", Json::string("non_reentrant"));
-    Json finetune = finetune_case;
-    if (!finetune.find("lora_rank")) finetune.set("lora_rank", Json::integer(8));
-    finetune.set("loaded_before_wrapping", Json::boolean(false));  // on the CPU, as peft_saved's cases
-    training.set("finetune", finetune);
-    const ConfigParse parsed = parse_config(config);
-    EXPECT_TRUE(parsed.ok()) << finetune.dump() << ": " << (parsed.ok() ? "" : parsed.errors[0].message);
-    const Estimate e = estimate(parsed.config);
-    // The step's own allocations: the profiler counts what the step allocates, not the weights and
-    // states that were there before it.
-    const std::int64_t resident = (e.breakdown.parameters + e.breakdown.optimizer_states + e.breakdown.master_weights).value();
-    std::int64_t forward = 0, backward = 0;
-    for (const Phase& p : e.phases) {
-      const std::string name = p.name;
-      if (name.rfind("forward", 0) == 0) forward = std::max(forward, p.bytes.value() - resident);
-      if (name == "backward") backward = p.bytes.value() - resident;
-    }
-    return std::make_pair(forward, backward);
+  const auto peaks = [&](const Json& finetune, const std::string& precision, const std::string& checkpointing) {
+    return step_peaks(estimate(tiny_config(doc, precision, finetune, checkpointing)));
   };
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> lora_measured, lora_memfit;
   const auto regime = [](const Json& c) {
@@ -313,28 +312,12 @@ TEST(Peft, DoraBuildsItsDenseUpdateInEveryForward) {
   const Json* cases = doc.find("cases");
   ASSERT_NE(cases, nullptr);
   const auto peaks = [&](const Json& c, const char* method) {
-    Json config = Json::object();
-    config.set("model", *doc.find("memfit_model"));
-    Json& training = config.set("training", Json::object());
-    training.set("precision", *c.find("precision"));
-    training.set("attention", Json::string("eager"));
-    training.set("micro_batch_size", *doc.find("micro_batch_size"));
-    training.set("seq_len", *doc.find("seq_len"));
-    training.set("checkpointing", *c.find("checkpointing"));
-    training.set("checkpoint_impl", Json::string("non_reentrant"));
-    Json& finetune = training.set("finetune", Json::object());
+    Json finetune = Json::object();
     finetune.set("method", Json::string(method));
     finetune.set("lora_rank", *doc.find("lora_rank"));
     finetune.set("lora_targets", *c.find("lora_targets"));
-    const ConfigParse parsed = parse_config(config);
-    EXPECT_TRUE(parsed.ok()) << c.dump();
-    std::int64_t forward = 0, backward = 0;
-    for (const Phase& p : estimate(parsed.config).phases) {
-      const std::string name = p.name;
-      if (name.rfind("forward", 0) == 0) forward = std::max(forward, p.bytes.value());
-      if (name == "backward") backward = p.bytes.value();
-    }
-    return std::make_pair(forward, backward);
+    return step_peaks(estimate(tiny_config(doc, c.find("precision")->as_string(), finetune,
+                                           c.find("checkpointing")->as_string())));
   };
   const auto measured = [](const Json& c, const char* key) {
     return *c.find("dora")->find(key)->as_exact_integer() - *c.find("lora")->find(key)->as_exact_integer();

@@ -38,14 +38,12 @@ from peft_fixture import peft  # noqa: E402  (imported with the torchao workarou
 from measure import Timeline  # noqa: E402
 import peft_saved  # noqa: E402
 
-TINY = {"vocab_size": 512, "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "intermediate_size": 1024, "max_position_embeddings": 256,
-        "tie_word_embeddings": False, "attn_implementation": "eager"}
-MEMFIT_MODEL = {k: v for k, v in TINY.items() if k != "attn_implementation"}
-MEMFIT_MODEL.update(model_type="llama", mlp="gated", norm="rmsnorm", position_embedding="rotary")
+# peft_saved.py's tiny Llama with a wider MLP (down_proj's 1,024 inputs make a dense update stand out),
+# one short sequence.
+TINY = dict(peft_saved.TINY, intermediate_size=1024)
+MEMFIT_MODEL = dict(peft_saved.MEMFIT_MODEL, intermediate_size=1024)
 BATCH, SEQ = 1, 16
-NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
-         "down": "down_proj"}
+NAMES = peft_saved.NAMES
 TARGETS = [["q", "v"], ["down"], ["q", "k", "v", "o", "gate", "up", "down"]]
 
 
