@@ -1,12 +1,12 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
 //                prerendered), styles.css, main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 352 KiB gzipped (347 until the
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 353 KiB gzipped (347 until the
 //                fourteenth Dec 5 2026 session, when what PEFT's layers make for a moment (DoRA's weight
 //                norm, the pieces of the other methods' dense updates and their gradients, and under
 //                checkpointing what a layer would have saved: a high point inside a block's forward, in
 //                its recomputation and in its backward, in the phases and in the allocator's replay)
-//                brought it to 351.5; 344 until the
+//                brought it to 351.9; 344 until the
 //                thirteenth Dec 5 2026 session, when PEFT's GPU benchmark of every method brought what it
 //                showed into the core (the memory held between steps, a kept key/value cache, the fp32 that
 //                fifteen methods build from their adapters on a 16-bit model and what stays fp32 under
@@ -63,8 +63,8 @@
 //                only when the planner opens and is outside this total). It loads after the first view, which stays within its own 50 KiB).
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
-//                for the search's speed). ≤ 329 KiB gzipped (326 until the fourteenth Dec 5 2026 session, when
-//                the same PEFT temporaries brought it to 328.7; 324 until the thirteenth, when the
+//                for the search's speed). ≤ 330 KiB gzipped (326 until the fourteenth Dec 5 2026 session, when
+//                the same PEFT temporaries brought it to 329.7; 324 until the thirteenth, when the
 //                same PEFT benchmark's mechanisms, with LoKr's decompose_factor and IA3's feedforward
 //                modules, brought it to 325.0; 323 until the twelfth, when the
 //                eighteen PEFT methods PEFT 0.21.2 added, with their checks, ShadowPEFT's side network and the
@@ -134,7 +134,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 352 * 1024, planner: 329 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 353 * 1024, planner: 330 * 1024 };
 
 export function sizes(data) {
   return {

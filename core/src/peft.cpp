@@ -828,7 +828,8 @@ struct LayerShare {
   // rebuilt by matmuls first (Poly, PEANuT) then cast their input too; under autocast those matmuls
   // give bf16, and the cast leaves the input as it is.
   bool fp32_casts() const { return casts && adapter == kFp32Bytes && act != kFp32Bytes; }
-  Bytes param() const { return casts ? kFp32Bytes : act; }  // the adapters' own dtype
+  Bytes param() const { return own; }
+  Bytes own{2};  // the adapters' own dtype (fp32 under PEFT's autocast_adapter_dtype)
   // The layers are Hugging Face PEFT's (a transformers model wrapped by get_peft_model), not a
   // framework's own adapter modules (torchtune's DoRALinear, LitGPT's LoRALinear).
   bool hf_peft = true;
@@ -1178,6 +1179,22 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
   return t;
 }
 
+// The layers of a run: `input_copy` the element of an adapter's own cast of its input (zero where
+// none is made), `stream` the layer's input. Without autocast, fp32 adapters over an fp32 stream (a
+// 4-bit base after prepare_model_for_kbit_training) compute in fp32 without a cast.
+LayerShare layer_share(const Config& c, Count tokens, Count batch, Bytes act, Bytes input_copy, Bytes stream) {
+  const Implementation impl = resolve_implementation(c.training.implementation);
+  const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  const PrecisionRecipe& r = recipe_of(c);
+  const Bytes adapter = !input_copy.is_zero()                                  ? input_copy
+                        : fp32_adapters && !r.autocast && stream == kFp32Bytes ? kFp32Bytes
+                                                                               : act;
+  LayerShare share{c.model, tokens, batch, !input_copy.is_zero(), act, adapter, stream};
+  share.own = fp32_adapters ? kFp32Bytes : lora_base_bytes(r, impl);
+  share.hf_peft = implementation_profile(impl.framework).transformers_attention;
+  return share;
+}
+
 // The dtype of a method's act_elements: a method that casts its input to fp32 adapters computes in
 // their dtype from there on.
 Bytes element_of(const TargetSaved& t, const LayerShare& share, Bytes input_copy) {
@@ -1189,8 +1206,7 @@ Bytes element_of(const TargetSaved& t, const LayerShare& share, Bytes input_copy
 void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes input_copy, Bytes stream,
                    std::vector<NamedBytes>& terms) {
   const Finetune& f = c.training.finetune;
-  LayerShare share{c.model, tokens, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy, stream};
-  share.hf_peft = implementation_profile(resolve_implementation(c.training.implementation).framework).transformers_attention;
+  const LayerShare share = layer_share(c, tokens, batch, act, input_copy, stream);
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
   const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
@@ -1331,7 +1347,10 @@ std::vector<Bytes> dora_temporaries(const Config& c, const LayerShare& share, bo
   // Building ΔW: the identity, autocast's 16-bit copy of it for lora_A (where the matmuls run in
   // 16 bits: the copy is what autograd keeps, the identity goes), and ΔW as lora_B gives it. At the
   // norm: ΔW in x's dtype, s·ΔW, W + s·ΔW (and W's cast), beside the identity autograd keeps.
-  const int at_norm = c.training.finetune.base_bits < 16 || share.stream != adapter ? 4 : 3;
+  // (With dropout and no autocast the cast W is what F.linear saves for the base output: counted
+  // with the saved tensors where autograd keeps them.)
+  const bool cast_saved = graph_saves && c.training.finetune.lora_dropout > 0.0 && share.hf_peft && matmul == adapter;
+  const int at_norm = (c.training.finetune.base_bits < 16 || share.stream != adapter) && !cast_saved ? 4 : 3;
   const Bytes cast = matmul != adapter ? matmul : Bytes{0};
   const Bytes kept = graph_saves ? (cast.is_zero() ? adapter : cast) : Bytes{0};
   const auto tensors = [&](Count in, Count out) {
@@ -1362,9 +1381,7 @@ std::vector<Bytes> peft_temporaries(const Config& c, Count batch, Count seq, Byt
                                     PeftMoment moment) {
   const Finetune& f = c.training.finetune;
   if (!adapts_linears_method(f.method) || f.method == FinetuneMethod::kLora) return {};
-  LayerShare share{c.model, batch * seq, batch, !input_copy.is_zero(), act, input_copy.is_zero() ? act : input_copy,
-                   stream};
-  share.hf_peft = implementation_profile(resolve_implementation(c.training.implementation).framework).transformers_attention;
+  const LayerShare share = layer_share(c, batch * seq, batch, act, input_copy, stream);
   // Whether autograd keeps what the layer saves (nothing under no_grad or checkpointing's forward),
   // and whether those tensors are built beside the temporaries without being counted elsewhere.
   const bool graph_saves = moment == PeftMoment::kForwardKept || moment == PeftMoment::kBackward;

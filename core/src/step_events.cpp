@@ -378,9 +378,13 @@ void forward(Replay& r, const Program& pr, std::vector<std::vector<int>>& saved,
   const LossModel& l = *pr.loss;
   graph.reused_blocks = r.take(pr.reused_blocks);
   graph.reused_head = take_gathered(r, pr, pr.reused_head);
-  loss_kept.push_back(r.take(max(Bytes{0}, l.backward_bytes - l.head_input_bytes)));
+  // The logits a loop keeps are part of the loss's forward high point (their own block, which
+  // outlives the rest): carved out of what forward holds beyond backward's start, or out of that.
+  const Bytes beyond = max(Bytes{0}, l.forward_bytes - l.backward_bytes);
+  const Bytes kept_beyond = min(l.kept_bytes, beyond);
+  loss_kept.push_back(r.take(max(Bytes{0}, l.backward_bytes - l.head_input_bytes - (l.kept_bytes - kept_beyond))));
   loss_kept.push_back(r.take(l.kept_bytes));
-  const int transient = r.take(max(Bytes{0}, l.forward_bytes - l.backward_bytes));
+  const int transient = r.take(beyond - kept_beyond);
   r.mark("forward", "End of forward (loss computed)");
   r.give(transient);
   r.give(graph.retained_before);
