@@ -17,8 +17,12 @@ const phaseName = (p) => PHASE_WORDS[p.name] ?? p.label;
 const SHORT_WORDS = {
   load: 'Load', forward_block: 'Block', forward: 'Forward', backward: 'Backward', optimizer_step: 'Step', between: 'After',
 };
-const fitsNames = (phases, room) => phases.every((p) => phaseName(p).length * 7 <= room);
-const axisName = (p, full) => (full ? phaseName(p) : SHORT_WORDS[p.name] ?? phaseName(p).split(' ')[0]);
+// And where even those do not fit (six points on a phone), the fewest letters.
+const TINY_WORDS = { forward: 'Fwd', backward: 'Bwd' };
+const shortName = (p) => SHORT_WORDS[p.name] ?? phaseName(p).split(' ')[0];
+const fits = (phases, room, name) => phases.every((p) => name(p).length * 7 <= room);
+const axisNamer = (phases, room) => (fits(phases, room, phaseName) ? phaseName
+  : fits(phases, room, shortName) ? shortName : (p) => TINY_WORDS[p.name] ?? shortName(p));
 
 // The core's phases and, after the optimizer step, what stays allocated until the next step
 // (result.between_steps_bytes: what memory_allocated() reads in a loop that logs it per step).
@@ -54,7 +58,7 @@ function Timeline({ result, units, summaryId }) {
   const n = phases.length;
   const x = (i) => m.l + ((i + 0.5) / Math.max(n, 1)) * (width - m.l - m.r);
   const peakIndex = phases.findIndex((p) => p.bytes === result.peak_allocated_bytes);
-  const full = fitsNames(phases, (width - m.l - m.r) / Math.max(n, 1));
+  const axisName = axisNamer(phases, (width - m.l - m.r) / Math.max(n, 1));
   const line = phases.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(p.bytes).toFixed(1)}`).join(' ');
   const area = n ? `${line} L${x(n - 1).toFixed(1)},${y(0)} L${x(0).toFixed(1)},${y(0)} Z` : '';
   // The labels: the peak's by its point (centred, or ending at it on the right edge, where the
@@ -64,7 +68,8 @@ function Timeline({ result, units, summaryId }) {
   const peakText = peak ? `peak ${formatBytes(peak.bytes, units)}` : '';
   const labelTexts = {
     limit: `${fit.name}: ${formatBytes(fit.memory_bytes, units)}`,
-    device: `nvidia-smi at the peak: ${formatBytes(fit.need_bytes, units)}`,
+    // (shorter on a phone, where the long one leaves the budget's label no clear place)
+    device: `nvidia-smi${width < 480 ? '' : ' at the peak'}: ${formatBytes(fit.need_bytes, units)}`,
     budget: `budget ${formatPercent(fit.budget_fraction)}`,
   };
   const onLine = (bytes, order) => order.map((where) => ({
@@ -116,7 +121,7 @@ function Timeline({ result, units, summaryId }) {
             {i === peakIndex && (
               <text class="peak-label" x={labels.peak.x} y={labels.peak.y} text-anchor={labels.peak.anchor}>{peakText}</text>
             )}
-            <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{axisName(p, full)}<title>{phaseName(p)}</title></text>
+            <text class="axis" x={x(i)} y={h - 10} text-anchor="middle">{axisName(p)}<title>{phaseName(p)}</title></text>
           </g>
         ))}
       </svg>
