@@ -41,7 +41,7 @@ fi
 echo "== the frameworks' real code (tools/frameworks: saved activations within 1 % per measured case)"
 /usr/bin/python3 tools/frameworks/compare.py --memfit build/cli/memfit --check | tail -3
 
-echo "== PEFT's GPU benchmark of every method (tools/accuracy/peft_gpu.py: between-steps memory within 2 %, docs/peft_gpu.md up to date)"
+echo "== PEFT's GPU benchmark of every method (tools/accuracy/peft_gpu.py: between-steps memory within 2 %, what the methods add to the peak within 0.5 GB at the median, docs/peft_gpu.md up to date)"
 /usr/bin/python3 tools/accuracy/peft_gpu.py --memfit build/cli/memfit --check | tail -2
 
 echo "== accuracy report checks (tools/accuracy: every case valid, statistics, the core's band up to date)"

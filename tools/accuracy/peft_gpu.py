@@ -28,14 +28,15 @@ setting with the line of run.py / utils.py / data.py it comes from) and two comp
 The step's peak is not scored: the loop's 99th-percentile reserved sample belongs to the longest
 batches of MetaMathQA in Llama 3's tokenizer, whose lengths the results do not state (data.py
 filters samples by characters, not tokens). What a method adds to it is comparable, though, and is
-reported (not checked): each run's p99 reserved less the LoRA r32 run's, beside memfit's reserved
-peak with every sample cut at max_seq_length less LoRA's there.
+reported: each run's p99 reserved less the LoRA r32 run's, beside memfit's reserved peak with every
+sample cut at max_seq_length less LoRA's there (--check guards only their median:
+PEAK_MEDIAN_TOLERANCE_GB).
 
 A method memfit runs with a size it has no field for (e.g. Lily's stride) keeps PEFT's default in
 memfit; its trainable count then differs and the run is marked as not expressible rather than
 dropped. --check writes nothing and exits 1 unless every expressible run is within BETWEEN_TOLERANCE
-between steps, EXPRESSED runs are expressible (trainable counts exact), and docs/peft_gpu.md is what
-this script writes.
+between steps, EXPRESSED runs are expressible (trainable counts exact), the peaks' median is within
+PEAK_MEDIAN_TOLERANCE_GB, and docs/peft_gpu.md is what this script writes.
 """
 
 import argparse
@@ -51,6 +52,9 @@ FIXTURE = os.path.join(ROOT, "tests", "fixtures", "peft", "peft_gpu_runs.json")
 DOC = os.path.join(ROOT, "docs", "peft_gpu.md")
 RESULTS_DIR = "method_comparison/MetaMathQA/results"
 BETWEEN_TOLERANCE = 0.02
+# What the methods add to the step's peak (the run less LoRA r32, both sides at the longest batches):
+# a loose guard on the median over the expressed runs (0.29 GB on Dec 5 2026), not a per-run check.
+PEAK_MEDIAN_TOLERANCE_GB = 0.5
 
 # PEFT's module names -> memfit's lora_targets.
 TARGET_NAMES = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate",
@@ -288,18 +292,26 @@ def compare(binary):
     return fixture, rows
 
 
+def peak_differences(rows):
+    """What each run adds to the step's peak over the LoRA r32 run, both sides at the longest batches:
+    a function giving (measured, memfit) in GB for a row (the run's p99 reserved less LoRA's; memfit's
+    reserved peak at max_seq_length less LoRA's), and |memfit - measured| for every expressed run."""
+    base = next((r for r in rows if r["id"] == "lora--llama-3.2-3B-rank32" and r.get("peak_reserved_cap")), None)
+
+    def above(r):
+        if base is None or not r.get("peak_reserved_cap"):
+            return None
+        p99 = lambda x: x["run"]["memory"]["accelerator_memory_reserved_99th"]  # noqa: E731
+        return (p99(r) - p99(base)) / 1e9, (r["peak_reserved_cap"] - base["peak_reserved_cap"]) / 1e9
+    scored = [r for r in rows if "error" in r and not r["lacking"] and r is not base]
+    return above, [abs(a[1] - a[0]) for r in scored if (a := above(r))]
+
+
 def write_doc(fixture, rows):
     scored = [r for r in rows if "error" in r and not r["lacking"]]
     errors = sorted(abs(r["error"]) for r in scored)
     gib = 1e9
-    base = next((r for r in rows if r["id"] == "lora--llama-3.2-3B-rank32" and r.get("peak_reserved_cap")), None)
-
-    def above(r):  # (measured, memfit) p99 / cut-length reserved less the LoRA r32 run's, in GB
-        if base is None or not r.get("peak_reserved_cap"):
-            return None
-        p99 = lambda x: x["run"]["memory"]["accelerator_memory_reserved_99th"]  # noqa: E731
-        return (p99(r) - p99(base)) / gib, (r["peak_reserved_cap"] - base["peak_reserved_cap"]) / gib
-    peaks = [abs(a[1] - a[0]) for r in scored if r is not base and (a := above(r))]
+    above, peaks = peak_differences(rows)
     lines = [
         "# PEFT's GPU benchmark of every method, against memfit",
         "",
@@ -393,6 +405,12 @@ def main():
         return 1
     if args.check and expressed != EXPRESSED:
         print(f"{expressed} runs compared, {EXPRESSED} expected (EXPRESSED)", file=sys.stderr)
+        return 1
+    _, peaks = peak_differences(rows)
+    if args.check and (not peaks or statistics.median(peaks) > PEAK_MEDIAN_TOLERANCE_GB):
+        print(f"what the methods add to the peak: median |memfit - measured| "
+              f"{statistics.median(peaks) if peaks else float('nan'):.2f} GB, over {PEAK_MEDIAN_TOLERANCE_GB} GB",
+              file=sys.stderr)
         return 1
     if args.check and not doc_current:
         print("docs/peft_gpu.md is out of date: run tools/accuracy/peft_gpu.py and commit it", file=sys.stderr)
