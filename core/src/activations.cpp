@@ -209,6 +209,12 @@ Dims make_dims(const Config& c) {
   return d;
 }
 
+// The element of each adapter's own cast of its input (PEFT's fp32 adapters beside a 16-bit stream, or
+// autocast recasting it), else zero: the adapters then share the input.
+Bytes adapter_input_copy(const Dims& d) {
+  return d.adapter_input_copies || d.adapters_cast ? d.adapter_element : Bytes{0};
+}
+
 void add(std::vector<NamedBytes>& terms, const char* name, Bytes bytes) {
   if (!bytes.is_zero()) terms.push_back({name, bytes});
 }
@@ -905,8 +911,9 @@ std::vector<NamedBytes> block_terms(const Config& c, const Dims& d, bool moe, bo
   // (qlinear_cuda_old.py / qlinear_cuda.py forward): autograd keeps that fp16 weight to compute the
   // input's gradient, once per quantised linear, whatever the number of tokens.
   if (!first_layer) add(t, "base.gptq_dequantized_weights", moe ? d.gptq_weights_moe : d.gptq_weights_dense);
-  const Bytes input_copy = d.adapter_input_copies || d.adapters_cast ? d.adapter_element : Bytes{0};
-  for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act, input_copy, d.stream)) add(t, term.name.c_str(), term.bytes);
+  for (NamedBytes& term : peft_layer_terms(c, d.batch, d.seq, d.act, adapter_input_copy(d), d.stream)) {
+    add(t, term.name.c_str(), term.bytes);
+  }
   return t;
 }
 
@@ -1415,24 +1422,21 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
   }
   out.layer_backward_working_bytes = layer_backward_working_bytes(c, d, b, out);
   {
-    const Bytes input_copy = d.adapter_input_copies || d.adapters_cast ? d.adapter_element : Bytes{0};
-    const bool recomputed_whole = out.every_block_recomputed || tr.checkpointing == Checkpointing::kSelectiveOp;
+    // Recomputation sets the backward high point only where the top block is recomputed too (with
+    // some blocks checkpointed, layer_recomputed_bytes is zero: the bottom blocks' never set it).
+    const bool recomputed = out.every_block_recomputed || tr.checkpointing == Checkpointing::kSelectiveOp;
     const auto temporaries = [&](PeftMoment moment) {
-      return peft_temporaries(c, d.batch, d.seq, d.act, input_copy, d.stream, moment);
+      return peft_temporaries(c, d.batch, d.seq, d.act, adapter_input_copy(d), d.stream, moment);
     };
     // (MeZO's forward saves nothing, and the block's tensors it holds are counted already.)
     out.layer_forward_temporaries = temporaries(forward_only(tr) ? PeftMoment::kNoGrad
-                                                : recomputed_whole ? PeftMoment::kForwardDropped
-                                                                   : PeftMoment::kForwardKept);
-    // Recomputation sets the backward high point only where the top block is recomputed too (with
-    // some blocks checkpointed, layer_recomputed_bytes is zero: the bottom blocks' never set it).
-    const bool recomputed = recomputed_whole;
+                                                : recomputed ? PeftMoment::kForwardDropped
+                                                             : PeftMoment::kForwardKept);
     if (!forward_only(tr)) {
       if (recomputed) out.layer_recompute_temporaries = temporaries(PeftMoment::kForwardKept);
       out.layer_backward_temporaries = temporaries(PeftMoment::kBackward);
     }
-    Bytes high{0};
-    for (Bytes t : recomputed ? out.layer_recompute_temporaries : out.layer_forward_temporaries) high += t;
+    const Bytes high = total(recomputed ? out.layer_recompute_temporaries : out.layer_forward_temporaries);
     if (high >= Bytes{64LL << 20}) {  // said where it can matter
       const bool dora = f.method == FinetuneMethod::kDora;
       char text[400];

@@ -828,8 +828,7 @@ struct LayerShare {
   // rebuilt by matmuls first (Poly, PEANuT) then cast their input too; under autocast those matmuls
   // give bf16, and the cast leaves the input as it is.
   bool fp32_casts() const { return casts && adapter == kFp32Bytes && act != kFp32Bytes; }
-  Bytes param() const { return own; }
-  Bytes own{2};  // the adapters' own dtype (fp32 under PEFT's autocast_adapter_dtype)
+  Bytes param{2};  // the adapters' own dtype (fp32 under PEFT's autocast_adapter_dtype)
   // The layers are Hugging Face PEFT's (a transformers model wrapped by get_peft_model), not a
   // framework's own adapter modules (torchtune's DoRALinear, LitGPT's LoRALinear).
   bool hf_peft = true;
@@ -901,7 +900,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
         // dequantised or cast (to the adapters' dtype, or by autocast to 16 bits).
         t.act_elements = 0;
         t.fp32_bytes += share.per_layer(a, out) * share.adapter;
-        if (f.base_bits < 16 || share.stream != share.param() || share.adapter != share.param()) {
+        if (f.base_bits < 16 || share.stream != share.param || share.adapter != share.param) {
           t.fp32_bytes += share.weights_per_layer(a, weight) * share.adapter;
         }
       }
@@ -1190,7 +1189,7 @@ LayerShare layer_share(const Config& c, Count tokens, Count batch, Bytes act, By
                         : fp32_adapters && !r.autocast && stream == kFp32Bytes ? kFp32Bytes
                                                                                : act;
   LayerShare share{c.model, tokens, batch, !input_copy.is_zero(), act, adapter, stream};
-  share.own = fp32_adapters ? kFp32Bytes : lora_base_bytes(r, impl);
+  share.param = fp32_adapters ? kFp32Bytes : lora_base_bytes(r, impl);
   share.hf_peft = implementation_profile(impl.framework).transformers_attention;
   return share;
 }
@@ -1319,15 +1318,9 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
 
 namespace {
 
-Bytes total(const std::vector<Bytes>& tensors) {
-  Bytes sum{0};
-  for (Bytes b : tensors) sum += b;
-  return sum;
-}
-
 // The bytes of `d` on one instance of layer `a`.
 Bytes dense_bytes(const Dense& d, const AdaptedLinear& a, const LayerShare& share, Bytes element) {
-  const Bytes weight = d.element * element + d.fp32 * kFp32Bytes + d.adapter * share.adapter + d.param * share.param() +
+  const Bytes weight = d.element * element + d.fp32 * kFp32Bytes + d.adapter * share.adapter + d.param * share.param +
                        d.act * share.act;
   const Bytes square = d.square_adapter * share.adapter + d.square_stream * share.stream + d.square_fp32 * kFp32Bytes;
   return a.in * a.out * weight + a.in * a.in * square;
@@ -1343,7 +1336,7 @@ Bytes dense_bytes(const Dense& d, const AdaptedLinear& a, const LayerShare& shar
 // identity for A's gradient as long as ΔW's graph lives, unless checkpointing's forward drops
 // what is saved; then the identity goes once ΔW exists.
 std::vector<Bytes> dora_temporaries(const Config& c, const LayerShare& share, bool graph_saves) {
-  const Bytes adapter = share.param(), matmul = share.adapter;
+  const Bytes adapter = share.param, matmul = share.adapter;
   // Building ΔW: the identity, autocast's 16-bit copy of it for lora_A (where the matmuls run in
   // 16 bits: the copy is what autograd keeps, the identity goes), and ΔW as lora_B gives it. At the
   // norm: ΔW in x's dtype, s·ΔW, W + s·ΔW (and W's cast), beside the identity autograd keeps.

@@ -127,6 +127,13 @@ enum class PeftMoment { kForwardKept, kForwardDropped, kNoGrad, kBackward };
 std::vector<Bytes> peft_temporaries(const Config& config, Count batch, Count seq, Bytes act, Bytes input_copy,
                                     Bytes stream, PeftMoment moment);
 
+// Tensors alive at once, together.
+inline Bytes total(const std::vector<Bytes>& tensors) {
+  Bytes sum{0};
+  for (Bytes b : tensors) sum += b;
+  return sum;
+}
+
 // What a method saves outside the blocks (LLaMA-Adapter v2's scaled head output).
 Bytes peft_outside_bytes(const Config& config, Count tokens, Bytes act);
 

@@ -136,12 +136,6 @@ Bytes in_backward_step_bytes(const Config& c, const ParameterCount& params, cons
 // V-wide gradients, then the head weight's gradient beside the logits' gradient); the top block
 // (its working memory, and its recomputation under checkpointing); and the end (every
 // gradient, plus a tied embedding's gradient before it is added to the head's).
-Bytes total(const std::vector<Bytes>& tensors) {
-  Bytes sum{0};
-  for (Bytes b : tensors) sum += b;
-  return sum;
-}
-
 // A block's high point in backward: its recomputed tensors and the gradients of its intermediates;
 // or the recomputed tensors with what its PEFT layers allocate for a moment as they run again
 // (DoRA's weight norm), before any gradient of the block exists; or with what a PEFT layer's
