@@ -38,13 +38,31 @@ constexpr Bytes kEagerContextBytes{1343LL << 20};
 // which follows the links (more on H100 NVLink, fewer over PCIe); the A100 figures stand for all.
 constexpr Bytes kCommunicatorPairBytes{544LL << 20};
 constexpr Bytes kCommunicatorGroupBytes{688LL << 20};
+// A communicator of one rank connects no rings or trees (NCCL src/init.cc initTransportsRank skips
+// them when nRanks == 1), but its init still loads every NCCL kernel (ncclInitKernelsForDevice,
+// src/enqueue.cc: cudaFuncGetAttributes on each) and raises the CUDA stack limit to the largest
+// kernel's local size (cudaDeviceSetLimit(cudaLimitStackSize), which the driver backs for every
+// resident thread). Measured at 484 MiB on one RTX 3090 (NVIDIA/nccl#2366, NCCL 2.28, default
+// runtime connect).
+constexpr Bytes kCommunicatorSingleBytes{484LL << 20};
 
 }  // namespace
 
 Communicators nccl_communicators(const Config& c) {
   Communicators out;
   const Parallel& p = c.parallel;
-  if (p.num_gpus <= 1) return out;
+  if (p.num_gpus <= 1) {
+    // The DeepSpeed engine talks to its data-parallel group even when that group is this one GPU:
+    // it broadcasts the model from rank 0 at start (runtime/engine.py _broadcast_model, called from
+    // _configure_distributed_model) and all-reduces the overflow flag and the gradient norm at every
+    // step (runtime/zero/stage_1_and_2.py has_overflow, get_grad_norm_direct), with no shortcut for
+    // a world of one; torch.distributed's NCCL backend creates a one-rank communicator for them.
+    if (c.training.implementation.framework == Framework::kDeepspeed) {
+      out.count = 1;
+      out.bytes = kCommunicatorSingleBytes;
+    }
+    return out;
+  }
   const auto join = [&out](std::int64_t ranks) {
     if (ranks < 2) return;
     ++out.count;

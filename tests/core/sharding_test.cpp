@@ -1030,5 +1030,29 @@ TEST(Communicators, OnePerGroupInTheDeviceTotalNotTheReserve) {
   EXPECT_EQ(stated.breakdown.overhead.value(), 1073741824);
 }
 
+// The DeepSpeed engine broadcasts the model and all-reduces its overflow flag and gradient norm over
+// its data-parallel group even when that group is one GPU, so one GPU under DeepSpeed carries a
+// one-rank communicator (NVIDIA/nccl#2366: 484 MiB); the same run under the Trainer alone has none.
+TEST(Communicators, DeepspeedOnOneGpuHasAOneRankCommunicator) {
+  const auto run = [](const std::string& framework) {
+    const ConfigParse p = parse_config_text(R"({"model":{"preset":"llama-3-8b"},"training":{"seq_len":1024,)"
+                                            R"("framework":")" + framework +
+                                            R"(","finetune":{"method":"lora"}},"parallel":{"num_gpus":1}})");
+    EXPECT_TRUE(p.ok());
+    return estimate(p.config);
+  };
+  const Estimate hf = run("hf"), ds = run("deepspeed");
+  ASSERT_TRUE(hf.ok() && ds.ok());
+  EXPECT_EQ(hf.communicators, 0);
+  EXPECT_EQ(ds.communicators, 1);
+  EXPECT_EQ(ds.communicator_bytes.value(), std::int64_t{484} << 20);
+  // Outside the allocator: the reserve is the same run's, the device total carries it.
+  EXPECT_EQ(ds.device_total_bytes, ds.peak_reserved_bytes + ds.breakdown.overhead);
+  EXPECT_EQ(ds.breakdown.overhead, find_gpu(ds.config.hardware.gpu)->context_bytes + ds.communicator_bytes);
+  bool noted = false;
+  for (const std::string& n : ds.notes) noted = noted || n.find("one GPU a data-parallel group") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 }  // namespace
 }  // namespace memfit

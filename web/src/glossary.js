@@ -50,8 +50,8 @@ export const TERMS = {
   overhead: {
     label: 'CUDA context and workspaces',
     short: 'outside PyTorch\'s allocator, seen by nvidia-smi',
-    formula: 'the GPU\'s CUDA context, and on several GPUs NCCL\'s buffers: 544 MiB per communicator of two GPUs, 688 MiB for more',
-    source: 'measured CUDA contexts of recent drivers; NVIDIA/nccl#964 (A100 NVLink)',
+    formula: 'the GPU\'s CUDA context, and NCCL\'s buffers: 544 MiB per communicator of two GPUs, 688 MiB for more, 484 MiB for DeepSpeed on one GPU',
+    source: 'measured CUDA contexts of recent drivers; NVIDIA/nccl#964 (A100 NVLink), #2366',
   },
   offloaded: {
     label: 'Offloaded to CPU memory',
