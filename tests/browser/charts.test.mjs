@@ -44,6 +44,14 @@ describe('chart labels (pure)', () => {
     ];
     assert.equal(placeLabels(two, { bounds, line }).b.y, 100);
   });
+
+  test('a plotted marker is worse to hide than the line: a label over one takes a place that only crosses the line', () => {
+    const line = [[0, 95], [400, 95]];
+    const points = [[40, 75, 4]];
+    const labels = [{ id: 'a', text: 'nvidia-smi 9.6 GiB', places: [{ x: 4, y: 80, anchor: 'start' }, { x: 200, y: 100, anchor: 'middle' }] }];
+    assert.equal(placeLabels(labels, { bounds, line }).a.y, 80, 'without the marker the first place is clear');
+    assert.deepEqual(placeLabels(labels, { bounds, line, points }).a, { x: 200, y: 100, anchor: 'middle' });
+  });
 });
 // QLoRA with full checkpointing on an A100 40GB: micro-batches 1 and 2 fit within the measured band, larger ones do not.
 const CONFIG = { model: { preset: 'llama-3-8b' }, training: { checkpointing: 'full', finetune: { method: 'lora', base_bits: 4 } }, hardware: { gpu: 'a100-40gb' } };

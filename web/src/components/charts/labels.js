@@ -33,18 +33,24 @@ function crossesLine(box, points) {
   return false;
 }
 
+// Whether a plotted point (a circle of radius r at x, y) shows inside `box`.
+const coversPoint = (box, [x, y, r = 4]) => x + r > box.left && x - r < box.right && y + r > box.top && y - r < box.bottom;
+
 // labels: [{ id, text, bold, places: [{ x, y, anchor }] }]; bounds: { left, right, top, bottom };
 // line: the plotted points; rules: [{ id, y }], the horizontal lines labels belong to (crossing
-// another label's rule costs a little). Returns { [id]: { x, y, anchor } }. Every combination of
-// places is tried (a chart has a handful of labels with a few places each) and the least bad kept:
-// covering another label costs most, then leaving the plot, then crossing the line (the text's
-// halo keeps it readable), then another rule; among equals, each label's earlier places.
-export function placeLabels(labels, { bounds, line = [], rules = [], fontSize = 11.5 }) {
+// another label's rule costs a little); points: the plotted markers [[x, y, r]], which text hides
+// worse than it hides the line between them. Returns { [id]: { x, y, anchor } }. Every combination
+// of places is tried (a chart has a handful of labels with a dozen places at most) and the least
+// bad kept: covering another label costs most, then leaving the plot, then covering a marker, then
+// crossing the line (the text's halo keeps it readable), then another rule; among equals, each
+// label's earlier places.
+export function placeLabels(labels, { bounds, line = [], rules = [], points = [], fontSize = 11.5 }) {
   const options = labels.map((label) => label.places.map((place, rank) => {
     const box = textBox(label.text, place.x, place.y, place.anchor, fontSize, label.bold);
     const outside = box.left < bounds.left || box.right > bounds.right || box.top < bounds.top || box.bottom > bounds.bottom;
     const ruled = rules.filter((r) => r.id !== label.id && r.y > box.top && r.y < box.bottom).length;
-    return { place, box, cost: (crossesLine(box, line) ? 1 : 0) + (outside ? 4 : 0) + ruled * 0.5 + rank * 0.01 };
+    const marked = points.filter((pt) => coversPoint(box, pt)).length;
+    return { place, box, cost: (crossesLine(box, line) ? 1 : 0) + (outside ? 4 : 0) + marked * 2 + ruled * 0.5 + rank * 0.01 };
   }));
   let best = null;
   let bestCost = Infinity;

@@ -72,11 +72,17 @@ function Timeline({ result, units, summaryId }) {
     device: `nvidia-smi${width < 480 ? '' : ' at the peak'}: ${formatBytes(fit.need_bytes, units)}`,
     budget: `budget ${formatPercent(fit.budget_fraction)}`,
   };
-  const onLine = (bytes, order) => order.map((where) => ({
-    x: where.startsWith('end') ? width - m.r - 4 : m.l + 4,
-    y: where.endsWith('below') ? y(bytes) + 14 : y(bytes) - 5,
-    anchor: where.startsWith('end') ? 'end' : 'start',
-  }));
+  // A rule's label sits at either end of its line, above or below it, or failing those, centred in
+  // one of the gaps between the phases' points, where the plotted line is furthest from them.
+  const gaps = phases.slice(1).map((_, i) => (x(i) + x(i + 1)) / 2);
+  const onLine = (bytes, order) => [
+    ...order.map((where) => ({
+      x: where.startsWith('end') ? width - m.r - 4 : m.l + 4,
+      y: where.endsWith('below') ? y(bytes) + 14 : y(bytes) - 5,
+      anchor: where.startsWith('end') ? 'end' : 'start',
+    })),
+    ...gaps.flatMap((gx) => [{ x: gx, y: y(bytes) - 5, anchor: 'middle' }, { x: gx, y: y(bytes) + 14, anchor: 'middle' }]),
+  ];
   const peakPlaces = () => {
     const px = x(peakIndex), py = y(peak.bytes);
     const ax = px + 70 > width ? { anchor: 'end', x: px + 8 } : { anchor: 'middle', x: px };
@@ -92,6 +98,7 @@ function Timeline({ result, units, summaryId }) {
   ], {
     bounds: { left: m.l, right: width - m.r, top: 0, bottom: h - m.b },
     line: phases.map((p, i) => [x(i), y(p.bytes)]),
+    points: phases.map((p, i) => [x(i), y(p.bytes), i === peakIndex ? 6 : 4]),
     rules: [{ id: 'limit', y: y(fit.memory_bytes) }, { id: 'device', y: y(fit.need_bytes) }, { id: 'budget', y: y(fit.budget_bytes) }],
   });
   const hLine = (bytes, cls, id, testid) => (
