@@ -95,21 +95,14 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
     e.communicators = comms.count;
     e.communicator_bytes = comms.bytes;
     e.breakdown.overhead += comms.bytes;
-    if (comms.count > 0 && c.parallel.num_gpus <= 1) {
+    if (comms.count > 0) {
       char line[360];
       std::snprintf(line, sizeof line,
-                    "NCCL: the DeepSpeed engine gives even one GPU a data-parallel group, whose communicator holds "
-                    "%.2f GiB outside PyTorch's allocator, counted with the CUDA context: nvidia-smi sees it, "
-                    "max_memory_reserved does not.",
-                    static_cast<double>(comms.bytes.value()) / 1073741824.0);
-      e.notes.push_back(line);
-    } else if (comms.count > 0) {
-      char line[360];
-      std::snprintf(line, sizeof line,
-                    "NCCL: %d communicator%s (one per parallel group) hold%s %.2f GiB outside PyTorch's allocator, "
+                    "NCCL: %d communicator%s (%s) hold%s %.2f GiB outside PyTorch's allocator, "
                     "counted with the CUDA context: nvidia-smi sees it, max_memory_reserved does not.",
-                    comms.count, comms.count == 1 ? "" : "s", comms.count == 1 ? "s" : "",
-                    static_cast<double>(comms.bytes.value()) / 1073741824.0);
+                    comms.count, comms.count == 1 ? "" : "s",
+                    c.parallel.num_gpus <= 1 ? "DeepSpeed's data-parallel group of one GPU" : "one per parallel group",
+                    comms.count == 1 ? "s" : "", static_cast<double>(comms.bytes.value()) / 1073741824.0);
       e.notes.push_back(line);
     }
     // Async TP's fused matmuls pass their shards through the TP group's symmetric-memory workspace

@@ -1178,20 +1178,40 @@ HfImport import_hf_config(const Json& json) {
   const std::string& t = type->as_string();
   const FamilyReader* family = find_family(t);
   if (!family) {
-    // A multimodal model (Gemma 3, Mistral 3, LLaVA, PaliGemma) nests its language model's
-    // config in text_config: that model is read, its vision encoder and projector are not.
+    // A multimodal model (Gemma 3, Mistral 3, LLaVA, PaliGemma, Qwen-VL) nests its language
+    // model's config in text_config: that model is read, its vision encoder and projector are not.
     const Json* text = json.find("text_config");
-    const Json* text_type = text && text->is_object() ? text->find("model_type") : nullptr;
+    // Qwen2-VL's and Qwen2.5-VL's files from before transformers nested them (the checkpoints on
+    // the Hub) keep the language model's keys at the top, beside vision_config.
+    const bool qwen_vl = t == "qwen2_vl" || t == "qwen2_5_vl";
+    if (qwen_vl && !(text && text->is_object())) text = &json;
+    const Json* text_type = text && text->is_object() && text != &json ? text->find("model_type") : nullptr;
     // A text_config without its own model_type is the wrapper's default text class
     // (Gemma3Config: Gemma3TextConfig; Mistral3Config, LlavaConfig: CONFIG_MAPPING's mistral, llama).
     static const std::pair<const char*, const char*> kTextClass[] = {
         {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"},
-        {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"}};
+        {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"},
+        {"qwen2_vl", "qwen2_vl_text"}, {"qwen2_5_vl", "qwen2_5_vl_text"}, {"qwen3_vl", "qwen3_vl_text"}};
+    // Text classes that are a family memfit reads under its own name: Qwen2-VL's and Qwen2.5-VL's
+    // decoder is Qwen2's (Qwen2VLTextModel: bias on q, k and v, grouped-query attention, SwiGLU;
+    // the multimodal rotary sections are chosen once in Qwen2VLRotaryEmbedding, shared by every
+    // layer as Llama's tables are), Qwen3-VL's is Qwen3's (Qwen3VLTextModel, with per-head q/k
+    // norms; DeepStack adds visual features to the first layers' hidden states only when there
+    // are images).
+    static const std::pair<const char*, const char*> kTextAlias[] = {
+        {"qwen2_vl_text", "qwen2"}, {"qwen2_5_vl_text", "qwen2"}, {"qwen3_vl_text", "qwen3"}};
     Json implied;
     for (const auto& [outer, inner] : kTextClass) {
       if (t == outer && text && text->is_object() && !text_type) {
         implied = Json::string(inner);
         text_type = &implied;
+      }
+    }
+    Json aliased;
+    for (const auto& [name, family_name] : kTextAlias) {
+      if (text_type && text_type->is_string() && text_type->as_string() == name) {
+        aliased = Json::string(family_name);
+        text_type = &aliased;
       }
     }
     if (text_type && text_type->is_string() && find_family(text_type->as_string())) {
@@ -1202,12 +1222,15 @@ HfImport import_hf_config(const Json& json) {
         language.set("tie_word_embeddings", *tie);
       }
       HfImport inner = import_hf_config(language);
-      for (Issue& e : inner.errors) e.field = "text_config." + e.field;
-      for (Issue& w : inner.warnings) w.field = "text_config." + w.field;
+      const bool top = text == &json;
+      for (Issue& e : inner.errors) e.field = (top ? "" : "text_config.") + e.field;
+      for (Issue& w : inner.warnings) w.field = (top ? "" : "text_config.") + w.field;
       inner.warnings.insert(inner.warnings.begin(),
-                            {"model_type", describe(*type) + " is a multimodal model: memfit reads its language model (text_config, "
-                                           "model_type " + describe(*text_type) + "); the vision encoder and projector (vision_config) "
-                                           "are not in the estimate (text-only training never runs them, but their weights are loaded)"});
+                            {"model_type", describe(*type) + " is a multimodal model: memfit reads its language model (" +
+                                               (top ? std::string("the keys beside vision_config") : std::string("text_config")) +
+                                               ", as model_type " + describe(*text_type) + "); the vision encoder and projector "
+                                               "(vision_config) are not in the estimate (text-only training never runs them, but "
+                                               "their weights are loaded)"});
       return inner;
     }
     // Families people ask for whose layers memfit cannot describe yet: say why, not only what is.

@@ -145,9 +145,45 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
     EXPECT_EQ(count_parameters(gemma3.model).total_count.value(), 3'880'263'168);
   }
   const HfImport unknown =
-      import_hf_config_text(R"({"model_type":"qwen2_5_vl","text_config":{"model_type":"qwen2_5_vl_text"}})");
-  EXPECT_NE(first_error(unknown).find("nor its text_config's \"qwen2_5_vl_text\""), std::string::npos)
+      import_hf_config_text(R"({"model_type":"florence2","text_config":{"model_type":"florence2_language"}})");
+  EXPECT_NE(first_error(unknown).find("nor its text_config's \"florence2_language\""), std::string::npos)
       << first_error(unknown);
+  // Qwen2.5-VL-7B-Instruct: the Hub's file keeps the language model's keys at the top, beside
+  // vision_config; transformers 5 nests them in text_config (qwen2_5_vl_text). Either way the
+  // decoder is Qwen2's: transformers 5.24's Qwen2_5_VLForConditionalGeneration from this file has
+  // 7,615,616,512 parameters in its language model and head (676,550,144 more in the vision
+  // encoder, not counted).
+  const std::string qwen25vl_text =
+      R"("hidden_size":3584,"intermediate_size":18944,"num_hidden_layers":28,"num_attention_heads":28,)"
+      R"("num_key_value_heads":4,"vocab_size":152064,"max_position_embeddings":128000,"rope_theta":1000000.0,)"
+      R"("rope_scaling":{"type":"mrope","mrope_section":[16,24,24]},"tie_word_embeddings":false,"use_sliding_window":false)";
+  const std::string vision = R"("vision_config":{"depth":32,"hidden_size":1280,"out_hidden_size":3584})";
+  for (const std::string& file : {R"({"model_type":"qwen2_5_vl",)" + qwen25vl_text + "," + vision + "}",
+                                  R"({"model_type":"qwen2_5_vl","text_config":{"model_type":"qwen2_5_vl_text",)" +
+                                      qwen25vl_text + "}," + vision + "}",
+                                  R"({"model_type":"qwen2_vl",)" + qwen25vl_text + "," + vision + "}"}) {
+    const HfImport vl = import_hf_config_text(file);
+    ASSERT_TRUE(vl.errors.empty()) << first_error(vl);
+    EXPECT_EQ(vl.model.model_type, "qwen2");
+    EXPECT_TRUE(vl.model.qkv_bias);
+    EXPECT_EQ(count_parameters(vl.model).total_count.value(), 7'615'616'512) << file;
+    ASSERT_FALSE(vl.warnings.empty());
+    EXPECT_NE(vl.warnings[0].message.find("vision encoder"), std::string::npos);
+  }
+  // A bad key at the top of such a file is named where it is, without a text_config prefix.
+  const HfImport vl_bad = import_hf_config_text(R"({"model_type":"qwen2_vl","vocab_size":1000,"hidden_size":-1})");
+  bool named = false;
+  for (const Issue& e : vl_bad.errors) named = named || e.field == "hidden_size";
+  EXPECT_TRUE(named) << first_error(vl_bad);
+  // Qwen3-VL-8B's text_config (qwen3_vl_text) is Qwen3's decoder: 8,190,735,360 in transformers 5.24.
+  const HfImport qwen3vl = import_hf_config_text(
+      R"({"model_type":"qwen3_vl","tie_word_embeddings":false,"text_config":{"model_type":"qwen3_vl_text",)"
+      R"("hidden_size":4096,"intermediate_size":12288,"num_hidden_layers":36,"num_attention_heads":32,)"
+      R"("num_key_value_heads":8,"head_dim":128,"vocab_size":151936,"tie_word_embeddings":false,)"
+      R"("rope_parameters":{"rope_theta":5000000,"rope_type":"default","mrope_section":[24,20,20],"mrope_interleaved":true}}})");
+  ASSERT_TRUE(qwen3vl.errors.empty()) << first_error(qwen3vl);
+  EXPECT_EQ(qwen3vl.model.model_type, "qwen3");
+  EXPECT_EQ(count_parameters(qwen3vl.model).total_count.value(), 8'190'735'360);
   // Qwen3.5: the text_config's class, whose defaults are Qwen3.5-9B's (Qwen3_5TextConfig: 24 Gated
   // DeltaNet layers, every fourth layer attention); transformers 5.24's Qwen3_5ForCausalLM has
   // 8,953,803,264.

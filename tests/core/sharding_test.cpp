@@ -1050,7 +1050,7 @@ TEST(Communicators, DeepspeedOnOneGpuHasAOneRankCommunicator) {
   EXPECT_EQ(ds.device_total_bytes, ds.peak_reserved_bytes + ds.breakdown.overhead);
   EXPECT_EQ(ds.breakdown.overhead, find_gpu(ds.config.hardware.gpu)->context_bytes + ds.communicator_bytes);
   bool noted = false;
-  for (const std::string& n : ds.notes) noted = noted || n.find("one GPU a data-parallel group") != std::string::npos;
+  for (const std::string& n : ds.notes) noted = noted || n.find("data-parallel group of one GPU") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
