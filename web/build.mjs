@@ -134,10 +134,16 @@ const linkScript = "if(location.search.replace(/^\\?(v=1)?$/,''))document.docume
   "document.documentElement.classList.remove('from-link');var d=document.createElement('div');d.className='load-error';" +
   `d.setAttribute('role','alert');d.innerHTML=${JSON.stringify(fileNote)};var a=document.getElementById('app');a.insertBefore(d,a.firstChild)})`;
 const hash = (text) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+// The page's stylesheet goes inside index.html: a linked one blocks the first paint until a second
+// request comes back (about a fifth of the first paint on localhost here, a round trip more on a
+// network); the same bytes are in the first view either way. styles.css stays for the other pages.
+const pageCss = await readFile(join(dist, 'styles.css'), 'utf8');
+if (/<\/style/i.test(pageCss)) throw new Error('styles.css contains a closing style tag: it cannot be inlined');
 const indexHtml = (await readFile(join(web, 'index.html'), 'utf8'))
   .replace('%SCRIPT_HASHES%', hash(linkScript))
   .replace('%LINK_SCRIPT%', linkScript)
-  .replace('%APP%', appHtml);
+  .replace(/<link rel="stylesheet" href="styles\.css">/, () => `<style>${pageCss}</style>`)
+  .replace('%APP%', () => appHtml);
 await writeFile(join(dist, 'index.html'), indexHtml);
 // The embed forms start their worker without building the static data (tens of milliseconds of wasm
 // run for the first time, before the first estimate could start) and read this file instead: the
