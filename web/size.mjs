@@ -1,7 +1,12 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
-//                prerendered, the page's styles inside), main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 353 KiB gzipped (347 until the
+//                prerendered, the page's styles inside, its form's fields taking input at once) and
+//                main.js with what it imports statically, all that runs before the first paint (the
+//                live page's code, live.jsx, loads after it). ≤ 50 KiB gzipped (DESIGN.md, issue 11).
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 354 KiB gzipped (353 until
+//                the fifteenth Dec 5 2026 session, when the live page's code became a chunk loaded after
+//                the first paint: the same modules in more files, each compressed alone, 0.9 KiB more;
+//                347 until the
 //                fourteenth Dec 5 2026 session, when what PEFT's layers make for a moment (DoRA's weight
 //                norm, the pieces of the other methods' dense updates and their gradients, and under
 //                checkpointing what a layer would have saved: a high point inside a block's forward, in
@@ -103,8 +108,9 @@ import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 // main.js and the chunks it imports statically are the first view; the chunks it imports with
-// import() at start (the details) and the core are the rest of the calculator; a chunk loaded only
-// on demand (the Hugging Face import and its Hub client, the Embed dialog) is listed alone.
+// import() once the page has painted (the live page, the details) and the core are the rest of the
+// calculator; a chunk loaded only on demand (the Hugging Face import and its Hub client, the Embed
+// dialog) is listed alone.
 export const FIRST_VIEW = ['index.html', 'main.js'];  // index.html carries the page's styles (web/build.mjs)
 export const CORE = ['worker.js', 'memfit.wasm'];
 export const PLANNER_CORE = ['planner-worker.js', 'memfit-planner.wasm'];
@@ -134,7 +140,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 353 * 1024, planner: 330 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 354 * 1024, planner: 330 * 1024 };
 
 export function sizes(data) {
   return {
