@@ -1179,8 +1179,18 @@ HfImport import_hf_config(const Json& json) {
   const FamilyReader* family = find_family(t);
   if (!family) {
     // A multimodal model (Gemma 3, Mistral 3, LLaVA, PaliGemma, Qwen-VL) nests its language
-    // model's config in text_config: that model is read, its vision encoder and projector are not.
-    const Json* text = json.find("text_config");
+    // model's config in text_config (InternVL's remote code in llm_config, DeepSeek-VL2's in
+    // language_config): that model is read, its vision encoder and projector are not.
+    const char* nested = "text_config";
+    const Json* text = nullptr;
+    for (const char* key : {"text_config", "llm_config", "language_config"}) {
+      const Json* found = json.find(key);
+      if (!text && found && found->is_object()) {
+        text = found;
+        nested = key;
+      }
+    }
+    if (!text) text = json.find("text_config");
     // Qwen2-VL's and Qwen2.5-VL's files from before transformers nested them (the checkpoints on
     // the Hub) keep the language model's keys at the top, beside vision_config.
     const bool qwen_vl = t == "qwen2_vl" || t == "qwen2_5_vl";
@@ -1223,11 +1233,12 @@ HfImport import_hf_config(const Json& json) {
       }
       HfImport inner = import_hf_config(language);
       const bool top = text == &json;
-      for (Issue& e : inner.errors) e.field = (top ? "" : "text_config.") + e.field;
-      for (Issue& w : inner.warnings) w.field = (top ? "" : "text_config.") + w.field;
+      const std::string prefix = top ? std::string() : std::string(nested) + ".";
+      for (Issue& e : inner.errors) e.field = prefix + e.field;
+      for (Issue& w : inner.warnings) w.field = prefix + w.field;
       inner.warnings.insert(inner.warnings.begin(),
                             {"model_type", describe(*type) + " is a multimodal model: memfit reads its language model (" +
-                                               (top ? std::string("the keys beside vision_config") : std::string("text_config")) +
+                                               (top ? std::string("the keys beside vision_config") : std::string(nested)) +
                                                ", as model_type " + describe(*text_type) + "); the vision encoder and projector "
                                                "(vision_config) are not in the estimate (text-only training never runs them, but "
                                                "their weights are loaded)"});
@@ -1246,7 +1257,7 @@ HfImport import_hf_config(const Json& json) {
     }
     if (!why.empty()) why = "; its layers are not all alike (" + why + "), and memfit describes one kind of block";
     out.errors.push_back({"model_type", describe(*type) + " is not supported" +
-                                            (text_type ? " (nor its text_config's " + describe(*text_type) + ")" : std::string()) +
+                                            (text_type ? " (nor its " + std::string(nested) + "'s " + describe(*text_type) + ")" : std::string()) +
                                             why + "; supported: " + supported_hf_model_types()});
     return out;
   }

@@ -175,6 +175,26 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   bool named = false;
   for (const Issue& e : vl_bad.errors) named = named || e.field == "hidden_size";
   EXPECT_TRUE(named) << first_error(vl_bad);
+  // InternVL's remote code nests its language model in llm_config (DeepSeek-VL2's in
+  // language_config): read the same way, its problems named under that key, an unknown one refused
+  // with the key's name.
+  const std::string llm = R"({"model_type":"qwen2","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,)"
+                          R"("num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128})";
+  const HfImport internvl = import_hf_config_text(R"({"model_type":"internvl_chat","llm_config":)" + llm +
+                                                  R"(,"vision_config":{"hidden_size":1024}})");
+  ASSERT_TRUE(internvl.errors.empty()) << first_error(internvl);
+  EXPECT_EQ(count_parameters(internvl.model).total_count.value(),
+            count_parameters(import_hf_config_text(llm).model).total_count.value());
+  EXPECT_NE(internvl.warnings.at(0).message.find("(llm_config, as model_type \"qwen2\")"), std::string::npos);
+  const HfImport internvl_bad = import_hf_config_text(R"({"model_type":"internvl_chat","llm_config":{"model_type":"qwen2","hidden_size":-1}})");
+  EXPECT_EQ(first_error(internvl_bad).rfind("llm_config.", 0), 0u) << first_error(internvl_bad);
+  const HfImport internlm = import_hf_config_text(R"({"model_type":"internvl_chat","llm_config":{"model_type":"internlm2"}})");
+  EXPECT_NE(first_error(internlm).find("nor its llm_config's \"internlm2\""), std::string::npos) << first_error(internlm);
+  const HfImport dsvl2 = import_hf_config_text(
+      R"({"model_type":"deepseek_vl_v2","language_config":{"model_type":"llama","vocab_size":1000,"hidden_size":64,)"
+      R"("num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128}})");
+  ASSERT_TRUE(dsvl2.errors.empty()) << first_error(dsvl2);
+  EXPECT_EQ(dsvl2.model.model_type, "llama");
   // Qwen3-VL-8B's text_config (qwen3_vl_text) is Qwen3's decoder: 8,190,735,360 in transformers 5.24.
   const HfImport qwen3vl = import_hf_config_text(
       R"({"model_type":"qwen3_vl","tie_word_embeddings":false,"text_config":{"model_type":"qwen3_vl_text",)"
