@@ -250,12 +250,10 @@ ${body}
   const plannerWorkerCode = await classic(plannerModule);
   const wasm64 = (await readFile(join(dist, 'memfit.wasm'))).toString('base64');
   const plannerWasm64 = (await readFile(join(dist, 'memfit-planner.wasm'))).toString('base64');
-  const css = await readFile(join(dist, 'styles.css'), 'utf8');
-  for (const [name, text] of [['the page script', mainCode], ['the worker', workerCode], ['the planner\'s worker', plannerWorkerCode], ['the styles', css]]) {
+  for (const [name, text] of [['the page script', mainCode], ['the worker', workerCode], ['the planner\'s worker', plannerWorkerCode]]) {
     if (/<\/(script|style)/i.test(text)) throw new Error(`${name} contains a closing tag: it cannot be inlined`);
   }
   const html = indexHtml
-    .replace(/<link rel="stylesheet" href="styles\.css">/, () => `<style>${css}</style>`)
     .replace(/<script type="module" src="main\.js"><\/script>/, () => `<script type="module">${mainCode}</script>`)
     .replace(/<link rel="manifest"[^>]*>\n\s*/, '')
     .replace(/<link rel="icon"[^>]*>/, '<link rel="icon" href="data:,">')

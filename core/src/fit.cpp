@@ -38,12 +38,11 @@ constexpr Bytes kEagerContextBytes{1343LL << 20};
 // which follows the links (more on H100 NVLink, fewer over PCIe); the A100 figures stand for all.
 constexpr Bytes kCommunicatorPairBytes{544LL << 20};
 constexpr Bytes kCommunicatorGroupBytes{688LL << 20};
-// A communicator of one rank connects no rings or trees (NCCL src/init.cc initTransportsRank skips
-// them when nRanks == 1), but its init still loads every NCCL kernel (ncclInitKernelsForDevice,
-// src/enqueue.cc: cudaFuncGetAttributes on each) and raises the CUDA stack limit to the largest
-// kernel's local size (cudaDeviceSetLimit(cudaLimitStackSize), which the driver backs for every
-// resident thread). Measured at 484 MiB on one RTX 3090 (NVIDIA/nccl#2366, NCCL 2.28, default
-// runtime connect).
+// A communicator of one rank connects no rings or trees (NCCL 2.14-2.21 src/init.cc skips them when
+// nRanks == 1; later releases in src/transport/generic.cc), yet its init still holds device memory:
+// 484 MiB measured by nccl-tests once the CUDA context existed, on an RTX 3090 with CUDA 13, an
+// SM86-only NCCL build and runtime connect (NVIDIA/nccl#2366); 996 MiB there with eager connect
+// (NCCL_RUNTIME_CONNECT=0). The releases before 2.22, which always connect eagerly, were not measured.
 constexpr Bytes kCommunicatorSingleBytes{484LL << 20};
 
 }  // namespace

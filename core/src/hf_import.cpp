@@ -614,6 +614,13 @@ void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& 
   // layers with n_routed_experts + n_shared_experts. V3's noaux_tc routing adds a per-expert
   // correction bias parameter.
   read_llama_like(r, m, false);
+  // DeepSeek's own code (DeepSeek-VL2's language model) can turn the latent attention off
+  // (use_mla false, kv_lora_rank null): a plain attention in this block, which memfit does not read.
+  if (const Json* mla = r.raw("use_mla"); mla && mla->is_bool() && !mla->as_bool()) {
+    out.errors.push_back({"use_mla", "false (plain multi-head attention in a DeepSeek-V2 block) is not supported: memfit "
+                                     "reads DeepSeek-V2's multi-head latent attention"});
+    return;
+  }
   m.attention_type = AttentionType::kMla;
   m.q_lora_rank = r.integer({"q_lora_rank"}, 0, false, 0);
   m.kv_lora_rank = r.integer({"kv_lora_rank"}, 0, true, 1);
@@ -1229,6 +1236,11 @@ HfImport import_hf_config(const Json& json) {
       language.set("model_type", *text_type);
       // The outer file can carry the tie (LLaVA's does); the text config's own key wins.
       if (const Json* tie = json.find("tie_word_embeddings"); tie && !text->find("tie_word_embeddings")) {
+        // Checked here, so that a bad value is named where it is, not under the nested key.
+        if (!tie->is_bool()) {
+          out.errors.push_back({"tie_word_embeddings", "must be true or false; got " + describe(*tie)});
+          return out;
+        }
         language.set("tie_word_embeddings", *tie);
       }
       HfImport inner = import_hf_config(language);

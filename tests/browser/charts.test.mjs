@@ -51,6 +51,10 @@ describe('chart labels (pure)', () => {
     const labels = [{ id: 'a', text: 'nvidia-smi 9.6 GiB', places: [{ x: 4, y: 80, anchor: 'start' }, { x: 200, y: 100, anchor: 'middle' }] }];
     assert.equal(placeLabels(labels, { bounds, line }).a.y, 80, 'without the marker the first place is clear');
     assert.deepEqual(placeLabels(labels, { bounds, line, points }).a, { x: 200, y: 100, anchor: 'middle' });
+    // Covering several markers still beats leaving the plot.
+    const many = [[20, 75, 4], [60, 75, 4], [100, 75, 4], [40, 75, 4]];
+    const inOrOut = [{ id: 'a', text: 'nvidia-smi 9.6 GiB', places: [{ x: 4, y: 80, anchor: 'start' }, { x: 4, y: 5, anchor: 'start' }] }];
+    assert.equal(placeLabels(inOrOut, { bounds, points: many }).a.y, 80);
   });
 });
 // QLoRA with full checkpointing on an A100 40GB: micro-batches 1 and 2 fit within the measured band, larger ones do not.

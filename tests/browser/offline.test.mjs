@@ -70,6 +70,20 @@ describe('offline and from disk', { skip: missing || false, concurrency: false }
     await context.close();
   });
 
+  test('a chunk of the page that does not arrive: the prerendered numbers stay, and the page says to reload', async () => {
+    const context = await browser.newContext();
+    await context.route(/\/chunks\/live-[^/]*\.js$/, (route) => route.fulfill({ status: 404, body: 'not found' }));
+    const p = await context.newPage();
+    await p.goto(server.url);
+    const alert = p.locator('.load-error[role="alert"]');
+    await alert.waitFor({ timeout: 15000 });
+    assert.match(await alert.textContent(), /could not load all of this page/);
+    assert.match(await alert.textContent(), /reload/);
+    assert.doesNotMatch(await alert.textContent(), /core/);
+    assert.ok(await p.getByTestId('peak-allocated').isVisible());
+    await context.close();
+  });
+
   test('index.html opened from a file: the prerendered numbers stay, and the page says why it cannot compute', async () => {
     const context = await browser.newContext();
     const p = await context.newPage();

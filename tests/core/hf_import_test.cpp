@@ -188,6 +188,9 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   EXPECT_NE(internvl.warnings.at(0).message.find("(llm_config, as model_type \"qwen2\")"), std::string::npos);
   const HfImport internvl_bad = import_hf_config_text(R"({"model_type":"internvl_chat","llm_config":{"model_type":"qwen2","hidden_size":-1}})");
   EXPECT_EQ(first_error(internvl_bad).rfind("llm_config.", 0), 0u) << first_error(internvl_bad);
+  const HfImport outer_tie = import_hf_config_text(R"({"model_type":"internvl_chat","tie_word_embeddings":"yes","llm_config":)" + llm + "}");
+  ASSERT_FALSE(outer_tie.errors.empty());
+  EXPECT_EQ(outer_tie.errors[0].field, "tie_word_embeddings") << first_error(outer_tie);
   const HfImport internlm = import_hf_config_text(R"({"model_type":"internvl_chat","llm_config":{"model_type":"internlm2"}})");
   EXPECT_NE(first_error(internlm).find("nor its llm_config's \"internlm2\""), std::string::npos) << first_error(internlm);
   const HfImport dsvl2 = import_hf_config_text(
@@ -195,6 +198,12 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
       R"("num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128}})");
   ASSERT_TRUE(dsvl2.errors.empty()) << first_error(dsvl2);
   EXPECT_EQ(dsvl2.model.model_type, "llama");
+  // DeepSeek-VL2-Tiny's language model turns the latent attention off: refused in those words.
+  const HfImport tiny = import_hf_config_text(
+      R"({"model_type":"deepseek_vl_v2","language_config":{"model_type":"deepseek_v2","use_mla":false,"kv_lora_rank":null,)"
+      R"("vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128}})");
+  ASSERT_FALSE(tiny.errors.empty());
+  EXPECT_EQ(tiny.errors[0].field, "language_config.use_mla") << first_error(tiny);
   // Qwen3-VL-8B's text_config (qwen3_vl_text) is Qwen3's decoder: 8,190,735,360 in transformers 5.24.
   const HfImport qwen3vl = import_hf_config_text(
       R"({"model_type":"qwen3_vl","tie_word_embeddings":false,"text_config":{"model_type":"qwen3_vl_text",)"

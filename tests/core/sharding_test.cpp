@@ -1046,7 +1046,7 @@ TEST(Communicators, DeepspeedOnOneGpuHasAOneRankCommunicator) {
   EXPECT_EQ(hf.communicators, 0);
   EXPECT_EQ(ds.communicators, 1);
   EXPECT_EQ(ds.communicator_bytes.value(), std::int64_t{484} << 20);
-  // Outside the allocator: the reserve is the same run's, the device total carries it.
+  // Outside the allocator: the device total carries it beside the context; the reserve does not.
   EXPECT_EQ(ds.device_total_bytes, ds.peak_reserved_bytes + ds.breakdown.overhead);
   EXPECT_EQ(ds.breakdown.overhead, find_gpu(ds.config.hardware.gpu)->context_bytes + ds.communicator_bytes);
   bool noted = false;

@@ -50,7 +50,7 @@ export const TERMS = {
   overhead: {
     label: 'CUDA context and workspaces',
     short: 'outside PyTorch\'s allocator, seen by nvidia-smi',
-    formula: 'the GPU\'s CUDA context, and NCCL\'s buffers: 544 MiB per communicator of two GPUs, 688 MiB for more, 484 MiB for DeepSpeed on one GPU',
+    formula: 'the GPU\'s CUDA context, and what NCCL holds: 544 MiB per communicator of two GPUs, 688 MiB for more, 484 MiB for DeepSpeed on one GPU',
     source: 'measured CUDA contexts of recent drivers; NVIDIA/nccl#964 (A100 NVLink), #2366',
   },
   offloaded: {

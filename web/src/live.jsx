@@ -55,9 +55,14 @@ function firstAnswers(state, { estimateOnly = false } = {}) {
 // `ready` once the core's first answer and the whole page are on screen.
 export async function goLive(root, core, data, late, ready) {
   const state = createAppState(core, data, { search: location.search, startPlanner: () => startPageCore({ planner: true }), afterPaint });
-  for (const [path, value] of typedBefore(root)) state.setField(path, value);
+  const typed = new Map(typedBefore(root));
+  for (const [path, value] of typed) state.setField(path, value);
   const fromLink = document.documentElement.classList.contains('from-link');
   await firstAnswers(state, { estimateOnly: fromLink });
+  // What was typed while the first answers came in goes in too, just before the swap.
+  for (const [path, value] of typedBefore(root)) {
+    if (typed.get(path) !== value) state.setField(path, value);
+  }
   const focused = root.contains(document.activeElement) ? document.activeElement : null;
   const focus = focused?.id ? { id: focused.id, start: focused.selectionStart, end: focused.selectionEnd } : null;
   root.textContent = '';

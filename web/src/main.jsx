@@ -11,8 +11,11 @@ import { startPageCore } from './core.js';
 const root = document.getElementById('app');
 const core = startPageCore();
 const painted = new Promise((resolve) => afterPaint(resolve));
-const live = painted.then(() => import('./live.jsx'));
-const details = painted.then(() => import('./components/results/Details.jsx'));
+// A chunk of the page that does not arrive (the network, or a site updated since this page loaded)
+// is the page's code missing, not the core: LoadError says which.
+const pageCode = (error) => { throw Object.assign(new Error(String(error?.message ?? error)), { pageCode: true }); };
+const live = painted.then(() => import('./live.jsx')).catch(pageCode);
+const details = painted.then(() => import('./components/results/Details.jsx')).catch(pageCode);
 
 Promise.all([core.ready, details, live])
   .then(([data, late, { goLive }]) => goLive(root, core, data, late, startOffline))
@@ -42,9 +45,20 @@ function startOffline() {
   else setTimeout(register, 500);
 }
 
-// The core could not start: say so in words, and what to do.
+// The core could not start, or a part of the page's code did not load: say so in words, and what
+// to do.
 function LoadError({ error }) {
   const local = location.protocol === 'file:';
+  if (error?.pageCode) {
+    return (
+      <div class="load-error" role="alert">
+        <h2>memfit could not load all of this page</h2>
+        <p>A part of the page's code did not arrive: {error.message}. The numbers below are for the default
+          configuration; to change them, reload the page (if memfit was updated since this page was opened, the
+          reload fetches the new files).</p>
+      </div>
+    );
+  }
   return (
     <div class="load-error" role="alert">
       <h2>memfit could not start its core</h2>

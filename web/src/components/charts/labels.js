@@ -40,8 +40,8 @@ const coversPoint = (box, [x, y, r = 4]) => x + r > box.left && x - r < box.righ
 // line: the plotted points; rules: [{ id, y }], the horizontal lines labels belong to (crossing
 // another label's rule costs a little); points: the plotted markers [[x, y, r]], which text hides
 // worse than it hides the line between them. Returns { [id]: { x, y, anchor } }. Every combination
-// of places is tried (a chart has a handful of labels with a dozen places at most) and the least
-// bad kept: covering another label costs most, then leaving the plot, then covering a marker, then
+// of places is tried (a chart has a handful of labels with fourteen places at most) and the least
+// bad kept: covering another label costs most, then leaving the plot, then covering markers, then
 // crossing the line (the text's halo keeps it readable), then another rule; among equals, each
 // label's earlier places.
 export function placeLabels(labels, { bounds, line = [], rules = [], points = [], fontSize = 11.5 }) {
@@ -50,7 +50,10 @@ export function placeLabels(labels, { bounds, line = [], rules = [], points = []
     const outside = box.left < bounds.left || box.right > bounds.right || box.top < bounds.top || box.bottom > bounds.bottom;
     const ruled = rules.filter((r) => r.id !== label.id && r.y > box.top && r.y < box.bottom).length;
     const marked = points.filter((pt) => coversPoint(box, pt)).length;
-    return { place, box, cost: (crossesLine(box, line) ? 1 : 0) + (outside ? 4 : 0) + marked * 2 + ruled * 0.5 + rank * 0.01 };
+    // Markers: 2 for the first, 1 more for any others, so that covering several stays cheaper than
+    // leaving the plot.
+    const markers = marked > 0 ? Math.min(3, 1 + marked) : 0;
+    return { place, box, cost: (crossesLine(box, line) ? 1 : 0) + (outside ? 4 : 0) + markers + ruled * 0.5 + rank * 0.01 };
   }));
   let best = null;
   let bestCost = Infinity;
