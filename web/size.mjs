@@ -1,16 +1,7 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
-//                prerendered, the page's styles inside, its form's fields taking input at once) and
-//                main.js with what it imports statically, all that runs before the first paint (the
-//                live page's code, live.jsx, loads after it). ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   live page    the first view and the live page's code (live.jsx and what it imports statically:
-//                the app and its state), which takes input once the core answers. ≤ 51 KiB gzipped: the
-//                first view's 50 from before the live page's code loaded after the first paint (49.8 of
-//                it then), and 1 KiB for the same code now in seven files, each compressed alone.
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 354 KiB gzipped (353 until
-//                the fifteenth Dec 5 2026 session, when the live page's code became a chunk loaded after
-//                the first paint: the same modules in more files, each compressed alone, 0.9 KiB more;
-//                347 until the
+//                prerendered, the page's styles inside), main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 353 KiB gzipped (347 until the
 //                fourteenth Dec 5 2026 session, when what PEFT's layers make for a moment (DoRA's weight
 //                norm, the pieces of the other methods' dense updates and their gradients, and under
 //                checkpointing what a layer would have saved: a high point inside a block's forward, in
@@ -115,15 +106,13 @@ import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 // main.js and the chunks it imports statically are the first view; the chunks it imports with
-// import() once the page has painted (the live page, the details) and the core are the rest of the
-// calculator; a chunk loaded only on demand (the Hugging Face import and its Hub client, the Embed
-// dialog) is listed alone.
+// import() at start (the details) and the core are the rest of the calculator; a chunk loaded only
+// on demand (the Hugging Face import and its Hub client, the Embed dialog) is listed alone.
 export const FIRST_VIEW = ['index.html', 'main.js'];  // index.html carries the page's styles (web/build.mjs)
 export const CORE = ['worker.js', 'memfit.wasm'];
 export const PLANNER_CORE = ['planner-worker.js', 'memfit-planner.wasm'];
 const ON_DEMAND = /HfImport|EmbedDialog|Planner-|^chunks\/hub-/;
 const PLANNER_CHUNK = /^chunks\/Planner-[^/]*\.js$/;
-const LIVE_CHUNK = /^chunks\/live-[^/]*\.js$/;
 
 // The files a script imports: static (import … from) and dynamic (import()), relative to dist.
 async function imports(dist, name) {
@@ -148,7 +137,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, liveView: 51 * 1024, calculator: 354 * 1024, planner: 331 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 353 * 1024, planner: 331 * 1024 };
 
 export function sizes(data) {
   return {
@@ -174,12 +163,10 @@ export async function sizeReport(dist, { quiet = false } = {}) {
     return { raw: t.raw + s.raw, gzip: t.gzip + s.gzip, brotli: t.brotli + s.brotli };
   }, { raw: 0, gzip: 0, brotli: 0 });
   const firstViewFiles = await closure(dist, FIRST_VIEW, false);
-  const liveViewFiles = await closure(dist, [...FIRST_VIEW, ...Object.keys(files).filter((n) => LIVE_CHUNK.test(n))], false);
   const calculatorFiles = await closure(dist, [...FIRST_VIEW, ...CORE], true);
   const plannerChunks = await closure(dist, Object.keys(files).filter((n) => PLANNER_CHUNK.test(n)), false);
   const plannerFiles = [...plannerChunks.filter((f) => !calculatorFiles.includes(f)), ...PLANNER_CORE];
   const firstView = sum(firstViewFiles);
-  const liveView = sum(liveViewFiles);
   const calculator = sum(calculatorFiles);
   const planner = sum(plannerFiles);
   const row = (name, s, note = '') =>
@@ -187,19 +174,14 @@ export async function sizeReport(dist, { quiet = false } = {}) {
   const lines = ['web/dist/'];
   for (const [name, s] of Object.entries(files)) lines.push(row(name, s));
   lines.push(row('first view', firstView, `   (${kib(firstView.gzip)} of ${kib(BUDGET.firstView)} gzipped: ${firstViewFiles.join(' + ')})`));
-  lines.push(row('live page', liveView, `   (${kib(liveView.gzip)} of ${kib(BUDGET.liveView)} gzipped: the first view + ${liveViewFiles.filter((f) => !firstViewFiles.includes(f)).join(' + ')})`));
   lines.push(row('calculator', calculator, `   (${kib(calculator.gzip)} of ${kib(BUDGET.calculator)}: + ${calculatorFiles.filter((f) => !firstViewFiles.includes(f)).join(' + ')})`));
   lines.push(row('planner', planner, `   (${kib(planner.gzip)} of ${kib(BUDGET.planner)}, when it opens: ${plannerFiles.join(' + ')})`));
   if (!quiet) console.log(lines.join('\n'));
-  const report = { files, firstView, firstViewFiles, liveView, liveViewFiles, calculator, calculatorFiles, planner, plannerFiles, budget: BUDGET };
+  const report = { files, firstView, firstViewFiles, calculator, calculatorFiles, planner, plannerFiles, budget: BUDGET };
   await writeFile(join(dist, '..', '..', 'build-web', 'size-report.json'), `${JSON.stringify(report, null, 1)}\n`).catch(() => {});
   let ok = true;
   if (firstView.gzip > BUDGET.firstView) {
     console.error(`the first view is ${kib(firstView.gzip)} gzipped, over its ${kib(BUDGET.firstView)} budget`);
-    ok = false;
-  }
-  if (liveView.gzip > BUDGET.liveView) {
-    console.error(`the live page is ${kib(liveView.gzip)} gzipped, over its ${kib(BUDGET.liveView)} budget`);
     ok = false;
   }
   if (calculator.gzip > BUDGET.calculator) {

@@ -72,7 +72,7 @@ describe('offline and from disk', { skip: missing || false, concurrency: false }
 
   test('a chunk of the page that does not arrive: the prerendered numbers stay, and the page says to reload', async () => {
     const context = await browser.newContext();
-    await context.route(/\/chunks\/live-[^/]*\.js$/, (route) => route.fulfill({ status: 404, body: 'not found' }));
+    await context.route(/\/chunks\/Details-[^/]*\.js$/, (route) => route.fulfill({ status: 404, body: 'not found' }));
     const p = await context.newPage();
     await p.goto(server.url);
     const alert = p.locator('.load-error[role="alert"]');
