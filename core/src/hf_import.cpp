@@ -1230,6 +1230,16 @@ HfImport import_hf_config(const Json& json) {
         aliased = Json::string(family_name);
         text_type = &aliased;
       }
+      // A text config saved alone (qwen2_vl_text, ...) is that family's file under another name.
+      if (t == name) {
+        Json language = json;
+        language.set("model_type", Json::string(family_name));
+        HfImport alone = import_hf_config(language);
+        alone.warnings.insert(alone.warnings.begin(),
+                              {"model_type", describe(*type) + " is a vision-language model's text model, read as model_type \"" +
+                                                 family_name + "\""});
+        return alone;
+      }
     }
     if (text_type && text_type->is_string() && find_family(text_type->as_string())) {
       Json language = *text;

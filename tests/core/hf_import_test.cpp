@@ -211,6 +211,12 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
       R"("num_key_value_heads":8,"head_dim":128,"vocab_size":151936,"tie_word_embeddings":false,)"
       R"("rope_parameters":{"rope_theta":5000000,"rope_type":"default","mrope_section":[24,20,20],"mrope_interleaved":true}}})");
   ASSERT_TRUE(qwen3vl.errors.empty()) << first_error(qwen3vl);
+  // The same text config saved alone is read as its family.
+  const HfImport qwen3vl_text = import_hf_config_text(
+      R"({"model_type":"qwen3_vl_text","hidden_size":4096,"intermediate_size":12288,"num_hidden_layers":36,)"
+      R"("num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"vocab_size":151936,"tie_word_embeddings":false})");
+  ASSERT_TRUE(qwen3vl_text.errors.empty()) << first_error(qwen3vl_text);
+  EXPECT_EQ(count_parameters(qwen3vl_text.model).total_count.value(), 8'190'735'360);
   EXPECT_EQ(qwen3vl.model.model_type, "qwen3");
   EXPECT_EQ(count_parameters(qwen3vl.model).total_count.value(), 8'190'735'360);
   // Qwen3.5: the text_config's class, whose defaults are Qwen3.5-9B's (Qwen3_5TextConfig: 24 Gated
