@@ -66,7 +66,7 @@
 //                for the search's speed). ≤ 331 KiB gzipped (330 until the fifteenth Dec 5 2026 session, when
 //                the importer's vision-language wrappers (Qwen2-VL, Qwen2.5-VL and Qwen3-VL, InternVL's
 //                llm_config, DeepSeek-VL2's language_config) and DeepSpeed's one-GPU communicator brought
-//                it to 330.3; 326 until the fourteenth Dec 5 2026 session, when
+//                it to 330.5; 326 until the fourteenth Dec 5 2026 session, when
 //                the same PEFT temporaries brought it to 329.7; 324 until the thirteenth, when the
 //                same PEFT benchmark's mechanisms, with LoKr's decompose_factor and IA3's feedforward
 //                modules, brought it to 325.0; 323 until the twelfth, when the
