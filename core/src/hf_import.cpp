@@ -1020,6 +1020,9 @@ void read_starcoder2_family(const std::string& /*type*/, Reader& r, ModelSpec& m
 void read_cohere_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
   // Cohere / Command-R / Aya (modeling_cohere.py): one LayerNorm without bias (CohereLayerNorm)
   // feeding attention and a SwiGLU MLP in parallel, no biases, a head tied to the embedding.
+  // Cohere2 (Command R7B, Command A; modeling_cohere2.py) is the same block and the same weights,
+  // its layers sliding-window (with rotary positions) or full attention (without): no weight and,
+  // with flash or SDPA, no saved tensor depends on the window.
   read_llama_like(r, m, true);
   m.norm = NormKind::kLayerNorm;
   m.norm_bias = false;
@@ -1099,7 +1102,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"bloom"}, read_bloom_family},
       {{"stablelm"}, read_stablelm_family},
       {{"starcoder2"}, read_starcoder2_family},
-      {{"cohere"}, read_cohere_family},
+      {{"cohere", "cohere2"}, read_cohere_family},
       {{"gemma3_text"}, read_gemma3_text_family},
       {{"gpt_oss"}, read_gpt_oss_family},
       {{"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"}, read_qwen3_5_family},
@@ -1166,7 +1169,7 @@ const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, gpt_oss, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
+         "starcoder2, cohere, cohere2, gpt_oss, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }
 
@@ -1343,7 +1346,7 @@ HfImport import_hf_config(const Json& json) {
   // gpt-oss's sinks have no SDPA path either (modeling_gpt_oss.py _supports_sdpa = False).
   if (t == "bloom" || t == "gemma2" || t == "gpt_oss") out.reference.attention = AttentionImpl::kEager;
   // Cohere's LayerNorm is Python arithmetic in fp32 (modeling_cohere.py CohereLayerNorm).
-  if (t == "cohere") out.reference.norm_kernel = NormKernel::kPythonLayerNorm;
+  if (t == "cohere" || t == "cohere2") out.reference.norm_kernel = NormKernel::kPythonLayerNorm;
   if (m.hidden_act == HiddenAct::kAuto) read_class_hidden_act(t, json, m, out);
   // The file's dropout is a training setting in memfit (training.dropout, 0 unless set): say so
   // when the file drops out, since model.train() applies it and keeps its masks.

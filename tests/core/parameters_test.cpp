@@ -297,6 +297,15 @@ TEST(HfImport, FamilyLayouts) {
     const HfImport r = import_hf_config_text(text);
     return r.errors.empty() ? std::string() : r.errors[0].field + ": " + r.errors[0].message;
   };
+  // Cohere2's class on Aya-23-8B's file (Command R7B's shapes): the same weights,
+  // 8,028,033,024 in transformers 5.24's Cohere2ForCausalLM (tools/frameworks/families.py).
+  std::string cohere2 = read_fixture("CohereForAI__aya-23-8B.json");
+  const std::string type_key = "\"model_type\": \"cohere\"";
+  ASSERT_NE(cohere2.find(type_key), std::string::npos);
+  cohere2.replace(cohere2.find(type_key), type_key.size(), "\"model_type\": \"cohere2\"");
+  const HfImport cohere2_import = import_hf_config_text(cohere2);
+  ASSERT_TRUE(cohere2_import.errors.empty()) << cohere2_import.errors[0].message;
+  EXPECT_EQ(count_parameters(cohere2_import.model).total_count.value(), 8'028'033'024);
   std::string cohere_plus = read_fixture("CohereForAI__aya-23-8B.json");
   const std::string off = "\"use_qk_norm\": false";
   cohere_plus.replace(cohere_plus.find(off), off.size(), "\"use_qk_norm\": true");

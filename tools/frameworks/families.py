@@ -62,6 +62,12 @@ FIXTURES = {
     "stablelm_qkv_bias": "stabilityai__stablelm-2-zephyr-1_6b.json",
     "starcoder2": "bigcode__starcoder2-7b.json",
     "cohere": "CohereForAI__aya-23-8B.json",
+    # Cohere2's class (Cohere2ForCausalLM: three sliding-window layers with rotary positions to one
+    # full layer without) on Aya-23-8B's shapes: a test shape, not a released model.
+    "cohere2": ("CohereForAI__aya-23-8B.json", {"model_type": "cohere2", "architectures": ["Cohere2ForCausalLM"],
+                                                 "sliding_window": 4096, "layer_types": [
+                                                     "sliding_attention", "sliding_attention", "sliding_attention",
+                                                     "full_attention"] * 8}),
     "gemma3_text": "google__gemma-3-1b-it.json",
     # Presets' families with a norm on the queries and keys (per head; over the whole projection).
     "qwen3_moe": "Qwen__Qwen3-30B-A3B.json",
