@@ -306,6 +306,15 @@ TEST(HfImport, FamilyLayouts) {
   const HfImport cohere2_import = import_hf_config_text(cohere2);
   ASSERT_TRUE(cohere2_import.errors.empty()) << cohere2_import.errors[0].message;
   EXPECT_EQ(count_parameters(cohere2_import.model).total_count.value(), 8'028'033'024);
+  // Ministral's class on Mistral-7B-v0.3's file: Mistral's weights, 7,248,023,552 in transformers
+  // 5.24's MinistralForCausalLM (tools/frameworks/families.py).
+  std::string ministral = read_fixture("mistralai__Mistral-7B-v0.3.json");
+  const std::string mistral_key = "\"model_type\": \"mistral\"";
+  ASSERT_NE(ministral.find(mistral_key), std::string::npos);
+  ministral.replace(ministral.find(mistral_key), mistral_key.size(), "\"model_type\": \"ministral\"");
+  const HfImport ministral_import = import_hf_config_text(ministral);
+  ASSERT_TRUE(ministral_import.errors.empty()) << ministral_import.errors[0].message;
+  EXPECT_EQ(count_parameters(ministral_import.model).total_count.value(), 7'248'023'552);
   std::string cohere_plus = read_fixture("CohereForAI__aya-23-8B.json");
   const std::string off = "\"use_qk_norm\": false";
   cohere_plus.replace(cohere_plus.find(off), off.size(), "\"use_qk_norm\": true");

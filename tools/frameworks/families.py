@@ -91,6 +91,13 @@ FIXTURES = {
     # has no dropout keys: SeedOssConfig's defaults of 0.1 are set to 0 as tiny() does the others).
     "granite": "ibm-granite__granite-3.3-8b-instruct.json",
     "smollm3": "HuggingFaceTB__SmolLM3-3B.json",
+    # Ministral's class (MinistralForCausalLM: Mistral's block, sliding-window and full layers) on
+    # Mistral-7B-v0.3's file: a test shape, not a released model.
+    # (MinistralAttention reads head_dim without a fallback: the file's 128 is given.)
+    "ministral": ("mistralai__Mistral-7B-v0.3.json", {"model_type": "ministral", "architectures": ["MinistralForCausalLM"],
+                                                      "head_dim": 128, "sliding_window": 4096, "layer_types": [
+                                                          "full_attention", "sliding_attention", "sliding_attention",
+                                                          "sliding_attention"] * 8}),
     "seed_oss": ("ByteDance-Seed__Seed-OSS-36B-Instruct.json", {"residual_dropout": 0.0, "attention_dropout": 0.0}),
     # OLMo-2's block with Qwen3's per-head query and key norms and Llama's RMSNorm (the weight
     # applied to the 16-bit normalised x).
