@@ -297,24 +297,22 @@ TEST(HfImport, FamilyLayouts) {
     const HfImport r = import_hf_config_text(text);
     return r.errors.empty() ? std::string() : r.errors[0].field + ": " + r.errors[0].message;
   };
-  // Cohere2's class on Aya-23-8B's file (Command R7B's shapes): the same weights,
-  // 8,028,033,024 in transformers 5.24's Cohere2ForCausalLM (tools/frameworks/families.py).
-  std::string cohere2 = read_fixture("CohereForAI__aya-23-8B.json");
-  const std::string type_key = "\"model_type\": \"cohere\"";
-  ASSERT_NE(cohere2.find(type_key), std::string::npos);
-  cohere2.replace(cohere2.find(type_key), type_key.size(), "\"model_type\": \"cohere2\"");
-  const HfImport cohere2_import = import_hf_config_text(cohere2);
-  ASSERT_TRUE(cohere2_import.errors.empty()) << cohere2_import.errors[0].message;
-  EXPECT_EQ(count_parameters(cohere2_import.model).total_count.value(), 8'028'033'024);
-  // Ministral's class on Mistral-7B-v0.3's file: Mistral's weights, 7,248,023,552 in transformers
-  // 5.24's MinistralForCausalLM (tools/frameworks/families.py).
-  std::string ministral = read_fixture("mistralai__Mistral-7B-v0.3.json");
-  const std::string mistral_key = "\"model_type\": \"mistral\"";
-  ASSERT_NE(ministral.find(mistral_key), std::string::npos);
-  ministral.replace(ministral.find(mistral_key), mistral_key.size(), "\"model_type\": \"ministral\"");
-  const HfImport ministral_import = import_hf_config_text(ministral);
-  ASSERT_TRUE(ministral_import.errors.empty()) << ministral_import.errors[0].message;
-  EXPECT_EQ(count_parameters(ministral_import.model).total_count.value(), 7'248'023'552);
+  // Classes with another family's weights, on that family's file (a test shape): Cohere2 on
+  // Aya-23-8B's (Command R7B's shapes) and Ministral on Mistral-7B-v0.3's, counted as transformers
+  // 5.24's Cohere2ForCausalLM and MinistralForCausalLM count them (tools/frameworks/families.py).
+  const struct { const char* fixture; const char* from; const char* to; std::int64_t count; } as_class[] = {
+      {"CohereForAI__aya-23-8B.json", "cohere", "cohere2", 8'028'033'024},
+      {"mistralai__Mistral-7B-v0.3.json", "mistral", "ministral", 7'248'023'552},
+  };
+  for (const auto& c : as_class) {
+    std::string text = read_fixture(c.fixture);
+    const std::string key = std::string("\"model_type\": \"") + c.from + "\"";
+    ASSERT_NE(text.find(key), std::string::npos) << c.fixture;
+    text.replace(text.find(key), key.size(), std::string("\"model_type\": \"") + c.to + "\"");
+    const HfImport imported = import_hf_config_text(text);
+    ASSERT_TRUE(imported.errors.empty()) << c.to << ": " << imported.errors[0].message;
+    EXPECT_EQ(count_parameters(imported.model).total_count.value(), c.count) << c.to;
+  }
   std::string cohere_plus = read_fixture("CohereForAI__aya-23-8B.json");
   const std::string off = "\"use_qk_norm\": false";
   cohere_plus.replace(cohere_plus.find(off), off.size(), "\"use_qk_norm\": true");
