@@ -480,7 +480,10 @@ void read_deberta_v2_family(const std::string& /*type*/, Reader& r, ModelSpec& m
 void read_llama_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& /*out*/) {
   // Ministral (Ministral 8B; modeling_ministral.py) is Mistral's block with sliding-window and full
   // layers (layer_types): the same weights, and with flash or SDPA no saved tensor depends on the
-  // window. SmolLM3Config ties the head unless the file says otherwise; the others' classes do not.
+  // window. Ministral 3 (the text_config of Mistral 3's 2512 models; modeling_ministral3.py) is
+  // Mistral's block whose rotated queries are scaled by position (get_llama_4_attn_scale): a factor
+  // that needs no gradient, so the multiply saves nothing the block did not. SmolLM3Config ties the
+  // head unless the file says otherwise; the others' classes do not.
   read_llama_like(r, m, type == "smollm3");
 }
 
@@ -1081,7 +1084,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"deberta-v2"}, read_deberta_v2_family},
       // Granite's multipliers (embeddings, residual branches, attention scale, logits) and SmolLM3's
       // layers without rotary positions change no shape and keep nothing more for backward.
-      {{"llama", "mistral", "ministral", "granite", "smollm3"}, read_llama_family},
+      {{"llama", "mistral", "ministral", "ministral3", "granite", "smollm3"}, read_llama_family},
       {{"seed_oss"}, read_seed_oss_family},
       {{"exaone4"}, read_exaone4_family},
       {{"mixtral"}, read_mixtral_family},
@@ -1168,7 +1171,7 @@ QkvModules hf_qkv_modules(const std::string& t) {
 }
 
 const char* supported_hf_model_types() {
-  return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, mixtral, "
+  return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
          "starcoder2, cohere, cohere2, gpt_oss, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "

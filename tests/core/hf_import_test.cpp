@@ -175,6 +175,14 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   bool named = false;
   for (const Issue& e : vl_bad.errors) named = named || e.field == "hidden_size";
   EXPECT_TRUE(named) << first_error(vl_bad);
+  // Mistral 3's 2512 models (Ministral 3) nest a ministral3 text_config: read as Mistral's block.
+  const HfImport ministral3 = import_hf_config_text(
+      R"({"model_type":"mistral3","text_config":{"model_type":"ministral3","vocab_size":1000,"hidden_size":64,)"
+      R"("num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"intermediate_size":128,)"
+      R"("rope_parameters":{"rope_type":"yarn","llama_4_scaling_beta":0.1,"original_max_position_embeddings":16384}},)"
+      R"("vision_config":{"model_type":"pixtral"}})");
+  ASSERT_TRUE(ministral3.errors.empty()) << first_error(ministral3);
+  EXPECT_EQ(ministral3.model.model_type, "ministral3");
   // InternVL's remote code nests its language model in llm_config (DeepSeek-VL2's in
   // language_config): read the same way, its problems named under that key, an unknown one refused
   // with the key's name.

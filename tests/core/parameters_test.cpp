@@ -298,11 +298,12 @@ TEST(HfImport, FamilyLayouts) {
     return r.errors.empty() ? std::string() : r.errors[0].field + ": " + r.errors[0].message;
   };
   // Classes with another family's weights, on that family's file (a test shape): Cohere2 on
-  // Aya-23-8B's (Command R7B's shapes) and Ministral on Mistral-7B-v0.3's, counted as transformers
-  // 5.24's Cohere2ForCausalLM and MinistralForCausalLM count them (tools/frameworks/families.py).
+  // Aya-23-8B's (Command R7B's shapes), Ministral and Ministral 3 on Mistral-7B-v0.3's, counted as
+  // transformers 5.24's classes count them (tools/frameworks/families.py).
   const struct { const char* fixture; const char* from; const char* to; std::int64_t count; } as_class[] = {
       {"CohereForAI__aya-23-8B.json", "cohere", "cohere2", 8'028'033'024},
       {"mistralai__Mistral-7B-v0.3.json", "mistral", "ministral", 7'248'023'552},
+      {"mistralai__Mistral-7B-v0.3.json", "mistral", "ministral3", 7'248'023'552},
   };
   for (const auto& c : as_class) {
     std::string text = read_fixture(c.fixture);

@@ -93,6 +93,12 @@ FIXTURES = {
     "smollm3": "HuggingFaceTB__SmolLM3-3B.json",
     # Ministral's class (MinistralForCausalLM: Mistral's block, sliding-window and full layers) on
     # Mistral-7B-v0.3's file: a test shape, not a released model.
+    # Ministral 3's class (Ministral3ForCausalLM: the queries scaled by position) on the same file.
+    "ministral3": ("mistralai__Mistral-7B-v0.3.json", {"model_type": "ministral3", "architectures": ["Ministral3ForCausalLM"],
+                                                       "head_dim": 128, "rope_parameters": {
+                                                           "rope_type": "default", "rope_theta": 1000000.0,
+                                                           "llama_4_scaling_beta": 0.1,
+                                                           "original_max_position_embeddings": 16384}}),
     # (MinistralAttention reads head_dim without a fallback: the file's 128 is given.)
     "ministral": ("mistralai__Mistral-7B-v0.3.json", {"model_type": "ministral", "architectures": ["MinistralForCausalLM"],
                                                       "head_dim": 128, "sliding_window": 4096, "layer_types": [
