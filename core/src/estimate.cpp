@@ -100,9 +100,8 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
       std::snprintf(line, sizeof line,
                     "NCCL: %d communicator%s (%s) hold%s %.2f GiB outside PyTorch's allocator, "
                     "counted with the CUDA context: nvidia-smi sees it, max_memory_reserved does not.",
-                    comms.count, comms.count == 1 ? "" : "s",
-                    c.parallel.num_gpus <= 1 ? "DeepSpeed's data-parallel group of one GPU" : "one per parallel group",
-                    comms.count == 1 ? "s" : "", static_cast<double>(comms.bytes.value()) / 1073741824.0);
+                    comms.count, comms.count == 1 ? "" : "s", comms.groups, comms.count == 1 ? "s" : "",
+                    static_cast<double>(comms.bytes.value()) / 1073741824.0);
       e.notes.push_back(line);
     }
     // Async TP's fused matmuls pass their shards through the TP group's symmetric-memory workspace

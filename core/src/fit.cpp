@@ -59,6 +59,7 @@ Communicators nccl_communicators(const Config& c) {
     if (c.training.implementation.framework == Framework::kDeepspeed) {
       out.count = 1;
       out.bytes = kCommunicatorSingleBytes;
+      out.groups = "DeepSpeed's data-parallel group of one GPU";
     }
     return out;
   }

@@ -16,6 +16,7 @@ struct StepSimulation;
 struct Communicators {
   int count = 0;
   Bytes bytes;
+  const char* groups = "one per parallel group";  // which groups they serve, for the note
 };
 Communicators nccl_communicators(const Config& config);
 

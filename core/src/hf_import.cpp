@@ -1031,6 +1031,8 @@ void read_cohere_family(const std::string& type, Reader& r, ModelSpec& m, HfImpo
   read_llama_like(r, m, true);
   m.norm = NormKind::kLayerNorm;
   m.norm_bias = false;
+  // The LayerNorm is Python arithmetic in fp32 (CohereLayerNorm, Cohere2LayerNorm).
+  out.reference.norm_kernel = NormKernel::kPythonLayerNorm;
   m.block = BlockLayout::kParallel;
   m.norms_per_block = 1;
   if (r.boolean("use_qk_norm", false)) {
@@ -1178,6 +1180,25 @@ const char* supported_hf_model_types() {
          "qwen3_5_moe_text, qwen3_next";
 }
 
+// Text classes that are a family memfit reads under its own name: Qwen2-VL's and Qwen2.5-VL's
+// decoder is Qwen2's (Qwen2VLTextModel: bias on q, k and v, grouped-query attention, SwiGLU;
+// the multimodal rotary sections are chosen once in Qwen2VLRotaryEmbedding, shared by every
+// layer as Llama's tables are), Qwen3-VL's is Qwen3's (Qwen3VLTextModel, with per-head q/k
+// norms; DeepStack adds visual features to the first layers' hidden states only when there
+// are images).
+namespace {
+
+const char* text_alias(const std::string& type) {
+  static const std::pair<const char*, const char*> kTextAlias[] = {
+      {"qwen2_vl_text", "qwen2"}, {"qwen2_5_vl_text", "qwen2"}, {"qwen3_vl_text", "qwen3"}};
+  for (const auto& [name, family] : kTextAlias) {
+    if (type == name) return family;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 HfImport import_hf_config(const Json& json) {
   HfImport out;
   if (!json.is_object()) {
@@ -1193,6 +1214,16 @@ HfImport import_hf_config(const Json& json) {
   const std::string& t = type->as_string();
   const FamilyReader* family = find_family(t);
   if (!family) {
+    // A text config saved alone (qwen2_vl_text, ...) is that family's file under another name.
+    if (const char* family_name = text_alias(t)) {
+      Json language = json;
+      language.set("model_type", Json::string(family_name));
+      HfImport alone = import_hf_config(language);
+      alone.warnings.insert(alone.warnings.begin(),
+                            {"model_type", describe(*type) + " is a vision-language model's text model, read as model_type \"" +
+                                               family_name + "\""});
+      return alone;
+    }
     // A multimodal model (Gemma 3, Mistral 3, LLaVA, PaliGemma, Qwen-VL) nests its language
     // model's config in text_config (InternVL's remote code in llm_config, DeepSeek-VL2's in
     // language_config): that model is read, its vision encoder and projector are not.
@@ -1205,7 +1236,6 @@ HfImport import_hf_config(const Json& json) {
         nested = key;
       }
     }
-    if (!text) text = json.find("text_config");
     // Qwen2-VL's and Qwen2.5-VL's files from before transformers nested them (the checkpoints on
     // the Hub) keep the language model's keys at the top, beside vision_config.
     const bool qwen_vl = t == "qwen2_vl" || t == "qwen2_5_vl";
@@ -1217,14 +1247,6 @@ HfImport import_hf_config(const Json& json) {
         {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"},
         {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"},
         {"qwen2_vl", "qwen2_vl_text"}, {"qwen2_5_vl", "qwen2_5_vl_text"}, {"qwen3_vl", "qwen3_vl_text"}};
-    // Text classes that are a family memfit reads under its own name: Qwen2-VL's and Qwen2.5-VL's
-    // decoder is Qwen2's (Qwen2VLTextModel: bias on q, k and v, grouped-query attention, SwiGLU;
-    // the multimodal rotary sections are chosen once in Qwen2VLRotaryEmbedding, shared by every
-    // layer as Llama's tables are), Qwen3-VL's is Qwen3's (Qwen3VLTextModel, with per-head q/k
-    // norms; DeepStack adds visual features to the first layers' hidden states only when there
-    // are images).
-    static const std::pair<const char*, const char*> kTextAlias[] = {
-        {"qwen2_vl_text", "qwen2"}, {"qwen2_5_vl_text", "qwen2"}, {"qwen3_vl_text", "qwen3"}};
     Json implied;
     for (const auto& [outer, inner] : kTextClass) {
       if (t == outer && text && text->is_object() && !text_type) {
@@ -1233,21 +1255,9 @@ HfImport import_hf_config(const Json& json) {
       }
     }
     Json aliased;
-    for (const auto& [name, family_name] : kTextAlias) {
-      if (text_type && text_type->is_string() && text_type->as_string() == name) {
-        aliased = Json::string(family_name);
-        text_type = &aliased;
-      }
-      // A text config saved alone (qwen2_vl_text, ...) is that family's file under another name.
-      if (t == name) {
-        Json language = json;
-        language.set("model_type", Json::string(family_name));
-        HfImport alone = import_hf_config(language);
-        alone.warnings.insert(alone.warnings.begin(),
-                              {"model_type", describe(*type) + " is a vision-language model's text model, read as model_type \"" +
-                                                 family_name + "\""});
-        return alone;
-      }
+    if (const char* family_name = text_type && text_type->is_string() ? text_alias(text_type->as_string()) : nullptr) {
+      aliased = Json::string(family_name);
+      text_type = &aliased;
     }
     if (text_type && text_type->is_string() && find_family(text_type->as_string())) {
       Json language = *text;
@@ -1350,8 +1360,6 @@ HfImport import_hf_config(const Json& json) {
   // Gemma 2, whose soft-capping SDPA cannot do: modeling_gemma2.py _supports_sdpa = False).
   // gpt-oss's sinks have no SDPA path either (modeling_gpt_oss.py _supports_sdpa = False).
   if (t == "bloom" || t == "gemma2" || t == "gpt_oss") out.reference.attention = AttentionImpl::kEager;
-  // Cohere's LayerNorm is Python arithmetic in fp32 (modeling_cohere.py CohereLayerNorm).
-  if (t == "cohere" || t == "cohere2") out.reference.norm_kernel = NormKernel::kPythonLayerNorm;
   if (m.hidden_act == HiddenAct::kAuto) read_class_hidden_act(t, json, m, out);
   // The file's dropout is a training setting in memfit (training.dropout, 0 unless set): say so
   // when the file drops out, since model.train() applies it and keeps its masks.
