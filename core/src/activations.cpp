@@ -133,10 +133,16 @@ Dims make_dims(const Config& c) {
   const Finetune& base = c.training.finetune;
   const bool bnb_base = d.lora && base.base_bits < 16 && base.quant_method == QuantMethod::kBitsandbytes &&
                         impl.framework != Framework::kUnsloth;
-  const bool fp32_norm_output = r.autocast && m.norm == NormKind::kLayerNorm && impl.norm_kernel == NormKernel::kEager;
+  // (OLMo-1's weightless LayerNorm casts its fp32 result back to the input's dtype.)
+  const bool fp32_norm_output =
+      r.autocast && m.norm == NormKind::kLayerNorm && m.norm_weight && impl.norm_kernel == NormKernel::kEager;
   d.mlp_act = bnb_base && (d.stream == kFp32Bytes || fp32_norm_output) ? kFp32Bytes : d.act;
   // The MLP's fp32 output then turns the residual stream fp32 from the first block on.
   if (bnb_base && fp32_norm_output) d.stream = kFp32Bytes;
+  // Squared ReLU's pow runs in fp32 under autocast (mlp_inner), so a bitsandbytes down projection
+  // returns fp32 and the stream is fp32 from the second block on (taken for every block; measured:
+  // families.py, arcee QLoRA).
+  if (bnb_base && r.autocast && m.hidden_act == HiddenAct::kRelu2) d.stream = d.mlp_act = kFp32Bytes;
   d.impl = impl;
   d.autocast = r.autocast;
   d.compute_softmax = impl.softmax_dtype == SoftmaxDtype::kCompute;
@@ -265,6 +271,10 @@ Bytes norm_bytes(const ModelSpec& m, const Dims& d, Bytes input) {
     return td * kFp32Bytes * 2 + rstd + (frozen ? Bytes{0} : td * kFp32Bytes) +
            (weight_16bit ? Count(m.hidden_size) * kFp32Bytes : Bytes{0});
   }
+  // OLMo-1's weightless LayerNorm (modeling_olmo.py OlmoLayerNorm) normalises x.to(float32) and
+  // casts the result back: layer_norm keeps the fp32 input (a copy when the stream is 16-bit) and
+  // its mean and rstd, whatever autocast does; there is no weight to cast.
+  if (m.norm == NormKind::kLayerNorm && !m.norm_weight) return td * kFp32Bytes + rstd * 2;
   // Autocast runs layer_norm in fp32 (its fp32 op list): a 16-bit input is saved as an fp32 copy,
   // and the weight's fp32 cast with it.
   // Compiled, the cast is fused into the norm's kernel and the 16-bit input is what is saved.
@@ -548,6 +558,11 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
   const unsigned reading_input = m.attention_type == AttentionType::kMla ? kLoraQ | kLoraK
                                                                          : kLoraQ | kLoraK | kLoraV | kLoraQkv;
   add(t, "attention.qkv_input", linear_inputs(d, d.hidden_split, reading_input, input_grad) * d.input_casts_qkv);
+  // OLMo's clip_qkv clamps each projection's output in place (modeling_olmo.py OlmoAttention:
+  // query_states.clamp_(...), and k and v): each clamp keeps a q-, k- or v-sized tensor for its
+  // backward (measured: tools/frameworks/families.py, olmo_clip_qkv), in the projections' output
+  // dtype: fp32 out of bitsandbytes linears fed fp32, as the MLP's (Dims::mlp_act).
+  if (m.clip_qkv) add(t, "attention.qkv_clamp", d.tokens * (d.heads + 2 * d.kv_heads) * d.head_dim * d.mlp_act);
   // The layer's own cos and sin (1, T, rotated part of the head), kept by the q·cos and
   // rotate(q)·sin products: fp32 (ERNIE 4.5), or the stream's dtype over half the head (GLM-4's
   // apply_rotary_pos_emb repeat-interleaves the shared tables' first half; modeling_glm.py)
@@ -614,6 +629,13 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   if (eager && m.hidden_act == HiddenAct::kGeluNew && !d.gelu_kernel) {
     const Bytes promoted = d.autocast ? kFp32Bytes : act;
     return elements * (promoted * 3 + act);
+  }
+  // Squared ReLU (transformers' ReLUSquaredActivation: square(relu(x))): relu keeps its output, and
+  // square, which is pow(x, 2) and on autocast's fp32 list, keeps its input: the same tensor, or
+  // under autocast an fp32 copy of it beside it. The down projection's input is square's output.
+  if (m.hidden_act == HiddenAct::kRelu2) {
+    const Bytes promoted = d.autocast && act != kFp32Bytes ? kFp32Bytes : Bytes{0};
+    return elements * (act + promoted);
   }
   return elements * act;
 }

@@ -338,6 +338,12 @@ Bytes mlp_inner_bytes(const ModelSpec& m, const Run& r, Count tokens, Count ff) 
       out_element = wide;
       break;
     }
+    case HiddenAct::kRelu2: {  // relu's output, and square's fp32 copy of it under autocast (pow)
+      const bool promoted = r.autocast && r.act != kFp32Bytes;
+      saved += n * (r.act + (promoted ? kFp32Bytes : Bytes{0}));
+      if (promoted) out_element = kFp32Bytes;
+      break;
+    }
     case HiddenAct::kAuto:
     case HiddenAct::kGelu:
     case HiddenAct::kGeluPytorchTanh:

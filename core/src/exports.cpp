@@ -429,6 +429,7 @@ std::string megatron_model_args(const ModelSpec& m) {
   if (m.kv_heads() != m.num_attention_heads) a += " --group-query-attention --num-query-groups " + str(m.kv_heads());
   a += m.norm == NormKind::kRmsNorm ? " --normalization RMSNorm" : " --normalization LayerNorm";
   if (m.mlp == MlpKind::kGated) a += " --swiglu";
+  else if (m.hidden_act == HiddenAct::kRelu2) a += " --squared-relu";  // Nemotron-4's MLP
   a += m.position_embedding == PositionKind::kRotary ? " --position-embedding-type rope"
                                                      : " --position-embedding-type learned_absolute";
   if (m.position_embedding == PositionKind::kRotary && m.rotary_per_layer) {

@@ -78,10 +78,14 @@ std::vector<Field> build_fields() {
               "the MLP's activation: auto (SiLU for a gated MLP, GELU otherwise), gelu, relu (T5 v1.0), gelu_new "
               "(transformers' NewGELU: GPT-2, T5 v1.1), silu, gelu_pytorch_tanh (config.json hidden_act / "
               "activation_function), clamped_swiglu (gpt-oss: gate and up clamped, (up + 1) · gate · "
-              "sigmoid(1.702 · gate); a gated MLP)",
-              "auto", "gelu", "relu", "gelu_new", "silu", "gelu_pytorch_tanh", "clamped_swiglu"),
+              "sigmoid(1.702 · gate); a gated MLP), relu2 (squared ReLU: Nemotron, Arcee)",
+              "auto", "gelu", "relu", "gelu_new", "silu", "gelu_pytorch_tanh", "clamped_swiglu", "relu2"),
       MF_ENUM("model.norm", model.norm, NormKind, "normalisation layer", "layernorm", "rmsnorm"),
       MF_BOOL("model.norm_bias", model.norm_bias, "LayerNorm has a bias"),
+      MF_BOOL("model.norm_weight", model.norm_weight,
+              "the norms have a learned weight; false: OLMo-1's LayerNorm without weight or bias, run on an fp32 copy"),
+      MF_BOOL("model.clip_qkv", model.clip_qkv,
+              "q, k and v clamped in place (OLMo's clip_qkv): each clamp keeps a copy of its projection's output"),
       MF_ENUM("model.position_embedding", model.position_embedding, PositionKind,
               "learned positions have parameters; rotary and none do not; relative_bias: T5's bucketed bias "
               "table (relative_attention_num_buckets × heads per stack)",

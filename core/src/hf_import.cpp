@@ -205,6 +205,7 @@ bool hidden_act_from_name(const std::string& name, HiddenAct& act) {
   else if (name == "gelu_pytorch_tanh") act = HiddenAct::kGeluPytorchTanh;
   else if (name == "gelu_new") act = HiddenAct::kGeluNew;
   else if (name == "relu") act = HiddenAct::kRelu;
+  else if (name == "relu2") act = HiddenAct::kRelu2;
   else if (name == "silu" || name == "swish") act = HiddenAct::kSilu;
   else return false;
   return true;
@@ -485,6 +486,28 @@ void read_llama_family(const std::string& type, Reader& r, ModelSpec& m, HfImpor
   // that needs no gradient, so the multiply saves nothing the block did not. SmolLM3Config ties the
   // head unless the file says otherwise; the others' classes do not.
   read_llama_like(r, m, type == "smollm3");
+}
+
+void read_olmo_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // OLMo-1 (OlmoForCausalLM, modeling_olmo.py): Llama's block and SwiGLU MLP with LayerNorms that
+  // have neither weight nor bias (OlmoLayerNorm), an untied head by OlmoConfig's default.
+  // clip_qkv (OLMo-7B-0424's 8.0) clamps q, k and v in place.
+  read_llama_like(r, m, false);
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = false;
+  m.norm_weight = false;
+  const Json* clip = r.raw("clip_qkv");
+  if (clip && !clip->is_null() && !clip->is_number()) {
+    out.errors.push_back({"clip_qkv", "must be a number or null; got " + describe(*clip)});
+  }
+  m.clip_qkv = clip && clip->is_number();
+}
+
+void read_arcee_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Arcee (AFM-4.5B; ArceeForCausalLM, modeling_arcee.py): Llama's block with a plain up / down MLP
+  // whose activation is squared ReLU by ArceeConfig's default (hidden_act relu2).
+  read_llama_like(r, m, false);
+  m.mlp = MlpKind::kPlain;
 }
 
 void read_seed_oss_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
@@ -1088,6 +1111,8 @@ const std::vector<FamilyReader>& family_readers() {
       // layers without rotary positions change no shape and keep nothing more for backward.
       {{"llama", "mistral", "ministral", "ministral3", "granite", "smollm3"}, read_llama_family},
       {{"seed_oss"}, read_seed_oss_family},
+      {{"olmo"}, read_olmo_family},
+      {{"arcee"}, read_arcee_family},
       {{"exaone4"}, read_exaone4_family},
       {{"mixtral"}, read_mixtral_family},
       {{"qwen2"}, read_qwen2_family},
@@ -1139,6 +1164,7 @@ HiddenAct default_hidden_act(const std::string& type) {
     return HiddenAct::kGeluPytorchTanh;
   }
   if (type == "gptj") return HiddenAct::kGeluNew;
+  if (type == "arcee") return HiddenAct::kRelu2;
   if (type == "bert" || type == "gpt_neox" || type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel") {
     return HiddenAct::kGelu;
   }
@@ -1156,6 +1182,7 @@ void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec&
     else if (name == "gelu_new") m.hidden_act = HiddenAct::kGeluNew;
     else if (name == "gelu_pytorch_tanh") m.hidden_act = HiddenAct::kGeluPytorchTanh;
     else if (name == "relu") m.hidden_act = HiddenAct::kRelu;
+    else if (name == "relu2") m.hidden_act = HiddenAct::kRelu2;
     else if (name.size() <= 40) out.warnings.push_back({key, "\"" + name + "\" is read as the class's default activation"});
     return;
   }
@@ -1175,8 +1202,8 @@ QkvModules hf_qkv_modules(const std::string& t) {
 const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
-         "phi3, falcon, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, cohere2, gpt_oss, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
+         "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
+         "starcoder2, cohere, cohere2, gpt_oss, arcee, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }
 

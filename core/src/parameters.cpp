@@ -23,8 +23,9 @@ class GroupBuilder {
   void matrix(Component c, const char* name, Count rows, Count cols, Count count, unsigned lora_target = 0) {
     out_.push_back({c, name, rows, cols, count, false, lora_target, layer_, mixer_});
   }
-  // LayerNorm has weight and (optionally) bias; RMSNorm has a weight only.
+  // LayerNorm has weight and (optionally) bias; RMSNorm has a weight only; OLMo-1's has neither.
   void norm(const ModelSpec& m, Component c, const char* name, Count size, Count count) {
+    if (!m.norm_weight) return;
     vector(c, name, size, count);
     if (m.norm == NormKind::kLayerNorm && m.norm_bias) vector(c, name, size, count);
   }

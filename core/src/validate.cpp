@@ -85,6 +85,11 @@ void check_mlp(const ModelSpec& m, Checks& out) {
   if (m.attention_sinks && m.attention_type != AttentionType::kStandard) {
     out.add("model.attention_sinks", "needs model.attention_type standard");
   }
+  // A weightless norm is OLMo-1's LayerNorm, the only one memfit knows how it runs (on an fp32 copy).
+  if (!m.norm_weight && (m.norm != NormKind::kLayerNorm || m.norm_bias || m.qk_norm != QkNorm::kNone)) {
+    out.add("model.norm_weight", "false is OLMo-1's LayerNorm without weight or bias: it needs model.norm layernorm, "
+                                 "model.norm_bias false and model.qk_norm none");
+  }
   const bool has_dense_layers = m.num_experts == 0 || m.first_k_dense_replace > 0;
   if (has_dense_layers && m.intermediate_size < 1) {
     out.add("model.intermediate_size", "must be at least 1 (the model has dense MLP layers)");
@@ -119,6 +124,7 @@ void check_encoder_decoder(const Config& c, Checks& out) {
     out.add("model.hidden_act", "clamped_swiglu (gpt-oss) is not supported for an encoder-decoder (model.is_encoder_decoder)");
   }
   if (m.attention_sinks) out.add("model.attention_sinks", "is not supported for an encoder-decoder (model.is_encoder_decoder)");
+  if (!m.norm_weight) out.add("model.norm_weight", "must be true for an encoder-decoder (model.is_encoder_decoder)");
   if (m.head_dim == 0 && m.hidden_size % m.decoder_heads() != 0) {
     out.add("model.decoder_attention_heads", "must divide model.hidden_size (" + group_digits(m.hidden_size) +
                                                  ") when model.head_dim is not given; got " +
@@ -231,6 +237,10 @@ void check_training(const Config& c, Checks& out) {
     out.add("training.finetune.base_bits", "must be 16 with training.finetune.method full: a quantised base is "
                                            "frozen, so only adapters (lora) can train on it; got " +
                                                group_digits(t.finetune.base_bits));
+  }
+  if (t.finetune.method == FinetuneMethod::kLnTuning && !m.norm_weight) {
+    out.add("training.finetune.method", "ln_tuning trains the norms' weights, and this model's norms have none "
+                                        "(model.norm_weight false)");
   }
   if (t.finetune.method == FinetuneMethod::kLora && t.finetune.lora_targets == 0) {
     out.add("training.finetune.lora_targets", "must name at least one module for LoRA");

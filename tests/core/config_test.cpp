@@ -33,6 +33,23 @@ TEST(Config, PresetThenExplicitFieldsOverride) {
   EXPECT_EQ(p.config.model.preset, "llama-2-7b");
 }
 
+// A weightless norm is OLMo-1's LayerNorm only, and LN tuning has nothing to train on it.
+TEST(Config, WeightlessNormsAreOlmosLayerNorm) {
+  const auto issue = [](const std::string& model, const std::string& training) {
+    const ConfigParse p = parse_config_text(R"({"model":{"preset":"llama-2-7b",)" + model + R"(},"training":{)" +
+                                            training + "}}");
+    const std::vector<Issue> issues = validate(p.config);
+    return issues.empty() ? std::string() : issues[0].field + " " + issues[0].message;
+  };
+  EXPECT_EQ(issue(R"("norm":"layernorm","norm_bias":false,"norm_weight":false)", R"("seq_len":512)"), "");
+  EXPECT_NE(issue(R"("norm_weight":false)", R"("seq_len":512)").find("model.norm_weight false is OLMo-1's LayerNorm"),
+            std::string::npos);
+  EXPECT_NE(issue(R"("norm":"layernorm","norm_bias":false,"norm_weight":false)",
+                  R"("finetune":{"method":"ln_tuning"})")
+                .find("training.finetune.method ln_tuning trains the norms' weights"),
+            std::string::npos);
+}
+
 TEST(Config, ErrorsNameTheFieldAndTheRange) {
   EXPECT_EQ(first_error(R"({"training":{"seq_len":"abc"}})"),
             "training.seq_len must be an integer from 1 to 100,000,000; got \"abc\"");

@@ -817,6 +817,47 @@ TEST(Implementation, LitgptRunsGeluNewAsOneKernel) {
   EXPECT_EQ(inner("hf"), std::int64_t{1024} * 10240 * 2 * 4);
 }
 
+// Squared ReLU (Nemotron, Arcee; transformers' ReLUSquaredActivation): relu keeps its output and
+// square, which is pow(x, 2) below the Python layer and on autocast's fp32 list, an fp32 copy of it
+// under autocast; without autocast the two are one tensor (measured: families.py, arcee).
+// 1,024 tokens × 11,008 columns of Llama-2-7B's shapes with a plain MLP.
+TEST(Implementation, SquaredReluKeepsAnFp32CopyUnderAutocast) {
+  const auto inner = [](const char* act, const char* precision) {
+    const Json r = run(std::string(R"({"model":{"preset":"llama-2-7b","mlp":"plain","hidden_act":")") + act +
+                       R"("},"training":{"precision":")" + precision + R"(","seq_len":1024}})");
+    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
+      if (term.find("name")->as_string() == "mlp.inner") return *term.find("bytes")->as_exact_integer();
+    }
+    return std::int64_t{0};
+  };
+  const std::int64_t n = std::int64_t{1024} * 11008;
+  EXPECT_EQ(inner("relu2", "bf16_mixed"), n * (2 + 4));
+  EXPECT_EQ(inner("gelu", "bf16_mixed"), n * 2);
+  EXPECT_EQ(inner("relu2", "bf16"), n * 2);
+  EXPECT_EQ(inner("relu2", "fp32"), n * 4);
+}
+
+// OLMo-1's weightless LayerNorm runs on an fp32 copy of its input and has no weight to cast; its
+// clip_qkv clamps keep a copy of q, k and v each. OLMo-1B's shapes: 2,048 tokens × 2,048.
+TEST(Implementation, OlmoWeightlessNormAndClampedQkv) {
+  const auto terms = [](bool clip) {
+    const Json r = run(std::string(R"({"model":{"vocab_size":50304,"hidden_size":2048,"num_hidden_layers":16,)"
+                                   R"("num_attention_heads":16,"intermediate_size":8192,"norm":"layernorm",)"
+                                   R"("norm_bias":false,"norm_weight":false,"clip_qkv":)") +
+                       (clip ? "true" : "false") + R"(},"training":{"precision":"bf16","seq_len":2048}})");
+    std::int64_t norms = 0, clamp = 0;
+    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
+      if (term.find("name")->as_string() == "norms") norms = *term.find("bytes")->as_exact_integer();
+      if (term.find("name")->as_string() == "attention.qkv_clamp") clamp = *term.find("bytes")->as_exact_integer();
+    }
+    return std::pair{norms, clamp};
+  };
+  const std::int64_t td = std::int64_t{2048} * 2048, rstd = std::int64_t{2048} * 4;
+  EXPECT_EQ(terms(false).first, 2 * (td * 4 + 2 * rstd));
+  EXPECT_EQ(terms(false).second, 0);
+  EXPECT_EQ(terms(true).second, 3 * td * 2);
+}
+
 // LitGPT's StableEmbedding swap under a bitsandbytes base (finetune/lora.py since PR #1770): the old
 // bf16 embedding stays referenced and the new one keeps a bf16 gradient no optimizer clears.
 // Llama-3-8B's embedding: 128,256 x 4,096.

@@ -304,6 +304,8 @@ TEST(HfImport, FamilyLayouts) {
       {"CohereForAI__aya-23-8B.json", "cohere", "cohere2", 8'028'033'024},
       {"mistralai__Mistral-7B-v0.3.json", "mistral", "ministral", 7'248'023'552},
       {"mistralai__Mistral-7B-v0.3.json", "mistral", "ministral3", 7'248'023'552},
+      // Arcee's plain up / down MLP on Llama-2-7B's shapes.
+      {"meta-llama__Llama-2-7b-hf.json", "llama", "arcee", 5'295'575'040},
   };
   for (const auto& c : as_class) {
     std::string text = read_fixture(c.fixture);
@@ -314,6 +316,19 @@ TEST(HfImport, FamilyLayouts) {
     ASSERT_TRUE(imported.errors.empty()) << c.to << ": " << imported.errors[0].message;
     EXPECT_EQ(count_parameters(imported.model).total_count.value(), c.count) << c.to;
   }
+  // OLMo-1: LayerNorms without weight or bias (1,176,764,416 for OLMo-1B, as a training log of
+  // it reports: tests/fixtures/hf/SOURCES.md); clip_qkv a number or null.
+  const HfImport olmo = import_hf_config_text(read_fixture("allenai__OLMo-1B-hf.json"));
+  ASSERT_TRUE(olmo.errors.empty()) << olmo.errors[0].message;
+  EXPECT_EQ(count_parameters(olmo.model).total_count.value(), 1'176'764'416);
+  EXPECT_FALSE(olmo.model.norm_weight);
+  EXPECT_FALSE(olmo.model.clip_qkv);
+  std::string olmo_clip = read_fixture("allenai__OLMo-1B-hf.json");
+  const std::string no_clip = "\"clip_qkv\": null";
+  olmo_clip.replace(olmo_clip.find(no_clip), no_clip.size(), "\"clip_qkv\": 8.0");
+  EXPECT_TRUE(import_hf_config_text(olmo_clip).model.clip_qkv);
+  olmo_clip.replace(olmo_clip.find("8.0"), 3, "\"8\"");
+  EXPECT_NE(error_of(olmo_clip).find("clip_qkv: must be a number or null"), std::string::npos) << error_of(olmo_clip);
   std::string cohere_plus = read_fixture("CohereForAI__aya-23-8B.json");
   const std::string off = "\"use_qk_norm\": false";
   cohere_plus.replace(cohere_plus.find(off), off.size(), "\"use_qk_norm\": true");

@@ -26,7 +26,11 @@ FP32 = {"acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2"
         "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss", "binary_cross_entropy_with_logits",
         "logsumexp", "dist", "cdist", "renorm", "poisson_nll_loss",
         # composite: decomposes into log_softmax (fp32_set_opt_dtype) + nll_loss (fp32)
-        "cross_entropy"}
+        "cross_entropy",
+        # composite below this layer: aten::square has no Autocast kernel, only a
+        # CompositeImplicitAutograd one (at::pow(self, 2); its grad_fn is PowBackward0), so the
+        # Autocast key falls through and the pow it calls runs in fp32 on CUDA
+        "square"}
 SET_OPT_DTYPE = {"softmax", "log_softmax", "cumsum", "cumprod", "prod", "sum"}
 
 

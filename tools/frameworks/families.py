@@ -131,6 +131,14 @@ FIXTURES = {
     "qwen3_5_moe_text": "Qwen__Qwen3.5-35B-A3B.json",
     # Qwen3-Next: the same layers with the Gated DeltaNet's projections fused (in_proj_qkvz, in_proj_ba).
     "qwen3_next": "Qwen__Qwen3-Next-80B-A3B-Instruct.json",
+    # OLMo-1 (OlmoForCausalLM: LayerNorms without weight or bias, run on an fp32 copy), also with
+    # OLMo-7B-0424's clip_qkv (q, k and v clamped in place) on the 1B's shapes: a test shape.
+    "olmo": "allenai__OLMo-1B-hf.json",
+    "olmo_clip_qkv": ("allenai__OLMo-1B-hf.json", {"clip_qkv": 8.0}),
+    # Arcee's class (ArceeForCausalLM: Llama's block with a squared-ReLU up / down MLP) on
+    # Llama-2-7B's file: a test shape, not a released model.
+    "arcee": ("meta-llama__Llama-2-7b-hf.json", {"model_type": "arcee", "architectures": ["ArceeForCausalLM"],
+                                                 "hidden_act": "relu2"}),
     "olmo3": ("allenai__OLMo-2-1124-7B.json", {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"],
                                                "sliding_window": 4096, "layer_types": [
                                                    "sliding_attention", "sliding_attention", "sliding_attention",

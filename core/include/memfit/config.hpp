@@ -42,7 +42,7 @@ enum class OutputHead { kLm, kNone, kSequenceClassification, kTokenClassificatio
 // transformers' NewGELUActivation written in Python ops (four saved tensors). auto: the MLP kind's
 // usual activation (GELU or SiLU: one saved input).
 // kClampedSwiglu: gpt-oss experts, (clamp(up) + 1) · clamp(gate) · σ(1.702 · clamp(gate)).
-enum class HiddenAct { kAuto, kGelu, kRelu, kGeluNew, kSilu, kGeluPytorchTanh, kClampedSwiglu };  // model.hidden_act
+enum class HiddenAct { kAuto, kGelu, kRelu, kGeluNew, kSilu, kGeluPytorchTanh, kClampedSwiglu, kRelu2 };  // model.hidden_act
 // DeBERTa's relative-position score terms: content-to-position, position-to-content, or both.
 enum class PosAttType { kC2pP2c, kC2p, kP2c };
 
@@ -308,6 +308,11 @@ struct ModelSpec {
   HiddenAct hidden_act = HiddenAct::kAuto;
   NormKind norm = NormKind::kRmsNorm;
   bool norm_bias = true;   // LayerNorm bias, as nn.LayerNorm has by default (ignored for RMSNorm)
+  // The norms have a learned weight. OLMo-1's LayerNorm has neither weight nor bias
+  // (modeling_olmo.py OlmoLayerNorm: F.layer_norm(x.float(), shape, None, None), cast back).
+  bool norm_weight = true;
+  // q, k and v clamped in place to ±clip_qkv (OLMo-7B-0424, modeling_olmo.py): what each clamp keeps.
+  bool clip_qkv = false;
   PositionKind position_embedding = PositionKind::kRotary;
   std::int64_t max_position_embeddings = 4096;
   std::int64_t position_embedding_offset = 0;  // OPT stores 2 extra position rows
