@@ -37,6 +37,7 @@ struct Dims {
   std::int64_t input_casts_mlp;  // copies of an MLP input that gate and up save
   bool adapter_input_copies;     // each LoRA adapter saves its own cast of its input (PEFT's fp32 adapters)
   bool adapters_cast;            // fp32 adapters under autocast: what each saves is autocast's cast of its input
+  bool factors_cast;             // fp32 adapter factors cast to a 16-bit stacked weight's dtype (ParamWrapper)
   Bytes adapter_element;         // an element of what an adapter's matmuls save
   bool attention_output_copied;  // a copy of the attention output feeds the output projection (LitGPT)
   bool lora_qkv_padded;          // the q/k/v adapters' output is zero-padded with a saved index_copy (LitGPT)
@@ -136,13 +137,20 @@ Dims make_dims(const Config& c) {
   // (OLMo-1's weightless LayerNorm casts its fp32 result back to the input's dtype.)
   const bool fp32_norm_output =
       r.autocast && m.norm == NormKind::kLayerNorm && m.norm_weight && impl.norm_kernel == NormKernel::kEager;
+  // Nemotron's LayerNorm1P normalises a cast to the autocast dtype: its output is 16-bit whatever
+  // the stream's dtype, so the matmuls after it make no casts of their own.
+  const bool norm_output_16bit = r.autocast && m.norm == NormKind::kLayerNorm && impl.norm_kernel == NormKernel::kCompute;
   d.mlp_act = bnb_base && (d.stream == kFp32Bytes || fp32_norm_output) ? kFp32Bytes : d.act;
   // The MLP's fp32 output then turns the residual stream fp32 from the first block on.
   if (bnb_base && fp32_norm_output) d.stream = kFp32Bytes;
   // Squared ReLU's pow runs in fp32 under autocast (mlp_inner), so a bitsandbytes down projection
   // returns fp32 and the stream is fp32 from the second block on (taken for every block; measured:
   // families.py, arcee QLoRA).
-  if (bnb_base && r.autocast && m.hidden_act == HiddenAct::kRelu2) d.stream = d.mlp_act = kFp32Bytes;
+  // (A norm that computes in the autocast dtype, Nemotron's, still hands the MLP a 16-bit input.)
+  if (bnb_base && r.autocast && m.hidden_act == HiddenAct::kRelu2) {
+    d.stream = kFp32Bytes;
+    if (!norm_output_16bit) d.mlp_act = kFp32Bytes;
+  }
   d.impl = impl;
   d.autocast = r.autocast;
   d.compute_softmax = impl.softmax_dtype == SoftmaxDtype::kCompute;
@@ -151,7 +159,7 @@ Dims make_dims(const Config& c) {
   // Under autocast, an fp32 input (the fp32 residual stream's norm output) is cast to 16 bit by
   // every matmul that reads it; autocast caches casts of weights only, so separate q, k and v
   // projections save three copies, separate gate and up two (docs/frameworks.md, finding 1).
-  const bool casts = (r.autocast || kbit_upcast) && d.stream == kFp32Bytes;
+  const bool casts = (r.autocast || kbit_upcast) && d.stream == kFp32Bytes && !norm_output_16bit;
   // MLA's two down-projections (q_a or q, and kv_a_proj_with_mqa) read the same input: two copies.
   // (Under LoRA the frozen base keeps no input, and each adapter's own cast is counted per adapter:
   // linear_inputs, Dims::adapters_cast.)
@@ -165,9 +173,17 @@ Dims make_dims(const Config& c) {
   // autocast, fp32 without it.
   // (The dtype PEFT gives them, not accelerate's FSDP upcast: FSDP gathers what it cast in its
   // param_dtype for compute.)
+  // PEFT's LoRA layers over a bitsandbytes base cast only when autocast is off
+  // (peft/tuners/lora/bnb.py, Linear4bit and Linear8bitLt forward: `requires_conversion = not
+  // torch.is_autocast_enabled()`): under autocast a 16-bit input reaches the adapters as it is,
+  // shared, and an fp32 one is cast by autocast for each (measured: families.py, QLoRA steps).
   const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
-  d.adapter_input_copies = fp32_adapters && d.stream != kFp32Bytes;
-  d.adapters_cast = fp32_adapters && r.autocast;
+  const bool no_peft_cast = bnb_base && r.autocast;
+  const bool input_16bit = d.stream != kFp32Bytes || norm_output_16bit;  // what the projections read
+  d.adapter_input_copies = fp32_adapters && input_16bit && !no_peft_cast;
+  // (PEFT's ParamWrapper on stacked experts is no bitsandbytes layer: its fp32 factors are cast.)
+  d.factors_cast = fp32_adapters && d.stream != kFp32Bytes;
+  d.adapters_cast = fp32_adapters && r.autocast && !(no_peft_cast && input_16bit);
   d.adapter_element = fp32_adapters && !r.autocast ? kFp32Bytes : d.act;
   d.attention_output_copied = implementation_profile(impl.framework).attention_output_copied;
   d.lora_qkv_padded = implementation_profile(impl.framework).lora_qkv_padded;
@@ -246,7 +262,8 @@ Bytes rms_norm_bytes(const Dims& d, Count elements, Count rows, Bytes input) {
   switch (d.impl.norm_kernel) {
     case NormKernel::kEagerFp32:
     case NormKernel::kPythonLayerNorm: return elements * kFp32Bytes + rstd + (frozen ? Bytes{0} : elements * kFp32Bytes);
-    case NormKernel::kFused: return elements * input + rstd;
+    case NormKernel::kFused:
+    case NormKernel::kCompute: return elements * input + rstd;
     case NormKernel::kFusedFp32: return elements * kFp32Bytes + rstd;
     case NormKernel::kAuto:
     case NormKernel::kEager: break;
@@ -275,6 +292,14 @@ Bytes norm_bytes(const ModelSpec& m, const Dims& d, Bytes input) {
   // casts the result back: layer_norm keeps the fp32 input (a copy when the stream is 16-bit) and
   // its mean and rstd, whatever autocast does; there is no weight to cast.
   if (m.norm == NormKind::kLayerNorm && !m.norm_weight) return td * kFp32Bytes + rstd * 2;
+  // Nemotron's LayerNorm1P (modeling_nemotron.py) casts its input, weight + 1 and bias to the
+  // autocast dtype and normalises them with autocast off: layer_norm keeps that x (the stream's own
+  // tensor when it is already 16-bit), its mean and rstd, and the cast of weight + 1, a new tensor
+  // (in the stream's dtype without autocast) (measured: tools/frameworks/families.py, nemotron).
+  if (m.norm == NormKind::kLayerNorm && d.impl.norm_kernel == NormKernel::kCompute) {
+    const Bytes element = d.autocast ? d.act : d.stream;
+    return td * element + rstd * 2 + Count(m.hidden_size) * element;
+  }
   // Autocast runs layer_norm in fp32 (its fp32 op list): a 16-bit input is saved as an fp32 copy,
   // and the weight's fp32 cast with it.
   // Compiled, the cast is fused into the norm's kernel and the 16-bit input is what is saved.
@@ -718,7 +743,7 @@ Bytes stacked_adapter_bytes(const Config& c, const Dims& d, Bytes weight) {
   }
   // The factors are cast only when they are not already in the weight's dtype (fp32 adapters
   // over a 16-bit base); a cast of nothing is the parameter itself, which is not an activation.
-  const bool cast = d.adapter_input_copies;
+  const bool cast = d.factors_cast;
   return merged * weight + (cast ? factors * weight : Bytes{0});
 }
 
@@ -810,7 +835,16 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
     dense_moe_terms(c, d, t);
     return;
   }
-  if (inputs_kept || adapters.router) add(t, "moe.router_input", d.tokens * d.hidden_split * d.act);
+  // ERNIE 4.5's router runs with autocast off on fp32 copies (modeling_ernie4_5_moe.py,
+  // Ernie4_5_MoeTopKRouter: F.linear(hidden_states.float(), self.weight.float()) under
+  // maybe_autocast(enabled=False)): it keeps its input in fp32 and, over a 16-bit weight, the
+  // weight's fp32 copy (measured: families.py, ernie4_5_moe).
+  const bool fp32_router = m.model_type == "ernie4_5_moe";
+  const Bytes router_element = fp32_router ? kFp32Bytes : d.act;
+  if (inputs_kept || adapters.router) add(t, "moe.router_input", d.tokens * d.hidden_split * router_element);
+  if (fp32_router && d.base_weights != kFp32Bytes) {
+    add(t, "moe.router_weight_fp32", Count(m.num_experts) * d.hidden * kFp32Bytes);
+  }
   if (adapters.router && !inputs_kept) {
     // The adapted router: its weight merged with the adapter (stacked: a ParamWrapper), or
     // LoRA's A·x (an nn.Linear router: transformers 4, LitGPT).
@@ -1063,11 +1097,12 @@ Bytes outside_bytes(const Config& c, const Dims& d) {
     if (m.position_embedding == PositionKind::kLearned) bytes += d.seq * kInt64Bytes;
     if (d.residual_dropout) bytes += d.tokens * d.hidden_split * kMaskBytes;
   }
-  // transformers computes the rotary cos/sin (1, T, d_head) every forward and the q·cos / k·sin
-  // products save them; frameworks that index a precomputed buffer save nothing new.
+  // transformers computes the rotary cos/sin (1, T, rotated part of the head) every forward and
+  // the q·cos / k·sin products save them; frameworks that index a precomputed buffer save nothing new.
   if (m.position_embedding == PositionKind::kRotary && !m.rotary_per_layer &&
       implementation_profile(d.impl.framework).rotary_saved) {
-    bytes += d.seq * d.head_dim * d.act * 2;
+    const Count rotated = m.rotary_dim > 0 ? Count(m.rotary_dim) : d.head_dim;
+    bytes += d.seq * rotated * d.act * 2;
   }
   if (m.final_norm) bytes += norm_bytes(m, d);
   // A norm right after the embeddings (BLOOM's word_embeddings_layernorm) saves its input, unless

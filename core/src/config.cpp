@@ -572,8 +572,11 @@ Json applicability(std::string_view path) {
     all.push(when_in("parallel.zero_stage", integers({2, 3})));
   } else if (path == "training.moe_dispatch") {
     all.push(when_at_least("model.num_experts", 1));
-  } else if (path == "model.rotary_table_dtype" || path == "model.rotary_dim") {
+  } else if (path == "model.rotary_table_dtype") {
     all.push(when_true("model.rotary_per_layer"));
+    all.push(when_in("training.framework", frameworks_where(saves_rotary_tables)));
+  } else if (path == "model.rotary_dim") {
+    all.push(when_in("model.position_embedding", spellings({"rotary"})));
     all.push(when_in("training.framework", frameworks_where(saves_rotary_tables)));
   } else if (path == "training.linear_attention_kernel") {
     all.push(when_at_least("model.linear_attention_layers", 1));

@@ -432,15 +432,13 @@ std::string megatron_model_args(const ModelSpec& m) {
   else if (m.hidden_act == HiddenAct::kRelu2) a += " --squared-relu";  // Nemotron-4's MLP
   a += m.position_embedding == PositionKind::kRotary ? " --position-embedding-type rope"
                                                      : " --position-embedding-type learned_absolute";
-  if (m.position_embedding == PositionKind::kRotary && m.rotary_per_layer) {
-    // GLM-4's and ERNIE 4.5's rotary pairs neighbouring dimensions (cos and sin repeat-interleaved),
-    // over part of each head where rotary_dim says so.
-    a += " --rotary-interleaved";
-    if (m.rotary_dim > 0 && m.rotary_dim < m.head_size()) {
-      char percent[32];
-      std::snprintf(percent, sizeof percent, "%g", static_cast<double>(m.rotary_dim) / static_cast<double>(m.head_size()));
-      a += std::string(" --rotary-percent ") + percent;
-    }
+  // GLM-4's and ERNIE 4.5's rotary pairs neighbouring dimensions (cos and sin repeat-interleaved);
+  // GLM-4's and Nemotron's rotate part of each head, where rotary_dim says so.
+  if (m.position_embedding == PositionKind::kRotary && m.rotary_per_layer) a += " --rotary-interleaved";
+  if (m.position_embedding == PositionKind::kRotary && m.rotary_dim > 0 && m.rotary_dim < m.head_size()) {
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%g", static_cast<double>(m.rotary_dim) / static_cast<double>(m.head_size()));
+    a += std::string(" --rotary-percent ") + percent;
   }
   a += " --max-position-embeddings " + str(m.max_position_embeddings);
   if (!m.tie_word_embeddings) a += " --untie-embeddings-and-output-weights";

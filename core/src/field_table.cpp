@@ -150,7 +150,7 @@ std::vector<Field> build_fields() {
               "the dtype of the per-layer rotary tables: fp32 (ERNIE 4.5) or the residual stream's (GLM-4)",
               "fp32", "stream"),
       MF_INT("model.rotary_dim", model.rotary_dim, 0, 100'000,
-             "the rotated part of each head when it is only part (GLM-4: half); 0 = the whole head"),
+             "the rotated part of each head when it is only part (GLM-4, Nemotron: half); 0 = the whole head"),
       MF_INT("model.type_vocab_size", model.type_vocab_size, 0, kMillion, "token-type embedding rows (BERT)"),
       MF_BOOL("model.embedding_norm", model.embedding_norm, "a norm right after the embeddings (BERT)"),
       MF_BOOL("model.pooler", model.pooler, "BERT pooler (dense hidden→hidden with bias) on the bare model (output_head none)"),
@@ -427,8 +427,10 @@ std::vector<Field> build_fields() {
       MF_ENUM("training.norm_kernel", training.implementation.norm_kernel, NormKernel,
               "what an RMSNorm saves: eager (fp32 x, rstd, normalised x), eager_fp32 (all fp32), fused (x, rstd), "
               "fused_fp32 (fp32 x, rstd), python_layernorm (a LayerNorm in Python fp32 arithmetic, as Cohere's: "
-              "x - mean twice, rstd, fp32 normalised x); auto = the framework's",
-              "auto", "eager", "eager_fp32", "fused", "fused_fp32", "python_layernorm"),
+              "x - mean twice, rstd, fp32 normalised x), compute (a LayerNorm run in the autocast dtype on casts "
+              "of its input and weight, autocast off, as Nemotron's LayerNorm1P: x, mean, rstd); auto = the "
+              "framework's",
+              "auto", "eager", "eager_fp32", "fused", "fused_fp32", "python_layernorm", "compute"),
       MF_ENUM("training.kv_saved", training.implementation.kv_saved, KvSaved,
               "keys and values a fused attention kernel saves: at kv_heads or repeated to query_heads; auto = "
               "the framework's",

@@ -478,6 +478,31 @@ void read_deberta_v2_family(const std::string& /*type*/, Reader& r, ModelSpec& m
   read_deberta_v2(r, m, out);
 }
 
+// The rotated part of each head, int(head_dim x partial_rotary_factor), 0.5 by the classes'
+// default (GLM's, Nemotron's): transformers 5 reads rope_parameters, or rope_scaling in files written
+// before it, or the key at the top; a factor outside (0, 1], or one that rotates nothing, is named.
+void read_partial_rotary(Reader& r, ModelSpec& m, HfImport& out) {
+  const Json* factor = nullptr;
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    const Json* rope = r.raw(key);
+    if (!factor && rope && rope->is_object()) factor = rope->find("partial_rotary_factor");
+  }
+  if (!factor || factor->is_null()) factor = r.raw("partial_rotary_factor");
+  double fraction = 0.5;
+  if (factor && !factor->is_null()) {
+    if (!factor->is_number() || !(factor->as_double() > 0.0) || factor->as_double() > 1.0) {
+      out.errors.push_back({"partial_rotary_factor", "must be a number above 0 and at most 1; got " + describe(*factor)});
+      return;
+    }
+    fraction = factor->as_double();
+  }
+  m.rotary_dim = static_cast<std::int64_t>(static_cast<double>(m.head_size()) * fraction);
+  if (m.rotary_dim == 0) {
+    out.errors.push_back({"partial_rotary_factor", "rotates no dimension of a " + detail::group_digits(m.head_size()) +
+                                                       "-wide head; got " + (factor ? describe(*factor) : std::string("the default 0.5"))});
+  }
+}
+
 void read_llama_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& /*out*/) {
   // Ministral (Ministral 8B; modeling_ministral.py) is Mistral's block with sliding-window and full
   // layers (layer_types): the same weights, and with flash or SDPA no saved tensor depends on the
@@ -508,6 +533,20 @@ void read_arcee_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfI
   // whose activation is squared ReLU by ArceeConfig's default (hidden_act relu2).
   read_llama_like(r, m, false);
   m.mlp = MlpKind::kPlain;
+}
+
+void read_nemotron_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // Nemotron-4 / Minitron (NemotronForCausalLM, modeling_nemotron.py): Llama's grouped-query
+  // attention with rotary positions on part of each head (partial_rotary_factor, 0.5 by
+  // NemotronConfig's default), a plain up / down MLP with squared ReLU (hidden_act relu2 by
+  // default), LayerNorm1P norms (a weight stored minus one, and a bias) run in the autocast dtype,
+  // an untied head.
+  read_llama_like(r, m, false);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  out.reference.norm_kernel = NormKernel::kCompute;
+  read_partial_rotary(r, m, out);
 }
 
 void read_seed_oss_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
@@ -684,26 +723,7 @@ void read_glm_family(const std::string& type, Reader& r, ModelSpec& m, HfImport&
   // (int(head_dim x partial_rotary_factor), 0.5 by the classes' default) and keeps them.
   m.rotary_per_layer = true;
   m.rotary_table_dtype = RotaryTableDtype::kStream;
-  // transformers 5 reads rope_parameters, or rope_scaling in files written before it.
-  const Json* factor = nullptr;
-  for (const char* key : {"rope_parameters", "rope_scaling"}) {
-    const Json* rope = r.raw(key);
-    if (!factor && rope && rope->is_object()) factor = rope->find("partial_rotary_factor");
-  }
-  if (!factor || factor->is_null()) factor = r.raw("partial_rotary_factor");
-  double fraction = 0.5;
-  if (factor && !factor->is_null()) {
-    if (!factor->is_number() || !(factor->as_double() > 0.0) || factor->as_double() > 1.0) {
-      out.errors.push_back({"partial_rotary_factor", "must be a number above 0 and at most 1; got " + describe(*factor)});
-      return;
-    }
-    fraction = factor->as_double();
-  }
-  m.rotary_dim = static_cast<std::int64_t>(static_cast<double>(m.head_size()) * fraction);
-  if (m.rotary_dim == 0) {
-    out.errors.push_back({"partial_rotary_factor", "rotates no dimension of a " + detail::group_digits(m.head_size()) +
-                                                       "-wide head; got " + (factor ? describe(*factor) : std::string("the default 0.5"))});
-  }
+  read_partial_rotary(r, m, out);
 }
 
 void read_glm4_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -1113,6 +1133,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"seed_oss"}, read_seed_oss_family},
       {{"olmo"}, read_olmo_family},
       {{"arcee"}, read_arcee_family},
+      {{"nemotron"}, read_nemotron_family},
       {{"exaone4"}, read_exaone4_family},
       {{"mixtral"}, read_mixtral_family},
       {{"qwen2"}, read_qwen2_family},
@@ -1164,7 +1185,7 @@ HiddenAct default_hidden_act(const std::string& type) {
     return HiddenAct::kGeluPytorchTanh;
   }
   if (type == "gptj") return HiddenAct::kGeluNew;
-  if (type == "arcee") return HiddenAct::kRelu2;
+  if (type == "arcee" || type == "nemotron") return HiddenAct::kRelu2;
   if (type == "bert" || type == "gpt_neox" || type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel") {
     return HiddenAct::kGelu;
   }
@@ -1203,7 +1224,7 @@ const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, cohere2, gpt_oss, arcee, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
+         "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }
 

@@ -175,6 +175,20 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   bool named = false;
   for (const Issue& e : vl_bad.errors) named = named || e.field == "hidden_size";
   EXPECT_TRUE(named) << first_error(vl_bad);
+  // Nemotron: squared ReLU and LayerNorm1P in the autocast dtype by the class's defaults, half of
+  // each head rotated unless the file says otherwise.
+  const HfImport nemotron = import_hf_config_text(
+      R"({"model_type":"nemotron","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,)"
+      R"("num_key_value_heads":2,"intermediate_size":128})");
+  ASSERT_TRUE(nemotron.errors.empty()) << first_error(nemotron);
+  EXPECT_EQ(nemotron.model.hidden_act, HiddenAct::kRelu2);
+  EXPECT_EQ(nemotron.model.mlp, MlpKind::kPlain);
+  EXPECT_EQ(nemotron.model.rotary_dim, 8);
+  EXPECT_EQ(nemotron.reference.norm_kernel, NormKernel::kCompute);
+  const HfImport nemotron_full = import_hf_config_text(
+      R"({"model_type":"nemotron","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,)"
+      R"("intermediate_size":128,"partial_rotary_factor":1.0})");
+  EXPECT_EQ(nemotron_full.model.rotary_dim, 16);
   // Mistral 3's 2512 models (Ministral 3) nest a ministral3 text_config: read as Mistral's block.
   const HfImport ministral3 = import_hf_config_text(
       R"({"model_type":"mistral3","text_config":{"model_type":"ministral3","vocab_size":1000,"hidden_size":64,)"

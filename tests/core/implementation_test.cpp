@@ -858,6 +858,44 @@ TEST(Implementation, OlmoWeightlessNormAndClampedQkv) {
   EXPECT_EQ(terms(true).second, 3 * td * 2);
 }
 
+// PEFT's LoRA layers over a bitsandbytes base cast their input to the fp32 adapters only when
+// autocast is off (peft/tuners/lora/bnb.py: requires_conversion = not torch.is_autocast_enabled()):
+// under autocast the q and v adapters share the 16-bit input; over a 16-bit base each keeps
+// autocast's cast of PEFT's fp32 copy. Llama-2-7B, 1,024 tokens x 4,096.
+TEST(Implementation, PeftBitsandbytesAdaptersShareTheirInputUnderAutocast) {
+  const auto qkv_input = [](int bits) {
+    const Json r = run(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)") +
+                       R"("seq_len":1024,"finetune":{"method":"lora","lora_targets":["q","v"],"base_bits":)" +
+                       std::to_string(bits) + "}}}");
+    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
+      if (term.find("name")->as_string() == "attention.qkv_input") return *term.find("bytes")->as_exact_integer();
+    }
+    return std::int64_t{0};
+  };
+  const std::int64_t td = std::int64_t{1024} * 4096;
+  EXPECT_EQ(qkv_input(16) - qkv_input(4), td * 2);
+}
+
+// Nemotron's LayerNorm1P (norm_kernel compute) normalises a 16-bit cast of its input under
+// autocast: x, mean and rstd and the weight's cast, no fp32 copy; and the q, k and v projections
+// after it read that 16-bit output, so they keep one input between them. 1,024 tokens x 4,096.
+TEST(Implementation, ComputeDtypeLayerNormKeepsTheSixteenBitInput) {
+  const auto terms = [](const char* kernel) {
+    const Json r = run(std::string(R"({"model":{"preset":"llama-2-7b","norm":"layernorm","norm_bias":true},)") +
+                       R"("training":{"precision":"bf16_mixed","seq_len":1024,"norm_kernel":")" + kernel + R"("}})");
+    std::int64_t norms = 0, qkv = 0;
+    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
+      if (term.find("name")->as_string() == "norms") norms = *term.find("bytes")->as_exact_integer();
+      if (term.find("name")->as_string() == "attention.qkv_input") qkv = *term.find("bytes")->as_exact_integer();
+    }
+    return std::pair{norms, qkv};
+  };
+  const std::int64_t td = std::int64_t{1024} * 4096, stats = std::int64_t{1024} * 4 * 2;
+  EXPECT_EQ(terms("compute").first, 2 * (td * 2 + stats + 4096 * 2));
+  EXPECT_EQ(terms("compute").second, td * 2);
+  EXPECT_EQ(terms("eager").second, 3 * td * 2);  // the fp32 stream's norm output, cast by each projection
+}
+
 // LitGPT's StableEmbedding swap under a bitsandbytes base (finetune/lora.py since PR #1770): the old
 // bf16 embedding stays referenced and the new one keeps a bf16 gradient no optimizer clears.
 // Llama-3-8B's embedding: 128,256 x 4,096.

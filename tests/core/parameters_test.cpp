@@ -306,6 +306,8 @@ TEST(HfImport, FamilyLayouts) {
       {"mistralai__Mistral-7B-v0.3.json", "mistral", "ministral3", 7'248'023'552},
       // Arcee's plain up / down MLP on Llama-2-7B's shapes.
       {"meta-llama__Llama-2-7b-hf.json", "llama", "arcee", 5'295'575'040},
+      // Nemotron's LayerNorm1P norms (a weight and a bias each) and plain MLP on the same shapes.
+      {"meta-llama__Llama-2-7b-hf.json", "llama", "nemotron", 5'295'841'280},
   };
   for (const auto& c : as_class) {
     std::string text = read_fixture(c.fixture);

@@ -168,7 +168,8 @@ FAMILY_GAPS = {
     "qwen3_5_text/fallback-fp32": (0.9519, "transformers' torch fallback for the Gated DeltaNet given fp32 q, k "
                                            "and v (fp32 training only) keeps a few more fp32 copies than the "
                                            "16-bit inputs memfit's formula was measured with (exact there)"),
-    "arcee/qlora": (0.9516, "squared ReLU's pow runs in fp32 under autocast and bitsandbytes' Linear4bit returns its "
+    "nemotron/sdpa": (0.9474, SDPA_OUTPUT_COPY + "; partial rotary positions, as the other families here"),
+    "arcee/qlora": (0.9871, "squared ReLU's pow runs in fp32 under autocast and bitsandbytes' Linear4bit returns its "
                             "input's dtype, so the down projection's output and from it the residual stream are fp32 "
                             "from the second block on; memfit takes every block so, and the tiny model's first block "
                             "(its input the 16-bit embedding) is half of its two (one of 32 in a 32-layer model)"),

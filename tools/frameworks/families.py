@@ -139,6 +139,10 @@ FIXTURES = {
     # Llama-2-7B's file: a test shape, not a released model.
     "arcee": ("meta-llama__Llama-2-7b-hf.json", {"model_type": "arcee", "architectures": ["ArceeForCausalLM"],
                                                  "hidden_act": "relu2"}),
+    # Nemotron's class (NemotronForCausalLM: LayerNorm1P norms run in the autocast dtype, squared
+    # ReLU, rotary positions on half of each head) on Llama-2-7B's file: a test shape.
+    "nemotron": ("meta-llama__Llama-2-7b-hf.json", {"model_type": "nemotron", "architectures": ["NemotronForCausalLM"],
+                                                    "hidden_act": "relu2"}),
     "olmo3": ("allenai__OLMo-2-1124-7B.json", {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"],
                                                "sliding_window": 4096, "layer_types": [
                                                    "sliding_attention", "sliding_attention", "sliding_attention",

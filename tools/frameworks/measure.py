@@ -818,7 +818,18 @@ def _emulated():
             mode_on[0] = True
         return r
     mode_on = [True]
+    # Model code that asks whether autocast is on (transformers' maybe_autocast, which opens its
+    # enabled=False block only then; NemotronLayerNorm1P, which then casts its arguments to the
+    # autocast dtype) hears what it would on a GPU under autocast: yes, in bfloat16.
+    orig_enabled, orig_dtype = torch.is_autocast_enabled, torch.get_autocast_dtype
+
+    def is_enabled(*a, **k):
+        return True if mode_on[0] else orig_enabled(*a, **k)
+
+    def autocast_dtype(*a, **k):
+        return torch.bfloat16 if mode_on[0] else orig_dtype(*a, **k)
     autocast_mode.autocast.__enter__, autocast_mode.autocast.__exit__ = enter, exit_
+    torch.is_autocast_enabled, torch.get_autocast_dtype = is_enabled, autocast_dtype
     mode.__enter__()
     try:
         yield mode
@@ -826,6 +837,7 @@ def _emulated():
         if mode_on[0]:
             mode.__exit__(None, None, None)
         autocast_mode.autocast.__enter__, autocast_mode.autocast.__exit__ = orig_enter, orig_exit
+        torch.is_autocast_enabled, torch.get_autocast_dtype = orig_enabled, orig_dtype
 
 
 def run_case(case, memfit):

@@ -199,8 +199,11 @@ enum class LossKernel { kAuto, kEager, kChunked, kFusedCe, kFusedLinearCe, kComp
 // eager_fp32 (LitGPT: fp32 x, fp32 normalised x, rstd), fused (Triton / TE kernels: x and rstd),
 // fused_fp32 (torch's fused rms_norm on an fp32 copy: fp32 x and rstd), python_layernorm (a
 // LayerNorm written as Python arithmetic in fp32, transformers' CohereLayerNorm: x - mean twice, the
-// rstd and the fp32 normalised x; an RMSNorm model reads it as eager_fp32).
-enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32, kPythonLayerNorm };
+// rstd and the fp32 normalised x; an RMSNorm model reads it as eager_fp32), compute (a LayerNorm
+// whose input, weight and bias are cast to the autocast dtype and normalised with autocast off,
+// transformers' NemotronLayerNorm1P: the 16-bit x, mean and rstd, and the weight's cast; an RMSNorm
+// model reads it as fused).
+enum class NormKernel { kAuto, kEager, kEagerFp32, kFused, kFusedFp32, kPythonLayerNorm, kCompute };
 // How a mixture-of-experts block holds and runs its experts: loop (an nn.Linear per expert
 // projection, one expert at a time on the tokens routed to it: transformers 4's Mixtral block,
 // LitGPT, Megatron's SequentialMLP) or grouped (each projection of all experts one stacked 3-D
