@@ -143,11 +143,11 @@ Dims make_dims(const Config& c) {
   d.mlp_act = bnb_base && (d.stream == kFp32Bytes || fp32_norm_output) ? kFp32Bytes : d.act;
   // The MLP's fp32 output then turns the residual stream fp32 from the first block on.
   if (bnb_base && fp32_norm_output) d.stream = kFp32Bytes;
-  // Squared ReLU's pow runs in fp32 under autocast (mlp_inner), so a bitsandbytes down projection
-  // returns fp32 and the stream is fp32 from the second block on (taken for every block; measured:
-  // families.py, arcee QLoRA).
+  // Squared ReLU's pow and xIELU's expm1 run in fp32 under autocast (mlp_inner), so a bitsandbytes
+  // down projection returns fp32 and the stream is fp32 from the second block on (taken for every
+  // block; measured: families.py, arcee and apertus QLoRA).
   // (A norm that computes in the autocast dtype, Nemotron's, still hands the MLP a 16-bit input.)
-  if (bnb_base && r.autocast && m.hidden_act == HiddenAct::kRelu2) {
+  if (bnb_base && r.autocast && (m.hidden_act == HiddenAct::kRelu2 || m.hidden_act == HiddenAct::kXielu)) {
     d.stream = kFp32Bytes;
     if (!norm_output_16bit) d.mlp_act = kFp32Bytes;
   }
@@ -177,12 +177,19 @@ Dims make_dims(const Config& c) {
   // (peft/tuners/lora/bnb.py, Linear4bit and Linear8bitLt forward: `requires_conversion = not
   // torch.is_autocast_enabled()`): under autocast a 16-bit input reaches the adapters as it is,
   // shared, and an fp32 one is cast by autocast for each (measured: families.py, QLoRA steps).
+  // Only LoRA's (and LoRA-FA's, a LoRA layer) and AdaLoRA's bitsandbytes layers ask; the other
+  // methods' layers wrap the 4-bit linear as any linear and cast (LoHa, LoKr, FourierFT, VB-LoRA,
+  // ...), and DoRA's variant casts inside (peft/tuners/lora/variants.py).
+  const FinetuneMethod method = c.training.finetune.method;
+  const bool bnb_lora_layer =
+      method == FinetuneMethod::kLora || method == FinetuneMethod::kLoraFa || method == FinetuneMethod::kAdaLora;
   const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
-  const bool no_peft_cast = bnb_base && r.autocast;
+  const bool no_peft_cast = bnb_base && r.autocast && bnb_lora_layer;
   const bool input_16bit = d.stream != kFp32Bytes || norm_output_16bit;  // what the projections read
   d.adapter_input_copies = fp32_adapters && input_16bit && !no_peft_cast;
-  // (PEFT's ParamWrapper on stacked experts is no bitsandbytes layer: its fp32 factors are cast.)
-  d.factors_cast = fp32_adapters && d.stream != kFp32Bytes;
+  // (PEFT's ParamWrapper on stacked experts is no bitsandbytes layer: its fp32 factors are cast to
+  // the stacked weight's dtype.)
+  d.factors_cast = fp32_adapters && d.base_weights != kFp32Bytes;
   d.adapters_cast = fp32_adapters && r.autocast && !(no_peft_cast && input_16bit);
   d.adapter_element = fp32_adapters && !r.autocast ? kFp32Bytes : d.act;
   d.attention_output_copied = implementation_profile(impl.framework).attention_output_copied;
@@ -662,6 +669,18 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
     const Bytes promoted = d.autocast && act != kFp32Bytes ? kFp32Bytes : Bytes{0};
     return elements * (act + promoted);
   }
+  // xIELU in Python (transformers' XIELUActivation._xielu_python: where(x > 0, alpha_p·x·x + beta·x,
+  // (expm1(min(x, eps)) - x)·alpha_n + beta·x)): x itself, alpha_p·x (promoted to the learned
+  // scalars' dtype, the weights'), expm1's output and expm1 - x (fp32 under autocast: expm1 is on
+  // its fp32 list), the where's bool condition, and the two scalars through softplus (measured:
+  // tools/frameworks/families.py, apertus). The where's output is the down projection's input.
+  // Under autocast softplus, on its fp32 list, makes the scalars fp32, and alpha_p·x with them.
+  // Frozen scalars (LoRA) need no gradient, so the product with alpha_n keeps alpha_n alone.
+  if (m.hidden_act == HiddenAct::kXielu) {
+    const Bytes scalars = d.autocast ? kFp32Bytes : d.base_weights;
+    const Bytes promoted = max(act, scalars), wide = d.autocast ? kFp32Bytes : act;
+    return elements * (act + promoted + wide * (d.lora ? 1 : 2) + kMaskBytes) + scalars * 2;
+  }
   return elements * act;
 }
 
@@ -837,14 +856,10 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
   }
   // ERNIE 4.5's router runs with autocast off on fp32 copies (modeling_ernie4_5_moe.py,
   // Ernie4_5_MoeTopKRouter: F.linear(hidden_states.float(), self.weight.float()) under
-  // maybe_autocast(enabled=False)): it keeps its input in fp32 and, over a 16-bit weight, the
-  // weight's fp32 copy (measured: families.py, ernie4_5_moe).
-  const bool fp32_router = m.model_type == "ernie4_5_moe";
-  const Bytes router_element = fp32_router ? kFp32Bytes : d.act;
+  // maybe_autocast(enabled=False)): a trained router keeps its input in fp32 (measured:
+  // families.py, ernie4_5_moe; its weight stays fp32, _keep_in_fp32_modules_strict).
+  const Bytes router_element = m.model_type == "ernie4_5_moe" ? kFp32Bytes : d.act;
   if (inputs_kept || adapters.router) add(t, "moe.router_input", d.tokens * d.hidden_split * router_element);
-  if (fp32_router && d.base_weights != kFp32Bytes) {
-    add(t, "moe.router_weight_fp32", Count(m.num_experts) * d.hidden * kFp32Bytes);
-  }
   if (adapters.router && !inputs_kept) {
     // The adapted router: its weight merged with the adapter (stacked: a ParamWrapper), or
     // LoRA's A·x (an nn.Linear router: transformers 4, LitGPT).

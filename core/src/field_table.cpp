@@ -78,8 +78,9 @@ std::vector<Field> build_fields() {
               "the MLP's activation: auto (SiLU for a gated MLP, GELU otherwise), gelu, relu (T5 v1.0), gelu_new "
               "(transformers' NewGELU: GPT-2, T5 v1.1), silu, gelu_pytorch_tanh (config.json hidden_act / "
               "activation_function), clamped_swiglu (gpt-oss: gate and up clamped, (up + 1) · gate · "
-              "sigmoid(1.702 · gate); a gated MLP), relu2 (squared ReLU: Nemotron, Arcee)",
-              "auto", "gelu", "relu", "gelu_new", "silu", "gelu_pytorch_tanh", "clamped_swiglu", "relu2"),
+              "sigmoid(1.702 · gate); a gated MLP), relu2 (squared ReLU: Nemotron, Arcee), xielu (Apertus: "
+              "two learned parameters per MLP, Python arithmetic)",
+              "auto", "gelu", "relu", "gelu_new", "silu", "gelu_pytorch_tanh", "clamped_swiglu", "relu2", "xielu"),
       MF_ENUM("model.norm", model.norm, NormKind, "normalisation layer", "layernorm", "rmsnorm"),
       MF_BOOL("model.norm_bias", model.norm_bias, "LayerNorm has a bias"),
       MF_BOOL("model.norm_weight", model.norm_weight,

@@ -206,6 +206,7 @@ bool hidden_act_from_name(const std::string& name, HiddenAct& act) {
   else if (name == "gelu_new") act = HiddenAct::kGeluNew;
   else if (name == "relu") act = HiddenAct::kRelu;
   else if (name == "relu2") act = HiddenAct::kRelu2;
+  else if (name == "xielu") act = HiddenAct::kXielu;
   else if (name == "silu" || name == "swish") act = HiddenAct::kSilu;
   else return false;
   return true;
@@ -513,6 +514,15 @@ void read_llama_family(const std::string& type, Reader& r, ModelSpec& m, HfImpor
   read_llama_like(r, m, type == "smollm3");
 }
 
+// clip_qkv (OLMo-7B-0424's 8.0): q, k and v clamped in place (modeling_olmo.py).
+void read_clip_qkv(Reader& r, ModelSpec& m, HfImport& out) {
+  const Json* clip = r.raw("clip_qkv");
+  if (clip && !clip->is_null() && !clip->is_number()) {
+    out.errors.push_back({"clip_qkv", "must be a number or null; got " + describe(*clip)});
+  }
+  m.clip_qkv = clip && clip->is_number();
+}
+
 void read_olmo_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
   // OLMo-1 (OlmoForCausalLM, modeling_olmo.py): Llama's block and SwiGLU MLP with LayerNorms that
   // have neither weight nor bias (OlmoLayerNorm), an untied head by OlmoConfig's default.
@@ -521,11 +531,7 @@ void read_olmo_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfIm
   m.norm = NormKind::kLayerNorm;
   m.norm_bias = false;
   m.norm_weight = false;
-  const Json* clip = r.raw("clip_qkv");
-  if (clip && !clip->is_null() && !clip->is_number()) {
-    out.errors.push_back({"clip_qkv", "must be a number or null; got " + describe(*clip)});
-  }
-  m.clip_qkv = clip && clip->is_number();
+  read_clip_qkv(r, m, out);
 }
 
 void read_arcee_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
@@ -533,6 +539,15 @@ void read_arcee_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfI
   // whose activation is squared ReLU by ArceeConfig's default (hidden_act relu2).
   read_llama_like(r, m, false);
   m.mlp = MlpKind::kPlain;
+}
+
+void read_apertus_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Apertus (ApertusForCausalLM, modeling_apertus.py): Llama's grouped-query attention with an
+  // RMSNorm on each query and key head, a plain up / down MLP whose activation is xIELU by
+  // ApertusConfig's default (two learned scalars per layer), an untied head.
+  read_llama_like(r, m, false);
+  m.mlp = MlpKind::kPlain;
+  m.qk_norm = QkNorm::kPerHead;
 }
 
 void read_nemotron_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -757,8 +772,8 @@ void read_olmoe_family(const std::string& type, Reader& r, ModelSpec& m, HfImpor
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 8, false, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
   if (const Json* clip = r.raw("clip_qkv"); clip && clip->is_number()) {
-    // The clamp on q, k and v keeps what its backward needs in every layer, which memfit does not
-    // count.
+    // OlmoeAttention clamps its normalised q and k and its v in place; unlike OLMo's clamps
+    // (model.clip_qkv), what these keep has not been measured (OLMoE's released files leave it null).
     out.errors.push_back({"clip_qkv", "a number (clamping q, k and v) is not supported for model_type \"" + type +
                                           "\"; the released OLMoE files leave it null"});
   }
@@ -1134,6 +1149,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"olmo"}, read_olmo_family},
       {{"arcee"}, read_arcee_family},
       {{"nemotron"}, read_nemotron_family},
+      {{"apertus"}, read_apertus_family},
       {{"exaone4"}, read_exaone4_family},
       {{"mixtral"}, read_mixtral_family},
       {{"qwen2"}, read_qwen2_family},
@@ -1186,6 +1202,7 @@ HiddenAct default_hidden_act(const std::string& type) {
   }
   if (type == "gptj") return HiddenAct::kGeluNew;
   if (type == "arcee" || type == "nemotron") return HiddenAct::kRelu2;
+  if (type == "apertus") return HiddenAct::kXielu;
   if (type == "bert" || type == "gpt_neox" || type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel") {
     return HiddenAct::kGelu;
   }
@@ -1204,6 +1221,7 @@ void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec&
     else if (name == "gelu_pytorch_tanh") m.hidden_act = HiddenAct::kGeluPytorchTanh;
     else if (name == "relu") m.hidden_act = HiddenAct::kRelu;
     else if (name == "relu2") m.hidden_act = HiddenAct::kRelu2;
+    else if (name == "xielu") m.hidden_act = HiddenAct::kXielu;
     else if (name.size() <= 40) out.warnings.push_back({key, "\"" + name + "\" is read as the class's default activation"});
     return;
   }
@@ -1224,7 +1242,7 @@ const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
+         "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }
 

@@ -146,6 +146,8 @@ void mlp_parameters(const ModelSpec& m, Component c, Count ff, Count count, Grou
   if (m.mlp == MlpKind::kGated) b.linear(c, "gate_proj", ff, d, count, m.mlp_bias, kLoraGate);
   b.linear(c, "up_proj", ff, d, count, m.mlp_bias, kLoraUp);
   b.linear(c, "down_proj", d, ff, count, m.mlp_bias, kLoraDown);
+  // xIELU's alpha_p and alpha_n (transformers' XIELUActivation: one element each) in every MLP.
+  if (m.hidden_act == HiddenAct::kXielu) b.vector(c, "act_fn.alpha", 1, count * 2);
 }
 
 // A mixture-of-experts MLP (Shazeer et al. 2017; Mixtral, DeepSeekMoE): a router d → E, E routed

@@ -86,9 +86,14 @@ void check_mlp(const ModelSpec& m, Checks& out) {
     out.add("model.attention_sinks", "needs model.attention_type standard");
   }
   // A weightless norm is OLMo-1's LayerNorm, the only one memfit knows how it runs (on an fp32 copy).
-  if (!m.norm_weight && (m.norm != NormKind::kLayerNorm || m.norm_bias || m.qk_norm != QkNorm::kNone)) {
+  if (!m.norm_weight && (m.norm != NormKind::kLayerNorm || m.norm_bias || m.qk_norm != QkNorm::kNone || !m.normalize_before)) {
     out.add("model.norm_weight", "false is OLMo-1's LayerNorm without weight or bias: it needs model.norm layernorm, "
-                                 "model.norm_bias false and model.qk_norm none");
+                                 "model.norm_bias false, model.qk_norm none and model.normalize_before true");
+  }
+  // OLMo's and OLMoE's clamps are on a decoder's standard attention.
+  if (m.clip_qkv && (m.attention_type != AttentionType::kStandard || !m.normalize_before)) {
+    out.add("model.clip_qkv", "needs model.attention_type standard and model.normalize_before true (OLMo's decoder "
+                              "attention clamps q, k and v)");
   }
   const bool has_dense_layers = m.num_experts == 0 || m.first_k_dense_replace > 0;
   if (has_dense_layers && m.intermediate_size < 1) {
@@ -120,11 +125,13 @@ void check_encoder_decoder(const Config& c, Checks& out) {
     out.add("model.attention_type", "mla is not supported for an encoder-decoder (model.is_encoder_decoder)");
   }
   if (m.num_experts > 0) out.add("model.num_experts", "must be 0 for an encoder-decoder (model.is_encoder_decoder)");
-  if (m.hidden_act == HiddenAct::kClampedSwiglu) {
-    out.add("model.hidden_act", "clamped_swiglu (gpt-oss) is not supported for an encoder-decoder (model.is_encoder_decoder)");
+  if (m.hidden_act == HiddenAct::kClampedSwiglu || m.hidden_act == HiddenAct::kXielu) {
+    out.add("model.hidden_act", std::string(m.hidden_act == HiddenAct::kXielu ? "xielu (Apertus)" : "clamped_swiglu (gpt-oss)") +
+                                    " is not supported for an encoder-decoder (model.is_encoder_decoder)");
   }
   if (m.attention_sinks) out.add("model.attention_sinks", "is not supported for an encoder-decoder (model.is_encoder_decoder)");
   if (!m.norm_weight) out.add("model.norm_weight", "must be true for an encoder-decoder (model.is_encoder_decoder)");
+  if (m.clip_qkv) out.add("model.clip_qkv", "must be false for an encoder-decoder (model.is_encoder_decoder)");
   if (m.head_dim == 0 && m.hidden_size % m.decoder_heads() != 0) {
     out.add("model.decoder_attention_heads", "must divide model.hidden_size (" + group_digits(m.hidden_size) +
                                                  ") when model.head_dim is not given; got " +

@@ -48,6 +48,12 @@ TEST(Config, WeightlessNormsAreOlmosLayerNorm) {
                   R"("finetune":{"method":"ln_tuning"})")
                 .find("training.finetune.method ln_tuning trains the norms' weights"),
             std::string::npos);
+  // OLMo's clamps are on a decoder's standard attention.
+  EXPECT_EQ(issue(R"("clip_qkv":true)", R"("seq_len":512)"), "");
+  EXPECT_NE(issue(R"("clip_qkv":true,"attention_type":"mla","kv_lora_rank":512,"qk_rope_head_dim":64,)"
+                  R"("qk_nope_head_dim":128,"v_head_dim":128)", R"("seq_len":512)")
+                .find("model.clip_qkv needs model.attention_type standard"),
+            std::string::npos);
 }
 
 TEST(Config, ErrorsNameTheFieldAndTheRange) {

@@ -823,18 +823,32 @@ TEST(Implementation, LitgptRunsGeluNewAsOneKernel) {
 // 1,024 tokens × 11,008 columns of Llama-2-7B's shapes with a plain MLP.
 TEST(Implementation, SquaredReluKeepsAnFp32CopyUnderAutocast) {
   const auto inner = [](const char* act, const char* precision) {
-    const Json r = run(std::string(R"({"model":{"preset":"llama-2-7b","mlp":"plain","hidden_act":")") + act +
-                       R"("},"training":{"precision":")" + precision + R"(","seq_len":1024}})");
-    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
-      if (term.find("name")->as_string() == "mlp.inner") return *term.find("bytes")->as_exact_integer();
-    }
-    return std::int64_t{0};
+    return term(run(std::string(R"({"model":{"preset":"llama-2-7b","mlp":"plain","hidden_act":")") + act +
+                    R"("},"training":{"precision":")" + precision + R"(","seq_len":1024}})"),
+                "mlp.inner");
   };
   const std::int64_t n = std::int64_t{1024} * 11008;
   EXPECT_EQ(inner("relu2", "bf16_mixed"), n * (2 + 4));
   EXPECT_EQ(inner("gelu", "bf16_mixed"), n * 2);
   EXPECT_EQ(inner("relu2", "bf16"), n * 2);
   EXPECT_EQ(inner("relu2", "fp32"), n * 4);
+}
+
+// xIELU in transformers' Python (Apertus): x, alpha_p·x, expm1's output and expm1 - x, the bool
+// condition and the two scalars; frozen scalars (LoRA) drop expm1 - x, and autocast makes the
+// scalars (softplus) and expm1 fp32 (measured: families.py, apertus). 1,024 tokens × 11,008.
+TEST(Implementation, XieluKeepsItsPythonIntermediates) {
+  const auto inner = [](const char* precision, const char* method) {
+    return term(run(std::string(R"({"model":{"preset":"llama-2-7b","mlp":"plain","hidden_act":"xielu"},)") +
+                    R"("training":{"precision":")" + precision + R"(","seq_len":1024,"finetune":{"method":")" + method +
+                    R"("}}})"),
+                "mlp.inner");
+  };
+  const std::int64_t n = std::int64_t{1024} * 11008;
+  EXPECT_EQ(inner("fp32", "full"), n * (4 + 4 + 4 * 2 + 1) + 4 * 2);
+  EXPECT_EQ(inner("bf16_mixed", "full"), n * (2 + 4 + 4 * 2 + 1) + 4 * 2);
+  EXPECT_EQ(inner("bf16_mixed", "lora"), n * (2 + 4 + 4 + 1) + 4 * 2);
+  EXPECT_EQ(inner("bf16", "full"), n * (2 + 2 + 2 * 2 + 1) + 2 * 2);
 }
 
 // OLMo-1's weightless LayerNorm runs on an fp32 copy of its input and has no weight to cast; its
@@ -845,12 +859,7 @@ TEST(Implementation, OlmoWeightlessNormAndClampedQkv) {
                                    R"("num_attention_heads":16,"intermediate_size":8192,"norm":"layernorm",)"
                                    R"("norm_bias":false,"norm_weight":false,"clip_qkv":)") +
                        (clip ? "true" : "false") + R"(},"training":{"precision":"bf16","seq_len":2048}})");
-    std::int64_t norms = 0, clamp = 0;
-    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
-      if (term.find("name")->as_string() == "norms") norms = *term.find("bytes")->as_exact_integer();
-      if (term.find("name")->as_string() == "attention.qkv_clamp") clamp = *term.find("bytes")->as_exact_integer();
-    }
-    return std::pair{norms, clamp};
+    return std::pair{term(r, "norms"), term(r, "attention.qkv_clamp")};
   };
   const std::int64_t td = std::int64_t{2048} * 2048, rstd = std::int64_t{2048} * 4;
   EXPECT_EQ(terms(false).first, 2 * (td * 4 + 2 * rstd));
@@ -863,17 +872,21 @@ TEST(Implementation, OlmoWeightlessNormAndClampedQkv) {
 // under autocast the q and v adapters share the 16-bit input; over a 16-bit base each keeps
 // autocast's cast of PEFT's fp32 copy. Llama-2-7B, 1,024 tokens x 4,096.
 TEST(Implementation, PeftBitsandbytesAdaptersShareTheirInputUnderAutocast) {
-  const auto qkv_input = [](int bits) {
-    const Json r = run(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed",)") +
-                       R"("seq_len":1024,"finetune":{"method":"lora","lora_targets":["q","v"],"base_bits":)" +
-                       std::to_string(bits) + "}}}");
-    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
-      if (term.find("name")->as_string() == "attention.qkv_input") return *term.find("bytes")->as_exact_integer();
-    }
-    return std::int64_t{0};
+  const auto qkv_input = [](const std::string& finetune, const char* precision = "bf16_mixed") {
+    return term(run(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":")") + precision +
+                    R"(","seq_len":1024,"finetune":{"lora_targets":["q","v"],)" + finetune + "}}}"),
+                "attention.qkv_input");
   };
   const std::int64_t td = std::int64_t{1024} * 4096;
-  EXPECT_EQ(qkv_input(16) - qkv_input(4), td * 2);
+  EXPECT_EQ(qkv_input(R"("method":"lora","base_bits":16)") - qkv_input(R"("method":"lora","base_bits":4)"), td * 2);
+  // LLM.int8() is the same bitsandbytes layer; AdaLoRA's asks too.
+  EXPECT_EQ(qkv_input(R"("method":"lora","base_bits":8)"), qkv_input(R"("method":"lora","base_bits":4)"));
+  EXPECT_EQ(qkv_input(R"("method":"adalora","base_bits":16)") - qkv_input(R"("method":"adalora","base_bits":4)"), td * 2);
+  // Without autocast PEFT casts (to fp32 adapters); a GPTQ base's LoRA layer casts always; other
+  // methods' layers cast over any base.
+  EXPECT_EQ(qkv_input(R"("method":"lora","base_bits":4)", "bf16"), qkv_input(R"("method":"lora","base_bits":16)", "bf16"));
+  EXPECT_EQ(qkv_input(R"("method":"lora","base_bits":4,"quant_method":"gptq")"), qkv_input(R"("method":"lora","base_bits":16)"));
+  EXPECT_EQ(qkv_input(R"("method":"loha","base_bits":4)"), qkv_input(R"("method":"loha","base_bits":16)"));
 }
 
 // Nemotron's LayerNorm1P (norm_kernel compute) normalises a 16-bit cast of its input under
@@ -883,12 +896,7 @@ TEST(Implementation, ComputeDtypeLayerNormKeepsTheSixteenBitInput) {
   const auto terms = [](const char* kernel) {
     const Json r = run(std::string(R"({"model":{"preset":"llama-2-7b","norm":"layernorm","norm_bias":true},)") +
                        R"("training":{"precision":"bf16_mixed","seq_len":1024,"norm_kernel":")" + kernel + R"("}})");
-    std::int64_t norms = 0, qkv = 0;
-    for (const Json& term : r.find("activation_terms_per_layer")->items()) {
-      if (term.find("name")->as_string() == "norms") norms = *term.find("bytes")->as_exact_integer();
-      if (term.find("name")->as_string() == "attention.qkv_input") qkv = *term.find("bytes")->as_exact_integer();
-    }
-    return std::pair{norms, qkv};
+    return std::pair{term(r, "norms"), term(r, "attention.qkv_input")};
   };
   const std::int64_t td = std::int64_t{1024} * 4096, stats = std::int64_t{1024} * 4 * 2;
   EXPECT_EQ(terms("compute").first, 2 * (td * 2 + stats + 4096 * 2));

@@ -318,6 +318,16 @@ TEST(HfImport, FamilyLayouts) {
     ASSERT_TRUE(imported.errors.empty()) << c.to << ": " << imported.errors[0].message;
     EXPECT_EQ(count_parameters(imported.model).total_count.value(), c.count) << c.to;
   }
+  // Apertus on the same shapes with xIELU: its two learned scalars in each of the 32 MLPs.
+  std::string apertus = read_fixture("meta-llama__Llama-2-7b-hf.json");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"model_type\": \"llama\"", "\"model_type\": \"apertus\""},
+                                 {"\"hidden_act\": \"silu\"", "\"hidden_act\": \"xielu\""}}) {
+    apertus.replace(apertus.find(from), from.size(), to);
+  }
+  const HfImport apertus_import = import_hf_config_text(apertus);
+  ASSERT_TRUE(apertus_import.errors.empty()) << apertus_import.errors[0].message;
+  EXPECT_EQ(count_parameters(apertus_import.model).total_count.value(), 5'295'583'296);
+  EXPECT_EQ(apertus_import.model.qk_norm, QkNorm::kPerHead);
   // OLMo-1: LayerNorms without weight or bias (1,176,764,416 for OLMo-1B, as a training log of
   // it reports: tests/fixtures/hf/SOURCES.md); clip_qkv a number or null.
   const HfImport olmo = import_hf_config_text(read_fixture("allenai__OLMo-1B-hf.json"));

@@ -143,6 +143,10 @@ FIXTURES = {
     # ReLU, rotary positions on half of each head) on Llama-2-7B's file: a test shape.
     "nemotron": ("meta-llama__Llama-2-7b-hf.json", {"model_type": "nemotron", "architectures": ["NemotronForCausalLM"],
                                                     "hidden_act": "relu2"}),
+    # Apertus's class (ApertusForCausalLM: xIELU's Python arithmetic with two learned scalars per
+    # layer, a norm on each query and key head) on Llama-2-7B's file: a test shape.
+    "apertus": ("meta-llama__Llama-2-7b-hf.json", {"model_type": "apertus", "architectures": ["ApertusForCausalLM"],
+                                                   "hidden_act": "xielu"}),
     "olmo3": ("allenai__OLMo-2-1124-7B.json", {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"],
                                                "sliding_window": 4096, "layer_types": [
                                                    "sliding_attention", "sliding_attention", "sliding_attention",

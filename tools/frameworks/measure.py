@@ -820,7 +820,9 @@ def _emulated():
     mode_on = [True]
     # Model code that asks whether autocast is on (transformers' maybe_autocast, which opens its
     # enabled=False block only then; NemotronLayerNorm1P, which then casts its arguments to the
-    # autocast dtype) hears what it would on a GPU under autocast: yes, in bfloat16.
+    # autocast dtype; PEFT's bitsandbytes LoRA layers) hears what it would on a GPU under autocast:
+    # yes, in bfloat16. (torch.utils.checkpoint reads it too and would recompute under real CPU
+    # autocast: no case here checkpoints under autocast; one that does needs its own switch.)
     orig_enabled, orig_dtype = torch.is_autocast_enabled, torch.get_autocast_dtype
 
     def is_enabled(*a, **k):

@@ -42,7 +42,7 @@ enum class OutputHead { kLm, kNone, kSequenceClassification, kTokenClassificatio
 // transformers' NewGELUActivation written in Python ops (four saved tensors). auto: the MLP kind's
 // usual activation (GELU or SiLU: one saved input).
 // kClampedSwiglu: gpt-oss experts, (clamp(up) + 1) · clamp(gate) · σ(1.702 · clamp(gate)).
-enum class HiddenAct { kAuto, kGelu, kRelu, kGeluNew, kSilu, kGeluPytorchTanh, kClampedSwiglu, kRelu2 };  // model.hidden_act
+enum class HiddenAct { kAuto, kGelu, kRelu, kGeluNew, kSilu, kGeluPytorchTanh, kClampedSwiglu, kRelu2, kXielu };  // model.hidden_act
 // DeBERTa's relative-position score terms: content-to-position, position-to-content, or both.
 enum class PosAttType { kC2pP2c, kC2p, kP2c };
 
