@@ -1,7 +1,9 @@
 #include "memfit/hf_import.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <initializer_list>
+#include <optional>
 
 #include "field_table.hpp"
 #include "text.hpp"
@@ -1263,6 +1265,50 @@ const char* text_alias(const std::string& type) {
   return nullptr;
 }
 
+// The vision encoder and projector of Qwen2-VL, Qwen2.5-VL and Qwen3-VL from their vision_config,
+// counted as transformers 5.24's classes build them (Qwen2VisionTransformerPretrainedModel,
+// Qwen2_5_VisionTransformerPretrainedModel, Qwen3VLVisionModel; class defaults for missing keys):
+// a patch embedding (Conv3d over temporal_patch_size x patch_size² pixels of in_channels), depth
+// blocks (two norms, qkv and proj with biases, an MLP with biases), and a merger of
+// spatial_merge_size² patches (a norm, then two biased linears to the language model's width);
+// Qwen3-VL adds learned positions, a bias on the patch embedding and its deepstack mergers. Empty
+// when a size is not a positive integer (the warning then gives no count).
+std::optional<std::int64_t> vision_parameter_count(const std::string& type, const Json& v) {
+  bool ok = true;
+  const auto size = [&](std::initializer_list<const char*> keys, std::int64_t fallback) {
+    for (const char* key : keys) {
+      if (const Json* value = v.find(key)) {
+        const std::optional<std::int64_t> n = value->as_exact_integer();
+        if (!n || *n < 1 || *n > 1'000'000) ok = false;
+        return n && ok ? *n : std::int64_t{1};
+      }
+    }
+    return fallback;
+  };
+  const bool qwen3 = type == "qwen3_vl", qwen25 = type == "qwen2_5_vl";
+  const std::int64_t depth = size({"depth"}, qwen3 ? 27 : 32), in = size({"in_channels", "in_chans"}, 3);
+  const std::int64_t patch = size({"patch_size", "spatial_patch_size"}, qwen3 ? 16 : 14);
+  const std::int64_t frames = size({"temporal_patch_size"}, 2), merge = size({"spatial_merge_size"}, 2);
+  // Qwen2-VL: embed_dim wide, hidden_size the language model's; the others: hidden_size wide.
+  const std::int64_t e = type == "qwen2_vl" ? size({"embed_dim"}, 1280) : size({"hidden_size"}, qwen3 ? 1152 : 3584);
+  const std::int64_t out = type == "qwen2_vl" ? size({"hidden_size"}, 3584) : size({"out_hidden_size"}, 3584);
+  const std::int64_t ff = type == "qwen2_vl" ? e * size({"mlp_ratio"}, 4) : size({"intermediate_size"}, qwen3 ? 4304 : 3420);
+  const std::int64_t positions = qwen3 ? size({"num_position_embeddings"}, 2304) : 0;
+  std::int64_t deepstack = qwen3 ? 3 : 0;
+  if (const Json* list = v.find("deepstack_visual_indexes"); qwen3 && list) {
+    if (list->is_array()) deepstack = static_cast<std::int64_t>(list->items().size());
+    else ok = false;
+  }
+  if (!ok) return std::nullopt;
+  const std::int64_t norm = qwen25 ? e : 2 * e;  // RMSNorm (Qwen2.5-VL) or LayerNorm with a bias
+  const std::int64_t mlp = qwen25 ? 2 * (e * ff + ff) + ff * e + e : e * ff + ff + ff * e + e;
+  const std::int64_t block = 2 * norm + 3 * e * e + 3 * e + e * e + e + mlp;
+  const std::int64_t wide = e * merge * merge;
+  const std::int64_t merger_linears = wide * wide + wide + wide * out + out;
+  const std::int64_t patch_embed = in * frames * patch * patch * e + (qwen3 ? e : 0);
+  return patch_embed + positions * e + depth * block + norm + merger_linears + deepstack * (2 * wide + merger_linears);
+}
+
 }  // namespace
 
 HfImport import_hf_config(const Json& json) {
@@ -1342,11 +1388,21 @@ HfImport import_hf_config(const Json& json) {
       const std::string prefix = top ? std::string() : std::string(nested) + ".";
       for (Issue& e : inner.errors) e.field = prefix + e.field;
       for (Issue& w : inner.warnings) w.field = prefix + w.field;
+      // The vision tower's size, where memfit knows its class: what the estimate leaves out.
+      std::string vision = "(vision_config)";
+      const Json* vision_config = json.find("vision_config");
+      if (vision_config && vision_config->is_object() && (t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl")) {
+        if (const std::optional<std::int64_t> n = vision_parameter_count(t, *vision_config)) {
+          char gb[32];
+          std::snprintf(gb, sizeof gb, "%.2f", static_cast<double>(*n) * 2 / 1e9);
+          vision = "(vision_config: " + detail::group_digits(*n) + " parameters, " + gb + " GB in 16 bits)";
+        }
+      }
       inner.warnings.insert(inner.warnings.begin(),
                             {"model_type", describe(*type) + " is a multimodal model: memfit reads its language model (" +
                                                (top ? std::string("the keys beside vision_config") : std::string(nested)) +
-                                               ", as model_type " + describe(*text_type) + "); the vision encoder and projector "
-                                               "(vision_config) are not in the estimate (text-only training never runs them, but "
+                                               ", as model_type " + describe(*text_type) + "); the vision encoder and projector " +
+                                               vision + " are not in the estimate (text-only training never runs them, but "
                                                "their weights are loaded)"});
       return inner;
     }

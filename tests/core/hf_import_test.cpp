@@ -170,6 +170,31 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
     ASSERT_FALSE(vl.warnings.empty());
     EXPECT_NE(vl.warnings[0].message.find("vision encoder"), std::string::npos);
   }
+  // The warning gives the vision tower's size, counted as transformers 5.24's vision classes count
+  // it on the meta device: Qwen2.5-VL-7B's 676,550,144 (the 3B's, 2,048 wide out, 668,684,288),
+  // Qwen2-VL-7B's (the class defaults) 675,759,104, Qwen3-VL's defaults 4,096 wide out 576,388,336
+  // and a smaller one with three deepstack mergers 406,957,056; a size that is no count, none.
+  const std::string small_text =
+      R"("vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128)";
+  const std::pair<std::string, std::string> sized[] = {
+      {R"({"model_type":"qwen2_5_vl",)" + small_text + "," + vision + "}", "676,550,144 parameters, 1.35 GB"},
+      {R"({"model_type":"qwen2_5_vl",)" + small_text + R"(,"vision_config":{"hidden_size":1280,"out_hidden_size":2048}})",
+       "668,684,288 parameters"},
+      {R"({"model_type":"qwen2_vl",)" + small_text + R"(,"vision_config":{}})", "675,759,104 parameters"},
+      {R"({"model_type":"qwen3_vl","text_config":{)" + small_text + R"(},"vision_config":{"out_hidden_size":4096}})",
+       "576,388,336 parameters"},
+      {R"({"model_type":"qwen3_vl","text_config":{)" + small_text +
+           R"(},"vision_config":{"depth":24,"hidden_size":1024,"intermediate_size":4096,"out_hidden_size":2048,)"
+           R"("deepstack_visual_indexes":[5,11,17]}})",
+       "406,957,056 parameters"},
+      {R"({"model_type":"qwen2_5_vl",)" + small_text + R"(,"vision_config":{"hidden_size":"wide"}})", "(vision_config)"},
+  };
+  for (const auto& [file, words] : sized) {
+    const HfImport vl = import_hf_config_text(file);
+    ASSERT_TRUE(vl.errors.empty()) << first_error(vl);
+    ASSERT_FALSE(vl.warnings.empty());
+    EXPECT_NE(vl.warnings[0].message.find(words), std::string::npos) << vl.warnings[0].message;
+  }
   // A bad key at the top of such a file is named where it is, without a text_config prefix.
   const HfImport vl_bad = import_hf_config_text(R"({"model_type":"qwen2_vl","vocab_size":1000,"hidden_size":-1})");
   bool named = false;
