@@ -179,7 +179,8 @@ Dims make_dims(const Config& c) {
   // shared, and an fp32 one is cast by autocast for each (measured: families.py, QLoRA steps).
   // Only LoRA's (and LoRA-FA's, a LoRA layer) and AdaLoRA's bitsandbytes layers ask; the other
   // methods' layers wrap the 4-bit linear as any linear and cast (LoHa, LoKr, FourierFT, VB-LoRA,
-  // ...), and DoRA's variant casts inside (peft/tuners/lora/variants.py).
+  // ...). DoRA goes through the same LoRA layer into its variant (peft/tuners/lora/variants.py,
+  // DoraLinearVariant), whose own saved tensors are not re-measured: left as they were.
   const FinetuneMethod method = c.training.finetune.method;
   const bool bnb_lora_layer =
       method == FinetuneMethod::kLora || method == FinetuneMethod::kLoraFa || method == FinetuneMethod::kAdaLora;
