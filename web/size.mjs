@@ -5,7 +5,7 @@
 //                sixteenth Dec 5 2026 session, when OLMo-1's, Arcee's, Nemotron's and Apertus's readers with the
 //                weightless LayerNorm, clip_qkv's clamps, squared ReLU, xIELU and the LayerNorm run in the autocast
 //                dtype (two model fields, a norm kernel and their words) and the Qwen-VL vision towers' counts
-//                for the importer's warning brought it to 355.0; 347 until the
+//                for the importer's warning brought it to 355.5; 347 until the
 //                fourteenth Dec 5 2026 session, when what PEFT's layers make for a moment (DoRA's weight
 //                norm, the pieces of the other methods' dense updates and their gradients, and under
 //                checkpointing what a layer would have saved: a high point inside a block's forward, in
@@ -68,7 +68,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 333 KiB gzipped (331 until the sixteenth Dec 5 2026 session, when
-//                the same OLMo-1, Arcee, Nemotron and Apertus readers and fields and the vision towers' counts brought it to 332.8; 330 until the fifteenth, when
+//                the same OLMo-1, Arcee, Nemotron and Apertus readers and fields and the vision towers' counts brought it to 332.7; 330 until the fifteenth, when
 //                the importer's vision-language wrappers (Qwen2-VL, Qwen2.5-VL and Qwen3-VL, InternVL's
 //                llm_config, DeepSeek-VL2's language_config) and DeepSpeed's one-GPU communicator brought
 //                it to 330.5; 326 until the fourteenth Dec 5 2026 session, when

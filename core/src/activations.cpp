@@ -177,13 +177,14 @@ Dims make_dims(const Config& c) {
   // (peft/tuners/lora/bnb.py, Linear4bit and Linear8bitLt forward: `requires_conversion = not
   // torch.is_autocast_enabled()`): under autocast a 16-bit input reaches the adapters as it is,
   // shared, and an fp32 one is cast by autocast for each (measured: families.py, QLoRA steps).
-  // Only LoRA's (and LoRA-FA's, a LoRA layer) and AdaLoRA's bitsandbytes layers ask; the other
-  // methods' layers wrap the 4-bit linear as any linear and cast (LoHa, LoKr, FourierFT, VB-LoRA,
-  // ...). DoRA goes through the same LoRA layer into its variant (peft/tuners/lora/variants.py,
+  // LoRA's (and LoRA-FA's, a LoRA layer), AdaLoRA's and HiRA's bitsandbytes layers ask (hira/bnb.py);
+  // the methods without one wrap the 4-bit linear as any linear and cast (LoHa, LoKr, FourierFT,
+  // VB-LoRA, ...), and PVeRA's and RandLoRA's cast whatever autocast does. IA3's and RoAd's ask too;
+  // their terms are left as they were (not re-measured). DoRA goes through the same LoRA layer into its variant (peft/tuners/lora/variants.py,
   // DoraLinearVariant), whose own saved tensors are not re-measured: left as they were.
   const FinetuneMethod method = c.training.finetune.method;
-  const bool bnb_lora_layer =
-      method == FinetuneMethod::kLora || method == FinetuneMethod::kLoraFa || method == FinetuneMethod::kAdaLora;
+  const bool bnb_lora_layer = method == FinetuneMethod::kLora || method == FinetuneMethod::kLoraFa ||
+                              method == FinetuneMethod::kAdaLora || method == FinetuneMethod::kHira;
   const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
   const bool no_peft_cast = bnb_base && r.autocast && bnb_lora_layer;
   const bool input_16bit = d.stream != kFp32Bytes || norm_output_16bit;  // what the projections read
@@ -228,12 +229,7 @@ Dims make_dims(const Config& c) {
   // (unsloth/kernels/fast_lora.py, LoRA_MLP / LoRA_QKV / LoRA_W): the same bytes, released by
   // backward like any saved tensor. A ctx attribute is not a saved tensor: backward leaves it, and
   // it lives as long as the graph does (activation_model: retained_bytes).
-  const Finetune& f = c.training.finetune;
-  const bool bnb_4bit = d.lora && f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes;
-  const bool unsloth = impl.framework == Framework::kUnsloth;
-  // ChatGLM's W8A16Linear (quantization.py) saves its input with save_for_backward, int8 or int4.
-  const bool chatglm = d.lora && f.base_bits < 16 && f.quant_method == QuantMethod::kChatglm;
-  d.quantized_base_saves_input = (bnb_4bit && (f.bnb_keeps_input || unsloth)) || chatglm;
+  d.quantized_base_saves_input = d.lora && quantized_base_keeps_input(c);
   d.quantized_inputs_retained = bnb_inputs_retained(c, impl.framework);
   d.experts_unquantized = experts_left_unquantized(c);
   return d;

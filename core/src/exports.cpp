@@ -538,6 +538,12 @@ Export megatron(const Config& c) {
     e.notes.push_back("Megatron-LM's GPT layer has two norms a block: this model's norms after the attention and "
                       "after the MLP (Gemma 2, GLM-4-0414) are not in it");
   }
+  if (c.model.hidden_act == HiddenAct::kXielu) {
+    e.notes.push_back("Megatron-LM has no xIELU activation: the MLP runs as GELU, whose saved tensors are fewer");
+  }
+  if (!c.model.norm_weight) {
+    e.notes.push_back("Megatron-LM's LayerNorm has a weight and a bias: OLMo-1's norms without them are not in it");
+  }
   e.notes.push_back("to fine-tune: --load <the converted checkpoint> --finetune");
   if (p.zero_stage >= 2 && p.pipeline > 1) {
     e.notes.push_back("Megatron-FSDP's guide names TP, CP and EP as compatible, not pipeline stages");

@@ -137,6 +137,15 @@ bool head_quantized(const Config& c) {
          implementation_profile(c.training.implementation.framework).bnb_quantizes_head;
 }
 
+bool quantized_base_keeps_input(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  const bool unsloth = c.training.implementation.framework == Framework::kUnsloth;
+  const bool bnb_4bit = f.base_bits == 4 && f.quant_method == QuantMethod::kBitsandbytes;
+  // ChatGLM's W8A16Linear (quantization.py) saves its input with save_for_backward, int8 or int4.
+  const bool chatglm = f.base_bits < 16 && f.quant_method == QuantMethod::kChatglm;
+  return is_peft(c) && ((bnb_4bit && (f.bnb_keeps_input || unsloth)) || chatglm);
+}
+
 QuantizedBase quantized_base(const Config& c) { return {experts_left_unquantized(c), head_quantized(c)}; }
 
 // Only the linear layers inside the blocks are quantised, and the head's weight where the quantiser

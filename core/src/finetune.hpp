@@ -130,6 +130,10 @@ TrainableCounts trainable_counts(const Config& config, const ParameterCount& par
 // Whether a bitsandbytes base quantises the output head as well as the blocks' linear layers
 // (ImplementationProfile::bnb_quantizes_head: LitGPT under Lightning's plugin).
 bool head_quantized(const Config& config);
+// The quantised base's linears keep their input for backward: bitsandbytes 4-bit before 0.43.2
+// (training.finetune.bnb_keeps_input) or under unsloth's fused LoRA functions, and ChatGLM's own
+// W8A16Linear (activations.cpp, Dims::quantized_base_saves_input).
+bool quantized_base_keeps_input(const Config& config);
 
 // Which modules of a quantised base the quantiser covers besides the blocks' linear layers.
 struct QuantizedBase {

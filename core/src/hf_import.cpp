@@ -1275,38 +1275,41 @@ const char* text_alias(const std::string& type) {
 // when a size is not a positive integer (the warning then gives no count).
 std::optional<std::int64_t> vision_parameter_count(const std::string& type, const Json& v) {
   bool ok = true;
-  const auto size = [&](std::initializer_list<const char*> keys, std::int64_t fallback) {
-    for (const char* key : keys) {
-      if (const Json* value = v.find(key)) {
-        const std::optional<std::int64_t> n = value->as_exact_integer();
-        if (!n || *n < 1 || *n > 1'000'000) ok = false;
-        return n && ok ? *n : std::int64_t{1};
-      }
-    }
-    return fallback;
+  // Sizes up to a million, multiplied in 128 bits (no product of them overflows): a total past a
+  // quadrillion is no count.
+  __extension__ typedef __int128 Wide;
+  const auto size = [&](const char* key, std::int64_t fallback) -> Wide {
+    const Json* value = v.find(key);
+    if (!value) return fallback;
+    const std::optional<std::int64_t> n = value->as_exact_integer();
+    if (!n || *n < 1 || *n > 1'000'000) ok = false;
+    return n && ok ? *n : 1;
   };
   const bool qwen3 = type == "qwen3_vl", qwen25 = type == "qwen2_5_vl";
-  const std::int64_t depth = size({"depth"}, qwen3 ? 27 : 32), in = size({"in_channels", "in_chans"}, 3);
-  const std::int64_t patch = size({"patch_size", "spatial_patch_size"}, qwen3 ? 16 : 14);
-  const std::int64_t frames = size({"temporal_patch_size"}, 2), merge = size({"spatial_merge_size"}, 2);
+  const Wide depth = size("depth", qwen3 ? 27 : 32), in = size("in_channels", 3);
+  const Wide patch = size("patch_size", qwen3 ? 16 : 14);
+  const Wide frames = size("temporal_patch_size", 2), merge = size("spatial_merge_size", 2);
   // Qwen2-VL: embed_dim wide, hidden_size the language model's; the others: hidden_size wide.
-  const std::int64_t e = type == "qwen2_vl" ? size({"embed_dim"}, 1280) : size({"hidden_size"}, qwen3 ? 1152 : 3584);
-  const std::int64_t out = type == "qwen2_vl" ? size({"hidden_size"}, 3584) : size({"out_hidden_size"}, 3584);
-  const std::int64_t ff = type == "qwen2_vl" ? e * size({"mlp_ratio"}, 4) : size({"intermediate_size"}, qwen3 ? 4304 : 3420);
-  const std::int64_t positions = qwen3 ? size({"num_position_embeddings"}, 2304) : 0;
-  std::int64_t deepstack = qwen3 ? 3 : 0;
+  const Wide e = type == "qwen2_vl" ? size("embed_dim", 1280) : size("hidden_size", qwen3 ? 1152 : 3584);
+  const Wide out = type == "qwen2_vl" ? size("hidden_size", 3584) : size("out_hidden_size", 3584);
+  const Wide ff = type == "qwen2_vl" ? e * size("mlp_ratio", 4) : size("intermediate_size", qwen3 ? 4304 : 3420);
+  const Wide positions = qwen3 ? size("num_position_embeddings", 2304) : 0;
+  Wide deepstack = qwen3 ? 3 : 0;
   if (const Json* list = v.find("deepstack_visual_indexes"); qwen3 && list) {
-    if (list->is_array()) deepstack = static_cast<std::int64_t>(list->items().size());
+    if (list->is_array() && list->items().size() <= 100) deepstack = static_cast<std::int64_t>(list->items().size());
     else ok = false;
   }
   if (!ok) return std::nullopt;
-  const std::int64_t norm = qwen25 ? e : 2 * e;  // RMSNorm (Qwen2.5-VL) or LayerNorm with a bias
-  const std::int64_t mlp = qwen25 ? 2 * (e * ff + ff) + ff * e + e : e * ff + ff + ff * e + e;
-  const std::int64_t block = 2 * norm + 3 * e * e + 3 * e + e * e + e + mlp;
-  const std::int64_t wide = e * merge * merge;
-  const std::int64_t merger_linears = wide * wide + wide + wide * out + out;
-  const std::int64_t patch_embed = in * frames * patch * patch * e + (qwen3 ? e : 0);
-  return patch_embed + positions * e + depth * block + norm + merger_linears + deepstack * (2 * wide + merger_linears);
+  const Wide norm = qwen25 ? e : e * 2;  // RMSNorm (Qwen2.5-VL) or LayerNorm with a bias
+  const Wide mlp = qwen25 ? (e * ff + ff) * 2 + ff * e + e : e * ff + ff + ff * e + e;
+  const Wide block = norm * 2 + e * e * 3 + e * 3 + e * e + e + mlp;
+  const Wide wide = e * merge * merge;
+  const Wide merger_linears = wide * wide + wide + wide * out + out;
+  const Wide patch_embed = in * frames * patch * patch * e + (qwen3 ? e : 0);
+  const Wide total =
+      patch_embed + positions * e + depth * block + norm + merger_linears + deepstack * (wide * 2 + merger_linears);
+  if (total > 1'000'000'000'000'000) return std::nullopt;
+  return static_cast<std::int64_t>(total);
 }
 
 }  // namespace

@@ -1208,7 +1208,8 @@ void adapter_terms(const Config& c, Count batch, Count tokens, Bytes act, Bytes 
   const LayerShare share = layer_share(c, tokens, batch, act, input_copy, stream);
   Bytes saved{0}, inputs{0};
   std::vector<int> seen;
-  const bool base_keeps_input = f.base_bits == 4;  // activations.cpp counts a 4-bit base's input already
+  // activations.cpp counts the input a quantised base keeps already (old bitsandbytes, ChatGLM's).
+  const bool base_keeps_input = quantized_base_keeps_input(c);
   for (const AdaptedLinear& a : adapted_linears(count_parameters(c.model), f.lora_targets, adapter_layout(c))) {
     // Stacked experts' adapters fold into the weight; activations.cpp counts what that keeps.
     if (a.stack > Count(1)) continue;

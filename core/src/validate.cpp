@@ -82,6 +82,10 @@ void check_mlp(const ModelSpec& m, Checks& out) {
   if (m.hidden_act == HiddenAct::kClampedSwiglu && m.mlp != MlpKind::kGated) {
     out.add("model.hidden_act", "clamped_swiglu needs a gated MLP (model.mlp gated): it reads a gate and an up projection");
   }
+  // Apertus's xIELU is an up / down MLP's, its learned scalars one pair a layer.
+  if (m.hidden_act == HiddenAct::kXielu && (m.mlp != MlpKind::kPlain || m.num_experts > 0)) {
+    out.add("model.hidden_act", "xielu (Apertus) needs a plain MLP (model.mlp plain) and no experts (model.num_experts 0)");
+  }
   if (m.attention_sinks && m.attention_type != AttentionType::kStandard) {
     out.add("model.attention_sinks", "needs model.attention_type standard");
   }

@@ -48,6 +48,10 @@ TEST(Config, WeightlessNormsAreOlmosLayerNorm) {
                   R"("finetune":{"method":"ln_tuning"})")
                 .find("training.finetune.method ln_tuning trains the norms' weights"),
             std::string::npos);
+  // xIELU is Apertus's up / down MLP's.
+  EXPECT_NE(issue(R"("hidden_act":"xielu")", R"("seq_len":512)").find("model.hidden_act xielu (Apertus) needs a plain MLP"),
+            std::string::npos);
+  EXPECT_EQ(issue(R"("hidden_act":"xielu","mlp":"plain")", R"("seq_len":512)"), "");
   // OLMo's clamps are on a decoder's standard attention.
   EXPECT_EQ(issue(R"("clip_qkv":true)", R"("seq_len":512)"), "");
   EXPECT_NE(issue(R"("clip_qkv":true,"attention_type":"mla","kv_lora_rank":512,"qk_rope_head_dim":64,)"

@@ -188,6 +188,10 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
            R"("deepstack_visual_indexes":[5,11,17]}})",
        "406,957,056 parameters"},
       {R"({"model_type":"qwen2_5_vl",)" + small_text + R"(,"vision_config":{"hidden_size":"wide"}})", "(vision_config)"},
+      // Sizes whose products overflow 64 bits are no count either.
+      {R"({"model_type":"qwen2_5_vl",)" + small_text +
+           R"(,"vision_config":{"hidden_size":1000000,"spatial_merge_size":1000000,"out_hidden_size":1000000}})",
+       "(vision_config)"},
   };
   for (const auto& [file, words] : sized) {
     const HfImport vl = import_hf_config_text(file);

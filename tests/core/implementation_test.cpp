@@ -887,6 +887,15 @@ TEST(Implementation, PeftBitsandbytesAdaptersShareTheirInputUnderAutocast) {
   EXPECT_EQ(qkv_input(R"("method":"lora","base_bits":4)", "bf16"), qkv_input(R"("method":"lora","base_bits":16)", "bf16"));
   EXPECT_EQ(qkv_input(R"("method":"lora","base_bits":4,"quant_method":"gptq")"), qkv_input(R"("method":"lora","base_bits":16)"));
   EXPECT_EQ(qkv_input(R"("method":"loha","base_bits":4)"), qkv_input(R"("method":"loha","base_bits":16)"));
+  // HiRA's bitsandbytes layer asks too: its adapters keep the one 16-bit input (peft.cpp), where
+  // over a 16-bit base each keeps its own cast.
+  const auto hira_inputs = [](int bits) {
+    return term(run(std::string(R"({"model":{"preset":"llama-2-7b"},"training":{"precision":"bf16_mixed","seq_len":1024,)") +
+                    R"("finetune":{"method":"hira","lora_targets":["q","v"],"base_bits":)" + std::to_string(bits) + "}}}"),
+                "peft.adapter_inputs");
+  };
+  EXPECT_EQ(hira_inputs(4), td * 2);
+  EXPECT_EQ(hira_inputs(16), 2 * td * 2);
 }
 
 // Nemotron's LayerNorm1P (norm_kernel compute) normalises a 16-bit cast of its input under
