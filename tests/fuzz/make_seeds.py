@@ -3,7 +3,8 @@
 
 Each family's seed is the first fixture in tests/fixtures/hf/ with that model_type. A family
 without a fixture (qwen3, deepseek_v2) gets the fixture of the family sharing the longest prefix
-with it (qwen3_moe, deepseek_v3), renamed. The family list is the importer's own, read from the
+with it (qwen3_moe, deepseek_v3), renamed; the families checked on another family's file in
+tools/frameworks/families.py take that file, as families.py does (SHAPES). The family list is the importer's own, read from the
 command line's message for an unknown model_type. Fails when a family is left without a seed.
 
 usage: make_seeds.py --memfit build/cli/memfit OUT_DIR
@@ -17,6 +18,12 @@ import tempfile
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "hf"
+# Families without a file of their own: the family whose file they are read on, and the keys set.
+SHAPES = {
+    "arcee": ("llama", {"hidden_act": "relu2"}),
+    "nemotron": ("llama", {"hidden_act": "relu2"}),
+    "apertus": ("llama", {"hidden_act": "xielu"}),
+}
 
 
 def supported_families(memfit):
@@ -46,6 +53,9 @@ def main():
     for family in supported_families(args.memfit):
         if family in by_family:
             config = by_family[family]
+        elif family in SHAPES and SHAPES[family][0] in by_family:
+            donor, keys = SHAPES[family]
+            config = dict(by_family[donor], model_type=family, **keys)
         else:
             donors = [f for f in by_family if isinstance(f, str)]
             donor = max(donors, key=lambda f: len(os.path.commonprefix([f, family])))
