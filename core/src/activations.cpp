@@ -179,9 +179,9 @@ Dims make_dims(const Config& c) {
   // shared, and an fp32 one is cast by autocast for each (measured: families.py, QLoRA steps).
   // LoRA's (and LoRA-FA's, a LoRA layer), AdaLoRA's and HiRA's bitsandbytes layers ask (hira/bnb.py);
   // the methods without one wrap the 4-bit linear as any linear and cast (LoHa, LoKr, FourierFT,
-  // VB-LoRA, ...), and PVeRA's and RandLoRA's cast whatever autocast does. IA3's and RoAd's ask too;
-  // their terms are left as they were (not re-measured). DoRA goes through the same LoRA layer into its variant (peft/tuners/lora/variants.py,
-  // DoraLinearVariant), whose own saved tensors are not re-measured: left as they were.
+  // VB-LoRA, ...), and PVeRA's and RandLoRA's cast whatever autocast does. IA3's and RoAd's ask too,
+  // and DoRA's LoRA layer hands the same uncast input to its variant (peft/tuners/lora/variants.py,
+  // DoraLinearVariant): their terms are left as they were (not re-measured).
   const FinetuneMethod method = c.training.finetune.method;
   const bool bnb_lora_layer = method == FinetuneMethod::kLora || method == FinetuneMethod::kLoraFa ||
                               method == FinetuneMethod::kAdaLora || method == FinetuneMethod::kHira;
