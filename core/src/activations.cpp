@@ -229,7 +229,7 @@ Dims make_dims(const Config& c) {
   // (unsloth/kernels/fast_lora.py, LoRA_MLP / LoRA_QKV / LoRA_W): the same bytes, released by
   // backward like any saved tensor. A ctx attribute is not a saved tensor: backward leaves it, and
   // it lives as long as the graph does (activation_model: retained_bytes).
-  d.quantized_base_saves_input = d.lora && quantized_base_keeps_input(c);
+  d.quantized_base_saves_input = quantized_base_keeps_input(c);
   d.quantized_inputs_retained = bnb_inputs_retained(c, impl.framework);
   d.experts_unquantized = experts_left_unquantized(c);
   return d;

@@ -348,7 +348,7 @@ Bytes mlp_inner_bytes(const ModelSpec& m, const Run& r, Count tokens, Count ff) 
     case HiddenAct::kGelu:
     case HiddenAct::kGeluPytorchTanh:
     case HiddenAct::kSilu:
-    case HiddenAct::kClampedSwiglu:  // no encoder-decoder uses these; validate() refuses them there
+    case HiddenAct::kClampedSwiglu:  // no encoder uses these; validate() refuses them there
     case HiddenAct::kXielu:
       saved += n * r.act;
       break;

@@ -208,7 +208,6 @@ bool hidden_act_from_name(const std::string& name, HiddenAct& act) {
   else if (name == "gelu_new") act = HiddenAct::kGeluNew;
   else if (name == "relu") act = HiddenAct::kRelu;
   else if (name == "relu2") act = HiddenAct::kRelu2;
-  else if (name == "xielu") act = HiddenAct::kXielu;
   else if (name == "silu" || name == "swish") act = HiddenAct::kSilu;
   else return false;
   return true;
@@ -218,7 +217,7 @@ void read_hidden_act(Reader& r, const char* key, const char* fallback, ModelSpec
   const std::string name = r.text(key, fallback);
   if (!hidden_act_from_name(name, m.hidden_act)) {
     out.errors.push_back({key, describe(Json::string(name)) + " is not supported; supported: gelu, gelu_new, "
-                                                              "gelu_pytorch_tanh, relu, silu"});
+                                                              "gelu_pytorch_tanh, relu, relu2, silu"});
   }
 }
 
@@ -1217,14 +1216,11 @@ void read_class_hidden_act(const std::string& type, const Json& json, ModelSpec&
     const Json* v = json.find(key);
     if (!v || !v->is_string()) continue;
     const std::string& name = v->as_string();
-    if (name == "silu" || name == "swish") m.hidden_act = HiddenAct::kSilu;
-    else if (name == "gelu") m.hidden_act = HiddenAct::kGelu;
-    else if (name == "gelu_new") m.hidden_act = HiddenAct::kGeluNew;
-    else if (name == "gelu_pytorch_tanh") m.hidden_act = HiddenAct::kGeluPytorchTanh;
-    else if (name == "relu") m.hidden_act = HiddenAct::kRelu;
-    else if (name == "relu2") m.hidden_act = HiddenAct::kRelu2;
-    else if (name == "xielu") m.hidden_act = HiddenAct::kXielu;
-    else if (name.size() <= 40) out.warnings.push_back({key, "\"" + name + "\" is read as the class's default activation"});
+    // xIELU is a decoder's only (Apertus): the encoders' readers do not take it.
+    if (name == "xielu") m.hidden_act = HiddenAct::kXielu;
+    else if (!hidden_act_from_name(name, m.hidden_act) && name.size() <= 40) {
+      out.warnings.push_back({key, "\"" + name + "\" is read as the class's default activation"});
+    }
     return;
   }
 }

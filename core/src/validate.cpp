@@ -82,9 +82,11 @@ void check_mlp(const ModelSpec& m, Checks& out) {
   if (m.hidden_act == HiddenAct::kClampedSwiglu && m.mlp != MlpKind::kGated) {
     out.add("model.hidden_act", "clamped_swiglu needs a gated MLP (model.mlp gated): it reads a gate and an up projection");
   }
-  // Apertus's xIELU is an up / down MLP's, its learned scalars one pair a layer.
-  if (m.hidden_act == HiddenAct::kXielu && (m.mlp != MlpKind::kPlain || m.num_experts > 0)) {
-    out.add("model.hidden_act", "xielu (Apertus) needs a plain MLP (model.mlp plain) and no experts (model.num_experts 0)");
+  // Apertus's xIELU is a decoder's up / down MLP's, its learned scalars one pair a layer.
+  if (m.hidden_act == HiddenAct::kXielu &&
+      (m.mlp != MlpKind::kPlain || m.num_experts > 0 || uses_encoder_activation_model(m))) {
+    out.add("model.hidden_act", "xielu (Apertus) needs a plain MLP (model.mlp plain) in a decoder without experts "
+                                "(model.num_experts 0)");
   }
   if (m.attention_sinks && m.attention_type != AttentionType::kStandard) {
     out.add("model.attention_sinks", "needs model.attention_type standard");
@@ -94,7 +96,7 @@ void check_mlp(const ModelSpec& m, Checks& out) {
     out.add("model.norm_weight", "false is OLMo-1's LayerNorm without weight or bias: it needs model.norm layernorm, "
                                  "model.norm_bias false, model.qk_norm none and model.normalize_before true");
   }
-  // OLMo's and OLMoE's clamps are on a decoder's standard attention.
+  // OLMo's clamps are on a decoder's standard attention.
   if (m.clip_qkv && (m.attention_type != AttentionType::kStandard || !m.normalize_before)) {
     out.add("model.clip_qkv", "needs model.attention_type standard and model.normalize_before true (OLMo's decoder "
                               "attention clamps q, k and v)");
@@ -129,9 +131,8 @@ void check_encoder_decoder(const Config& c, Checks& out) {
     out.add("model.attention_type", "mla is not supported for an encoder-decoder (model.is_encoder_decoder)");
   }
   if (m.num_experts > 0) out.add("model.num_experts", "must be 0 for an encoder-decoder (model.is_encoder_decoder)");
-  if (m.hidden_act == HiddenAct::kClampedSwiglu || m.hidden_act == HiddenAct::kXielu) {
-    out.add("model.hidden_act", std::string(m.hidden_act == HiddenAct::kXielu ? "xielu (Apertus)" : "clamped_swiglu (gpt-oss)") +
-                                    " is not supported for an encoder-decoder (model.is_encoder_decoder)");
+  if (m.hidden_act == HiddenAct::kClampedSwiglu) {
+    out.add("model.hidden_act", "clamped_swiglu (gpt-oss) is not supported for an encoder-decoder (model.is_encoder_decoder)");
   }
   if (m.attention_sinks) out.add("model.attention_sinks", "is not supported for an encoder-decoder (model.is_encoder_decoder)");
   if (!m.norm_weight) out.add("model.norm_weight", "must be true for an encoder-decoder (model.is_encoder_decoder)");

@@ -52,6 +52,10 @@ TEST(Config, WeightlessNormsAreOlmosLayerNorm) {
   EXPECT_NE(issue(R"("hidden_act":"xielu")", R"("seq_len":512)").find("model.hidden_act xielu (Apertus) needs a plain MLP"),
             std::string::npos);
   EXPECT_EQ(issue(R"("hidden_act":"xielu","mlp":"plain")", R"("seq_len":512)"), "");
+  const std::vector<Issue> bert = validate(
+      parse_config_text(R"({"model":{"preset":"bert-base-uncased","hidden_act":"xielu"}})").config);
+  ASSERT_FALSE(bert.empty());
+  EXPECT_NE(bert[0].message.find("in a decoder"), std::string::npos) << bert[0].message;
   // OLMo's clamps are on a decoder's standard attention.
   EXPECT_EQ(issue(R"("clip_qkv":true)", R"("seq_len":512)"), "");
   EXPECT_NE(issue(R"("clip_qkv":true,"attention_type":"mla","kv_lora_rank":512,"qk_rope_head_dim":64,)"
