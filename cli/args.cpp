@@ -69,7 +69,6 @@ class Parser {
   ParsedArgs run() {
     for (i_ = 0; i_ < args_.size() && out_.errors.empty(); ++i_) one(args_[i_]);
     if (out_.errors.empty()) keep_default_preset();
-    if (out_.errors.empty()) drop_class_knobs_off_class_frameworks();
     return std::move(out_);
   }
 
@@ -165,15 +164,6 @@ class Parser {
     set_path(config, "model", *imported.find("model"));
     set_path(config, "model.preset", Json::string(""));
     model_described_ = true;
-    // The model's transformers class's knobs, unless already given; they describe transformers'
-    // code, so they are dropped again when the run's framework turns out not to be hf.
-    for (const auto& [key, value] : imported.find("training")->members()) {
-      const Json* training = config.find("training");
-      if (!training || !training->find(key)) {
-        set_path(config, "training." + key, value);
-        class_knobs_.push_back(key);
-      }
-    }
     for (const Json& w : imported.find("warnings")->items()) out_.request.notes.push_back("note: " + import_issue(path, w));
   }
 
@@ -203,24 +193,8 @@ class Parser {
     set_path(out_.request.config, "model.preset", Json::string(default_config().model.preset));
   }
 
-  // The class knobs an imported config.json set, kept only under a framework that runs the
-  // transformers class (hf, the default, and trl): another framework runs its own code, as a
-  // preset's class knobs apply there only (runs_transformers_class).
-  void drop_class_knobs_off_class_frameworks() {
-    Json& config = out_.request.config;
-    const Json* training = config.find("training");
-    const Json* framework = training ? training->find("framework") : nullptr;
-    if (!training || !framework || !framework->is_string() || runs_transformers_class(framework->as_string())) return;
-    Json kept = Json::object();
-    for (const auto& [key, value] : training->members()) {
-      if (std::find(class_knobs_.begin(), class_knobs_.end(), key) == class_knobs_.end()) kept.set(key, value);
-    }
-    config.set("training", std::move(kept));
-  }
-
   const std::vector<std::string>& args_;
   const Reader& read_;
-  std::vector<std::string> class_knobs_;
   std::size_t i_ = 0;
   ParsedArgs out_;
   bool model_fields_ = false;     // a flag set a model.* field

@@ -662,7 +662,9 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   // Squared ReLU (transformers' ReLUSquaredActivation: square(relu(x))): relu keeps its output, and
   // square, which is pow(x, 2) and on autocast's fp32 list, keeps its input: the same tensor, or
   // under autocast an fp32 copy of it beside it. The down projection's input is square's output.
-  if (m.hidden_act == HiddenAct::kRelu2) {
+  // A fused kernel (Liger's LigerReLUSquaredFunction, ops/relu_squared.py) saves its input alone:
+  // the last line.
+  if (m.hidden_act == HiddenAct::kRelu2 && eager) {
     const Bytes promoted = d.autocast && act != kFp32Bytes ? kFp32Bytes : Bytes{0};
     return elements * (act + promoted);
   }

@@ -56,21 +56,6 @@ Json import_hf_json(std::string_view text) {
   j.set("errors", Json::array());
   j.set("warnings", issues_to_json(imported.warnings));
   j.set("model", model_to_json(imported.model));
-  // The knobs of the model's transformers class that differ from the hf profile, for the caller
-  // to apply to its configuration's training section unless the user set them.
-  Config reference;
-  reference.training.implementation = imported.reference;
-  const Json reference_json = config_to_json(reference);
-  Json training = Json::object();
-  for (const char* key : kImplementationKeys) {
-    const Json* value = reference_json.find("training")->find(key);
-    if (value->as_string() != "auto" && std::string_view(key) != "framework") training.set(key, *value);
-  }
-  j.set("training", std::move(training));
-  // The frameworks those knobs apply under (the ones that run the transformers class).
-  Json frameworks = Json::array();
-  for (const std::string& name : transformers_class_frameworks()) frameworks.push(Json::string(name));
-  j.set("training_frameworks", std::move(frameworks));
   j.set("parameter_count", Json::integer(count.total_count.value()));
   j.set("parameters_by_component", parameters_by_component_json(count));
   return j;

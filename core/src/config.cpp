@@ -290,9 +290,6 @@ ConfigParse parse_config(const Json& json) {
   detail::apply_fields(json, out.config, out.errors);
   // Any common spelling of a card ("A100 80GB PCIe", "rtx4090") is read as its id.
   if (const Gpu* gpu = find_gpu(out.config.hardware.gpu)) out.config.hardware.gpu = gpu->id;
-  if (preset && preset->is_string()) {
-    apply_class_reference(preset_reference(preset->as_string()), out.config.training.implementation);
-  }
   // LitGPT computes soft-capped scores itself, not through SDPA (litgpt/model.py
   // scaled_dot_product_attention: "with softcapping we cannot use SDPA").
   if (out.config.training.implementation.framework == Framework::kLitgpt && out.config.model.attention_softcap &&

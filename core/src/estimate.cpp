@@ -282,6 +282,11 @@ Estimate estimate(const Config& requested) {
                       "the embedding into lm_head.weight): both are counted.");
   }
   e.implementation = resolve_implementation(c);
+  if (c.training.implementation.framework == Framework::kLiger && !liger_patches(c.model.model_type).known) {
+    e.notes.push_back("Liger-Kernel has no patches for model_type \"" + c.model.model_type +
+                      "\" (not in its MODEL_TYPE_TO_APPLY_LIGER_FN): the run is transformers' own code, counted as "
+                      "under hf.");
+  }
   if (falcon_left_unquantized(requested)) {
     e.notes.push_back("transformers 5 quantises only modules whose type is exactly nn.Linear: Falcon's FalconLinear "
                       "layers stay 16-bit under bitsandbytes, so the base is not quantised" +

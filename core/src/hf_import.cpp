@@ -561,7 +561,6 @@ void read_nemotron_family(const std::string& /*type*/, Reader& r, ModelSpec& m, 
   m.mlp = MlpKind::kPlain;
   m.norm = NormKind::kLayerNorm;
   m.norm_bias = true;
-  out.reference.norm_kernel = NormKernel::kCompute;
   read_partial_rotary(r, m, out);
 }
 
@@ -898,8 +897,6 @@ void read_llama4_text_family(const std::string& /*type*/, Reader& r, ModelSpec& 
     m.qk_norm = QkNorm::kL2;
     m.qk_norm_layers = rope_layers;
   }
-  // Every expert runs on every token (Llama4TextMoe.forward).
-  out.reference.moe_dispatch = MoeDispatch::kDense;
 }
 
 // Qwen3.5 (Qwen3_5TextModel / Qwen3_5MoeTextModel, modeling_qwen3_5.py, modeling_qwen3_5_moe.py):
@@ -1090,8 +1087,6 @@ void read_cohere_family(const std::string& type, Reader& r, ModelSpec& m, HfImpo
   read_llama_like(r, m, true);
   m.norm = NormKind::kLayerNorm;
   m.norm_bias = false;
-  // The LayerNorm is Python arithmetic in fp32 (CohereLayerNorm, Cohere2LayerNorm).
-  out.reference.norm_kernel = NormKernel::kPythonLayerNorm;
   m.block = BlockLayout::kParallel;
   m.norms_per_block = 1;
   if (r.boolean("use_qk_norm", false)) {
@@ -1310,6 +1305,62 @@ std::optional<std::int64_t> vision_parameter_count(const std::string& type, cons
 
 }  // namespace
 
+// What transformers' class for a model_type does where it differs from the hf profile. Every entry
+// depends on the class alone, so a model typed in with that model_type, a preset and an imported
+// config.json get the same code.
+Implementation class_reference(std::string_view t) {
+  Implementation r;  // every knob kAuto: the profile's
+  // GPT-2's, OPT's and BERT's eager attention runs the softmax in the compute dtype with no mask
+  // tensor passed to each layer (modeling_gpt2.py eager_attention_forward: softmax(attn_weights,
+  // dim=-1) then .type(value.dtype)). So does the seeds' SimpleTransformer (the seed_gpt presets).
+  if (t == "gpt2" || t == "opt" || t == "bert" || t == "seed_gpt") {
+    r.softmax_dtype = SoftmaxDtype::kCompute;
+    r.attention_mask = AttentionMask::kImplicit;
+  }
+  // BERT's heads (BertForTokenClassification, BertForSequenceClassification, BertForMaskedLM) give
+  // their logits to CrossEntropyLoss as they are, as RoBERTa's do (below): no fp32 upcast.
+  if (t == "bert") r.logits_dtype = LogitsDtype::kCompute;
+  // The encoder-decoder and encoder families (modeling_t5.py, modeling_bart.py, modeling_roberta.py,
+  // modeling_deberta_v2.py) run eager softmax in the compute dtype and give the logits to
+  // CrossEntropyLoss as they are (no fp32 upcast).
+  if (t == "t5" || t == "mt5" || t == "bart" || t == "roberta" || t == "xlm-roberta" || t == "deberta-v2") {
+    r.softmax_dtype = SoftmaxDtype::kCompute;
+    r.logits_dtype = LogitsDtype::kCompute;
+  }
+  // Classes that project q, k and v with one matmul (GPT-2's c_attn, GPT-NeoX's and Falcon's
+  // query_key_value, Phi-3's qkv_proj and gate_up_proj).
+  if (hf_qkv_modules(std::string(t)) == QkvModules::kFused) r.projections = Projections::kFused;
+  // GLM-4's gated MLP is one gate_up_proj; its q, k and v are separate (modeling_glm.py GlmMLP).
+  if (t == "glm" || t == "glm4") r.projections = Projections::kGateUpFused;
+  // GPTBigCode keeps use_cache on in training: unlike Llama's, its model class does not turn the
+  // cache off under gradient checkpointing (transformers 4.48 modeling_gpt_bigcode.py,
+  // GPTBigCodeModel.forward: `presents.append(outputs[1])` with use_cache from the config, whose
+  // default is true, no `use_cache = False` beside `self.gradient_checkpointing and self.training`),
+  // and no trainer turns it off: every block's `present` is returned with the outputs.
+  if (t == "gpt_bigcode") r.use_cache = Switch::kYes;
+  // Gemma's RMSNorm keeps its normalised x in fp32 (modeling_gemma*.py GemmaRMSNorm: the output is
+  // x.float() normalised times (1 + weight.float()), cast back after): every norm saves the fp32
+  // input, the rstd and the fp32 normalised x (measured: tools/frameworks/families.py, gemma3_text).
+  // OLMo-2's and OLMo-3's multiply by the weight before the cast back (modeling_olmo2.py
+  // Olmo2RMSNorm, modeling_olmo3.py).
+  // Qwen3.5's zero-centred RMSNorm does the same with (1 + weight) (modeling_qwen3_5.py Qwen3_5RMSNorm).
+  if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3" || t == "qwen3_5_text" ||
+      t == "qwen3_5_moe_text" || t == "qwen3_next") {
+    r.norm_kernel = NormKernel::kEagerFp32;
+  }
+  // Nemotron's LayerNorm1P runs in the autocast dtype (modeling_nemotron.py NemotronLayerNorm1P).
+  if (t == "nemotron") r.norm_kernel = NormKernel::kCompute;
+  // Cohere's LayerNorm is Python arithmetic in fp32 (CohereLayerNorm, Cohere2LayerNorm).
+  if (t == "cohere" || t == "cohere2") r.norm_kernel = NormKernel::kPythonLayerNorm;
+  // Classes without an SDPA path run eager attention when transformers picks the default (BLOOM;
+  // Gemma 2, whose soft-capping SDPA cannot do: modeling_gemma2.py _supports_sdpa = False).
+  // gpt-oss's sinks have no SDPA path either (modeling_gpt_oss.py _supports_sdpa = False).
+  if (t == "bloom" || t == "gemma2" || t == "gpt_oss") r.attention = AttentionImpl::kEager;
+  // Llama 4's MoE runs every expert on every token (Llama4TextMoe.forward).
+  if (t == "llama4_text") r.moe_dispatch = MoeDispatch::kDense;
+  return r;
+}
+
 HfImport import_hf_config(const Json& json) {
   HfImport out;
   if (!json.is_object()) {
@@ -1428,59 +1479,21 @@ HfImport import_hf_config(const Json& json) {
   m.model_type = t;
   family->read(t, reader, m, out);
   if (!out.errors.empty()) return out;
-  // transformers' GPT-2, OPT and BERT classes drop out on the embeddings and both residual
-  // branches (resid_pdrop / hidden_dropout_prob), and their eager attention runs the softmax in
-  // the compute dtype with no mask tensor passed to each layer (modeling_gpt2.py
-  // eager_attention_forward: softmax(attn_weights, dim=-1) then .type(value.dtype)).
-  if (t == "gpt2" || t == "opt" || t == "bert") {
+  // The classes that drop out on the embeddings and both residual branches (GPT-2's resid_pdrop,
+  // OPT's and BERT's hidden_dropout_prob, the encoder-decoder and encoder families', GPTBigCode's,
+  // GPT-J's and BLOOM's through dropout_add). Seed-OSS drops out on both residual branches
+  // (modeling_seed_oss.py SeedOssMLP and SeedOssAttention) but not on the embeddings, whose mask
+  // memfit counts with them: one tokens x hidden byte mask too many, against two a layer.
+  if (t == "gpt2" || t == "opt" || t == "bert" || m.is_encoder_decoder || t == "roberta" || t == "xlm-roberta" ||
+      t == "deberta-v2" || t == "gpt_bigcode" || t == "gptj" || t == "bloom" || t == "seed_oss") {
     m.residual_dropout = true;
-    out.reference.softmax_dtype = SoftmaxDtype::kCompute;
-    out.reference.attention_mask = AttentionMask::kImplicit;
   }
-  // BERT's heads (BertForTokenClassification, BertForSequenceClassification, BertForMaskedLM) give
-  // their logits to CrossEntropyLoss as they are, as RoBERTa's do (below): no fp32 upcast.
-  if (t == "bert") out.reference.logits_dtype = LogitsDtype::kCompute;
-  // The encoder-decoder and encoder families (modeling_t5.py, modeling_bart.py, modeling_roberta.py,
-  // modeling_deberta_v2.py) drop out on the embeddings and residual branches, run eager softmax in
-  // the compute dtype, and give the logits to CrossEntropyLoss as they are (no fp32 upcast).
-  if (m.is_encoder_decoder || t == "roberta" || t == "xlm-roberta" || t == "deberta-v2") {
-    m.residual_dropout = true;
-    out.reference.softmax_dtype = SoftmaxDtype::kCompute;
-    out.reference.logits_dtype = LogitsDtype::kCompute;
+  out.reference = class_reference(t);
+  // GPTBigCode keeps the cache in training (class_reference); its file can turn it off.
+  if (t == "gpt_bigcode" && !reader.boolean("use_cache", true)) {
+    out.warnings.push_back({"use_cache", "is false: GPTBigCode then keeps no cache in training, but memfit reads the "
+                                         "model, not this setting: set training.use_cache to no"});
   }
-  // Classes that project q, k and v with one matmul (GPT-2's c_attn, GPT-NeoX's and Falcon's
-  // query_key_value, Phi-3's qkv_proj and gate_up_proj).
-  if (hf_qkv_modules(t) == QkvModules::kFused) out.reference.projections = Projections::kFused;
-  // GLM-4's gated MLP is one gate_up_proj; its q, k and v are separate (modeling_glm.py GlmMLP).
-  if (t == "glm" || t == "glm4") out.reference.projections = Projections::kGateUpFused;
-  // GPTBigCode, GPT-J and BLOOM drop out on both residual branches (resid_pdrop, hidden_dropout
-  // through dropout_add) as GPT-2 does; their eager attention upcasts the scores to fp32 before the
-  // softmax (attention_softmax_in_fp32, GPT-J's _attn, BLOOM's softmax(dtype=float32)), the default.
-  if (t == "gpt_bigcode" || t == "gptj" || t == "bloom") m.residual_dropout = true;
-  // GPTBigCode keeps use_cache on in training: unlike Llama's, its model class does not turn the
-  // cache off under gradient checkpointing (transformers 4.48 modeling_gpt_bigcode.py,
-  // GPTBigCodeModel.forward: `presents.append(outputs[1])` with use_cache from the config, no
-  // `use_cache = False` beside `self.gradient_checkpointing and self.training`), and no trainer
-  // turns it off: every block's `present` is returned with the outputs.
-  if (t == "gpt_bigcode" && reader.boolean("use_cache", true)) out.reference.use_cache = Switch::kYes;
-  // Seed-OSS drops out on both residual branches (residual_dropout, modeling_seed_oss.py
-  // SeedOssMLP and SeedOssAttention) but not on the embeddings, whose mask memfit counts with them:
-  // one tokens x hidden byte mask too many, against two a layer.
-  if (t == "seed_oss") m.residual_dropout = true;
-  // Gemma's RMSNorm keeps its normalised x in fp32 (modeling_gemma*.py GemmaRMSNorm: the output is
-  // x.float() normalised times (1 + weight.float()), cast back after): every norm saves the fp32
-  // input, the rstd and the fp32 normalised x (measured: tools/frameworks/families.py, gemma3_text).
-  // OLMo-2's and OLMo-3's multiply by the weight before the cast back (modeling_olmo2.py
-  // Olmo2RMSNorm, modeling_olmo3.py).
-  // Qwen3.5's zero-centred RMSNorm does the same with (1 + weight) (modeling_qwen3_5.py Qwen3_5RMSNorm).
-  if (t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3" || t == "qwen3_5_text" ||
-      t == "qwen3_5_moe_text" || t == "qwen3_next") {
-    out.reference.norm_kernel = NormKernel::kEagerFp32;
-  }
-  // Classes without an SDPA path run eager attention when transformers picks the default (BLOOM;
-  // Gemma 2, whose soft-capping SDPA cannot do: modeling_gemma2.py _supports_sdpa = False).
-  // gpt-oss's sinks have no SDPA path either (modeling_gpt_oss.py _supports_sdpa = False).
-  if (t == "bloom" || t == "gemma2" || t == "gpt_oss") out.reference.attention = AttentionImpl::kEager;
   if (m.hidden_act == HiddenAct::kAuto) read_class_hidden_act(t, json, m, out);
   // The file's dropout is a training setting in memfit (training.dropout, 0 unless set): say so
   // when the file drops out, since model.train() applies it and keeps its masks.

@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "field_table.hpp"
+#include "memfit/hf_import.hpp"
 
 namespace memfit {
 
@@ -208,7 +209,7 @@ Config config_as_run(const Config& c) {
   // LitGPT's fused qkv (qkv_fused) adapts q, k and v one by one; GLM-4's gate_up_proj
   // (gate_up_fused) is one module beside separate q, k and v.
   Finetune& f = run.training.finetune;
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   const bool fused = impl.projections == Projections::kFused;
   if (f.method != FinetuneMethod::kFull && fuses_gate_up(impl.projections)) {
     constexpr unsigned kQkv = kLoraQ | kLoraK | kLoraV;
@@ -354,28 +355,50 @@ bool projects_qkv_separately(Projections p) { return p == Projections::kSeparate
 
 bool fuses_gate_up(Projections p) { return p == Projections::kFused || p == Projections::kGateUpFused; }
 
+LigerPatches liger_patches(std::string_view t) {
+  // A model described without a model_type is taken as Llama's layout, which Liger patches whole.
+  if (t.empty()) return {true, true, true, LossKernel::kFusedLinearCe};
+  // apply_liger_kernel_to_nemotron: ReLU² and the fused loss; LayerNorm1P and its partial rotary
+  // are left to transformers.
+  if (t == "nemotron") return {true, false, true, LossKernel::kFusedLinearCe};
+  // apply_liger_kernel_to_granite: the fused linear cross-entropy raises (Granite scales its
+  // logits), and cross_entropy=True by default puts liger_cross_entropy in transformers' loss
+  // (transformers.loss.loss_utils nn.functional.cross_entropy): the logits exist, and the kernel
+  // writes their gradient over them in forward.
+  if (t == "granite") return {true, true, true, LossKernel::kFusedCe};
+  // apply_liger_kernel_to_gpt_oss: swiglu=False (its clamped experts are transformers' own).
+  if (t == "gpt_oss") return {true, true, false, LossKernel::kFusedLinearCe};
+  static constexpr std::string_view kWhole[] = {
+      "llama",   "mistral",      "ministral",        "mixtral",      "smollm3",   "qwen2",  "qwen3",
+      "qwen3_moe", "gemma",      "gemma2",           "gemma3_text",  "phi3",      "olmo2",  "olmo3",
+      "exaone4", "glm4",         "llama4_text",      "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"};
+  for (std::string_view known : kWhole) {
+    if (t == known) return {true, true, true, LossKernel::kFusedLinearCe};
+  }
+  return {false, false, false, LossKernel::kEager};
+}
+
 Implementation resolve_implementation(const Config& c) {
-  Implementation out = resolve_implementation(c.training.implementation);
+  Implementation requested = c.training.implementation;
+  const std::string_view type = c.model.model_type;
+  const Implementation reference = class_reference(type);
+  apply_class_reference(reference, requested);
+  if (requested.framework == Framework::kLiger) {
+    // What Liger leaves unpatched for this model_type runs as transformers' class does.
+    const LigerPatches patches = liger_patches(type);
+    const auto take = [](auto& knob, auto value) {
+      if (knob == std::decay_t<decltype(knob)>::kAuto) knob = value;
+    };
+    if (!patches.norm && requested.compile != Switch::kYes) {
+      take(requested.norm_kernel, reference.norm_kernel == NormKernel::kAuto ? NormKernel::kEager : reference.norm_kernel);
+    }
+    if (!patches.mlp && requested.compile != Switch::kYes) take(requested.activation_kernel, ActivationKernel::kEager);
+    if (!requested.chunked_loss) take(requested.loss, patches.loss);
+  }
+  Implementation out = resolve_implementation(requested);
   if (c.training.implementation.checkpoint_impl == CheckpointImpl::kAuto && c.training.finetune.bnb_keeps_input &&
       runs_transformers_model(out.framework)) {
     out.checkpoint_impl = CheckpointImpl::kReentrant;
-  }
-  return out;
-}
-
-bool runs_transformers_class(std::string_view name) {
-  const auto& choices = detail::find_field("training.framework")->choices;
-  for (std::size_t i = 0; i < choices.size(); ++i) {
-    if (choices[i] == name) return runs_transformers_class(static_cast<Framework>(i));
-  }
-  return false;
-}
-
-std::vector<std::string> transformers_class_frameworks() {
-  std::vector<std::string> out;
-  const auto& choices = detail::find_field("training.framework")->choices;
-  for (std::size_t i = 0; i < choices.size(); ++i) {
-    if (runs_transformers_class(static_cast<Framework>(i))) out.emplace_back(choices[i]);
   }
   return out;
 }
@@ -392,7 +415,8 @@ void apply_class_reference(const Implementation& reference, Implementation& impl
   take(impl.attention, reference.attention);
   take(impl.use_cache, reference.use_cache);
   take(impl.moe_dispatch, reference.moe_dispatch);
-  // Compiled, the norms fuse (resolve_implementation); under Liger its RMSNorm replaces the class's.
+  // Compiled, the norms fuse (resolve_implementation); under Liger its RMSNorm replaces the class's
+  // where it patches the class (resolve_implementation, liger_patches).
   if (impl.compile != Switch::kYes && impl.framework != Framework::kLiger) {
     take(impl.norm_kernel, reference.norm_kernel);
   }

@@ -555,7 +555,7 @@ Count expert_adapter_rank(const Finetune& f, const AdaptedLinear& a) {
 }
 
 bool stacked_experts(const Config& c) {
-  const MoeDispatch dispatch = resolve_implementation(c.training.implementation).moe_dispatch;
+  const MoeDispatch dispatch = resolve_implementation(c).moe_dispatch;
   return c.model.num_experts > 0 && (dispatch == MoeDispatch::kGrouped || dispatch == MoeDispatch::kDense);
 }
 
@@ -586,7 +586,7 @@ unsigned targets_reaching(unsigned targets, Component component, ExpertTargeting
 }
 
 AdapterLayout adapter_layout(const Config& c) {
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   return {expert_targeting(c), fuses_gate_up(impl.projections) && c.model.mlp == MlpKind::kGated};
 }
 
@@ -695,7 +695,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
   const std::vector<AdaptedLinear> linears = adapted_linears(params, f.lora_targets, adapter_layout(c));
   // The frozen base weight's dtype (FRoD's copies, GLoRA's zeros), and the adapters' (the buffers
   // PEFT creates beside them: fp32 under its autocast_adapter_dtype, else the base's).
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   const Bytes base = lora_base_bytes(recipe_of(c), impl);
   const Bytes adapter = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32 ? kFp32Bytes : base;
   switch (f.method) {
@@ -1182,7 +1182,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
 // none is made), `stream` the layer's input. Without autocast, fp32 adapters over an fp32 stream (a
 // 4-bit base after prepare_model_for_kbit_training) compute in fp32 without a cast.
 LayerShare layer_share(const Config& c, Count tokens, Count batch, Bytes act, Bytes input_copy, Bytes stream) {
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
   const PrecisionRecipe& r = recipe_of(c);
   const Bytes adapter = !input_copy.is_zero()                                  ? input_copy
@@ -1294,7 +1294,7 @@ std::vector<NamedBytes> peft_layer_terms(const Config& c, Count batch, Count seq
     // The prefix's keys and values join every layer's (past_key_values): flash attention saves k
     // and v unrepeated, eager attention the copies repeated to every query head.
     // (The kernel the run resolves to: a profile whose default is flash keeps k and v unrepeated.)
-    const bool flash = resolve_implementation(c.training.implementation).attention == AttentionImpl::kFlash;
+    const bool flash = resolve_implementation(c).attention == AttentionImpl::kFlash;
     const Count kv_heads = flash ? Count(m.kv_heads()) : Count(m.num_attention_heads);
     // The rotary tables are recomputed for every layer when a cache carries the prefix.
     terms.push_back({"peft.prefix_keys_values",
@@ -1485,7 +1485,7 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
     return;
   }
   if ((f.lora_targets & kLoraRouter) && c.model.num_experts > 0 &&
-      resolve_implementation(c.training.implementation).moe_dispatch == MoeDispatch::kDense &&
+      resolve_implementation(c).moe_dispatch == MoeDispatch::kDense &&
       runs_transformers_model(c.training.implementation.framework)) {
     // Llama 4's router is an nn.Linear whose forward returns (scores, logits): PEFT's LoRA layer
     // wraps it and fails on the tuple (peft/tuners/lora/layer.py Linear.forward, result.dtype).

@@ -129,7 +129,7 @@ Placement placement(const Config& c, const ParameterCount& params, Count base_co
   }
   // Baichuan-13B keeps its last ALiBi table on the model between steps (self.alibi_mask, H×T×T in
   // the compute dtype, rebuilt when T changes): a module buffer, never sharded.
-  if (resolve_implementation(c.training.implementation).attention_mask == AttentionMask::kAlibi) {
+  if (resolve_implementation(c).attention_mask == AttentionMask::kAlibi) {
     const Count heads = ceil_div(Count(c.model.num_attention_heads), par.tensor);
     const Count t = Count(c.training.seq_len);
     p.buffer_bytes += heads * t * t * recipe_of(c).compute;
@@ -170,7 +170,7 @@ Bytes local_optimizer_state_bytes(const Config& c, const ParameterCount& params,
 }
 
 std::int64_t head_calls(const Config& c) {
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   const ImplementationProfile& profile = implementation_profile(impl.framework);
   switch (impl.loss) {
     case LossKernel::kChunked:
@@ -189,7 +189,7 @@ Count interleaved_moe_layers(const ParameterCount& params, const ModelSpec& m, C
 
 Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Placement& p) {
   const PrecisionRecipe& r = recipe_of(c);
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   const Finetune& f = c.training.finetune;
   const bool peft = is_peft(c);
   // prepare_model_for_kbit_training makes fp32 whatever the quantiser left (the head, routers,
@@ -283,7 +283,7 @@ bool uses_stable_embedding(const Config& c) {
     case Switch::kNo: return false;
     case Switch::kAuto: break;
   }
-  return resolve_implementation(c.training.implementation).framework == Framework::kLitgpt;
+  return resolve_implementation(c).framework == Framework::kLitgpt;
 }
 
 }  // namespace
@@ -337,7 +337,7 @@ bool defers_gradient_sync(const Config& c, const Placement& p) {
 StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                          const PrecisionRecipe& r, std::vector<std::string>& notes) {
   const bool peft = is_peft(c);
-  const Implementation impl = resolve_implementation(c.training.implementation);
+  const Implementation impl = resolve_implementation(c);
   const Bytes base_element = lora_base_bytes(r, impl);
   // PEFT's fp32 adapters: fp32 weights, gradients and optimizer states whatever the recipe; so are
   // 16-bit ones once accelerate's FSDP preparation casts what trains (accelerate_upcasts_trained).

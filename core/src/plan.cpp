@@ -784,7 +784,7 @@ void Planner::setup(std::int64_t lo, std::int64_t hi, PlanResult& r) {
   // Megatron's selective recomputation drops eager attention's scores; FlashAttention stores none,
   // so with it selective saves nothing over none and only adds the recomputed attention.
   checkpointing_ = {Checkpointing::kNone, Checkpointing::kSelectiveOp, Checkpointing::kFull};
-  if (resolve_implementation(base_.training.implementation).attention == AttentionImpl::kEager) {
+  if (resolve_implementation(base_).attention == AttentionImpl::kEager) {
     checkpointing_.push_back(Checkpointing::kSelective);
   }
 }

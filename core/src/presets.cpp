@@ -16,8 +16,6 @@ namespace {
   ",\"max_position_embeddings\":" #positions ",\"tie_word_embeddings\":false,\"attention_bias\":true"       \
   ",\"mlp_bias\":true,\"norms_per_block\":2,\"final_norm\":true,\"residual_dropout\":true"                \
   ",\"nominal_parameter_count\":" #nominal "}"
-// The seeds' SimpleTransformer-style code: GPT-2-style eager attention.
-#define MF_SEED_REFERENCE "{\"softmax_dtype\":\"compute\",\"attention_mask\":\"implicit\"}"
 
 }  // namespace
 
@@ -25,24 +23,23 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> table = {
       // The seeds' models, under the seeds' names (seeds/001: config, model_configs).
       {"seed-toy-70m", "Seeds' toy GPT (70.6M)", "Seeds", "seeds/001 `config` and SimpleTransformer", 70'640'640,
-       PresetFormat::kMemfit, MF_SEED_GPT(50257, 512, 6, 8, 2048, 512, 0), MF_SEED_REFERENCE},
+       PresetFormat::kMemfit, MF_SEED_GPT(50257, 512, 6, 8, 2048, 512, 0)},
       {"seed-gpt2-small", "GPT-2 Small (117M)", "Seeds", "seeds/001 model_configs (nominal 117e6); seeds/000", 0,
-       PresetFormat::kMemfit, MF_SEED_GPT(50257, 768, 12, 12, 3072, 1024, 117000000), MF_SEED_REFERENCE},
+       PresetFormat::kMemfit, MF_SEED_GPT(50257, 768, 12, 12, 3072, 1024, 117000000)},
       {"seed-gpt2-large", "GPT-2 Large (774M)", "Seeds", "seeds/001 model_configs (nominal 774e6)", 0,
-       PresetFormat::kMemfit, MF_SEED_GPT(50257, 1280, 36, 20, 5120, 1024, 774000000), MF_SEED_REFERENCE},
+       PresetFormat::kMemfit, MF_SEED_GPT(50257, 1280, 36, 20, 5120, 1024, 774000000)},
       {"seed-llama-7b", "LLaMA-7B", "Seeds", "seeds/001 model_configs (nominal 7e9)", 0, PresetFormat::kMemfit,
-       MF_SEED_GPT(32000, 4096, 32, 32, 11008, 2048, 7000000000), MF_SEED_REFERENCE},
+       MF_SEED_GPT(32000, 4096, 32, 32, 11008, 2048, 7000000000)},
       {"seed-llama-13b", "LLaMA-13B", "Seeds", "seeds/001 model_configs (nominal 13e9)", 0, PresetFormat::kMemfit,
-       MF_SEED_GPT(32000, 5120, 40, 40, 13824, 2048, 13000000000), MF_SEED_REFERENCE},
+       MF_SEED_GPT(32000, 5120, 40, 40, 13824, 2048, 13000000000)},
       {"seed-llama-70b", "LLaMA-70B", "Seeds", "seeds/001 model_configs (nominal 70e9)", 0, PresetFormat::kMemfit,
-       MF_SEED_GPT(32000, 8192, 80, 64, 28672, 2048, 70000000000), MF_SEED_REFERENCE},
+       MF_SEED_GPT(32000, 8192, 80, 64, 28672, 2048, 70000000000)},
 #include "presets_real.inc"
   };
   return table;
 }
 
 #undef MF_SEED_GPT
-#undef MF_SEED_REFERENCE
 
 const Preset* find_preset(std::string_view id) {
   for (const Preset& p : presets()) {
@@ -53,25 +50,19 @@ const Preset* find_preset(std::string_view id) {
 
 namespace {
 
-// A preset resolved once: its model and its reference code's implementation knobs.
+// A preset resolved once: its model. (Its code's knobs follow from its model_type: class_reference.)
 struct Resolved {
   std::optional<ModelSpec> model;
-  Implementation reference;
 };
 
-Resolved resolve_memfit(const Preset* preset, const Json& model_json) {
+Resolved resolve_memfit(const Json& model_json) {
   Config config;  // struct defaults, not default_config(): that one is itself a preset
   std::vector<Issue> errors;
   Json root = Json::object();
   root.set("model", model_json);
-  if (preset->reference) {
-    const JsonParseResult reference = parse_json(preset->reference);
-    if (!reference.value) return {};
-    root.set("training", *reference.value);
-  }
   detail::apply_fields(root, config, errors);
   if (!errors.empty()) return {};
-  return {config.model, config.training.implementation};
+  return {config.model};
 }
 
 // Resolves one preset's JSON (memfit fields or an imported config.json).
@@ -82,9 +73,9 @@ Resolved resolve(const Preset* preset) {
   if (preset->format == PresetFormat::kHuggingFace) {
     HfImport imported = import_hf_config(*parsed.value);
     if (!imported.errors.empty()) return {};
-    out = {imported.model, imported.reference};
+    out = {imported.model};
   } else {
-    out = resolve_memfit(preset, *parsed.value);
+    out = resolve_memfit(*parsed.value);
     if (!out.model) return {};
   }
   out.model->preset = preset->id;
@@ -113,9 +104,5 @@ std::optional<ModelSpec> preset_model(std::string_view id) {
   return r ? r->model : std::nullopt;
 }
 
-Implementation preset_reference(std::string_view id) {
-  const Resolved* r = find_resolved(id);
-  return r ? r->reference : Implementation{};
-}
 
 }  // namespace memfit

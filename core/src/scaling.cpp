@@ -22,9 +22,6 @@ Json scaling_row(const Config& training_settings, const char* id) {
   c.parallel = Parallel{};
   // The rows report allocated bytes only: no allocator replay is needed for them.
   c.hardware.fragmentation = 0.0;
-  // The seeds' models run as the seeds' code does (their preset's reference knobs), where the
-  // configuration leaves the knobs to the framework.
-  apply_class_reference(preset_reference(id), c.training.implementation);
   // Learned positions cap T; the seeds' table ignores that (GPT-2 at T = 2048), as does this one.
   c.model.max_position_embeddings = std::max(c.model.max_position_embeddings, c.training.seq_len);
   Config checkpointed = c;

@@ -58,13 +58,14 @@ Json lora_patch(std::int64_t base_bits) {
 // Changes that keep the results the same: kernels and the optimizer's implementation.
 void add_free_changes(const Config& c, std::vector<Candidate>& out) {
   const Training& t = c.training;
-  if (t.implementation.attention == AttentionImpl::kEager) {
+  const Implementation impl = resolve_implementation(c);
+  if (impl.attention == AttentionImpl::kEager) {
     out.push_back({"FlashAttention", "same results; no T×T scores stored",
                    patch("training.attention", Json::string("flash")), 0});
   }
   // The switch (a fused linear cross-entropy) applies where the loss is the framework's, and helps
   // only where that loss holds the whole logits (not Liger's, nor TRL's chunks).
-  const LossKernel loss = resolve_implementation(t.implementation).loss;
+  const LossKernel loss = impl.loss;
   if (!t.implementation.chunked_loss && t.implementation.loss == LossKernel::kAuto &&
       loss != LossKernel::kFusedLinearCe && loss != LossKernel::kChunkedRecompute &&
       c.model.output_head == OutputHead::kLm) {
@@ -107,7 +108,6 @@ void add_free_changes(const Config& c, std::vector<Candidate>& out) {
   // bitsandbytes before 0.43.2 keeps every 4-bit linear's input (finetune.hpp,
   // bnb_inputs_retained): a newer bitsandbytes keeps none; with the old one, reentrant
   // checkpointing keeps them out of the checkpointed blocks (kept only where they save memory).
-  const Implementation impl = resolve_implementation(c);
   if (bnb_inputs_retained(c, impl.framework)) {
     out.push_back({"bitsandbytes 0.43.2 or later", "same results; its 4-bit layers keep no copy of their input",
                    patch("training.finetune.bnb_keeps_input", Json::boolean(false)), 0});

@@ -369,7 +369,7 @@ void check_parallel(const Config& c, Checks& out) {
                                "experts, and model.num_experts is 0");
   } else if (p.expert > 1 && m.num_experts % p.expert != 0) {
     out.add("parallel.expert", "must divide model.num_experts (" + group_digits(m.num_experts) + ")");
-  } else if (p.expert > 1 && resolve_implementation(c.training.implementation).moe_dispatch == MoeDispatch::kDense) {
+  } else if (p.expert > 1 && resolve_implementation(c).moe_dispatch == MoeDispatch::kDense) {
     // transformers' Llama 4 runs every expert on every token through two batched matmuls and has
     // no expert-parallel plan for them.
     out.add("parallel.expert", "must be 1 with training.moe_dispatch dense (every expert runs on every token, "
@@ -418,9 +418,9 @@ void check_parallel(const Config& c, Checks& out) {
   }
   if (fsdp1_units_mix(c) && runs_accelerate(framework) &&
       ((c.training.finetune.base_bits == 16 &&
-        lora_base_bytes(recipe_of(c), resolve_implementation(c.training.implementation)) < kFp32Bytes) ||
+        lora_base_bytes(recipe_of(c), resolve_implementation(c)) < kFp32Bytes) ||
        (bnb_4bit_base(c) && c.training.finetune.quant_storage != QuantStorage::kUint8)) &&
-      resolve_implementation(c.training.implementation).lora_adapter_dtype == LoraAdapterDtype::kFp32) {
+      resolve_implementation(c).lora_adapter_dtype == LoraAdapterDtype::kFp32) {
     // The HF Trainer's policy gives leaf modules that train a unit of their own; this method's
     // tensors stay in the blocks' units beside the 16-bit base, and FSDP1 flattens a unit into one
     // tensor of one dtype (_validate_tensors_to_flatten). Measured: tools/frameworks/accelerate_upcast.py.

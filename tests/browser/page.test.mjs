@@ -204,16 +204,19 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.equal(await p.inputValue(id('model.model_type')), 'gpt2');
     // The page's numbers are the core's for the imported model run as its transformers class runs
     // (GPT-2: softmax in the compute dtype, fused q/k/v), as `memfit --hf-config` gives.
+    // The core reads the class from model_type: the model alone carries it.
     const imported = core.importHfConfig(gpt2);
     const { preset: _unused, ...model } = imported.model;
-    assert.deepEqual(imported.training, { softmax_dtype: 'compute', attention_mask: 'implicit', projections: 'fused' });
-    const plain = core.estimate({ model: { preset: '', ...model } });
-    assert.notEqual(core.estimate({ model: { preset: '', ...model }, training: imported.training }).peak_allocated_bytes, plain.peak_allocated_bytes);
-    await assertShows(p, { model: { preset: '', ...model }, training: imported.training });
+    const fromFile = core.estimate({ model: { preset: '', ...model } });
+    assert.equal(fromFile.implementation.softmax_dtype, 'compute');
+    assert.equal(fromFile.implementation.projections, 'fused');
+    assert.equal(fromFile.peak_allocated_bytes, core.estimate({ model: { preset: 'gpt2' } }).peak_allocated_bytes);
+    await assertShows(p, { model: { preset: '', ...model } });
 
-    // The link reopens the imported model.
+    // The link reopens the imported model, with the same numbers (its class comes back with model_type).
     const second = await open(new URL(await p.getByTestId('copy-link').getAttribute('data-href')).search);
     await second.getByTestId('parameter-count').filter({ hasText: /^\s*124,439,808\s*$/ }).waitFor({ timeout: 10000 });
+    await assertShows(second, { model: { preset: '', ...model } });
     await second.close();
 
     await p.fill('#hf-config-text', '{"model_type": "gpt2", "n_embd": 768,');

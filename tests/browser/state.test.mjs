@@ -155,38 +155,36 @@ describe('the page state', { skip: hasCore ? false : `no wasm module in ${WASM_D
     stop();
     state.dispose();
   });
-  test('an imported config.json runs as its class under hf, unless a knob is set or the framework is another', async () => {
+  test('an imported config.json runs as its class (from its model_type) under every framework that runs it, unless a knob is set', async () => {
     const state = createAppState(directCore(engine), data, { settleMs: 0 });
     await settle();
     const text = readFileSync(join(ROOT, 'tests/fixtures/hf/google__gemma-2-9b.json'), 'utf8');
     const answer = await state.importConfig(text);
     assert.equal(answer.ok, true);
     await settle();
-    // Gemma 2's class: eager attention (no SDPA path for soft-capping), fp32 norms.
-    assert.deepEqual(answer.training, { attention: 'eager', norm_kernel: 'eager_fp32' });
-    assert.equal(state.config.value.training.attention, 'eager');
-    assert.equal(state.shown.value.result.implementation.attention, 'eager');
+    // The page sends the model alone; the core reads Gemma 2's class from model_type: eager
+    // attention (no SDPA path for soft-capping), fp32 norms.
+    assert.equal(answer.training, undefined);
+    assert.equal(state.config.value.model.model_type, 'gemma2');
+    assert.equal(state.config.value.training, undefined);
+    const impl = () => state.shown.value.result.implementation;
+    assert.equal(impl().attention, 'eager');
+    assert.equal(impl().norm_kernel, 'eager_fp32');
+    // The same numbers as the preset of the same model.
+    const preset = engine.estimate({ model: { preset: 'gemma-2-9b' } });
+    assert.equal(state.shown.value.result.peak_allocated_bytes, preset.peak_allocated_bytes);
     // A knob the user sets wins; the others stay the class's.
     state.setField('training.attention', 'flash');
     await settle();
-    assert.equal(state.config.value.training.attention, 'flash');
-    assert.equal(state.config.value.training.norm_kernel, 'eager_fp32');
-    // Another framework runs its own code: the class's knobs do not apply.
+    assert.equal(impl().attention, 'flash');
+    assert.equal(impl().norm_kernel, 'eager_fp32');
+    // DeepSpeed runs the same class; torchtune runs its own code.
+    state.setField('training.framework', 'deepspeed');
+    await settle();
+    assert.equal(impl().norm_kernel, 'eager_fp32');
     state.setField('training.framework', 'torchtune');
     await settle();
-    assert.equal(state.config.value.training.norm_kernel, undefined);
-    state.setField('training.framework', 'hf');
-    await settle();
-    assert.equal(state.config.value.training.norm_kernel, 'eager_fp32');
-    // TRL's SFTTrainer runs the same class (the core names the frameworks that do).
-    assert.deepEqual(answer.training_frameworks, ['hf', 'trl']);
-    state.setField('training.framework', 'trl');
-    await settle();
-    assert.equal(state.config.value.training.norm_kernel, 'eager_fp32');
-    // A preset is a model of its own: the imported class's knobs go.
-    state.selectPreset('llama-3-8b');
-    await settle();
-    assert.equal(state.config.value.training.norm_kernel, undefined);
+    assert.notEqual(impl().norm_kernel, 'eager_fp32');
     state.dispose();
   });
 });

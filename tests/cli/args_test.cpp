@@ -75,25 +75,17 @@ TEST(CliArgs, HfConfigProblemsNameThePathGiven) {
   EXPECT_EQ(q.errors[0].rfind("m.json: vocab_size is missing", 0), 0u) << q.errors[0];
 }
 
-TEST(CliArgs, AnImportedModelBringsItsClassKnobsUnlessGiven) {
+TEST(CliArgs, AnImportedModelIsTheModelOnly) {
+  // The model's class follows from its model_type in the core (class_reference): the import
+  // writes the model, and the training section holds only what the user gave.
   const std::string gpt2 = R"({"model_type":"gpt2","n_embd":64,"n_head":4,"n_layer":2,"n_positions":128,)"
                            R"("vocab_size":1000})";
   const ParsedArgs p = parse({"--hf-config", "g.json"}, {{"g.json", gpt2}});
   ASSERT_TRUE(p.errors.empty());
-  EXPECT_EQ(p.request.config.find("training")->find("softmax_dtype")->as_string(), "compute");
+  EXPECT_EQ(p.request.config.find("model")->find("model_type")->as_string(), "gpt2");
+  EXPECT_EQ(p.request.config.find("training"), nullptr);
   const ParsedArgs q = parse({"--softmax-dtype", "fp32", "--hf-config", "g.json"}, {{"g.json", gpt2}});
   EXPECT_EQ(q.request.config.find("training")->find("softmax_dtype")->as_string(), "fp32");
-  // They describe transformers' class: another framework, given before or after, runs its own code.
-  for (const auto& args : {std::vector<std::string>{"--hf-config", "g.json", "--framework", "unsloth"},
-                           std::vector<std::string>{"--framework", "litgpt", "--hf-config", "g.json"}}) {
-    const ParsedArgs r = parse(args, {{"g.json", gpt2}});
-    ASSERT_TRUE(r.errors.empty());
-    EXPECT_EQ(r.request.config.find("training")->find("softmax_dtype"), nullptr);
-  }
-  // A knob the user gave stays, whatever the framework.
-  const ParsedArgs u = parse({"--softmax-dtype", "compute", "--hf-config", "g.json", "--framework", "unsloth"},
-                             {{"g.json", gpt2}});
-  EXPECT_EQ(u.request.config.find("training")->find("softmax_dtype")->as_string(), "compute");
 }
 
 TEST(CliArgs, UnknownAndIncompleteOptions) {

@@ -123,7 +123,7 @@ std::int64_t memfit_activations(const MeasuredCase& c) {
   const Json settings = *parse_json(c.settings).value;
   Json model = *imported.find("model");
   for (const auto& [k, v] : settings.find("model")->members()) model.set(k, v);
-  Json training = *imported.find("training");
+  Json training = Json::object();  // the class's knobs follow from model_type
   for (const auto& [k, v] : settings.find("training")->members()) training.set(k, v);
   Json root = Json::object();
   root.set("model", model);

@@ -1,6 +1,9 @@
 // The implementation (training.framework and its knobs) apart from the model's shape: one field
-// each, echoed in the result, and the model's type name never changes a number.
+// each, echoed in the result; the model's type names the transformers class that runs the shape.
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
 
 #include "memfit/memfit.hpp"
 
@@ -29,14 +32,21 @@ TEST(Implementation, LigerHeadGradientInTheGatheredWeightsDtype) {
   EXPECT_EQ(loss(2) - loss(3), 128256LL * 4096 * 2);
 }
 
-TEST(Implementation, ModelTypeIsInformational) {
-  // A GPT-2 shape called "llama" is still the same shape: every number stays.
-  const std::string gpt2 = R"({"model":{"preset":"gpt2"},"training":{"attention":"eager","dropout":0.1}})";
-  const std::string renamed =
-      R"({"model":{"preset":"gpt2","model_type":"llama"},"training":{"attention":"eager","dropout":0.1}})";
-  const Json a = run(gpt2), b = run(renamed);
-  EXPECT_EQ(field(a, "peak_allocated_bytes"), field(b, "peak_allocated_bytes"));
-  EXPECT_EQ(a.find("breakdown")->dump(), b.find("breakdown")->dump());
+TEST(Implementation, TheClassFollowsTheModelTypeNotThePreset) {
+  // model_type names the transformers class that runs the shape: GPT-2's shape called "llama" runs
+  // Llama's code (an fp32 softmax and a mask tensor), and Llama's shape called "gpt2" runs GPT-2's.
+  // The shape, and so every parameter, stays.
+  const Json gpt2 = run(R"({"model":{"preset":"gpt2"},"training":{"attention":"eager"}})");
+  const Json renamed = run(R"({"model":{"preset":"gpt2","model_type":"llama"},"training":{"attention":"eager"}})");
+  EXPECT_EQ(field(gpt2, "parameter_count"), field(renamed, "parameter_count"));
+  EXPECT_EQ(gpt2.find("implementation")->find("softmax_dtype")->as_string(), "compute");
+  EXPECT_EQ(renamed.find("implementation")->find("softmax_dtype")->as_string(), "fp32");
+  EXPECT_EQ(renamed.find("implementation")->find("attention_mask")->as_string(), "additive");
+  EXPECT_GT(field(renamed, "peak_allocated_bytes"), field(gpt2, "peak_allocated_bytes"));
+  const Json llama = run(R"({"model":{"preset":"llama-3-8b","model_type":"gpt2"}})");
+  EXPECT_EQ(llama.find("implementation")->find("softmax_dtype")->as_string(), "compute");
+  // The configuration echoes the knobs as given: the class's values appear resolved only.
+  EXPECT_EQ(gpt2.find("config")->find("training")->find("softmax_dtype")->as_string(), "auto");
 }
 
 TEST(Implementation, TheDefaultProfileIsEchoedResolved) {
@@ -57,11 +67,18 @@ TEST(Implementation, AGpt2PresetRunsAsTransformersGpt2Class) {
   // A knob given explicitly wins over the preset's class.
   const Json s = run(R"({"model":{"preset":"gpt2"},"training":{"softmax_dtype":"fp32"}})");
   EXPECT_EQ(s.find("implementation")->find("softmax_dtype")->as_string(), "fp32");
-  // An imported config.json hands the same knobs to the caller.
+  // An imported config.json's model carries its model_type, and with it the same class.
   const Json imported = import_hf_json(R"({"model_type":"gpt2","n_embd":64,"n_head":4,"n_layer":2,)"
                                        R"("n_positions":128,"vocab_size":1000})");
-  EXPECT_EQ(imported.find("training")->dump(), R"({"softmax_dtype":"compute","attention_mask":"implicit","projections":"fused"})");
+  EXPECT_EQ(imported.find("model")->find("model_type")->as_string(), "gpt2");
+  EXPECT_EQ(imported.find("training"), nullptr);  // nothing for the caller to apply
   EXPECT_TRUE(imported.find("model")->find("residual_dropout")->as_bool());
+  Json config = Json::object();
+  config.set("model", *imported.find("model"));
+  const Json from_file = run(config.dump());
+  EXPECT_EQ(from_file.find("implementation")->find("softmax_dtype")->as_string(), "compute");
+  EXPECT_EQ(from_file.find("implementation")->find("attention_mask")->as_string(), "implicit");
+  EXPECT_EQ(from_file.find("implementation")->find("projections")->as_string(), "fused");
 }
 
 // DeepSpeed and Liger run the transformers class too: its knobs apply there as under hf. BERT's
@@ -79,6 +96,72 @@ TEST(Implementation, TheClassKnobsApplyUnderDeepspeedAndLiger) {
   EXPECT_EQ(gemma.find("implementation")->find("norm_kernel")->as_string(), "fused");
   const Json gemma_hf = run(R"({"model":{"preset":"gemma-2b"}})");
   EXPECT_EQ(gemma_hf.find("implementation")->find("norm_kernel")->as_string(), "eager_fp32");
+}
+
+std::string read_fixture(const std::string& name) {
+  std::ifstream in(std::string(MEMFIT_SOURCE_DIR) + "/tests/fixtures/hf/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The class is the model_type's however the model came in: Gemma 2's config.json pasted gives what
+// its preset gives, under every framework that runs the class and compiled too (before, the
+// importer's knobs were explicit settings: hf only, and its fp32 norm kept under compile).
+TEST(Implementation, AnImportedConfigRunsAsItsPresetUnderEveryFramework) {
+  const Json imported = import_hf_json(read_fixture("google__gemma-2-9b.json"));
+  ASSERT_TRUE(imported.find("ok")->as_bool());
+  for (const char* training : {R"({})", R"({"framework":"deepspeed"})", R"({"framework":"liger"})",
+                               R"({"framework":"trl"})", R"({"compile":"yes"})", R"({"framework":"torchtitan"})"}) {
+    Json from_file = Json::object();
+    from_file.set("model", *imported.find("model"));
+    from_file.set("training", *parse_json(training).value);
+    const Json a = run(from_file.dump());
+    const Json b = run(std::string(R"({"model":{"preset":"gemma-2-9b"},"training":)") + training + "}");
+    EXPECT_EQ(a.find("implementation")->dump(), b.find("implementation")->dump()) << training;
+    EXPECT_EQ(field(a, "peak_allocated_bytes"), field(b, "peak_allocated_bytes")) << training;
+  }
+  const Json deepspeed = run(R"({"model":{"preset":"gemma-2-9b"},"training":{"framework":"deepspeed"}})");
+  EXPECT_EQ(deepspeed.find("implementation")->find("attention")->as_string(), "eager");  // no SDPA path
+  EXPECT_EQ(deepspeed.find("implementation")->find("norm_kernel")->as_string(), "eager_fp32");
+  const Json compiled = run(R"({"model":{"preset":"gemma-2-9b"},"training":{"compile":"yes"}})");
+  EXPECT_EQ(compiled.find("implementation")->find("norm_kernel")->as_string(), "fused");
+}
+
+// Liger patches what its table names for the model_type (monkey_patch.py,
+// MODEL_TYPE_TO_APPLY_LIGER_FN) and leaves the rest to transformers' class.
+TEST(Implementation, LigerPatchesWhatItsTableNamesForTheModelType) {
+  const auto impl = [](const std::string& model) {
+    const Json r = run(R"({"model":)" + model + R"(,"training":{"framework":"liger"}})");
+    return *r.find("implementation");
+  };
+  // Llama: the RMSNorm, the SwiGLU and the fused linear cross-entropy.
+  const Json llama = impl(R"({"preset":"llama-3-8b"})");
+  EXPECT_EQ(llama.find("norm_kernel")->as_string(), "fused");
+  EXPECT_EQ(llama.find("activation_kernel")->as_string(), "fused_inplace");
+  EXPECT_EQ(llama.find("loss")->as_string(), "fused_linear_ce");
+  // DeepSeek-V3 is not in Liger's table: transformers' own code, as under hf.
+  const Json deepseek = impl(R"({"preset":"deepseek-v3"})");
+  const Json deepseek_hf = *run(R"({"model":{"preset":"deepseek-v3"}})").find("implementation");
+  for (const char* knob : {"norm_kernel", "activation_kernel", "loss", "attention", "softmax_dtype"}) {
+    EXPECT_EQ(deepseek.find(knob)->as_string(), deepseek_hf.find(knob)->as_string()) << knob;
+  }
+  EXPECT_FALSE(liger_patches("deepseek_v3").known);
+  const Json notes = *run(R"({"model":{"preset":"deepseek-v3"},"training":{"framework":"liger"}})").find("notes");
+  bool said = false;
+  for (const Json& n : notes.items()) said = said || n.as_string().find("no patches for model_type \"deepseek_v3\"") != std::string::npos;
+  EXPECT_TRUE(said) << notes.dump();
+  // Nemotron: ReLU² and the fused loss; its LayerNorm1P stays the class's (compute dtype).
+  const Json nemotron = impl(R"({"preset":"llama-3-8b","model_type":"nemotron"})");
+  EXPECT_EQ(nemotron.find("norm_kernel")->as_string(), "compute");
+  EXPECT_EQ(nemotron.find("loss")->as_string(), "fused_linear_ce");
+  // Granite: no fused linear cross-entropy (its logits are scaled); Liger's cross-entropy instead.
+  EXPECT_EQ(impl(R"({"preset":"llama-3-8b","model_type":"granite"})").find("loss")->as_string(), "fused_ce");
+  // gpt-oss: its clamped experts stay transformers' own.
+  EXPECT_EQ(impl(R"({"preset":"llama-3-8b","model_type":"gpt_oss"})").find("activation_kernel")->as_string(), "eager");
+  // A knob set by the user stays as set.
+  const Json set = run(R"({"model":{"preset":"deepseek-v3"},"training":{"framework":"liger","loss":"fused_linear_ce"}})");
+  EXPECT_EQ(set.find("implementation")->find("loss")->as_string(), "fused_linear_ce");
 }
 
 // One block's activation term by name (0 when the block has none).
@@ -556,10 +639,14 @@ TEST(Implementation, GptBigCodeKeepsItsCacheAsViewsOfTheFusedProjection) {
   const HfImport imported = import_hf_config_text(config);
   ASSERT_TRUE(imported.errors.empty());
   EXPECT_EQ(imported.reference.use_cache, Switch::kYes);
-  const Json json = import_hf_json(config);
-  EXPECT_EQ(json.find("training")->find("use_cache")->as_string(), "yes");
-  EXPECT_EQ(import_hf_config_text(R"({"model_type":"gpt_bigcode","n_embd":2048,"n_layer":24,"n_head":16,)"
-                                  R"("use_cache":false})").reference.use_cache, Switch::kAuto);
+  EXPECT_EQ(class_reference("gpt_bigcode").use_cache, Switch::kYes);
+  // A file that turns the cache off is told how to say so (the class keeps it by default).
+  const HfImport off = import_hf_config_text(R"({"model_type":"gpt_bigcode","vocab_size":49280,"n_embd":2048,)"
+                                             R"("n_layer":24,"n_head":16,"n_positions":2048,"use_cache":false})");
+  ASSERT_TRUE(off.errors.empty());
+  bool warned = false;
+  for (const Issue& w : off.warnings) warned = warned || (w.field == "use_cache" && w.message.find("training.use_cache") != std::string::npos);
+  EXPECT_TRUE(warned);
   const std::string model = R"({"model":{"preset":"gpt2","model_type":"gpt_bigcode","hidden_size":2048,)"
                             R"("num_hidden_layers":24,"num_attention_heads":16,"num_key_value_heads":1,)"
                             R"("intermediate_size":8192,"vocab_size":49280,"max_position_embeddings":2048},)";

@@ -75,8 +75,11 @@ def grid():
             train = dict(train, lora_adapter_dtype="weights")
         if model["model_type"] == "gpt2":
             # models.py's GPT-2 blocks run attention as transformers' GPT-2 class does: softmax in
-            # the compute dtype, causality from a buffer (no mask tensor per layer).
-            train = dict(train, softmax_dtype="compute", attention_mask="implicit")
+            # the compute dtype, causality from a buffer (no mask tensor per layer). Their q, k and
+            # v are separate linears unless the model asks for one c_attn (fused_qkv), where
+            # transformers' class always fuses them (memfit's gpt2 class: projections fused).
+            train = dict(train, softmax_dtype="compute", attention_mask="implicit",
+                         projections="fused" if model.get("fused_qkv") else "separate")
         if model.get("num_experts"):
             # models.py's MoE block loops over its experts (Mixtral's transformers 4 block).
             train = dict(train, moe_dispatch="loop")

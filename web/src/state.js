@@ -18,16 +18,10 @@ const withoutModel = (edits) =>
 
 // The configuration sent to the core: the preset plus only what the user set, each value typed
 // where it is well formed and left as typed where it is not (the core then names the problem).
-// classKnobs: the imported config.json's class knobs, { knobs: training.* → value, frameworks }
-// (import_hf_config's `training` and `training_frameworks`), which describe transformers' code:
-// they apply under the frameworks the core names (those that run the transformers class) only, and
-// where the user has not set the knob, as on the command line (--hf-config).
-const NO_CLASS_KNOBS = Object.freeze({ knobs: {}, frameworks: [] });
-export function buildConfig(presetId, edits, fieldByPath, classKnobs = NO_CLASS_KNOBS, defaultFramework = 'hf') {
+// An imported config.json is its model fields, model_type among them: the core runs the model as
+// that type's transformers class does, so a link reopens the same numbers.
+export function buildConfig(presetId, edits, fieldByPath) {
   const config = { model: { preset: presetId } };
-  if (classKnobs.frameworks.includes(edits['training.framework'] ?? defaultFramework)) {
-    for (const [path, value] of Object.entries(classKnobs.knobs)) if (!(path in edits)) setPath(config, path, value);
-  }
   for (const [path, raw] of Object.entries(edits)) setPath(config, path, toConfigValue(fieldByPath.get(path), raw));
   return config;
 }
@@ -86,15 +80,13 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
   const planner = signal(linkView.view.planner);  // the planner: open, its inputs, the chosen plan (view.js)
   const pasteText = signal('');
   const imported = signal(null);              // the last import_hf_config answer
-  const classKnobs = signal(NO_CLASS_KNOBS);  // its class's knobs (see buildConfig), until the model changes
   const hub = signal({ status: 'idle', message: '' });
 
   // --- derived from the inputs alone -------------------------------------------------------
   const preset = computed(() => presetById.get(presetId.value) ?? null);
   // The model the preset supplies (custom models start from the default model, as the core does).
   const presetModel = computed(() => preset.value?.model ?? defaults.model);
-  const config = computed(() =>
-    buildConfig(presetId.value, edits.value, fieldByPath, classKnobs.value, defaults.training.framework));
+  const config = computed(() => buildConfig(presetId.value, edits.value, fieldByPath));
   const configKey = computed(() => keyOf(config.value));
   const modelKey = computed(() => keyOf(config.value.model));
 
@@ -320,7 +312,6 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       presetId.value = id;
       edits.value = withoutModel(edits.value);
       imported.value = null;
-      classKnobs.value = NO_CLASS_KNOBS;
     });
   }
 
@@ -334,7 +325,6 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       presetId.value = defaults.model.preset;
       edits.value = after;
       imported.value = null;
-      classKnobs.value = NO_CLASS_KNOBS;
       applied.value = changed ? { title: 'reset to the defaults', before, after } : null;
     });
   }
@@ -390,10 +380,6 @@ export function createAppState(core, data, { search = '', warn = (...args) => co
       }
       presetId.value = '';
       edits.value = { ...withoutModel(edits.value), ...model };
-      classKnobs.value = {
-        knobs: Object.fromEntries(Object.entries(answer.training ?? {}).map(([key, value]) => [`training.${key}`, value])),
-        frameworks: answer.training_frameworks ?? [],
-      };
     });
     return answer;
   }

@@ -13,9 +13,8 @@ namespace memfit {
 
 struct HfImport {
   ModelSpec model;
-  // What transformers' class for this model_type does where it differs from the `hf` profile
-  // (kAuto elsewhere). model_type picks the class in transformers (AutoModel), so the importer
-  // reads it here once; the configuration then carries the values as explicit knobs.
+  // What transformers' class for this model_type does where it differs from the `hf` profile:
+  // class_reference(model.model_type), which estimates apply by themselves (resolve_implementation).
   Implementation reference;
   std::vector<Issue> errors;    // fields named by their config.json key
   std::vector<Issue> warnings;  // e.g. DeepSeek's multi-token-prediction layer is not counted
@@ -23,6 +22,13 @@ struct HfImport {
 
 HfImport import_hf_config(const Json& config_json);
 HfImport import_hf_config_text(std::string_view text);
+
+// What transformers' class for a model_type does where it differs from the hf profile (kAuto
+// elsewhere): eager attention where the class has no SDPA path, its norm's arithmetic, a softmax in
+// the compute dtype, fused projections, ... It depends on the class alone: a configuration naming
+// the model_type (a preset's, an imported config.json's, one typed in) gets it under the frameworks
+// that run the class (resolve_implementation).
+Implementation class_reference(std::string_view model_type);
 
 // The supported model_type values, comma-separated (for messages and documentation).
 const char* supported_hf_model_types();

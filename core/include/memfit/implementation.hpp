@@ -58,15 +58,30 @@ Implementation resolve_implementation(const Implementation& requested);
 // profile but the run names bitsandbytes before 0.43.2 (training.finetune.bnb_keeps_input), the
 // profiles that follow transformers' own default (hf, trl, deepspeed, liger: non-reentrant since
 // transformers 5) take that of transformers 4, the versions of that bitsandbytes: reentrant.
+// The class knobs of the model's transformers class (class_reference of model.model_type) apply
+// there first, under the frameworks that run that class, where the configuration leaves them at
+// auto; under Liger, what Liger leaves unpatched for the model_type runs as the class does.
 Implementation resolve_implementation(const Config& c);
 
+// What Liger-Kernel patches for a model_type: liger_kernel/transformers/monkey_patch.py,
+// MODEL_TYPE_TO_APPLY_LIGER_FN and the defaults of each apply_liger_kernel_to_* function, which
+// transformers' Trainer (use_liger_kernel, _apply_liger_kernel_to_instance) and
+// AutoLigerKernelForCausalLM apply. A model_type not in that table is left as it is ("... is not
+// supported by Liger kernel"): `known` false, nothing patched.
+struct LigerPatches {
+  bool known;       // in Liger's table
+  bool norm;        // the class's RMSNorm replaced by LigerRMSNorm
+  bool mlp;         // the MLP's activation by Liger's SwiGLU / GEGLU / ReLU² kernel
+  LossKernel loss;  // fused_linear_ce by default; Granite's liger_cross_entropy; eager when unpatched
+};
+LigerPatches liger_patches(std::string_view model_type);
+
 // Under the frameworks that run the transformers class itself (hf, and TRL's SFTTrainer, which
-// patches only the loss) a model runs as its class does: the class's knobs (HfImport::reference,
-// a preset's preset_reference) replace those still at auto; so they do under DeepSpeed and Liger,
-// whose profiles run that class too (apply_class_reference). A class's norm applies to eager code
-// only: compiled, the norms fuse (resolve_implementation).
+// patches only the loss) a model runs as its class does: the class's knobs (class_reference of its
+// model_type) replace those still at auto; so they do under DeepSpeed and Liger, whose profiles run
+// that class too (apply_class_reference, called by resolve_implementation). A class's norm applies
+// to eager code only: compiled, the norms fuse (resolve_implementation).
 bool runs_transformers_class(Framework framework);
-bool runs_transformers_class(std::string_view framework_name);  // training.framework's value; false if unknown
 // The frameworks whose model is the transformers class, run as it is or inside another engine: hf,
 // trl, deepspeed (the class under the DeepSpeed engine) and liger (Liger's kernels patched into its
 // norms, rotary, MLP and loss). Their attention and heads are the class's.
@@ -75,7 +90,6 @@ bool runs_transformers_model(Framework framework);
 // gate_up_fused); gate and up as one (fused, gate_up_fused: GLM-4's gate_up_proj).
 bool projects_qkv_separately(Projections projections);
 bool fuses_gate_up(Projections projections);
-std::vector<std::string> transformers_class_frameworks();        // their training.framework values
 void apply_class_reference(const Implementation& reference, Implementation& impl);
 
 const char* to_string(Framework f);
