@@ -151,6 +151,15 @@ Dims make_dims(const Config& c) {
     d.stream = kFp32Bytes;
     if (!norm_output_16bit) d.mlp_act = kFp32Bytes;
   }
+  // DoRA's fp32 results over a bitsandbytes base under autocast (dora_returns_fp32): an adapted
+  // o_proj or down_proj makes the residual stream fp32 (taken for every block), and any adapted
+  // layer but q, k and v the MLP's activation (measured: families.py's tiny models with a real 4-bit
+  // base, docs/frameworks.md).
+  const Finetune& ft = c.training.finetune;
+  if (dora_returns_fp32(c)) {
+    if (ft.lora_targets & (kLoraO | kLoraDown)) d.stream = kFp32Bytes;
+    if ((ft.lora_targets & (kLoraGate | kLoraUp | kLoraO | kLoraDown)) && !norm_output_16bit) d.mlp_act = kFp32Bytes;
+  }
   d.impl = impl;
   d.autocast = r.autocast;
   d.compute_softmax = impl.softmax_dtype == SoftmaxDtype::kCompute;
@@ -177,14 +186,15 @@ Dims make_dims(const Config& c) {
   // (peft/tuners/lora/bnb.py, Linear4bit and Linear8bitLt forward: `requires_conversion = not
   // torch.is_autocast_enabled()`): under autocast a 16-bit input reaches the adapters as it is,
   // shared, and an fp32 one is cast by autocast for each (measured: families.py, QLoRA steps).
-  // LoRA's (and LoRA-FA's, a LoRA layer), AdaLoRA's and HiRA's bitsandbytes layers ask (hira/bnb.py);
-  // the methods without one wrap the 4-bit linear as any linear and cast (LoHa, LoKr, FourierFT,
-  // VB-LoRA, ...), and PVeRA's and RandLoRA's cast whatever autocast does. IA3's and RoAd's ask too,
+  // LoRA's (and LoRA-FA's, a LoRA layer), AdaLoRA's and HiRA's bitsandbytes layers ask (hira/bnb.py),
   // and DoRA's LoRA layer hands the same uncast input to its variant (peft/tuners/lora/variants.py,
-  // DoraLinearVariant): their terms are left as they were (not re-measured).
+  // DoraLinearVariant; measured); the methods without one wrap the 4-bit linear as any linear and
+  // cast (LoHa, LoKr, FourierFT, VB-LoRA, ...), and PVeRA's and RandLoRA's cast whatever autocast
+  // does. IA3's and RoAd's ask too: their terms are left as they were (not re-measured).
   const FinetuneMethod method = c.training.finetune.method;
   const bool bnb_lora_layer = method == FinetuneMethod::kLora || method == FinetuneMethod::kLoraFa ||
-                              method == FinetuneMethod::kAdaLora || method == FinetuneMethod::kHira;
+                              method == FinetuneMethod::kDora || method == FinetuneMethod::kAdaLora ||
+                              method == FinetuneMethod::kHira;
   const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
   const bool no_peft_cast = bnb_base && r.autocast && bnb_lora_layer;
   const bool input_16bit = d.stream != kFp32Bytes || norm_output_16bit;  // what the projections read
@@ -322,15 +332,20 @@ Bytes norm_bytes(const ModelSpec& m, const Dims& d) { return norm_bytes(m, d, d.
 // the CPU with transformers' classes (tools/frameworks/families.py).
 // Llama 4's weightless L2 norm (Llama4TextL2Norm: x.float() * rsqrt(mean(x²) + eps)) keeps the
 // fp32 copy of each head and its rstd, whatever the compute dtype. A model that normalises only
-// some layers (qk_norm_layers) is charged its share in each.
-Bytes qk_norm_bytes(const ModelSpec& m, const Dims& d) {
+// some layers (qk_norm_layers) is charged its share in each. In the first LoRA block a projection
+// that is not adapted reads an input without a gradient: its output needs none, and its frozen
+// norm keeps nothing (`q_grad`, `k_grad`).
+Bytes qk_norm_bytes(const ModelSpec& m, const Dims& d, bool q_grad = true, bool k_grad = true) {
   if (m.qk_norm == QkNorm::kNone) return Bytes{0};
   const bool per_head = m.qk_norm == QkNorm::kPerHead || m.qk_norm == QkNorm::kL2;
-  const Count q = d.tokens * d.heads * d.head_dim, k = d.tokens * d.kv_heads * d.head_dim;
+  const Count q = q_grad ? d.tokens * d.heads * d.head_dim : Count(0);
+  const Count k = k_grad ? d.tokens * d.kv_heads * d.head_dim : Count(0);
   const Bytes bytes = m.qk_norm == QkNorm::kL2
-                          ? (q + k + d.tokens * (d.heads + d.kv_heads)) * kFp32Bytes
-                          : rms_norm_bytes(d, q, per_head ? d.tokens * d.heads : d.tokens, d.act) +
-                                rms_norm_bytes(d, k, per_head ? d.tokens * d.kv_heads : d.tokens, d.act);
+                          ? (q + k + d.tokens * ((q_grad ? d.heads : Count(0)) + (k_grad ? d.kv_heads : Count(0)))) *
+                                kFp32Bytes
+                          : (q_grad ? rms_norm_bytes(d, q, per_head ? d.tokens * d.heads : d.tokens, d.act) : Bytes{0}) +
+                                (k_grad ? rms_norm_bytes(d, k, per_head ? d.tokens * d.kv_heads : d.tokens, d.act)
+                                        : Bytes{0});
   const std::int64_t layers = m.num_hidden_layers, normed = m.qk_norm_layers;
   return normed > 0 && normed < layers ? mul_div(bytes, Count(normed), Count(layers)) : bytes;
 }
@@ -519,13 +534,25 @@ void linear_attention_terms(const Config& c, const Dims& d, const GradFlow& g, s
     const Count chunks = ceil_div(d.seq, Count(kChunk));
     const Count n = d.batch * hv * d.seq, padded = d.batch * hv * chunks * kChunk, states = d.batch * hv * chunks;
     const Count k = m.linear_key_head_dim, v = m.linear_value_head_dim;
-    const Bytes rule = d.autocast
+    Bytes rule = d.autocast
                            ? n * k * Bytes{8} + n * Bytes{8} + padded * k * Bytes{30} - d.batch * hv * kChunk * k * Bytes{4} +
                                  padded * v * Bytes{12} + padded * kChunk * Bytes{14} + padded * Bytes{16} +
                                  states * (k * v * Bytes{8} + Bytes{4})
                            : (n * k * 2 + n * 2 + padded * k * 6 + padded * v * 3 + padded * kChunk * 5 + padded * 4 +
                               states * (k * v + 1)) *
                                  kFp32Bytes;
+    // The chunk loop's last state update makes the final state, which the training forward discards
+    // (output_final_state false): autograd frees what that update saved as the layer returns. Under
+    // autocast those are the fp32 state it decayed (the matmuls reading it saved 16-bit casts) and
+    // the 16-bit casts of the last chunk's keys and v_new; with one chunk also the keys' decay
+    // factors and chunk_decay, which no other update reads. (Measured with the saved-tensor
+    // tracker that counts what autograd still holds: families.py, qwen3_5_text's torch fallback.)
+    // Without autocast the matmuls keep the fp32 tensors themselves, and the formula stands as fitted.
+    if (d.autocast) {
+      const Count heads = d.batch * hv;
+      rule = rule - heads * (k * v * kFp32Bytes + Count(kChunk) * (k + v) * Bytes{2});
+      if (chunks == Count(1)) rule = rule - heads * (Count(kChunk) + Count(1)) * kFp32Bytes;
+    }
     add(t, "linear_attention.torch_delta_rule", rule + Count(kChunk * kChunk) * kMaskBytes);
   } else {
     add(t, "linear_attention.conv_input", d.tokens * channels * e);
@@ -616,7 +643,9 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
                         (hit & kLoraV ? d.kv_heads * d.v_head_dim : Count(0));
     if (!all && !width.is_zero()) add(t, "attention.lora_qkv_padded", d.tokens * width * d.act);
   }
-  add(t, "attention.qk_norms", qk_norm_bytes(m, d));
+  const bool norm_grad = input_grad || d.peft.norms_trained;
+  add(t, "attention.qk_norms", qk_norm_bytes(m, d, norm_grad || (d.targets & (kLoraQ | kLoraQkv)),
+                                              norm_grad || (d.targets & (kLoraK | kLoraQkv))));
   if (d.impl.attention != AttentionImpl::kEager) {
     flash_attention_terms(d, g, t);
   } else {
@@ -662,9 +691,9 @@ Bytes mlp_inner(const ModelSpec& m, const Dims& d, Count tokens, Count ff) {
   // Squared ReLU (transformers' ReLUSquaredActivation: square(relu(x))): relu keeps its output, and
   // square, which is pow(x, 2) and on autocast's fp32 list, keeps its input: the same tensor, or
   // under autocast an fp32 copy of it beside it. The down projection's input is square's output.
-  // A fused kernel (Liger's LigerReLUSquaredFunction, ops/relu_squared.py) saves its input alone:
-  // the last line.
-  if (m.hidden_act == HiddenAct::kRelu2 && eager) {
+  // Liger's kernel (LigerReLUSquaredFunction, ops/relu_squared.py) saves its input alone: the last
+  // line. (Other fused profiles run transformers' or their own eager squared ReLU here: not measured.)
+  if (m.hidden_act == HiddenAct::kRelu2 && (eager || d.impl.framework != Framework::kLiger)) {
     const Bytes promoted = d.autocast && act != kFp32Bytes ? kFp32Bytes : Bytes{0};
     return elements * (act + promoted);
   }

@@ -282,8 +282,9 @@ Estimate estimate(const Config& requested) {
                       "the embedding into lm_head.weight): both are counted.");
   }
   e.implementation = resolve_implementation(c);
-  if (c.training.implementation.framework == Framework::kLiger && !liger_patches(c.model.model_type).known) {
-    e.notes.push_back("Liger-Kernel has no patches for model_type \"" + c.model.model_type +
+  if (c.training.implementation.framework == Framework::kLiger && !liger_patches(c.model).known) {
+    const std::string& type = c.model.multimodal_type.empty() ? c.model.model_type : c.model.multimodal_type;
+    e.notes.push_back("Liger-Kernel has no patches for model_type \"" + type +
                       "\" (not in its MODEL_TYPE_TO_APPLY_LIGER_FN): the run is transformers' own code, counted as "
                       "under hf.");
   }

@@ -64,6 +64,7 @@ std::vector<Field> build_fields() {
       // model: architecture (Hugging Face config.json names)
       MF_STRING("model.preset", model.preset, "preset id the model fields start from; explicit fields override it"),
       MF_STRING("model.model_type", model.model_type, "Hugging Face family: the transformers class that runs the shape (its knobs under hf, trl, deepspeed, liger)"),
+      MF_STRING("model.multimodal_type", model.multimodal_type, "the multimodal model_type (qwen3_vl, mistral3, ...) whose language model this is; empty for a text model (Liger's patches key on it)"),
       MF_INT("model.vocab_size", model.vocab_size, 1, 10 * kMillion, "vocabulary size V"),
       MF_INT("model.hidden_size", model.hidden_size, 1, kMillion, "hidden size d"),
       MF_INT("model.num_hidden_layers", model.num_hidden_layers, 1, 100'000, "transformer blocks L"),

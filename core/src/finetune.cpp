@@ -146,6 +146,14 @@ bool quantized_base_keeps_input(const Config& c) {
   return is_peft(c) && ((bnb_4bit && (f.bnb_keeps_input || unsloth)) || chatglm);
 }
 
+bool dora_returns_fp32(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  const Implementation impl = resolve_implementation(c);
+  return f.method == FinetuneMethod::kDora && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
+         impl.framework != Framework::kUnsloth && recipe_of(c).autocast &&
+         impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+}
+
 QuantizedBase quantized_base(const Config& c) { return {experts_left_unquantized(c), head_quantized(c)}; }
 
 // Only the linear layers inside the blocks are quantised, and the head's weight where the quantiser

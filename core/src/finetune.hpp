@@ -134,6 +134,11 @@ bool head_quantized(const Config& config);
 // (training.finetune.bnb_keeps_input) or under unsloth's fused LoRA functions, and ChatGLM's own
 // W8A16Linear (activations.cpp, Dims::quantized_base_saves_input).
 bool quantized_base_keeps_input(const Config& config);
+// PEFT's DoRA over a bitsandbytes base under autocast with fp32 adapters: each adapted layer returns
+// fp32. Its result adds (m/‖W′‖ − 1)·base_result + m/‖W′‖·lora_result·s (lora/dora.py), whose fp32
+// magnitude [1, out] promotes the sum, and the bitsandbytes layer casts its result back only with
+// autocast off (lora/bnb.py Linear4bit.forward and Linear8bitLt.forward: `requires_conversion`).
+bool dora_returns_fp32(const Config& config);
 
 // Which modules of a quantised base the quantiser covers besides the blocks' linear layers.
 struct QuantizedBase {

@@ -1434,6 +1434,7 @@ HfImport import_hf_config(const Json& json) {
         language.set("tie_word_embeddings", *tie);
       }
       HfImport inner = import_hf_config(language);
+      inner.model.multimodal_type = t;
       const bool top = text == &json;
       const std::string prefix = top ? std::string() : std::string(nested) + ".";
       for (Issue& e : inner.errors) e.field = prefix + e.field;

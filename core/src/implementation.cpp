@@ -378,14 +378,35 @@ LigerPatches liger_patches(std::string_view t) {
   return {false, false, false, LossKernel::kEager};
 }
 
-Implementation resolve_implementation(const Config& c) {
+LigerPatches liger_patches(const ModelSpec& m) {
+  const std::string& w = m.multimodal_type;
+  if (w.empty()) return liger_patches(m.model_type);
+  // Liger's wrapper functions: Qwen3-VL's leaves the MLP (swiglu=False); LLaVA's and InternVL's,
+  // Gemma 3's, PaliGemma's, Llama 4's, Qwen3.5's and Qwen2-VL's and Qwen2.5-VL's apply their
+  // language model's patches; a wrapper not in the table (Mistral 3, InternVL's remote
+  // internvl_chat) gets none.
+  if (w == "qwen3_vl") return {true, true, false, LossKernel::kFusedLinearCe};
+  static constexpr std::string_view kWrappers[] = {"llava",   "internvl", "gemma3",      "paligemma",  "llama4",
+                                                   "qwen3_5", "qwen3_5_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_vl_moe"};
+  for (std::string_view known : kWrappers) {
+    if (w == known) return liger_patches(m.model_type);
+  }
+  return {false, false, false, LossKernel::kEager};
+}
+
+Implementation class_applied(const Config& c) {
   Implementation requested = c.training.implementation;
+  apply_class_reference(class_reference(c.model.model_type), requested);
+  return requested;
+}
+
+Implementation resolve_implementation(const Config& c) {
+  Implementation requested = class_applied(c);
   const std::string_view type = c.model.model_type;
   const Implementation reference = class_reference(type);
-  apply_class_reference(reference, requested);
   if (requested.framework == Framework::kLiger) {
     // What Liger leaves unpatched for this model_type runs as transformers' class does.
-    const LigerPatches patches = liger_patches(type);
+    const LigerPatches patches = liger_patches(c.model);
     const auto take = [](auto& knob, auto value) {
       if (knob == std::decay_t<decltype(knob)>::kAuto) knob = value;
     };

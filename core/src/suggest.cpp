@@ -59,15 +59,20 @@ Json lora_patch(std::int64_t base_bits) {
 void add_free_changes(const Config& c, std::vector<Candidate>& out) {
   const Training& t = c.training;
   const Implementation impl = resolve_implementation(c);
-  if (impl.attention == AttentionImpl::kEager) {
+  // Eager attention the run asked for or its model's class runs (not a profile's own eager code,
+  // Megatron's local layers, which have no flash path).
+  if (class_applied(c).attention == AttentionImpl::kEager) {
     out.push_back({"FlashAttention", "same results; no T×T scores stored",
                    patch("training.attention", Json::string("flash")), 0});
   }
   // The switch (a fused linear cross-entropy) applies where the loss is the framework's, and helps
   // only where that loss holds the whole logits (not Liger's, nor TRL's chunks).
+  // (Under Liger the loss is what Liger patches for the model_type: Granite's cannot be the fused
+  // linear one, and a model_type Liger does not patch is left as it is.)
   const LossKernel loss = impl.loss;
+  const bool liger = t.implementation.framework == Framework::kLiger;
   if (!t.implementation.chunked_loss && t.implementation.loss == LossKernel::kAuto &&
-      loss != LossKernel::kFusedLinearCe && loss != LossKernel::kChunkedRecompute &&
+      loss != LossKernel::kFusedLinearCe && loss != LossKernel::kChunkedRecompute && !liger &&
       c.model.output_head == OutputHead::kLm) {
     out.push_back({"Chunked cross-entropy", "same results; the fp32 logits exist one chunk at a time",
                    patch("training.chunked_loss", Json::boolean(true)), 1});

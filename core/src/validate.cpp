@@ -223,6 +223,14 @@ void check_training(const Config& c, Checks& out) {
     out.add("training.attention", "flash is not available for Llama 4 under transformers (its class has no "
                                   "FlashAttention-2 path); sdpa or eager");
   }
+  // Liger's Granite patch raises for its fused linear cross-entropy (apply_liger_kernel_to_granite:
+  // "LigerFusedLinearCrossEntropy is not available for Granite models": the class scales its logits).
+  if (t.implementation.framework == Framework::kLiger && m.model_type == "granite" &&
+      (t.implementation.loss == LossKernel::kFusedLinearCe || t.implementation.chunked_loss)) {
+    out.add(t.implementation.chunked_loss ? "training.chunked_loss" : "training.loss",
+            "Liger has no fused linear cross-entropy for Granite (its logits are scaled; Liger's Granite patch "
+            "raises): leave it to Liger's cross-entropy (training.loss auto)");
+  }
   if (m.position_embedding == PositionKind::kLearned && t.seq_len > m.max_position_embeddings &&
       t.precision != Precision::kSeed14p) {
     out.add("training.seq_len", "must be at most model.max_position_embeddings (" +

@@ -159,6 +159,31 @@ TEST(Implementation, LigerPatchesWhatItsTableNamesForTheModelType) {
   EXPECT_EQ(impl(R"({"preset":"llama-3-8b","model_type":"granite"})").find("loss")->as_string(), "fused_ce");
   // gpt-oss: its clamped experts stay transformers' own.
   EXPECT_EQ(impl(R"({"preset":"llama-3-8b","model_type":"gpt_oss"})").find("activation_kernel")->as_string(), "eager");
+  // A multimodal file: Liger keys on the wrapper's model_type (model.multimodal_type). Qwen3-VL's
+  // patch leaves the MLP; Mistral 3 is not in the table, though its language model (Mistral) is.
+  const auto wrapped = [&](const std::string& outer, const std::string& inner) {
+    const Json imported = import_hf_json(R"({"model_type":")" + outer + R"(","text_config":{"model_type":")" + inner +
+                                         R"(","vocab_size":32000,"hidden_size":1024,"num_hidden_layers":2,)"
+                                         R"("num_attention_heads":8,"num_key_value_heads":8,"head_dim":128,)"
+                                         R"("intermediate_size":2048,"max_position_embeddings":4096}})");
+    EXPECT_TRUE(imported.find("ok")->as_bool()) << imported.dump();
+    EXPECT_EQ(imported.find("model")->find("multimodal_type")->as_string(), outer);
+    Json config = Json::object();
+    config.set("model", *imported.find("model"));
+    config.set("training", *parse_json(R"({"framework":"liger"})").value);
+    return run(config.dump());
+  };
+  const Json qwen3_vl = wrapped("qwen3_vl", "qwen3_vl_text");
+  EXPECT_EQ(qwen3_vl.find("implementation")->find("activation_kernel")->as_string(), "eager");
+  EXPECT_EQ(qwen3_vl.find("implementation")->find("norm_kernel")->as_string(), "fused");
+  const Json mistral3 = wrapped("mistral3", "mistral");
+  EXPECT_EQ(mistral3.find("implementation")->find("loss")->as_string(), "eager");
+  bool mistral3_said = false;
+  for (const Json& n : mistral3.find("notes")->items()) {
+    mistral3_said = mistral3_said || n.as_string().find("no patches for model_type \"mistral3\"") != std::string::npos;
+  }
+  EXPECT_TRUE(mistral3_said);
+  EXPECT_EQ(wrapped("llava", "llama").find("implementation")->find("loss")->as_string(), "fused_linear_ce");
   // A knob set by the user stays as set.
   const Json set = run(R"({"model":{"preset":"deepseek-v3"},"training":{"framework":"liger","loss":"fused_linear_ce"}})");
   EXPECT_EQ(set.find("implementation")->find("loss")->as_string(), "fused_linear_ce");
@@ -983,6 +1008,63 @@ TEST(Implementation, PeftBitsandbytesAdaptersShareTheirInputUnderAutocast) {
   };
   EXPECT_EQ(hira_inputs(4), td * 2);
   EXPECT_EQ(hira_inputs(16), 2 * td * 2);
+}
+
+// DoRA over a bitsandbytes base under autocast returns fp32 (its fp32 magnitude promotes the sum,
+// and the 4-bit layer casts back only with autocast off: dora_returns_fp32). An adapted o_proj or
+// down_proj turns the stream fp32, and the MLP after it computes in fp32; q and v alone leave both
+// 16-bit. The base output DoRA keeps is in its layer's input dtype. (Measured: families.py's QDoRA
+// steps, within 0.3 % where no first block differs.) 1,024 tokens x 14,336 x 2 tensors x 2 bytes.
+TEST(Implementation, DoraOverBitsandbytesReturnsFp32UnderAutocast) {
+  const auto mlp = [](const std::string& finetune) {
+    return term(run(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_mixed",)") +
+                    R"("seq_len":1024,"finetune":{"base_bits":4,)" + finetune + "}}}"),
+                "mlp.inner");
+  };
+  const std::int64_t inner16 = std::int64_t{1024} * 14336 * 3 * 2;
+  EXPECT_EQ(mlp(R"("method":"dora","lora_targets":["q","v"])"), inner16);
+  EXPECT_EQ(mlp(R"("method":"dora","lora_targets":["q","k","v","o"])"), inner16 * 2);
+  EXPECT_EQ(mlp(R"("method":"lora","lora_targets":["q","k","v","o"])"), inner16);
+  // With 16-bit adapters the magnitude is 16-bit: nothing promotes.
+  const Json half = run(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_mixed","seq_len":1024,)"
+                        R"("lora_adapter_dtype":"weights","finetune":{"base_bits":4,"method":"dora","lora_targets":["o"]}}})");
+  EXPECT_EQ(term(half, "mlp.inner"), inner16);
+  // Over a 16-bit base PEFT's layer casts its result back: 16-bit.
+  EXPECT_EQ(mlp(R"("method":"dora","base_bits":16,"lora_targets":["q","k","v","o"])"), inner16);
+}
+
+// In the first LoRA block the block's input needs no gradient: a projection that is not adapted
+// gives an output without one, and its frozen q/k norm keeps nothing (Qwen3's k_norm under LoRA on
+// q and v). Measured: families.py's QDoRA q+v steps (qwen3, olmo2).
+TEST(Implementation, AFrozenProjectionsNormKeepsNothingInTheFirstLoraBlock) {
+  const auto acts = [](const char* targets, const char* qk_norm) {
+    const Json r = run(std::string(R"({"model":{"preset":"qwen3-8b","qk_norm":")") + qk_norm +
+                       R"("},"training":{"seq_len":1024,"finetune":{"method":"lora","lora_targets":)" + targets + "}}}");
+    return *r.find("breakdown")->find("activations")->as_exact_integer();
+  };
+  // Qwen3 8B: 36 blocks, 32 query and 8 key heads of 128; a frozen eager RMSNorm keeps the fp32
+  // copy of its input and one fp32 rstd a head and token.
+  const std::int64_t tokens = 1024, q_norm = tokens * 32 * 128 * 4 + tokens * 32 * 4,
+                     k_norm = tokens * 8 * 128 * 4 + tokens * 8 * 4;
+  EXPECT_EQ(acts(R"(["q","v"])", "per_head") - acts(R"(["q","v"])", "none"), 36 * q_norm + 35 * k_norm);
+  EXPECT_EQ(acts(R"(["q","k","v"])", "per_head") - acts(R"(["q","k","v"])", "none"), 36 * (q_norm + k_norm));
+}
+
+// Liger raises for Granite's fused linear cross-entropy; the suggestions do not offer it, nor
+// FlashAttention to Megatron's local layers (its profile's eager attention has no flash path).
+TEST(Implementation, LigerGraniteHasNoFusedLinearCrossEntropy) {
+  const Json bad = estimate_json(R"({"model":{"preset":"llama-3-8b","model_type":"granite"},)"
+                                 R"("training":{"framework":"liger","loss":"fused_linear_ce"}})");
+  EXPECT_FALSE(bad.find("ok")->as_bool());
+  EXPECT_NE(bad.dump().find("Liger has no fused linear cross-entropy for Granite"), std::string::npos);
+  const Json granite = suggestions_json(R"({"model":{"preset":"llama-3-8b","model_type":"granite"},)"
+                                        R"("training":{"framework":"liger"},"hardware":{"gpu":"rtx-4090-24gb"}})");
+  EXPECT_EQ(granite.dump().find("training.chunked_loss"), std::string::npos);
+  const Json megatron = suggestions_json(R"({"model":{"preset":"llama-3-8b"},"training":{"framework":"megatron"},)"
+                                         R"("hardware":{"gpu":"rtx-4090-24gb"}})");
+  EXPECT_EQ(megatron.dump().find("FlashAttention"), std::string::npos);
+  const Json gemma2 = suggestions_json(R"({"model":{"preset":"gemma-2-9b"},"hardware":{"gpu":"rtx-4090-24gb"}})");
+  EXPECT_NE(gemma2.dump().find("FlashAttention"), std::string::npos);  // the class's eager attention
 }
 
 // Nemotron's LayerNorm1P (norm_kernel compute) normalises a 16-bit cast of its input under

@@ -37,7 +37,7 @@ IGNORED = {
                   "share_att_key", "norm_rel_ebd", "attention_sinks", "input_norm", "rotary_per_layer", "qk_norm_layers", "moe_layers_interleaved",
                   "linear_attention_layers", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                   "linear_value_head_dim", "linear_conv_kernel_dim", "attention_output_gate", "linear_attention_fused",
-                  "rotary_table_dtype", "rotary_dim", "norm_weight", "clip_qkv"],
+                  "rotary_table_dtype", "rotary_dim", "norm_weight", "clip_qkv", "multimodal_type"],
         "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
                      "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load",
                      "lora_adapter_dtype", "target_len", "galore_rank", "galore_update_interval", "max_preconditioner_dim",

@@ -301,12 +301,12 @@ class Tracker(SaveTracker):
     (dropout's CPU noise tensor is one) so the CUDA dropout rule can find it anywhere."""
 
     def pack(self, t):
-        rid = super().pack(t)
-        r = self.records[rid]
+        handle = super().pack(t)
+        r = self.records[handle.rid]
         if r is not None:
             r["constant_float"] = bool(t.is_floating_point() and t.grad_fn is None and not t.requires_grad
                                        and t.dim() >= 2)
-        return rid
+        return handle
 
 
 STACK_RE = [

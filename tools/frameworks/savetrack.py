@@ -17,10 +17,20 @@ storage (a saved view of a larger tensor keeps the whole storage alive).
 
 import contextlib
 import re
+import weakref
 
 import torch
 
 LAYER_RE = re.compile(r"(?:^|\.)(?:layers|h|layer|blocks)\.(\d+)(?:\.|$)")
+
+
+class _Handle:
+    """What pack gives autograd for a saved tensor: the graph node that saved it holds it, so it
+    dies with that node (a weak reference to it tells whether autograd still keeps the tensor)."""
+    __slots__ = ("rid", "__weakref__")
+
+    def __init__(self, rid):
+        self.rid = rid
 
 
 def storage_key(t):
@@ -63,6 +73,7 @@ class SaveTracker:
         self.types = []
         self.records = []
         self.packed = {}       # record id -> tensor (keeps it alive, like autograd would)
+        self.handles = []      # record id -> weak reference to what autograd holds for it
         self.active = False
         self.region_override = None
         self._hooks = []
@@ -82,10 +93,12 @@ class SaveTracker:
 
     def pack(self, t):
         rid = len(self.records)
+        handle = _Handle(rid)
+        self.handles.append(weakref.ref(handle))
         if not self.active:
-            self.packed[rid] = t
+            self.packed[rid] = t.detach()  # the storage, not the graph that made it (autograd holds that)
             self.records.append(None)
-            return rid
+            return handle
         ptr, nb = storage_key(t)
         module = self.stack[-1] if self.stack else ""
         owner = self.param_ptrs.get(ptr)
@@ -106,8 +119,8 @@ class SaveTracker:
             "nodes": [],
             "weight_copy": self._weight_copy(t) if owner is None else None,
         })
-        self.packed[rid] = t
-        return rid
+        self.packed[rid] = t.detach()  # the storage, not the graph that made it (autograd holds that)
+        return handle
 
     _VIEWISH = {"ToCopyBackward0", "TBackward0", "PermuteBackward0", "TransposeBackward0",
                 "ViewBackward0", "ExpandBackward0", "UnsafeViewBackward0", "AliasBackward0",
@@ -139,7 +152,8 @@ class SaveTracker:
                 return "frozen"
         return None
 
-    def unpack(self, rid):
+    def unpack(self, handle):
+        rid = handle.rid
         if self.unpack_pops:
             # during backward: hand the tensor over and drop our reference, so it is
             # freed when autograd frees its saved variable (as without the hooks)
@@ -210,18 +224,27 @@ class SaveTracker:
     def weight_copies(self):
         """Saved autocast weight copies, one per storage."""
         seen, out = set(), []
-        for r in self.records:
-            if r is not None and r.get("weight_copy") and r["storage_ptr"] not in seen:
+        for rid, r in enumerate(self.records):
+            if r is not None and r.get("weight_copy") and r["storage_ptr"] not in seen and self.alive(rid):
                 seen.add(r["storage_ptr"])
                 out.append(r)
         return out
 
+    def alive(self, rid):
+        """Whether autograd still holds record rid: the node that saved it is alive."""
+        return self.handles[rid]() is not None
+
     def counted(self):
-        """One record per storage (the first save), parameters/buffers excluded."""
+        """One record per storage (the first save), parameters/buffers excluded, of the tensors
+        autograd still holds: a tensor saved by a graph that died during forward (a result used
+        only detached, e.g. PEFT DoRA's lora_B(lora_A(eye)) for its weight norm) is freed by
+        autograd when the graph goes, though this tracker's own reference (self.packed) keeps it."""
         seen, out = set(), []
-        for r in self.records:
+        for rid, r in enumerate(self.records):
             if (r is None or r["owner"] is not None or r["storage_bytes"] == 0
                     or r.get("weight_copy")):
+                continue
+            if not self.alive(rid):
                 continue
             if r["storage_ptr"] in seen:
                 continue

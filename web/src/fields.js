@@ -25,7 +25,7 @@ const LAYOUT = [
     { title: 'Multi-head latent attention', fields: ['attention_type', 'q_lora_rank', 'kv_lora_rank',
       'qk_rope_head_dim', 'qk_nope_head_dim', 'v_head_dim'] },
     { title: 'Encoder (BERT)', fields: ['type_vocab_size', 'embedding_norm', 'pooler'] },
-    { title: 'More', fields: ['model_type', 'nominal_parameter_count'] },
+    { title: 'More', fields: ['model_type', 'multimodal_type', 'nominal_parameter_count'] },
   ] },
   { id: 'training', title: 'Training', groups: [
     { title: '', fields: ['micro_batch_size', 'seq_len', 'grad_accum_steps', 'precision', 'optimizer',

@@ -246,7 +246,8 @@ export function humanize(id) {
 // Labels and one-line explanations of the fields. The schema's own help is the fallback.
 export const FIELDS = {
   'model.preset': ['Model', 'a preset: a real model or a source document\'s configuration'],
-  'model.model_type': ['Model family', 'the Hugging Face model type it was read from'],
+  'model.model_type': ['Model family', 'the Hugging Face model type: the transformers class that runs it'],
+  'model.multimodal_type': ['Multimodal model', 'the multimodal model type its language model was read from (empty for a text model)'],
   'model.vocab_size': ['Vocabulary size', 'tokens in the vocabulary (V)'],
   'model.hidden_size': ['Hidden size', 'width of the residual stream (d)'],
   'model.num_hidden_layers': ['Layers', 'transformer blocks (L)'],

@@ -300,6 +300,9 @@ enum LoraTarget : unsigned {
 struct ModelSpec {
   std::string preset;      // informational once resolved: which preset the fields came from
   std::string model_type;  // Hugging Face family, when known
+  // The multimodal wrapper's model_type whose language model this is (qwen3_vl, mistral3; the
+  // importer sets it), empty for a text model: what Liger-Kernel keys its patches on.
+  std::string multimodal_type;
   std::int64_t vocab_size = 32000;
   std::int64_t hidden_size = 4096;
   std::int64_t num_hidden_layers = 32;

@@ -62,6 +62,8 @@ Implementation resolve_implementation(const Implementation& requested);
 // there first, under the frameworks that run that class, where the configuration leaves them at
 // auto; under Liger, what Liger leaves unpatched for the model_type runs as the class does.
 Implementation resolve_implementation(const Config& c);
+// The knobs as asked, with the model's class knobs where they were left at auto (the rest still auto).
+Implementation class_applied(const Config& c);
 
 // What Liger-Kernel patches for a model_type: liger_kernel/transformers/monkey_patch.py,
 // MODEL_TYPE_TO_APPLY_LIGER_FN and the defaults of each apply_liger_kernel_to_* function, which
@@ -75,6 +77,9 @@ struct LigerPatches {
   LossKernel loss;  // fused_linear_ce by default; Granite's liger_cross_entropy; eager when unpatched
 };
 LigerPatches liger_patches(std::string_view model_type);
+// The same for a model: a multimodal wrapper's language model gets what Liger's wrapper function
+// applies (model.multimodal_type).
+LigerPatches liger_patches(const ModelSpec& model);
 
 // Under the frameworks that run the transformers class itself (hf, and TRL's SFTTrainer, which
 // patches only the loss) a model runs as its class does: the class's knobs (class_reference of its
