@@ -151,12 +151,12 @@ Dims make_dims(const Config& c) {
     d.stream = kFp32Bytes;
     if (!norm_output_16bit) d.mlp_act = kFp32Bytes;
   }
-  // DoRA's fp32 results over a bitsandbytes base under autocast (dora_returns_fp32): an adapted
-  // o_proj or down_proj makes the residual stream fp32 (taken for every block), and any adapted
-  // layer but q, k and v the MLP's activation (measured: families.py's tiny models with a real 4-bit
-  // base, docs/frameworks.md).
+  // DoRA's, IA3's and RoAd's fp32 results over a bitsandbytes base under autocast
+  // (peft_returns_fp32): an adapted o_proj or down_proj makes the residual stream fp32 (taken for
+  // every block), and any adapted layer but q, k and v the MLP's activation (measured: families.py's
+  // tiny models with a real 4-bit base, docs/frameworks.md).
   const Finetune& ft = c.training.finetune;
-  if (dora_returns_fp32(c)) {
+  if (peft_returns_fp32(c)) {
     if (ft.lora_targets & (kLoraO | kLoraDown)) d.stream = kFp32Bytes;
     if ((ft.lora_targets & (kLoraGate | kLoraUp | kLoraO | kLoraDown)) && !norm_output_16bit) d.mlp_act = kFp32Bytes;
   }
@@ -190,7 +190,8 @@ Dims make_dims(const Config& c) {
   // and DoRA's LoRA layer hands the same uncast input to its variant (peft/tuners/lora/variants.py,
   // DoraLinearVariant; measured); the methods without one wrap the 4-bit linear as any linear and
   // cast (LoHa, LoKr, FourierFT, VB-LoRA, ...), and PVeRA's and RandLoRA's cast whatever autocast
-  // does. IA3's and RoAd's ask too: their terms are left as they were (not re-measured).
+  // does. IA3's and RoAd's ask too, and cast nothing under autocast: they keep the 4-bit layer's
+  // output (or IA3's feedforward input) as it is (peft.cpp, LayerShare::fp32_results).
   const FinetuneMethod method = c.training.finetune.method;
   const bool bnb_lora_layer = method == FinetuneMethod::kLora || method == FinetuneMethod::kLoraFa ||
                               method == FinetuneMethod::kDora || method == FinetuneMethod::kAdaLora ||
@@ -643,9 +644,7 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
                         (hit & kLoraV ? d.kv_heads * d.v_head_dim : Count(0));
     if (!all && !width.is_zero()) add(t, "attention.lora_qkv_padded", d.tokens * width * d.act);
   }
-  const bool norm_grad = input_grad || d.peft.norms_trained;
-  add(t, "attention.qk_norms", qk_norm_bytes(m, d, norm_grad || (d.targets & (kLoraQ | kLoraQkv)),
-                                              norm_grad || (d.targets & (kLoraK | kLoraQkv))));
+  add(t, "attention.qk_norms", qk_norm_bytes(m, d, g.q || d.peft.norms_trained, g.k || d.peft.norms_trained));
   if (d.impl.attention != AttentionImpl::kEager) {
     flash_attention_terms(d, g, t);
   } else {

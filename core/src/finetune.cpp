@@ -146,10 +146,12 @@ bool quantized_base_keeps_input(const Config& c) {
   return is_peft(c) && ((bnb_4bit && (f.bnb_keeps_input || unsloth)) || chatglm);
 }
 
-bool dora_returns_fp32(const Config& c) {
+bool peft_returns_fp32(const Config& c) {
   const Finetune& f = c.training.finetune;
   const Implementation impl = resolve_implementation(c);
-  return f.method == FinetuneMethod::kDora && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
+  const bool method = f.method == FinetuneMethod::kDora || f.method == FinetuneMethod::kIa3 ||
+                      f.method == FinetuneMethod::kRoad;
+  return method && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
          impl.framework != Framework::kUnsloth && recipe_of(c).autocast &&
          impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
 }

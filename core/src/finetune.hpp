@@ -134,11 +134,13 @@ bool head_quantized(const Config& config);
 // (training.finetune.bnb_keeps_input) or under unsloth's fused LoRA functions, and ChatGLM's own
 // W8A16Linear (activations.cpp, Dims::quantized_base_saves_input).
 bool quantized_base_keeps_input(const Config& config);
-// PEFT's DoRA over a bitsandbytes base under autocast with fp32 adapters: each adapted layer returns
-// fp32. Its result adds (m/‖W′‖ − 1)·base_result + m/‖W′‖·lora_result·s (lora/dora.py), whose fp32
-// magnitude [1, out] promotes the sum, and the bitsandbytes layer casts its result back only with
-// autocast off (lora/bnb.py Linear4bit.forward and Linear8bitLt.forward: `requires_conversion`).
-bool dora_returns_fp32(const Config& config);
+// PEFT's DoRA, IA3 and RoAd over a bitsandbytes base under autocast with fp32 adapters: each adapted
+// layer returns fp32, an fp32 vector [out] (or [in]) times a 16-bit tensor: DoRA's magnitude in
+// (m/‖W′‖ − 1)·base_result + m/‖W′‖·lora_result·s (lora/dora.py), IA3's scale on the base output or,
+// feedforward, on the input the 4-bit layer then returns in fp32 (ia3/layer.py), RoAd's rotation
+// columns (road/layer.py _apply_road). Their bitsandbytes layers cast back only with autocast off
+// (lora/bnb.py, ia3/bnb.py, road/bnb.py Linear4bit and Linear8bitLt: `requires_conversion`).
+bool peft_returns_fp32(const Config& config);
 
 // Which modules of a quantised base the quantiser covers besides the blocks' linear layers.
 struct QuantizedBase {

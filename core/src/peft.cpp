@@ -832,10 +832,14 @@ struct LayerShare {
   // The layers are Hugging Face PEFT's (a transformers model wrapped by get_peft_model), not a
   // framework's own adapter modules (torchtune's DoRALinear, LitGPT's LoRALinear).
   bool hf_peft = true;
-  // DoRA's layers return fp32 (dora_returns_fp32): base_result is the 4-bit layer's output, in its
-  // input's dtype (the norm's output for q, k, v, gate and up, the attention's for o, the MLP's
-  // activation for down, fp32 there).
-  bool dora_fp32 = false;
+  // DoRA's, IA3's and RoAd's layers return fp32 (peft_returns_fp32): what they keep of the 4-bit
+  // layer's output (or IA3's feedforward input) is in the layer's input dtype (input_of).
+  bool fp32_results = false;
+  // The input dtype of an adapted layer when the layers return fp32: the norm's output for q, k, v,
+  // gate and up (the stream's), the attention's for o (16-bit), the MLP's activation for down (fp32).
+  Bytes input_of(const AdaptedLinear& a) const {
+    return a.target == kLoraDown ? kFp32Bytes : a.target == kLoraO ? act : stream;
+  }
   Count per_layer(const AdaptedLinear& a, Count width) const {  // activation elements per layer
     const bool expert = a.component == Component::kExperts && m.num_experts > 0;
     const Count routed = expert ? tokens * m.num_experts_per_tok : tokens;
@@ -895,11 +899,9 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       // base_result in the compute dtype, lora_result in the adapters' (fp32 on a 16-bit model)
       t.act_elements = share.per_layer(a, out);
       t.fp32_bytes = share.weights_per_layer(a, out * 3) * kFp32Bytes +
-                     share.per_layer(a, out) * (share.dora_fp32 ? (a.target == kLoraDown ? kFp32Bytes
-                                                                   : a.target == kLoraO   ? share.act
-                                                                                          : share.stream)
-                                                : share.fp32_casts() ? kFp32Bytes
-                                                                     : share.act);
+                     share.per_layer(a, out) * (share.fp32_results ? share.input_of(a)
+                                                : share.fp32_casts()  ? kFp32Bytes
+                                                                      : share.act);
       if (f.lora_dropout > 0.0 && share.hf_peft) {
         // With dropout the layer's own output cannot serve (lora/variants.py passes base_result=None;
         // torchtune's DoRALinear drops out only the adapters' input and keeps its base output):
@@ -953,6 +955,11 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.per_layer(a, width);
       t.fp32_bytes = share.weights_per_layer(a, width) * kFp32Bytes;
       t.cast_fp32 = feedforward;  // a feedforward layer scales its input cast to the scale's dtype
+      if (share.fp32_results) {  // over a bitsandbytes base under autocast: no cast (ia3/bnb.py)
+        t.act_elements = 0;
+        t.cast_fp32 = false;
+        t.fp32_bytes += share.per_layer(a, width) * share.input_of(a);
+      }
       break;
     }
     case FinetuneMethod::kOft: {  // x cast and permuted for the block rotation; Cayley's four nb·b² pieces
@@ -968,6 +975,11 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.per_layer(a, out * 2);
       t.fp32_bytes = share.weights_per_layer(a, out * 6) * kFp32Bytes;
       t.cast_fp32 = true;
+      if (share.fp32_results) {  // over a bitsandbytes base under autocast: the base output as it is
+        t.act_elements = 0;
+        t.cast_fp32 = false;
+        t.fp32_bytes += share.per_layer(a, out * 2) * share.input_of(a);
+      }
       break;
     case FinetuneMethod::kMiss:  // x summed into r groups
       t.act_elements = share.per_layer(a, r);
@@ -1199,7 +1211,7 @@ LayerShare layer_share(const Config& c, Count tokens, Count batch, Bytes act, By
   LayerShare share{c.model, tokens, batch, !input_copy.is_zero(), act, adapter, stream};
   share.param = fp32_adapters ? kFp32Bytes : lora_base_bytes(r, impl);
   share.hf_peft = implementation_profile(impl.framework).transformers_attention;
-  share.dora_fp32 = dora_returns_fp32(c);
+  share.fp32_results = peft_returns_fp32(c);
   return share;
 }
 

@@ -1031,6 +1031,20 @@ TEST(Implementation, DoraOverBitsandbytesReturnsFp32UnderAutocast) {
   EXPECT_EQ(term(half, "mlp.inner"), inner16);
   // Over a 16-bit base PEFT's layer casts its result back: 16-bit.
   EXPECT_EQ(mlp(R"("method":"dora","base_bits":16,"lora_targets":["q","k","v","o"])"), inner16);
+  // IA3's fp32 scale and RoAd's fp32 rotation do the same over a 4-bit base (ia3/bnb.py,
+  // road/bnb.py); IA3 on down_proj (feedforward: it scales the input, which the 4-bit layer then
+  // returns in fp32) turns the stream fp32 too.
+  EXPECT_EQ(mlp(R"("method":"ia3","lora_targets":["q","v","down"])"), inner16 * 2);
+  EXPECT_EQ(mlp(R"("method":"ia3","lora_targets":["q","v"])"), inner16);
+  EXPECT_EQ(mlp(R"("method":"road","lora_targets":["q","v","o"])"), inner16 * 2);
+  // What IA3 keeps of q_proj's output is in its input's dtype: fp32 once the stream is (prepare_kbit).
+  const auto adapters = [](const char* prepare) {
+    return term(run(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_mixed",)") +
+                    R"("seq_len":1024,"finetune":{"base_bits":4,"method":"ia3","lora_targets":["q"],"prepare_kbit":)" +
+                    prepare + "}}}"),
+                "peft.adapters");
+  };
+  EXPECT_EQ(adapters("true") - adapters("false"), std::int64_t{1024} * 4096 * 2);
 }
 
 // In the first LoRA block the block's input needs no gradient: a projection that is not adapted

@@ -600,7 +600,7 @@ def check_families(binary, path):
             for step in fam.get("qlora_steps") if isinstance(fam.get("qlora_steps"), list) else []:
                 prepare = step["prepare_kbit"]
                 method = step.get("method", "lora")
-                kind = "QDoRA" if method == "dora" else "QLoRA"
+                kind = {"dora": "QDoRA", "ia3": "IA3 4-bit", "road": "RoAd 4-bit"}.get(method, "QLoRA")
                 subset = f" {step['targets']}" if step.get("targets") else ""
                 adapted(step, f"{name} {kind}{subset}{' prepare_kbit' if prepare else ''}",
                         f"{kind} {'prepare' if prepare else 'plain'}{subset}",
@@ -608,7 +608,7 @@ def check_families(binary, path):
                          "training.finetune.double_quant": "true",
                          "training.finetune.prepare_kbit": "true" if prepare else "false",
                          "training.lora_adapter_dtype": "fp32", "training.finetune.method": method},
-                        "bf16_autocast", f"{name}/{kind.lower()}" + ("-prepare" if prepare else ""))
+                        "bf16_autocast", f"{name}/{kind.lower().replace(' ', '-')}" + ("-prepare" if prepare else ""))
         finally:
             os.unlink(f.name)
     return problems

@@ -395,7 +395,7 @@ def _qlora_build(case):
     from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig
     from compat import peft_without_torchao
     peft_without_torchao()
-    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+    from peft import IA3Config, LoraConfig, RoadConfig, get_peft_model, prepare_model_for_kbit_training
     # the checkpoint's own quantisation (DeepSeek-V3's FP8) is not this run's
     cfg = AutoConfig.for_model(**{k: v for k, v in case["hf_config"].items() if k != "quantization_config"})
     with tempfile.TemporaryDirectory() as folder:
@@ -407,20 +407,28 @@ def _qlora_build(case):
     if case["prepare_kbit"]:
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     targets = case.get("peft_targets") or LORA_NAMED_TARGETS.get(case["family"], "all-linear")
-    dora = case.get("dora", False)
-    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets,
-                                             use_dora=dora))
+    method = case.get("peft_method", "lora")
+    if method == "ia3":  # memfit's default feedforward module: down_proj
+        config = IA3Config(target_modules=targets, feedforward_modules=[
+            m for m in ("down_proj",) if not isinstance(targets, list) or m in targets])
+    elif method == "road":
+        config = RoadConfig(target_modules=targets)
+    else:
+        config = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets, use_dora=method == "dora")
+    model = get_peft_model(model, config)
     model.train()
     return M.Built(model, M.hf_trainer_forward(model, "bf16_mixed"),
                    note="bitsandbytes NF4 base%s + peft %s" % (", prepare_model_for_kbit_training"
-                                                               if case["prepare_kbit"] else "", "DoRA" if dora else "LoRA"))
+                                                               if case["prepare_kbit"] else "", method))
 
 
 # DoRA over the 4-bit base (QDoRA) on dense families of each kind of block: its layers return fp32
 # under autocast (lora/bnb.py, lora/dora.py). With prepare_model_for_kbit_training (an fp32 stream
 # throughout) on every linear; without it on q and v alone, which leave the stream 16-bit. (Without
 # prepare_kbit on every linear, the tiny model's first block reads the 16-bit embedding where memfit
-# takes every block fp32: +2.5 to +3.5 % on two blocks, one of 32 in a 32-layer model.)
+# takes every block fp32: +2.5 to +3.5 % on two blocks, one of 32 in a 32-layer model.) IA3 and
+# RoAd over the 4-bit base return fp32 the same way (ia3/bnb.py, road/bnb.py): IA3 on Granite and
+# Qwen3 as DoRA, RoAd on q and v (its groups of 64 need out_features divisible by 64).
 DORA_FAMILIES = {"granite": ["q_proj", "v_proj"], "qwen3": ["q_proj", "v_proj"], "gemma": ["q_proj", "v_proj"],
                  "olmo2": ["q_proj", "v_proj"], "phi3": None, "gpt_neox": None, "falcon": None}
 
@@ -435,16 +443,20 @@ def qlora_steps(family, small, small_path, binary, problems):
         ({"prepare_kbit": prepare}, {"framework": "qlora", "precision": "bf16_mixed", "prepare_kbit": prepare},
          "bf16_autocast", dict(base, **{"training.finetune.prepare_kbit": str(prepare).lower()}))
         for prepare in (False, True)]
-    if family in DORA_FAMILIES:
-        dora = dict(base, **{"training.finetune.method": "dora"})
-        variants.append(({"prepare_kbit": True, "method": "dora"},
-                         {"framework": "qlora", "precision": "bf16_mixed", "prepare_kbit": True, "dora": True},
-                         "bf16_autocast", dict(dora, **{"training.finetune.prepare_kbit": "true"})))
+    methods = ["dora"] + (["ia3", "road"] if family in ("granite", "qwen3") else [])
+    for method in methods if family in DORA_FAMILIES else []:
+        sets = dict(base, **{"training.finetune.method": method})
+        if method != "road":  # (RoAd's groups of 64 do not divide the tiny MLP's 344)
+            variants.append(({"prepare_kbit": True, "method": method},
+                             {"framework": "qlora", "precision": "bf16_mixed", "prepare_kbit": True,
+                              "peft_method": method},
+                             "bf16_autocast", dict(sets, **{"training.finetune.prepare_kbit": "true"})))
         if DORA_FAMILIES[family]:
-            variants.append(({"prepare_kbit": False, "method": "dora", "targets": "q+v"},
-                             {"framework": "qlora", "precision": "bf16_mixed", "prepare_kbit": False, "dora": True,
-                              "peft_targets": DORA_FAMILIES[family], "memfit_targets": ["q", "v"]},
-                             "bf16_autocast", dict(dora, **{"training.finetune.prepare_kbit": "false"})))
+            variants.append(({"prepare_kbit": False, "method": method, "targets": "q+v"},
+                             {"framework": "qlora", "precision": "bf16_mixed", "prepare_kbit": False,
+                              "peft_method": method, "peft_targets": DORA_FAMILIES[family],
+                              "memfit_targets": ["q", "v"]},
+                             "bf16_autocast", dict(sets, **{"training.finetune.prepare_kbit": "false"})))
     return adapter_steps(family, small, small_path, binary, problems, "QLoRA", variants)
 
 
