@@ -192,12 +192,8 @@ Dims make_dims(const Config& c) {
   // cast (LoHa, LoKr, FourierFT, VB-LoRA, ...), and PVeRA's and RandLoRA's cast whatever autocast
   // does. IA3's and RoAd's ask too, and cast nothing under autocast: they keep the 4-bit layer's
   // output (or IA3's feedforward input) as it is (peft.cpp, LayerShare::fp32_results).
-  const FinetuneMethod method = c.training.finetune.method;
-  const bool bnb_lora_layer = method == FinetuneMethod::kLora || method == FinetuneMethod::kLoraFa ||
-                              method == FinetuneMethod::kDora || method == FinetuneMethod::kAdaLora ||
-                              method == FinetuneMethod::kHira;
   const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
-  const bool no_peft_cast = bnb_base && r.autocast && bnb_lora_layer;
+  const bool no_peft_cast = bnb_base && bnb_adapters_uncast(c);
   const bool input_16bit = d.stream != kFp32Bytes || norm_output_16bit;  // what the projections read
   d.adapter_input_copies = fp32_adapters && input_16bit && !no_peft_cast;
   // (PEFT's ParamWrapper on stacked experts is no bitsandbytes layer: its fp32 factors are cast to

@@ -50,6 +50,8 @@ struct Run {
   bool residual_dropout = false;  // dropout on the embeddings and residual branches
   Kernel kernel = Kernel::kEager;
   bool lora = false;
+  bool adapters_uncast = false;  // PEFT's bitsandbytes LoRA layer under autocast: no cast to the adapters
+  Bytes mlp_act{2};              // the MLP's first projection's output: fp32 out of a 4-bit linear fed fp32
   unsigned targets = 0;
   Count rank;
   Count tensor;  // tensor-parallel degree (heads and MLP widths split)
@@ -68,6 +70,7 @@ Run make_run(const Config& c) {
   run.hidden = m.hidden_size;
   run.lora = is_peft(c);
   run.act = r.compute;
+  run.mlp_act = r.compute;
   run.stream = run.lora ? lora_base_bytes(r, impl) : r.stream;
   if (kbit_fp32_stream(c.training.finetune)) run.stream = kFp32Bytes;
   run.autocast = r.autocast;
@@ -79,6 +82,14 @@ Run make_run(const Config& c) {
   run.kernel = eager ? Kernel::kEager
                      : m.position_embedding == PositionKind::kRelativeBias ? Kernel::kBiased : Kernel::kFused;
   run.targets = run.lora ? c.training.finetune.lora_targets : 0;
+  // Over a bitsandbytes base under autocast PEFT's LoRA layers hand the adapters their input uncast
+  // (bnb_adapters_uncast), and a 4-bit linear returns its input's dtype: the fp32 output of a
+  // LayerNorm (BART, BERT-style encoders) gives an fp32 MLP. (Measured: measure_encdec.py's QLoRA
+  // cases.)
+  run.adapters_uncast = run.lora && bnb_adapters_uncast(c);
+  const bool bnb_base = run.lora && c.training.finetune.base_bits < 16 &&
+                        c.training.finetune.quant_method == QuantMethod::kBitsandbytes;
+  run.mlp_act = bnb_base && run.autocast && m.norm == NormKind::kLayerNorm ? kFp32Bytes : run.act;
   run.rank = c.training.finetune.lora_rank;
   run.tensor = c.parallel.tensor;
   return run;
@@ -150,7 +161,15 @@ Bytes norm_output_element(const ModelSpec& m, const Run& r) {
 // Whether each linear (or LoRA adapter) reading one norm output keeps a copy of its own (see
 // stream_input_bytes).
 bool copies_per_reader(const ModelSpec& m, const Run& r) {
-  return r.autocast && (r.lora || norm_output_element(m, r) != r.act);
+  // (PEFT's bitsandbytes layers under autocast hand the adapters a 16-bit input as it is: one tensor.)
+  if (r.lora) return r.autocast && !(r.adapters_uncast && norm_output_element(m, r) == r.act);
+  return r.autocast && norm_output_element(m, r) != r.act;
+}
+
+// Whether the encoder output every cross-attention reads is counted once, outside the blocks (the
+// blocks keep no copies of their own, and some linear or adapter keeps it).
+bool encoder_output_outside(const ModelSpec& m, const Run& r) {
+  return !copies_per_reader(m, r) && (!r.lora || (r.targets & (kLoraK | kLoraV)));
 }
 
 // The saved input of `readers` linear layers reading one norm output: under autocast an fp32
@@ -165,7 +184,9 @@ Bytes stream_input_bytes(const ModelSpec& m, const Run& r, Count tokens, Count w
     const Count adapters = static_cast<std::int64_t>(__builtin_popcount(r.targets & target_bits));
     if (adapters.is_zero()) return Bytes{0};
     const Bytes input = tokens * width * (r.autocast ? r.act : element);
-    return (r.autocast ? input * adapters : input) + adapters * tokens * r.rank * r.act;
+    // Uncast, a 16-bit input is one tensor all the adapters keep; an fp32 one autocast casts for each.
+    const bool each = r.autocast && !(r.adapters_uncast && element == r.act);
+    return (each ? input * adapters : input) + adapters * tokens * r.rank * r.act;
   }
   const bool casts = r.autocast && element != r.act;
   return casts ? tokens * width * r.act * readers : tokens * width * element;
@@ -251,6 +272,9 @@ void cross_attention_terms(const ModelSpec& m, const Run& r, const Stack& dec, b
   // otherwise all blocks read the one tensor (counted once, outside the blocks).
   if (copies_per_reader(m, r)) {
     add(t, "cross_attention.kv_input", stream_input_bytes(m, r, r.batch * r.src, r.hidden, 2, kLoraK | kLoraV));
+  } else if (r.lora) {  // the shared input is counted outside; each block's adapters keep their A x
+    const Count adapters = static_cast<std::int64_t>(__builtin_popcount(r.targets & (kLoraK | kLoraV)));
+    add(t, "cross_attention.kv_adapters", adapters * r.batch * r.src * r.rank * r.act);
   }
   if (r.kernel == Kernel::kEager) {
     eager_core(r, dec, dec.seq, r.src, t);
@@ -329,7 +353,8 @@ Bytes mlp_inner_bytes(const ModelSpec& m, const Run& r, Count tokens, Count ff) 
   bool out_kept = false;      // ... already kept by the activation itself
   switch (activation(m)) {
     case HiddenAct::kRelu:
-      saved += n * r.act;
+      saved += n * r.mlp_act;
+      out_element = r.mlp_act;
       out_kept = true;
       break;
     case HiddenAct::kGeluNew: {
@@ -350,7 +375,8 @@ Bytes mlp_inner_bytes(const ModelSpec& m, const Run& r, Count tokens, Count ff) 
     case HiddenAct::kSilu:
     case HiddenAct::kClampedSwiglu:  // no encoder uses these; validate() refuses them there
     case HiddenAct::kXielu:
-      saved += n * r.act;
+      saved += n * r.mlp_act;  // the activation's input, the first projection's output
+      out_element = r.mlp_act;
       break;
   }
   Bytes hidden_element = out_element;  // what reaches the down projection
@@ -463,7 +489,10 @@ Bytes outside_bytes(const ModelSpec& m, const Run& r, Checkpointing checkpointin
     if (r.residual_dropout) bytes += stacks_tokens * r.hidden * kMaskBytes;
   }
   if (decoder) {
-    if (!copies_per_reader(m, r)) bytes += stream_input_bytes(m, r, src_tokens, r.hidden, 2, kLoraK | kLoraV);
+    if (encoder_output_outside(m, r)) {
+      bytes += r.lora ? src_tokens * r.hidden * norm_output_element(m, r)
+                      : stream_input_bytes(m, r, src_tokens, r.hidden, 2, kLoraK | kLoraV);
+    }
     if (r.kernel == Kernel::kBiased && r.src.value() % kBiasAlignment == 0) {
       bytes += position_bias_bytes(r, decoder_stack(m, r), r.tgt, r.src);
     }
@@ -566,7 +595,7 @@ Bytes checkpoint_argument_bytes(const ModelSpec& m, const Run& r, const Body& b)
   }
   if (!b.decoder_layers.is_zero()) {
     if (r.kernel == Kernel::kEager) bytes += r.batch * tgt * tgt * r.stream;
-    if (copies_per_reader(m, r)) bytes += r.batch * src * r.hidden * norm_output_element(m, r);
+    if (!encoder_output_outside(m, r)) bytes += r.batch * src * r.hidden * norm_output_element(m, r);
   }
   if (m.attention_type == AttentionType::kDisentangled) {
     const Count rows = m.relative_embedding_rows();

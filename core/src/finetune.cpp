@@ -146,6 +146,15 @@ bool quantized_base_keeps_input(const Config& c) {
   return is_peft(c) && ((bnb_4bit && (f.bnb_keeps_input || unsloth)) || chatglm);
 }
 
+bool bnb_adapters_uncast(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  const FinetuneMethod m = f.method;
+  const bool lora_layer = m == FinetuneMethod::kLora || m == FinetuneMethod::kLoraFa || m == FinetuneMethod::kDora ||
+                          m == FinetuneMethod::kAdaLora || m == FinetuneMethod::kHira;
+  return lora_layer && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
+         resolve_implementation(c).framework != Framework::kUnsloth && recipe_of(c).autocast;
+}
+
 bool peft_returns_fp32(const Config& c) {
   const Finetune& f = c.training.finetune;
   const Implementation impl = resolve_implementation(c);

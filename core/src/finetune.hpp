@@ -141,6 +141,11 @@ bool quantized_base_keeps_input(const Config& config);
 // columns (road/layer.py _apply_road). Their bitsandbytes layers cast back only with autocast off
 // (lora/bnb.py, ia3/bnb.py, road/bnb.py Linear4bit and Linear8bitLt: `requires_conversion`).
 bool peft_returns_fp32(const Config& config);
+// PEFT's LoRA-layer methods over a bitsandbytes base under autocast: the layer hands its input to
+// the adapters as it is, uncast (lora/bnb.py, adalora/bnb.py, hira/bnb.py: `requires_conversion =
+// not torch.is_autocast_enabled()`; DoRA's variant gets the same input). LoRA, LoRA-FA, DoRA,
+// AdaLoRA and HiRA.
+bool bnb_adapters_uncast(const Config& config);
 
 // Which modules of a quantised base the quantiser covers besides the blocks' linear layers.
 struct QuantizedBase {

@@ -117,7 +117,7 @@ HEADS = {"lm": "lm", "seqcls": "sequence_classification", "tokcls": "token_class
 def case(family, head, attention, precision, dropout=0.0, src=S, tgt=T, ckpt=False, lora=None):
     name = "-".join([family, head, attention, precision] + (["drop%g" % dropout] if dropout else []) +
                     (["S%dT%d" % (src, tgt)] if (src, tgt) != (S, T) else []) + (["ckpt"] if ckpt else []) +
-                    (["lora"] if lora else []))
+                    (["qlora" if lora.get("bits") == 4 else "lora"] if lora else []))
     return dict(name=name, family=family, head=head, attention=attention, precision=precision,
                 dropout=dropout, src=src, tgt=tgt, ckpt=ckpt, lora=lora)
 
@@ -162,6 +162,11 @@ def all_cases():
     cs.append(case("t5v11", "lm", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["q", "v"]}))
     cs.append(case("bart", "lm", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["q_proj", "v_proj"]}))
     cs.append(case("roberta", "seqcls", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["query", "value"]}))
+    # QLoRA: the same over a bitsandbytes NF4 base (double quantisation, bf16 compute), without
+    # prepare_model_for_kbit_training: PEFT's bitsandbytes LoRA layers cast nothing under autocast.
+    cs.append(case("t5v11", "lm", "eager", "bf16_mixed", lora={"r": 8, "targets": ["q", "v"], "bits": 4}))
+    cs.append(case("bart", "lm", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["q_proj", "v_proj"], "bits": 4}))
+    cs.append(case("roberta", "seqcls", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["query", "value"], "bits": 4}))
     return cs
 
 
@@ -189,6 +194,15 @@ def build(c):
         dtype = torch.bfloat16   # PEFT's recipe: the frozen base loaded in bf16 (see measure.py)
     model = cls.from_config(cfg, dtype=dtype, **kw)
     untie_like_checkpoint(model, d)
+    if c["lora"] and c["lora"].get("bits") == 4:
+        # the same weights saved and loaded back quantised, as a QLoRA run loads its checkpoint
+        import tempfile
+        from transformers import BitsAndBytesConfig
+        quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16,
+                                   bnb_4bit_use_double_quant=True)
+        with tempfile.TemporaryDirectory() as folder:
+            model.save_pretrained(folder)
+            model = cls.from_pretrained(folder, quantization_config=quant, dtype=dtype, device_map="cpu", **kw)
     if c["ckpt"]:
         # Trainer(gradient_checkpointing=True): each block a non-reentrant checkpoint region
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -526,6 +540,9 @@ def memfit_settings(c, general_path=False):
     if c["lora"]:
         training["finetune"] = {"method": "lora", "lora_rank": c["lora"]["r"],
                                 "lora_targets": [LORA_TARGETS[t] for t in c["lora"]["targets"]]}
+        if c["lora"].get("bits") == 4:
+            training["finetune"].update({"base_bits": 4, "quant_type": "nf4", "double_quant": True,
+                                         "prepare_kbit": False})
     return {"model": model, "training": training}
 
 
@@ -535,7 +552,7 @@ def memfit_args(c, general_path=False):
         for key, value in fields.items():
             if isinstance(value, dict):
                 for k2, v2 in value.items():
-                    args += ["--set", "%s.%s.%s=%s" % (section, key, k2, json.dumps(v2) if isinstance(v2, list) else v2)]
+                    args += ["--set", "%s.%s.%s=%s" % (section, key, k2, json.dumps(v2) if isinstance(v2, (list, bool)) else v2)]
             else:
                 args += ["--set", "%s.%s=%s" % (section, key, str(value).lower() if isinstance(value, bool) else value)]
     return args
