@@ -80,8 +80,9 @@ const std::set<std::string> kMegatronFlags = {
     "--no-gradient-accumulation-fusion", "--ckpt-format", "--moe-token-dispatcher-type",
     // megatron/training/arguments.py _add_network_size_args: GLM-4's partial, interleaved rotary
     "--rotary-percent", "--rotary-interleaved",
-    // _add_network_size_args: "Use squared relu activation instead of default gelu" (Nemotron-4)
-    "--squared-relu"};
+    // _add_network_size_args: "Use squared relu activation instead of default gelu" (Nemotron-4);
+    // "Adjust LayerNorm weights such that they are centered around zero" (1 + w norms)
+    "--squared-relu", "--apply-layernorm-1p"};
 
 // Environment variables a command may set before its launcher: Megatron-LM's validate_args
 // asserts CUDA_DEVICE_MAX_CONNECTIONS=1 under tensor or context parallelism.
@@ -360,6 +361,8 @@ TEST(Exports, MegatronRoundTrips) {
       R"({"model":{"preset":"glm-4-9b-0414"},"training":{"precision":"bf16_master","checkpointing":"full"},"parallel":{"num_gpus":8,"zero_stage":1}})",
       // a plain MLP with squared ReLU (Nemotron-4's, Arcee's)
       R"({"model":{"preset":"llama-2-7b","mlp":"plain","hidden_act":"relu2"},"training":{"precision":"bf16_master"},"parallel":{"num_gpus":8,"zero_stage":1}})",
+      // Gemma's norms apply 1 + w
+      R"({"model":{"preset":"gemma-2b"},"training":{"precision":"bf16_master"},"parallel":{"num_gpus":8,"zero_stage":1}})",
   };
   for (const char* c : cases) expect_round_trip(config(c), Engine::kMegatron);
   const Export glm = export_plan(config(cases[5]), Engine::kMegatron);
@@ -367,6 +370,9 @@ TEST(Exports, MegatronRoundTrips) {
   const Export relu2 = export_plan(config(cases[6]), Engine::kMegatron);
   EXPECT_NE(relu2.command.find("--squared-relu"), std::string::npos) << relu2.command;
   EXPECT_EQ(relu2.command.find("--swiglu"), std::string::npos) << relu2.command;
+  EXPECT_EQ(relu2.command.find("--apply-layernorm-1p"), std::string::npos) << relu2.command;
+  const Export gemma = export_plan(config(cases[7]), Engine::kMegatron);
+  EXPECT_NE(gemma.command.find("--apply-layernorm-1p"), std::string::npos) << gemma.command;
   EXPECT_TRUE(std::any_of(glm.notes.begin(), glm.notes.end(),
                           [](const std::string& n) { return n.find("two norms a block") != std::string::npos; }));
 }
