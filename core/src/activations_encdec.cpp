@@ -89,7 +89,10 @@ Run make_run(const Config& c) {
   run.adapters_uncast = run.lora && bnb_adapters_uncast(c);
   const bool bnb_base = run.lora && c.training.finetune.base_bits < 16 &&
                         c.training.finetune.quant_method == QuantMethod::kBitsandbytes;
-  run.mlp_act = bnb_base && run.autocast && m.norm == NormKind::kLayerNorm ? kFp32Bytes : run.act;
+  // (After prepare_model_for_kbit_training the norms' fp32 weights give fp32 outputs too.)
+  run.mlp_act = bnb_base && (run.stream == kFp32Bytes || (run.autocast && m.norm == NormKind::kLayerNorm))
+                    ? kFp32Bytes
+                    : run.act;
   run.rank = c.training.finetune.lora_rank;
   run.tensor = c.parallel.tensor;
   return run;

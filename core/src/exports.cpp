@@ -430,11 +430,11 @@ std::string megatron_model_args(const ModelSpec& m) {
   a += m.norm == NormKind::kRmsNorm ? " --normalization RMSNorm" : " --normalization LayerNorm";
   if (m.mlp == MlpKind::kGated) a += " --swiglu";
   else if (m.hidden_act == HiddenAct::kRelu2) a += " --squared-relu";  // Nemotron-4's MLP
-  // Norm weights stored around zero and applied as 1 + w: Nemotron's LayerNorm1P, Gemma's and
-  // Qwen3.5's zero-centred RMSNorm (megatron/training/arguments.py --apply-layernorm-1p, the norms'
-  // zero_centered_gamma; Megatron-LM's Qwen3.5 and Nemotron recipes pass it).
-  static constexpr std::string_view kOnePlus[] = {"nemotron",     "gemma",           "gemma2",    "gemma3_text",
-                                                 "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"};
+  // Norm weights stored around zero and applied as 1 + w: Nemotron's LayerNorm1P, Gemma's
+  // zero-centred RMSNorm (megatron/training/arguments.py --apply-layernorm-1p, the norms'
+  // zero_centered_gamma; Megatron-LM's Nemotron recipes pass it). (Qwen3.5's, the same, is not
+  // exported: Megatron has no Gated DeltaNet here.)
+  static constexpr std::string_view kOnePlus[] = {"nemotron", "gemma", "gemma2", "gemma3_text"};
   for (std::string_view t : kOnePlus) {
     if (m.model_type == t) a += " --apply-layernorm-1p";
   }

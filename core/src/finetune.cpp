@@ -158,11 +158,19 @@ bool bnb_adapters_uncast(const Config& c) {
 bool peft_returns_fp32(const Config& c) {
   const Finetune& f = c.training.finetune;
   const Implementation impl = resolve_implementation(c);
-  const bool method = f.method == FinetuneMethod::kDora || f.method == FinetuneMethod::kIa3 ||
-                      f.method == FinetuneMethod::kRoad;
-  return method && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
-         impl.framework != Framework::kUnsloth && recipe_of(c).autocast &&
-         impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  const bool bnb = f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
+                   impl.framework != Framework::kUnsloth;
+  const bool autocast = recipe_of(c).autocast, fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  switch (f.method) {
+    case FinetuneMethod::kDora: return bnb && autocast && fp32_adapters;
+    // IA3's layer casts x to fp32 without autocast and takes the dtype to return from the base
+    // output it then gives: fp32 either way (ia3/bnb.py `expected_dtype = result.dtype`).
+    case FinetuneMethod::kIa3: return bnb && (!autocast || fp32_adapters);
+    // RoAd's casts x back, not its result (road/bnb.py `x = x.to(expected_dtype)`): the rotation's
+    // dtype, the adapters', with or without autocast.
+    case FinetuneMethod::kRoad: return bnb && fp32_adapters;
+    default: return false;
+  }
 }
 
 QuantizedBase quantized_base(const Config& c) { return {experts_left_unquantized(c), head_quantized(c)}; }

@@ -134,12 +134,14 @@ bool head_quantized(const Config& config);
 // (training.finetune.bnb_keeps_input) or under unsloth's fused LoRA functions, and ChatGLM's own
 // W8A16Linear (activations.cpp, Dims::quantized_base_saves_input).
 bool quantized_base_keeps_input(const Config& config);
-// PEFT's DoRA, IA3 and RoAd over a bitsandbytes base under autocast with fp32 adapters: each adapted
-// layer returns fp32, an fp32 vector [out] (or [in]) times a 16-bit tensor: DoRA's magnitude in
+// PEFT's DoRA, IA3 and RoAd over a bitsandbytes base with fp32 adapters: each adapted layer returns
+// fp32, an fp32 vector [out] (or [in]) times a 16-bit tensor: DoRA's magnitude in
 // (m/‖W′‖ − 1)·base_result + m/‖W′‖·lora_result·s (lora/dora.py), IA3's scale on the base output or,
 // feedforward, on the input the 4-bit layer then returns in fp32 (ia3/layer.py), RoAd's rotation
-// columns (road/layer.py _apply_road). Their bitsandbytes layers cast back only with autocast off
-// (lora/bnb.py, ia3/bnb.py, road/bnb.py Linear4bit and Linear8bitLt: `requires_conversion`).
+// columns (road/layer.py _apply_road). DoRA's bitsandbytes layer casts back only with autocast off
+// (lora/bnb.py Linear4bit and Linear8bitLt: `requires_conversion`); IA3's returns fp32 without
+// autocast too, whatever its adapters' dtype, and RoAd's never casts its result back (ia3/bnb.py,
+// road/bnb.py).
 bool peft_returns_fp32(const Config& config);
 // PEFT's LoRA-layer methods over a bitsandbytes base under autocast: the layer hands its input to
 // the adapters as it is, uncast (lora/bnb.py, adalora/bnb.py, hira/bnb.py: `requires_conversion =

@@ -835,6 +835,7 @@ struct LayerShare {
   // DoRA's, IA3's and RoAd's layers return fp32 (peft_returns_fp32): what they keep of the 4-bit
   // layer's output (or IA3's feedforward input) is in the layer's input dtype (input_of).
   bool fp32_results = false;
+  bool autocast = true;  // (without it IA3 and RoAd keep their fp32 casts: fp32 whatever the input)
   // The input dtype of an adapted layer when the layers return fp32: the norm's output for q, k, v,
   // gate and up (the stream's), the attention's for o (16-bit), the MLP's activation for down (fp32).
   Bytes input_of(const AdaptedLinear& a) const {
@@ -907,8 +908,14 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
         // torchtune's DoRALinear drops out only the adapters' input and keeps its base output):
         // DoRA runs F.linear(dropout(x), W.to(x.dtype)) again, in the adapters' matmul dtype, and
         // that saves the weight it read for x's gradient: a copy of W [out, in] wherever W had to be
-        // dequantised or cast (to the adapters' dtype, or by autocast to 16 bits).
-        t.act_elements = 0;
+        // dequantised or cast (to the adapters' dtype, or by autocast to 16 bits). Over a
+        // bitsandbytes base under autocast (fp32 results) the products keep that output and the LoRA
+        // output, both 16-bit, not the 4-bit layer's.
+        if (share.fp32_results) {
+          t.fp32_bytes = t.fp32_bytes - share.per_layer(a, out) * share.input_of(a);
+        } else {
+          t.act_elements = 0;
+        }
         t.fp32_bytes += share.per_layer(a, out) * share.adapter;
         if (f.base_bits < 16 || share.stream != share.param || share.adapter != share.param) {
           t.fp32_bytes += share.weights_per_layer(a, weight) * share.adapter;
@@ -955,10 +962,10 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.per_layer(a, width);
       t.fp32_bytes = share.weights_per_layer(a, width) * kFp32Bytes;
       t.cast_fp32 = feedforward;  // a feedforward layer scales its input cast to the scale's dtype
-      if (share.fp32_results) {  // over a bitsandbytes base under autocast: no cast (ia3/bnb.py)
+      if (share.fp32_results) {  // over a bitsandbytes base: under autocast no cast, else x.float() (ia3/bnb.py)
         t.act_elements = 0;
         t.cast_fp32 = false;
-        t.fp32_bytes += share.per_layer(a, width) * share.input_of(a);
+        t.fp32_bytes += share.per_layer(a, width) * (share.autocast ? share.input_of(a) : kFp32Bytes);
       }
       break;
     }
@@ -975,10 +982,10 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       t.act_elements = share.per_layer(a, out * 2);
       t.fp32_bytes = share.weights_per_layer(a, out * 6) * kFp32Bytes;
       t.cast_fp32 = true;
-      if (share.fp32_results) {  // over a bitsandbytes base under autocast: the base output as it is
+      if (share.fp32_results) {  // over a bitsandbytes base: under autocast the base output as it is
         t.act_elements = 0;
         t.cast_fp32 = false;
-        t.fp32_bytes += share.per_layer(a, out * 2) * share.input_of(a);
+        t.fp32_bytes += share.per_layer(a, out * 2) * (share.autocast ? share.input_of(a) : kFp32Bytes);
       }
       break;
     case FinetuneMethod::kMiss:  // x summed into r groups
@@ -1212,6 +1219,7 @@ LayerShare layer_share(const Config& c, Count tokens, Count batch, Bytes act, By
   share.param = fp32_adapters ? kFp32Bytes : lora_base_bytes(r, impl);
   share.hf_peft = implementation_profile(impl.framework).transformers_attention;
   share.fp32_results = peft_returns_fp32(c);
+  share.autocast = r.autocast;
   return share;
 }
 
@@ -1602,6 +1610,11 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
                       "waveft, gralora, tinylora, hira, deft, frod, pvera or unilora"});
   }
   if (adapts_linears_method(f.method)) check_targets(c, errors);
+  // PEFT's LoRA layer over a GPTQ base refuses DoRA (lora/gptq.py: "does not support DoRA").
+  if (f.method == FinetuneMethod::kDora && f.base_bits < 16 && f.quant_method == QuantMethod::kGptq) {
+    errors.push_back({"training.finetune.method", "dora is not available over a GPTQ base (PEFT's GPTQ LoRA layer "
+                                                  "refuses it): lora, or a bitsandbytes base"});
+  }
   // IA3Config refuses feedforward_modules outside target_modules (ia3/config.py); memfit's default
   // (down) is PEFT's for Llama-style models and simply unused where down is not a target.
   if (f.method == FinetuneMethod::kIa3 && f.feedforward_modules != kLoraDown &&

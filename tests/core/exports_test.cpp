@@ -370,7 +370,12 @@ TEST(Exports, MegatronRoundTrips) {
   const Export relu2 = export_plan(config(cases[6]), Engine::kMegatron);
   EXPECT_NE(relu2.command.find("--squared-relu"), std::string::npos) << relu2.command;
   EXPECT_EQ(relu2.command.find("--swiglu"), std::string::npos) << relu2.command;
-  EXPECT_EQ(relu2.command.find("--apply-layernorm-1p"), std::string::npos) << relu2.command;
+  // Nemotron-4's LayerNorm1P: the same shape with its model_type.
+  const Export nemotron = export_plan(
+      config(R"({"model":{"preset":"llama-2-7b","model_type":"nemotron","mlp":"plain","hidden_act":"relu2","norm":"layernorm",)"
+             R"("norm_bias":true},"training":{"precision":"bf16_master"},"parallel":{"num_gpus":8,"zero_stage":1}})"),
+      Engine::kMegatron);
+  EXPECT_NE(nemotron.command.find("--apply-layernorm-1p"), std::string::npos) << nemotron.command;
   const Export gemma = export_plan(config(cases[7]), Engine::kMegatron);
   EXPECT_NE(gemma.command.find("--apply-layernorm-1p"), std::string::npos) << gemma.command;
   EXPECT_TRUE(std::any_of(glm.notes.begin(), glm.notes.end(),

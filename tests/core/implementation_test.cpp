@@ -1011,7 +1011,7 @@ TEST(Implementation, PeftBitsandbytesAdaptersShareTheirInputUnderAutocast) {
 }
 
 // DoRA over a bitsandbytes base under autocast returns fp32 (its fp32 magnitude promotes the sum,
-// and the 4-bit layer casts back only with autocast off: dora_returns_fp32). An adapted o_proj or
+// and the 4-bit layer casts back only with autocast off: peft_returns_fp32). An adapted o_proj or
 // down_proj turns the stream fp32, and the MLP after it computes in fp32; q and v alone leave both
 // 16-bit. The base output DoRA keeps is in its layer's input dtype. (Measured: families.py's QDoRA
 // steps, within 0.3 % where no first block differs.) 1,024 tokens x 14,336 x 2 tensors x 2 bytes.
@@ -1045,6 +1045,28 @@ TEST(Implementation, DoraOverBitsandbytesReturnsFp32UnderAutocast) {
                 "peft.adapters");
   };
   EXPECT_EQ(adapters("true") - adapters("false"), std::int64_t{1024} * 4096 * 2);
+  // Without autocast IA3's layer casts x to fp32 and returns what the base gives it, fp32, whatever
+  // its adapters' dtype; RoAd's returns its rotation's dtype: fp32 adapters only.
+  const auto pure = [](const std::string& finetune, const char* adapters_dtype) {
+    return term(run(std::string(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16","seq_len":1024,)") +
+                    R"("lora_adapter_dtype":")" + adapters_dtype + R"(","finetune":{"base_bits":4,)" + finetune + "}}}"),
+                "mlp.inner");
+  };
+  EXPECT_EQ(pure(R"("method":"ia3","lora_targets":["q","v","o"])", "weights"), inner16 * 2);
+  EXPECT_EQ(pure(R"("method":"road","lora_targets":["q","v","o"])", "fp32"), inner16 * 2);
+  EXPECT_EQ(pure(R"("method":"road","lora_targets":["q","v","o"])", "weights"), inner16);
+  EXPECT_EQ(pure(R"("method":"dora","lora_targets":["q","v","o"])", "fp32"), inner16);
+  // DoRA with dropout runs F.linear again: its products keep that 16-bit output and the 16-bit LoRA
+  // output (not the 4-bit layer's fp32 one), and F.linear keeps the dequantised weight's cast.
+  const Json dropped = run(R"({"model":{"preset":"llama-3-8b"},"training":{"precision":"bf16_mixed","seq_len":1024,)"
+                           R"("finetune":{"base_bits":4,"method":"dora","lora_targets":["q"],"prepare_kbit":true,)"
+                           R"("lora_dropout":0.05}}})");
+  EXPECT_EQ(term(dropped, "peft.adapters"),
+            std::int64_t{1024} * 4096 * 2 * 2 + std::int64_t{4096} * 4096 * 2 + std::int64_t{4096} * 3 * 4);
+  // PEFT's GPTQ LoRA layer refuses DoRA.
+  const Json gptq = estimate_json(R"({"model":{"preset":"llama-3-8b"},"training":{"finetune":{"base_bits":4,)"
+                                  R"("quant_method":"gptq","method":"dora"}}})");
+  EXPECT_FALSE(gptq.find("ok")->as_bool());
 }
 
 // In the first LoRA block the block's input needs no gradient: a projection that is not adapted

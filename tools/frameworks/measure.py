@@ -689,6 +689,7 @@ def run_once(case, amp):
         tl.mark("forward_end")
         tr.name_ops([loss])
         counted = classify(tr, case["precision"], built.modules)
+        wcopies = tr.weight_copies()   # (before backward, which frees what autograd held)
         tr.unpack_pops = True
         loss_bytes = storage_key(loss)[1]
         loss.backward()
@@ -702,7 +703,6 @@ def run_once(case, amp):
     if hh is not None:
         hh.remove()
     timeline = tl.summary()
-    wcopies = tr.weight_copies()
     st_bytes = 0
     st_detail = {}
     for st in opt.state.values():

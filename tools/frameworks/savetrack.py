@@ -26,11 +26,14 @@ LAYER_RE = re.compile(r"(?:^|\.)(?:layers|h|layer|blocks)\.(\d+)(?:\.|$)")
 
 class _Handle:
     """What pack gives autograd for a saved tensor: the graph node that saved it holds it, so it
-    dies with that node (a weak reference to it tells whether autograd still keeps the tensor)."""
-    __slots__ = ("rid", "__weakref__")
+    dies with that node (a weak reference to it tells whether autograd still keeps the tensor).
+    It carries the tensor, detached: the storage, not the graph that made it, and for as long as
+    autograd keeps the node (unpack gives it back; autograd restores its grad_fn)."""
+    __slots__ = ("rid", "tensor", "__weakref__")
 
-    def __init__(self, rid):
+    def __init__(self, rid, tensor):
         self.rid = rid
+        self.tensor = tensor
 
 
 def storage_key(t):
@@ -72,7 +75,6 @@ class SaveTracker:
         self.stack = []
         self.types = []
         self.records = []
-        self.packed = {}       # record id -> tensor (keeps it alive, like autograd would)
         self.handles = []      # record id -> weak reference to what autograd holds for it
         self.active = False
         self.region_override = None
@@ -93,10 +95,9 @@ class SaveTracker:
 
     def pack(self, t):
         rid = len(self.records)
-        handle = _Handle(rid)
+        handle = _Handle(rid, t.detach())
         self.handles.append(weakref.ref(handle))
         if not self.active:
-            self.packed[rid] = t.detach()  # the storage, not the graph that made it (autograd holds that)
             self.records.append(None)
             return handle
         ptr, nb = storage_key(t)
@@ -119,7 +120,6 @@ class SaveTracker:
             "nodes": [],
             "weight_copy": self._weight_copy(t) if owner is None else None,
         })
-        self.packed[rid] = t.detach()  # the storage, not the graph that made it (autograd holds that)
         return handle
 
     _VIEWISH = {"ToCopyBackward0", "TBackward0", "PermuteBackward0", "TransposeBackward0",
@@ -153,15 +153,11 @@ class SaveTracker:
         return None
 
     def unpack(self, handle):
-        rid = handle.rid
-        if self.unpack_pops:
-            # during backward: hand the tensor over and drop our reference, so it is
-            # freed when autograd frees its saved variable (as without the hooks)
-            return self.packed.pop(rid)
-        t = self.packed[rid]
-        if self._walk_node is not None and self.records[rid] is not None:
-            self.records[rid]["nodes"].append(self._walk_node)
-        return t
+        # The handle holds the tensor for as long as autograd holds the handle: during backward it
+        # is freed when autograd frees its saved variable (as without the hooks).
+        if self._walk_node is not None and self.records[handle.rid] is not None:
+            self.records[handle.rid]["nodes"].append(self._walk_node)
+        return handle.tensor
 
     def _region(self, module):
         if module in self.top_names or any(p in module.split(".") for p in self.head_patterns):
@@ -218,7 +214,7 @@ class SaveTracker:
                     todo.append(nxt)
 
     def release(self):
-        self.packed = {}
+        """Nothing to let go: autograd holds the saved tensors (their handles) itself."""
 
     # ------------------------------------------------------------------ summaries
     def weight_copies(self):
@@ -238,7 +234,7 @@ class SaveTracker:
         """One record per storage (the first save), parameters/buffers excluded, of the tensors
         autograd still holds: a tensor saved by a graph that died during forward (a result used
         only detached, e.g. PEFT DoRA's lora_B(lora_A(eye)) for its weight norm) is freed by
-        autograd when the graph goes, though this tracker's own reference (self.packed) keeps it."""
+        autograd when the graph goes (and with it the handle holding it)."""
         seen, out = set(), []
         for rid, r in enumerate(self.records):
             if (r is None or r["owner"] is not None or r["storage_bytes"] == 0
