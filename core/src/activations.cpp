@@ -131,9 +131,7 @@ Dims make_dims(const Config& c) {
   // activation and gated product keep fp32 tensors (measured with a real bitsandbytes 4-bit base on
   // the CPU: tools/frameworks/families.py, QLoRA steps). unsloth's own LoRA MLP kernels run in the
   // compute dtype.
-  const Finetune& base = c.training.finetune;
-  const bool bnb_base = d.lora && base.base_bits < 16 && base.quant_method == QuantMethod::kBitsandbytes &&
-                        impl.framework != Framework::kUnsloth;
+  const bool bnb_base = bnb_peft_base(c) && impl.framework != Framework::kUnsloth;
   // (OLMo-1's weightless LayerNorm casts its fp32 result back to the input's dtype.)
   const bool fp32_norm_output =
       r.autocast && m.norm == NormKind::kLayerNorm && m.norm_weight && impl.norm_kernel == NormKernel::kEager;
@@ -193,7 +191,7 @@ Dims make_dims(const Config& c) {
   // does. IA3's and RoAd's ask too, and cast nothing under autocast: they keep the 4-bit layer's
   // output (or IA3's feedforward input) as it is (peft.cpp, LayerShare::fp32_results).
   const bool fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
-  const bool no_peft_cast = bnb_base && bnb_adapters_uncast(c);
+  const bool no_peft_cast = bnb_adapters_uncast(c);
   const bool input_16bit = d.stream != kFp32Bytes || norm_output_16bit;  // what the projections read
   d.adapter_input_copies = fp32_adapters && input_16bit && !no_peft_cast;
   // (PEFT's ParamWrapper on stacked experts is no bitsandbytes layer: its fp32 factors are cast to

@@ -86,11 +86,9 @@ Run make_run(const Config& c) {
   // (bnb_adapters_uncast), and a 4-bit linear returns its input's dtype: the fp32 output of a
   // LayerNorm (BART, BERT-style encoders) gives an fp32 MLP. (Measured: measure_encdec.py's QLoRA
   // cases.)
-  run.adapters_uncast = run.lora && bnb_adapters_uncast(c);
-  const bool bnb_base = run.lora && c.training.finetune.base_bits < 16 &&
-                        c.training.finetune.quant_method == QuantMethod::kBitsandbytes;
+  run.adapters_uncast = bnb_adapters_uncast(c);
   // (After prepare_model_for_kbit_training the norms' fp32 weights give fp32 outputs too.)
-  run.mlp_act = bnb_base && (run.stream == kFp32Bytes || (run.autocast && m.norm == NormKind::kLayerNorm))
+  run.mlp_act = bnb_peft_base(c) && (run.stream == kFp32Bytes || (run.autocast && m.norm == NormKind::kLayerNorm))
                     ? kFp32Bytes
                     : run.act;
   run.rank = c.training.finetune.lora_rank;

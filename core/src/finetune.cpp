@@ -146,20 +146,23 @@ bool quantized_base_keeps_input(const Config& c) {
   return is_peft(c) && ((bnb_4bit && (f.bnb_keeps_input || unsloth)) || chatglm);
 }
 
-bool bnb_adapters_uncast(const Config& c) {
+bool bnb_peft_base(const Config& c) {
   const Finetune& f = c.training.finetune;
-  const FinetuneMethod m = f.method;
+  return is_peft(c) && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes;
+}
+
+bool bnb_adapters_uncast(const Config& c) {
+  const FinetuneMethod m = c.training.finetune.method;
   const bool lora_layer = m == FinetuneMethod::kLora || m == FinetuneMethod::kLoraFa || m == FinetuneMethod::kDora ||
                           m == FinetuneMethod::kAdaLora || m == FinetuneMethod::kHira;
-  return lora_layer && f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
-         resolve_implementation(c).framework != Framework::kUnsloth && recipe_of(c).autocast;
+  return lora_layer && bnb_peft_base(c) && resolve_implementation(c).framework != Framework::kUnsloth &&
+         recipe_of(c).autocast;
 }
 
 bool peft_returns_fp32(const Config& c) {
   const Finetune& f = c.training.finetune;
   const Implementation impl = resolve_implementation(c);
-  const bool bnb = f.base_bits < 16 && f.quant_method == QuantMethod::kBitsandbytes &&
-                   impl.framework != Framework::kUnsloth;
+  const bool bnb = bnb_peft_base(c) && impl.framework != Framework::kUnsloth;
   const bool autocast = recipe_of(c).autocast, fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
   switch (f.method) {
     case FinetuneMethod::kDora: return bnb && autocast && fp32_adapters;

@@ -143,6 +143,8 @@ bool quantized_base_keeps_input(const Config& config);
 // autocast too, whatever its adapters' dtype, and RoAd's never casts its result back (ia3/bnb.py,
 // road/bnb.py).
 bool peft_returns_fp32(const Config& config);
+// A PEFT run over a bitsandbytes base (4- or 8-bit).
+bool bnb_peft_base(const Config& config);
 // PEFT's LoRA-layer methods over a bitsandbytes base under autocast: the layer hands its input to
 // the adapters as it is, uncast (lora/bnb.py, adalora/bnb.py, hira/bnb.py: `requires_conversion =
 // not torch.is_autocast_enabled()`; DoRA's variant gets the same input). LoRA, LoRA-FA, DoRA,

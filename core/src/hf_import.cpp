@@ -1489,7 +1489,6 @@ HfImport import_hf_config(const Json& json) {
       t == "deberta-v2" || t == "gpt_bigcode" || t == "gptj" || t == "bloom" || t == "seed_oss") {
     m.residual_dropout = true;
   }
-  out.reference = class_reference(t);
   // GPTBigCode keeps the cache in training (class_reference); its file can turn it off.
   if (t == "gpt_bigcode" && !reader.boolean("use_cache", true)) {
     out.warnings.push_back({"use_cache", "is false: GPTBigCode then keeps no cache in training, but memfit reads the "

@@ -396,14 +396,8 @@ LigerPatches liger_patches(const ModelSpec& m) {
 
 Implementation class_applied(const Config& c) {
   Implementation requested = c.training.implementation;
-  apply_class_reference(class_reference(c.model.model_type), requested);
-  return requested;
-}
-
-Implementation resolve_implementation(const Config& c) {
-  Implementation requested = class_applied(c);
-  const std::string_view type = c.model.model_type;
-  const Implementation reference = class_reference(type);
+  const Implementation reference = class_reference(c.model.model_type);
+  apply_class_reference(reference, requested);
   if (requested.framework == Framework::kLiger) {
     // What Liger leaves unpatched for this model_type runs as transformers' class does.
     const LigerPatches patches = liger_patches(c.model);
@@ -416,7 +410,11 @@ Implementation resolve_implementation(const Config& c) {
     if (!patches.mlp && requested.compile != Switch::kYes) take(requested.activation_kernel, ActivationKernel::kEager);
     if (!requested.chunked_loss) take(requested.loss, patches.loss);
   }
-  Implementation out = resolve_implementation(requested);
+  return requested;
+}
+
+Implementation resolve_implementation(const Config& c) {
+  Implementation out = resolve_implementation(class_applied(c));
   if (c.training.implementation.checkpoint_impl == CheckpointImpl::kAuto && c.training.finetune.bnb_keeps_input &&
       runs_transformers_model(out.framework)) {
     out.checkpoint_impl = CheckpointImpl::kReentrant;

@@ -835,10 +835,12 @@ struct LayerShare {
   // DoRA's, IA3's and RoAd's layers return fp32 (peft_returns_fp32): what they keep of the 4-bit
   // layer's output (or IA3's feedforward input) is in the layer's input dtype (input_of).
   bool fp32_results = false;
-  bool autocast = true;  // (without it IA3 and RoAd keep their fp32 casts: fp32 whatever the input)
-  // The input dtype of an adapted layer when the layers return fp32: the norm's output for q, k, v,
-  // gate and up (the stream's), the attention's for o (16-bit), the MLP's activation for down (fp32).
+  bool autocast = true;
+  // The dtype of what they keep when the layers return fp32: under autocast the adapted layer's
+  // input's (the norm's output for q, k, v, gate and up, the stream's; the attention's for o,
+  // 16-bit; the MLP's activation for down, fp32); without it IA3's and RoAd's fp32 casts.
   Bytes input_of(const AdaptedLinear& a) const {
+    if (!autocast) return kFp32Bytes;
     return a.target == kLoraDown ? kFp32Bytes : a.target == kLoraO ? act : stream;
   }
   Count per_layer(const AdaptedLinear& a, Count width) const {  // activation elements per layer
@@ -896,14 +898,17 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
   const Count r = f.lora_rank, in = a.in, out = a.out, weight = a.in * a.out;
   TargetSaved t;
   switch (f.method) {
-    case FinetuneMethod::kDora:  // dora.py: (m/‖W′‖ − 1)·base_result + m/‖W′‖·lora_result·s, ‖W′‖ [out]
+    case FinetuneMethod::kDora: {  // dora.py: (m/‖W′‖ − 1)·base_result + m/‖W′‖·lora_result·s, ‖W′‖ [out]
       // base_result in the compute dtype, lora_result in the adapters' (fp32 on a 16-bit model)
+      const bool dropped = f.lora_dropout > 0.0 && share.hf_peft;
       t.act_elements = share.per_layer(a, out);
-      t.fp32_bytes = share.weights_per_layer(a, out * 3) * kFp32Bytes +
-                     share.per_layer(a, out) * (share.fp32_results ? share.input_of(a)
-                                                : share.fp32_casts()  ? kFp32Bytes
-                                                                      : share.act);
-      if (f.lora_dropout > 0.0 && share.hf_peft) {
+      t.fp32_bytes = share.weights_per_layer(a, out * 3) * kFp32Bytes;
+      if (!(dropped && share.fp32_results)) {
+        t.fp32_bytes += share.per_layer(a, out) * (share.fp32_results ? share.input_of(a)
+                                                   : share.fp32_casts()  ? kFp32Bytes
+                                                                         : share.act);
+      }
+      if (dropped) {
         // With dropout the layer's own output cannot serve (lora/variants.py passes base_result=None;
         // torchtune's DoRALinear drops out only the adapters' input and keeps its base output):
         // DoRA runs F.linear(dropout(x), W.to(x.dtype)) again, in the adapters' matmul dtype, and
@@ -911,17 +916,14 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
         // dequantised or cast (to the adapters' dtype, or by autocast to 16 bits). Over a
         // bitsandbytes base under autocast (fp32 results) the products keep that output and the LoRA
         // output, both 16-bit, not the 4-bit layer's.
-        if (share.fp32_results) {
-          t.fp32_bytes = t.fp32_bytes - share.per_layer(a, out) * share.input_of(a);
-        } else {
-          t.act_elements = 0;
-        }
+        if (!share.fp32_results) t.act_elements = 0;
         t.fp32_bytes += share.per_layer(a, out) * share.adapter;
         if (f.base_bits < 16 || share.stream != share.param || share.adapter != share.param) {
           t.fp32_bytes += share.weights_per_layer(a, weight) * share.adapter;
         }
       }
       break;
+    }
     case FinetuneMethod::kLoraFa:  // A frozen: only A x for B
       t.act_elements = share.per_layer(a, r);
       t.in_adapter_dtype = true;
@@ -965,7 +967,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       if (share.fp32_results) {  // over a bitsandbytes base: under autocast no cast, else x.float() (ia3/bnb.py)
         t.act_elements = 0;
         t.cast_fp32 = false;
-        t.fp32_bytes += share.per_layer(a, width) * (share.autocast ? share.input_of(a) : kFp32Bytes);
+        t.fp32_bytes += share.per_layer(a, width) * share.input_of(a);
       }
       break;
     }
@@ -985,7 +987,7 @@ TargetSaved target_saved(const Finetune& f, const AdaptedLinear& a, const LayerS
       if (share.fp32_results) {  // over a bitsandbytes base: under autocast the base output as it is
         t.act_elements = 0;
         t.cast_fp32 = false;
-        t.fp32_bytes += share.per_layer(a, out * 2) * (share.autocast ? share.input_of(a) : kFp32Bytes);
+        t.fp32_bytes += share.per_layer(a, out * 2) * share.input_of(a);
       }
       break;
     case FinetuneMethod::kMiss:  // x summed into r groups

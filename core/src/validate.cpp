@@ -225,7 +225,7 @@ void check_training(const Config& c, Checks& out) {
   }
   // Liger's Granite patch raises for its fused linear cross-entropy (apply_liger_kernel_to_granite:
   // "LigerFusedLinearCrossEntropy is not available for Granite models": the class scales its logits).
-  if (t.implementation.framework == Framework::kLiger && m.model_type == "granite" &&
+  if (t.implementation.framework == Framework::kLiger && liger_patches(m).loss == LossKernel::kFusedCe &&
       (t.implementation.loss == LossKernel::kFusedLinearCe || t.implementation.chunked_loss)) {
     out.add(t.implementation.chunked_loss ? "training.chunked_loss" : "training.loss",
             "Liger has no fused linear cross-entropy for Granite (its logits are scaled; Liger's Granite patch "

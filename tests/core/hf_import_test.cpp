@@ -213,7 +213,7 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   EXPECT_EQ(nemotron.model.hidden_act, HiddenAct::kRelu2);
   EXPECT_EQ(nemotron.model.mlp, MlpKind::kPlain);
   EXPECT_EQ(nemotron.model.rotary_dim, 8);
-  EXPECT_EQ(nemotron.reference.norm_kernel, NormKernel::kCompute);
+  EXPECT_EQ(class_reference(nemotron.model.model_type).norm_kernel, NormKernel::kCompute);
   const HfImport nemotron_full = import_hf_config_text(
       R"({"model_type":"nemotron","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,)"
       R"("intermediate_size":128,"partial_rotary_factor":1.0})");
@@ -296,7 +296,7 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   EXPECT_EQ(count_parameters(llama4.model).total_count.value(), 107'769'861'120);
   EXPECT_EQ(llama4.model.qk_norm, QkNorm::kL2);
   EXPECT_EQ(llama4.model.qk_norm_layers, 36);
-  EXPECT_EQ(llama4.reference.moe_dispatch, MoeDispatch::kDense);
+  EXPECT_EQ(class_reference(llama4.model.model_type).moe_dispatch, MoeDispatch::kDense);
 }
 
 // A file that drops out says that memfit counts dropout from training.dropout (QA pass, Dec 3:
@@ -360,7 +360,7 @@ TEST(HfImport, GlmLayouts) {
   EXPECT_TRUE(glm.model.rotary_per_layer);
   EXPECT_EQ(glm.model.rotary_table_dtype, RotaryTableDtype::kStream);
   EXPECT_EQ(glm.model.rotary_dim, 32);
-  EXPECT_EQ(glm.reference.projections, Projections::kGateUpFused);
+  EXPECT_EQ(class_reference(glm.model.model_type).projections, Projections::kGateUpFused);
   const HfImport glm4 = import_hf_config_text(
       R"({"model_type":"glm4","partial_rotary_factor":0.25,)" + head.substr(std::string(R"({"model_type":"glm",)").size()) + "}");
   ASSERT_TRUE(glm4.errors.empty()) << first_error(glm4);
@@ -380,7 +380,7 @@ TEST(HfImport, GlmLayouts) {
   // LoRA on gate and up: one adapter on the fused gate_up_proj (r x (d + 2 ff)); on q and v: two.
   Config c;
   c.model = glm.model;
-  c.training.implementation.projections = glm.reference.projections;
+  c.training.implementation.projections = class_reference(glm.model.model_type).projections;
   c.training.finetune.method = FinetuneMethod::kLora;
   c.training.finetune.lora_rank = 8;
   c.training.finetune.lora_targets = kLoraGate | kLoraUp;

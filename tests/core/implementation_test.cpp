@@ -663,7 +663,7 @@ TEST(Implementation, GptBigCodeKeepsItsCacheAsViewsOfTheFusedProjection) {
                              R"("n_head":16,"n_positions":2048,"multi_query":true,"use_cache":true})";
   const HfImport imported = import_hf_config_text(config);
   ASSERT_TRUE(imported.errors.empty());
-  EXPECT_EQ(imported.reference.use_cache, Switch::kYes);
+  EXPECT_EQ(class_reference(imported.model.model_type).use_cache, Switch::kYes);
   EXPECT_EQ(class_reference("gpt_bigcode").use_cache, Switch::kYes);
   // A file that turns the cache off is told how to say so (the class keeps it by default).
   const HfImport off = import_hf_config_text(R"({"model_type":"gpt_bigcode","vocab_size":49280,"n_embd":2048,)"

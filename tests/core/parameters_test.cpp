@@ -198,7 +198,7 @@ TEST(HfImport, FamilyLayouts) {
   EXPECT_EQ(oss.model.num_experts_per_tok, 4);
   EXPECT_EQ(oss.model.hidden_act, HiddenAct::kClampedSwiglu);
   EXPECT_FALSE(oss.model.tie_word_embeddings);
-  EXPECT_EQ(oss.reference.attention, AttentionImpl::kEager);
+  EXPECT_EQ(class_reference(oss.model.model_type).attention, AttentionImpl::kEager);
   const ParameterCount oss_count = count_parameters(oss.model);
   EXPECT_EQ(oss_count.active_count.value() - oss.model.vocab_size * oss.model.hidden_size, 3'608'307'264);
   // BLOOM: ALiBi (no position table), a LayerNorm on the embeddings, a tied head.
@@ -236,7 +236,7 @@ TEST(HfImport, FamilyLayouts) {
   const HfImport exaone = import_hf_config_text(read_fixture("LGAI-EXAONE__EXAONE-4.0-1.2B.json"));
   EXPECT_FALSE(exaone.model.input_norm);
   EXPECT_EQ(exaone.model.qk_norm, QkNorm::kPerHead);
-  EXPECT_NE(exaone.reference.norm_kernel, NormKernel::kEagerFp32);
+  EXPECT_NE(class_reference(exaone.model.model_type).norm_kernel, NormKernel::kEagerFp32);
   // OLMo-3 is read as OLMo-2 (its sliding-window layers change nothing memfit counts).
   std::string olmo3 = read_fixture("allenai__OLMo-2-1124-7B.json");
   const std::string olmo2_type = "\"model_type\": \"olmo2\"";
@@ -244,7 +244,7 @@ TEST(HfImport, FamilyLayouts) {
   const HfImport o3 = import_hf_config_text(olmo3);
   ASSERT_TRUE(o3.errors.empty());
   EXPECT_EQ(count_parameters(o3.model).total_count.value(), count_of("allenai__OLMo-2-1124-7B.json"));
-  EXPECT_EQ(o3.reference.norm_kernel, NormKernel::kEagerFp32);
+  EXPECT_EQ(class_reference(o3.model.model_type).norm_kernel, NormKernel::kEagerFp32);
   // GLM-4.5: biases on q, k and v only, per-head query/key norms, DeepSeek-V3's mixture (3 dense
   // layers, 160 routed experts and a shared one, 8 per token, the correction bias).
   const HfImport glm = import_hf_config_text(read_fixture("zai-org__GLM-4.5.json"));
@@ -291,7 +291,7 @@ TEST(HfImport, FamilyLayouts) {
   EXPECT_EQ(maverick.model.intermediate_size, 16384);
   EXPECT_EQ(maverick.model.moe_intermediate_size, 8192);
   EXPECT_EQ(maverick.model.qk_norm, QkNorm::kNone);
-  EXPECT_EQ(maverick.reference.moe_dispatch, MoeDispatch::kDense);
+  EXPECT_EQ(class_reference(maverick.model.model_type).moe_dispatch, MoeDispatch::kDense);
   // What memfit cannot count the way the class builds it is refused by name.
   const auto error_of = [](const std::string& text) {
     const HfImport r = import_hf_config_text(text);
@@ -427,7 +427,7 @@ TEST(Parameters, HybridBlocksKeepEachKindsOwn) {
   ASSERT_TRUE(imported.errors.empty());
   Config c;
   c.model = imported.model;
-  c.training.implementation.norm_kernel = imported.reference.norm_kernel;
+  c.training.implementation.norm_kernel = class_reference(imported.model.model_type).norm_kernel;
   c.training.micro_batch_size = 1;
   c.training.seq_len = 1024;
   const auto saved = [&](std::int64_t linear) {

@@ -690,10 +690,8 @@ def run_once(case, amp):
         tr.name_ops([loss])
         counted = classify(tr, case["precision"], built.modules)
         wcopies = tr.weight_copies()   # (before backward, which frees what autograd held)
-        tr.unpack_pops = True
         loss_bytes = storage_key(loss)[1]
         loss.backward()
-        tr.release()
         tl.mark("backward_end")
         grad_bytes = sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None)
         opt.step()

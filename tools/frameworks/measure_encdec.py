@@ -473,9 +473,7 @@ def _run_once(c, amp):
         for ptr, rec in region_inputs.items():
             if ptr not in seen:
                 counted.append(rec)
-    tr.unpack_pops = True
     loss.backward()
-    tr.release()
     opt.step()
     opt.zero_grad(set_to_none=True)
 

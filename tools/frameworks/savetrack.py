@@ -80,7 +80,6 @@ class SaveTracker:
         self.region_override = None
         self._hooks = []
         self._walk_node = None
-        self.unpack_pops = False
 
     # ------------------------------------------------------------------ hooks
     def _pre(self, module, args):
@@ -212,9 +211,6 @@ class SaveTracker:
             for nxt, _ in node.next_functions:
                 if nxt is not None:
                     todo.append(nxt)
-
-    def release(self):
-        """Nothing to let go: autograd holds the saved tensors (their handles) itself."""
 
     # ------------------------------------------------------------------ summaries
     def weight_copies(self):

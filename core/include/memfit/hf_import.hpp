@@ -13,9 +13,6 @@ namespace memfit {
 
 struct HfImport {
   ModelSpec model;
-  // What transformers' class for this model_type does where it differs from the `hf` profile:
-  // class_reference(model.model_type), which estimates apply by themselves (resolve_implementation).
-  Implementation reference;
   std::vector<Issue> errors;    // fields named by their config.json key
   std::vector<Issue> warnings;  // e.g. DeepSeek's multi-token-prediction layer is not counted
 };

@@ -62,7 +62,8 @@ Implementation resolve_implementation(const Implementation& requested);
 // there first, under the frameworks that run that class, where the configuration leaves them at
 // auto; under Liger, what Liger leaves unpatched for the model_type runs as the class does.
 Implementation resolve_implementation(const Config& c);
-// The knobs as asked, with the model's class knobs where they were left at auto (the rest still auto).
+// The knobs as asked, with the model's class knobs (and under Liger what it leaves to the class) where
+// they were left at auto; the rest still auto.
 Implementation class_applied(const Config& c);
 
 // What Liger-Kernel patches for a model_type: liger_kernel/transformers/monkey_patch.py,
