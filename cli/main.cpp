@@ -94,7 +94,11 @@ void print_table(const memfit::Json& r) {
             << training.find("seq_len")->dump() << " tokens, checkpointing "
             << training.find("checkpointing")->as_string() << "\n";
   std::cout << "parameters: " << group(r.find("parameter_count")->as_exact_integer().value_or(0))
-            << " (trainable " << group(r.find("trainable_parameter_count")->as_exact_integer().value_or(0)) << ")\n\n";
+            << " (trainable " << group(r.find("trainable_parameter_count")->as_exact_integer().value_or(0)) << ")";
+  if (const std::int64_t vision = r.find("vision_parameter_count")->as_exact_integer().value_or(0); vision > 0) {
+    std::cout << "; vision tower " << group(vision) << " (frozen)";
+  }
+  std::cout << "\n\n";
   std::cout << "  per GPU                                         bytes\n";
   for (const auto& [name, value] : r.find("breakdown")->members()) {
     const std::int64_t v = value.as_exact_integer().value_or(0);

@@ -1,7 +1,11 @@
 // The size report printed by every build, and its budgets (the build fails over them):
 //   first view   what the calculator needs to show its numbers and take input: index.html (numbers
 //                prerendered, the page's styles inside), main.js. ≤ 50 KiB gzipped (DESIGN.md, issue 11).
-//   calculator   everything it loads, the core's worker and wasm included. ≤ 358 KiB gzipped (356 until the
+//   calculator   everything it loads, the core's worker and wasm included. ≤ 362 KiB gzipped (358 until the
+//                eighteenth Dec 6 2026 session, when a multimodal model's vision tower held frozen with the
+//                weights (eleven model fields, its tensors counted as transformers' Qwen-VL classes build
+//                them, their bytes under every base dtype, ZeRO-3 and offload, the importer filling them,
+//                the checks and a note) brought it to 360.6; 356 until the
 //                seventeenth Dec 6 2026 session, when the model's class knobs resolved from model_type,
 //                Liger's per-model-type patches with the multimodal wrapper's type, and the fp32 results of
 //                DoRA, IA3 and RoAd over a 4-bit base with the encoders' QLoRA brought it to 356.3; 353 until the
@@ -70,7 +74,8 @@
 //                only when the planner opens and is outside this total). It loads after the first view, which stays within its own 50 KiB).
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
-//                for the search's speed). ≤ 336 KiB gzipped (333 until the seventeenth Dec 6 2026 session, when
+//                for the search's speed). ≤ 340 KiB gzipped (336 until the eighteenth Dec 6 2026 session, when
+//                the same vision tower brought it to 338.8; 333 until the seventeenth Dec 6 2026 session, when
 //                the model's transformers-class knobs resolved in the core from model_type (class_reference,
 //                applied under every framework that runs the class), Liger's per-model-type patches
 //                (liger_patches) and the same PEFT and encoder mechanisms as the calculator's brought it to 334.1; 331 until the sixteenth Dec 5 2026 session, when
@@ -148,7 +153,7 @@ async function closure(dist, names, followDynamic) {
   for (const n of names) await walk(n);
   return [...seen];
 }
-export const BUDGET = { firstView: 50 * 1024, calculator: 358 * 1024, planner: 336 * 1024 };
+export const BUDGET = { firstView: 50 * 1024, calculator: 362 * 1024, planner: 340 * 1024 };
 
 export function sizes(data) {
   return {

@@ -45,6 +45,18 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.breakdown.parameters = st.weights;
   e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets + st.orphan_gradients + st.zero_reduce_bucket;
   e.fixed_gradient_buffers = st.zero_reduce_bucket;
+  if (!e.parameters.vision_count.is_zero()) {
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "The vision encoder and projector (%s parameters) are loaded frozen and held with the weights: "
+                  "%.2f GiB on this GPU%s. The estimate is of text-only steps: images through the vision tower "
+                  "(its activations, and the image tokens' share of training.seq_len) are not modelled; "
+                  "model.vision_type none leaves the tower out.",
+                  detail::group_digits(e.parameters.vision_count.value()).c_str(),
+                  static_cast<double>(st.vision.value()) / 1073741824.0,
+                  c.parallel.offload_params ? " (offloaded with the parameters)" : "");
+    e.notes.push_back(line);
+  }
   if (!st.zero_reduce_bucket.is_zero()) {
     e.notes.push_back("DeepSpeed ZeRO-3 keeps a contiguous gradient bucket of reduce_bucket_size elements for the "
                       "whole run (counted with the gradients), and backward's reduce-scatter copies a full bucket "

@@ -43,6 +43,7 @@ Json parameters_by_component_json(const ParameterCount& parameters) {
     const Count n = parameters.component_count(static_cast<Component>(c));
     if (n.value() > 0) by_component.set(to_string(static_cast<Component>(c)), bytes(n));
   }
+  if (parameters.vision_count.value() > 0) by_component.set(to_string(Component::kVisionTower), bytes(parameters.vision_count));
   return by_component;
 }
 
@@ -201,6 +202,8 @@ Json estimate_to_json(const Estimate& e) {
   j.set("trainable_parameter_count", bytes(e.trainable_parameter_count));
   j.set("architecture_parameter_count", bytes(e.parameters.total_count));
   j.set("active_parameter_count", bytes(e.parameters.active_count));
+  // A multimodal model's vision tower: held frozen, outside the counts above (model.vision_type).
+  j.set("vision_parameter_count", bytes(e.parameters.vision_count));
   j.set("parameters_by_component", parameters_by_component_json(e.parameters));
   j.set("parameters_by_layer", parameters_by_layer_json(e.parameters));
   Json recipe = recipe_json(recipe_of(e.config));

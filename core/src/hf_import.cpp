@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "field_table.hpp"
+#include "memfit/parameters.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -1256,51 +1257,52 @@ const char* text_alias(const std::string& type) {
   return nullptr;
 }
 
-// The vision encoder and projector of Qwen2-VL, Qwen2.5-VL and Qwen3-VL from their vision_config,
-// counted as transformers 5.24's classes build them (Qwen2VisionTransformerPretrainedModel,
-// Qwen2_5_VisionTransformerPretrainedModel, Qwen3VLVisionModel; class defaults for missing keys):
-// a patch embedding (Conv3d over temporal_patch_size x patch_size² pixels of in_channels), depth
-// blocks (two norms, qkv and proj with biases, an MLP with biases), and a merger of
-// spatial_merge_size² patches (a norm, then two biased linears to the language model's width);
-// Qwen3-VL adds learned positions, a bias on the patch embedding and its deepstack mergers. Empty
-// when a size is not a positive integer (the warning then gives no count).
-std::optional<std::int64_t> vision_parameter_count(const std::string& type, const Json& v) {
-  bool ok = true;
-  // Sizes up to a million, multiplied in 128 bits (no product of them overflows): a total past a
-  // quadrillion is no count.
-  __extension__ typedef __int128 Wide;
-  const auto size = [&](const char* key, std::int64_t fallback) -> Wide {
+// The vision encoder and projector of Qwen2-VL, Qwen2.5-VL and Qwen3-VL from their vision_config
+// (parameters.cpp counts them as transformers 5.24's classes build them; a missing key keeps the
+// class's default). Qwen2-VL names the encoder's width embed_dim, its MLP's a ratio of it, and the
+// projector's output hidden_size; the others hidden_size, intermediate_size and out_hidden_size.
+// A size that is not a positive integer up to a million leaves the tower out, with a warning.
+void read_vision_tower(const std::string& type, const Json& v, ModelSpec& m, std::vector<Issue>& warnings) {
+  ModelSpec read = m;
+  read.vision_type = type == "qwen2_vl" ? VisionTower::kQwen2Vl : type == "qwen2_5_vl" ? VisionTower::kQwen25Vl
+                                                                                      : VisionTower::kQwen3Vl;
+  std::string bad;
+  const auto size = [&](const char* key, std::int64_t& into) {
     const Json* value = v.find(key);
-    if (!value) return fallback;
+    if (!value) return;
     const std::optional<std::int64_t> n = value->as_exact_integer();
-    if (!n || *n < 1 || *n > 1'000'000) ok = false;
-    return n && ok ? *n : 1;
+    if (n && *n >= 1 && *n <= 1'000'000) into = *n;
+    else if (bad.empty()) bad = std::string("vision_config.") + key + " must be a whole number from 1 to 1,000,000; got " + describe(*value);
   };
-  const bool qwen3 = type == "qwen3_vl", qwen25 = type == "qwen2_5_vl";
-  const Wide depth = size("depth", qwen3 ? 27 : 32), in = size("in_channels", 3);
-  const Wide patch = size("patch_size", qwen3 ? 16 : 14);
-  const Wide frames = size("temporal_patch_size", 2), merge = size("spatial_merge_size", 2);
-  // Qwen2-VL: embed_dim wide, hidden_size the language model's; the others: hidden_size wide.
-  const Wide e = type == "qwen2_vl" ? size("embed_dim", 1280) : size("hidden_size", qwen3 ? 1152 : 3584);
-  const Wide out = type == "qwen2_vl" ? size("hidden_size", 3584) : size("out_hidden_size", 3584);
-  const Wide ff = type == "qwen2_vl" ? e * size("mlp_ratio", 4) : size("intermediate_size", qwen3 ? 4304 : 3420);
-  const Wide positions = qwen3 ? size("num_position_embeddings", 2304) : 0;
-  Wide deepstack = qwen3 ? 3 : 0;
-  if (const Json* list = v.find("deepstack_visual_indexes"); qwen3 && list) {
-    if (list->is_array() && list->items().size() <= 100) deepstack = static_cast<std::int64_t>(list->items().size());
-    else ok = false;
+  const bool qwen2 = read.vision_type == VisionTower::kQwen2Vl;
+  size("depth", read.vision_depth);
+  size(qwen2 ? "embed_dim" : "hidden_size", read.vision_hidden_size);
+  size(qwen2 ? "hidden_size" : "out_hidden_size", read.vision_out_hidden_size);
+  if (qwen2) {
+    std::int64_t ratio = 4;
+    size("mlp_ratio", ratio);
+    const std::int64_t width = read.vision_hidden_size > 0 ? read.vision_hidden_size : 1280;
+    read.vision_intermediate_size = width * ratio;
+  } else {
+    size("intermediate_size", read.vision_intermediate_size);
   }
-  if (!ok) return std::nullopt;
-  const Wide norm = qwen25 ? e : e * 2;  // RMSNorm (Qwen2.5-VL) or LayerNorm with a bias
-  const Wide mlp = qwen25 ? (e * ff + ff) * 2 + ff * e + e : e * ff + ff + ff * e + e;
-  const Wide block = norm * 2 + e * e * 3 + e * 3 + e * e + e + mlp;
-  const Wide wide = e * merge * merge;
-  const Wide merger_linears = wide * wide + wide + wide * out + out;
-  const Wide patch_embed = in * frames * patch * patch * e + (qwen3 ? e : 0);
-  const Wide total =
-      patch_embed + positions * e + depth * block + norm + merger_linears + deepstack * (wide * 2 + merger_linears);
-  if (total > 1'000'000'000'000'000) return std::nullopt;
-  return static_cast<std::int64_t>(total);
+  size("patch_size", read.vision_patch_size);
+  size("temporal_patch_size", read.vision_temporal_patch_size);
+  size("in_channels", read.vision_in_channels);
+  size("spatial_merge_size", read.vision_spatial_merge_size);
+  if (read.vision_type == VisionTower::kQwen3Vl) {
+    size("num_position_embeddings", read.vision_num_position_embeddings);
+    if (const Json* list = v.find("deepstack_visual_indexes")) {
+      if (list->is_array() && list->items().size() <= 100) read.vision_deepstack_layers = static_cast<std::int64_t>(list->items().size());
+      else if (bad.empty()) bad = "vision_config.deepstack_visual_indexes must be a list of at most 100 layers";
+    }
+  }
+  if (bad.empty() && count_parameters(read).vision_count.overflow()) bad = "vision_config: the vision tower's sizes overflow its count";
+  if (!bad.empty()) {
+    warnings.push_back({"vision_config", bad + "; the vision tower is left out of the estimate"});
+    return;
+  }
+  m = read;
 }
 
 }  // namespace
@@ -1439,22 +1441,27 @@ HfImport import_hf_config(const Json& json) {
       const std::string prefix = top ? std::string() : std::string(nested) + ".";
       for (Issue& e : inner.errors) e.field = prefix + e.field;
       for (Issue& w : inner.warnings) w.field = prefix + w.field;
-      // The vision tower's size, where memfit knows its class: what the estimate leaves out.
-      std::string vision = "(vision_config)";
+      // The vision tower, where memfit knows its class: held with the weights, never run.
       const Json* vision_config = json.find("vision_config");
-      if (vision_config && vision_config->is_object() && (t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl")) {
-        if (const std::optional<std::int64_t> n = vision_parameter_count(t, *vision_config)) {
-          char gb[32];
-          std::snprintf(gb, sizeof gb, "%.2f", static_cast<double>(*n) * 2 / 1e9);
-          vision = "(vision_config: " + detail::group_digits(*n) + " parameters, " + gb + " GB in 16 bits)";
-        }
+      const bool known_tower = t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl";
+      if (known_tower && vision_config && vision_config->is_object() && inner.errors.empty()) {
+        read_vision_tower(t, *vision_config, inner.model, inner.warnings);
       }
-      inner.warnings.insert(inner.warnings.begin(),
-                            {"model_type", describe(*type) + " is a multimodal model: memfit reads its language model (" +
-                                               (top ? std::string("the keys beside vision_config") : std::string(nested)) +
-                                               ", as model_type " + describe(*text_type) + "); the vision encoder and projector " +
-                                               vision + " are not in the estimate (text-only training never runs them, but "
-                                               "their weights are loaded)"});
+      std::string message = describe(*type) + " is a multimodal model: memfit reads its language model (" +
+                            (top ? std::string("the keys beside vision_config") : std::string(nested)) +
+                            ", as model_type " + describe(*text_type) + ")";
+      if (inner.model.vision_type != VisionTower::kNone) {
+        const std::int64_t n = count_parameters(inner.model).vision_count.value();
+        char gb[32];
+        std::snprintf(gb, sizeof gb, "%.2f", static_cast<double>(n) * 2 / 1e9);
+        message += " and its vision encoder and projector (" + detail::group_digits(n) + " parameters, " + gb +
+                   " GB in 16 bits), which the estimate holds frozen with the weights. It estimates text-only "
+                   "steps: the activations of images through the vision tower are not in it";
+      } else {
+        message += "; the vision encoder and projector (vision_config) are not in the estimate (text-only training "
+                   "never runs them, but their weights are loaded)";
+      }
+      inner.warnings.insert(inner.warnings.begin(), {"model_type", message});
       return inner;
     }
     // Families people ask for whose layers memfit cannot describe yet: say why, not only what is.

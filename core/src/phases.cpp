@@ -96,7 +96,7 @@ Bytes load_bytes(const Config& c, const ParameterCount& params, const Placement&
   for (const TensorGroup& g : params.groups) largest = max(largest, g.elements_each());
   largest = largest / c.parallel.tensor;
   switch (resolve_implementation(c).load) {
-    case LoadPath::kFp32ThenCast: return p.local_params * kFp32Bytes + largest * r.weights;
+    case LoadPath::kFp32ThenCast: return (p.local_params + params.vision_count) * kFp32Bytes + largest * r.weights;
     case LoadPath::kCheckpointOnGpu: return st.weights * 2 + st.master + st.states;
     case LoadPath::kAuto:
     case LoadPath::kDirect: break;

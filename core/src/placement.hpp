@@ -86,6 +86,9 @@ struct StaticBytes {
   // DeepSpeed ZeRO-3's contiguous gradient bucket (__ipg_bucket_flat_buffer): one block of
   // reduce_bucket_size elements, allocated with the optimizer and kept for the run.
   Bytes zero_reduce_bucket;
+  // Of `weights`, a multimodal model's vision tower (frozen, never run): the step's replay holds it
+  // as its own tensors.
+  Bytes vision;
 
   // What the GPU holds from the first step to the last, whatever the phase.
   Bytes resident() const { return weights + master + states + reducer_buckets + orphan_gradients + zero_reduce_bucket; }

@@ -582,7 +582,17 @@ Program program(const Config& c, const ParameterCount& params, const Placement& 
   if (optimizer_tensors.empty()) optimizer_tensors = trainable;
   std::vector<Count> held = model;
   if (lora) held.insert(held.end(), trainable.begin(), trainable.end());
-  pr.weights = split(st.weights, held);
+  pr.weights = split(st.weights - st.vision, held);
+  if (st.vision.value() > 0) {
+    // The vision tower's tensors, one per tensor up to 256 of a group (its blocks'), then merged.
+    std::vector<Count> tower;
+    for (const TensorGroup& g : params.vision) {
+      const std::int64_t pieces = std::min<std::int64_t>(g.count.value(), 256);
+      for (std::int64_t i = 0; i < pieces; ++i) tower.push_back(g.elements() / pieces);
+    }
+    const std::vector<Bytes> vision = split(st.vision, tower);
+    pr.weights.insert(pr.weights.end(), vision.begin(), vision.end());
+  }
   pr.master = split(st.master, optimizer_tensors);
   const Optimizer o = c.training.optimizer;
   pr.states_per_tensor = o == Optimizer::kSgd ? 0 : (o == Optimizer::kSgdMomentum || o == Optimizer::kLion) ? 1 : 2;

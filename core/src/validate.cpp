@@ -213,6 +213,23 @@ void check_hybrid(const Config& c, Checks& out) {
   if (p.expert > 1) out.add("parallel.expert", "must be 1" + why + "; got " + group_digits(p.expert));
 }
 
+// A vision tower (model.vision_type) is loaded by the multimodal transformers class: the stacks
+// that run that class (and unsloth's FastVisionModel), one pipeline stage, no tensor split (the
+// classes' tp_plan covers the language model only, and memfit places the tower whole).
+void check_vision(const Config& c, Checks& out) {
+  const ModelSpec& m = c.model;
+  if (m.vision_type == VisionTower::kNone) return;
+  const std::string why = " for a model with a vision tower (model.vision_type; none leaves it out)";
+  const Framework f = c.training.implementation.framework;
+  if (!runs_transformers_model(f) && f != Framework::kUnsloth) {
+    out.add("training.framework", "must run the multimodal transformers class" + why + " (hf, trl, deepspeed, liger, unsloth)");
+  }
+  if (m.is_encoder_decoder) out.add("model.vision_type", "must be none for an encoder-decoder (model.is_encoder_decoder)");
+  const Parallel& p = c.parallel;
+  if (p.pipeline > 1) out.add("parallel.pipeline", "must be 1" + why + "; got " + group_digits(p.pipeline));
+  if (p.tensor > 1) out.add("parallel.tensor", "must be 1" + why + "; got " + group_digits(p.tensor));
+}
+
 void check_training(const Config& c, Checks& out) {
   const ModelSpec& m = c.model;
   const Training& t = c.training;
@@ -510,6 +527,7 @@ std::vector<Issue> validate(const Config& c) {
   check_mlp(c.model, checks);
   check_encoder_decoder(c, checks);
   check_hybrid(c, checks);
+  check_vision(c, checks);
   check_training(c, checks);
   check_parallel(c, checks);
   check_hardware(c.hardware, checks);

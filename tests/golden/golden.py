@@ -37,7 +37,10 @@ IGNORED = {
                   "share_att_key", "norm_rel_ebd", "attention_sinks", "input_norm", "rotary_per_layer", "qk_norm_layers", "moe_layers_interleaved",
                   "linear_attention_layers", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                   "linear_value_head_dim", "linear_conv_kernel_dim", "attention_output_gate", "linear_attention_fused",
-                  "rotary_table_dtype", "rotary_dim", "norm_weight", "clip_qkv", "multimodal_type"],
+                  "rotary_table_dtype", "rotary_dim", "norm_weight", "clip_qkv", "multimodal_type",
+                  "vision_type", "vision_depth", "vision_hidden_size", "vision_intermediate_size",
+                  "vision_out_hidden_size", "vision_patch_size", "vision_temporal_patch_size", "vision_in_channels",
+                  "vision_spatial_merge_size", "vision_num_position_embeddings", "vision_deepstack_layers"],
         "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
                      "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load",
                      "lora_adapter_dtype", "target_len", "galore_rank", "galore_update_interval", "max_preconditioner_dim",
@@ -50,7 +53,7 @@ IGNORED = {
                               "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens", "num_adapters",
                               "modules_to_save", "loaded_before_wrapping", "feedforward_modules", "decompose_factor", "quant_method", "gptq_kernel", "gptq_group_size", "bnb_keeps_input", "trainable_layers", "lowest_trainable_layer", "train_embeddings", "train_head", "nf4_whole_tensor", "target_parameters", "quant_storage"],
     },
-    "result": ["implementation", "allocator"],
+    "result": ["implementation", "allocator", "vision_parameter_count"],
     "gpu_row": ["runs", "lacks", "budget_left_bytes"],
 }
 # Statistics of docs/accuracy.md that tools/accuracy/band.py compiles into the core: they move whenever the

@@ -36,6 +36,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -411,6 +412,60 @@ def check_fsdp2_4bit(binary, path):
     return problems
 
 
+def check_vision_tower(binary, path):
+    """A vision-language model's frozen vision tower (out/vision_tower.json, vision_tower.py: the real
+    transformers classes loaded in bf16, fp32 and bitsandbytes NF4, with and without
+    prepare_model_for_kbit_training, LoRA on the language model): memfit reads each config.json the
+    classes wrote (--hf-config), and its vision_parameter_count must equal the tower's parameters and
+    the bytes the tower adds to breakdown.parameters (model.vision_type against none) the bytes
+    measured, parameters and quantisation state, exactly."""
+    m = load_measurement(path)
+    if m is None:
+        return []
+    problems = []
+    for case in m["cases"]:
+        label = f"vision tower {case['model_type']} {case['variant']}"
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(case["hf_config"], f)
+        try:
+            imported = json.loads(subprocess.run([binary, "--hf-config", f.name, "--json"], capture_output=True,
+                                                 text=True, check=True).stdout)
+        finally:
+            os.unlink(f.name)
+        model = imported["config"]["model"]
+        finetune = {"method": "lora", "lora_rank": 4, "lora_targets": ["q", "v"], "lora_dropout": 0}
+        if case["load"] == "nf4":
+            finetune.update(base_bits=4, quant_type="nf4", double_quant=True, prepare_kbit=case["prepare_kbit"])
+        training = {"framework": "hf", "precision": "bf16_mixed", "micro_batch_size": 1, "seq_len": 16,
+                    "checkpointing": "none", "dropout": 0, "finetune": finetune,
+                    "lora_base_dtype": "fp32" if case["load"] == "fp32" else "half"}
+        configs = [{"model": model, "training": training},
+                   {"model": dict(model, vision_type="none"), "training": training}]
+        if case["load"] == "fp32":  # a full fine-tune of the language model loads the model in fp32 too
+            full = dict(training, finetune={"method": "full"})
+            full.pop("lora_base_dtype")
+            configs += [{"model": model, "training": full}, {"model": dict(model, vision_type="none"), "training": full}]
+        lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(c) + "\n" for c in configs),
+                               capture_output=True, text=True, check=True).stdout.splitlines()
+        results = [json.loads(line) for line in lines]
+        refused = [r.get("errors") for r in results if not r.get("ok")]
+        if refused:
+            problems.append(f"{label}: memfit refused the configuration: {refused}")
+            continue
+        measured_bytes = case["measured"]["parameter_bytes"] + case["measured"]["quant_state_bytes"]
+        if case["load"] != "nf4" and results[0]["vision_parameter_count"] != case["measured"]["parameters"]:
+            problems.append(f"{label}: memfit counts {results[0]['vision_parameter_count']:,} parameters, "
+                            f"transformers {case['measured']['parameters']:,}")
+        for with_tower, without in zip(results[0::2], results[1::2]):
+            added = with_tower["breakdown"]["parameters"] - without["breakdown"]["parameters"]
+            if added != measured_bytes:
+                problems.append(f"{label} ({with_tower['config']['training']['finetune']['method']}): the tower "
+                                f"adds {added:,} bytes in memfit, holds {measured_bytes:,}")
+    print(f"\nvision towers held frozen (transformers {m['versions']['transformers']}, bitsandbytes "
+          f"{m['versions']['bitsandbytes']}): {len(m['cases'])} cases, {len(problems)} off")
+    return problems
+
+
 def check_moe_lora(binary, path):
     """LoRA on transformers 5's stacked experts and a 4-bit base that leaves them unquantised
     (out/moe_lora.json, moe_lora.py: the real PEFT and bitsandbytes on tiny Mixtral / Qwen3-MoE
@@ -663,6 +718,7 @@ def main():
     loss_failures += check_fsdp1_units(args.memfit, os.path.join(HERE, "out", "fsdp1_units.json"))
     loss_failures += check_fsdp2_4bit(args.memfit, os.path.join(HERE, "out", "fsdp2_4bit.json"))
     loss_failures += check_accelerate_upcast(args.memfit, os.path.join(HERE, "out", "accelerate_upcast.json"))
+    loss_failures += check_vision_tower(args.memfit, os.path.join(HERE, "out", "vision_tower.json"))
     for text in loss_failures:
         print(f"outside {TOLERANCE:.0%}: {text}")
     if args.check and (unexplained or failures or loss_failures):

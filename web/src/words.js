@@ -199,6 +199,7 @@ export const CHOICES = {
     full_width: ['Full width (OLMo 2)', ''],
     l2: ['L2, in fp32 (Llama 4)', 'no weights; keeps an fp32 copy of each head'],
   },
+  'model.vision_type': { qwen2_vl: ['Qwen2-VL'], qwen2_5_vl: ['Qwen2.5-VL'], qwen3_vl: ['Qwen3-VL'] },
   'model.attention_type': {
     standard: ['Standard', 'multi-head or grouped-query attention'],
     mla: ['Multi-head latent attention (DeepSeek)', ''],
@@ -217,7 +218,7 @@ export const CHOICE_INTEGERS = new Set(['training.finetune.base_bits', 'parallel
 // The words for one choice: { label, explain }.
 export function choiceWords(path, value) {
   const entry = CHOICES[path]?.[String(value)];
-  if (entry) return { label: entry[0], explain: entry[1] };
+  if (entry) return { label: entry[0], explain: entry[1] ?? '' };
   return { label: humanize(String(value)), explain: '' };
 }
 
@@ -247,7 +248,7 @@ export function humanize(id) {
 export const FIELDS = {
   'model.preset': ['Model', 'a preset: a real model or a source document\'s configuration'],
   'model.model_type': ['Model family', 'the Hugging Face model type: the transformers class that runs it'],
-  'model.multimodal_type': ['Multimodal model', 'the multimodal model type its language model was read from (empty for a text model)'],
+  'model.multimodal_type': ['Multimodal model', 'the multimodal model its language model was read from; empty for a text model'],
   'model.vocab_size': ['Vocabulary size', 'tokens in the vocabulary (V)'],
   'model.hidden_size': ['Hidden size', 'width of the residual stream (d)'],
   'model.num_hidden_layers': ['Layers', 'transformer blocks (L)'],

@@ -19,7 +19,8 @@ enum class Component {
   kCrossAttention,    // an encoder-decoder's decoder attending to the encoder output
   kRelativePosition,  // T5's relative bias tables, DeBERTa's relative embeddings (and their norm)
   kClassifier,        // a classification head (its dense layer and its output projection)
-  kPooler,            // keep last: the JSON lists components up to it
+  kPooler,            // the last of the language model's: the JSON lists components up to it
+  kVisionTower,       // a multimodal model's vision encoder and projector (ParameterCount::vision)
 };
 const char* to_string(Component c);
 bool is_block_component(Component c);  // inside the transformer blocks
@@ -84,6 +85,10 @@ struct ParameterCount {
   bool in_layer(const TensorGroup& g, std::int64_t index) const;
   bool is_linear_layer(std::int64_t index) const;
   std::int64_t layers = 0;      // blocks in the stack (the decoder-only / encoder-only ones)
+  // A multimodal model's vision encoder and projector (model.vision_type), kept out of `groups` and
+  // of every count above: the language model is what trains and runs; the tower is only held.
+  std::vector<TensorGroup> vision;
+  Count vision_count;
 };
 
 ParameterCount count_parameters(const ModelSpec& model);

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""What a vision-language model's vision tower holds when only its language model trains, measured
+with the real transformers, bitsandbytes and PEFT code on the CPU.
+
+    .venv-frameworks/bin/python tools/frameworks/vision_tower.py   # writes out/vision_tower.json
+
+memfit holds a multimodal model's vision encoder and projector (model.vision_type) frozen beside the
+language model: counted from vision_config as transformers' class builds it, stored as the frozen
+base is (16-bit; fp32 when a full fine-tune loads the model in fp32; under a bitsandbytes 4-bit base
+its nn.Linear weights quantised, with their quantisation state, and the rest cast to fp32 by
+prepare_model_for_kbit_training), never run by a text-only step. This script builds each vision-
+language class memfit reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) from a small config, saves it, loads it
+back the way each variant does (bf16; fp32; NF4 with double quantisation, with and without
+prepare_model_for_kbit_training) and wraps it in PEFT LoRA on the language model's q and v. Recorded
+per case: the config.json transformers wrote, the vision tower's parameter count, and the bytes it
+holds: every parameter's numel x element size under model.model.visual, plus the bitsandbytes
+quantisation state of its Linear4bit layers (absmax, code book, nested absmax and code book). The
+check is in compare.py (check_vision_tower): memfit's vision_parameter_count equal, and the bytes
+the vision tower adds to memfit's breakdown.parameters equal to the bytes measured.
+"""
+
+import importlib.metadata as md
+import json
+import os
+import sys
+import tempfile
+import warnings
+
+warnings.filterwarnings("ignore")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import torch  # noqa: E402
+
+from gloo_ranks import write_result  # noqa: E402
+
+OUT = os.path.join(HERE, "out", "vision_tower.json")
+
+TEXT = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "vocab_size": 1024, "max_position_embeddings": 512,
+        "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}}
+# Small towers with every size the classes read set to a value of its own (Qwen2-VL's mlp_ratio,
+# Qwen3-VL's learned positions and deepstack mergers).
+TOWERS = {
+    "qwen2_vl": {"depth": 2, "embed_dim": 128, "hidden_size": 256, "num_heads": 4, "mlp_ratio": 2, "patch_size": 14,
+                 "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3},
+    "qwen2_5_vl": {"depth": 2, "hidden_size": 128, "intermediate_size": 192, "num_heads": 4, "out_hidden_size": 256,
+                   "fullatt_block_indexes": [1], "patch_size": 14, "spatial_merge_size": 2},
+    "qwen3_vl": {"depth": 3, "hidden_size": 128, "intermediate_size": 192, "num_heads": 4, "out_hidden_size": 256,
+                 "num_position_embeddings": 64, "deepstack_visual_indexes": [0, 1], "patch_size": 16},
+}
+# (name, how the model is loaded, prepare_model_for_kbit_training)
+VARIANTS = (("bf16", "bf16", False), ("fp32", "fp32", False), ("nf4", "nf4", False), ("nf4_prepare_kbit", "nf4", True))
+
+
+def _quant_state_bytes(modules):
+    """Bytes of the Linear4bit layers' quantisation state among `modules`, each tensor once."""
+    import bitsandbytes as bnb
+    seen, total = set(), 0
+    def add(t):
+        nonlocal total
+        if torch.is_tensor(t) and id(t) not in seen:
+            seen.add(id(t))
+            total += t.numel() * t.element_size()
+    for m in modules:
+        if not isinstance(m, bnb.nn.Linear4bit):
+            continue
+        state = getattr(m.weight, "quant_state", None) or getattr(m, "quant_state", None)
+        if state is None:
+            continue
+        add(state.absmax); add(state.code); add(getattr(state, "offset", None))
+        if getattr(state, "state2", None) is not None:
+            add(state.state2.absmax); add(state.state2.code)
+    return total
+
+
+def _case(model_type, folder, load, prepare_kbit):
+    from transformers import AutoModelForImageTextToText, BitsAndBytesConfig
+    from compat import peft_without_torchao
+    peft_without_torchao()
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+    import bitsandbytes as bnb
+    kwargs = {"dtype": torch.float32 if load == "fp32" else torch.bfloat16, "device_map": "cpu"}
+    if load == "nf4":
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16,
+            bnb_4bit_use_double_quant=True)
+    model = AutoModelForImageTextToText.from_pretrained(folder, **kwargs)
+    if prepare_kbit:
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    # LoRA on the language model's q and v only (what LLaMA-Factory and ms-swift target with the
+    # vision tower frozen); the tower is left as loaded.
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=r".*language_model.*\.(q_proj|v_proj)"))
+    visual = model.base_model.model.model.visual
+    params = list(visual.parameters())
+    return {"parameters": sum(p.numel() for p in params),
+            "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
+            "quant_state_bytes": _quant_state_bytes(visual.modules()),
+            "linear4bit_layers": sum(isinstance(m, bnb.nn.Linear4bit) for m in visual.modules()),
+            "trainable_in_tower": sum(p.numel() for p in params if p.requires_grad)}
+
+
+def main():
+    from transformers import AutoConfig, AutoModelForImageTextToText
+    cases = []
+    for model_type, tower in TOWERS.items():
+        config = AutoConfig.for_model(model_type, text_config=dict(TEXT), vision_config=dict(tower))
+        torch.manual_seed(0)
+        with tempfile.TemporaryDirectory() as folder:
+            AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16).save_pretrained(folder)
+            with open(os.path.join(folder, "config.json")) as f:
+                hf_config = json.load(f)
+            for name, load, prepare_kbit in VARIANTS:
+                measured = _case(model_type, folder, load, prepare_kbit)
+                cases.append({"model_type": model_type, "variant": name, "load": load, "prepare_kbit": prepare_kbit,
+                              "hf_config": hf_config, "measured": measured})
+                print(f"{model_type:11s} {name:17s} {measured['parameters']:>9,} parameters "
+                      f"{measured['parameter_bytes'] + measured['quant_state_bytes']:>10,} bytes "
+                      f"({measured['linear4bit_layers']} Linear4bit)")
+    write_result(OUT, {"versions": {p: md.version(p) for p in ("torch", "transformers", "peft", "bitsandbytes")},
+                       "cases": cases})
+
+
+if __name__ == "__main__":
+    main()
