@@ -248,6 +248,45 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await p.close();
   });
 
+  test('a vision-language config.json brings its vision tower, held frozen, into the numbers and the link', async () => {
+    // Qwen2.5-VL-7B's shapes (the Hub file's keys, as tests/core/hf_import_test.cpp reads them).
+    const file = JSON.stringify({
+      model_type: 'qwen2_5_vl', hidden_size: 3584, intermediate_size: 18944, num_hidden_layers: 28,
+      num_attention_heads: 28, num_key_value_heads: 4, vocab_size: 152064, max_position_embeddings: 128000,
+      tie_word_embeddings: false,
+      vision_config: { depth: 32, hidden_size: 1280, intermediate_size: 3420, out_hidden_size: 3584 },
+    });
+    const p = await open('', { quiet: true });
+    await p.locator('.import > summary').click();
+    await p.fill('#hf-config-text', file);
+    await p.getByRole('button', { name: 'Use this config' }).click();
+    await p.getByTestId('parameter-count').filter({ hasText: /^\s*7,615,616,512\s*$/ }).waitFor({ timeout: 10000 });
+    const imported = core.importHfConfig(file);
+    assert.equal(imported.model.vision_type, 'qwen2_5_vl');
+    const { preset: _unused, ...model } = imported.model;
+    const config = { model: { preset: '', ...model } };
+    const answer = core.estimate(config);
+    assert.equal(answer.vision_parameter_count, 676550144);
+    // The tower is in the weights: 16 bits of the fp32-loaded AMP model's 32 per parameter more than
+    // the same model without it.
+    const without = core.estimate({ model: { ...config.model, vision_type: 'none' } });
+    assert.equal(answer.breakdown.parameters - without.breakdown.parameters, 4 * 676550144);
+    await assertShows(p, config);
+    assert.match(await p.locator('body').innerText(), /vision encoder and projector \(676,550,144 parameters\)/);
+    assert.equal((await p.getByTestId('vision-parameter-count').textContent()).trim(), '676,550,144');
+    assert.equal((await p.locator('section[aria-labelledby="h-params"] [data-component="vision_tower"] th').textContent()).trim(), 'Vision tower (frozen)');
+    // The form shows the tower in its own group; the link carries it and reopens the same numbers.
+    await p.locator('.architecture > summary').click();
+    assert.equal(await p.inputValue(id('model.vision_type')), 'qwen2_5_vl');
+    assert.equal(await p.inputValue(id('model.vision_depth')), '32');
+    const href = await p.getByTestId('copy-link').getAttribute('data-href');
+    assert.match(href, /vision_type=qwen2_5_vl/);
+    const second = await open(new URL(href).search);
+    await assertShows(second, config);
+    await second.close();
+    await p.close();
+  });
+
   test('editing an architecture field makes the preset custom; a GPU row selects the GPU; units switch', async () => {
     const p = await open('?v=2&preset=seed-toy-70m&precision=seed_14p');
     await p.locator('.architecture > summary').click();

@@ -761,3 +761,69 @@ TEST(Estimate, AHighReserveNamesItsRequestInUnitsThatShowIt) {
 
 }  // namespace
 }  // namespace memfit
+
+namespace memfit {
+namespace {
+
+// A multimodal model's vision tower (model.vision_type) is loaded and frozen: it adds its bytes to
+// the weights, in the frozen base's dtype, and nothing else; ZeRO-3 shards it, parameter offload
+// moves it; engines that do not build the multimodal class, and tensor or pipeline splits, are
+// refused. Qwen2.5-VL-7B's tower: 676,550,144 parameters (transformers 5.24).
+TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
+  const HfImport vl = import_hf_config_text(
+      R"({"model_type":"qwen2_5_vl","hidden_size":3584,"intermediate_size":18944,"num_hidden_layers":28,)"
+      R"("num_attention_heads":28,"num_key_value_heads":4,"vocab_size":152064,"max_position_embeddings":128000,)"
+      R"("tie_word_embeddings":false,"vision_config":{"depth":32,"hidden_size":1280,"out_hidden_size":3584,)"
+      R"("intermediate_size":3420}})");
+  ASSERT_TRUE(vl.errors.empty());
+  constexpr std::int64_t kTower = 676'550'144;
+  Config with = default_config();
+  with.model = vl.model;
+  with.training.finetune.method = FinetuneMethod::kLora;
+  Config without = with;
+  without.model.vision_type = VisionTower::kNone;
+  const auto added = [](const Config& a, const Config& b) {
+    const Estimate x = estimate(a), y = estimate(b);
+    EXPECT_TRUE(x.ok() && y.ok());
+    EXPECT_EQ(x.breakdown.activations.value(), y.breakdown.activations.value());
+    EXPECT_EQ(x.breakdown.gradients.value(), y.breakdown.gradients.value());
+    EXPECT_EQ(x.breakdown.optimizer_states.value(), y.breakdown.optimizer_states.value());
+    EXPECT_EQ(x.trainable_parameter_count.value(), y.trainable_parameter_count.value());
+    return x.breakdown.parameters.value() - y.breakdown.parameters.value();
+  };
+  EXPECT_EQ(estimate(with).parameters.vision_count.value(), kTower);
+  EXPECT_EQ(added(with, without), 2 * kTower);  // a 16-bit base
+  with.training.finetune.method = without.training.finetune.method = FinetuneMethod::kFull;
+  EXPECT_EQ(added(with, without), 4 * kTower);  // AMP loads the model in fp32
+  with.parallel.num_gpus = without.parallel.num_gpus = 4;
+  with.parallel.zero_stage = without.parallel.zero_stage = 3;
+  EXPECT_EQ(added(with, without), 4 * kTower / 4);
+  with.parallel.offload_params = without.parallel.offload_params = true;
+  EXPECT_EQ(added(with, without), 0);
+  EXPECT_EQ(estimate(with).breakdown.offloaded_bytes.value() - estimate(without).breakdown.offloaded_bytes.value(), 4 * kTower / 4);
+  // The JSON says how large the tower is.
+  const Json j = estimate_to_json(estimate(with));
+  EXPECT_EQ(j.find("vision_parameter_count")->as_exact_integer().value_or(0), kTower);
+  // Refused where memfit cannot place it.
+  const auto refused = [](Config c, const char* field) {
+    const Estimate e = estimate(c);
+    bool named = false;
+    for (const Issue& i : e.errors) named = named || i.field == field;
+    EXPECT_TRUE(named) << field;
+  };
+  Config split = default_config();
+  split.model = vl.model;
+  split.parallel.num_gpus = 2;
+  split.parallel.tensor = 2;
+  refused(split, "parallel.tensor");
+  split.parallel.tensor = 1;
+  split.parallel.pipeline = 2;
+  refused(split, "parallel.pipeline");
+  Config torchtune = default_config();
+  torchtune.model = vl.model;
+  torchtune.training.implementation.framework = Framework::kTorchtune;
+  refused(torchtune, "training.framework");
+}
+
+}  // namespace
+}  // namespace memfit

@@ -151,8 +151,8 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   // Qwen2.5-VL-7B-Instruct: the Hub's file keeps the language model's keys at the top, beside
   // vision_config; transformers 5 nests them in text_config (qwen2_5_vl_text). Either way the
   // decoder is Qwen2's: transformers 5.24's Qwen2_5_VLForConditionalGeneration from this file has
-  // 7,615,616,512 parameters in its language model and head (676,550,144 more in the vision
-  // encoder, not counted).
+  // 7,615,616,512 parameters in its language model and head, and 676,550,144 in the vision encoder
+  // and projector, which the importer reads into model.vision_type and its sizes.
   const std::string qwen25vl_text =
       R"("hidden_size":3584,"intermediate_size":18944,"num_hidden_layers":28,"num_attention_heads":28,)"
       R"("num_key_value_heads":4,"vocab_size":152064,"max_position_embeddings":128000,"rope_theta":1000000.0,)"
@@ -169,6 +169,12 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
     EXPECT_EQ(count_parameters(vl.model).total_count.value(), 7'615'616'512) << file;
     ASSERT_FALSE(vl.warnings.empty());
     EXPECT_NE(vl.warnings[0].message.find("vision encoder"), std::string::npos);
+    // Qwen2-VL names the encoder's width embed_dim and its output hidden_size: the same keys read
+    // as Qwen2-VL's are another tower, 1,280 wide out (663,960,320; its class defaults 675,759,104).
+    const bool qwen2 = file.rfind(R"({"model_type":"qwen2_vl")", 0) == 0;
+    EXPECT_EQ(vl.model.vision_type, qwen2 ? VisionTower::kQwen2Vl : VisionTower::kQwen25Vl);
+    EXPECT_EQ(count_parameters(vl.model).vision_count.value(), qwen2 ? 663'960'320 : 676'550'144) << file;
+    EXPECT_NE(vl.warnings[0].message.find("holds frozen with the weights"), std::string::npos);
   }
   // The warning gives the vision tower's size, counted as transformers 5.24's vision classes count
   // it on the meta device: Qwen2.5-VL-7B's 676,550,144 (the 3B's, 2,048 wide out, 668,684,288),
@@ -198,6 +204,12 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
     ASSERT_TRUE(vl.errors.empty()) << first_error(vl);
     ASSERT_FALSE(vl.warnings.empty());
     EXPECT_NE(vl.warnings[0].message.find(words), std::string::npos) << vl.warnings[0].message;
+    // A tower whose size is no count is left out, with a warning that names vision_config.
+    const bool counted = words != "(vision_config)";
+    EXPECT_EQ(vl.model.vision_type != VisionTower::kNone, counted) << file;
+    bool named = false;
+    for (const Issue& w : vl.warnings) named = named || (w.field == "vision_config" && w.message.find("left out") != std::string::npos);
+    EXPECT_EQ(named, !counted) << file;
   }
   // A bad key at the top of such a file is named where it is, without a text_config prefix.
   const HfImport vl_bad = import_hf_config_text(R"({"model_type":"qwen2_vl","vocab_size":1000,"hidden_size":-1})");

@@ -16,6 +16,9 @@ export function Parameters({ result }) {
         {result.architecture_parameter_count !== undefined && result.architecture_parameter_count !== result.parameter_count && (
           <div><dt>Counted architecture</dt><dd class="num">{formatCount(result.architecture_parameter_count)}</dd></div>
         )}
+        {result.vision_parameter_count > 0 && (
+          <div><dt>Vision tower (frozen)</dt><dd class="num" data-testid="vision-parameter-count">{formatCount(result.vision_parameter_count)}</dd></div>
+        )}
         {result.active_parameter_count !== undefined && result.active_parameter_count !== result.architecture_parameter_count && (
           <div><dt>Active per token</dt><dd class="num">{formatCount(result.active_parameter_count)}</dd></div>
         )}
