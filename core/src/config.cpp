@@ -446,7 +446,24 @@ Json applicability(std::string_view path) {
   const auto methods = [](bool (*uses)(FinetuneMethod)) {
     return when_in("training.finetune.method", methods_where(uses));
   };
-  if (path == "training.galore_rank" || path == "training.galore_update_interval") {
+  // A vision tower's sizes, under the towers that read them.
+  const auto towers = [&](std::initializer_list<const char*> names) { all.push(when_in("model.vision_type", spellings(names))); };
+  if (path == "model.vision_depth" || path == "model.vision_hidden_size" || path == "model.vision_intermediate_size" ||
+      path == "model.vision_patch_size" || path == "model.vision_in_channels") {
+    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3"});
+  } else if (path == "model.vision_out_hidden_size" || path == "model.vision_temporal_patch_size") {
+    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl"});
+  } else if (path == "model.vision_spatial_merge_size") {
+    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "mistral3"});
+  } else if (path == "model.vision_num_position_embeddings") {
+    towers({"qwen3_vl", "gemma3", "llava"});
+  } else if (path == "model.vision_deepstack_layers") {
+    towers({"qwen3_vl"});
+  } else if (path == "model.vision_use_head") {
+    towers({"gemma3"});
+  } else if (path == "model.vision_projector_bias") {
+    towers({"llava", "mistral3"});
+  } else if (path == "training.galore_rank" || path == "training.galore_update_interval") {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit", "apollo"})));
   } else if (path == "training.max_preconditioner_dim") {
     all.push(when_in("training.optimizer", spellings({"shampoo", "soap"})));

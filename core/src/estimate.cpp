@@ -45,16 +45,21 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.breakdown.parameters = st.weights;
   e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets + st.orphan_gradients + st.zero_reduce_bucket;
   e.fixed_gradient_buffers = st.zero_reduce_bucket;
+  e.vision_bytes = st.vision + st.vision_unsharded;
+  e.vision_offloaded_bytes = st.vision_offloaded;
   if (!e.parameters.vision_count.is_zero()) {
-    char line[512];
+    char line[768];
     std::snprintf(line, sizeof line,
-                  "The vision encoder and projector (%s parameters) are loaded frozen and held with the weights: "
-                  "%.2f GiB on this GPU%s. The estimate is of text-only steps: images through the vision tower "
-                  "(its activations, and the image tokens' share of training.seq_len) are not modelled; "
-                  "model.vision_type none leaves the tower out.",
+                  "The vision encoder and projector (%s parameters) are held frozen with the weights: %.2f GiB on "
+                  "this GPU%s. Frozen as LLaMA-Factory (freeze_vision_tower) and ms-swift (freeze_vit) freeze it "
+                  "by default; a script that does not must call model.visual.requires_grad_(False) (or its "
+                  "class's tower), or DeepSpeed and FSDP keep optimizer states for it. LoRA adapts the language "
+                  "model's layers only (a target list matched by name also matches a tower's q_proj in PEFT: a "
+                  "pattern on language_model keeps it out). The estimate is of text-only steps: images through "
+                  "the tower (its activations, and the image tokens' share of training.seq_len) are not modelled.",
                   detail::group_digits(e.parameters.vision_count.value()).c_str(),
-                  static_cast<double>(st.vision.value()) / 1073741824.0,
-                  c.parallel.offload_params ? " (offloaded with the parameters)" : "");
+                  static_cast<double>(e.vision_bytes.value()) / 1073741824.0,
+                  c.parallel.offload_params ? " (the rest offloaded with the parameters)" : "");
     e.notes.push_back(line);
   }
   if (!st.zero_reduce_bucket.is_zero()) {
@@ -207,8 +212,9 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
 // (the seeds' "14x rule" number; 2–3 for LoRA), rounded to 1e-6: a ratio for people.
 double static_bytes_per_parameter(const Estimate& e, Count base_parameter_count) {
   const Breakdown& b = e.breakdown;
+  // (Not the vision tower's bytes: they are not per parameter of the language model.)
   const Bytes statics = b.parameters + b.gradients - e.fixed_gradient_buffers + b.optimizer_states + b.master_weights +
-                       b.offloaded_bytes;
+                       b.offloaded_bytes - e.vision_bytes - e.vision_offloaded_bytes;
   return std::round(1e6 * static_cast<double>(statics.value()) * static_cast<double>(e.config.parallel.num_gpus) /
                     static_cast<double>(std::max<std::int64_t>(1, base_parameter_count.value()))) /
          1e6;

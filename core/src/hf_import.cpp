@@ -1257,49 +1257,127 @@ const char* text_alias(const std::string& type) {
   return nullptr;
 }
 
-// The vision encoder and projector of Qwen2-VL, Qwen2.5-VL and Qwen3-VL from their vision_config
-// (parameters.cpp counts them as transformers 5.24's classes build them; a missing key keeps the
-// class's default). Qwen2-VL names the encoder's width embed_dim, its MLP's a ratio of it, and the
-// projector's output hidden_size; the others hidden_size, intermediate_size and out_hidden_size.
-// A size that is not a positive integer up to a million leaves the tower out, with a warning.
-void read_vision_tower(const std::string& type, const Json& v, ModelSpec& m, std::vector<Issue>& warnings) {
+// The vision encoder and projector of a multimodal file (parameters.cpp counts them as transformers
+// 5.24's classes build them; a key the file leaves out keeps the class's default, as the vision
+// config class fills it). Qwen2-VL names the encoder's width embed_dim, its MLP's a ratio of it and
+// the projector's output hidden_size; Qwen2.5-VL and Qwen3-VL hidden_size, intermediate_size and
+// out_hidden_size. Gemma 3's SigLIP, LLaVA's CLIP and Mistral 3's Pixtral are read as their
+// vision_config's class (SiglipVisionConfig, CLIPVisionConfig, PixtralVisionConfig: num_hidden_layers,
+// hidden_size, intermediate_size, patch_size, image_size, num_channels), with the wrapper's own keys
+// (multimodal_projector_bias, Mistral 3's spatial_merge_size). A size that is not a positive integer
+// up to a million, another vision class under the wrapper, or several feature layers concatenated
+// (vision_feature_layer a list) leave the tower out, with a warning.
+void read_vision_tower(const std::string& type, const Json& outer, const Json& v, ModelSpec& m,
+                       std::vector<Issue>& warnings) {
   ModelSpec read = m;
-  read.vision_type = type == "qwen2_vl" ? VisionTower::kQwen2Vl : type == "qwen2_5_vl" ? VisionTower::kQwen25Vl
-                                                                                      : VisionTower::kQwen3Vl;
-  std::string bad;
-  const auto size = [&](const char* key, std::int64_t& into) {
-    const Json* value = v.find(key);
+  // Each class's own defaults, for the keys a file leaves out (Qwen2VLVisionConfig,
+  // Qwen2_5_VLVisionConfig, Qwen3VLVisionConfig, SiglipVisionConfig, CLIPVisionConfig,
+  // PixtralVisionConfig; Mistral3Config's spatial_merge_size and LlavaConfig's and Mistral3Config's
+  // multimodal_projector_bias). Qwen2-VL's width and MLP ratio: embed_dim 1280, mlp_ratio 4.
+  struct Tower {
+    const char* type;
+    VisionTower tower;
+    std::int64_t depth, hidden, ff, out, patch, positions;
+    bool projector_bias;
+  };
+  static const Tower kTowers[] = {
+      {"qwen2_vl", VisionTower::kQwen2Vl, 32, 1280, 0, 3584, 14, 0, false},
+      {"qwen2_5_vl", VisionTower::kQwen25Vl, 32, 3584, 3420, 3584, 14, 0, false},
+      {"qwen3_vl", VisionTower::kQwen3Vl, 27, 1152, 4304, 3584, 16, 2304, false},
+      {"gemma3", VisionTower::kGemma3, 12, 768, 3072, 0, 16, 0, false},
+      {"llava", VisionTower::kLlava, 12, 768, 3072, 0, 32, 0, true},
+      {"mistral3", VisionTower::kMistral3, 24, 1024, 4096, 0, 16, 0, false}};
+  const Tower* d = &kTowers[0];
+  for (const Tower& tower : kTowers) {
+    if (type == tower.type) d = &tower;
+  }
+  const VisionTower t = d->tower;
+  read.vision_type = t;
+  read.vision_depth = d->depth;
+  read.vision_hidden_size = d->hidden;
+  read.vision_intermediate_size = d->ff;
+  read.vision_out_hidden_size = d->out;
+  read.vision_patch_size = d->patch;
+  read.vision_num_position_embeddings = d->positions;
+  read.vision_temporal_patch_size = read.vision_in_channels = 0;
+  read.vision_spatial_merge_size = 0;
+  read.vision_deepstack_layers = 3;
+  read.vision_use_head = t == VisionTower::kGemma3 ? Switch::kYes : Switch::kAuto;
+  read.vision_projector_bias = d->projector_bias ? Switch::kYes : Switch::kNo;
+  Issue bad;
+  const auto refuse = [&](std::string field, std::string message) {
+    if (bad.field.empty()) bad = {std::move(field), std::move(message)};
+  };
+  const auto size_in = [&](const Json& where, const char* prefix, const char* key, std::int64_t& into) {
+    const Json* value = where.find(key);
     if (!value) return;
     const std::optional<std::int64_t> n = value->as_exact_integer();
     if (n && *n >= 1 && *n <= 1'000'000) into = *n;
-    else if (bad.empty()) bad = std::string("vision_config.") + key + " must be a whole number from 1 to 1,000,000; got " + describe(*value);
+    else refuse(std::string(prefix) + key, "must be a whole number from 1 to 1,000,000; got " + describe(*value));
   };
-  const bool qwen2 = read.vision_type == VisionTower::kQwen2Vl;
-  size("depth", read.vision_depth);
-  size(qwen2 ? "embed_dim" : "hidden_size", read.vision_hidden_size);
-  size(qwen2 ? "hidden_size" : "out_hidden_size", read.vision_out_hidden_size);
-  if (qwen2) {
-    std::int64_t ratio = 4;
-    size("mlp_ratio", ratio);
-    const std::int64_t width = read.vision_hidden_size > 0 ? read.vision_hidden_size : 1280;
-    read.vision_intermediate_size = width * ratio;
-  } else {
+  const auto size = [&](const char* key, std::int64_t& into) { size_in(v, "vision_config.", key, into); };
+  const auto flag = [&](const Json& where, std::string field, const char* key, Switch& into) {
+    const Json* value = where.find(key);
+    if (!value) return;
+    if (value->is_bool()) into = value->as_bool() ? Switch::kYes : Switch::kNo;
+    else refuse(std::move(field), "must be true or false; got " + describe(*value));
+  };
+  if (t == VisionTower::kGemma3 || t == VisionTower::kLlava || t == VisionTower::kMistral3) {
+    const char* vision_class = t == VisionTower::kGemma3 ? "siglip_vision_model"
+                               : t == VisionTower::kLlava ? "clip_vision_model" : "pixtral";
+    if (const Json* cls = v.find("model_type"); cls && !(cls->is_string() && cls->as_string() == vision_class)) {
+      refuse("vision_config.model_type", describe(*cls) + " is not the vision class memfit knows under " +
+                                             describe(Json::string(type)) + " (\"" + vision_class + "\")");
+    }
+    if (const Json* layers = outer.find("vision_feature_layer"); layers && !layers->is_number()) {
+      refuse("vision_feature_layer", "several layers concatenated into the projector are not modelled");
+    }
+    size("num_hidden_layers", read.vision_depth);
+    size("hidden_size", read.vision_hidden_size);
     size("intermediate_size", read.vision_intermediate_size);
-  }
-  size("patch_size", read.vision_patch_size);
-  size("temporal_patch_size", read.vision_temporal_patch_size);
-  size("in_channels", read.vision_in_channels);
-  size("spatial_merge_size", read.vision_spatial_merge_size);
-  if (read.vision_type == VisionTower::kQwen3Vl) {
-    size("num_position_embeddings", read.vision_num_position_embeddings);
-    if (const Json* list = v.find("deepstack_visual_indexes")) {
-      if (list->is_array() && list->items().size() <= 100) read.vision_deepstack_layers = static_cast<std::int64_t>(list->items().size());
-      else if (bad.empty()) bad = "vision_config.deepstack_visual_indexes must be a list of at most 100 layers";
+    size("num_channels", read.vision_in_channels);
+    std::int64_t image = t == VisionTower::kMistral3 ? 1024 : 224;
+    size("image_size", image);
+    size("patch_size", read.vision_patch_size);
+    if (image < read.vision_patch_size) refuse("vision_config.image_size", "must be at least its patch_size");
+    // SigLIP: one learned position per patch; CLIP: one more, for its class token. Pixtral's are rotary.
+    const std::int64_t side = image / read.vision_patch_size;
+    if (t != VisionTower::kMistral3) read.vision_num_position_embeddings = side * side + (t == VisionTower::kLlava);
+    flag(v, "vision_config.vision_use_head", "vision_use_head", read.vision_use_head);
+    flag(outer, "multimodal_projector_bias", "multimodal_projector_bias", read.vision_projector_bias);
+    if (t == VisionTower::kMistral3) size_in(outer, "", "spatial_merge_size", read.vision_spatial_merge_size);
+  } else {
+    const bool qwen2 = t == VisionTower::kQwen2Vl;
+    size("depth", read.vision_depth);
+    size(qwen2 ? "embed_dim" : "hidden_size", read.vision_hidden_size);
+    size(qwen2 ? "hidden_size" : "out_hidden_size", read.vision_out_hidden_size);
+    if (qwen2) {
+      std::int64_t ratio = 4;
+      size("mlp_ratio", ratio);
+      read.vision_intermediate_size = read.vision_hidden_size * ratio;
+      if (read.vision_intermediate_size > 1'000'000) {
+        refuse("vision_config.mlp_ratio", "makes the MLP wider than 1,000,000 (embed_dim × mlp_ratio)");
+      }
+    } else {
+      size("intermediate_size", read.vision_intermediate_size);
+    }
+    size("patch_size", read.vision_patch_size);
+    size("temporal_patch_size", read.vision_temporal_patch_size);
+    size("in_channels", read.vision_in_channels);
+    size("spatial_merge_size", read.vision_spatial_merge_size);
+    if (t == VisionTower::kQwen3Vl) {
+      size("num_position_embeddings", read.vision_num_position_embeddings);
+      if (const Json* list = v.find("deepstack_visual_indexes")) {
+        if (list->is_array() && list->items().size() <= 100) read.vision_deepstack_layers = static_cast<std::int64_t>(list->items().size());
+        else refuse("vision_config.deepstack_visual_indexes", "must be a list of at most 100 layers");
+      }
     }
   }
-  if (bad.empty() && count_parameters(read).vision_count.overflow()) bad = "vision_config: the vision tower's sizes overflow its count";
-  if (!bad.empty()) {
-    warnings.push_back({"vision_config", bad + "; the vision tower is left out of the estimate"});
+  if (bad.field.empty() && count_parameters(read).vision_count.overflow()) {
+    refuse("vision_config", "the vision tower's sizes overflow its count");
+  }
+  if (!bad.field.empty()) {
+    warnings.push_back({bad.field, bad.message + "; the vision tower is left out of the estimate"});
     return;
   }
   m = read;
@@ -1443,9 +1521,10 @@ HfImport import_hf_config(const Json& json) {
       for (Issue& w : inner.warnings) w.field = prefix + w.field;
       // The vision tower, where memfit knows its class: held with the weights, never run.
       const Json* vision_config = json.find("vision_config");
-      const bool known_tower = t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl";
+      const bool known_tower = t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl" || t == "gemma3" || t == "llava" ||
+                               t == "mistral3";
       if (known_tower && vision_config && vision_config->is_object() && inner.errors.empty()) {
-        read_vision_tower(t, *vision_config, inner.model, inner.warnings);
+        read_vision_tower(t, json, *vision_config, inner.model, inner.warnings);
       }
       std::string message = describe(*type) + " is a multimodal model: memfit reads its language model (" +
                             (top ? std::string("the keys beside vision_config") : std::string(nested)) +

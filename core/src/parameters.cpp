@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "vision.hpp"
+
 namespace memfit {
 
 namespace {
@@ -429,64 +431,6 @@ Count ParameterCount::block_count() const {
   return total;
 }
 
-namespace {
-
-// The vision encoder and projector of Qwen2-VL, Qwen2.5-VL and Qwen3-VL, as transformers 5.24's
-// classes build them (Qwen2VisionTransformerPretrainedModel, Qwen2_5_VisionTransformerPretrainedModel,
-// Qwen3VLVisionModel; a size of 0 takes the class default, as their config classes do): a patch
-// embedding (a Conv3d over temporal_patch_size × patch_size² pixels of in_channels; Qwen3-VL's with
-// a bias), depth blocks (two norms, a fused qkv and proj with biases, an MLP with biases: Qwen2.5-VL's
-// gated, the others' two linears), a final merger of spatial_merge_size² patches (a norm, then two
-// biased linears out to the language model's width), and Qwen3-VL's learned positions and deepstack
-// mergers (one per deepstack_visual_indexes entry, each as the final merger with its norm over the
-// merged width). Norms: LayerNorm with a bias, Qwen2.5-VL's RMSNorm. The nn.Linear weights are
-// marked linear: bitsandbytes quantises them as it does the language model's (transformers'
-// get_keys_to_not_convert spares only the output embedding and the last module).
-void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
-  if (m.vision_type == VisionTower::kNone) return;
-  GroupBuilder b(out);
-  const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl, qwen25 = m.vision_type == VisionTower::kQwen25Vl;
-  const auto size = [](std::int64_t value, std::int64_t fallback) { return Count(value > 0 ? value : fallback); };
-  const Count depth = size(m.vision_depth, qwen3 ? 27 : 32);
-  const Count e = size(m.vision_hidden_size, qwen3 ? 1152 : qwen25 ? 3584 : 1280);
-  const Count ff = size(m.vision_intermediate_size, qwen3 ? 4304 : qwen25 ? 3420 : 5120);
-  const Count out_width = size(m.vision_out_hidden_size, 3584);
-  const Count patch = size(m.vision_patch_size, qwen3 ? 16 : 14);
-  const Count frames = size(m.vision_temporal_patch_size, 2), channels = size(m.vision_in_channels, 3);
-  const Count merge = size(m.vision_spatial_merge_size, 2);
-  const Count deepstack = qwen3 ? Count(m.vision_deepstack_layers) : Count(0);
-  const Component v = Component::kVisionTower;
-  const auto norm = [&](const char* name, Count width, Count count) {
-    b.vector(v, name, width, count);
-    if (!qwen25) b.vector(v, name, width, count);  // LayerNorm's bias
-  };
-  b.matrix(v, "patch_embed.proj", e, channels * frames * patch * patch, 1);
-  if (qwen3) b.vector(v, "patch_embed.proj.bias", e, 1);
-  if (qwen3) b.matrix(v, "pos_embed", size(m.vision_num_position_embeddings, 2304), e, 1);
-  norm("blocks.norm1", e, depth);
-  norm("blocks.norm2", e, depth);
-  b.linear(v, "blocks.attn.qkv", e * 3, e, depth, true, 0);
-  b.linear(v, "blocks.attn.proj", e, e, depth, true, 0);
-  if (qwen25) {
-    b.linear(v, "blocks.mlp.gate_proj", ff, e, depth, true, 0);
-    b.linear(v, "blocks.mlp.up_proj", ff, e, depth, true, 0);
-    b.linear(v, "blocks.mlp.down_proj", e, ff, depth, true, 0);
-  } else {
-    b.linear(v, "blocks.mlp.fc1", ff, e, depth, true, 0);
-    b.linear(v, "blocks.mlp.fc2", e, ff, depth, true, 0);
-  }
-  const Count wide = e * merge * merge;
-  norm("merger.norm", e, 1);
-  b.linear(v, "merger.mlp.0", wide, wide, 1, true, 0);
-  b.linear(v, "merger.mlp.2", out_width, wide, 1, true, 0);
-  if (deepstack.value() > 0) {
-    norm("deepstack_merger.norm", wide, deepstack);
-    b.linear(v, "deepstack_merger.linear_fc1", wide, wide, deepstack, true, 0);
-    b.linear(v, "deepstack_merger.linear_fc2", out_width, wide, deepstack, true, 0);
-  }
-}
-
-}  // namespace
 
 ParameterCount count_parameters(const ModelSpec& m) {
   ParameterCount out;

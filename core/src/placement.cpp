@@ -5,6 +5,7 @@
 #include "memfit/recipes.hpp"
 #include "optimizer_states.hpp"
 #include "peft.hpp"
+#include "vision.hpp"
 
 namespace memfit {
 
@@ -17,31 +18,6 @@ Bytes local_frozen_base_bytes(const Placement& p, const ParameterCount& params, 
   return p.local<BytesUnit>(params, [&](const TensorGroup& g) {
     return frozen_bytes_each(g, c.training.finetune, unquantized, base);
   });
-}
-
-// The vision tower's bytes (model.vision_type), whole: frozen, so held as the frozen base is. A
-// PEFT method's base: its element, fp32 after prepare_model_for_kbit_training, nn.Linear weights
-// quantised by bitsandbytes (GPTQ checkpoints quantise the language model's layers only: a
-// tower's linears stay 16-bit). Full fine-tuning: the dtype the model was loaded in.
-Bytes vision_tower_bytes(const Config& c, const ParameterCount& params, const PrecisionRecipe& r, bool quantised_only) {
-  const Finetune& f = c.training.finetune;
-  const bool peft = is_peft(c);
-  const Bytes element = !peft ? (accelerate_upcasts_trained(c) ? recipe_for(c.training.precision).weights : r.weights)
-                              : lora_base_bytes(r, resolve_implementation(c));
-  const QuantizedBase base = quantized_base(c);
-  Bytes total{0};
-  for (TensorGroup g : params.vision) {
-    g.linear = g.linear && peft && f.quant_method == QuantMethod::kBitsandbytes;
-    if (quantised_only) {
-      if (!bnb_4bit_base(c)) continue;
-      total += (fsdp2_leaves_4bit_whole(c) && quantized_tensor(g, f, base) ? frozen_bytes_each(g, f, element, base)
-                                                                          : quant_state_bytes_each(g, f, base)) *
-               g.count;
-      continue;
-    }
-    total += (peft ? frozen_bytes_each(g, f, element, base) : g.elements_each() * element) * g.count;
-  }
-  return total;
 }
 
 // The busiest stage by parameters: the first (dense layers first, plus the embeddings) or the last
@@ -452,8 +428,12 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // A multimodal model's vision tower (model.vision_type): frozen and never run by a text-only step,
   // held whole on every GPU (validate.cpp: no tensor or pipeline split), sharded by ZeRO-3 / FSDP
   // as every parameter is (FSDP's units take frozen parameters too; DeepSpeed partitions them all),
-  // moved by parameter offload.
+  // moved by parameter offload. FSDP's SHARD_GRAD_OP (zero_stage 2) keeps parameters sharded
+  // between a unit's forward and its backward too, and the tower's units never run: sharded there
+  // as well; DeepSpeed's ZeRO-2 holds every parameter whole.
   const Bytes vision = vision_tower_bytes(c, params, r, false);
+  const bool tower_sharded =
+      c.parallel.zero_stage >= 3 || (c.parallel.zero_stage == 2 && runs_torch_data_parallel(impl.framework));
   const Bytes unsharded_weights = s.weights + vision;
   // Expert parallelism is carved out of the data-parallel ranks: the routed experts this GPU holds
   // are held by zero_shards / expert ranks only, and ZeRO / FSDP shard them over that group
@@ -490,7 +470,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   } else {
     shard(s, c.parallel.zero_stage, p.zero_shards);
   }
-  s.vision = c.parallel.zero_stage >= 3 ? vision / p.zero_shards : vision;
+  s.vision = tower_sharded ? vision / p.zero_shards : vision;
   s.weights += s.vision;
   // What ZeRO-3 sharding cannot take off a bitsandbytes 4-bit base comes back: its quantisation
   // state, which is no parameter (quant_state_bytes_each), and under accelerate's FSDP2 the uint8-
@@ -513,7 +493,9 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     const Bytes dense = p.as_nominal(p.local<BytesUnit>(params, unsharded(false)));
     const Bytes experts = p.as_nominal(p.local<BytesUnit>(params, unsharded(true)));
     const Bytes tower = vision_tower_bytes(c, params, r, true);
-    unsharded_on_gpu = dense - dense / p.zero_shards + experts - experts / expert_shards + tower - tower / p.zero_shards;
+    const Bytes tower_unsharded = tower - tower / p.zero_shards;
+    unsharded_on_gpu = dense - dense / p.zero_shards + experts - experts / expert_shards + tower_unsharded;
+    s.vision_unsharded = tower_unsharded;
     if (whole) {
       notes.push_back("accelerate's FSDP2 leaves 4-bit weights stored as uint8 out of its sharding (fsdp2_prepare_model: "
                       "ignored_params): every GPU holds the quantised base whole; bnb_4bit_quant_storage bf16 shards it");
@@ -529,6 +511,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   if (c.parallel.zero_stage >= 3 && impl.framework == Framework::kDeepspeed && c.parallel.zero_hpz_partition_size > 1) {
     const std::int64_t group = std::min(c.parallel.zero_hpz_partition_size, data_ranks);
     s.weights += unsharded_weights / group;
+    s.vision += vision / group;
     notes.push_back("ZeRO++ hpZ: each GPU also keeps a secondary partition, 1/" + std::to_string(group) +
                     " of the parameters in their dtype, for backward's all-gather inside its group; it is counted "
                     "with the parameters" + (c.parallel.offload_params ? " (on the host: the parameters are offloaded)."
@@ -571,7 +554,10 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
                     "counted (training.finetune.stable_embedding).");
   }
   offload(c, params, s, notes);
-  if (c.parallel.offload_params) s.vision = Bytes{0};
+  if (c.parallel.offload_params) {
+    s.vision_offloaded = s.vision;
+    s.vision = Bytes{0};
+  }
   s.weights += unsharded_on_gpu;
   // DeepSpeed's optimizer offload keeps the gradient partitions on the host with the states: ZeRO-3
   // puts its flat gradient buffer on the offload device (runtime/zero/stage3.py: `self.device` is the

@@ -87,8 +87,9 @@ struct StaticBytes {
   // reduce_bucket_size elements, allocated with the optimizer and kept for the run.
   Bytes zero_reduce_bucket;
   // Of `weights`, a multimodal model's vision tower (frozen, never run): the step's replay holds it
-  // as its own tensors.
-  Bytes vision;
+  // as its own tensors. Beside it, the part of its 4-bit quantisation ZeRO-3 cannot shard (in
+  // `weights` too), and what parameter offload moved to the host (in `offloaded`).
+  Bytes vision, vision_unsharded, vision_offloaded;
 
   // What the GPU holds from the first step to the last, whatever the phase.
   Bytes resident() const { return weights + master + states + reducer_buckets + orphan_gradients + zero_reduce_bucket; }

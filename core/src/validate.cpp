@@ -224,7 +224,18 @@ void check_vision(const Config& c, Checks& out) {
   if (!runs_transformers_model(f) && f != Framework::kUnsloth) {
     out.add("training.framework", "must run the multimodal transformers class" + why + " (hf, trl, deepspeed, liger, unsloth)");
   }
-  if (m.is_encoder_decoder) out.add("model.vision_type", "must be none for an encoder-decoder (model.is_encoder_decoder)");
+  if (m.is_encoder_decoder || uses_encoder_activation_model(m)) {
+    out.add("model.vision_type", "must be none for an encoder or an encoder-decoder: the vision towers memfit knows feed "
+                                 "a decoder's language model");
+  }
+  // The seeds' convention counts parameters alone, by their rule; Q-GaLore's INT8 layers are
+  // swapped in by module name, the tower's included, which memfit does not model.
+  if (c.training.precision == Precision::kSeed14p) {
+    out.add("model.vision_type", "must be none under precision seed_14p (the source documents' convention has no vision tower)");
+  }
+  if (c.training.weight_quant != WeightQuant::kNone) {
+    out.add("training.weight_quant", "must be none" + why + ": Q-GaLore's INT8 layers replace the tower's linears too");
+  }
   const Parallel& p = c.parallel;
   if (p.pipeline > 1) out.add("parallel.pipeline", "must be 1" + why + "; got " + group_digits(p.pipeline));
   if (p.tensor > 1) out.add("parallel.tensor", "must be 1" + why + "; got " + group_digits(p.tensor));

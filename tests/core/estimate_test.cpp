@@ -798,6 +798,18 @@ TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
   with.parallel.num_gpus = without.parallel.num_gpus = 4;
   with.parallel.zero_stage = without.parallel.zero_stage = 3;
   EXPECT_EQ(added(with, without), 4 * kTower / 4);
+  // FSDP's SHARD_GRAD_OP keeps the never-gathered tower sharded; DeepSpeed's ZeRO-2 holds it whole.
+  with.parallel.zero_stage = without.parallel.zero_stage = 2;
+  EXPECT_EQ(added(with, without), 4 * kTower / 4);
+  with.training.implementation.framework = without.training.implementation.framework = Framework::kDeepspeed;
+  with.training.precision = without.training.precision = Precision::kBf16Master;
+  EXPECT_EQ(added(with, without), 2 * kTower);
+  with.training.implementation.framework = without.training.implementation.framework = Framework::kHf;
+  with.training.precision = without.training.precision = Precision::kBf16Mixed;
+  with.parallel.zero_stage = without.parallel.zero_stage = 3;
+  // The note says what the tower adds on this GPU, and the bytes per parameter leave it out.
+  EXPECT_EQ(estimate(with).vision_bytes.value(), 4 * kTower / 4);
+  EXPECT_EQ(estimate(with).static_bytes_per_parameter, estimate(without).static_bytes_per_parameter);
   with.parallel.offload_params = without.parallel.offload_params = true;
   EXPECT_EQ(added(with, without), 0);
   EXPECT_EQ(estimate(with).breakdown.offloaded_bytes.value() - estimate(without).breakdown.offloaded_bytes.value(), 4 * kTower / 4);
@@ -823,6 +835,14 @@ TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
   torchtune.model = vl.model;
   torchtune.training.implementation.framework = Framework::kTorchtune;
   refused(torchtune, "training.framework");
+  Config seeds = default_config();
+  seeds.model = vl.model;
+  seeds.training.precision = Precision::kSeed14p;
+  refused(seeds, "model.vision_type");
+  Config encoder = default_config();
+  encoder.model = *preset_model("bert-base-uncased");
+  encoder.model.vision_type = VisionTower::kQwen2Vl;
+  refused(encoder, "model.vision_type");
 }
 
 }  // namespace

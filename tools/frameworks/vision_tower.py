@@ -9,11 +9,11 @@ language model: counted from vision_config as transformers' class builds it, sto
 base is (16-bit; fp32 when a full fine-tune loads the model in fp32; under a bitsandbytes 4-bit base
 its nn.Linear weights quantised, with their quantisation state, and the rest cast to fp32 by
 prepare_model_for_kbit_training), never run by a text-only step. This script builds each vision-
-language class memfit reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) from a small config, saves it, loads it
+language class memfit reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Gemma 3, LLaVA, Mistral 3) from a small config, saves it, loads it
 back the way each variant does (bf16; fp32; NF4 with double quantisation, with and without
 prepare_model_for_kbit_training) and wraps it in PEFT LoRA on the language model's q and v. Recorded
 per case: the config.json transformers wrote, the vision tower's parameter count, and the bytes it
-holds: every parameter's numel x element size under model.model.visual, plus the bitsandbytes
+holds: every parameter's numel x element size outside the language model and its head, plus the bitsandbytes
 quantisation state of its Linear4bit layers (absmax, code book, nested absmax and code book). The
 check is in compare.py (check_vision_tower): memfit's vision_parameter_count equal, and the bytes
 the vision tower adds to memfit's breakdown.parameters equal to the bytes measured.
@@ -37,18 +37,39 @@ from gloo_ranks import write_result  # noqa: E402
 OUT = os.path.join(HERE, "out", "vision_tower.json")
 
 TEXT = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "vocab_size": 1024, "max_position_embeddings": 512,
-        "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}}
-# Small towers with every size the classes read set to a value of its own (Qwen2-VL's mlp_ratio,
-# Qwen3-VL's learned positions and deepstack mergers).
-TOWERS = {
-    "qwen2_vl": {"depth": 2, "embed_dim": 128, "hidden_size": 256, "num_heads": 4, "mlp_ratio": 2, "patch_size": 14,
-                 "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3},
-    "qwen2_5_vl": {"depth": 2, "hidden_size": 128, "intermediate_size": 192, "num_heads": 4, "out_hidden_size": 256,
-                   "fullatt_block_indexes": [1], "patch_size": 14, "spatial_merge_size": 2},
-    "qwen3_vl": {"depth": 3, "hidden_size": 128, "intermediate_size": 192, "num_heads": 4, "out_hidden_size": 256,
-                 "num_position_embeddings": 64, "deepstack_visual_indexes": [0, 1], "patch_size": 16},
-}
+        "num_key_value_heads": 2, "vocab_size": 1024, "max_position_embeddings": 512}
+QWEN_TEXT = dict(TEXT, rope_scaling={"type": "mrope", "mrope_section": [8, 12, 12]})
+# (model_type, text_config, vision_config, the wrapper's own keys): small towers with every size the
+# classes read set to a value of its own (Qwen2-VL's mlp_ratio, Qwen3-VL's learned positions and
+# deepstack mergers, SigLIP's head on and off, the projectors' biases, Mistral 3's merge).
+TOWERS = (
+    ("qwen2_vl", QWEN_TEXT, {"depth": 2, "embed_dim": 128, "hidden_size": 256, "num_heads": 4, "mlp_ratio": 2,
+                             "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3}, {}),
+    ("qwen2_5_vl", QWEN_TEXT, {"depth": 2, "hidden_size": 128, "intermediate_size": 192, "num_heads": 4,
+                               "out_hidden_size": 256, "fullatt_block_indexes": [1], "patch_size": 14,
+                               "spatial_merge_size": 2}, {}),
+    ("qwen3_vl", QWEN_TEXT, {"depth": 3, "hidden_size": 128, "intermediate_size": 192, "num_heads": 4,
+                             "out_hidden_size": 256, "num_position_embeddings": 64, "deepstack_visual_indexes": [0, 1],
+                             "patch_size": 16}, {}),
+    ("gemma3", dict(TEXT, model_type="gemma3_text", head_dim=64),
+     {"model_type": "siglip_vision_model", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "image_size": 64, "patch_size": 16, "vision_use_head": False}, {"mm_tokens_per_image": 4}),
+    ("gemma3", dict(TEXT, model_type="gemma3_text", head_dim=64),
+     {"model_type": "siglip_vision_model", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 3,
+      "num_attention_heads": 4, "image_size": 96, "patch_size": 16}, {"mm_tokens_per_image": 4}),
+    ("llava", dict(TEXT, model_type="llama"),
+     {"model_type": "clip_vision_model", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "image_size": 64, "patch_size": 16}, {}),
+    ("llava", dict(TEXT, model_type="llama"),
+     {"model_type": "clip_vision_model", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "image_size": 70, "patch_size": 14}, {"multimodal_projector_bias": False}),
+    ("mistral3", dict(TEXT, model_type="mistral"),
+     {"model_type": "pixtral", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "head_dim": 32, "image_size": 64, "patch_size": 16}, {"spatial_merge_size": 3}),
+    ("mistral3", dict(TEXT, model_type="mistral"),
+     {"model_type": "pixtral", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "head_dim": 32, "image_size": 64, "patch_size": 16}, {"multimodal_projector_bias": True}),
+)
 # (name, how the model is loaded, prepare_model_for_kbit_training)
 VARIANTS = (("bf16", "bf16", False), ("fp32", "fp32", False), ("nf4", "nf4", False), ("nf4_prepare_kbit", "nf4", True))
 
@@ -91,20 +112,23 @@ def _case(model_type, folder, load, prepare_kbit):
     # LoRA on the language model's q and v only (what LLaMA-Factory and ms-swift target with the
     # vision tower frozen); the tower is left as loaded.
     model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=r".*language_model.*\.(q_proj|v_proj)"))
-    visual = model.base_model.model.model.visual
-    params = list(visual.parameters())
+    # The tower: every module and parameter outside the language model and its head.
+    def tower(name):
+        return "language_model" not in name and "lm_head" not in name
+    params = [p for n, p in model.named_parameters() if tower(n)]
+    modules = [m for n, m in model.named_modules() if tower(n)]
     return {"parameters": sum(p.numel() for p in params),
             "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
-            "quant_state_bytes": _quant_state_bytes(visual.modules()),
-            "linear4bit_layers": sum(isinstance(m, bnb.nn.Linear4bit) for m in visual.modules()),
+            "quant_state_bytes": _quant_state_bytes(modules),
+            "linear4bit_layers": sum(isinstance(m, bnb.nn.Linear4bit) for m in modules),
             "trainable_in_tower": sum(p.numel() for p in params if p.requires_grad)}
 
 
 def main():
     from transformers import AutoConfig, AutoModelForImageTextToText
     cases = []
-    for model_type, tower in TOWERS.items():
-        config = AutoConfig.for_model(model_type, text_config=dict(TEXT), vision_config=dict(tower))
+    for model_type, text, tower, outer in TOWERS:
+        config = AutoConfig.for_model(model_type, text_config=dict(text), vision_config=dict(tower), **outer)
         torch.manual_seed(0)
         with tempfile.TemporaryDirectory() as folder:
             AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16).save_pretrained(folder)

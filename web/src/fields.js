@@ -25,7 +25,6 @@ const LAYOUT = [
     { title: 'Multi-head latent attention', fields: ['attention_type', 'q_lora_rank', 'kv_lora_rank',
       'qk_rope_head_dim', 'qk_nope_head_dim', 'v_head_dim'] },
     { title: 'Encoder (BERT)', fields: ['type_vocab_size', 'embedding_norm', 'pooler'] },
-    { title: 'Vision tower', prefix: 'vision_' },
     { title: 'More', fields: ['model_type', 'multimodal_type', 'nominal_parameter_count'] },
   ] },
   { id: 'training', title: 'Training', groups: [
@@ -59,8 +58,7 @@ export function formSections(schema) {
     title: section.title,
     groups: section.groups.map((g) => {
       const fields = [];
-      // A group named by a prefix takes the section's fields that start with it, in schema order.
-      for (const key of g.fields ?? schema.map((f) => f.field.split('.').pop()).filter((k) => k.startsWith(g.prefix))) {
+      for (const key of g.fields) {
         const f = byPath.get(`${section.id}.${key}`);
         if (f && !placed.has(f.field)) {
           fields.push(f);

@@ -47,7 +47,7 @@ enum class HiddenAct { kAuto, kGelu, kRelu, kGeluNew, kSilu, kGeluPytorchTanh, k
 enum class PosAttType { kC2pP2c, kC2p, kP2c };
 // The vision encoder and projector a multimodal model loads beside its language model
 // (model.vision_type), by the transformers class that builds them.
-enum class VisionTower { kNone, kQwen2Vl, kQwen25Vl, kQwen3Vl };
+enum class VisionTower { kNone, kQwen2Vl, kQwen25Vl, kQwen3Vl, kGemma3, kLlava, kMistral3 };
 
 enum class Precision {
   kFp32,        // everything fp32
@@ -423,21 +423,26 @@ struct ModelSpec {
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t v_head_dim = 0;
-  // A multimodal model's vision encoder and projector (the importer reads them from vision_config;
-  // 0 = the class's default, as transformers' config classes fill a missing key). memfit estimates
+  // A multimodal model's vision encoder and projector (the importer reads them from vision_config,
+  // a missing key as its config class fills it; 0 = the released checkpoints' size). memfit estimates
   // text-only steps: the tower is loaded and frozen, its weights held as the base's are (sharded,
   // quantised by bitsandbytes, cast by prepare_model_for_kbit_training), and never run.
   VisionTower vision_type = VisionTower::kNone;
   std::int64_t vision_depth = 0;
   std::int64_t vision_hidden_size = 0;        // the encoder's width (Qwen2-VL: embed_dim)
   std::int64_t vision_intermediate_size = 0;  // its MLP's (Qwen2-VL: embed_dim · mlp_ratio)
-  std::int64_t vision_out_hidden_size = 0;    // the projector's output (the language model's width)
+  std::int64_t vision_out_hidden_size = 0;    // the projector's output; 0 = the language model's width
   std::int64_t vision_patch_size = 0;
   std::int64_t vision_temporal_patch_size = 0;
   std::int64_t vision_in_channels = 0;
   std::int64_t vision_spatial_merge_size = 0;
-  std::int64_t vision_num_position_embeddings = 0;  // learned positions (Qwen3-VL)
+  std::int64_t vision_num_position_embeddings = 0;  // learned positions (Qwen3-VL; SigLIP, CLIP: per patch)
   std::int64_t vision_deepstack_layers = 3;         // Qwen3-VL's deepstack mergers (its class's default)
+  // SigLIP's attention-pooling head (vision_use_head: SiglipVisionConfig's default is on, Gemma 3's
+  // checkpoints turn it off; auto = off) and the projector's biases (multimodal_projector_bias; auto
+  // = the class's: LLaVA on, Mistral 3 off).
+  Switch vision_use_head = Switch::kAuto;
+  Switch vision_projector_bias = Switch::kAuto;
   // When non-zero, the memory model uses this count instead of the counted architecture: the
   // seeds' scaling table uses nominal sizes ("LLaMA-7B": 7e9) with the 14P rule.
   std::int64_t nominal_parameter_count = 0;

@@ -1,0 +1,201 @@
+// A multimodal model's vision encoder and projector (model.vision_type): its tensors, counted as
+// transformers' classes build them, and the bytes it holds frozen beside the language model. Apart
+// from parameters.cpp and placement.cpp, and compiled for size in the planner's fast core
+// (core/CMakeLists.txt): a step never runs it, so nothing here is in a hot loop.
+#include "vision.hpp"
+
+#include "finetune.hpp"
+#include "memfit/implementation.hpp"
+#include "peft.hpp"
+
+namespace memfit {
+
+namespace {
+
+// TensorGroups of the tower (layer kNone, no LoRA target); `linear` marks nn.Linear weights, which
+// a bitsandbytes base quantises.
+struct Builder {
+  std::vector<TensorGroup>& out;
+  void linear(Component c, const char* name, Count rows, Count cols, Count count, bool bias, unsigned) {
+    out.push_back({c, name, rows, cols, count, true, 0, LayerKind::kNone, Mixer::kAll});
+    if (bias) vector(c, name, rows, count);
+  }
+  void vector(Component c, const char* name, Count size, Count count) {
+    out.push_back({c, name, size, 0, count, false, 0, LayerKind::kNone, Mixer::kAll});
+  }
+  void matrix(Component c, const char* name, Count rows, Count cols, Count count) {
+    out.push_back({c, name, rows, cols, count, false, 0, LayerKind::kNone, Mixer::kAll});
+  }
+};
+
+// The plain ViTs other wrappers load, as transformers 5.24 builds them, with their projectors:
+// Gemma 3's SigLIP (SiglipVisionModel: a biased patch Conv2d, a learned position per patch, blocks of
+// two LayerNorms, q, k, v and out_proj and a two-linear MLP, all biased, a final LayerNorm, and with
+// vision_use_head an attention-pooling head: a probe, nn.MultiheadAttention's packed in_proj and its
+// out_proj, a LayerNorm and an MLP) and Gemma3MultiModalProjector (an RMSNorm over the vision width
+// and a [vision, text] projection Parameter); LLaVA's CLIP (CLIPVisionModel: a class embedding, an
+// unbiased patch Conv2d, a position per patch and one for the class token, pre- and post-LayerNorms
+// around the same blocks) and LlavaMultiModalProjector (two linears, vision -> text -> text, biased
+// by multimodal_projector_bias); Mistral 3's Pixtral (PixtralVisionModel: an unbiased patch Conv2d,
+// RMSNorms, unbiased q, k, v, o and a gated MLP, rotary positions) and Mistral3MultiModalProjector
+// (an RMSNorm, the patch merger's unbiased linear over spatial_merge_size² patches, then the two
+// linears). nn.Linear weights are marked linear; the pooling head's packed in_proj and out_proj
+// (bitsandbytes leaves nn.MultiheadAttention's alone), the convolutions and Gemma 3's projection are not.
+void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
+  Builder b{out};
+  const bool siglip = m.vision_type == VisionTower::kGemma3, clip = m.vision_type == VisionTower::kLlava;
+  const bool pixtral = m.vision_type == VisionTower::kMistral3;
+  const auto size = [](std::int64_t value, std::int64_t fallback) { return Count(value > 0 ? value : fallback); };
+  // 0: the released checkpoints' sizes (Gemma 3's SigLIP so400m at 896 pixels, LLaVA-1.5's CLIP
+  // ViT-L/14 at 336, Pixtral's encoder).
+  const Count depth = size(m.vision_depth, siglip ? 27 : 24);
+  const Count e = size(m.vision_hidden_size, siglip ? 1152 : 1024);
+  const Count ff = size(m.vision_intermediate_size, siglip ? 4304 : 4096);
+  const Count patch = size(m.vision_patch_size, 14), channels = size(m.vision_in_channels, 3);
+  const Count out_width = Count(m.hidden_size);
+  const Component v = Component::kVisionTower;
+  const bool biased = !pixtral;
+  const auto norm = [&](const char* name, Count width, Count count) {
+    b.vector(v, name, width, count);
+    if (!pixtral) b.vector(v, name, width, count);  // LayerNorm's bias (Pixtral's are RMSNorms)
+  };
+  b.matrix(v, "patch_embedding", e, channels * patch * patch, 1);
+  if (siglip) b.vector(v, "patch_embedding.bias", e, 1);
+  if (clip) b.vector(v, "class_embedding", e, 1);
+  if (!pixtral) b.matrix(v, "position_embedding", size(m.vision_num_position_embeddings, clip ? 577 : 4096), e, 1);
+  if (clip) norm("pre_layrnorm", e, 1);
+  if (pixtral) norm("ln_pre", e, 1);
+  norm("layer_norm1", e, depth);
+  norm("layer_norm2", e, depth);
+  b.linear(v, "self_attn.q_proj", e, e, depth, biased, 0);
+  b.linear(v, "self_attn.k_proj", e, e, depth, biased, 0);
+  b.linear(v, "self_attn.v_proj", e, e, depth, biased, 0);
+  b.linear(v, "self_attn.out_proj", e, e, depth, biased, 0);
+  if (pixtral) {
+    b.linear(v, "feed_forward.gate_proj", ff, e, depth, false, 0);
+    b.linear(v, "feed_forward.up_proj", ff, e, depth, false, 0);
+    b.linear(v, "feed_forward.down_proj", e, ff, depth, false, 0);
+  } else {
+    b.linear(v, "mlp.fc1", ff, e, depth, true, 0);
+    b.linear(v, "mlp.fc2", e, ff, depth, true, 0);
+    norm("post_layernorm", e, 1);
+  }
+  if (siglip && m.vision_use_head == Switch::kYes) {
+    // (nn.MultiheadAttention's out_proj is left unquantised: measured, vision_tower.py.)
+    b.vector(v, "head.probe", e, 1);
+    b.matrix(v, "head.attention.in_proj_weight", e * 3, e, 1);
+    b.vector(v, "head.attention.in_proj_bias", e * 3, 1);
+    b.matrix(v, "head.attention.out_proj", e, e, 1);
+    b.vector(v, "head.attention.out_proj.bias", e, 1);
+    norm("head.layernorm", e, 1);
+    b.linear(v, "head.mlp.fc1", ff, e, 1, true, 0);
+    b.linear(v, "head.mlp.fc2", e, ff, 1, true, 0);
+  }
+  if (siglip) {
+    b.vector(v, "mm_soft_emb_norm", e, 1);
+    b.matrix(v, "mm_input_projection_weight", e, out_width, 1);
+    return;
+  }
+  const bool projector_bias = m.vision_projector_bias == Switch::kAuto ? clip : m.vision_projector_bias == Switch::kYes;
+  if (pixtral) {
+    const Count merge = size(m.vision_spatial_merge_size, 2);
+    b.vector(v, "multi_modal_projector.norm", e, 1);
+    b.linear(v, "patch_merger.merging_layer", e, e * merge * merge, 1, false, 0);
+  }
+  b.linear(v, "multi_modal_projector.linear_1", out_width, e, 1, projector_bias, 0);
+  b.linear(v, "multi_modal_projector.linear_2", out_width, out_width, 1, projector_bias, 0);
+}
+
+}  // namespace
+
+// The vision encoder and projector of Qwen2-VL, Qwen2.5-VL and Qwen3-VL, as transformers 5.24's
+// classes build them (Qwen2VisionTransformerPretrainedModel, Qwen2_5_VisionTransformerPretrainedModel,
+// Qwen3VLVisionModel; a size of 0 takes the released checkpoints' and the projector's output the
+// language model's width; the importer writes every size a file gives or its class defaults): a patch
+// embedding (a Conv3d over temporal_patch_size × patch_size² pixels of in_channels; Qwen3-VL's with
+// a bias), depth blocks (two norms, a fused qkv and proj with biases, an MLP with biases: Qwen2.5-VL's
+// gated, the others' two linears), a final merger of spatial_merge_size² patches (a norm, then two
+// biased linears out to the language model's width), and Qwen3-VL's learned positions and deepstack
+// mergers (one per deepstack_visual_indexes entry, each as the final merger with its norm over the
+// merged width). Norms: LayerNorm with a bias, Qwen2.5-VL's RMSNorm. The nn.Linear weights are
+// marked linear: bitsandbytes quantises them as it does the language model's (transformers'
+// get_keys_to_not_convert spares only the output embedding and the last module).
+
+void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
+  if (m.vision_type == VisionTower::kNone) return;
+  if (m.vision_type == VisionTower::kGemma3 || m.vision_type == VisionTower::kLlava ||
+      m.vision_type == VisionTower::kMistral3) {
+    vit_parameters(m, out);
+    return;
+  }
+  Builder b{out};
+  const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl, qwen25 = m.vision_type == VisionTower::kQwen25Vl;
+  const auto size = [](std::int64_t value, std::int64_t fallback) { return Count(value > 0 ? value : fallback); };
+  const Count depth = size(m.vision_depth, qwen3 ? 27 : 32);
+  const Count e = size(m.vision_hidden_size, qwen3 ? 1152 : 1280);
+  const Count ff = m.vision_intermediate_size > 0 ? Count(m.vision_intermediate_size)
+                   : qwen3                       ? Count(4304)
+                   : qwen25                      ? Count(3420)
+                                                 : e * 4;  // Qwen2-VL: embed_dim × mlp_ratio 4
+  const Count out_width = size(m.vision_out_hidden_size, m.hidden_size);
+  const Count patch = size(m.vision_patch_size, qwen3 ? 16 : 14);
+  const Count frames = size(m.vision_temporal_patch_size, 2), channels = size(m.vision_in_channels, 3);
+  const Count merge = size(m.vision_spatial_merge_size, 2);
+  const Count deepstack = qwen3 ? Count(m.vision_deepstack_layers) : Count(0);
+  const Component v = Component::kVisionTower;
+  const auto norm = [&](const char* name, Count width, Count count) {
+    b.vector(v, name, width, count);
+    if (!qwen25) b.vector(v, name, width, count);  // LayerNorm's bias
+  };
+  b.matrix(v, "patch_embed.proj", e, channels * frames * patch * patch, 1);
+  if (qwen3) b.vector(v, "patch_embed.proj.bias", e, 1);
+  if (qwen3) b.matrix(v, "pos_embed", size(m.vision_num_position_embeddings, 2304), e, 1);
+  norm("blocks.norm1", e, depth);
+  norm("blocks.norm2", e, depth);
+  b.linear(v, "blocks.attn.qkv", e * 3, e, depth, true, 0);
+  b.linear(v, "blocks.attn.proj", e, e, depth, true, 0);
+  if (qwen25) {
+    b.linear(v, "blocks.mlp.gate_proj", ff, e, depth, true, 0);
+    b.linear(v, "blocks.mlp.up_proj", ff, e, depth, true, 0);
+    b.linear(v, "blocks.mlp.down_proj", e, ff, depth, true, 0);
+  } else {
+    b.linear(v, "blocks.mlp.fc1", ff, e, depth, true, 0);
+    b.linear(v, "blocks.mlp.fc2", e, ff, depth, true, 0);
+  }
+  const Count wide = e * merge * merge;
+  norm("merger.norm", e, 1);
+  b.linear(v, "merger.mlp.0", wide, wide, 1, true, 0);
+  b.linear(v, "merger.mlp.2", out_width, wide, 1, true, 0);
+  if (deepstack.value() > 0) {
+    norm("deepstack_merger.norm", wide, deepstack);
+    b.linear(v, "deepstack_merger.linear_fc1", wide, wide, deepstack, true, 0);
+    b.linear(v, "deepstack_merger.linear_fc2", out_width, wide, deepstack, true, 0);
+  }
+}
+
+// The vision tower's bytes (model.vision_type), whole: frozen, so held as the frozen base is. A
+// PEFT method's base: its element, fp32 after prepare_model_for_kbit_training, nn.Linear weights
+// quantised by bitsandbytes (GPTQ checkpoints quantise the language model's layers only: a
+// tower's linears stay 16-bit). Full fine-tuning: the dtype the model was loaded in.
+Bytes vision_tower_bytes(const Config& c, const ParameterCount& params, const PrecisionRecipe& r, bool quantised_only) {
+  const Finetune& f = c.training.finetune;
+  const bool peft = is_peft(c);
+  const Bytes element = !peft ? (accelerate_upcasts_trained(c) ? recipe_for(c.training.precision).weights : r.weights)
+                              : lora_base_bytes(r, resolve_implementation(c));
+  const QuantizedBase base = quantized_base(c);
+  Bytes total{0};
+  for (TensorGroup g : params.vision) {
+    g.linear = g.linear && peft && f.quant_method == QuantMethod::kBitsandbytes;
+    if (quantised_only) {
+      if (!bnb_4bit_base(c)) continue;
+      total += (fsdp2_leaves_4bit_whole(c) && quantized_tensor(g, f, base) ? frozen_bytes_each(g, f, element, base)
+                                                                          : quant_state_bytes_each(g, f, base)) *
+               g.count;
+      continue;
+    }
+    total += (peft ? frozen_bytes_each(g, f, element, base) : g.elements_each() * element) * g.count;
+  }
+  return total;
+}
+
+}  // namespace memfit

@@ -1,0 +1,23 @@
+// A multimodal model's vision tower (model.vision_type), core-internal: its tensors and the bytes
+// it holds (vision.cpp).
+#pragma once
+
+#include <vector>
+
+#include "memfit/config.hpp"
+#include "memfit/parameters.hpp"
+#include "memfit/recipes.hpp"
+#include "memfit/units.hpp"
+
+namespace memfit {
+
+// The tower's tensor groups (component kVisionTower), none when model.vision_type is none.
+void vision_parameters(const ModelSpec& model, std::vector<TensorGroup>& out);
+
+// The bytes of the tower, whole (before ZeRO): frozen, stored as the frozen base is. With
+// `quantised_only`, only what ZeRO-3 cannot shard of a bitsandbytes 4-bit tower (its quantisation
+// state, and under accelerate's FSDP2 with uint8 storage its 4-bit weights).
+Bytes vision_tower_bytes(const Config& config, const ParameterCount& params, const PrecisionRecipe& recipe,
+                         bool quantised_only);
+
+}  // namespace memfit
