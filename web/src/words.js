@@ -199,7 +199,7 @@ export const CHOICES = {
     full_width: ['Full width (OLMo 2)', ''],
     l2: ['L2, in fp32 (Llama 4)', 'no weights; keeps an fp32 copy of each head'],
   },
-  'model.vision_type': { qwen2_vl: ['Qwen2-VL'], qwen2_5_vl: ['Qwen2.5-VL'], qwen3_vl: ['Qwen3-VL'] },
+  'model.vision_type': { qwen2_vl: ['Qwen2-VL'], qwen2_5_vl: ['Qwen2.5-VL'], qwen3_vl: ['Qwen3-VL'], gemma3: ['Gemma 3 (SigLIP)'], llava: ['LLaVA (CLIP)'], mistral3: ['Mistral 3 (Pixtral)'] },
   'model.attention_type': {
     standard: ['Standard', 'multi-head or grouped-query attention'],
     mla: ['Multi-head latent attention (DeepSeek)', ''],
