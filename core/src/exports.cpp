@@ -312,7 +312,10 @@ Export accelerate_fsdp(const Config& c) {
       << "\n  parallelism_config_dp_shard_size: " << m.shard << "\n  parallelism_config_tp_size: " << p.tensor
       << "\n  parallelism_config_cp_size: " << p.context << "\n";
   } else {
-    y << "  fsdp_sync_module_states: true\n  fsdp_use_orig_params: " << yes(p.fsdp_use_orig_params) << "\n";
+    // A vision tower's frozen outer pieces share the root unit with the trained embeddings: FSDP1
+    // flattens them only with use_orig_params (validate.cpp advisories).
+    const bool orig_params = p.fsdp_use_orig_params || (c.model.vision_type != VisionTower::kNone && c.training.finetune.method == FinetuneMethod::kFull);
+    y << "  fsdp_sync_module_states: true\n  fsdp_use_orig_params: " << yes(orig_params) << "\n";
   }
   e.text = y.str();
   e.command = "accelerate launch --config_file fsdp.yaml" +
@@ -985,6 +988,12 @@ Export export_plan(const Config& c, Engine engine) {
     fail(e, "model.linear_attention_layers",
          "Gated DeltaNet layers run as transformers' model class: export deepspeed or fsdp (accelerate); this "
          "engine builds its own model, which has none");
+  }
+  // So does a vision-language model: the other engines build a text-only model, with no tower.
+  if (c.model.vision_type != VisionTower::kNone && engine != Engine::kDeepSpeed && engine != Engine::kFsdp) {
+    fail(e, "model.vision_type",
+         "a vision tower is built by the multimodal transformers class: export deepspeed or fsdp (accelerate); this "
+         "engine builds a text-only model");
   }
   if (c.training.finetune.trainable_layers >= 0) {
     fail(e, "training.finetune.trainable_layers",

@@ -1343,6 +1343,9 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
     // SigLIP: one learned position per patch; CLIP: one more, for its class token. Pixtral's are rotary.
     const std::int64_t side = image / read.vision_patch_size;
     if (t != VisionTower::kMistral3) read.vision_num_position_embeddings = side * side + (t == VisionTower::kLlava);
+    if (read.vision_num_position_embeddings > 1'000'000) {
+      refuse("vision_config.image_size", "makes more than 1,000,000 patches ((image_size / patch_size)²)");
+    }
     flag(v, "vision_config.vision_use_head", "vision_use_head", read.vision_use_head);
     flag(outer, "multimodal_projector_bias", "multimodal_projector_bias", read.vision_projector_bias);
     if (t == VisionTower::kMistral3) size_in(outer, "", "spatial_merge_size", read.vision_spatial_merge_size);
@@ -1523,8 +1526,24 @@ HfImport import_hf_config(const Json& json) {
       const Json* vision_config = json.find("vision_config");
       const bool known_tower = t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl" || t == "gemma3" || t == "llava" ||
                                t == "mistral3";
-      if (known_tower && vision_config && vision_config->is_object() && inner.errors.empty()) {
-        read_vision_tower(t, json, *vision_config, inner.model, inner.warnings);
+      if (known_tower && inner.errors.empty()) {
+        if (vision_config && vision_config->is_object()) {
+          read_vision_tower(t, json, *vision_config, inner.model, inner.warnings);
+        } else if (!vision_config || vision_config->is_null()) {
+          // No vision_config: the class builds its default tower. LLaVA's and Mistral 3's are the
+          // released checkpoints' (their config classes' init_kwargs: CLIP ViT-L/14-336, Pixtral),
+          // which the core's sizes at 0 describe; the others' are their vision config class's.
+          if (t == "llava" || t == "mistral3") {
+            ModelSpec& m = inner.model;
+            m.vision_type = t == "llava" ? VisionTower::kLlava : VisionTower::kMistral3;
+            m.vision_projector_bias = t == "llava" ? Switch::kYes : Switch::kNo;
+            if (const Json* bias = json.find("multimodal_projector_bias"); bias && bias->is_bool()) {
+              m.vision_projector_bias = bias->as_bool() ? Switch::kYes : Switch::kNo;
+            }
+          } else {
+            read_vision_tower(t, json, Json::object(), inner.model, inner.warnings);
+          }
+        }
       }
       std::string message = describe(*type) + " is a multimodal model: memfit reads its language model (" +
                             (top ? std::string("the keys beside vision_config") : std::string(nested)) +

@@ -6,6 +6,7 @@
 #include "memfit/implementation.hpp"
 #include "optimizer_states.hpp"
 #include "step_events.hpp"
+#include "vision.hpp"
 
 namespace memfit {
 
@@ -397,10 +398,12 @@ Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, co
     return Bytes{0};
   }
   const bool carved = root_carved(c, p);
+  // With a vision tower, its pieces outside the classes' block modules sit in the root too.
   return p.as_nominal(root_elements(c, params, p, [carved](const TensorGroup& g) {
                         return !carved || (!in_tail(g) && g.component != Component::kTokenEmbedding);
                       }) *
-                      r.gathered);
+                      r.gathered) +
+         vision_root_gathered_bytes(c, params, r);
 }
 
 FsdpSharding fsdp_sharding(const Config& c, const Placement& p) {

@@ -570,6 +570,17 @@ std::vector<Issue> advisories(const Config& c) {
                                              " lacks (Ampere and later have them): PyTorch emulates bf16 there, far "
                                              "slower; fp16_mixed or fp16_master is the usual recipe on this card"});
   }
+  // FSDP1's root unit holds a frozen vision tower's outer pieces (its projector, norms, patch
+  // embedding) beside the trained embeddings and head: without use_orig_params FSDP1 refuses to
+  // flatten them ("Must flatten tensors with uniform requires_grad when use_orig_params=False").
+  // The HF Trainer's and accelerate's default is true; the estimate barely depends on it.
+  if (c.model.vision_type != VisionTower::kNone && !is_peft(c) && p.zero_stage >= 2 && data_parallel > 1 &&
+      runs_torch_data_parallel(c.training.implementation.framework) && !runs_fsdp2(c) && !fsdp1_uses_orig_params(c)) {
+    out.push_back({"parallel.fsdp_use_orig_params", "must be true under FSDP1 for a model with a vision tower (the HF "
+                                                    "Trainer's and accelerate's default): FSDP1's root unit mixes the "
+                                                    "frozen tower's outer pieces with the trained embeddings, which it "
+                                                    "flattens only with use_orig_params"});
+  }
   // A fused q/k/v target on a transformers class whose q, k and v are separate modules: PEFT's
   // target_modules would name a module the model does not have.
   const Finetune& f = c.training.finetune;

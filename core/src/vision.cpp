@@ -14,17 +14,24 @@ namespace {
 
 // TensorGroups of the tower (layer kNone, no LoRA target); `linear` marks nn.Linear weights, which
 // a bitsandbytes base quantises.
+// `unit` marks the groups inside a module the classes list in _no_split_modules (the blocks; SigLIP's
+// and CLIP's embeddings; SigLIP's pooling head), which FSDP's transformer auto-wrap (accelerate's
+// default policy, from the model's _no_split_modules) gives units of their own: they are never
+// gathered by a text-only step. The rest (Qwen's patch embedding and mergers, Pixtral's patch
+// convolution, the projectors, the outer norms) sits in the root unit, gathered with it.
 struct Builder {
   std::vector<TensorGroup>& out;
+  bool unit = false;
+  LayerKind layer() const { return unit ? LayerKind::kDense : LayerKind::kNone; }
   void linear(Component c, const char* name, Count rows, Count cols, Count count, bool bias, unsigned) {
-    out.push_back({c, name, rows, cols, count, true, 0, LayerKind::kNone, Mixer::kAll});
+    out.push_back({c, name, rows, cols, count, true, 0, layer(), Mixer::kAll});
     if (bias) vector(c, name, rows, count);
   }
   void vector(Component c, const char* name, Count size, Count count) {
-    out.push_back({c, name, size, 0, count, false, 0, LayerKind::kNone, Mixer::kAll});
+    out.push_back({c, name, size, 0, count, false, 0, layer(), Mixer::kAll});
   }
   void matrix(Component c, const char* name, Count rows, Count cols, Count count) {
-    out.push_back({c, name, rows, cols, count, false, 0, LayerKind::kNone, Mixer::kAll});
+    out.push_back({c, name, rows, cols, count, false, 0, layer(), Mixer::kAll});
   }
 };
 
@@ -59,12 +66,15 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
     b.vector(v, name, width, count);
     if (!pixtral) b.vector(v, name, width, count);  // LayerNorm's bias (Pixtral's are RMSNorms)
   };
+  b.unit = !pixtral;  // SiglipVisionEmbeddings, CLIPVisionEmbeddings
   b.matrix(v, "patch_embedding", e, channels * patch * patch, 1);
   if (siglip) b.vector(v, "patch_embedding.bias", e, 1);
   if (clip) b.vector(v, "class_embedding", e, 1);
   if (!pixtral) b.matrix(v, "position_embedding", size(m.vision_num_position_embeddings, clip ? 577 : 4096), e, 1);
+  b.unit = false;
   if (clip) norm("pre_layrnorm", e, 1);
   if (pixtral) norm("ln_pre", e, 1);
+  b.unit = true;  // the encoder layers
   norm("layer_norm1", e, depth);
   norm("layer_norm2", e, depth);
   b.linear(v, "self_attn.q_proj", e, e, depth, biased, 0);
@@ -78,8 +88,10 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   } else {
     b.linear(v, "mlp.fc1", ff, e, depth, true, 0);
     b.linear(v, "mlp.fc2", e, ff, depth, true, 0);
+    b.unit = false;
     norm("post_layernorm", e, 1);
   }
+  b.unit = siglip;  // SiglipMultiheadAttentionPoolingHead
   if (siglip && m.vision_use_head == Switch::kYes) {
     // (nn.MultiheadAttention's out_proj is left unquantised: measured, vision_tower.py.)
     b.vector(v, "head.probe", e, 1);
@@ -91,6 +103,7 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
     b.linear(v, "head.mlp.fc1", ff, e, 1, true, 0);
     b.linear(v, "head.mlp.fc2", e, ff, 1, true, 0);
   }
+  b.unit = false;
   if (siglip) {
     b.vector(v, "mm_soft_emb_norm", e, 1);
     b.matrix(v, "mm_input_projection_weight", e, out_width, 1);
@@ -150,6 +163,7 @@ void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   b.matrix(v, "patch_embed.proj", e, channels * frames * patch * patch, 1);
   if (qwen3) b.vector(v, "patch_embed.proj.bias", e, 1);
   if (qwen3) b.matrix(v, "pos_embed", size(m.vision_num_position_embeddings, 2304), e, 1);
+  b.unit = true;  // the vision blocks
   norm("blocks.norm1", e, depth);
   norm("blocks.norm2", e, depth);
   b.linear(v, "blocks.attn.qkv", e * 3, e, depth, true, 0);
@@ -162,6 +176,7 @@ void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
     b.linear(v, "blocks.mlp.fc1", ff, e, depth, true, 0);
     b.linear(v, "blocks.mlp.fc2", e, ff, depth, true, 0);
   }
+  b.unit = false;
   const Count wide = e * merge * merge;
   norm("merger.norm", e, 1);
   b.linear(v, "merger.mlp.0", wide, wide, 1, true, 0);
@@ -194,6 +209,22 @@ Bytes vision_tower_bytes(const Config& c, const ParameterCount& params, const Pr
       continue;
     }
     total += (peft ? frozen_bytes_each(g, f, element, base) : g.elements_each() * element) * g.count;
+  }
+  return total;
+}
+
+Bytes vision_root_gathered_bytes(const Config& c, const ParameterCount& params, const PrecisionRecipe& r) {
+  const Finetune& f = c.training.finetune;
+  const bool peft = is_peft(c);
+  const Bytes element = r.gathered.is_zero() ? r.weights : r.gathered;
+  const QuantizedBase base = quantized_base(c);
+  Bytes total{0};
+  for (TensorGroup g : params.vision) {
+    if (g.layer != LayerKind::kNone) continue;
+    g.linear = g.linear && peft && f.quant_method == QuantMethod::kBitsandbytes;
+    total += (peft ? frozen_bytes_each(g, f, element, base) - quant_state_bytes_each(g, f, base)
+                   : g.elements_each() * element) *
+             g.count;
   }
   return total;
 }

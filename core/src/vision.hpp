@@ -20,4 +20,9 @@ void vision_parameters(const ModelSpec& model, std::vector<TensorGroup>& out);
 Bytes vision_tower_bytes(const Config& config, const ParameterCount& params, const PrecisionRecipe& recipe,
                          bool quantised_only);
 
+// The tower's tensors in FSDP's root unit (outside the modules its classes list in
+// _no_split_modules), as the root gathers them: its parameters' gathered dtype, a quantised base at
+// its stored size.
+Bytes vision_root_gathered_bytes(const Config& config, const ParameterCount& params, const PrecisionRecipe& recipe);
+
 }  // namespace memfit

@@ -835,6 +835,40 @@ TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
   torchtune.model = vl.model;
   torchtune.training.implementation.framework = Framework::kTorchtune;
   refused(torchtune, "training.framework");
+  // FSDP1 without use_orig_params cannot flatten the root unit's frozen tower pieces beside the
+  // trained embeddings (a full fine-tune): a warning says so, and the FSDP export turns it on.
+  Config fsdp1 = default_config();
+  fsdp1.model = vl.model;
+  fsdp1.parallel.num_gpus = 4;
+  fsdp1.parallel.zero_stage = 3;
+  fsdp1.parallel.fsdp_version = FsdpVersion::kOne;
+  fsdp1.parallel.fsdp_use_orig_params = false;
+  bool advised = false;
+  for (const Issue& w : estimate(fsdp1).warnings) advised = advised || w.field == "parallel.fsdp_use_orig_params";
+  EXPECT_TRUE(advised);
+  Config exported = fsdp1;
+  exported.training.precision = Precision::kBf16Fsdp;  // what accelerate's FSDP export takes
+  EXPECT_NE(export_plan(exported, Engine::kFsdp).text.find("fsdp_use_orig_params: true"), std::string::npos);
+  fsdp1.parallel.fsdp_use_orig_params = true;
+  const Estimate fsdp1_ok = estimate(fsdp1);
+  EXPECT_TRUE(fsdp1_ok.ok());
+  // The root unit gathers the tower's outer pieces (Qwen2.5-VL: the patch embedding and the merger,
+  // 5120² + 5120 + 5120 × 3584 + 3584 + 1280 + 1176 × 1280 elements) beside the embeddings and head:
+  // the forward's high point grows by the sharded tower plus them, in bf16.
+  Config fsdp1_text = fsdp1;
+  fsdp1_text.model.vision_type = VisionTower::kNone;
+  const std::int64_t root = 5120LL * 5120 + 5120 + 5120LL * 3584 + 3584 + 1280 + 1176LL * 1280;
+  EXPECT_EQ(fsdp1_ok.phases[1].bytes.value() - estimate(fsdp1_text).phases[1].bytes.value(),
+            4 * kTower / 4 + 2 * root);
+  // The engines that build their own, text-only model cannot take it.
+  for (const Engine engine : {Engine::kMegatron, Engine::kTorchtitan, Engine::kTorchtune}) {
+    const Export x = export_plan(fsdp1, engine);
+    bool named = false;
+    for (const Issue& i : x.errors) named = named || i.field == "model.vision_type";
+    EXPECT_TRUE(named);
+  }
+  exported.parallel.fsdp_use_orig_params = true;
+  EXPECT_TRUE(export_plan(exported, Engine::kFsdp).errors.empty());
   Config seeds = default_config();
   seeds.model = vl.model;
   seeds.training.precision = Precision::kSeed14p;

@@ -212,7 +212,15 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
        R"("num_attention_heads":32,"num_key_value_heads":8,"vocab_size":131072},"vision_config":{"model_type":"pixtral","hidden_size":1024,)"
        R"("image_size":1540,"intermediate_size":4096,"num_hidden_layers":24,"patch_size":14,"head_dim":64}})",
        "438,958,080 parameters"},
+      // Without vision_config LLaVA's class builds its default tower, LLaVA-1.5's CLIP (LlavaConfig's
+      // init_kwargs): the same 324,487,168.
+      {R"({"model_type":"llava","text_config":{"model_type":"llama","hidden_size":4096,"intermediate_size":11008,)"
+       R"("num_hidden_layers":2,"num_attention_heads":32,"vocab_size":32064}})",
+       "324,487,168 parameters"},
       {R"({"model_type":"qwen2_5_vl",)" + small_text + R"(,"vision_config":{"hidden_size":"wide"}})", "(vision_config)"},
+      // A file whose patches number more than a million.
+      {R"({"model_type":"gemma3","text_config":{)" + small_text + R"(},"vision_config":{"image_size":1000000,"patch_size":1}})",
+       "(vision_config)"},
       // Another vision class under the wrapper, and feature layers concatenated, are left out too.
       {R"({"model_type":"llava","text_config":{"model_type":"llama",)" + small_text +
            R"(},"vision_config":{"model_type":"siglip_vision_model"}})",
