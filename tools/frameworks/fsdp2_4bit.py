@@ -87,11 +87,12 @@ def _fourbit_weights(model):
     return [m.weight for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]
 
 
-def _quant_state_bytes(model):
-    """Bytes of the 4-bit layers' quantisation state (bitsandbytes QuantState: absmax, code book,
-    and with double quantisation the nested absmax and code book): tensors held beside the
-    parameter (weight.quant_state, kept on the module too), not parameters, so no sharding touches
-    them. Counted per distinct tensor, wherever the state is found after preparation."""
+def quant_state_bytes(modules):
+    """Bytes of the 4-bit layers' quantisation state among `modules` (bitsandbytes QuantState: absmax,
+    code book, and with double quantisation the nested absmax and code book): tensors held beside
+    the parameter (weight.quant_state, kept on the module too), not parameters, so no sharding
+    touches them. Counted per distinct tensor, wherever the state is found after preparation (also
+    used by vision_tower.py)."""
     import bitsandbytes as bnb
     seen, total = set(), 0
     def add(t):
@@ -99,7 +100,7 @@ def _quant_state_bytes(model):
         if torch.is_tensor(t) and id(t) not in seen:
             seen.add(id(t))
             total += t.numel() * t.element_size()
-    for m in model.modules():
+    for m in modules:
         if not isinstance(m, bnb.nn.Linear4bit):
             continue
         state = getattr(m.weight, "quant_state", None) or getattr(m, "quant_state", None)
@@ -131,7 +132,7 @@ def _case(accelerator, folder, quant_storage, double_quant):
               "fourbit_elements_whole": sum(p.numel() for p in fourbit),
               "other_bytes_whole": sum(_local_bytes(p) for p in model.parameters()
                                        if all(p is not q for q in fourbit)),
-              "quant_state_bytes": _quant_state_bytes(model)}
+              "quant_state_bytes": quant_state_bytes(model.modules())}
     plugin = FullyShardedDataParallelPlugin(fsdp_version=2, auto_wrap_policy="transformer_based_wrap",
                                             reshard_after_forward=True)
     view = (accelerator if getattr(accelerator.state, "fsdp_plugin", None) is not None
@@ -147,7 +148,7 @@ def _case(accelerator, folder, quant_storage, double_quant):
     rec = {"quant_storage": quant_storage, "double_quant": double_quant,
            "before_prepare": before,
            "fourbit_local_bytes": sum(_local_bytes(p) for p in fourbit),
-           "quant_state_local_bytes": _quant_state_bytes(model),
+           "quant_state_local_bytes": quant_state_bytes(model.modules()),
            "other_local_bytes": sum(_local_bytes(p) for p in others),
            "fourbit_elements_whole": sum(p.numel() for p in fourbit),  # DTensor.numel() is the global count
            "fourbit_dtensors": sum(isinstance(p, DTensor) for p in fourbit),

@@ -32,6 +32,7 @@ sys.path.insert(0, HERE)
 
 import torch  # noqa: E402
 
+from fsdp2_4bit import quant_state_bytes  # noqa: E402
 from gloo_ranks import write_result  # noqa: E402
 
 OUT = os.path.join(HERE, "out", "vision_tower.json")
@@ -74,27 +75,6 @@ TOWERS = (
 VARIANTS = (("bf16", "bf16", False), ("fp32", "fp32", False), ("nf4", "nf4", False), ("nf4_prepare_kbit", "nf4", True))
 
 
-def _quant_state_bytes(modules):
-    """Bytes of the Linear4bit layers' quantisation state among `modules`, each tensor once."""
-    import bitsandbytes as bnb
-    seen, total = set(), 0
-    def add(t):
-        nonlocal total
-        if torch.is_tensor(t) and id(t) not in seen:
-            seen.add(id(t))
-            total += t.numel() * t.element_size()
-    for m in modules:
-        if not isinstance(m, bnb.nn.Linear4bit):
-            continue
-        state = getattr(m.weight, "quant_state", None) or getattr(m, "quant_state", None)
-        if state is None:
-            continue
-        add(state.absmax); add(state.code); add(getattr(state, "offset", None))
-        if getattr(state, "state2", None) is not None:
-            add(state.state2.absmax); add(state.state2.code)
-    return total
-
-
 def _case(model_type, folder, load, prepare_kbit):
     from transformers import AutoModelForImageTextToText, BitsAndBytesConfig
     from compat import peft_without_torchao
@@ -119,7 +99,7 @@ def _case(model_type, folder, load, prepare_kbit):
     modules = [m for n, m in model.named_modules() if tower(n)]
     return {"parameters": sum(p.numel() for p in params),
             "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
-            "quant_state_bytes": _quant_state_bytes(modules),
+            "quant_state_bytes": quant_state_bytes(modules),
             "linear4bit_layers": sum(isinstance(m, bnb.nn.Linear4bit) for m in modules),
             "trainable_in_tower": sum(p.numel() for p in params if p.requires_grad)}
 
