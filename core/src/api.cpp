@@ -58,6 +58,7 @@ Json import_hf_json(std::string_view text) {
   j.set("model", model_to_json(imported.model));
   j.set("parameter_count", Json::integer(count.total_count.value()));
   j.set("parameters_by_component", parameters_by_component_json(count));
+  j.set("vision_parameter_count", Json::integer(count.vision_count.value()));  // outside parameter_count
   return j;
 }
 

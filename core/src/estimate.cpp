@@ -16,6 +16,7 @@
 #include "seed_convention.hpp"
 #include "step_events.hpp"
 #include "text.hpp"
+#include "vision.hpp"
 
 namespace memfit {
 
@@ -48,19 +49,26 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.vision_bytes = st.vision + st.vision_unsharded;
   e.vision_offloaded_bytes = st.vision_offloaded;
   if (!e.parameters.vision_count.is_zero()) {
-    char line[768];
-    std::snprintf(line, sizeof line,
-                  "The vision encoder and projector (%s parameters) are held frozen with the weights: %.2f GiB on "
-                  "this GPU%s. Frozen as LLaMA-Factory (freeze_vision_tower) and ms-swift (freeze_vit) freeze it "
-                  "by default; a script that does not must call model.visual.requires_grad_(False) (or its "
-                  "class's tower), or DeepSpeed and FSDP keep optimizer states for it. LoRA adapts the language "
-                  "model's layers only (a target list matched by name also matches a tower's q_proj in PEFT: a "
-                  "pattern on language_model keeps it out). The estimate is of text-only steps: images through "
-                  "the tower (its activations, and the image tokens' share of training.seq_len) are not modelled.",
-                  detail::group_digits(e.parameters.vision_count.value()).c_str(),
-                  static_cast<double>(e.vision_bytes.value()) / 1073741824.0,
-                  c.parallel.offload_params ? " (the rest offloaded with the parameters)" : "");
-    e.notes.push_back(line);
+    // Its pieces in FSDP's root unit are gathered with it for the step (phases.cpp).
+    const bool root_gathered = c.parallel.zero_stage >= 3 && place.zero_shards > 1 &&
+                               runs_torch_data_parallel(c.training.implementation.framework);
+    const Bytes gathered = root_gathered ? vision_root_gathered_bytes(c, e.parameters, r) : Bytes{0};
+    const auto gib = [](Bytes b) { return static_cast<double>(b.value()) / 1073741824.0; };
+    char held[160] = "", more[160] = "", host[160] = "";
+    std::snprintf(held, sizeof held, "%.2f GiB on this GPU", gib(e.vision_bytes));
+    if (!gathered.is_zero()) std::snprintf(more, sizeof more, ", %.2f GiB more while FSDP's root unit is gathered", gib(gathered));
+    if (!e.vision_offloaded_bytes.is_zero()) {
+      std::snprintf(host, sizeof host, ", %.2f GiB on the host (offloaded with the parameters)", gib(e.vision_offloaded_bytes));
+    }
+    e.notes.push_back("The vision encoder and projector (" + detail::group_digits(e.parameters.vision_count.value()) +
+                      " parameters, outside the parameter count) are held frozen with the weights: " + held + more +
+                      host +
+                      ". Frozen as LLaMA-Factory (freeze_vision_tower) and ms-swift (freeze_vit) freeze it by "
+                      "default; a script that does not must call requires_grad_(False) on it, or DeepSpeed and FSDP "
+                      "keep optimizer states for it. LoRA adapts the language model's layers only (a target list "
+                      "matched by name also matches a tower's q_proj in PEFT: a pattern on language_model keeps it "
+                      "out). The estimate is of text-only steps: images through the tower (its activations, and the "
+                      "image tokens' share of training.seq_len) are not modelled.");
   }
   if (!st.zero_reduce_bucket.is_zero()) {
     e.notes.push_back("DeepSpeed ZeRO-3 keeps a contiguous gradient bucket of reduce_bucket_size elements for the "

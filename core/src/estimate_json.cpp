@@ -43,7 +43,6 @@ Json parameters_by_component_json(const ParameterCount& parameters) {
     const Count n = parameters.component_count(static_cast<Component>(c));
     if (n.value() > 0) by_component.set(to_string(static_cast<Component>(c)), bytes(n));
   }
-  if (parameters.vision_count.value() > 0) by_component.set(to_string(Component::kVisionTower), bytes(parameters.vision_count));
   return by_component;
 }
 

@@ -315,6 +315,10 @@ Export accelerate_fsdp(const Config& c) {
     // A vision tower's frozen outer pieces share the root unit with the trained embeddings: FSDP1
     // flattens them only with use_orig_params (validate.cpp advisories).
     const bool orig_params = p.fsdp_use_orig_params || (c.model.vision_type != VisionTower::kNone && c.training.finetune.method == FinetuneMethod::kFull);
+    if (orig_params && !p.fsdp_use_orig_params) {
+      e.notes.push_back("fsdp_use_orig_params is written true (the configuration has it false): FSDP1 refuses a root "
+                        "unit that mixes the vision tower's frozen pieces with the trained embeddings otherwise");
+    }
     y << "  fsdp_sync_module_states: true\n  fsdp_use_orig_params: " << yes(orig_params) << "\n";
   }
   e.text = y.str();

@@ -1257,7 +1257,7 @@ const char* text_alias(const std::string& type) {
   return nullptr;
 }
 
-// The vision encoder and projector of a multimodal file (parameters.cpp counts them as transformers
+// The vision encoder and projector of a multimodal file (vision.cpp counts them as transformers
 // 5.24's classes build them; a key the file leaves out keeps the class's default, as the vision
 // config class fills it). Qwen2-VL names the encoder's width embed_dim, its MLP's a ratio of it and
 // the projector's output hidden_size; Qwen2.5-VL and Qwen3-VL hidden_size, intermediate_size and
@@ -1533,15 +1533,11 @@ HfImport import_hf_config(const Json& json) {
           // No vision_config: the class builds its default tower. LLaVA's and Mistral 3's are the
           // released checkpoints' (their config classes' init_kwargs: CLIP ViT-L/14-336, Pixtral),
           // which the core's sizes at 0 describe; the others' are their vision config class's.
-          if (t == "llava" || t == "mistral3") {
-            ModelSpec& m = inner.model;
-            m.vision_type = t == "llava" ? VisionTower::kLlava : VisionTower::kMistral3;
-            m.vision_projector_bias = t == "llava" ? Switch::kYes : Switch::kNo;
-            if (const Json* bias = json.find("multimodal_projector_bias"); bias && bias->is_bool()) {
-              m.vision_projector_bias = bias->as_bool() ? Switch::kYes : Switch::kNo;
-            }
-          } else {
-            read_vision_tower(t, json, Json::object(), inner.model, inner.warnings);
+          read_vision_tower(t, json, Json::object(), inner.model, inner.warnings);
+          ModelSpec& m = inner.model;
+          if ((t == "llava" || t == "mistral3") && m.vision_type != VisionTower::kNone) {
+            m.vision_depth = m.vision_hidden_size = m.vision_intermediate_size = 0;
+            m.vision_patch_size = m.vision_num_position_embeddings = 0;
           }
         }
       }

@@ -428,12 +428,17 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   // A multimodal model's vision tower (model.vision_type): frozen and never run by a text-only step,
   // held whole on every GPU (validate.cpp: no tensor or pipeline split), sharded by ZeRO-3 / FSDP
   // as every parameter is (FSDP's units take frozen parameters too; DeepSpeed partitions them all),
-  // moved by parameter offload. FSDP's SHARD_GRAD_OP (zero_stage 2) keeps parameters sharded
-  // between a unit's forward and its backward too, and the tower's units never run: sharded there
-  // as well; DeepSpeed's ZeRO-2 holds every parameter whole.
-  const Bytes vision = vision_tower_bytes(c, params, r, false);
-  const bool tower_sharded =
-      c.parallel.zero_stage >= 3 || (c.parallel.zero_stage == 2 && runs_torch_data_parallel(impl.framework));
+  // moved by parameter offload. FSDP's SHARD_GRAD_OP (zero_stage 2) shards every unit at rest and
+  // gathers it when it runs, keeping it gathered until its backward: the tower's own units never
+  // run, so they stay sharded, while its pieces in the root unit, which runs, are held whole through
+  // the step. DeepSpeed's ZeRO-2 holds every parameter whole. What sharding cannot take off a 4-bit
+  // tower (its quantisation state; FSDP2's uint8 weights) comes back below, as the base's does.
+  const Bytes vision = vision_tower_bytes(c, params, r, TowerPart::kAll, false);
+  const bool shard_all = c.parallel.zero_stage >= 3;
+  const bool shard_units = shard_all || (c.parallel.zero_stage == 2 && runs_torch_data_parallel(impl.framework));
+  const TowerPart sharded_part = shard_all ? TowerPart::kAll : TowerPart::kUnits;
+  const Bytes vision_sharded = shard_units ? vision_tower_bytes(c, params, r, sharded_part, false) : Bytes{0};
+  const Bytes vision_unshardable = shard_units ? vision_tower_bytes(c, params, r, sharded_part, true) : Bytes{0};
   const Bytes unsharded_weights = s.weights + vision;
   // Expert parallelism is carved out of the data-parallel ranks: the routed experts this GPU holds
   // are held by zero_shards / expert ranks only, and ZeRO / FSDP shard them over that group
@@ -470,8 +475,9 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
   } else {
     shard(s, c.parallel.zero_stage, p.zero_shards);
   }
-  s.vision = tower_sharded ? vision / p.zero_shards : vision;
+  s.vision = vision - vision_sharded + vision_sharded / p.zero_shards;
   s.weights += s.vision;
+  s.vision_unsharded = vision_unshardable - vision_unshardable / p.zero_shards;
   // What ZeRO-3 sharding cannot take off a bitsandbytes 4-bit base comes back: its quantisation
   // state, which is no parameter (quant_state_bytes_each), and under accelerate's FSDP2 the uint8-
   // stored weights themselves, left out of fully_shard (fsdp2_leaves_4bit_whole). Neither is a
@@ -492,10 +498,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     const std::int64_t expert_shards = p.expert > 1 ? std::max<std::int64_t>(1, p.zero_shards / p.expert) : p.zero_shards;
     const Bytes dense = p.as_nominal(p.local<BytesUnit>(params, unsharded(false)));
     const Bytes experts = p.as_nominal(p.local<BytesUnit>(params, unsharded(true)));
-    const Bytes tower = vision_tower_bytes(c, params, r, true);
-    const Bytes tower_unsharded = tower - tower / p.zero_shards;
-    unsharded_on_gpu = dense - dense / p.zero_shards + experts - experts / expert_shards + tower_unsharded;
-    s.vision_unsharded = tower_unsharded;
+    unsharded_on_gpu = dense - dense / p.zero_shards + experts - experts / expert_shards;
     if (whole) {
       notes.push_back("accelerate's FSDP2 leaves 4-bit weights stored as uint8 out of its sharding (fsdp2_prepare_model: "
                       "ignored_params): every GPU holds the quantised base whole; bnb_4bit_quant_storage bf16 shards it");
@@ -558,7 +561,7 @@ StaticBytes static_bytes(const Config& c, const ParameterCount& params, const Pl
     s.vision_offloaded = s.vision;
     s.vision = Bytes{0};
   }
-  s.weights += unsharded_on_gpu;
+  s.weights += unsharded_on_gpu + s.vision_unsharded;
   // DeepSpeed's optimizer offload keeps the gradient partitions on the host with the states: ZeRO-3
   // puts its flat gradient buffer on the offload device (runtime/zero/stage3.py: `self.device` is the
   // CPU under offload_optimizer; grad_partitions_flat_buffer is made there) and ZeRO-2 copies each

@@ -576,10 +576,10 @@ std::vector<Issue> advisories(const Config& c) {
   // The HF Trainer's and accelerate's default is true; the estimate barely depends on it.
   if (c.model.vision_type != VisionTower::kNone && !is_peft(c) && p.zero_stage >= 2 && data_parallel > 1 &&
       runs_torch_data_parallel(c.training.implementation.framework) && !runs_fsdp2(c) && !fsdp1_uses_orig_params(c)) {
-    out.push_back({"parallel.fsdp_use_orig_params", "must be true under FSDP1 for a model with a vision tower (the HF "
-                                                    "Trainer's and accelerate's default): FSDP1's root unit mixes the "
-                                                    "frozen tower's outer pieces with the trained embeddings, which it "
-                                                    "flattens only with use_orig_params"});
+    out.push_back({"parallel.fsdp_use_orig_params", "should be true under FSDP1 for a model with a vision tower (the "
+                                                    "HF Trainer's and accelerate's default): FSDP1's root unit mixes "
+                                                    "the frozen tower's outer pieces with the trained embeddings, and "
+                                                    "FSDP1 refuses to start without it; the estimate barely changes"});
   }
   // A fused q/k/v target on a transformers class whose q, k and v are separate modules: PEFT's
   // target_modules would name a module the model does not have.

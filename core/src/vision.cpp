@@ -12,8 +12,9 @@ namespace memfit {
 
 namespace {
 
-// TensorGroups of the tower (layer kNone, no LoRA target); `linear` marks nn.Linear weights, which
-// a bitsandbytes base quantises.
+// TensorGroups of the tower (no LoRA target); `linear` marks nn.Linear weights, which a bitsandbytes
+// base quantises, and `layer` kDense, unused otherwise for the tower, marks a group in an FSDP unit of
+// its own (below).
 // `unit` marks the groups inside a module the classes list in _no_split_modules (the blocks; SigLIP's
 // and CLIP's embeddings; SigLIP's pooling head), which FSDP's transformer auto-wrap (accelerate's
 // default policy, from the model's _no_split_modules) gives units of their own: they are never
@@ -23,7 +24,7 @@ struct Builder {
   std::vector<TensorGroup>& out;
   bool unit = false;
   LayerKind layer() const { return unit ? LayerKind::kDense : LayerKind::kNone; }
-  void linear(Component c, const char* name, Count rows, Count cols, Count count, bool bias, unsigned) {
+  void linear(Component c, const char* name, Count rows, Count cols, Count count, bool bias) {
     out.push_back({c, name, rows, cols, count, true, 0, layer(), Mixer::kAll});
     if (bias) vector(c, name, rows, count);
   }
@@ -77,17 +78,17 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   b.unit = true;  // the encoder layers
   norm("layer_norm1", e, depth);
   norm("layer_norm2", e, depth);
-  b.linear(v, "self_attn.q_proj", e, e, depth, biased, 0);
-  b.linear(v, "self_attn.k_proj", e, e, depth, biased, 0);
-  b.linear(v, "self_attn.v_proj", e, e, depth, biased, 0);
-  b.linear(v, "self_attn.out_proj", e, e, depth, biased, 0);
+  b.linear(v, "self_attn.q_proj", e, e, depth, biased);
+  b.linear(v, "self_attn.k_proj", e, e, depth, biased);
+  b.linear(v, "self_attn.v_proj", e, e, depth, biased);
+  b.linear(v, "self_attn.out_proj", e, e, depth, biased);
   if (pixtral) {
-    b.linear(v, "feed_forward.gate_proj", ff, e, depth, false, 0);
-    b.linear(v, "feed_forward.up_proj", ff, e, depth, false, 0);
-    b.linear(v, "feed_forward.down_proj", e, ff, depth, false, 0);
+    b.linear(v, "feed_forward.gate_proj", ff, e, depth, false);
+    b.linear(v, "feed_forward.up_proj", ff, e, depth, false);
+    b.linear(v, "feed_forward.down_proj", e, ff, depth, false);
   } else {
-    b.linear(v, "mlp.fc1", ff, e, depth, true, 0);
-    b.linear(v, "mlp.fc2", e, ff, depth, true, 0);
+    b.linear(v, "mlp.fc1", ff, e, depth, true);
+    b.linear(v, "mlp.fc2", e, ff, depth, true);
     b.unit = false;
     norm("post_layernorm", e, 1);
   }
@@ -100,8 +101,8 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
     b.matrix(v, "head.attention.out_proj", e, e, 1);
     b.vector(v, "head.attention.out_proj.bias", e, 1);
     norm("head.layernorm", e, 1);
-    b.linear(v, "head.mlp.fc1", ff, e, 1, true, 0);
-    b.linear(v, "head.mlp.fc2", e, ff, 1, true, 0);
+    b.linear(v, "head.mlp.fc1", ff, e, 1, true);
+    b.linear(v, "head.mlp.fc2", e, ff, 1, true);
   }
   b.unit = false;
   if (siglip) {
@@ -113,10 +114,10 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   if (pixtral) {
     const Count merge = size(m.vision_spatial_merge_size, 2);
     b.vector(v, "multi_modal_projector.norm", e, 1);
-    b.linear(v, "patch_merger.merging_layer", e, e * merge * merge, 1, false, 0);
+    b.linear(v, "patch_merger.merging_layer", e, e * merge * merge, 1, false);
   }
-  b.linear(v, "multi_modal_projector.linear_1", out_width, e, 1, projector_bias, 0);
-  b.linear(v, "multi_modal_projector.linear_2", out_width, out_width, 1, projector_bias, 0);
+  b.linear(v, "multi_modal_projector.linear_1", out_width, e, 1, projector_bias);
+  b.linear(v, "multi_modal_projector.linear_2", out_width, out_width, 1, projector_bias);
 }
 
 }  // namespace
@@ -166,25 +167,25 @@ void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   b.unit = true;  // the vision blocks
   norm("blocks.norm1", e, depth);
   norm("blocks.norm2", e, depth);
-  b.linear(v, "blocks.attn.qkv", e * 3, e, depth, true, 0);
-  b.linear(v, "blocks.attn.proj", e, e, depth, true, 0);
+  b.linear(v, "blocks.attn.qkv", e * 3, e, depth, true);
+  b.linear(v, "blocks.attn.proj", e, e, depth, true);
   if (qwen25) {
-    b.linear(v, "blocks.mlp.gate_proj", ff, e, depth, true, 0);
-    b.linear(v, "blocks.mlp.up_proj", ff, e, depth, true, 0);
-    b.linear(v, "blocks.mlp.down_proj", e, ff, depth, true, 0);
+    b.linear(v, "blocks.mlp.gate_proj", ff, e, depth, true);
+    b.linear(v, "blocks.mlp.up_proj", ff, e, depth, true);
+    b.linear(v, "blocks.mlp.down_proj", e, ff, depth, true);
   } else {
-    b.linear(v, "blocks.mlp.fc1", ff, e, depth, true, 0);
-    b.linear(v, "blocks.mlp.fc2", e, ff, depth, true, 0);
+    b.linear(v, "blocks.mlp.fc1", ff, e, depth, true);
+    b.linear(v, "blocks.mlp.fc2", e, ff, depth, true);
   }
   b.unit = false;
   const Count wide = e * merge * merge;
   norm("merger.norm", e, 1);
-  b.linear(v, "merger.mlp.0", wide, wide, 1, true, 0);
-  b.linear(v, "merger.mlp.2", out_width, wide, 1, true, 0);
+  b.linear(v, "merger.mlp.0", wide, wide, 1, true);
+  b.linear(v, "merger.mlp.2", out_width, wide, 1, true);
   if (deepstack.value() > 0) {
     norm("deepstack_merger.norm", wide, deepstack);
-    b.linear(v, "deepstack_merger.linear_fc1", wide, wide, deepstack, true, 0);
-    b.linear(v, "deepstack_merger.linear_fc2", out_width, wide, deepstack, true, 0);
+    b.linear(v, "deepstack_merger.linear_fc1", wide, wide, deepstack, true);
+    b.linear(v, "deepstack_merger.linear_fc2", out_width, wide, deepstack, true);
   }
 }
 
@@ -192,7 +193,8 @@ void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
 // PEFT method's base: its element, fp32 after prepare_model_for_kbit_training, nn.Linear weights
 // quantised by bitsandbytes (GPTQ checkpoints quantise the language model's layers only: a
 // tower's linears stay 16-bit). Full fine-tuning: the dtype the model was loaded in.
-Bytes vision_tower_bytes(const Config& c, const ParameterCount& params, const PrecisionRecipe& r, bool quantised_only) {
+Bytes vision_tower_bytes(const Config& c, const ParameterCount& params, const PrecisionRecipe& r, TowerPart part,
+                         bool unshardable) {
   const Finetune& f = c.training.finetune;
   const bool peft = is_peft(c);
   const Bytes element = !peft ? (accelerate_upcasts_trained(c) ? recipe_for(c.training.precision).weights : r.weights)
@@ -200,8 +202,9 @@ Bytes vision_tower_bytes(const Config& c, const ParameterCount& params, const Pr
   const QuantizedBase base = quantized_base(c);
   Bytes total{0};
   for (TensorGroup g : params.vision) {
+    if (part == TowerPart::kUnits && g.layer == LayerKind::kNone) continue;
     g.linear = g.linear && peft && f.quant_method == QuantMethod::kBitsandbytes;
-    if (quantised_only) {
+    if (unshardable) {
       if (!bnb_4bit_base(c)) continue;
       total += (fsdp2_leaves_4bit_whole(c) && quantized_tensor(g, f, base) ? frozen_bytes_each(g, f, element, base)
                                                                           : quant_state_bytes_each(g, f, base)) *

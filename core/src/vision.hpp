@@ -14,11 +14,15 @@ namespace memfit {
 // The tower's tensor groups (component kVisionTower), none when model.vision_type is none.
 void vision_parameters(const ModelSpec& model, std::vector<TensorGroup>& out);
 
-// The bytes of the tower, whole (before ZeRO): frozen, stored as the frozen base is. With
-// `quantised_only`, only what ZeRO-3 cannot shard of a bitsandbytes 4-bit tower (its quantisation
-// state, and under accelerate's FSDP2 with uint8 storage its 4-bit weights).
+// Which of the tower's tensors: all of them, or those in FSDP units of their own (vision_parameters'
+// `unit` groups, never gathered by a text-only step).
+enum class TowerPart { kAll, kUnits };
+
+// The bytes of the part, whole (before ZeRO): frozen, stored as the frozen base is. With
+// `unshardable`, only what ZeRO-3 / FSDP cannot shard of a bitsandbytes 4-bit tower (its
+// quantisation state, and under accelerate's FSDP2 with uint8 storage its 4-bit weights).
 Bytes vision_tower_bytes(const Config& config, const ParameterCount& params, const PrecisionRecipe& recipe,
-                         bool quantised_only);
+                         TowerPart part, bool unshardable);
 
 // The tower's tensors in FSDP's root unit (outside the modules its classes list in
 // _no_split_modules), as the root gathers them: its parameters' gathered dtype, a quantised base at

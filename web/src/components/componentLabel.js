@@ -13,6 +13,5 @@ const COMPONENT_LABELS = {
   final_norm: 'Final norm',
   head: 'Output head',
   pooler: 'Pooler',
-  vision_tower: 'Vision tower (frozen)',
 };
 export const componentLabel = (key) => COMPONENT_LABELS[key] ?? key.replace(/_/g, ' ');

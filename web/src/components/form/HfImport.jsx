@@ -49,7 +49,9 @@ function ImportAnswer({ answer }) {
     <div class="import-ok" data-testid="import-result">
       <p>
         Imported <strong>{answer.model.model_type}</strong>:{' '}
-        <strong class="num" data-testid="import-parameter-count">{formatCount(answer.parameter_count)}</strong> parameters.
+        <strong class="num" data-testid="import-parameter-count">{formatCount(answer.parameter_count)}</strong> parameters
+        {answer.vision_parameter_count > 0 && <> in its language model, and a vision tower of{' '}
+          <strong class="num">{formatCount(answer.vision_parameter_count)}</strong>, held frozen</>}.
         The architecture fields now hold this model.
       </p>
       <ComponentTable byComponent={answer.parameters_by_component} />

@@ -11,7 +11,7 @@ export function Parameters({ result }) {
     <section class="card" aria-labelledby="h-params">
       <h2 id="h-params">Model and recipe</h2>
       <dl class="facts">
-        <div><dt>Parameters</dt><dd class="num" data-testid="parameter-count">{formatCount(result.parameter_count)}</dd></div>
+        <div><dt>{result.vision_parameter_count > 0 ? 'Language model' : 'Parameters'}</dt><dd class="num" data-testid="parameter-count">{formatCount(result.parameter_count)}</dd></div>
         <div><dt>Trainable</dt><dd class="num">{formatCount(result.trainable_parameter_count)}</dd></div>
         {result.architecture_parameter_count !== undefined && result.architecture_parameter_count !== result.parameter_count && (
           <div><dt>Counted architecture</dt><dd class="num">{formatCount(result.architecture_parameter_count)}</dd></div>
