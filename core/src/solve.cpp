@@ -166,7 +166,8 @@ void name_binding(const Boundary& b, bool grows, Solution& out) {
 // Width: heads grow in steps that keep the grouped-query ratio and divide by tensor
 // parallelism; head_dim stays, and the MLP widths keep their ratio to the hidden size, as a
 // Gated DeltaNet's key heads do to the attention heads (at least one; its value heads stay a
-// multiple of its key heads, and both head sizes stay).
+// multiple of its key heads, and both head sizes stay), and a vision projector's output stays the
+// language model's width.
 std::int64_t width_step(const Config& c) {
   const ModelSpec& m = c.model;
   const std::int64_t ratio = m.num_attention_heads / m.kv_heads();
@@ -188,6 +189,9 @@ void apply_width(Config& c, std::int64_t k, const Config& base) {
     m.linear_num_key_heads = std::max<std::int64_t>(1, b.linear_num_key_heads * heads / b.num_attention_heads);
     m.linear_num_value_heads = m.linear_num_key_heads * std::max<std::int64_t>(1, b.linear_num_value_heads / b.linear_num_key_heads);
   }
+  // A vision tower's projector feeds the language model: its output follows the new width (0, the
+  // width itself, already does).
+  if (b.vision_out_hidden_size == b.hidden_size) m.vision_out_hidden_size = m.hidden_size;
   m.nominal_parameter_count = 0;
 }
 

@@ -88,6 +88,14 @@ TEST(Solve, LargestModelByLayersAndByWidth) {
   ASSERT_TRUE(width.found);
   EXPECT_EQ(width.value % 128, 0);  // whole heads of 128
   EXPECT_EQ(width.config.model.hidden_size, width.value);
+  // A vision tower's projector, written with the language model's width (as the importer reads
+  // Qwen-VL's out_hidden_size), follows the new width.
+  Config vl = c;
+  vl.model.vision_type = VisionTower::kQwen25Vl;
+  vl.model.vision_out_hidden_size = vl.model.hidden_size;
+  const Solution wide = solve(vl, SolveTarget::kMaxWidth);
+  ASSERT_TRUE(wide.found);
+  EXPECT_EQ(wide.config.model.vision_out_hidden_size, wide.config.model.hidden_size);
 }
 
 TEST(Solve, TargetsAndFamiliesBySpelling) {
