@@ -6,7 +6,7 @@
 //                weights (thirteen model fields and where each applies, the towers of Qwen2-VL, Qwen2.5-VL,
 //                Qwen3-VL, Gemma 3, LLaVA and Mistral 3 counted as transformers' classes build them, their
 //                bytes under every base dtype, ZeRO and offload, the importer reading each class's keys and
-//                defaults, the checks and a note) brought it to 366.0; 356 until the
+//                defaults, the checks and a note) brought it to 365.9; 356 until the
 //                seventeenth Dec 6 2026 session, when the model's class knobs resolved from model_type,
 //                Liger's per-model-type patches with the multimodal wrapper's type, and the fp32 results of
 //                DoRA, IA3 and RoAd over a 4-bit base with the encoders' QLoRA brought it to 356.3; 353 until the
@@ -76,7 +76,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 345 KiB gzipped (336 until the eighteenth Dec 6 2026 session, when
-//                the same vision towers brought it to 344.5; 333 until the seventeenth Dec 6 2026 session, when
+//                the same vision towers brought it to 344.6; 333 until the seventeenth Dec 6 2026 session, when
 //                the model's transformers-class knobs resolved in the core from model_type (class_reference,
 //                applied under every framework that runs the class), Liger's per-model-type patches
 //                (liger_patches) and the same PEFT and encoder mechanisms as the calculator's brought it to 334.1; 331 until the sixteenth Dec 5 2026 session, when

@@ -50,9 +50,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.vision_offloaded_bytes = st.vision_offloaded;
   if (!e.parameters.vision_count.is_zero()) {
     // Its pieces in FSDP's root unit are gathered with it for the step (phases.cpp).
-    const bool root_gathered = c.parallel.zero_stage >= 3 && place.zero_shards > 1 &&
-                               runs_torch_data_parallel(c.training.implementation.framework);
-    const Bytes gathered = root_gathered ? vision_root_gathered_bytes(c, e.parameters, r) : Bytes{0};
+    const Bytes gathered = fsdp_root_stays_gathered(c, place) ? vision_root_gathered_bytes(c, e.parameters, r) : Bytes{0};
     const auto gib = [](Bytes b) { return static_cast<double>(b.value()) / 1073741824.0; };
     char held[160] = "", more[160] = "", host[160] = "";
     std::snprintf(held, sizeof held, "%.2f GiB on this GPU", gib(e.vision_bytes));

@@ -1257,6 +1257,32 @@ const char* text_alias(const std::string& type) {
   return nullptr;
 }
 
+// The wrappers whose vision tower memfit counts, with each class's own defaults for the keys a file
+// leaves out (Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig, Qwen3VLVisionConfig, SiglipVisionConfig,
+// CLIPVisionConfig, PixtralVisionConfig; Mistral3Config's spatial_merge_size and LlavaConfig's and
+// Mistral3Config's multimodal_projector_bias). Qwen2-VL's width and MLP ratio: embed_dim 1280,
+// mlp_ratio 4.
+struct VisionTowerClass {
+  const char* type;
+  VisionTower tower;
+  std::int64_t depth, hidden, ff, out, patch, positions;
+  bool projector_bias;
+};
+
+const VisionTowerClass* find_vision_tower(std::string_view type) {
+  static const VisionTowerClass kTowers[] = {
+      {"qwen2_vl", VisionTower::kQwen2Vl, 32, 1280, 0, 3584, 14, 0, false},
+      {"qwen2_5_vl", VisionTower::kQwen25Vl, 32, 3584, 3420, 3584, 14, 0, false},
+      {"qwen3_vl", VisionTower::kQwen3Vl, 27, 1152, 4304, 3584, 16, 2304, false},
+      {"gemma3", VisionTower::kGemma3, 12, 768, 3072, 0, 16, 0, false},
+      {"llava", VisionTower::kLlava, 12, 768, 3072, 0, 32, 0, true},
+      {"mistral3", VisionTower::kMistral3, 24, 1024, 4096, 0, 16, 0, false}};
+  for (const VisionTowerClass& tower : kTowers) {
+    if (type == tower.type) return &tower;
+  }
+  return nullptr;
+}
+
 // The vision encoder and projector of a multimodal file (vision.cpp counts them as transformers
 // 5.24's classes build them; a key the file leaves out keeps the class's default, as the vision
 // config class fills it). Qwen2-VL names the encoder's width embed_dim, its MLP's a ratio of it and
@@ -1270,27 +1296,8 @@ const char* text_alias(const std::string& type) {
 void read_vision_tower(const std::string& type, const Json& outer, const Json& v, ModelSpec& m,
                        std::vector<Issue>& warnings) {
   ModelSpec read = m;
-  // Each class's own defaults, for the keys a file leaves out (Qwen2VLVisionConfig,
-  // Qwen2_5_VLVisionConfig, Qwen3VLVisionConfig, SiglipVisionConfig, CLIPVisionConfig,
-  // PixtralVisionConfig; Mistral3Config's spatial_merge_size and LlavaConfig's and Mistral3Config's
-  // multimodal_projector_bias). Qwen2-VL's width and MLP ratio: embed_dim 1280, mlp_ratio 4.
-  struct Tower {
-    const char* type;
-    VisionTower tower;
-    std::int64_t depth, hidden, ff, out, patch, positions;
-    bool projector_bias;
-  };
-  static const Tower kTowers[] = {
-      {"qwen2_vl", VisionTower::kQwen2Vl, 32, 1280, 0, 3584, 14, 0, false},
-      {"qwen2_5_vl", VisionTower::kQwen25Vl, 32, 3584, 3420, 3584, 14, 0, false},
-      {"qwen3_vl", VisionTower::kQwen3Vl, 27, 1152, 4304, 3584, 16, 2304, false},
-      {"gemma3", VisionTower::kGemma3, 12, 768, 3072, 0, 16, 0, false},
-      {"llava", VisionTower::kLlava, 12, 768, 3072, 0, 32, 0, true},
-      {"mistral3", VisionTower::kMistral3, 24, 1024, 4096, 0, 16, 0, false}};
-  const Tower* d = &kTowers[0];
-  for (const Tower& tower : kTowers) {
-    if (type == tower.type) d = &tower;
-  }
+  const VisionTowerClass* d = find_vision_tower(type);
+  if (!d) return;
   const VisionTower t = d->tower;
   read.vision_type = t;
   read.vision_depth = d->depth;
@@ -1524,9 +1531,7 @@ HfImport import_hf_config(const Json& json) {
       for (Issue& w : inner.warnings) w.field = prefix + w.field;
       // The vision tower, where memfit knows its class: held with the weights, never run.
       const Json* vision_config = json.find("vision_config");
-      const bool known_tower = t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl" || t == "gemma3" || t == "llava" ||
-                               t == "mistral3";
-      if (known_tower && inner.errors.empty()) {
+      if (find_vision_tower(t) && inner.errors.empty()) {
         if (vision_config && vision_config->is_object()) {
           read_vision_tower(t, json, *vision_config, inner.model, inner.warnings);
         } else if (!vision_config || vision_config->is_null()) {

@@ -389,14 +389,16 @@ FsdpRootUnits fsdp_root_units(const Config& c, const ParameterCount& params, con
           trains || input_grad};
 }
 
+// torch/distributed/fsdp/_runtime_utils.py (_post_forward_reshard: "Do not free the root's
+// parameters in the post-forward for FULL_SHARD"); torch/distributed/fsdp/_fully_shard/
+// _fsdp_state.py (_lazy_init: "For the root, do not reshard after forward").
+bool fsdp_root_stays_gathered(const Config& c, const Placement& p) {
+  return c.parallel.zero_stage >= 3 && p.zero_shards > 1 && runs_torch_data_parallel(c.training.implementation.framework);
+}
+
 Bytes fsdp_root_gathered_bytes(const Config& c, const ParameterCount& params, const Placement& p,
                                const PrecisionRecipe& r) {
-  // torch/distributed/fsdp/_runtime_utils.py (_post_forward_reshard: "Do not free the root's
-  // parameters in the post-forward for FULL_SHARD"); torch/distributed/fsdp/_fully_shard/
-  // _fsdp_state.py (_lazy_init: "For the root, do not reshard after forward").
-  if (c.parallel.zero_stage < 3 || p.zero_shards <= 1 || !runs_torch_data_parallel(c.training.implementation.framework)) {
-    return Bytes{0};
-  }
+  if (!fsdp_root_stays_gathered(c, p)) return Bytes{0};
   const bool carved = root_carved(c, p);
   // With a vision tower, its pieces outside the classes' block modules sit in the root too.
   return p.as_nominal(root_elements(c, params, p, [carved](const TensorGroup& g) {

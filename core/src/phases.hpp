@@ -28,6 +28,7 @@ Bytes gathered_layer_bytes(const Config& config, const ParameterCount& params, c
 // head) in the gathered dtype: FSDP1 and FSDP2 do not reshard the root after forward, so it stays
 // gathered from the forward's start to the end of backward. Zero unless parameters are sharded by
 // an FSDP framework (DeepSpeed gathers and releases per module).
+bool fsdp_root_stays_gathered(const Config& config, const Placement& place);
 Bytes fsdp_root_gathered_bytes(const Config& config, const ParameterCount& params, const Placement& place,
                                const PrecisionRecipe& recipe);
 

@@ -12,14 +12,13 @@ namespace memfit {
 
 namespace {
 
-// TensorGroups of the tower (no LoRA target); `linear` marks nn.Linear weights, which a bitsandbytes
-// base quantises, and `layer` kDense, unused otherwise for the tower, marks a group in an FSDP unit of
-// its own (below).
-// `unit` marks the groups inside a module the classes list in _no_split_modules (the blocks; SigLIP's
-// and CLIP's embeddings; SigLIP's pooling head), which FSDP's transformer auto-wrap (accelerate's
-// default policy, from the model's _no_split_modules) gives units of their own: they are never
-// gathered by a text-only step. The rest (Qwen's patch embedding and mergers, Pixtral's patch
-// convolution, the projectors, the outer norms) sits in the root unit, gathered with it.
+// TensorGroups of the tower (no LoRA target). `linear` marks nn.Linear weights, which a bitsandbytes
+// base quantises. `unit` marks the groups inside a module the classes list in _no_split_modules (the
+// blocks; SigLIP's and CLIP's embeddings; SigLIP's pooling head), which FSDP's transformer auto-wrap
+// (accelerate's default policy, from the model's _no_split_modules) gives units of their own, never
+// gathered by a text-only step; they are stored with layer kDense, which means nothing else for the
+// tower. The rest (Qwen's patch embedding and mergers, Pixtral's patch convolution, the projectors,
+// the outer norms) sits in the root unit, gathered with it.
 struct Builder {
   std::vector<TensorGroup>& out;
   bool unit = false;
@@ -35,6 +34,16 @@ struct Builder {
     out.push_back({c, name, rows, cols, count, false, 0, layer(), Mixer::kAll});
   }
 };
+
+// A size of 0 takes `fallback`: the released checkpoints'.
+Count size_or(std::int64_t value, std::int64_t fallback) { return Count(value > 0 ? value : fallback); }
+
+// How a tower's tensor is stored under this run's base: only bitsandbytes quantises the tower's
+// nn.Linear weights (a GPTQ checkpoint quantises the language model's layers only).
+TensorGroup as_stored(TensorGroup g, const Config& c) {
+  g.linear = g.linear && is_peft(c) && c.training.finetune.quant_method == QuantMethod::kBitsandbytes;
+  return g;
+}
 
 // The plain ViTs other wrappers load, as transformers 5.24 builds them, with their projectors:
 // Gemma 3's SigLIP (SiglipVisionModel: a biased patch Conv2d, a learned position per patch, blocks of
@@ -53,13 +62,12 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   Builder b{out};
   const bool siglip = m.vision_type == VisionTower::kGemma3, clip = m.vision_type == VisionTower::kLlava;
   const bool pixtral = m.vision_type == VisionTower::kMistral3;
-  const auto size = [](std::int64_t value, std::int64_t fallback) { return Count(value > 0 ? value : fallback); };
   // 0: the released checkpoints' sizes (Gemma 3's SigLIP so400m at 896 pixels, LLaVA-1.5's CLIP
   // ViT-L/14 at 336, Pixtral's encoder).
-  const Count depth = size(m.vision_depth, siglip ? 27 : 24);
-  const Count e = size(m.vision_hidden_size, siglip ? 1152 : 1024);
-  const Count ff = size(m.vision_intermediate_size, siglip ? 4304 : 4096);
-  const Count patch = size(m.vision_patch_size, 14), channels = size(m.vision_in_channels, 3);
+  const Count depth = size_or(m.vision_depth, siglip ? 27 : 24);
+  const Count e = size_or(m.vision_hidden_size, siglip ? 1152 : 1024);
+  const Count ff = size_or(m.vision_intermediate_size, siglip ? 4304 : 4096);
+  const Count patch = size_or(m.vision_patch_size, 14), channels = size_or(m.vision_in_channels, 3);
   const Count out_width = Count(m.hidden_size);
   const Component v = Component::kVisionTower;
   const bool biased = !pixtral;
@@ -71,7 +79,7 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   b.matrix(v, "patch_embedding", e, channels * patch * patch, 1);
   if (siglip) b.vector(v, "patch_embedding.bias", e, 1);
   if (clip) b.vector(v, "class_embedding", e, 1);
-  if (!pixtral) b.matrix(v, "position_embedding", size(m.vision_num_position_embeddings, clip ? 577 : 4096), e, 1);
+  if (!pixtral) b.matrix(v, "position_embedding", size_or(m.vision_num_position_embeddings, clip ? 577 : 4096), e, 1);
   b.unit = false;
   if (clip) norm("pre_layrnorm", e, 1);
   if (pixtral) norm("ln_pre", e, 1);
@@ -112,15 +120,13 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   }
   const bool projector_bias = m.vision_projector_bias == Switch::kAuto ? clip : m.vision_projector_bias == Switch::kYes;
   if (pixtral) {
-    const Count merge = size(m.vision_spatial_merge_size, 2);
+    const Count merge = size_or(m.vision_spatial_merge_size, 2);
     b.vector(v, "multi_modal_projector.norm", e, 1);
     b.linear(v, "patch_merger.merging_layer", e, e * merge * merge, 1, false);
   }
   b.linear(v, "multi_modal_projector.linear_1", out_width, e, 1, projector_bias);
   b.linear(v, "multi_modal_projector.linear_2", out_width, out_width, 1, projector_bias);
 }
-
-}  // namespace
 
 // The vision encoder and projector of Qwen2-VL, Qwen2.5-VL and Qwen3-VL, as transformers 5.24's
 // classes build them (Qwen2VisionTransformerPretrainedModel, Qwen2_5_VisionTransformerPretrainedModel,
@@ -134,27 +140,19 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
 // merged width). Norms: LayerNorm with a bias, Qwen2.5-VL's RMSNorm. The nn.Linear weights are
 // marked linear: bitsandbytes quantises them as it does the language model's (transformers'
 // get_keys_to_not_convert spares only the output embedding and the last module).
-
-void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
-  if (m.vision_type == VisionTower::kNone) return;
-  if (m.vision_type == VisionTower::kGemma3 || m.vision_type == VisionTower::kLlava ||
-      m.vision_type == VisionTower::kMistral3) {
-    vit_parameters(m, out);
-    return;
-  }
+void qwen_vl_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   Builder b{out};
   const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl, qwen25 = m.vision_type == VisionTower::kQwen25Vl;
-  const auto size = [](std::int64_t value, std::int64_t fallback) { return Count(value > 0 ? value : fallback); };
-  const Count depth = size(m.vision_depth, qwen3 ? 27 : 32);
-  const Count e = size(m.vision_hidden_size, qwen3 ? 1152 : 1280);
+  const Count depth = size_or(m.vision_depth, qwen3 ? 27 : 32);
+  const Count e = size_or(m.vision_hidden_size, qwen3 ? 1152 : 1280);
   const Count ff = m.vision_intermediate_size > 0 ? Count(m.vision_intermediate_size)
                    : qwen3                       ? Count(4304)
                    : qwen25                      ? Count(3420)
                                                  : e * 4;  // Qwen2-VL: embed_dim × mlp_ratio 4
-  const Count out_width = size(m.vision_out_hidden_size, m.hidden_size);
-  const Count patch = size(m.vision_patch_size, qwen3 ? 16 : 14);
-  const Count frames = size(m.vision_temporal_patch_size, 2), channels = size(m.vision_in_channels, 3);
-  const Count merge = size(m.vision_spatial_merge_size, 2);
+  const Count out_width = size_or(m.vision_out_hidden_size, m.hidden_size);
+  const Count patch = size_or(m.vision_patch_size, qwen3 ? 16 : 14);
+  const Count frames = size_or(m.vision_temporal_patch_size, 2), channels = size_or(m.vision_in_channels, 3);
+  const Count merge = size_or(m.vision_spatial_merge_size, 2);
   const Count deepstack = qwen3 ? Count(m.vision_deepstack_layers) : Count(0);
   const Component v = Component::kVisionTower;
   const auto norm = [&](const char* name, Count width, Count count) {
@@ -163,7 +161,7 @@ void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   };
   b.matrix(v, "patch_embed.proj", e, channels * frames * patch * patch, 1);
   if (qwen3) b.vector(v, "patch_embed.proj.bias", e, 1);
-  if (qwen3) b.matrix(v, "pos_embed", size(m.vision_num_position_embeddings, 2304), e, 1);
+  if (qwen3) b.matrix(v, "pos_embed", size_or(m.vision_num_position_embeddings, 2304), e, 1);
   b.unit = true;  // the vision blocks
   norm("blocks.norm1", e, depth);
   norm("blocks.norm2", e, depth);
@@ -189,6 +187,20 @@ void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   }
 }
 
+}  // namespace
+
+void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
+  switch (m.vision_type) {
+    case VisionTower::kNone: return;
+    case VisionTower::kQwen2Vl:
+    case VisionTower::kQwen25Vl:
+    case VisionTower::kQwen3Vl: qwen_vl_parameters(m, out); return;
+    case VisionTower::kGemma3:
+    case VisionTower::kLlava:
+    case VisionTower::kMistral3: vit_parameters(m, out); return;
+  }
+}
+
 // The vision tower's bytes (model.vision_type), whole: frozen, so held as the frozen base is. A
 // PEFT method's base: its element, fp32 after prepare_model_for_kbit_training, nn.Linear weights
 // quantised by bitsandbytes (GPTQ checkpoints quantise the language model's layers only: a
@@ -201,9 +213,9 @@ Bytes vision_tower_bytes(const Config& c, const ParameterCount& params, const Pr
                               : lora_base_bytes(r, resolve_implementation(c));
   const QuantizedBase base = quantized_base(c);
   Bytes total{0};
-  for (TensorGroup g : params.vision) {
-    if (part == TowerPart::kUnits && g.layer == LayerKind::kNone) continue;
-    g.linear = g.linear && peft && f.quant_method == QuantMethod::kBitsandbytes;
+  for (const TensorGroup& tensor : params.vision) {
+    if (part == TowerPart::kUnits && tensor.layer == LayerKind::kNone) continue;
+    const TensorGroup g = as_stored(tensor, c);
     if (unshardable) {
       if (!bnb_4bit_base(c)) continue;
       total += (fsdp2_leaves_4bit_whole(c) && quantized_tensor(g, f, base) ? frozen_bytes_each(g, f, element, base)
@@ -222,9 +234,9 @@ Bytes vision_root_gathered_bytes(const Config& c, const ParameterCount& params, 
   const Bytes element = r.gathered.is_zero() ? r.weights : r.gathered;
   const QuantizedBase base = quantized_base(c);
   Bytes total{0};
-  for (TensorGroup g : params.vision) {
-    if (g.layer != LayerKind::kNone) continue;
-    g.linear = g.linear && peft && f.quant_method == QuantMethod::kBitsandbytes;
+  for (const TensorGroup& tensor : params.vision) {
+    if (tensor.layer != LayerKind::kNone) continue;
+    const TensorGroup g = as_stored(tensor, c);
     total += (peft ? frozen_bytes_each(g, f, element, base) - quant_state_bytes_each(g, f, base)
                    : g.elements_each() * element) *
              g.count;
