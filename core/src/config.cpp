@@ -463,6 +463,9 @@ Json applicability(std::string_view path) {
     towers({"gemma3"});
   } else if (path == "model.vision_projector_bias") {
     towers({"llava", "mistral3"});
+  } else if (path == "training.finetune.train_vision") {
+    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3"});
+    all.push(when_in("training.finetune.method", spellings({"full"})));
   } else if (path == "training.galore_rank" || path == "training.galore_update_interval") {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit", "apollo"})));
   } else if (path == "training.max_preconditioner_dim") {

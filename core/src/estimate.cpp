@@ -37,37 +37,65 @@ Bytes weight_copies_on_gpu(const Config& c, const ParameterCount& params, const 
   return min(held, mul_div(held, unit, max(place.local_count * place.tensor, Count(1))));
 }
 
-// The measured-recipe path: what one training step allocates on the busiest GPU.
-void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, Estimate& e) {
-  const PrecisionRecipe& r = recipe_of(c);
-  e.notes.push_back(std::string(r.name) + ": " + r.description + ".");
-  const Placement place = placement(c, e.parameters, base_parameter_count);
-  const StaticBytes st = static_bytes(c, e.parameters, place, r, e.notes);
-  e.breakdown.parameters = st.weights;
-  e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets + st.orphan_gradients + st.zero_reduce_bucket;
-  e.fixed_gradient_buffers = st.zero_reduce_bucket;
-  e.vision_bytes = st.vision + st.vision_unsharded;
-  e.vision_offloaded_bytes = st.vision_offloaded;
-  if (!e.parameters.vision_count.is_zero()) {
+// What a vision tower's note says: what is held frozen and where, what trains (training.finetune.
+// train_vision), and what the estimate leaves out.
+std::string vision_note(const Config& c, const ParameterCount& params, const Placement& place, const PrecisionRecipe& r,
+                        const Estimate& e) {
+  const auto gib = [](Bytes b) { return static_cast<double>(b.value()) / 1073741824.0; };
+  const VisionTrain trains = resolve_train_vision(c);
+  const Count trained = e.parameters.vision_count - params.vision_count;
+  // The parts that train, and those held frozen, in words.
+  const bool one_trains = trains == VisionTrain::kProjector || trains == VisionTrain::kEncoder;
+  const char* trained_part = trains == VisionTrain::kProjector ? "projector"
+                             : trains == VisionTrain::kEncoder ? "encoder"
+                                                               : "encoder and projector";
+  const char* frozen_part = trains == VisionTrain::kProjector ? "encoder"
+                            : trains == VisionTrain::kEncoder ? "projector"
+                                                              : "encoder and projector";
+  std::string text;
+  if (trains != VisionTrain::kNone) {
+    text = std::string("The vision ") + trained_part + " (" + detail::group_digits(trained.value()) +
+           " parameters, outside the parameter count) train" + (one_trains ? "s" : "") + " with the language model" +
+           (c.training.finetune.train_vision == VisionTrain::kAuto ? " (TRL's SFTTrainer freezes nothing)" : "") + ": " +
+           (one_trains ? "its" : "their") + " weights, gradients and optimizer states are counted with the model's. ";
+  }
+  if (!params.vision_count.is_zero()) {
     // Its pieces in FSDP's root unit are gathered with it for the step (phases.cpp).
-    const Bytes gathered = fsdp_root_stays_gathered(c, place) ? vision_root_gathered_bytes(c, e.parameters, r) : Bytes{0};
-    const auto gib = [](Bytes b) { return static_cast<double>(b.value()) / 1073741824.0; };
+    const Bytes gathered = fsdp_root_stays_gathered(c, place) ? vision_root_gathered_bytes(c, params, r) : Bytes{0};
     char held[160] = "", more[160] = "", host[160] = "";
     std::snprintf(held, sizeof held, "%.2f GiB on this GPU", gib(e.vision_bytes));
     if (!gathered.is_zero()) std::snprintf(more, sizeof more, ", %.2f GiB more while FSDP's root unit is gathered", gib(gathered));
     if (!e.vision_offloaded_bytes.is_zero()) {
       std::snprintf(host, sizeof host, ", %.2f GiB on the host (offloaded with the parameters)", gib(e.vision_offloaded_bytes));
     }
-    e.notes.push_back("The vision encoder and projector (" + detail::group_digits(e.parameters.vision_count.value()) +
-                      " parameters, outside the parameter count) are held frozen with the weights: " + held + more +
-                      host +
-                      ". Frozen as LLaMA-Factory (freeze_vision_tower) and ms-swift (freeze_vit) freeze it by "
-                      "default; a script that does not must call requires_grad_(False) on it, or DeepSpeed and FSDP "
-                      "keep optimizer states for it. LoRA adapts the language model's layers only (a target list "
-                      "matched by name also matches a tower's q_proj in PEFT: a pattern on language_model keeps it "
-                      "out). The estimate is of text-only steps: images through the tower (its activations, and the "
-                      "image tokens' share of training.seq_len) are not modelled.");
+    text += std::string("The vision ") + frozen_part + " (" + detail::group_digits(params.vision_count.value()) +
+            " parameters, outside the parameter count) " + (one_trains ? "is" : "are") +
+            " held frozen with the weights: " + held + more + host + ". ";
   }
+  if (trains == VisionTrain::kNone) {
+    text += "Frozen as LLaMA-Factory (freeze_vision_tower) and ms-swift (freeze_vit) freeze it by default; a script "
+            "that does not must call requires_grad_(False) on it, or DeepSpeed and FSDP keep optimizer states for it "
+            "(training.finetune.train_vision). LoRA adapts the language model's layers only (a target list matched "
+            "by name also matches a tower's q_proj in PEFT: a pattern on language_model keeps it out). ";
+  }
+  return text + "The estimate is of text-only steps: images through the tower (its activations, and the image "
+                "tokens' share of training.seq_len) are not modelled.";
+}
+
+// The measured-recipe path: what one training step allocates on the busiest GPU. `params` are the
+// model's parameters as the memory model places them (with_trained_vision).
+void estimate_step(const Config& c, const Gpu& gpu, const ParameterCount& params, Count base_parameter_count,
+                   Estimate& e) {
+  const PrecisionRecipe& r = recipe_of(c);
+  e.notes.push_back(std::string(r.name) + ": " + r.description + ".");
+  const Placement place = placement(c, params, base_parameter_count);
+  const StaticBytes st = static_bytes(c, params, place, r, e.notes);
+  e.breakdown.parameters = st.weights;
+  e.breakdown.gradients = st.accumulated_gradients + st.reducer_buckets + st.orphan_gradients + st.zero_reduce_bucket;
+  e.fixed_gradient_buffers = st.zero_reduce_bucket;
+  e.vision_bytes = st.vision + st.vision_unsharded;
+  e.vision_offloaded_bytes = st.vision_offloaded;
+  if (!e.parameters.vision_count.is_zero()) e.notes.push_back(vision_note(c, params, place, r, e));
   if (!st.zero_reduce_bucket.is_zero()) {
     e.notes.push_back("DeepSpeed ZeRO-3 keeps a contiguous gradient bucket of reduce_bucket_size elements for the "
                       "whole run (counted with the gradients), and backward's reduce-scatter copies a full bucket "
@@ -95,17 +123,17 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
   e.breakdown.optimizer_states = st.states;
   e.breakdown.offloaded_bytes = st.offloaded;
 
-  const ActivationModel act = activation_model(c, e.parameters);
-  const LossModel loss = loss_model(c, e.parameters);
+  const ActivationModel act = activation_model(c, params);
+  const LossModel loss = loss_model(c, params);
   e.breakdown.activations = act.saved_bytes;
   e.breakdown.logits_and_loss = loss.peak_bytes;
   e.activation_terms_per_layer = act.layer_terms;
-  e.breakdown.weight_copies = weight_copies_on_gpu(c, e.parameters, place);
+  e.breakdown.weight_copies = weight_copies_on_gpu(c, params, place);
   if (c.parallel.zero_stage >= 3) {
     e.notes.push_back("ZeRO-3 / FSDP gathers one block's full parameters at a time; that buffer is included "
                       "in the forward and backward phases.");
   }
-  e.phases = step_phases(c, e.parameters, place, st, act, loss, e.breakdown.weight_copies, r);
+  e.phases = step_phases(c, params, place, st, act, loss, e.breakdown.weight_copies, r);
   Bytes peak{0};
   for (const Phase& ph : e.phases) peak = max(peak, ph.bytes);
   e.peak_allocated_bytes = peak;
@@ -155,7 +183,7 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
       for (std::int64_t length : varying_lengths(c.training.seq_len, c.training.micro_batch_size)) {
         Config shorter = c;
         shorter.training.seq_len = length;
-        earlier.push_back({activation_model(shorter, e.parameters), loss_model(shorter, e.parameters)});
+        earlier.push_back({activation_model(shorter, params), loss_model(shorter, params)});
       }
       e.notes.push_back("Varying sequence lengths: the allocator's reserve is replayed over micro-batches of " +
                         std::to_string(kVaryingMicroBatches) +
@@ -163,8 +191,8 @@ void estimate_step(const Config& c, const Gpu& gpu, Count base_parameter_count, 
                         "longest sample), then full-length steps; segments cut for one length are reused for "
                         "another only where they fit.");
     }
-    sim = simulate_step(c, e.parameters, place, st, act, loss, e.breakdown.weight_copies,
-                        optimizer_temporaries(c, e.parameters, place, r), r,
+    sim = simulate_step(c, params, place, st, act, loss, e.breakdown.weight_copies,
+                        optimizer_temporaries(c, params, place, r), r,
                         c.hardware.expandable_segments ? SegmentMode::kExpandable : SegmentMode::kCudaMalloc,
                         earlier, capacity);
   }
@@ -330,12 +358,16 @@ Estimate estimate(const Config& requested) {
   e.parameters = count_parameters(c.model);
   e.parameter_count = c.model.nominal_parameter_count > 0 ? Count(c.model.nominal_parameter_count)
                                                            : e.parameters.total_count;
+  // The memory model's parameters: the vision tower's trained parts join the language model's
+  // (they are in trainable_parameter_count, not in parameter_count, which stays the language model's).
+  const ParameterCount params = with_trained_vision(c, e.parameters);
+  const Count trained_vision = params.total_count - e.parameters.total_count;
   const bool peft = is_peft(c);
-  const TrainableCounts counts = trainable_counts(c, e.parameters, e.parameter_count);
+  const TrainableCounts counts = trainable_counts(c, params, e.parameter_count + trained_vision);
   e.trainable_parameter_count = counts.trainable;
   // A parameter-efficient model holds its base and the method's parameters: sum(p.numel())
   // counts both (PEFT's get_nb_trainable_parameters() "all params").
-  const Count base_parameter_count = e.parameter_count;
+  const Count base_parameter_count = e.parameter_count + trained_vision;
   if (peft) e.parameter_count += counts.added;
   if (c.model.nominal_parameter_count > 0) {
     e.notes.push_back("The memory model uses the nominal parameter count " +
@@ -345,7 +377,7 @@ Estimate estimate(const Config& requested) {
 
   const Gpu& gpu = *find_gpu(c.hardware.gpu);
   if (c.training.precision == Precision::kSeed14p) estimate_seed_convention(c, e);
-  else estimate_step(c, gpu, base_parameter_count, e);
+  else estimate_step(c, gpu, params, base_parameter_count, e);
 
   e.static_bytes_per_parameter = static_bytes_per_parameter(e, base_parameter_count);
   if (peft) e.notes.push_back(lora_note(e));

@@ -11,6 +11,7 @@
 #include "memfit/implementation.hpp"
 #include "memfit/patch.hpp"
 #include "phases.hpp"
+#include "vision.hpp"
 
 namespace memfit {
 
@@ -314,7 +315,7 @@ Export accelerate_fsdp(const Config& c) {
   } else {
     // A vision tower's frozen outer pieces share the root unit with the trained embeddings: FSDP1
     // flattens them only with use_orig_params (validate.cpp advisories).
-    const bool orig_params = p.fsdp_use_orig_params || (c.model.vision_type != VisionTower::kNone && c.training.finetune.method == FinetuneMethod::kFull);
+    const bool orig_params = p.fsdp_use_orig_params || (vision_root_frozen(c) && c.training.finetune.method == FinetuneMethod::kFull);
     if (orig_params && !p.fsdp_use_orig_params) {
       e.notes.push_back("fsdp_use_orig_params is written true (the configuration has it false): FSDP1 refuses a root "
                         "unit that mixes the vision tower's frozen pieces with the trained embeddings otherwise");

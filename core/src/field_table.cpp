@@ -353,6 +353,11 @@ std::vector<Field> build_fields() {
               "with trainable_layers: the token embedding trains too (backward then runs through every block)"),
       MF_BOOL("training.finetune.train_head", training.finetune.train_head,
               "with trainable_layers: the output head trains too"),
+      MF_ENUM("training.finetune.train_vision", training.finetune.train_vision, VisionTrain,
+              "which parts of the vision tower a full fine-tune trains: its projector (mergers), its encoder, "
+              "both, or none (held frozen); auto: both under trl (SFTTrainer freezes nothing), none elsewhere "
+              "(LLaMA-Factory's and ms-swift's defaults)",
+              "auto", "none", "projector", "encoder", "all"),
       MF_REAL("training.finetune.lora_dropout", training.finetune.lora_dropout, 0.0, 0.99,
               "dropout on the LoRA adapters' input (PEFT lora_dropout)"),
       MF_BOOL("training.finetune.target_parameters", training.finetune.target_parameters,

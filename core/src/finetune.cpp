@@ -102,6 +102,8 @@ ParameterCount trained_view(const Config& c, const ParameterCount& params) {
       g.count = mul_div(g.count, Count(f.trainable_layers), layers);
       continue;
     }
+    // A vision tower's parts in `groups` train (with_trained_vision moved only those).
+    if (is_vision(g.component)) continue;
     // A tied head is the token embedding: it trains if either does.
     const bool tied_head = g.component == Component::kTokenEmbedding && c.model.tie_word_embeddings;
     const bool trains = (is_embedding(g.component) && f.train_embeddings) ||

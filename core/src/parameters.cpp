@@ -367,6 +367,7 @@ const char* to_string(Component c) {
     case Component::kClassifier: return "classifier";
     case Component::kPooler: return "pooler";
     case Component::kVisionTower: return "vision_tower";
+    case Component::kVisionProjector: return "vision_projector";
   }
   return "unknown";
 }

@@ -357,7 +357,8 @@ template <class Keep>
 Count root_elements(const Config& c, const ParameterCount& params, const Placement& p, Keep keep) {
   Count outside = 0;
   for (const TensorGroup& g : params.groups) {
-    if (g.layer == LayerKind::kNone && !is_block_component(g.component) && keep(g)) {
+    // (A trained vision tower's blocks are FSDP units of their own: TensorGroup::unit.)
+    if (g.layer == LayerKind::kNone && !is_block_component(g.component) && !g.unit && keep(g)) {
       outside += g.elements_each() * p.held(params, g) / c.parallel.tensor;
     }
   }
@@ -454,7 +455,8 @@ Bytes fsdp_root_at_backward_end(const Config& c, const ParameterCount& params, c
   const Finetune& ft = c.training.finetune;
   const bool some = trains_some_layers(c);
   const Count outside = root_elements(c, params, p, [&](const TensorGroup& g) {
-    return !(carved && in_tail(g)) && (!some || (is_embedding(g.component) ? ft.train_embeddings : ft.train_head));
+    return !(carved && in_tail(g)) && (!some || is_vision(g.component) ||
+                                       (is_embedding(g.component) ? ft.train_embeddings : ft.train_head));
   });
   const Bytes compute = r.gathered.is_zero() ? r.weights : r.gathered;
   return gathered + p.as_nominal(outside * compute + (runs_fsdp2(c) ? outside * fsdp2_reduce_element(c, r) : Bytes{0}));

@@ -180,7 +180,11 @@ Tensors local_tensors(const ParameterCount& params, const Placement& p) {
   for (const TensorGroup& g : params.groups) {
     const Count each = g.elements_each() / p.tensor;
     if (g.layer == LayerKind::kNone) {
-      if (p.held(params, g).value() > 0) t.outside.push_back(each * p.held(params, g));
+      const Count held = p.held(params, g);
+      // A trained vision tower's groups: one tensor per block up to 256 of them, as its frozen
+      // tensors are held (simulate's weights), then merged.
+      const std::int64_t pieces = is_vision(g.component) ? std::min<std::int64_t>(held.value(), 256) : 1;
+      for (std::int64_t k = 0; k < pieces && held.value() > 0; ++k) t.outside.push_back(each * held / pieces);
       continue;
     }
     const Count per_layer = g.component == Component::kExperts ? params.per_layer(g) / p.expert : params.per_layer(g);

@@ -13,6 +13,7 @@
 #include "memfit/hf_import.hpp"
 #include "memfit/implementation.hpp"
 #include "peft.hpp"
+#include "vision.hpp"
 #include "text.hpp"
 
 namespace memfit {
@@ -206,6 +207,14 @@ void check_hybrid(const Config& c, Checks& out) {
   if (t.checkpointing == Checkpointing::kSelective || t.checkpointing == Checkpointing::kSelectiveOp) {
     out.add("training.checkpointing", "must be none or full" + why);
   }
+  // PEFT's adapters go on the language model; a tower that trains beside them is modules_to_save's
+  // business (or adapters of its own), which memfit does not model.
+  const VisionTrain trains = c.training.finetune.train_vision;
+  if (is_peft(c) && trains != VisionTrain::kAuto && trains != VisionTrain::kNone) {
+    out.add("training.finetune.train_vision", "must be none or auto under a PEFT method (training.finetune.method " +
+                                                  std::string(to_string(c.training.finetune.method)) +
+                                                  "): the tower is held frozen beside the adapters");
+  }
   const Parallel& p = c.parallel;
   if (p.pipeline > 1) out.add("parallel.pipeline", "must be 1" + why + "; got " + group_digits(p.pipeline));
   if (p.tensor > 1) out.add("parallel.tensor", "must be 1" + why + "; got " + group_digits(p.tensor));
@@ -235,6 +244,14 @@ void check_vision(const Config& c, Checks& out) {
   }
   if (c.training.weight_quant != WeightQuant::kNone) {
     out.add("training.weight_quant", "must be none" + why + ": Q-GaLore's INT8 layers replace the tower's linears too");
+  }
+  // PEFT's adapters go on the language model; a tower that trains beside them is modules_to_save's
+  // business (or adapters of its own), which memfit does not model.
+  const VisionTrain trains = c.training.finetune.train_vision;
+  if (is_peft(c) && trains != VisionTrain::kAuto && trains != VisionTrain::kNone) {
+    out.add("training.finetune.train_vision", "must be none or auto under a PEFT method (training.finetune.method " +
+                                                  std::string(to_string(c.training.finetune.method)) +
+                                                  "): the tower is held frozen beside the adapters");
   }
   const Parallel& p = c.parallel;
   if (p.pipeline > 1) out.add("parallel.pipeline", "must be 1" + why + "; got " + group_digits(p.pipeline));
@@ -574,7 +591,7 @@ std::vector<Issue> advisories(const Config& c) {
   // embedding) beside the trained embeddings and head: without use_orig_params FSDP1 refuses to
   // flatten them ("Must flatten tensors with uniform requires_grad when use_orig_params=False").
   // The HF Trainer's and accelerate's default is true; the estimate barely depends on it.
-  if (c.model.vision_type != VisionTower::kNone && !is_peft(c) && p.zero_stage >= 2 && data_parallel > 1 &&
+  if (vision_root_frozen(c) && !is_peft(c) && p.zero_stage >= 2 && data_parallel > 1 &&
       runs_torch_data_parallel(c.training.implementation.framework) && !runs_fsdp2(c) && !fsdp1_uses_orig_params(c)) {
     out.push_back({"parallel.fsdp_use_orig_params", "should be true under FSDP1 for a model with a vision tower (the "
                                                     "HF Trainer's and accelerate's default): FSDP1's root unit mixes "

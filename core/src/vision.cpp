@@ -4,6 +4,8 @@
 // (core/CMakeLists.txt): a step never runs it, so nothing here is in a hot loop.
 #include "vision.hpp"
 
+#include <algorithm>
+
 #include "finetune.hpp"
 #include "memfit/implementation.hpp"
 #include "peft.hpp"
@@ -12,26 +14,32 @@ namespace memfit {
 
 namespace {
 
-// TensorGroups of the tower (no LoRA target). `linear` marks nn.Linear weights, which a bitsandbytes
-// base quantises. `unit` marks the groups inside a module the classes list in _no_split_modules (the
-// blocks; SigLIP's and CLIP's embeddings; SigLIP's pooling head), which FSDP's transformer auto-wrap
-// (accelerate's default policy, from the model's _no_split_modules) gives units of their own, never
-// gathered by a text-only step; they are stored with layer kDense, which means nothing else for the
-// tower. The rest (Qwen's patch embedding and mergers, Pixtral's patch convolution, the projectors,
-// the outer norms) sits in the root unit, gathered with it.
+// TensorGroups of the tower (no LoRA target, outside the language model's blocks: layer kNone).
+// `linear` marks nn.Linear weights, which a bitsandbytes base quantises. `unit` marks the groups
+// inside a module the classes list in _no_split_modules (the blocks; SigLIP's and CLIP's
+// embeddings; SigLIP's pooling head), which FSDP's transformer auto-wrap (accelerate's default
+// policy, from the model's _no_split_modules) gives units of their own, never gathered by a
+// text-only step. The rest (Qwen's patch embedding and mergers, Pixtral's patch convolution, the
+// projectors, the outer norms) sits in the root unit, gathered with it. The projector's groups are
+// Component::kVisionProjector: the modules LLaMA-Factory's freeze_multi_modal_projector and
+// ms-swift's freeze_aligner name (Qwen's merger and Qwen3-VL's deepstack mergers, the wrappers'
+// multi_modal_projector), the rest kVisionTower.
 struct Builder {
   std::vector<TensorGroup>& out;
   bool unit = false;
-  LayerKind layer() const { return unit ? LayerKind::kDense : LayerKind::kNone; }
+  void push(TensorGroup g) {
+    g.unit = unit;
+    out.push_back(g);
+  }
   void linear(Component c, const char* name, Count rows, Count cols, Count count, bool bias) {
-    out.push_back({c, name, rows, cols, count, true, 0, layer(), Mixer::kAll});
+    push({c, name, rows, cols, count, true, 0, LayerKind::kNone, Mixer::kAll});
     if (bias) vector(c, name, rows, count);
   }
   void vector(Component c, const char* name, Count size, Count count) {
-    out.push_back({c, name, size, 0, count, false, 0, layer(), Mixer::kAll});
+    push({c, name, size, 0, count, false, 0, LayerKind::kNone, Mixer::kAll});
   }
   void matrix(Component c, const char* name, Count rows, Count cols, Count count) {
-    out.push_back({c, name, rows, cols, count, false, 0, layer(), Mixer::kAll});
+    push({c, name, rows, cols, count, false, 0, LayerKind::kNone, Mixer::kAll});
   }
 };
 
@@ -113,19 +121,20 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
     b.linear(v, "head.mlp.fc2", e, ff, 1, true);
   }
   b.unit = false;
+  const Component projector = Component::kVisionProjector;
   if (siglip) {
-    b.vector(v, "mm_soft_emb_norm", e, 1);
-    b.matrix(v, "mm_input_projection_weight", e, out_width, 1);
+    b.vector(projector, "mm_soft_emb_norm", e, 1);
+    b.matrix(projector, "mm_input_projection_weight", e, out_width, 1);
     return;
   }
   const bool projector_bias = m.vision_projector_bias == Switch::kAuto ? clip : m.vision_projector_bias == Switch::kYes;
   if (pixtral) {
     const Count merge = size_or(m.vision_spatial_merge_size, 2);
-    b.vector(v, "multi_modal_projector.norm", e, 1);
-    b.linear(v, "patch_merger.merging_layer", e, e * merge * merge, 1, false);
+    b.vector(projector, "multi_modal_projector.norm", e, 1);
+    b.linear(projector, "multi_modal_projector.patch_merger.merging_layer", e, e * merge * merge, 1, false);
   }
-  b.linear(v, "multi_modal_projector.linear_1", out_width, e, 1, projector_bias);
-  b.linear(v, "multi_modal_projector.linear_2", out_width, out_width, 1, projector_bias);
+  b.linear(projector, "multi_modal_projector.linear_1", out_width, e, 1, projector_bias);
+  b.linear(projector, "multi_modal_projector.linear_2", out_width, out_width, 1, projector_bias);
 }
 
 // The vision encoder and projector of Qwen2-VL, Qwen2.5-VL and Qwen3-VL, as transformers 5.24's
@@ -155,16 +164,16 @@ void qwen_vl_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   const Count merge = size_or(m.vision_spatial_merge_size, 2);
   const Count deepstack = qwen3 ? Count(m.vision_deepstack_layers) : Count(0);
   const Component v = Component::kVisionTower;
-  const auto norm = [&](const char* name, Count width, Count count) {
-    b.vector(v, name, width, count);
-    if (!qwen25) b.vector(v, name, width, count);  // LayerNorm's bias
+  const auto norm = [&](Component part, const char* name, Count width, Count count) {
+    b.vector(part, name, width, count);
+    if (!qwen25) b.vector(part, name, width, count);  // LayerNorm's bias
   };
   b.matrix(v, "patch_embed.proj", e, channels * frames * patch * patch, 1);
   if (qwen3) b.vector(v, "patch_embed.proj.bias", e, 1);
   if (qwen3) b.matrix(v, "pos_embed", size_or(m.vision_num_position_embeddings, 2304), e, 1);
   b.unit = true;  // the vision blocks
-  norm("blocks.norm1", e, depth);
-  norm("blocks.norm2", e, depth);
+  norm(v, "blocks.norm1", e, depth);
+  norm(v, "blocks.norm2", e, depth);
   b.linear(v, "blocks.attn.qkv", e * 3, e, depth, true);
   b.linear(v, "blocks.attn.proj", e, e, depth, true);
   if (qwen25) {
@@ -177,13 +186,14 @@ void qwen_vl_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   }
   b.unit = false;
   const Count wide = e * merge * merge;
-  norm("merger.norm", e, 1);
-  b.linear(v, "merger.mlp.0", wide, wide, 1, true);
-  b.linear(v, "merger.mlp.2", out_width, wide, 1, true);
+  const Component projector = Component::kVisionProjector;
+  norm(projector, "merger.norm", e, 1);
+  b.linear(projector, "merger.mlp.0", wide, wide, 1, true);
+  b.linear(projector, "merger.mlp.2", out_width, wide, 1, true);
   if (deepstack.value() > 0) {
-    norm("deepstack_merger.norm", wide, deepstack);
-    b.linear(v, "deepstack_merger.linear_fc1", wide, wide, deepstack, true);
-    b.linear(v, "deepstack_merger.linear_fc2", out_width, wide, deepstack, true);
+    norm(projector, "deepstack_merger.norm", wide, deepstack);
+    b.linear(projector, "deepstack_merger.linear_fc1", wide, wide, deepstack, true);
+    b.linear(projector, "deepstack_merger.linear_fc2", out_width, wide, deepstack, true);
   }
 }
 
@@ -201,6 +211,38 @@ void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   }
 }
 
+VisionTrain resolve_train_vision(const Config& c) {
+  if (c.model.vision_type == VisionTower::kNone || is_peft(c)) return VisionTrain::kNone;
+  const VisionTrain v = c.training.finetune.train_vision;
+  if (v != VisionTrain::kAuto) return v;
+  return c.training.implementation.framework == Framework::kTrl ? VisionTrain::kAll : VisionTrain::kNone;
+}
+
+ParameterCount with_trained_vision(const Config& c, ParameterCount params) {
+  const VisionTrain v = resolve_train_vision(c);
+  if (v == VisionTrain::kNone) return params;
+  std::vector<TensorGroup> frozen;
+  for (const TensorGroup& g : params.vision) {
+    const bool projector = g.component == Component::kVisionProjector;
+    const bool trains = v == VisionTrain::kAll || (v == VisionTrain::kProjector) == projector;
+    if (!trains) {
+      frozen.push_back(g);
+      continue;
+    }
+    params.groups.push_back(g);
+    params.total_count += g.elements();
+    params.vision_count = params.vision_count - g.elements();
+  }
+  params.vision = std::move(frozen);
+  return params;
+}
+
+bool vision_root_frozen(const Config& c) {
+  if (c.model.vision_type == VisionTower::kNone) return false;
+  const ParameterCount view = with_trained_vision(c, count_parameters(c.model));
+  return std::any_of(view.vision.begin(), view.vision.end(), [](const TensorGroup& g) { return !g.unit; });
+}
+
 // The vision tower's bytes (model.vision_type), whole: frozen, so held as the frozen base is. A
 // PEFT method's base: its element, fp32 after prepare_model_for_kbit_training, nn.Linear weights
 // quantised by bitsandbytes (GPTQ checkpoints quantise the language model's layers only: a
@@ -214,7 +256,7 @@ Bytes vision_tower_bytes(const Config& c, const ParameterCount& params, const Pr
   const QuantizedBase base = quantized_base(c);
   Bytes total{0};
   for (const TensorGroup& tensor : params.vision) {
-    if (part == TowerPart::kUnits && tensor.layer == LayerKind::kNone) continue;
+    if (part == TowerPart::kUnits && !tensor.unit) continue;
     const TensorGroup g = as_stored(tensor, c);
     if (unshardable) {
       if (!bnb_4bit_base(c)) continue;
@@ -235,7 +277,7 @@ Bytes vision_root_gathered_bytes(const Config& c, const ParameterCount& params, 
   const QuantizedBase base = quantized_base(c);
   Bytes total{0};
   for (const TensorGroup& tensor : params.vision) {
-    if (tensor.layer != LayerKind::kNone) continue;
+    if (tensor.unit) continue;
     const TensorGroup g = as_stored(tensor, c);
     total += (peft ? frozen_bytes_each(g, f, element, base) - quant_state_bytes_each(g, f, base)
                    : g.elements_each() * element) *

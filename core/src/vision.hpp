@@ -14,6 +14,23 @@ namespace memfit {
 // The tower's tensor groups (component kVisionTower), none when model.vision_type is none.
 void vision_parameters(const ModelSpec& model, std::vector<TensorGroup>& out);
 
+// Which parts of the tower the run trains (training.finetune.train_vision): none without a tower or
+// under a PEFT method (its adapters go on the language model; validate.cpp refuses another choice);
+// auto: the whole tower under TRL, whose SFTTrainer freezes nothing, and none elsewhere, as
+// LLaMA-Factory (freeze_vision_tower, freeze_multi_modal_projector) and ms-swift (freeze_vit,
+// freeze_aligner) hold it by default.
+VisionTrain resolve_train_vision(const Config& config);
+
+// The parameters as the memory model places them: the tower's parts the run trains move from
+// `vision` into `groups` and total_count (kept apart from the language model's blocks: layer
+// kNone, their `unit` flags kept), where they are weights, gradients, master weights and optimizer
+// states as the language model's are; what stays in `vision` is held frozen.
+ParameterCount with_trained_vision(const Config& config, ParameterCount params);
+
+// Whether frozen pieces of the tower sit in FSDP's root unit (outside its own units) beside what
+// trains there: the whole tower frozen, or only some of its parts training.
+bool vision_root_frozen(const Config& config);
+
 // Which of the tower's tensors: all of them, or those in FSDP units of their own (vision_parameters'
 // `unit` groups, never gathered by a text-only step).
 enum class TowerPart { kAll, kUnits };

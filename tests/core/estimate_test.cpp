@@ -881,5 +881,81 @@ TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
   refused(encoder, "model.vision_type");
 }
 
+// training.finetune.train_vision: the tower's parts a full fine-tune trains hold weights,
+// gradients and optimizer states as the language model's do; what stays frozen is held as before.
+TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {
+  const HfImport vl = import_hf_config_text(
+      R"({"model_type":"qwen2_5_vl","hidden_size":3584,"intermediate_size":18944,"num_hidden_layers":28,)"
+      R"("num_attention_heads":28,"num_key_value_heads":4,"vocab_size":152064,"max_position_embeddings":128000,)"
+      R"("tie_word_embeddings":false,"vision_config":{"depth":32,"hidden_size":1280,"out_hidden_size":3584,)"
+      R"("intermediate_size":3420}})");
+  ASSERT_TRUE(vl.errors.empty());
+  constexpr std::int64_t kTower = 676'550'144;
+  // Qwen2.5-VL's merger (the projector LLaMA-Factory and ms-swift name): its RMSNorm over the
+  // encoder's width and two biased linears, 4 × 1280 wide, out to the language model's 3584.
+  constexpr std::int64_t kProjector = 1280 + 5120LL * 5120 + 5120 + 3584LL * 5120 + 3584;
+  Config frozen = default_config();  // bf16_mixed (AMP), AdamW, one GPU
+  frozen.model = vl.model;
+  frozen.training.finetune.train_vision = VisionTrain::kNone;
+  const Estimate base = estimate(frozen);
+  ASSERT_TRUE(base.ok());
+  const auto trains = [&](VisionTrain part, Framework framework = Framework::kHf) {
+    Config c = frozen;
+    c.training.finetune.train_vision = part;
+    c.training.implementation.framework = framework;
+    return estimate(c);
+  };
+  for (const auto& [part, trained] : {std::pair{VisionTrain::kAll, kTower}, std::pair{VisionTrain::kProjector, kProjector},
+                                      std::pair{VisionTrain::kEncoder, kTower - kProjector}}) {
+    const Estimate e = trains(part);
+    ASSERT_TRUE(e.ok());
+    // The weights are held as before (fp32 under AMP, trained or not); the trained part adds its
+    // fp32 gradients and AdamW's two fp32 moments; the counts say which parameters train.
+    EXPECT_EQ(e.breakdown.parameters.value(), base.breakdown.parameters.value());
+    EXPECT_EQ(e.breakdown.gradients.value() - base.breakdown.gradients.value(), 4 * trained);
+    EXPECT_EQ(e.breakdown.optimizer_states.value() - base.breakdown.optimizer_states.value(), 8 * trained);
+    EXPECT_EQ(e.trainable_parameter_count.value() - base.trainable_parameter_count.value(), trained);
+    EXPECT_EQ(e.parameter_count.value(), base.parameter_count.value());  // the language model's
+    EXPECT_EQ(e.vision_bytes.value(), 4 * (kTower - trained));          // what stays frozen
+    EXPECT_EQ(e.static_bytes_per_parameter, 16.0);
+  }
+  // auto: TRL's SFTTrainer freezes nothing; the other stacks are taken to freeze it.
+  EXPECT_EQ(trains(VisionTrain::kAuto, Framework::kTrl).trainable_parameter_count.value(),
+            base.trainable_parameter_count.value() + kTower);
+  EXPECT_EQ(trains(VisionTrain::kAuto).trainable_parameter_count.value(), base.trainable_parameter_count.value());
+  // ZeRO-3 on 4 GPUs shards the trained tower's gradients and states with the model's.
+  Config sharded = frozen;
+  sharded.parallel.num_gpus = 4;
+  sharded.parallel.zero_stage = 3;
+  const Estimate sharded_frozen = estimate(sharded);
+  sharded.training.finetune.train_vision = VisionTrain::kAll;
+  const Estimate sharded_all = estimate(sharded);
+  EXPECT_EQ(sharded_all.breakdown.optimizer_states.value() - sharded_frozen.breakdown.optimizer_states.value(),
+            8 * kTower / 4);
+  // FSDP1's root unit mixes frozen and trained parameters only where part of the tower stays
+  // frozen (use_orig_params then needed); with all of it training, nothing there is frozen.
+  const auto advised = [](Config c) {
+    c.parallel.fsdp_version = FsdpVersion::kOne;
+    c.parallel.fsdp_use_orig_params = false;
+    bool said = false;
+    for (const Issue& w : estimate(c).warnings) said = said || w.field == "parallel.fsdp_use_orig_params";
+    return said;
+  };
+  EXPECT_FALSE(advised(sharded));
+  sharded.training.finetune.train_vision = VisionTrain::kProjector;
+  EXPECT_TRUE(advised(sharded));
+  // Under a PEFT method the tower is held frozen beside the adapters: another choice is refused.
+  Config lora = frozen;
+  lora.training.finetune.method = FinetuneMethod::kLora;
+  lora.training.finetune.train_vision = VisionTrain::kAll;
+  bool named = false;
+  for (const Issue& i : estimate(lora).errors) named = named || i.field == "training.finetune.train_vision";
+  EXPECT_TRUE(named);
+  lora.training.finetune.train_vision = VisionTrain::kAuto;
+  lora.training.implementation.framework = Framework::kTrl;
+  EXPECT_TRUE(estimate(lora).ok());
+  EXPECT_EQ(estimate(lora).vision_bytes.value(), 2 * kTower);
+}
+
 }  // namespace
 }  // namespace memfit

@@ -52,7 +52,7 @@ IGNORED = {
                               "num_virtual_tokens", "encoder_hidden_size", "prefix_projection",
                               "encoder_reparameterization_type", "adapter_len", "adapter_start_layer",
                               "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens", "num_adapters",
-                              "modules_to_save", "loaded_before_wrapping", "feedforward_modules", "decompose_factor", "quant_method", "gptq_kernel", "gptq_group_size", "bnb_keeps_input", "trainable_layers", "lowest_trainable_layer", "train_embeddings", "train_head", "nf4_whole_tensor", "target_parameters", "quant_storage"],
+                              "modules_to_save", "loaded_before_wrapping", "feedforward_modules", "decompose_factor", "quant_method", "gptq_kernel", "gptq_group_size", "bnb_keeps_input", "trainable_layers", "lowest_trainable_layer", "train_embeddings", "train_head", "train_vision", "nf4_whole_tensor", "target_parameters", "quant_storage"],
     },
     "result": ["implementation", "allocator", "vision_parameter_count"],
     "gpu_row": ["runs", "lacks", "budget_left_bytes"],

@@ -48,6 +48,12 @@ enum class PosAttType { kC2pP2c, kC2p, kP2c };
 // The vision encoder and projector a multimodal model loads beside its language model
 // (model.vision_type), by the transformers class that builds them.
 enum class VisionTower { kNone, kQwen2Vl, kQwen25Vl, kQwen3Vl, kGemma3, kLlava, kMistral3 };
+// Which of a vision tower's parts a full fine-tune trains (training.finetune.train_vision): none,
+// the projector (Qwen's mergers, the multi_modal_projector: LLaMA-Factory's
+// freeze_multi_modal_projector false, ms-swift's freeze_aligner false), the encoder without it
+// (freeze_vision_tower / freeze_vit false), or both. auto: both under TRL, none elsewhere
+// (resolve_train_vision, vision.cpp).
+enum class VisionTrain { kAuto, kNone, kProjector, kEncoder, kAll };
 
 enum class Precision {
   kFp32,        // everything fp32
@@ -545,6 +551,7 @@ struct Finetune {
   std::int64_t lowest_trainable_layer = -1;
   bool train_embeddings = false;
   bool train_head = false;
+  VisionTrain train_vision = VisionTrain::kAuto;  // a vision tower's trained parts (full fine-tuning)
 };
 
 struct Training {

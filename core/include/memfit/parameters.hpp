@@ -20,7 +20,8 @@ enum class Component {
   kRelativePosition,  // T5's relative bias tables, DeBERTa's relative embeddings (and their norm)
   kClassifier,        // a classification head (its dense layer and its output projection)
   kPooler,            // the last of the language model's: the JSON lists components up to it
-  kVisionTower,       // a multimodal model's vision encoder and projector (ParameterCount::vision)
+  kVisionTower,       // a multimodal model's vision encoder (ParameterCount::vision)
+  kVisionProjector,   // and its projector into the language model (Qwen's mergers, multi_modal_projector)
 };
 const char* to_string(Component c);
 bool is_block_component(Component c);  // inside the transformer blocks
@@ -30,6 +31,10 @@ inline bool is_embedding(Component c) {
   return c == Component::kTokenEmbedding || c == Component::kPositionEmbedding ||
          c == Component::kTokenTypeEmbedding || c == Component::kEmbeddingNorm;
 }
+
+// A multimodal model's vision encoder or projector (ParameterCount::vision; in `groups` where they
+// train: with_trained_vision).
+inline bool is_vision(Component c) { return c == Component::kVisionTower || c == Component::kVisionProjector; }
 
 // Which blocks a tensor group belongs to: none (embeddings, final norm, head), the dense blocks or
 // the mixture-of-experts blocks; its count is then layers × tensors per layer. An encoder-decoder's
@@ -54,6 +59,10 @@ struct TensorGroup {
   unsigned lora_target = 0;  // the LoraTarget bit this weight answers to, 0 if none
   LayerKind layer = LayerKind::kNone;
   Mixer mixer = Mixer::kAll;
+  // A vision tower's group inside a module its classes list in _no_split_modules (its blocks,
+  // SigLIP's and CLIP's embeddings, SigLIP's pooling head): an FSDP unit of its own, outside the
+  // root unit, under accelerate's transformer auto-wrap.
+  bool unit = false;
   Count elements_each() const { return cols.is_zero() ? rows : rows * cols; }
   Count elements() const { return elements_each() * count; }
 };
@@ -86,7 +95,8 @@ struct ParameterCount {
   bool is_linear_layer(std::int64_t index) const;
   std::int64_t layers = 0;      // blocks in the stack (the decoder-only / encoder-only ones)
   // A multimodal model's vision encoder and projector (model.vision_type), kept out of `groups` and
-  // of every count above: the language model is what trains and runs; the tower is only held.
+  // of every count above: what is held frozen. The parts a full fine-tune trains
+  // (training.finetune.train_vision) move into `groups` for the memory model (with_trained_vision).
   std::vector<TensorGroup> vision;
   Count vision_count;
 };
