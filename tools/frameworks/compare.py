@@ -418,11 +418,14 @@ def check_vision_tower(binary, path):
     prepare_model_for_kbit_training, LoRA on the language model): memfit reads each config.json the
     classes wrote (--hf-config), and its vision_parameter_count must equal the tower's parameters and
     the bytes the tower adds to breakdown.parameters (model.vision_type against none) the bytes
-    measured, parameters and quantisation state, exactly."""
+    measured, parameters and quantisation state, exactly; and where a full fine-tune trains its
+    projector, its encoder or both (training.finetune.train_vision), the trainable parameters and the
+    AdamW state bytes it adds equal to torch's."""
     m = load_measurement(path)
     if m is None:
         return []
     problems = []
+    trained_checks = 0
     for case in m["cases"]:
         label = f"vision tower {case['model_type']} {case['variant']}"
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -461,8 +464,31 @@ def check_vision_tower(binary, path):
             if added != measured_bytes:
                 problems.append(f"{label} ({with_tower['config']['training']['finetune']['method']}): the tower "
                                 f"adds {added:,} bytes in memfit, holds {measured_bytes:,}")
-    print(f"\nvision towers held frozen (transformers {m['versions']['transformers']}, bitsandbytes "
-          f"{m['versions']['bitsandbytes']}): {len(m['cases'])} cases, {len(problems)} off")
+        # A full fine-tune in fp32 training a part of the tower (training.finetune.train_vision): the
+        # trainable parameters it adds and the AdamW states torch made for them.
+        parts = ["none"] + list(case.get("trained", {}))
+        full = {"framework": "hf", "precision": "fp32", "optimizer": "adamw", "micro_batch_size": 1, "seq_len": 16,
+                "checkpointing": "none", "dropout": 0}
+        runs = [{"model": model, "training": dict(full, finetune={"method": "full", "train_vision": part})}
+                for part in parts]
+        results = [json.loads(line) for line in subprocess.run(
+            [binary, "--batch"], input="".join(json.dumps(c) + "\n" for c in runs),
+            capture_output=True, text=True, check=True).stdout.splitlines()]
+        for part, result in zip(parts[1:], results[1:]):
+            if not result.get("ok") or not results[0].get("ok"):
+                problems.append(f"{label} train_vision {part}: memfit refused it: {result.get('errors')}")
+                continue
+            measured = case["trained"][part]
+            trained_checks += 1
+            trainable = result["trainable_parameter_count"] - results[0]["trainable_parameter_count"]
+            states = result["breakdown"]["optimizer_states"] - results[0]["breakdown"]["optimizer_states"]
+            if trainable != measured["tower_trainable"] or states != measured["tower_state_bytes"]:
+                problems.append(f"{label} train_vision {part}: memfit trains {trainable:,} tower parameters with "
+                                f"{states:,} state bytes, torch {measured['tower_trainable']:,} with "
+                                f"{measured['tower_state_bytes']:,}")
+    print(f"\nvision towers held frozen or trained (transformers {m['versions']['transformers']}, bitsandbytes "
+          f"{m['versions']['bitsandbytes']}): {len(m['cases'])} cases held frozen and {trained_checks} trained, "
+          f"{len(problems)} off")
     return problems
 
 

@@ -17,6 +17,12 @@ holds: every parameter's numel x element size outside the language model and its
 quantisation state of its Linear4bit layers (absmax, code book, nested absmax and code book). The
 check is in compare.py (check_vision_tower): memfit's vision_parameter_count equal, and the bytes
 the vision tower adds to memfit's breakdown.parameters equal to the bytes measured.
+
+A full fine-tune can also train the tower's projector, its encoder or both
+(training.finetune.train_vision): per class, the fp32 model with each part set to require grad by
+module name (ms-swift's aligner and vision tower, PROJECTOR below), its trainable parameters in the
+tower and the AdamW states torch makes for them at a first step; compare.py checks memfit's
+trainable_parameter_count and optimizer_states against them.
 """
 
 import importlib.metadata as md
@@ -104,6 +110,49 @@ def _case(model_type, folder, load, prepare_kbit):
             "trainable_in_tower": sum(p.numel() for p in params if p.requires_grad)}
 
 
+# The tower's parts by module name, as ms-swift's model metadata names them (the aligner beside the
+# vision tower: freeze_aligner, freeze_vit; LLaMA-Factory's projector_key and vision_model_keys in
+# model_utils/visual.py are the same modules but for Qwen3-VL, whose pos_embed and deepstack mergers
+# it names in neither list): the projector, and the encoder, everything else outside the language model.
+PROJECTOR = {"qwen2_vl": ("model.visual.merger.",), "qwen2_5_vl": ("model.visual.merger.",),
+             "qwen3_vl": ("model.visual.merger.", "model.visual.deepstack_merger_list."),
+             "gemma3": ("model.multi_modal_projector.",), "llava": ("model.multi_modal_projector.",),
+             "mistral3": ("model.multi_modal_projector.",)}
+
+
+def _trained(model_type, folder):
+    """A full fine-tune in fp32 that trains the language model and a part of the tower (projector,
+    encoder, all): the trainable parameters in the tower, and the bytes of the AdamW states
+    torch.optim.AdamW makes for them at its first step (exp_avg and exp_avg_sq; its 0-dim step
+    counters are left out, as memfit leaves them out)."""
+    from transformers import AutoModelForImageTextToText
+    out = {}
+    for part in ("projector", "encoder", "all"):
+        model = AutoModelForImageTextToText.from_pretrained(folder, dtype=torch.float32, device_map="cpu")
+
+        def in_tower(name):
+            return "language_model" not in name and "lm_head" not in name
+
+        def trains(name):
+            if not in_tower(name):
+                return True
+            projector = name.startswith(PROJECTOR[model_type])
+            return part == "all" or projector == (part == "projector")
+        for name, p in model.named_parameters():
+            p.requires_grad_(trains(name))
+        tower = {id(p) for n, p in model.named_parameters() if in_tower(n) and p.requires_grad}
+        trained = [p for p in model.parameters() if p.requires_grad]
+        for p in trained:
+            p.grad = torch.zeros_like(p)
+        optimizer = torch.optim.AdamW(trained, lr=1e-3, foreach=False)
+        optimizer.step()
+        state_bytes = sum(t.numel() * t.element_size() for p in trained if id(p) in tower
+                          for key, t in optimizer.state[p].items() if key != "step")
+        out[part] = {"tower_trainable": sum(p.numel() for p in trained if id(p) in tower),
+                     "tower_state_bytes": state_bytes}
+    return out
+
+
 def main():
     from transformers import AutoConfig, AutoModelForImageTextToText
     cases = []
@@ -114,10 +163,13 @@ def main():
             AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16).save_pretrained(folder)
             with open(os.path.join(folder, "config.json")) as f:
                 hf_config = json.load(f)
+            trained = _trained(model_type, folder)
+            print(f"{model_type:11s} trained parts: " + ", ".join(f"{k} {v['tower_trainable']:,}" for k, v in trained.items()))
             for name, load, prepare_kbit in VARIANTS:
                 measured = _case(model_type, folder, load, prepare_kbit)
                 cases.append({"model_type": model_type, "variant": name, "load": load, "prepare_kbit": prepare_kbit,
-                              "hf_config": hf_config, "measured": measured})
+                              "hf_config": hf_config, "measured": measured,
+                              **({"trained": trained} if load == "fp32" else {})})
                 print(f"{model_type:11s} {name:17s} {measured['parameters']:>9,} parameters "
                       f"{measured['parameter_bytes'] + measured['quant_state_bytes']:>10,} bytes "
                       f"({measured['linear4bit_layers']} Linear4bit)")
