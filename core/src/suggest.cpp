@@ -10,6 +10,7 @@
 #include "memfit/patch.hpp"
 #include "memfit/solve.hpp"
 #include "memfit/step_time.hpp"
+#include "vision.hpp"
 
 namespace memfit {
 
@@ -49,9 +50,13 @@ Estimate estimate_patched(const Config& c, const Json& p) {
   return estimate(parsed.config);
 }
 
-Json lora_patch(std::int64_t base_bits) {
+Json lora_patch(const Config& c, std::int64_t base_bits) {
   Json p = patch("training.finetune.method", Json::string("lora"));
   set_path(p, "training.finetune.base_bits", Json::integer(base_bits));
+  // A vision tower is held frozen beside the adapters (validate.cpp refuses training it there).
+  if (c.training.finetune.train_vision != VisionTrain::kAuto && c.training.finetune.train_vision != VisionTrain::kNone) {
+    set_path(p, "training.finetune.train_vision", Json::string("auto"));
+  }
   return p;
 }
 
@@ -267,6 +272,13 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
   }
   if (t.micro_batch_size > 1) add_smaller_micro_batch(c, out);
   add_precision_changes(c, out);
+  // A full fine-tune that trains a vision tower: hold it frozen, as LLaMA-Factory and ms-swift do by
+  // default (its gradients and optimizer states go; its weights stay).
+  if (resolve_train_vision(c) != VisionTrain::kNone) {
+    out.push_back({"Freeze the vision tower", "the language model trains as before; the tower keeps its pretrained "
+                                              "weights (LLaMA-Factory's and ms-swift's default)",
+                   patch("training.finetune.train_vision", Json::string("none")), 3});
+  }
   // LoRA changes what is trained: not for pre-training (a run that already trains adapters may
   // still go to a 4-bit base).
   const bool adapters_allowed = resolved_goal(t) != Goal::kPretrain || t.finetune.method == FinetuneMethod::kLora;
@@ -274,13 +286,13 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
     // skip LoRA and QLoRA
   } else if (t.finetune.method == FinetuneMethod::kFull) {
     out.push_back({"LoRA (rank " + std::to_string(t.finetune.lora_rank) + ") instead of a full fine-tune",
-                   "trains adapters only; the base stays frozen in 16 bit", lora_patch(16), 5});
+                   "trains adapters only; the base stays frozen in 16 bit", lora_patch(c, 16), 5});
   }
   if (adapters_allowed && t.finetune.base_bits != 4) {
     out.push_back({"QLoRA (4-bit NF4 base)",
                    "frozen base quantised to 4 bits; each matmul dequantises its weight first, so steps are "
                    "slower",
-                   lora_patch(4), 6});
+                   lora_patch(c, 4), 6});
   }
   if (c.parallel.num_gpus == 1) add_more_gpus(c, out);
   // Several GPUs already, not fully sharded: shard on them before asking for more.

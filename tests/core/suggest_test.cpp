@@ -242,5 +242,28 @@ TEST(Suggest, Fsdp2ForALoraThatPaysForItsFrozenUnits) {
   EXPECT_FALSE(any_title(storage("bf16"), "bnb_4bit_quant_storage"));
 }
 
+// A full fine-tune that trains a vision tower (training.finetune.train_vision): holding it frozen is
+// offered, saving its gradients and optimizer states; LoRA's suggestion holds it frozen too (a PEFT
+// method with a trained tower is refused).
+TEST(Suggest, FreezeATrainedVisionTower) {
+  const auto list = suggestions_for(R"({"model":{"preset":"qwen2.5-3b","vision_type":"qwen2_5_vl"},)"
+                                    R"("training":{"seq_len":1024,"checkpointing":"full","finetune":{"train_vision":"all"}},)"
+                                    R"("hardware":{"gpu":"l40s-48gb"}})");
+  bool frozen = false, lora = false;
+  for (const Suggestion& s : list) {
+    // Qwen2.5-VL's 668,684,288 tower parameters (its 3B release: out_hidden_size 2048): fp32
+    // gradients and AdamW's two fp32 moments, 12 bytes each.
+    if (s.title == "Freeze the vision tower") frozen = s.saved_bytes.value() >= 12LL * 668'684'288 * 9 / 10;
+    if (s.title.find("LoRA (rank 16)") == 0) lora = s.verdict == Verdict::kFits;
+  }
+  EXPECT_TRUE(frozen);
+  EXPECT_TRUE(lora);
+  // Nothing to freeze where the tower is held frozen already.
+  EXPECT_FALSE(any_title(suggestions_for(R"({"model":{"preset":"qwen2.5-3b","vision_type":"qwen2_5_vl"},)"
+                                         R"("training":{"seq_len":1024,"checkpointing":"full"},)"
+                                         R"("hardware":{"gpu":"l40s-48gb"}})"),
+                         "Freeze the vision tower"));
+}
+
 }  // namespace
 }  // namespace memfit
