@@ -283,6 +283,18 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.match(href, /vision_type=qwen2_5_vl/);
     const second = await open(new URL(href).search);
     await assertShows(second, config);
+    // A full fine-tune that trains the tower too (TRL's default; here asked for): its choice sits in
+    // the training section's fold, and its gradients and states join the numbers and the link.
+    const more = second.locator('section[aria-labelledby="section-training"] details.more');
+    await more.locator('summary').click();
+    await second.selectOption(id('training.finetune.train_vision'), 'all');
+    const trained = { ...config, training: { finetune: { train_vision: 'all' } } };
+    const trainedAnswer = core.estimate(trained);
+    assert.equal(trainedAnswer.trainable_parameter_count - answer.trainable_parameter_count, 676550144);
+    assert.equal(trainedAnswer.breakdown.optimizer_states - answer.breakdown.optimizer_states, 8 * 676550144);
+    await assertShows(second, trained);
+    assert.match(await second.locator('body').innerText(), /vision encoder and projector \(676,550,144 parameters, outside the parameter count\) train with the language model/);
+    assert.match(await second.getByTestId('copy-link').getAttribute('data-href'), /train_vision=all/);
     await second.close();
     await p.close();
   });
