@@ -4,7 +4,7 @@
 //   calculator   everything it loads, the core's worker and wasm included. ≤ 368 KiB gzipped (367 until the
 //                nineteenth Dec 6 2026 session, when a full fine-tune training a vision tower's projector, encoder
 //                or both (training.finetune.train_vision: the tower's parts among the trained parameters, its
-//                checks, note and suggestion) brought it to 367.3; 358 until the
+//                checks, note and suggestion) brought it to 367.4; 358 until the
 //                eighteenth Dec 6 2026 session, when a multimodal model's vision tower held frozen with the
 //                weights (thirteen model fields and where each applies, the towers of Qwen2-VL, Qwen2.5-VL,
 //                Qwen3-VL, Gemma 3, LLaVA and Mistral 3 counted as transformers' classes build them, their

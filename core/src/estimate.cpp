@@ -362,6 +362,7 @@ Estimate estimate(const Config& requested) {
   // (they are in trainable_parameter_count, not in parameter_count, which stays the language model's).
   const ParameterCount params = with_trained_vision(c, e.parameters);
   const Count trained_vision = params.total_count - e.parameters.total_count;
+  e.vision_trained_count = trained_vision;
   const bool peft = is_peft(c);
   const TrainableCounts counts = trainable_counts(c, params, e.parameter_count + trained_vision);
   e.trainable_parameter_count = counts.trainable;

@@ -201,8 +201,10 @@ Json estimate_to_json(const Estimate& e) {
   j.set("trainable_parameter_count", bytes(e.trainable_parameter_count));
   j.set("architecture_parameter_count", bytes(e.parameters.total_count));
   j.set("active_parameter_count", bytes(e.parameters.active_count));
-  // A multimodal model's vision tower: held frozen, outside the counts above (model.vision_type).
+  // A multimodal model's vision tower, outside the counts above (model.vision_type), and the part of
+  // it the run trains (in trainable_parameter_count).
   j.set("vision_parameter_count", bytes(e.parameters.vision_count));
+  j.set("vision_trained_parameter_count", bytes(e.vision_trained_count));
   j.set("parameters_by_component", parameters_by_component_json(e.parameters));
   j.set("parameters_by_layer", parameters_by_layer_json(e.parameters));
   Json recipe = recipe_json(recipe_of(e.config));

@@ -295,6 +295,7 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     await assertShows(second, trained);
     assert.match(await second.locator('body').innerText(), /vision encoder and projector \(676,550,144 parameters, outside the parameter count\) train with the language model/);
     assert.match(await second.getByTestId('copy-link').getAttribute('data-href'), /train_vision=all/);
+    assert.match(await second.locator('#h-params').locator('..').innerText(), /Vision tower \(trained\)\s*676,550,144/);
     await second.close();
     await p.close();
   });

@@ -917,6 +917,7 @@ TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {
     EXPECT_EQ(e.trainable_parameter_count.value() - base.trainable_parameter_count.value(), trained);
     EXPECT_EQ(e.parameter_count.value(), base.parameter_count.value());  // the language model's
     EXPECT_EQ(e.vision_bytes.value(), 4 * (kTower - trained));          // what stays frozen
+    EXPECT_EQ(estimate_to_json(e).find("vision_trained_parameter_count")->as_exact_integer().value_or(0), trained);
     EXPECT_EQ(e.static_bytes_per_parameter, 16.0);
   }
   // auto: TRL's SFTTrainer freezes nothing; the other stacks are taken to freeze it.

@@ -54,7 +54,7 @@ IGNORED = {
                               "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens", "num_adapters",
                               "modules_to_save", "loaded_before_wrapping", "feedforward_modules", "decompose_factor", "quant_method", "gptq_kernel", "gptq_group_size", "bnb_keeps_input", "trainable_layers", "lowest_trainable_layer", "train_embeddings", "train_head", "train_vision", "nf4_whole_tensor", "target_parameters", "quant_storage"],
     },
-    "result": ["implementation", "allocator", "vision_parameter_count"],
+    "result": ["implementation", "allocator", "vision_parameter_count", "vision_trained_parameter_count"],
     "gpu_row": ["runs", "lacks", "budget_left_bytes"],
 }
 # Statistics of docs/accuracy.md that tools/accuracy/band.py compiles into the core: they move whenever the

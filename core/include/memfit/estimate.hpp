@@ -102,9 +102,13 @@ struct Estimate {
   // Weights, gradients, optimizer states and master weights per (base) parameter, all GPUs
   // together: the seeds' "14x rule" number, 2–3 for LoRA.
   double static_bytes_per_parameter = 0;
-  // What a multimodal model's vision tower adds on this GPU (its weights, with what ZeRO-3 cannot
-  // shard of its 4-bit quantisation) and on the host (parameter offload): not per base parameter.
+  // What a multimodal model's vision tower, or the part of it held frozen, adds on this GPU (its
+  // weights, with what ZeRO-3 cannot shard of its 4-bit quantisation) and on the host (parameter
+  // offload): not per base parameter.
   Bytes vision_bytes, vision_offloaded_bytes;
+  // Of the tower's parameters, those the run trains (training.finetune.train_vision; in
+  // trainable_parameter_count, and with the model's in the weights, gradients and states).
+  Count vision_trained_count;
   // Where published GPU runs landed relative to memfit (docs/accuracy.md): 80 % of them measured
   // between these multiples of the estimate; applied to peak_allocated_bytes. Empty (0, 0) under
   // the seeds' convention.

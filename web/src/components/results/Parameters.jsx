@@ -17,7 +17,12 @@ export function Parameters({ result }) {
           <div><dt>Counted architecture</dt><dd class="num">{formatCount(result.architecture_parameter_count)}</dd></div>
         )}
         {result.vision_parameter_count > 0 && (
-          <div><dt>Vision tower (frozen)</dt><dd class="num" data-testid="vision-parameter-count">{formatCount(result.vision_parameter_count)}</dd></div>
+          <div><dt>Vision tower ({!result.vision_trained_parameter_count ? 'frozen'
+            : result.vision_trained_parameter_count === result.vision_parameter_count ? 'trained' : 'part trained'})</dt>
+            <dd class="num" data-testid="vision-parameter-count">{formatCount(result.vision_parameter_count)}</dd></div>
+        )}
+        {result.vision_trained_parameter_count > 0 && result.vision_trained_parameter_count < result.vision_parameter_count && (
+          <div><dt>Of it trained</dt><dd class="num" data-testid="vision-trained-count">{formatCount(result.vision_trained_parameter_count)}</dd></div>
         )}
         {result.active_parameter_count !== undefined && result.active_parameter_count !== result.architecture_parameter_count && (
           <div><dt>Active per token</dt><dd class="num">{formatCount(result.active_parameter_count)}</dd></div>
