@@ -460,9 +460,11 @@ Json applicability(std::string_view path) {
   } else if (path == "model.vision_deepstack_layers") {
     towers({"qwen3_vl"});
   } else if (path == "model.vision_use_head") {
-    towers({"gemma3"});
+    towers({"gemma3", "llava"});  // SigLIP's: Gemma 3's, or LLaVA's over SigLIP (vision_encoder)
   } else if (path == "model.vision_projector_bias") {
     towers({"llava", "mistral3"});
+  } else if (path == "model.vision_encoder") {
+    towers({"llava"});
   } else if (path == "training.finetune.train_vision") {
     towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3"});
     all.push(when_in("training.finetune.method", spellings({"full"})));

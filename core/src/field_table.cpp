@@ -223,6 +223,10 @@ std::vector<Field> build_fields() {
               "SigLIP's attention-pooling head (Gemma 3's are off); auto = no", "auto", "yes", "no"),
       MF_ENUM("model.vision_projector_bias", model.vision_projector_bias, Switch,
               "biases on the projector's linears; auto = the class's (LLaVA yes, Mistral 3 no)", "auto", "yes", "no"),
+      MF_ENUM("model.vision_encoder", model.vision_encoder, VisionEncoder,
+              "the vision encoder class under LLaVA (LlavaModel builds the one vision_config names: CLIP for "
+              "LLaVA-1.5, SigLIP for LLaVA-Interleave, Pixtral for Pixtral-12B); auto = CLIP",
+              "auto", "clip", "siglip", "pixtral"),
       MF_INT("model.nominal_parameter_count", model.nominal_parameter_count, 0, 1'000'000 * kBillion,
              "use this parameter count instead of the counted one (the seeds' nominal sizes); 0 = count"),
 

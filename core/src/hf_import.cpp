@@ -1332,10 +1332,26 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
   if (t == VisionTower::kGemma3 || t == VisionTower::kLlava || t == VisionTower::kMistral3) {
     const char* vision_class = t == VisionTower::kGemma3 ? "siglip_vision_model"
                                : t == VisionTower::kLlava ? "clip_vision_model" : "pixtral";
-    if (const Json* cls = v.find("model_type"); cls && !(cls->is_string() && cls->as_string() == vision_class)) {
-      refuse("vision_config.model_type", describe(*cls) + " is not the vision class memfit knows under " +
-                                             describe(Json::string(type)) + " (\"" + vision_class + "\")");
+    // LLaVA builds the encoder vision_config names (LlavaModel: AutoModel.from_config): CLIP,
+    // SigLIP (LLaVA-Interleave) or Pixtral (Pixtral-12B), each with its config class's defaults.
+    VisionEncoder encoder = VisionEncoder::kAuto;
+    std::int64_t image = t == VisionTower::kMistral3 ? 1024 : 224;
+    if (const Json* cls = v.find("model_type"); cls && t == VisionTower::kLlava && cls->is_string() &&
+                                                (cls->as_string() == "siglip_vision_model" || cls->as_string() == "pixtral")) {
+      const bool pixtral = cls->as_string() == "pixtral";
+      encoder = pixtral ? VisionEncoder::kPixtral : VisionEncoder::kSiglip;
+      read.vision_depth = pixtral ? 24 : 12;  // PixtralVisionConfig's and SiglipVisionConfig's defaults
+      read.vision_hidden_size = pixtral ? 1024 : 768;
+      read.vision_intermediate_size = pixtral ? 4096 : 3072;
+      read.vision_patch_size = 16;
+      image = pixtral ? 1024 : 224;
+      read.vision_use_head = Switch::kYes;  // SiglipVisionConfig's vision_use_head
+    } else if (cls && !(cls->is_string() && cls->as_string() == vision_class)) {
+      refuse("vision_config.model_type", describe(*cls) + " is not a vision class memfit knows under " +
+                                             describe(Json::string(type)) + " (\"" + vision_class + "\"" +
+                                             (t == VisionTower::kLlava ? ", \"siglip_vision_model\" or \"pixtral\")" : ")"));
     }
+    read.vision_encoder = encoder;
     if (const Json* layers = outer.find("vision_feature_layer"); layers && !layers->is_number()) {
       refuse("vision_feature_layer", "several layers concatenated into the projector are not modelled");
     }
@@ -1343,13 +1359,15 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
     size("hidden_size", read.vision_hidden_size);
     size("intermediate_size", read.vision_intermediate_size);
     size("num_channels", read.vision_in_channels);
-    std::int64_t image = t == VisionTower::kMistral3 ? 1024 : 224;
     size("image_size", image);
     size("patch_size", read.vision_patch_size);
     if (image < read.vision_patch_size) refuse("vision_config.image_size", "must be at least its patch_size");
     // SigLIP: one learned position per patch; CLIP: one more, for its class token. Pixtral's are rotary.
     const std::int64_t side = image / read.vision_patch_size;
-    if (t != VisionTower::kMistral3) read.vision_num_position_embeddings = side * side + (t == VisionTower::kLlava);
+    const bool clip = t == VisionTower::kLlava && encoder == VisionEncoder::kAuto;
+    if (t != VisionTower::kMistral3 && encoder != VisionEncoder::kPixtral) {
+      read.vision_num_position_embeddings = side * side + (clip ? 1 : 0);
+    }
     if (read.vision_num_position_embeddings > 1'000'000) {
       refuse("vision_config.image_size", "makes more than 1,000,000 patches ((image_size / patch_size)²)");
     }

@@ -207,14 +207,6 @@ void check_hybrid(const Config& c, Checks& out) {
   if (t.checkpointing == Checkpointing::kSelective || t.checkpointing == Checkpointing::kSelectiveOp) {
     out.add("training.checkpointing", "must be none or full" + why);
   }
-  // PEFT's adapters go on the language model; a tower that trains beside them is modules_to_save's
-  // business (or adapters of its own), which memfit does not model.
-  const VisionTrain trains = c.training.finetune.train_vision;
-  if (is_peft(c) && trains != VisionTrain::kAuto && trains != VisionTrain::kNone) {
-    out.add("training.finetune.train_vision", "must be none or auto under a PEFT method (training.finetune.method " +
-                                                  std::string(to_string(c.training.finetune.method)) +
-                                                  "): the tower is held frozen beside the adapters");
-  }
   const Parallel& p = c.parallel;
   if (p.pipeline > 1) out.add("parallel.pipeline", "must be 1" + why + "; got " + group_digits(p.pipeline));
   if (p.tensor > 1) out.add("parallel.tensor", "must be 1" + why + "; got " + group_digits(p.tensor));
@@ -244,6 +236,11 @@ void check_vision(const Config& c, Checks& out) {
   }
   if (c.training.weight_quant != WeightQuant::kNone) {
     out.add("training.weight_quant", "must be none" + why + ": Q-GaLore's INT8 layers replace the tower's linears too");
+  }
+  // Only LLaVA builds the encoder its vision_config names; Gemma 3's and Mistral 3's are fixed.
+  if (m.vision_encoder != VisionEncoder::kAuto && m.vision_type != VisionTower::kLlava) {
+    out.add("model.vision_encoder", "must be auto unless model.vision_type is llava (the other wrappers' encoders are "
+                                    "fixed by their class)");
   }
   // PEFT's adapters go on the language model; a tower that trains beside them is modules_to_save's
   // business (or adapters of its own), which memfit does not model.

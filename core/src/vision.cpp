@@ -53,7 +53,8 @@ TensorGroup as_stored(TensorGroup g, const Config& c) {
   return g;
 }
 
-// The plain ViTs other wrappers load, as transformers 5.24 builds them, with their projectors:
+// The plain ViTs other wrappers load, as transformers 5.24 builds them, with their projectors (LLaVA
+// over whichever of them its vision_config names: model.vision_encoder):
 // Gemma 3's SigLIP (SiglipVisionModel: a biased patch Conv2d, a learned position per patch, blocks of
 // two LayerNorms, q, k, v and out_proj and a two-linear MLP, all biased, a final LayerNorm, and with
 // vision_use_head an attention-pooling head: a probe, nn.MultiheadAttention's packed in_proj and its
@@ -68,14 +69,21 @@ TensorGroup as_stored(TensorGroup g, const Config& c) {
 // (bitsandbytes leaves nn.MultiheadAttention's alone), the convolutions and Gemma 3's projection are not.
 void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   Builder b{out};
-  const bool siglip = m.vision_type == VisionTower::kGemma3, clip = m.vision_type == VisionTower::kLlava;
-  const bool pixtral = m.vision_type == VisionTower::kMistral3;
-  // 0: the released checkpoints' sizes (Gemma 3's SigLIP so400m at 896 pixels, LLaVA-1.5's CLIP
-  // ViT-L/14 at 336, Pixtral's encoder).
+  // The encoder: Gemma 3's SigLIP, Mistral 3's Pixtral, or under LLaVA the one vision_config names
+  // (model.vision_encoder: CLIP by default).
+  const bool llava = m.vision_type == VisionTower::kLlava;
+  const VisionEncoder encoder = m.vision_type == VisionTower::kGemma3     ? VisionEncoder::kSiglip
+                                : m.vision_type == VisionTower::kMistral3 ? VisionEncoder::kPixtral
+                                : m.vision_encoder == VisionEncoder::kAuto ? VisionEncoder::kClip
+                                                                           : m.vision_encoder;
+  const bool siglip = encoder == VisionEncoder::kSiglip, clip = encoder == VisionEncoder::kClip;
+  const bool pixtral = encoder == VisionEncoder::kPixtral;
+  // 0: the released checkpoints' sizes (Gemma 3's and LLaVA-Interleave's SigLIP so400m, at 896 and
+  // 384 pixels; LLaVA-1.5's CLIP ViT-L/14 at 336; Pixtral's encoder, Mistral 3's and Pixtral-12B's).
   const Count depth = size_or(m.vision_depth, siglip ? 27 : 24);
   const Count e = size_or(m.vision_hidden_size, siglip ? 1152 : 1024);
   const Count ff = size_or(m.vision_intermediate_size, siglip ? 4304 : 4096);
-  const Count patch = size_or(m.vision_patch_size, 14), channels = size_or(m.vision_in_channels, 3);
+  const Count patch = size_or(m.vision_patch_size, llava && pixtral ? 16 : 14), channels = size_or(m.vision_in_channels, 3);
   const Count out_width = Count(m.hidden_size);
   const Component v = Component::kVisionTower;
   const bool biased = !pixtral;
@@ -87,7 +95,10 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   b.matrix(v, "patch_embedding", e, channels * patch * patch, 1);
   if (siglip) b.vector(v, "patch_embedding.bias", e, 1);
   if (clip) b.vector(v, "class_embedding", e, 1);
-  if (!pixtral) b.matrix(v, "position_embedding", size_or(m.vision_num_position_embeddings, clip ? 577 : 4096), e, 1);
+  if (!pixtral) {
+    const std::int64_t positions = clip ? 577 : llava ? 729 : 4096;
+    b.matrix(v, "position_embedding", size_or(m.vision_num_position_embeddings, positions), e, 1);
+  }
   b.unit = false;
   if (clip) norm("pre_layrnorm", e, 1);
   if (pixtral) norm("ln_pre", e, 1);
@@ -122,13 +133,13 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   }
   b.unit = false;
   const Component projector = Component::kVisionProjector;
-  if (siglip) {
+  if (m.vision_type == VisionTower::kGemma3) {
     b.vector(projector, "mm_soft_emb_norm", e, 1);
     b.matrix(projector, "mm_input_projection_weight", e, out_width, 1);
     return;
   }
-  const bool projector_bias = m.vision_projector_bias == Switch::kAuto ? clip : m.vision_projector_bias == Switch::kYes;
-  if (pixtral) {
+  const bool projector_bias = m.vision_projector_bias == Switch::kAuto ? llava : m.vision_projector_bias == Switch::kYes;
+  if (m.vision_type == VisionTower::kMistral3) {
     const Count merge = size_or(m.vision_spatial_merge_size, 2);
     b.vector(projector, "multi_modal_projector.norm", e, 1);
     b.linear(projector, "multi_modal_projector.patch_merger.merging_layer", e, e * merge * merge, 1, false);

@@ -875,6 +875,11 @@ TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
   seeds.model = vl.model;
   seeds.training.precision = Precision::kSeed14p;
   refused(seeds, "model.vision_type");
+  Config gemma = default_config();
+  gemma.model = vl.model;
+  gemma.model.vision_type = VisionTower::kGemma3;
+  gemma.model.vision_encoder = VisionEncoder::kClip;  // only LLaVA's encoder is a choice
+  refused(gemma, "model.vision_encoder");
   Config encoder = default_config();
   encoder.model = *preset_model("bert-base-uncased");
   encoder.model.vision_type = VisionTower::kQwen2Vl;

@@ -221,9 +221,24 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
       // A file whose patches number more than a million.
       {R"({"model_type":"gemma3","text_config":{)" + small_text + R"(},"vision_config":{"image_size":1000000,"patch_size":1}})",
        "(vision_config)"},
-      // Another vision class under the wrapper, and feature layers concatenated, are left out too.
+      // LLaVA builds the encoder its vision_config names: SigLIP with its class's defaults (a
+      // pooling head, 224 pixels, 16-pixel patches), a LLaVA-Interleave-sized SigLIP without the head,
+      // and Pixtral-12B's Pixtral: 112,815,360, 419,251,744 and 434,957,312 in transformers 5.24.
+      {R"({"model_type":"llava","text_config":{"model_type":"llama","hidden_size":4096,"intermediate_size":11008,)"
+       R"("num_hidden_layers":2,"num_attention_heads":32,"vocab_size":32064},"vision_config":{"model_type":"siglip_vision_model"}})",
+       "112,815,360 parameters"},
+      {R"({"model_type":"llava","text_config":{"model_type":"llama","hidden_size":4096,"intermediate_size":11008,)"
+       R"("num_hidden_layers":2,"num_attention_heads":32,"vocab_size":32064},"vision_config":{"model_type":"siglip_vision_model",)"
+       R"("hidden_size":1152,"intermediate_size":4304,"num_hidden_layers":26,"image_size":384,"patch_size":14,"vision_use_head":false}})",
+       "419,251,744 parameters"},
+      {R"({"model_type":"llava","vision_feature_layer":-1,"text_config":{"model_type":"mistral","hidden_size":5120,)"
+       R"("intermediate_size":14336,"num_hidden_layers":2,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,)"
+       R"("vocab_size":131072},"vision_config":{"model_type":"pixtral","hidden_size":1024,"intermediate_size":4096,)"
+       R"("num_hidden_layers":24,"num_attention_heads":16,"head_dim":64,"image_size":1024,"patch_size":16}})",
+       "434,957,312 parameters"},
+      // Another vision class under the wrapper, and feature layers concatenated, are left out.
       {R"({"model_type":"llava","text_config":{"model_type":"llama",)" + small_text +
-           R"(},"vision_config":{"model_type":"siglip_vision_model"}})",
+           R"(},"vision_config":{"model_type":"dinov2"}})",
        "(vision_config)"},
       {R"({"model_type":"llava","vision_feature_layer":[-2,-5],"text_config":{"model_type":"llama",)" + small_text +
            R"(},"vision_config":{"model_type":"clip_vision_model"}})",

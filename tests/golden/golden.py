@@ -41,7 +41,7 @@ IGNORED = {
                   "vision_type", "vision_depth", "vision_hidden_size", "vision_intermediate_size",
                   "vision_out_hidden_size", "vision_patch_size", "vision_temporal_patch_size", "vision_in_channels",
                   "vision_spatial_merge_size", "vision_num_position_embeddings", "vision_deepstack_layers",
-                  "vision_use_head", "vision_projector_bias"],
+                  "vision_use_head", "vision_projector_bias", "vision_encoder"],
         "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
                      "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load",
                      "lora_adapter_dtype", "target_len", "galore_rank", "galore_update_interval", "max_preconditioner_dim",

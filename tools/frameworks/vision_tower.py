@@ -48,7 +48,7 @@ TEXT = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "n
 QWEN_TEXT = dict(TEXT, rope_scaling={"type": "mrope", "mrope_section": [8, 12, 12]})
 # (model_type, text_config, vision_config, the wrapper's own keys): small towers with every size the
 # classes read set to a value of its own (Qwen2-VL's mlp_ratio, Qwen3-VL's learned positions and
-# deepstack mergers, SigLIP's head on and off, the projectors' biases, Mistral 3's merge).
+# deepstack mergers, SigLIP's head on and off, the projectors' biases, Mistral 3's merge, LLaVA over SigLIP and Pixtral).
 TOWERS = (
     ("qwen2_vl", QWEN_TEXT, {"depth": 2, "embed_dim": 128, "hidden_size": 256, "num_heads": 4, "mlp_ratio": 2,
                              "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3}, {}),
@@ -70,6 +70,14 @@ TOWERS = (
     ("llava", dict(TEXT, model_type="llama"),
      {"model_type": "clip_vision_model", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
       "num_attention_heads": 4, "image_size": 70, "patch_size": 14}, {"multimodal_projector_bias": False}),
+    # LLaVA over the other encoders its vision_config can name: SigLIP with its head (LLaVA-Interleave)
+    # and Pixtral (Pixtral-12B).
+    ("llava", dict(TEXT, model_type="llama"),
+     {"model_type": "siglip_vision_model", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "image_size": 64, "patch_size": 16}, {}),
+    ("llava", dict(TEXT, model_type="mistral"),
+     {"model_type": "pixtral", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "head_dim": 32, "image_size": 64, "patch_size": 16}, {}),
     ("mistral3", dict(TEXT, model_type="mistral"),
      {"model_type": "pixtral", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
       "num_attention_heads": 4, "head_dim": 32, "image_size": 64, "patch_size": 16}, {"spatial_merge_size": 3}),

@@ -48,6 +48,10 @@ enum class PosAttType { kC2pP2c, kC2p, kP2c };
 // The vision encoder and projector a multimodal model loads beside its language model
 // (model.vision_type), by the transformers class that builds them.
 enum class VisionTower { kNone, kQwen2Vl, kQwen25Vl, kQwen3Vl, kGemma3, kLlava, kMistral3 };
+// The vision encoder class under a LLaVA wrapper (model.vision_encoder; LlavaModel builds whatever
+// vision_config names): CLIP (LLaVA-1.5), SigLIP (LLaVA-Interleave), Pixtral (Pixtral-12B). auto:
+// the wrapper's own (LLaVA's CLIP; Gemma 3's SigLIP and Mistral 3's Pixtral are fixed).
+enum class VisionEncoder { kAuto, kClip, kSiglip, kPixtral };
 // Which of a vision tower's parts a full fine-tune trains (training.finetune.train_vision): none,
 // the projector (Qwen's mergers, the multi_modal_projector: LLaMA-Factory's
 // freeze_multi_modal_projector false, ms-swift's freeze_aligner false), the encoder without it
@@ -449,6 +453,7 @@ struct ModelSpec {
   // = the class's: LLaVA on, Mistral 3 off).
   Switch vision_use_head = Switch::kAuto;
   Switch vision_projector_bias = Switch::kAuto;
+  VisionEncoder vision_encoder = VisionEncoder::kAuto;  // the encoder under LLaVA
   // When non-zero, the memory model uses this count instead of the counted architecture: the
   // seeds' scaling table uses nominal sizes ("LLaMA-7B": 7e9) with the 14P rule.
   std::int64_t nominal_parameter_count = 0;
