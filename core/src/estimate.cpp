@@ -32,9 +32,14 @@ namespace {
 Bytes weight_copies_on_gpu(const Config& c, const ParameterCount& params, const Placement& place) {
   const Bytes held = weight_copy_bytes(c, params, place);  // every weight this GPU holds
   if (c.parallel.zero_stage < 3 || held.is_zero()) return held;
-  // One unit (the largest block, its tensor-parallel slice) of what this GPU holds.
+  // One unit (the largest block, its tensor-parallel slice) of what this GPU holds, of the language
+  // model's weights (a trained vision tower's make no copies here: weight_copy_bytes).
   const Count unit = max(params.per_dense_layer_count, params.per_moe_layer_count);
-  return min(held, mul_div(held, unit, max(place.local_count * place.tensor, Count(1))));
+  Count tower = 0;
+  for (const TensorGroup& g : params.groups) {
+    if (is_vision(g.component)) tower += g.elements();
+  }
+  return min(held, mul_div(held, unit, max((place.local_count - tower) * place.tensor, Count(1))));
 }
 
 // What a vision tower's note says: what is held frozen and where, what trains (training.finetune.

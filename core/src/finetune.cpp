@@ -1,5 +1,7 @@
 #include "finetune.hpp"
 
+#include "vision.hpp"
+
 #include "memfit/implementation.hpp"
 
 namespace memfit {
@@ -74,7 +76,9 @@ std::vector<Shape> all_parameters(const ParameterCount& params) {
 
 std::int64_t lowest_backward_layer(const Config& c) {
   const Finetune& f = c.training.finetune;
-  if (!trains_some_layers(c) || f.train_embeddings) return 0;
+  // A vision tower that trains feeds the language model at its input: backward runs through every
+  // block to reach it, as it does to a trained embedding.
+  if (!trains_some_layers(c) || f.train_embeddings || resolve_train_vision(c) != VisionTrain::kNone) return 0;
   const std::int64_t layers = c.model.num_hidden_layers;
   return f.lowest_trainable_layer >= 0 ? f.lowest_trainable_layer : std::max<std::int64_t>(0, layers - f.trainable_layers);
 }

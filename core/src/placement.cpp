@@ -250,6 +250,9 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
     const bool head = g.component == Component::kHead || (tied_head && g.component == Component::kTokenEmbedding);
     if (head) return g.elements_each() * copy * head_uses;
     if (experts_uncast && g.component == Component::kExperts) return Bytes{0};
+    // A trained vision tower casts its weights while images run through it, which the estimate
+    // leaves out with the rest of the images' working memory (its note says so).
+    if (is_vision(g.component)) return Bytes{0};
     const bool matmul = g.linear || (g.component == Component::kRouter && !router_uncast);
     return matmul ? mul_div(g.elements_each() * copy, blocks_kept, Count(layers)) : Bytes{0};
   }));

@@ -209,8 +209,11 @@ Tensors trained_tensors(const Config& c, const ParameterCount& params, const Pla
   const ParameterCount view = trained_view(c, params);
   for (std::size_t i = 0; i < params.groups.size(); ++i) {
     const TensorGroup& g = params.groups[i];
-    if (g.layer == LayerKind::kNone && view.groups[i].count.value() > 0 && p.held(params, g).value() > 0) {
-      t.outside.push_back(g.elements_each() / p.tensor * p.held(params, g));
+    const Count held = p.held(params, g);
+    if (g.layer == LayerKind::kNone && view.groups[i].count.value() > 0 && held.value() > 0) {
+      // A trained vision tower's groups one tensor per block, as local_tensors has them.
+      const std::int64_t pieces = is_vision(g.component) ? std::min<std::int64_t>(held.value(), 256) : 1;
+      for (std::int64_t k = 0; k < pieces; ++k) t.outside.push_back(g.elements_each() / p.tensor * held / pieces);
     }
   }
   const std::int64_t layers = static_cast<std::int64_t>(model.layers.size());

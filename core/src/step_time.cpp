@@ -11,6 +11,7 @@
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "optimizer_states.hpp"
+#include "vision.hpp"
 
 namespace memfit {
 
@@ -501,7 +502,8 @@ StepTime step_time(const Config& c, const StepTimeOptions& options) {
   t.errors = validate(c);
   if (!t.errors.empty()) return t;
   const Config run = config_as_run(c);
-  return step_time(step_time_model(run, count_parameters(run.model), options), layout_of(run));
+  // The model as estimate() and the planner place it: a vision tower's trained parts with it.
+  return step_time(step_time_model(run, with_trained_vision(run, count_parameters(run.model)), options), layout_of(run));
 }
 
 const std::vector<const char*>& step_time_assumptions() {

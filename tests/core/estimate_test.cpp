@@ -925,6 +925,14 @@ TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {
     EXPECT_EQ(estimate_to_json(e).find("vision_trained_parameter_count")->as_exact_integer().value_or(0), trained);
     EXPECT_EQ(e.static_bytes_per_parameter, 16.0);
   }
+  // Training some blocks only: a trained tower feeds the language model at its input, so backward
+  // runs through every block, as for a trained embedding.
+  Config some = frozen;
+  some.training.finetune.trainable_layers = 4;
+  Config embeddings = some;
+  embeddings.training.finetune.train_embeddings = true;
+  some.training.finetune.train_vision = VisionTrain::kProjector;
+  EXPECT_EQ(estimate(some).breakdown.activations.value(), estimate(embeddings).breakdown.activations.value());
   // auto: TRL's SFTTrainer freezes nothing; the other stacks are taken to freeze it.
   EXPECT_EQ(trains(VisionTrain::kAuto, Framework::kTrl).trainable_parameter_count.value(),
             base.trainable_parameter_count.value() + kTower);
