@@ -769,12 +769,17 @@ namespace {
 // the weights, in the frozen base's dtype, and nothing else; ZeRO-3 shards it, parameter offload
 // moves it; engines that do not build the multimodal class, and tensor or pipeline splits, are
 // refused. Qwen2.5-VL-7B's tower: 676,550,144 parameters (transformers 5.24).
-TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
-  const HfImport vl = import_hf_config_text(
+// Qwen2.5-VL-7B's config.json keys: its language model and its vision tower.
+HfImport qwen25_vl_7b() {
+  return import_hf_config_text(
       R"({"model_type":"qwen2_5_vl","hidden_size":3584,"intermediate_size":18944,"num_hidden_layers":28,)"
       R"("num_attention_heads":28,"num_key_value_heads":4,"vocab_size":152064,"max_position_embeddings":128000,)"
       R"("tie_word_embeddings":false,"vision_config":{"depth":32,"hidden_size":1280,"out_hidden_size":3584,)"
       R"("intermediate_size":3420}})");
+}
+
+TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
+  const HfImport vl = qwen25_vl_7b();
   ASSERT_TRUE(vl.errors.empty());
   constexpr std::int64_t kTower = 676'550'144;
   Config with = default_config();
@@ -889,11 +894,7 @@ TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
 // training.finetune.train_vision: the tower's parts a full fine-tune trains hold weights,
 // gradients and optimizer states as the language model's do; what stays frozen is held as before.
 TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {
-  const HfImport vl = import_hf_config_text(
-      R"({"model_type":"qwen2_5_vl","hidden_size":3584,"intermediate_size":18944,"num_hidden_layers":28,)"
-      R"("num_attention_heads":28,"num_key_value_heads":4,"vocab_size":152064,"max_position_embeddings":128000,)"
-      R"("tie_word_embeddings":false,"vision_config":{"depth":32,"hidden_size":1280,"out_hidden_size":3584,)"
-      R"("intermediate_size":3420}})");
+  const HfImport vl = qwen25_vl_7b();
   ASSERT_TRUE(vl.errors.empty());
   constexpr std::int64_t kTower = 676'550'144;
   // Qwen2.5-VL's merger (the projector LLaMA-Factory and ms-swift name): its RMSNorm over the
