@@ -311,7 +311,8 @@ void stacked_expert_notes(const Config& c, Estimate& e) {
                           : "gate, up and down reach no module, ";
     }
     if (targets & kLoraRouter) reach += "the router (a parameter there) gets no adapter, ";
-    e.notes.push_back("PEFT maps no module names onto " + c.model.model_type + "'s stacked experts (transformers 5): " +
+    const std::string& type = c.model.multimodal_type.empty() ? c.model.model_type : c.model.multimodal_type;
+    e.notes.push_back("PEFT maps no module names onto " + type + "'s stacked experts (transformers 5): " +
                       reach + "and the routed experts stay frozen; training.finetune.target_parameters adapts them.");
   }
 }

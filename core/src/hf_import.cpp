@@ -1250,7 +1250,8 @@ namespace {
 
 const char* text_alias(const std::string& type) {
   static const std::pair<const char*, const char*> kTextAlias[] = {
-      {"qwen2_vl_text", "qwen2"}, {"qwen2_5_vl_text", "qwen2"}, {"qwen3_vl_text", "qwen3"}};
+      {"qwen2_vl_text", "qwen2"}, {"qwen2_5_vl_text", "qwen2"}, {"qwen3_vl_text", "qwen3"},
+      {"qwen3_vl_moe_text", "qwen3_moe"}};
   for (const auto& [name, family] : kTextAlias) {
     if (type == name) return family;
   }
@@ -1274,6 +1275,7 @@ const VisionTowerClass* find_vision_tower(std::string_view type) {
       {"qwen2_vl", VisionTower::kQwen2Vl, 32, 1280, 0, 3584, 14, 0, false},
       {"qwen2_5_vl", VisionTower::kQwen25Vl, 32, 3584, 3420, 3584, 14, 0, false},
       {"qwen3_vl", VisionTower::kQwen3Vl, 27, 1152, 4304, 3584, 16, 2304, false},
+      {"qwen3_vl_moe", VisionTower::kQwen3Vl, 27, 1152, 4304, 3584, 16, 2304, false},  // the same tower class
       {"gemma3", VisionTower::kGemma3, 12, 768, 3072, 0, 16, 0, false},
       {"llava", VisionTower::kLlava, 12, 768, 3072, 0, 32, 0, true},
       {"mistral3", VisionTower::kMistral3, 24, 1024, 4096, 0, 16, 0, false}};
@@ -1516,7 +1518,8 @@ HfImport import_hf_config(const Json& json) {
     static const std::pair<const char*, const char*> kTextClass[] = {
         {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"},
         {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"},
-        {"qwen2_vl", "qwen2_vl_text"}, {"qwen2_5_vl", "qwen2_5_vl_text"}, {"qwen3_vl", "qwen3_vl_text"}};
+        {"qwen2_vl", "qwen2_vl_text"}, {"qwen2_5_vl", "qwen2_5_vl_text"}, {"qwen3_vl", "qwen3_vl_text"},
+        {"qwen3_vl_moe", "qwen3_vl_moe_text"}};
     Json implied;
     for (const auto& [outer, inner] : kTextClass) {
       if (t == outer && text && text->is_object() && !text_type) {

@@ -568,7 +568,11 @@ ExpertTargeting expert_targeting(const Config& c) {
   const std::string& type = c.model.model_type;
   // Qwen3.5-MoE's language model (Qwen3_5MoeForCausalLM) too: PEFT 0.21's module names leave its
   // stacked experts alone (measured: tools/frameworks/families.py, qwen3_5_moe_text LoRA steps).
-  const bool unmapped = type == "qwen2_moe" || type == "gpt_oss" || type == "llama4_text" || type == "qwen3_5_moe_text";
+  // PEFT looks the pattern up by the loaded model's config.model_type: under a multimodal wrapper the
+  // wrapper's, and Qwen3-VL-MoE's (qwen3_vl_moe) is not in it (measured: PEFT 0.21 on a small
+  // Qwen3VLMoeForConditionalGeneration adapts q_proj alone for targets q, gate, up and down).
+  const bool unmapped = type == "qwen2_moe" || type == "gpt_oss" || type == "llama4_text" ||
+                        type == "qwen3_5_moe_text" || c.model.multimodal_type == "qwen3_vl_moe";
   return unmapped ? ExpertTargeting::kUnmapped : ExpertTargeting::kMapped;
 }
 

@@ -119,6 +119,34 @@ TEST(HfImport, HostileValuesAreNamedNotEchoed) {
 // A multimodal file (Gemma 3's, LLaVA's) nests its language model in text_config: that model is
 // read, with a warning that the vision encoder is not in the estimate; the outer tie applies when
 // the text config has none; an unknown text model is refused with both names.
+// Qwen3-VL-MoE (Qwen3-VL-30B-A3B's shapes): its language model is Qwen3-MoE's (transformers 5.24:
+// 30,532,122,624 parameters, stacked experts), its tower Qwen3-VL's (538,631,408, out to 2048).
+// PEFT looks its module-name conversion up by the wrapper's model_type, which has none: LoRA on
+// q, gate, up and down adapts q_proj alone (PEFT 0.21 on the same shapes: 4,718,592 at rank 16).
+TEST(HfImport, Qwen3VlMoeIsQwen3MoeWithTheQwen3VlTower) {
+  const HfImport vl = import_hf_config_text(
+      R"({"model_type":"qwen3_vl_moe","tie_word_embeddings":false,"text_config":{"model_type":"qwen3_vl_moe_text",)"
+      R"("hidden_size":2048,"intermediate_size":6144,"moe_intermediate_size":768,"num_hidden_layers":48,)"
+      R"("num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"num_experts":128,"num_experts_per_tok":8,)"
+      R"("decoder_sparse_step":1,"mlp_only_layers":[],"vocab_size":151936,"max_position_embeddings":262144,)"
+      R"("tie_word_embeddings":false},"vision_config":{"model_type":"qwen3_vl_moe","depth":27,"hidden_size":1152,)"
+      R"("intermediate_size":4304,"num_heads":16,"out_hidden_size":2048,"patch_size":16,"num_position_embeddings":2304,)"
+      R"("deepstack_visual_indexes":[8,16,24]}})");
+  ASSERT_TRUE(vl.errors.empty()) << first_error(vl);
+  EXPECT_EQ(vl.model.multimodal_type, "qwen3_vl_moe");
+  EXPECT_EQ(vl.model.vision_type, VisionTower::kQwen3Vl);
+  const ParameterCount count = count_parameters(vl.model);
+  EXPECT_EQ(count.total_count.value(), 30'532'122'624);
+  EXPECT_EQ(count.vision_count.value(), 538'631'408);
+  Config lora = default_config();
+  lora.model = vl.model;
+  lora.training.finetune.method = FinetuneMethod::kLora;
+  lora.training.finetune.lora_targets = kLoraQ | kLoraGate | kLoraUp | kLoraDown;
+  const Estimate e = estimate(lora);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e.trainable_parameter_count.value(), 4'718'592);
+}
+
 TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   const std::string text = R"({"model_type":"llama","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,)"
                            R"("num_attention_heads":4,"intermediate_size":128})";
