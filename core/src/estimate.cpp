@@ -83,8 +83,8 @@ std::string vision_note(const Config& c, const ParameterCount& params, const Pla
             "(training.finetune.train_vision). LoRA adapts the language model's layers only (a target list matched "
             "by name also matches a tower's q_proj in PEFT: a pattern on language_model keeps it out). ";
   }
-  return text + "The estimate is of text-only steps: images through the tower (its activations, and the image "
-                "tokens' share of training.seq_len) are not modelled.";
+  return text + "Images through the tower (its activations) are not modelled; their tokens are part of "
+                "training.seq_len: " + image_token_words(c.model) + ".";
 }
 
 // The measured-recipe path: what one training step allocates on the busiest GPU. `params` are the

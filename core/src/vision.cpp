@@ -9,6 +9,7 @@
 #include "finetune.hpp"
 #include "memfit/implementation.hpp"
 #include "peft.hpp"
+#include "text.hpp"
 
 namespace memfit {
 
@@ -246,6 +247,36 @@ ParameterCount with_trained_vision(const Config& c, ParameterCount params) {
   }
   params.vision = std::move(frozen);
   return params;
+}
+
+std::string image_token_words(const ModelSpec& m) {
+  const auto n = [](Count v) { return std::to_string(v.value()); };
+  const Count merge = size_or(m.vision_spatial_merge_size, 2);
+  switch (m.vision_type) {
+    case VisionTower::kNone: return "";
+    case VisionTower::kQwen2Vl:
+    case VisionTower::kQwen25Vl:
+    case VisionTower::kQwen3Vl: {
+      // Qwen's processor cuts an image into patch-size squares and the merger joins merge² of them.
+      const Count side = size_or(m.vision_patch_size, m.vision_type == VisionTower::kQwen3Vl ? 16 : 14) * merge;
+      return "(height / " + n(side) + ") × (width / " + n(side) + ") tokens an image, resized to multiples of " + n(side) +
+             " pixels";
+    }
+    case VisionTower::kGemma3: return "256 tokens an image (Gemma 3's mm_tokens_per_image)";
+    case VisionTower::kMistral3: {
+      const Count side = size_or(m.vision_patch_size, 14) * merge;
+      return "(height / " + n(side) + ") × (width / " + n(side) + ") tokens an image, and one more for each row";
+    }
+    case VisionTower::kLlava: break;
+  }
+  if (m.vision_encoder == VisionEncoder::kPixtral) {
+    const Count side = size_or(m.vision_patch_size, 16);
+    return "(height / " + n(side) + ") × (width / " + n(side) + ") tokens an image, and one more for each row";
+  }
+  // CLIP's class token is dropped (vision_feature_select_strategy default); SigLIP has none.
+  const bool clip = m.vision_encoder != VisionEncoder::kSiglip;
+  const Count patches = size_or(m.vision_num_position_embeddings, clip ? 577 : 729) - Count(clip ? 1 : 0);
+  return detail::group_digits(patches.value()) + " tokens an image (one per patch)";
 }
 
 bool vision_root_frozen(const Config& c) {

@@ -2,6 +2,7 @@
 // it holds (vision.cpp).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "memfit/config.hpp"
@@ -30,6 +31,10 @@ ParameterCount with_trained_vision(const Config& config, ParameterCount params);
 // Whether frozen pieces of the tower sit in FSDP's root unit (outside its own units) beside what
 // trains there: the whole tower frozen, or only some of its parts training.
 bool vision_root_frozen(const Config& config);
+
+// How many tokens an image adds to the language model's sequence (training.seq_len), in words, as
+// the tower's processor and projector make them.
+std::string image_token_words(const ModelSpec& model);
 
 // Which of the tower's tensors: all of them, or those in FSDP units of their own (vision_parameters'
 // `unit` groups, never gathered by a text-only step).

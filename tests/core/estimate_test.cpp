@@ -924,6 +924,11 @@ TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {
     EXPECT_EQ(e.parameter_count.value(), base.parameter_count.value());  // the language model's
     EXPECT_EQ(e.vision_bytes.value(), 4 * (kTower - trained));          // what stays frozen
     EXPECT_EQ(estimate_to_json(e).find("vision_trained_parameter_count")->as_exact_integer().value_or(0), trained);
+    // The note says how many tokens an image adds to the sequence (Qwen2.5-VL: 14-pixel patches
+    // merged 2 × 2).
+    bool tokens = false;
+    for (const std::string& n : e.notes) tokens = tokens || n.find("(height / 28) × (width / 28) tokens an image") != std::string::npos;
+    EXPECT_TRUE(tokens);
     EXPECT_EQ(e.static_bytes_per_parameter, 16.0);
   }
   // Training some blocks only: a trained tower feeds the language model at its input, so backward
