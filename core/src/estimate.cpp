@@ -81,7 +81,8 @@ std::string vision_note(const Config& c, const ParameterCount& params, const Pla
     text += "Frozen as LLaMA-Factory (freeze_vision_tower) and ms-swift (freeze_vit) freeze it by default; a script "
             "that does not must call requires_grad_(False) on it, or DeepSpeed and FSDP keep optimizer states for it "
             "(training.finetune.train_vision). LoRA adapts the language model's layers only (a target list matched "
-            "by name also matches a tower's q_proj in PEFT: a pattern on language_model keeps it out). ";
+            "by name also reaches a SigLIP, CLIP or Pixtral tower's layers of the same names in PEFT: a pattern on "
+            "language_model keeps them out). ";
   }
   return text + "Images through the tower (its activations) are not modelled; their tokens are part of "
                 "training.seq_len: " + image_token_words(c.model) + ".";

@@ -180,7 +180,9 @@ std::vector<std::int64_t> read_layer_indices(Reader& r, HfImport& out, const cha
 }
 
 void read_qwen_moe_layers(Reader& r, ModelSpec& m, HfImport& out) {
-  m.num_experts = r.integer({"num_experts"}, 0, true, 1, max_experts());
+  // transformers 5's config classes keep it as num_local_experts (attribute_map), which is the key
+  // their save_pretrained writes.
+  m.num_experts = r.integer({"num_experts", "num_local_experts"}, 0, true, 1, max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, true, 1, max_experts());
   m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, true, 1);
   const std::int64_t step = r.integer({"decoder_sparse_step"}, 1, false, 1);
@@ -1535,14 +1537,28 @@ HfImport import_hf_config(const Json& json) {
     if (text_type && text_type->is_string() && find_family(text_type->as_string())) {
       Json language = *text;
       language.set("model_type", *text_type);
-      // The outer file can carry the tie (LLaVA's does); the text config's own key wins.
-      if (const Json* tie = json.find("tie_word_embeddings"); tie && !text->find("tie_word_embeddings")) {
+      // The outer file can carry the tie. How the wrapper's class decides it (transformers 5.24,
+      // measured on the meta device with the two keys set apart): Qwen2-VL, Qwen2.5-VL and LLaVA tie
+      // when either key says so; Qwen3-VL and Qwen3-VL-MoE follow the outer key alone (default false);
+      // Gemma 3 and Mistral 3 the outer key, else the text config's, else true. Other wrappers: the
+      // text config's own key, else the outer one.
+      const Json* outer_tie = json.find("tie_word_embeddings");
+      if (outer_tie && !outer_tie->is_bool()) {
         // Checked here, so that a bad value is named where it is, not under the nested key.
-        if (!tie->is_bool()) {
-          out.errors.push_back({"tie_word_embeddings", "must be true or false; got " + describe(*tie)});
-          return out;
-        }
-        language.set("tie_word_embeddings", *tie);
+        out.errors.push_back({"tie_word_embeddings", "must be true or false; got " + describe(*outer_tie)});
+        return out;
+      }
+      const Json* text_tie = text->find("tie_word_embeddings");
+      const bool text_says = text_tie && text_tie->is_bool();
+      if (t == "qwen2_vl" || t == "qwen2_5_vl" || t == "llava") {
+        if (outer_tie && outer_tie->as_bool() && (!text_tie || text_says)) language.set("tie_word_embeddings", *outer_tie);
+      } else if (t == "qwen3_vl" || t == "qwen3_vl_moe") {
+        if (!text_tie || text_says) language.set("tie_word_embeddings", Json::boolean(outer_tie && outer_tie->as_bool()));
+      } else if (t == "gemma3" || t == "mistral3") {
+        if (outer_tie) language.set("tie_word_embeddings", *outer_tie);
+        else if (!text_tie) language.set("tie_word_embeddings", Json::boolean(true));
+      } else if (outer_tie && !text_tie) {
+        language.set("tie_word_embeddings", *outer_tie);
       }
       HfImport inner = import_hf_config(language);
       inner.model.multimodal_type = t;

@@ -1512,9 +1512,9 @@ void check_targets(const Config& c, std::vector<Issue>& errors) {
   const unsigned expert_targets = f.lora_targets & (kLoraGate | kLoraUp | kLoraDown);
   if (targeting == ExpertTargeting::kUnmapped && adapted_linears(count_parameters(c.model), f.lora_targets, layout).empty()) {
     errors.push_back({"training.finetune.lora_targets",
-                      "reach no module of " + c.model.model_type +
+                      "reach no module of " + (c.model.multimodal_type.empty() ? c.model.model_type : c.model.multimodal_type) +
                           " under transformers 5 (PEFT: target modules not found): its stacked experts and router are "
-                          "parameters, which PEFT does not map from module names for this family; set "
+                          "parameters, which PEFT does not map from module names for this model type; set "
                           "training.finetune.target_parameters, or training.moe_dispatch to loop for an nn.Linear per "
                           "expert"});
     return;

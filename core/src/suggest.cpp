@@ -23,9 +23,9 @@ struct Candidate {
   int disruption;           // 0: free; larger: changes the training more
   bool fixes_card = false;  // makes the run possible on this card (kept even if it saves nothing)
   bool on_card_precision = false;  // worked out on top of the card's precision change (with_precision)
-  // Judged by what the step allocates: a change that only drops tensors whose replayed reserve
-  // need not fall with them (the allocator's cached segments move in steps; a run far over the card
-  // replays as much as the card holds either way).
+  // Judged by what the step allocates, where the device total stays (a change that only drops
+  // tensors, whose replayed reserve need not fall with them: the allocator's cached segments move in
+  // steps, and the replay of a run over the card is bounded by the card).
   bool helps_by_allocation = false;
 };
 
@@ -468,7 +468,8 @@ std::vector<Suggestion> suggest(const Config& c) {
     const Estimate& base = candidates[i].on_card_precision && runnable_now.ok() ? runnable_now : now;
     // A change must help, and a precision the card lacks is not a change it can make.
     const bool helps = e.ok() && (e.device_total_bytes < base.device_total_bytes || candidates[i].fixes_card ||
-                                  (candidates[i].helps_by_allocation && e.peak_allocated_bytes < base.peak_allocated_bytes));
+                                  (candidates[i].helps_by_allocation && e.peak_allocated_bytes < base.peak_allocated_bytes &&
+                                   e.device_total_bytes <= base.device_total_bytes));
     const Gpu* gpu = e.ok() ? find_gpu(e.config.hardware.gpu) : nullptr;
     if (!helps || !gpu || !runs_training(*gpu, e.config.training)) continue;
     Suggestion s;

@@ -147,6 +147,43 @@ TEST(HfImport, Qwen3VlMoeIsQwen3MoeWithTheQwen3VlTower) {
   EXPECT_EQ(e.trainable_parameter_count.value(), 4'718'592);
 }
 
+// How each wrapper's class ties the head when the outer file and its text_config disagree
+// (transformers 5.24 on the meta device, the two keys set apart): Qwen2-VL, Qwen2.5-VL and LLaVA tie
+// when either says so; Qwen3-VL(-MoE) follow the outer key alone; Gemma 3 and Mistral 3 the outer
+// key, else the text config's, else true. transformers 5's save_pretrained writes Qwen3-MoE's
+// expert count as num_local_experts.
+TEST(HfImport, AWrapperTiesTheHeadAsItsClassDoes) {
+  struct Case { const char* type; const char* text; const char* outer; bool tied; };
+  const Case cases[] = {
+      {"qwen2_5_vl", "true", "false", true}, {"qwen2_5_vl", "false", "true", true}, {"qwen2_5_vl", "", "", false},
+      {"llava", "false", "true", true},      {"llava", "true", "false", true},
+      {"qwen3_vl", "true", "false", false},  {"qwen3_vl", "true", "", false},      {"qwen3_vl", "false", "true", true},
+      {"qwen3_vl_moe", "true", "", false},   {"qwen3_vl_moe", "", "true", true},
+      {"gemma3", "true", "false", false},    {"gemma3", "false", "true", true},    {"gemma3", "", "", true},
+      {"mistral3", "true", "false", false},  {"mistral3", "", "", true},
+  };
+  for (const Case& c : cases) {
+    const std::string type = c.type;
+    std::string text = R"("hidden_size":64,"intermediate_size":128,"num_hidden_layers":1,"num_attention_heads":4,)"
+                       R"("num_key_value_heads":2,"vocab_size":1000)";
+    if (type == "gemma3") text += R"(,"model_type":"gemma3_text","head_dim":16)";
+    if (type == "llava") text += R"(,"model_type":"llama")";
+    if (type == "mistral3") text += R"(,"model_type":"mistral")";
+    if (type == "qwen3_vl") text += R"(,"model_type":"qwen3_vl_text","head_dim":16)";
+    if (type == "qwen3_vl_moe") {
+      text += R"(,"model_type":"qwen3_vl_moe_text","head_dim":16,"moe_intermediate_size":32,"num_local_experts":4,)"
+              R"("num_experts_per_tok":2)";
+    }
+    if (*c.text) text += std::string(R"(,"tie_word_embeddings":)") + c.text;
+    std::string file = R"({"model_type":")" + type + R"(","text_config":{)" + text + "}";
+    if (*c.outer) file += std::string(R"(,"tie_word_embeddings":)") + c.outer;
+    file += "}";
+    const HfImport vl = import_hf_config_text(file);
+    ASSERT_TRUE(vl.errors.empty()) << file << " " << first_error(vl);
+    EXPECT_EQ(vl.model.tie_word_embeddings, c.tied) << file;
+  }
+}
+
 TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   const std::string text = R"({"model_type":"llama","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,)"
                            R"("num_attention_heads":4,"intermediate_size":128})";
