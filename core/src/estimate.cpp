@@ -4,6 +4,7 @@
 // (seed_convention.cpp).
 #include "memfit/estimate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -33,13 +34,18 @@ Bytes weight_copies_on_gpu(const Config& c, const ParameterCount& params, const 
   const Bytes held = weight_copy_bytes(c, params, place);  // every weight this GPU holds
   if (c.parallel.zero_stage < 3 || held.is_zero()) return held;
   // One unit (the largest block, its tensor-parallel slice) of what this GPU holds, of the language
-  // model's weights (a trained vision tower's make no copies here: weight_copy_bytes).
-  const Count unit = max(params.per_dense_layer_count, params.per_moe_layer_count);
+  // model's weights: a trained vision tower's units are smaller, and are left out.
+  ParameterCount model = params;
   Count tower = 0;
-  for (const TensorGroup& g : params.groups) {
-    if (is_vision(g.component)) tower += g.elements();
-  }
-  return min(held, mul_div(held, unit, max((place.local_count - tower) * place.tensor, Count(1))));
+  model.groups.erase(std::remove_if(model.groups.begin(), model.groups.end(),
+                                    [&tower](const TensorGroup& g) {
+                                      if (is_vision(g.component)) tower += g.elements();
+                                      return is_vision(g.component);
+                                    }),
+                     model.groups.end());
+  const Bytes language = tower.is_zero() ? held : weight_copy_bytes(c, model, place);
+  const Count unit = max(params.per_dense_layer_count, params.per_moe_layer_count);
+  return min(language, mul_div(language, unit, max((place.local_count - tower) * place.tensor, Count(1))));
 }
 
 // What a vision tower's note says: what is held frozen and where, what trains (training.finetune.
@@ -62,7 +68,10 @@ std::string vision_note(const Config& c, const ParameterCount& params, const Pla
     text = std::string("The vision ") + trained_part + " (" + detail::group_digits(trained.value()) +
            " parameters, outside the parameter count) train" + (one_trains ? "s" : "") + " with the language model" +
            (c.training.finetune.train_vision == VisionTrain::kAuto ? " (TRL's SFTTrainer freezes nothing)" : "") + ": " +
-           (one_trains ? "its" : "their") + " weights, gradients and optimizer states are counted with the model's. ";
+           (one_trains ? "its" : "their") + " weights, gradients and optimizer states are counted with the model's" +
+           (recipe_of(c).autocast_copy.is_zero() ? std::string(". ")
+                                                 : std::string(", and autocast's 16-bit copies of the weights its "
+                                                               "matmuls read. "));
   }
   if (!params.vision_count.is_zero()) {
     // Its pieces in FSDP's root unit are gathered with it for the step (phases.cpp).

@@ -250,9 +250,12 @@ Bytes weight_copy_bytes(const Config& c, const ParameterCount& params, const Pla
     const bool head = g.component == Component::kHead || (tied_head && g.component == Component::kTokenEmbedding);
     if (head) return g.elements_each() * copy * head_uses;
     if (experts_uncast && g.component == Component::kExperts) return Bytes{0};
-    // A trained vision tower casts its weights while images run through it, which the estimate
-    // leaves out with the rest of the images' working memory (its note says so).
-    if (is_vision(g.component)) return Bytes{0};
+    // A trained vision tower runs (images through it): autocast caches one 16-bit copy of each of
+    // its matmul weights, the whole tower's, kept for backward (weights_copies_on_gpu leaves them
+    // out under ZeRO-3, where one of the language model's units bounds them).
+    // (SigLIP's pooling attention, nn.MultiheadAttention, is left uncast: measured with CUDA's
+    // policy emulated, tools/frameworks/vision_tower.py.)
+    if (is_vision(g.component)) return g.cast ? g.elements_each() * copy : Bytes{0};
     const bool matmul = g.linear || (g.component == Component::kRouter && !router_uncast);
     return matmul ? mul_div(g.elements_each() * copy, blocks_kept, Count(layers)) : Bytes{0};
   }));

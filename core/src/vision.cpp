@@ -28,19 +28,21 @@ namespace {
 struct Builder {
   std::vector<TensorGroup>& out;
   bool unit = false;
-  void push(TensorGroup g) {
+  void push(TensorGroup g, bool cast) {
     g.unit = unit;
+    g.cast = cast;
     out.push_back(g);
   }
   void linear(Component c, const char* name, Count rows, Count cols, Count count, bool bias) {
-    push({c, name, rows, cols, count, true, 0, LayerKind::kNone, Mixer::kAll});
-    if (bias) vector(c, name, rows, count);
+    push({c, name, rows, cols, count, true, 0, LayerKind::kNone, Mixer::kAll}, true);
+    if (bias) vector(c, name, rows, count, true);
   }
-  void vector(Component c, const char* name, Count size, Count count) {
-    push({c, name, size, 0, count, false, 0, LayerKind::kNone, Mixer::kAll});
+  // `cast`: read by a matmul or convolution (a convolution's weight and bias, Gemma 3's projection).
+  void vector(Component c, const char* name, Count size, Count count, bool cast = false) {
+    push({c, name, size, 0, count, false, 0, LayerKind::kNone, Mixer::kAll}, cast);
   }
-  void matrix(Component c, const char* name, Count rows, Count cols, Count count) {
-    push({c, name, rows, cols, count, false, 0, LayerKind::kNone, Mixer::kAll});
+  void matrix(Component c, const char* name, Count rows, Count cols, Count count, bool cast = false) {
+    push({c, name, rows, cols, count, false, 0, LayerKind::kNone, Mixer::kAll}, cast);
   }
 };
 
@@ -93,8 +95,8 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
     if (!pixtral) b.vector(v, name, width, count);  // LayerNorm's bias (Pixtral's are RMSNorms)
   };
   b.unit = !pixtral;  // SiglipVisionEmbeddings, CLIPVisionEmbeddings
-  b.matrix(v, "patch_embedding", e, channels * patch * patch, 1);
-  if (siglip) b.vector(v, "patch_embedding.bias", e, 1);
+  b.matrix(v, "patch_embedding", e, channels * patch * patch, 1, true);
+  if (siglip) b.vector(v, "patch_embedding.bias", e, 1, true);
   if (clip) b.vector(v, "class_embedding", e, 1);
   if (!pixtral) {
     const std::int64_t positions = clip ? 577 : llava ? 729 : 4096;
@@ -136,7 +138,7 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   const Component projector = Component::kVisionProjector;
   if (m.vision_type == VisionTower::kGemma3) {
     b.vector(projector, "mm_soft_emb_norm", e, 1);
-    b.matrix(projector, "mm_input_projection_weight", e, out_width, 1);
+    b.matrix(projector, "mm_input_projection_weight", e, out_width, 1, true);
     return;
   }
   const bool projector_bias = m.vision_projector_bias == Switch::kAuto ? llava : m.vision_projector_bias == Switch::kYes;
@@ -180,8 +182,8 @@ void qwen_vl_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
     b.vector(part, name, width, count);
     if (!qwen25) b.vector(part, name, width, count);  // LayerNorm's bias
   };
-  b.matrix(v, "patch_embed.proj", e, channels * frames * patch * patch, 1);
-  if (qwen3) b.vector(v, "patch_embed.proj.bias", e, 1);
+  b.matrix(v, "patch_embed.proj", e, channels * frames * patch * patch, 1, true);
+  if (qwen3) b.vector(v, "patch_embed.proj.bias", e, 1, true);
   if (qwen3) b.matrix(v, "pos_embed", size_or(m.vision_num_position_embeddings, 2304), e, 1);
   b.unit = true;  // the vision blocks
   norm(v, "blocks.norm1", e, depth);

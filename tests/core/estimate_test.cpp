@@ -931,6 +931,12 @@ TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {
     EXPECT_TRUE(tokens);
     EXPECT_EQ(e.static_bytes_per_parameter, 16.0);
   }
+  // A tower that trains runs: under AMP, autocast keeps a 16-bit copy of each weight and bias its
+  // matmuls and patch convolution read (not its RMSNorms: 2 × 32 blocks and the merger's, 1280 wide);
+  // under ZeRO-3 one of the language model's units bounds the copies.
+  const Estimate all = trains(VisionTrain::kAll);
+  EXPECT_EQ(all.breakdown.weight_copies.value() - base.breakdown.weight_copies.value(),
+            2 * (kTower - 2 * 1280 * 32 - 1280));
   // Training some blocks only: a trained tower feeds the language model at its input, so backward
   // runs through every block, as for a trained embedding.
   Config some = frozen;
@@ -952,6 +958,7 @@ TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {
   const Estimate sharded_all = estimate(sharded);
   EXPECT_EQ(sharded_all.breakdown.optimizer_states.value() - sharded_frozen.breakdown.optimizer_states.value(),
             8 * kTower / 4);
+  EXPECT_EQ(sharded_all.breakdown.weight_copies.value(), sharded_frozen.breakdown.weight_copies.value());
   // FSDP1's root unit mixes frozen and trained parameters only where part of the tower stays
   // frozen (use_orig_params then needed); with all of it training, nothing there is frozen.
   const auto advised = [](Config c) {

@@ -474,6 +474,20 @@ def check_vision_tower(binary, path):
         results = [json.loads(line) for line in subprocess.run(
             [binary, "--batch"], input="".join(json.dumps(c) + "\n" for c in runs),
             capture_output=True, text=True, check=True).stdout.splitlines()]
+        # The whole tower trained under bf16_mixed: autocast's copies of its weights.
+        copies = case.get("trained", {}).get("all", {}).get("autocast_copy_bytes")
+        if copies is not None:
+            amp = [{"model": model, "training": dict(full, precision="bf16_mixed",
+                                                     finetune={"method": "full", "train_vision": part})}
+                   for part in ("none", "all")]
+            none, every = [json.loads(line) for line in subprocess.run(
+                [binary, "--batch"], input="".join(json.dumps(c) + "\n" for c in amp),
+                capture_output=True, text=True, check=True).stdout.splitlines()]
+            trained_checks += 1
+            added = every["breakdown"]["weight_copies"] - none["breakdown"]["weight_copies"]
+            if added != copies:
+                problems.append(f"{label} train_vision all, bf16_mixed: memfit adds {added:,} bytes of weight copies, "
+                                f"autocast caches {copies:,}")
         for part, result in zip(parts[1:], results[1:]):
             if not result.get("ok") or not results[0].get("ok"):
                 problems.append(f"{label} train_vision {part}: memfit refused it: {result.get('errors')}")

@@ -22,7 +22,9 @@ A full fine-tune can also train the tower's projector, its encoder or both
 (training.finetune.train_vision): per class, the fp32 model with each part set to require grad by
 module name (ms-swift's aligner and vision tower, PROJECTOR below), its trainable parameters in the
 tower and the AdamW states torch makes for them at a first step; compare.py checks memfit's
-trainable_parameter_count and optimizer_states against them.
+trainable_parameter_count and optimizer_states against them. With the whole tower trained, an image
+runs through it under CUDA's autocast policy (cuda_amp.py) and the 16-bit copies autocast caches of
+the tower's weights are recorded, against memfit's weight_copies under bf16_mixed.
 """
 
 import importlib.metadata as md
@@ -161,6 +163,41 @@ def _trained(model_type, folder):
     return out
 
 
+def _image_inputs(model_type, config):
+    """One small image as each class's get_image_features takes it: Qwen's flattened patches with
+    their grid; the others' pixels (Pixtral's with their size, a whole number of merged patches;
+    under LLaVA every patch kept, as Pixtral-12B's vision_feature_select_strategy "full")."""
+    v = config.vision_config
+    if model_type.startswith("qwen"):
+        p, t, c = v.patch_size, getattr(v, "temporal_patch_size", 2), getattr(v, "in_channels", 3)
+        h, w = 4, 8
+        return {"pixel_values": torch.randn(h * w, c * t * p * p), "image_grid_thw": torch.tensor([[1, h, w]])}
+    side, kw = v.image_size, {}
+    if getattr(v, "model_type", "") == "pixtral":
+        side = v.patch_size * (getattr(config, "spatial_merge_size", 1) if model_type == "mistral3" else 1) * 2
+        kw["image_sizes"] = torch.tensor([[side, side]])
+        if model_type == "llava":
+            kw["vision_feature_select_strategy"] = "full"
+    kw["pixel_values"] = torch.randn(1, getattr(v, "num_channels", 3), side, side)
+    return kw
+
+
+def _autocast_copies(model_type, folder):
+    """The fp32 model with the whole tower trained, an image through it under CUDA's autocast
+    policy (cuda_amp.py: its cache of casts of leaf tensors that require grad): the bytes of the
+    16-bit copies of the tower's weights it keeps."""
+    from transformers import AutoModelForImageTextToText
+    from cuda_amp import CudaAutocastEmulation
+    model = AutoModelForImageTextToText.from_pretrained(folder, dtype=torch.float32, device_map="cpu").train()
+    tower = {id(p) for n, p in model.named_parameters() if "language_model" not in n and "lm_head" not in n}
+    mode = CudaAutocastEmulation(torch.bfloat16)
+    torch.manual_seed(0)
+    with mode:
+        model.model.get_image_features(**_image_inputs(model_type, model.config))
+        cached = [copy for leaf, copy in mode.cache.values() if id(leaf) in tower]
+    return sum(c.numel() * c.element_size() for c in cached)
+
+
 def main():
     from transformers import AutoConfig, AutoModelForImageTextToText
     cases = []
@@ -172,6 +209,7 @@ def main():
             with open(os.path.join(folder, "config.json")) as f:
                 hf_config = json.load(f)
             trained = _trained(model_type, folder)
+            trained["all"]["autocast_copy_bytes"] = _autocast_copies(model_type, folder)
             print(f"{model_type:11s} trained parts: " + ", ".join(f"{k} {v['tower_trainable']:,}" for k, v in trained.items()))
             for name, load, prepare_kbit in VARIANTS:
                 measured = _case(model_type, folder, load, prepare_kbit)

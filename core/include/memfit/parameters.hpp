@@ -63,6 +63,9 @@ struct TensorGroup {
   // SigLIP's and CLIP's embeddings, SigLIP's pooling head): an FSDP unit of its own, outside the
   // root unit, under accelerate's transformer auto-wrap.
   bool unit = false;
+  // A vision tower's tensor a matmul or convolution reads (weights and biases of its linears and
+  // patch convolutions, Gemma 3's projection): autocast casts it when images run through the tower.
+  bool cast = false;
   Count elements_each() const { return cols.is_zero() ? rows : rows * cols; }
   Count elements() const { return elements_each() * count; }
 };
