@@ -8,6 +8,7 @@
 #include "memfit/implementation.hpp"
 #include "memfit/recipes.hpp"
 #include "peft.hpp"
+#include "vision.hpp"
 
 namespace memfit {
 
@@ -1496,6 +1497,9 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     body = mul_div(body, Count(std::max<std::int64_t>(0, layers - lowest)), Count(layers));
     out.embedding_saved_bytes = Bytes{0};
   }
+  // Images through a vision tower (training.images_per_sample): what the tower keeps is saved
+  // before the language model's first block and freed last in backward, as the embedding's is.
+  out.embedding_saved_bytes += vision_saved_bytes(c);
   out.saved_bytes = mul_div(body + out.embedding_saved_bytes, in_flight.chunks, in_flight.chunks_per_stage);
   // ShadowPEFT's layer wraps the decoder block (shadow/layer.py), so its injection and update run
   // outside the checkpointed block and keep their tensors in every recomputed block too.

@@ -93,8 +93,21 @@ std::string vision_note(const Config& c, const ParameterCount& params, const Pla
             "by name also reaches a SigLIP, CLIP or Pixtral tower's layers of the same names in PEFT: a pattern on "
             "language_model keeps them out). ";
   }
-  return text + "Images through the tower (its activations) are not modelled; their tokens are part of "
-                "training.seq_len: " + image_token_words(c.model) + ".";
+  const Training& t = c.training;
+  if (t.images_per_sample > 0) {
+    char images[360];
+    std::snprintf(images, sizeof images,
+                  "Images: %lld a sequence of %lld patches run through the tower and keep %.2f GiB for backward (in "
+                  "the activations, freed last)%s; their tokens are part of training.seq_len: ",
+                  static_cast<long long>(t.images_per_sample), static_cast<long long>(t.image_patches),
+                  gib(e.vision_activation_bytes),
+                  trains == VisionTrain::kNone && t.checkpointing == Checkpointing::kFull
+                      ? " (a frozen tower too: transformers checkpoints its blocks, and each keeps its input)"
+                      : "");
+    return text + images + image_token_words(c.model) + ".";
+  }
+  return text + "Images through the tower are not in the estimate (training.images_per_sample); their tokens are "
+                "part of training.seq_len: " + image_token_words(c.model) + ".";
 }
 
 // The measured-recipe path: what one training step allocates on the busiest GPU. `params` are the
@@ -110,6 +123,7 @@ void estimate_step(const Config& c, const Gpu& gpu, const ParameterCount& params
   e.fixed_gradient_buffers = st.zero_reduce_bucket;
   e.vision_bytes = st.vision + st.vision_unsharded;
   e.vision_offloaded_bytes = st.vision_offloaded;
+  e.vision_activation_bytes = vision_saved_bytes(c);
   if (!e.parameters.vision_count.is_zero()) e.notes.push_back(vision_note(c, params, place, r, e));
   if (!st.zero_reduce_bucket.is_zero()) {
     e.notes.push_back("DeepSpeed ZeRO-3 keeps a contiguous gradient bucket of reduce_bucket_size elements for the "

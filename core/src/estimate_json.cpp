@@ -205,6 +205,7 @@ Json estimate_to_json(const Estimate& e) {
   // it the run trains (in trainable_parameter_count).
   j.set("vision_parameter_count", bytes(e.parameters.vision_count));
   j.set("vision_trained_parameter_count", bytes(e.vision_trained_count));
+  j.set("vision_activation_bytes", bytes(e.vision_activation_bytes));
   j.set("parameters_by_component", parameters_by_component_json(e.parameters));
   j.set("parameters_by_layer", parameters_by_layer_json(e.parameters));
   Json recipe = recipe_json(recipe_of(e.config));

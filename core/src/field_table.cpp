@@ -219,6 +219,8 @@ std::vector<Field> build_fields() {
       MF_INT("model.vision_num_position_embeddings", model.vision_num_position_embeddings, 0, kMillion,
              "learned vision positions (Qwen3-VL; SigLIP, CLIP: one per patch); 0 = the released models'"),
       MF_INT("model.vision_deepstack_layers", model.vision_deepstack_layers, 0, 100, "Qwen3-VL's deepstack mergers"),
+      MF_INT("model.vision_num_heads", model.vision_num_heads, 0, 100'000,
+             "vision encoder attention heads; 0 = the released models' 16"),
       MF_ENUM("model.vision_use_head", model.vision_use_head, Switch,
               "SigLIP's attention-pooling head (Gemma 3's are off); auto = no", "auto", "yes", "no"),
       MF_ENUM("model.vision_projector_bias", model.vision_projector_bias, Switch,
@@ -232,6 +234,10 @@ std::vector<Field> build_fields() {
 
       // training
       MF_INT("training.micro_batch_size", training.micro_batch_size, 1, kMillion, "sequences per GPU per step (B)"),
+      MF_INT("training.images_per_sample", training.images_per_sample, 0, 100'000,
+             "images through the vision tower per sequence (their tokens count in seq_len); 0 = text-only"),
+      MF_INT("training.image_patches", training.image_patches, 0, 10 * kMillion,
+             "patches of each image before the merger: (height / 14) x (width / 14) for Qwen2-VL and Qwen2.5-VL"),
       MF_INT("training.seq_len", training.seq_len, 1, 100 * kMillion,
              "tokens per sequence (T); an encoder-decoder's source length"),
       MF_INT("training.target_len", training.target_len, 0, 100 * kMillion,

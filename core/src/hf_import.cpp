@@ -1313,6 +1313,7 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
   read.vision_temporal_patch_size = read.vision_in_channels = 0;
   read.vision_spatial_merge_size = 0;
   read.vision_deepstack_layers = 3;
+  read.vision_num_heads = 16;  // the num_heads of Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig, Qwen3VLVisionConfig
   read.vision_use_head = t == VisionTower::kGemma3 ? Switch::kYes : Switch::kAuto;
   read.vision_projector_bias = d->projector_bias ? Switch::kYes : Switch::kNo;
   Issue bad;
@@ -1397,6 +1398,10 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
     size("temporal_patch_size", read.vision_temporal_patch_size);
     size("in_channels", read.vision_in_channels);
     size("spatial_merge_size", read.vision_spatial_merge_size);
+    size("num_heads", read.vision_num_heads);
+    if (read.vision_hidden_size % read.vision_num_heads != 0) {
+      refuse("vision_config.num_heads", "must divide the encoder's width (" + detail::group_digits(read.vision_hidden_size) + ")");
+    }
     if (t == VisionTower::kQwen3Vl) {
       size("num_position_embeddings", read.vision_num_position_embeddings);
       if (const Json* list = v.find("deepstack_visual_indexes")) {

@@ -237,6 +237,8 @@ void check_vision(const Config& c, Checks& out) {
   if (c.training.weight_quant != WeightQuant::kNone) {
     out.add("training.weight_quant", "must be none" + why + ": Q-GaLore's INT8 layers replace the tower's linears too");
   }
+  // Images through the tower: where memfit models what they leave saved (vision.cpp).
+  if (const ImagesUnmodelled why = images_unmodelled(c); !why.field.empty()) out.add(why.field.c_str(), why.message);
   // Only LLaVA builds the encoder its vision_config names; Gemma 3's and Mistral 3's are fixed.
   if (m.vision_encoder != VisionEncoder::kAuto && m.vision_type != VisionTower::kLlava) {
     out.add("model.vision_encoder", "must be auto unless model.vision_type is llava (the other wrappers' encoders are "

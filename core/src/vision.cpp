@@ -251,6 +251,130 @@ ParameterCount with_trained_vision(const Config& c, ParameterCount params) {
   return params;
 }
 
+namespace {
+
+// What autograd saves when images run through a Qwen-VL tower, in bytes per patch (n patches a
+// micro-batch), measured from transformers 5.24's classes with SDPA's flash kernel (FlashAttention
+// saves the same: q, k, v, the output and an fp32 log-sum-exp a head) and fitted exactly, term by
+// term, over the widths (tools/frameworks/vision_images.py; every coefficient an integer):
+// - an encoder that trains: per block block_e·e + block_ff·ff + 4·heads + block_1 (norms' inputs
+//   and statistics, qkv's input and output, q and k after the rotary, the attention output, proj's
+//   input, the MLP's inputs and activations), the rotary tables once (cos and sin, fp32, n × head
+//   dim each), the patch embedding's input (C·T·P² a patch) and out_e·e + out_1 (the merger);
+// - under checkpointing (transformers' non-reentrant checkpoint of each vision block): each block's
+//   input, ckpt_e·e, and the rest outside the blocks as above; and, frozen or not, a checkpointed
+//   block keeps its input (the checkpoint's own node requires grad), with the merger's inputs;
+// - only the projector training: what the merger keeps for its weights' gradients.
+struct ImageTerms {
+  int block_e, block_ff, block_1, ckpt_e;
+  int out_e, out_1, deepstack_e, deepstack_1;              // the whole tower trains
+  int enc_out_e, enc_out_1, enc_deepstack_e, enc_deepstack_1;  // the encoder alone (a frozen merger's linears
+                                                           // keep no input)
+  int proj_e, proj_1, proj_ck_e, proj_ck_1, frozen_ck_e, frozen_ck_1;
+};
+// [tower: Qwen2-VL, Qwen2.5-VL, Qwen3-VL][fp32; AMP (fp32 weights under autocast); 16-bit weights].
+// Qwen3-VL's frozen or projector-only encoder is not modelled (its deepstack features come from the
+// blocks: what they keep did not fit one form): -1.
+constexpr ImageTerms kImageTerms[3][3] = {
+    {{44, 12, 16, 4, 16, 8, 0, 0, 8, 8, 0, 0, 16, 8, 16, 8, 8, 8},
+     {26, 6, 16, 2, 10, 8, 0, 0, 6, 8, 0, 0, 10, 8, 10, 8, 6, 8},
+     {22, 6, 8, 2, 8, 4, 0, 0, 4, 4, 0, 0, 8, 4, 8, 4, 4, 4}},
+    {{52, 16, 8, 4, 20, 8, 0, 0, 8, 8, 0, 0, 16, 2, 20, 8, 8, 8},
+     {32, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 12, 8, 6, 8},
+     {30, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 12, 8, 6, 8}},
+    {{44, 8, 16, 4, 16, 56, 12, 2, 8, 56, 4, 2, -1, -1, -1, -1, -1, -1},
+     {26, 4, 16, 2, 10, 56, 10, 2, 6, 56, 6, 2, -1, -1, -1, -1, -1, -1},
+     {22, 4, 8, 2, 8, 52, 6, 1, 4, 52, 2, 1, -1, -1, -1, -1, -1, -1}},
+};
+
+// The precision's column: fp32 throughout, AMP, or 16-bit weights without autocast; -1 elsewhere.
+int image_precision(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return 0;
+    case Precision::kBf16Mixed:
+    case Precision::kFp16Mixed: return 1;
+    case Precision::kBf16:
+    case Precision::kBf16Master:
+    case Precision::kFp16Master:
+    case Precision::kBf16Fsdp: return 2;
+    default: return -1;
+  }
+}
+
+int image_tower(VisionTower t) {
+  return t == VisionTower::kQwen2Vl ? 0 : t == VisionTower::kQwen25Vl ? 1 : t == VisionTower::kQwen3Vl ? 2 : -1;
+}
+
+}  // namespace
+
+ImagesUnmodelled images_unmodelled(const Config& c) {
+  const Training& t = c.training;
+  if (t.images_per_sample == 0 || c.model.vision_type == VisionTower::kNone) return {};
+  if (image_tower(c.model.vision_type) < 0) {
+    return {"training.images_per_sample", "must be 0 for this vision tower: images through it are modelled for Qwen2-VL, "
+           "Qwen2.5-VL and Qwen3-VL"};
+  }
+  if (t.image_patches <= 0) {
+    return {"training.image_patches", "must be given with images: (height / 14) x (width / 14) for Qwen2-VL and "
+           "Qwen2.5-VL, (height / 16) x (width / 16) for Qwen3-VL, from 1 to 10,000,000"};
+  }
+  if (image_precision(t.precision) < 0) {
+    return {"training.precision", "must be fp32, bf16_mixed, fp16_mixed, bf16, bf16_master, fp16_master or bf16_fsdp with "
+           "images through the tower"};
+  }
+  if (resolve_implementation(c).attention == AttentionImpl::kEager) {
+    return {"training.attention", "must be sdpa or flash with images through the tower (eager attention's scores are "
+           "not modelled there)"};
+  }
+  const VisionTrain trains = resolve_train_vision(c);
+  const bool encoder = trains == VisionTrain::kAll || trains == VisionTrain::kEncoder;
+  const bool ckpt = t.checkpointing == Checkpointing::kFull;
+  if (c.model.vision_type == VisionTower::kQwen3Vl && !encoder && (ckpt || trains == VisionTrain::kProjector)) {
+    return {"training.images_per_sample", "a Qwen3-VL tower whose encoder is frozen is modelled without "
+                                          "checkpointing only (training.checkpointing none, or "
+                                          "training.finetune.train_vision all)"};
+  }
+  return {};
+}
+
+Bytes vision_saved_bytes(const Config& c) {
+  const Training& t = c.training;
+  const ModelSpec& m = c.model;
+  if (t.images_per_sample == 0 || m.vision_type == VisionTower::kNone || !images_unmodelled(c).field.empty()) return Bytes{0};
+  const ImageTerms& k = kImageTerms[image_tower(m.vision_type)][image_precision(t.precision)];
+  const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl, qwen25 = m.vision_type == VisionTower::kQwen25Vl;
+  const Count depth = size_or(m.vision_depth, qwen3 ? 27 : 32);
+  const Count e = size_or(m.vision_hidden_size, qwen3 ? 1152 : 1280);
+  const Count ff = m.vision_intermediate_size > 0 ? Count(m.vision_intermediate_size)
+                   : qwen3                       ? Count(4304)
+                   : qwen25                      ? Count(3420)
+                                                 : e * 4;
+  const Count heads = size_or(m.vision_num_heads, 16);
+  const Count patch = size_or(m.vision_patch_size, qwen3 ? 16 : 14);
+  const Count pixels = size_or(m.vision_in_channels, 3) * size_or(m.vision_temporal_patch_size, 2) * patch * patch;
+  const Count deepstack = qwen3 ? Count(m.vision_deepstack_layers) : Count(0);
+  const Count n = Count(t.micro_batch_size) * Count(t.images_per_sample) * Count(t.image_patches);
+  const Bytes element{image_precision(t.precision) == 0 ? 4 : 2};
+  const VisionTrain trains = resolve_train_vision(c);
+  const bool encoder = trains == VisionTrain::kAll || trains == VisionTrain::kEncoder;
+  const bool ckpt = t.checkpointing == Checkpointing::kFull;
+  const auto per_patch = [&](int on_e, int one) { return (e * Count(on_e) + Count(one)) * n * Bytes{1}; };
+  Bytes saved{0};
+  if (encoder) {
+    saved = ckpt ? per_patch(k.ckpt_e, 0) * depth
+                 : (e * Count(k.block_e) + ff * Count(k.block_ff) + heads * Count(4) + Count(k.block_1)) * n * depth * Bytes{1} +
+                       (e / heads) * n * Bytes{8};
+    const bool all = trains == VisionTrain::kAll;
+    saved += per_patch(all ? k.out_e : k.enc_out_e, all ? k.out_1 : k.enc_out_1) + pixels * n * element +
+             per_patch(all ? k.deepstack_e : k.enc_deepstack_e, all ? k.deepstack_1 : k.enc_deepstack_1) * deepstack;
+  } else if (trains == VisionTrain::kProjector) {
+    saved = ckpt ? per_patch(k.ckpt_e, 0) * depth + per_patch(k.proj_ck_e, k.proj_ck_1) : per_patch(k.proj_e, k.proj_1);
+  } else if (ckpt) {
+    saved = per_patch(k.ckpt_e, 0) * depth + per_patch(k.frozen_ck_e, k.frozen_ck_1);
+  }
+  return saved;
+}
+
 std::string image_token_words(const ModelSpec& m) {
   const auto n = [](Count v) { return std::to_string(v.value()); };
   const Count merge = size_or(m.vision_spatial_merge_size, 2);

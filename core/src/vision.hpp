@@ -32,6 +32,16 @@ ParameterCount with_trained_vision(const Config& config, ParameterCount params);
 // trains there: the whole tower frozen, or only some of its parts training.
 bool vision_root_frozen(const Config& config);
 
+// What one micro-batch's images (training.images_per_sample x image_patches) leave saved for
+// backward in the vision tower, freed last in backward: zero for text-only steps. Where it is not
+// modelled (images_unmodelled says why), zero too.
+Bytes vision_saved_bytes(const Config& config);
+// Why a run's images through the tower are not modelled: the field and the message, or empty.
+struct ImagesUnmodelled {
+  std::string field, message;
+};
+ImagesUnmodelled images_unmodelled(const Config& config);
+
 // How many tokens an image adds to the language model's sequence (training.seq_len), in words, as
 // the tower's processor and projector make them.
 std::string image_token_words(const ModelSpec& model);

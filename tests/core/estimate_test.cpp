@@ -893,6 +893,62 @@ TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
 
 // training.finetune.train_vision: the tower's parts a full fine-tune trains hold weights,
 // gradients and optimizer states as the language model's do; what stays frozen is held as before.
+// training.images_per_sample: what images leave saved in a Qwen-VL tower (measured from the real
+// classes: tools/frameworks/vision_images.py, compare.py check_vision_images), freed last in
+// backward. Qwen2.5-VL-7B (32 blocks, width 1280, MLP 3420, 16 heads, 14-pixel patches of 2 frames)
+// under AMP: per patch and block 32·e + 8·ff + 4 a head + 8 (norms, qkv, q and k after the rotary,
+// the attention output and log-sum-exp, the MLP), the rotary tables once (cos and sin, fp32, the
+// head dim each), the merger's 12·e + 8 and the patch embedding's 16-bit input (3·2·14² a patch).
+TEST(Estimate, ImagesThroughAQwenVlTowerAreSavedForBackward) {
+  const HfImport vl = qwen25_vl_7b();
+  ASSERT_TRUE(vl.errors.empty());
+  EXPECT_EQ(vl.model.vision_num_heads, 16);
+  constexpr std::int64_t n = 1024, e = 1280;
+  Config c = default_config();  // bf16_mixed, one sequence a micro-batch
+  c.model = vl.model;
+  c.training.finetune.train_vision = VisionTrain::kAll;
+  const Estimate text = estimate(c);
+  c.training.images_per_sample = 1;
+  c.training.image_patches = n;
+  const Estimate images = estimate(c);
+  ASSERT_TRUE(images.ok()) << images.errors[0].message;
+  const std::int64_t expected = n * 32 * (32 * e + 8 * 3420 + 4 * 16 + 8) + 8 * n * (e / 16) + n * (12 * e + 8) +
+                                n * 3 * 2 * 14 * 14 * 2;
+  EXPECT_EQ(images.vision_activation_bytes.value(), expected);
+  EXPECT_EQ(images.breakdown.activations.value() - text.breakdown.activations.value(), expected);
+  EXPECT_TRUE(text.vision_activation_bytes.is_zero());
+  // Checkpointed, each block keeps its 16-bit input; the rest as before, the rotary tables aside.
+  c.training.checkpointing = Checkpointing::kFull;
+  EXPECT_EQ(estimate(c).vision_activation_bytes.value(), n * 32 * 2 * e + n * (12 * e + 8) + n * 3 * 2 * 14 * 14 * 2);
+  // A frozen tower keeps nothing, but under checkpointing transformers' checkpoint of each block
+  // keeps its input (its own node requires grad), and the merger what it needs to pass a gradient
+  // back: LoRA's usual run with images.
+  c.training.finetune.method = FinetuneMethod::kLora;
+  c.training.finetune.train_vision = VisionTrain::kAuto;
+  EXPECT_EQ(estimate(c).vision_activation_bytes.value(), n * 32 * 2 * e + n * (6 * e + 8));
+  c.training.checkpointing = Checkpointing::kNone;
+  EXPECT_TRUE(estimate(c).vision_activation_bytes.is_zero());
+  // Refused where it is not modelled, each naming its field.
+  const auto refused = [](Config x, const char* field) {
+    bool named = false;
+    for (const Issue& i : estimate(x).errors) named = named || i.field == field;
+    EXPECT_TRUE(named) << field;
+  };
+  Config no_patches = c;
+  no_patches.training.image_patches = 0;
+  refused(no_patches, "training.image_patches");
+  Config eager = c;
+  eager.training.implementation.attention = AttentionImpl::kEager;
+  refused(eager, "training.attention");
+  Config gemma = c;
+  gemma.model.vision_type = VisionTower::kGemma3;
+  refused(gemma, "training.images_per_sample");
+  Config qwen3 = c;
+  qwen3.model.vision_type = VisionTower::kQwen3Vl;
+  qwen3.training.checkpointing = Checkpointing::kFull;
+  refused(qwen3, "training.images_per_sample");
+}
+
 TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {
   const HfImport vl = qwen25_vl_7b();
   ASSERT_TRUE(vl.errors.empty());

@@ -41,8 +41,8 @@ IGNORED = {
                   "vision_type", "vision_depth", "vision_hidden_size", "vision_intermediate_size",
                   "vision_out_hidden_size", "vision_patch_size", "vision_temporal_patch_size", "vision_in_channels",
                   "vision_spatial_merge_size", "vision_num_position_embeddings", "vision_deepstack_layers",
-                  "vision_use_head", "vision_projector_bias", "vision_encoder"],
-        "training": ["framework", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
+                  "vision_use_head", "vision_projector_bias", "vision_encoder", "vision_num_heads"],
+        "training": ["framework", "images_per_sample", "image_patches", "softmax_dtype", "logits_dtype", "attention_mask", "loss", "norm_kernel",
                      "kv_saved", "projections", "activation_kernel", "loop_keeps_logits", "lora_base_dtype", "load",
                      "lora_adapter_dtype", "target_len", "galore_rank", "galore_update_interval", "max_preconditioner_dim",
                      "goal", "sequence_lengths", "compile", "use_cache", "float8", "checkpointed_layers", "loss_shift_copy", "weight_quant", "weight_quant_group_size", "galore_proj_quant", "zero_grad_set_to_none", "checkpoint_impl", "linear_attention_kernel"],
@@ -54,7 +54,7 @@ IGNORED = {
                               "block_size", "boft_n_butterfly_factor", "n_frequency", "num_trainable_tokens", "num_adapters",
                               "modules_to_save", "loaded_before_wrapping", "feedforward_modules", "decompose_factor", "quant_method", "gptq_kernel", "gptq_group_size", "bnb_keeps_input", "trainable_layers", "lowest_trainable_layer", "train_embeddings", "train_head", "train_vision", "nf4_whole_tensor", "target_parameters", "quant_storage"],
     },
-    "result": ["implementation", "allocator", "vision_parameter_count", "vision_trained_parameter_count"],
+    "result": ["implementation", "allocator", "vision_parameter_count", "vision_trained_parameter_count", "vision_activation_bytes"],
     "gpu_row": ["runs", "lacks", "budget_left_bytes"],
 }
 # Statistics of docs/accuracy.md that tools/accuracy/band.py compiles into the core: they move whenever the

@@ -506,6 +506,54 @@ def check_vision_tower(binary, path):
     return problems
 
 
+def check_vision_images(binary, path):
+    """Images through a Qwen-VL vision tower (out/vision_images.json, vision_images.py: the real
+    classes, each part of the tower trained or frozen, with and without checkpointing, in fp32, AMP
+    and bf16 weights): memfit's vision_activation_bytes must equal the bytes autograd kept, exactly,
+    or memfit must refuse the configuration (Qwen3-VL with a frozen encoder under checkpointing or a
+    projector trained alone, which it does not model)."""
+    m = load_measurement(path)
+    if m is None:
+        return []
+    problems, refused, models = [], 0, {}
+    configs = []
+    for case in m["cases"]:
+        key = json.dumps(case["hf_config"], sort_keys=True)
+        if key not in models:
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+                json.dump(case["hf_config"], f)
+            try:
+                models[key] = json.loads(subprocess.run([binary, "--hf-config", f.name, "--json"], capture_output=True,
+                                                        text=True, check=True).stdout)["config"]["model"]
+            finally:
+                os.unlink(f.name)
+        configs.append({"model": models[key], "training": {
+            "framework": "hf", "precision": case["precision"], "micro_batch_size": 1, "seq_len": 16,
+            "checkpointing": case["checkpointing"], "attention": "sdpa", "dropout": 0,
+            "images_per_sample": case["images_per_sample"], "image_patches": case["image_patches"],
+            "finetune": {"method": "full", "train_vision": case["train_vision"]}}})
+    lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(c) + "\n" for c in configs),
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    for case, line in zip(m["cases"], lines):
+        result = json.loads(line)
+        label = (f"images through {case['model_type']} ({case['precision']}, train_vision {case['train_vision']}, "
+                 f"checkpointing {case['checkpointing']}, {case['images_per_sample']} x {case['image_patches']} patches)")
+        qwen3_frozen = case["model_type"] == "qwen3_vl" and case["train_vision"] in ("none", "projector") and (
+            case["checkpointing"] == "full" or case["train_vision"] == "projector")
+        if not result.get("ok"):
+            if qwen3_frozen:
+                refused += 1
+            else:
+                problems.append(f"{label}: memfit refused it: {result.get('errors')}")
+            continue
+        if result["vision_activation_bytes"] != case["saved_bytes"]:
+            problems.append(f"{label}: memfit {result['vision_activation_bytes']:,} bytes, autograd kept "
+                            f"{case['saved_bytes']:,}")
+    print(f"\nimages through Qwen-VL vision towers (transformers {m['versions']['transformers']}): "
+          f"{len(m['cases'])} cases, {len(problems)} off, {refused} refused by memfit (not modelled)")
+    return problems
+
+
 def check_moe_lora(binary, path):
     """LoRA on transformers 5's stacked experts and a 4-bit base that leaves them unquantised
     (out/moe_lora.json, moe_lora.py: the real PEFT and bitsandbytes on tiny Mixtral / Qwen3-MoE
@@ -759,6 +807,7 @@ def main():
     loss_failures += check_fsdp2_4bit(args.memfit, os.path.join(HERE, "out", "fsdp2_4bit.json"))
     loss_failures += check_accelerate_upcast(args.memfit, os.path.join(HERE, "out", "accelerate_upcast.json"))
     loss_failures += check_vision_tower(args.memfit, os.path.join(HERE, "out", "vision_tower.json"))
+    loss_failures += check_vision_images(args.memfit, os.path.join(HERE, "out", "vision_images.json"))
     for text in loss_failures:
         print(f"outside {TOLERANCE:.0%}: {text}")
     if args.check and (unexplained or failures or loss_failures):

@@ -448,6 +448,7 @@ struct ModelSpec {
   std::int64_t vision_spatial_merge_size = 0;
   std::int64_t vision_num_position_embeddings = 0;  // learned positions (Qwen3-VL; SigLIP, CLIP: per patch)
   std::int64_t vision_deepstack_layers = 3;         // Qwen3-VL's deepstack mergers (its class's default)
+  std::int64_t vision_num_heads = 0;                // the encoder's attention heads; 0 = 16, the released count
   // SigLIP's attention-pooling head (vision_use_head: SiglipVisionConfig's default is on, Gemma 3's
   // checkpoints turn it off; auto = off) and the projector's biases (multimodal_projector_bias; auto
   // = the class's: LLaVA on, Mistral 3 off).
@@ -563,6 +564,10 @@ struct Training {
   std::int64_t micro_batch_size = 1;
   std::int64_t seq_len = 2048;     // tokens per sequence; an encoder-decoder's source length
   std::int64_t target_len = 0;     // an encoder-decoder's target (decoder) length; 0: seq_len
+  // Images through a vision tower (model.vision_type) per sequence, and the patches of each before
+  // the merger (Qwen-VL: (height / 14) x (width / 14)). 0 images: text-only steps.
+  std::int64_t images_per_sample = 0;
+  std::int64_t image_patches = 0;
   std::int64_t grad_accum_steps = 1;
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;

@@ -109,6 +109,9 @@ struct Estimate {
   // Of the tower's parameters, those the run trains (training.finetune.train_vision; in
   // trainable_parameter_count, and with the model's in the weights, gradients and states).
   Count vision_trained_count;
+  // What one micro-batch's images leave saved in the vision tower (training.images_per_sample), in
+  // breakdown.activations.
+  Bytes vision_activation_bytes;
   // Where published GPU runs landed relative to memfit (docs/accuracy.md): 80 % of them measured
   // between these multiples of the estimate; applied to peak_allocated_bytes. Empty (0, 0) under
   // the seeds' convention.
