@@ -296,6 +296,16 @@ describe('memfit page', { skip: missing || false, concurrency: false }, () => {
     assert.match(await second.locator('body').innerText(), /vision encoder and projector \(676,550,144 parameters, outside the parameter count\) train with the language model/);
     assert.match(await second.getByTestId('copy-link').getAttribute('data-href'), /train_vision=all/);
     assert.match(await second.locator('#h-params').locator('..').innerText(), /Vision tower \(trained\)\s*676,550,144/);
+    // Images through the tower: what they keep joins the activations, from the core.
+    await second.fill(id('training.images_per_sample'), '1');
+    await second.locator(id('training.image_patches')).waitFor({ timeout: 10000 });
+    await second.fill(id('training.image_patches'), '1024');
+    const withImages = { ...config, training: { images_per_sample: 1, image_patches: 1024, finetune: { train_vision: 'all' } } };
+    const imagesAnswer = core.estimate(withImages);
+    assert.ok(imagesAnswer.vision_activation_bytes > 0);
+    assert.equal(imagesAnswer.breakdown.activations - trainedAnswer.breakdown.activations, imagesAnswer.vision_activation_bytes);
+    await assertShows(second, withImages);
+    assert.match(await second.getByTestId('copy-link').getAttribute('data-href'), /images_per_sample=1&image_patches=1024|image_patches=1024/);
     await second.close();
     await p.close();
   });
