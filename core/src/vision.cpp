@@ -163,17 +163,25 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
 // merged width). Norms: LayerNorm with a bias, Qwen2.5-VL's RMSNorm. The nn.Linear weights are
 // marked linear: bitsandbytes quantises them as it does the language model's (transformers'
 // get_keys_to_not_convert spares only the output embedding and the last module).
-void qwen_vl_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
-  Builder b{out};
+// A Qwen-VL encoder's sizes, 0 taking the released checkpoints'.
+struct QwenSizes {
+  Count depth, e, ff, patch;
+};
+QwenSizes qwen_sizes(const ModelSpec& m) {
   const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl, qwen25 = m.vision_type == VisionTower::kQwen25Vl;
-  const Count depth = size_or(m.vision_depth, qwen3 ? 27 : 32);
   const Count e = size_or(m.vision_hidden_size, qwen3 ? 1152 : 1280);
   const Count ff = m.vision_intermediate_size > 0 ? Count(m.vision_intermediate_size)
                    : qwen3                       ? Count(4304)
                    : qwen25                      ? Count(3420)
                                                  : e * 4;  // Qwen2-VL: embed_dim × mlp_ratio 4
+  return {size_or(m.vision_depth, qwen3 ? 27 : 32), e, ff, size_or(m.vision_patch_size, qwen3 ? 16 : 14)};
+}
+
+void qwen_vl_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
+  Builder b{out};
+  const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl, qwen25 = m.vision_type == VisionTower::kQwen25Vl;
+  const auto [depth, e, ff, patch] = qwen_sizes(m);
   const Count out_width = size_or(m.vision_out_hidden_size, m.hidden_size);
-  const Count patch = size_or(m.vision_patch_size, qwen3 ? 16 : 14);
   const Count frames = size_or(m.vision_temporal_patch_size, 2), channels = size_or(m.vision_in_channels, 3);
   const Count merge = size_or(m.vision_spatial_merge_size, 2);
   const Count deepstack = qwen3 ? Count(m.vision_deepstack_layers) : Count(0);
@@ -342,15 +350,9 @@ Bytes vision_saved_bytes(const Config& c) {
   const ModelSpec& m = c.model;
   if (t.images_per_sample == 0 || m.vision_type == VisionTower::kNone || !images_unmodelled(c).field.empty()) return Bytes{0};
   const ImageTerms& k = kImageTerms[image_tower(m.vision_type)][image_precision(t.precision)];
-  const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl, qwen25 = m.vision_type == VisionTower::kQwen25Vl;
-  const Count depth = size_or(m.vision_depth, qwen3 ? 27 : 32);
-  const Count e = size_or(m.vision_hidden_size, qwen3 ? 1152 : 1280);
-  const Count ff = m.vision_intermediate_size > 0 ? Count(m.vision_intermediate_size)
-                   : qwen3                       ? Count(4304)
-                   : qwen25                      ? Count(3420)
-                                                 : e * 4;
+  const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl;
+  const auto [depth, e, ff, patch] = qwen_sizes(m);
   const Count heads = size_or(m.vision_num_heads, 16);
-  const Count patch = size_or(m.vision_patch_size, qwen3 ? 16 : 14);
   const Count pixels = size_or(m.vision_in_channels, 3) * size_or(m.vision_temporal_patch_size, 2) * patch * patch;
   const Count deepstack = qwen3 ? Count(m.vision_deepstack_layers) : Count(0);
   const Count n = Count(t.micro_batch_size) * Count(t.images_per_sample) * Count(t.image_patches);
