@@ -1498,8 +1498,10 @@ ActivationModel activation_model(const Config& c, const ParameterCount& params) 
     out.embedding_saved_bytes = Bytes{0};
   }
   // Images through a vision tower (training.images_per_sample): what the tower keeps is saved
-  // before the language model's first block and freed last in backward, as the embedding's is.
-  out.embedding_saved_bytes += vision_saved_bytes(c);
+  // before the language model's first block and freed last in backward, as the embedding's is;
+  // activation offload moves its blocks' tensors to the host as it does the language model's.
+  const VisionSaved tower = vision_saved(c);
+  out.embedding_saved_bytes += tower.outside + (tr.activation_offload ? Bytes{0} : tower.blocks);
   out.saved_bytes = mul_div(body + out.embedding_saved_bytes, in_flight.chunks, in_flight.chunks_per_stage);
   // ShadowPEFT's layer wraps the decoder block (shadow/layer.py), so its injection and update run
   // outside the checkpointed block and keep their tensors in every recomputed block too.

@@ -98,11 +98,14 @@ std::string vision_note(const Config& c, const ParameterCount& params, const Pla
     char images[360];
     std::snprintf(images, sizeof images,
                   "Images: %lld a sequence of %lld patches run through the tower and keep %.2f GiB for backward (in "
-                  "the activations, freed last)%s; their tokens are part of training.seq_len: ",
+                  "the activations, freed last%s)%s; their tokens are part of training.seq_len: ",
                   static_cast<long long>(t.images_per_sample), static_cast<long long>(t.image_patches),
                   gib(e.vision_activation_bytes),
-                  trains == VisionTrain::kNone && t.checkpointing == Checkpointing::kFull
-                      ? " (a frozen tower too: transformers checkpoints its blocks, and each keeps its input)"
+                  t.activation_offload ? "; activation offload moves the blocks' part to the host" : "",
+                  trains == VisionTrain::kNone && t.checkpointing == Checkpointing::kFull &&
+                          !e.vision_activation_bytes.is_zero()
+                      ? " (a frozen tower too: gradient_checkpointing_enable's enable_input_require_grads makes the "
+                        "patch embedding's output require grad, so each checkpointed block keeps its input)"
                       : "");
     return text + images + image_token_words(c.model) + ".";
   }
@@ -123,7 +126,7 @@ void estimate_step(const Config& c, const Gpu& gpu, const ParameterCount& params
   e.fixed_gradient_buffers = st.zero_reduce_bucket;
   e.vision_bytes = st.vision + st.vision_unsharded;
   e.vision_offloaded_bytes = st.vision_offloaded;
-  e.vision_activation_bytes = vision_saved_bytes(c);
+  e.vision_activation_bytes = vision_saved(c).total();
   if (!e.parameters.vision_count.is_zero()) e.notes.push_back(vision_note(c, params, place, r, e));
   if (!st.zero_reduce_bucket.is_zero()) {
     e.notes.push_back("DeepSpeed ZeRO-3 keeps a contiguous gradient bucket of reduce_bucket_size elements for the "

@@ -8,6 +8,7 @@
 
 #include "finetune.hpp"
 #include "memfit/implementation.hpp"
+#include "optimizer_states.hpp"
 #include "peft.hpp"
 #include "text.hpp"
 
@@ -270,30 +271,38 @@ namespace {
 //   input, the MLP's inputs and activations), the rotary tables once (cos and sin, fp32, n × head
 //   dim each), the patch embedding's input (C·T·P² a patch) and out_e·e + out_1 (the merger);
 // - under checkpointing (transformers' non-reentrant checkpoint of each vision block): each block's
-//   input, ckpt_e·e, and the rest outside the blocks as above; and, frozen or not, a checkpointed
-//   block keeps its input (the checkpoint's own node requires grad), with the merger's inputs;
-// - only the projector training: what the merger keeps for its weights' gradients.
+//   input, ckpt_e·e, and the rest outside the blocks as above; and for a frozen Qwen2-VL or
+//   Qwen2.5-VL encoder too, whose patch embedding's output enable_input_require_grads makes require
+//   grad (kInputHooked), with the merger's inputs;
+// - only the projector training: what the mergers keep for their weights' gradients.
+// Counted as savetrack's counted() does: what autograd still holds once the features are made.
 struct ImageTerms {
   int block_e, block_ff, block_1, ckpt_e;
   int out_e, out_1, deepstack_e, deepstack_1;              // the whole tower trains
   int enc_out_e, enc_out_1, enc_deepstack_e, enc_deepstack_1;  // the encoder alone (a frozen merger's linears
                                                            // keep no input)
   int proj_e, proj_1, proj_ck_e, proj_ck_1, frozen_ck_e, frozen_ck_1;
+  int proj_deepstack_e, proj_deepstack_1;  // Qwen3-VL's deepstack mergers, the projector alone training
 };
 // [tower: Qwen2-VL, Qwen2.5-VL, Qwen3-VL][fp32; AMP (fp32 weights under autocast); 16-bit weights].
 // Qwen3-VL's frozen or projector-only encoder is not modelled (its deepstack features come from the
 // blocks: what they keep did not fit one form): -1.
 constexpr ImageTerms kImageTerms[3][3] = {
-    {{44, 12, 16, 4, 16, 8, 0, 0, 8, 8, 0, 0, 16, 8, 16, 8, 8, 8},
-     {26, 6, 16, 2, 10, 8, 0, 0, 6, 8, 0, 0, 10, 8, 10, 8, 6, 8},
-     {22, 6, 8, 2, 8, 4, 0, 0, 4, 4, 0, 0, 8, 4, 8, 4, 4, 4}},
-    {{52, 16, 8, 4, 20, 8, 0, 0, 8, 8, 0, 0, 16, 2, 20, 8, 8, 8},
-     {32, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 12, 8, 6, 8},
-     {30, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 12, 8, 6, 8}},
-    {{44, 8, 16, 4, 16, 56, 12, 2, 8, 56, 4, 2, -1, -1, -1, -1, -1, -1},
-     {26, 4, 16, 2, 10, 56, 10, 2, 6, 56, 6, 2, -1, -1, -1, -1, -1, -1},
-     {22, 4, 8, 2, 8, 52, 6, 1, 4, 52, 2, 1, -1, -1, -1, -1, -1, -1}},
+    {{44, 12, 16, 4, 16, 8, 0, 0, 8, 8, 0, 0, 16, 8, 16, 8, 8, 8, 0, 0},
+     {26, 6, 16, 2, 10, 8, 0, 0, 6, 8, 0, 0, 10, 8, 10, 8, 6, 8, 0, 0},
+     {22, 6, 8, 2, 8, 4, 0, 0, 4, 4, 0, 0, 8, 4, 8, 4, 4, 4, 0, 0}},
+    {{52, 16, 8, 4, 20, 8, 0, 0, 8, 8, 0, 0, 16, 2, 20, 8, 8, 8, 0, 0},
+     {32, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 12, 8, 6, 8, 0, 0},
+     {30, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 12, 8, 6, 8, 0, 0}},
+    {{44, 8, 16, 4, 16, 56, 12, 2, 8, 56, 4, 2, 16, 8, 16, 8, 0, 0, 16, 2},
+     {26, 4, 16, 2, 10, 56, 10, 2, 6, 56, 6, 2, 10, 8, 10, 8, 0, 0, 10, 2},
+     {22, 4, 8, 2, 8, 52, 6, 1, 4, 52, 2, 1, 8, 4, 8, 4, 0, 0, 8, 1}},
 };
+// Whether transformers' gradient_checkpointing_enable makes the tower's input require grad
+// (enable_input_require_grads hooks the model's input embeddings, which for Qwen2-VL and
+// Qwen2.5-VL reach the patch embedding): then a frozen encoder's checkpointed blocks keep their
+// inputs. Qwen3-VL's get_input_embeddings is not implemented for the hook, and keeps nothing there.
+constexpr bool kInputHooked[3] = {true, true, false};
 
 // The precision's column: fp32 throughout, AMP, or 16-bit weights without autocast; -1 elsewhere.
 int image_precision(Precision p) {
@@ -334,21 +343,30 @@ ImagesUnmodelled images_unmodelled(const Config& c) {
     return {"training.attention", "must be sdpa or flash with images through the tower (eager attention's scores are "
            "not modelled there)"};
   }
-  const VisionTrain trains = resolve_train_vision(c);
-  const bool encoder = trains == VisionTrain::kAll || trains == VisionTrain::kEncoder;
-  const bool ckpt = t.checkpointing == Checkpointing::kFull;
-  if (c.model.vision_type == VisionTower::kQwen3Vl && !encoder && (ckpt || trains == VisionTrain::kProjector)) {
-    return {"training.images_per_sample", "a Qwen3-VL tower whose encoder is frozen is modelled without "
-                                          "checkpointing only (training.checkpointing none, or "
-                                          "training.finetune.train_vision all)"};
+  const ModelSpec& m = c.model;
+  const Count e = qwen_sizes(m).e, heads = size_or(m.vision_num_heads, 16);
+  if (e.value() % heads.value() != 0) {
+    return {"model.vision_num_heads", "must divide the vision encoder's width (" + detail::group_digits(e.value()) + ")"};
+  }
+  // The merger joins spatial_merge_size² patches into one token of the language model's sequence.
+  const Count merge = size_or(m.vision_spatial_merge_size, 2);
+  const Count tokens = Count(t.images_per_sample) * ceil_div(Count(t.image_patches), merge * merge);
+  if (tokens > Count(t.seq_len)) {
+    return {"training.image_patches", "makes " + detail::group_digits(tokens.value()) +
+                                          " image tokens a sequence, more than training.seq_len (" +
+                                          detail::group_digits(t.seq_len) + "): the images' tokens are part of it"};
   }
   return {};
 }
 
-Bytes vision_saved_bytes(const Config& c) {
+VisionSaved vision_saved(const Config& c) {
   const Training& t = c.training;
   const ModelSpec& m = c.model;
-  if (t.images_per_sample == 0 || m.vision_type == VisionTower::kNone || !images_unmodelled(c).field.empty()) return Bytes{0};
+  // (MeZO's forward passes run under no_grad: nothing is saved.)
+  if (t.images_per_sample == 0 || m.vision_type == VisionTower::kNone || forward_only(t) ||
+      !images_unmodelled(c).field.empty()) {
+    return {};
+  }
   const ImageTerms& k = kImageTerms[image_tower(m.vision_type)][image_precision(t.precision)];
   const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl;
   const auto [depth, e, ff, patch] = qwen_sizes(m);
@@ -361,18 +379,25 @@ Bytes vision_saved_bytes(const Config& c) {
   const bool encoder = trains == VisionTrain::kAll || trains == VisionTrain::kEncoder;
   const bool ckpt = t.checkpointing == Checkpointing::kFull;
   const auto per_patch = [&](int on_e, int one) { return (e * Count(on_e) + Count(one)) * n * Bytes{1}; };
-  Bytes saved{0};
+  // A frozen encoder's checkpointed blocks keep their inputs where the checkpoint's input hook
+  // reaches the tower (kInputHooked).
+  const bool hooked = ckpt && kInputHooked[image_tower(m.vision_type)];
+  VisionSaved saved;
   if (encoder) {
-    saved = ckpt ? per_patch(k.ckpt_e, 0) * depth
-                 : (e * Count(k.block_e) + ff * Count(k.block_ff) + heads * Count(4) + Count(k.block_1)) * n * depth * Bytes{1} +
-                       (e / heads) * n * Bytes{8};
+    saved.blocks = ckpt ? per_patch(k.ckpt_e, 0) * depth
+                        : (e * Count(k.block_e) + ff * Count(k.block_ff) + heads * Count(4) + Count(k.block_1)) * n *
+                              depth * Bytes{1};
     const bool all = trains == VisionTrain::kAll;
-    saved += per_patch(all ? k.out_e : k.enc_out_e, all ? k.out_1 : k.enc_out_1) + pixels * n * element +
-             per_patch(all ? k.deepstack_e : k.enc_deepstack_e, all ? k.deepstack_1 : k.enc_deepstack_1) * deepstack;
+    saved.outside = per_patch(all ? k.out_e : k.enc_out_e, all ? k.out_1 : k.enc_out_1) + pixels * n * element +
+                    per_patch(all ? k.deepstack_e : k.enc_deepstack_e, all ? k.deepstack_1 : k.enc_deepstack_1) * deepstack +
+                    (ckpt ? Bytes{0} : (e / heads) * n * Bytes{8});
   } else if (trains == VisionTrain::kProjector) {
-    saved = ckpt ? per_patch(k.ckpt_e, 0) * depth + per_patch(k.proj_ck_e, k.proj_ck_1) : per_patch(k.proj_e, k.proj_1);
-  } else if (ckpt) {
-    saved = per_patch(k.ckpt_e, 0) * depth + per_patch(k.frozen_ck_e, k.frozen_ck_1);
+    saved.blocks = hooked ? per_patch(k.ckpt_e, 0) * depth : Bytes{0};
+    saved.outside = (hooked ? per_patch(k.proj_ck_e, k.proj_ck_1) : per_patch(k.proj_e, k.proj_1)) +
+                    per_patch(k.proj_deepstack_e, k.proj_deepstack_1) * deepstack;
+  } else if (hooked) {
+    saved.blocks = per_patch(k.ckpt_e, 0) * depth;
+    saved.outside = per_patch(k.frozen_ck_e, k.frozen_ck_1);
   }
   return saved;
 }

@@ -33,9 +33,15 @@ ParameterCount with_trained_vision(const Config& config, ParameterCount params);
 bool vision_root_frozen(const Config& config);
 
 // What one micro-batch's images (training.images_per_sample x image_patches) leave saved for
-// backward in the vision tower, freed last in backward: zero for text-only steps. Where it is not
-// modelled (images_unmodelled says why), zero too.
-Bytes vision_saved_bytes(const Config& config);
+// backward in the vision tower, freed last in backward: the encoder blocks' tensors (which
+// activation offload moves to the host as it does the language model's blocks') and the rest (the
+// patch embedding's input, the rotary tables, the mergers'). Zero for text-only steps, under MeZO,
+// and where it is not modelled (images_unmodelled says why).
+struct VisionSaved {
+  Bytes blocks, outside;
+  Bytes total() const { return blocks + outside; }
+};
+VisionSaved vision_saved(const Config& config);
 // Why a run's images through the tower are not modelled: the field and the message, or empty.
 struct ImagesUnmodelled {
   std::string field, message;

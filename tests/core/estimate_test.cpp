@@ -920,9 +920,10 @@ TEST(Estimate, ImagesThroughAQwenVlTowerAreSavedForBackward) {
   // Checkpointed, each block keeps its 16-bit input; the rest as before, the rotary tables aside.
   c.training.checkpointing = Checkpointing::kFull;
   EXPECT_EQ(estimate(c).vision_activation_bytes.value(), n * 32 * 2 * e + n * (12 * e + 8) + n * 3 * 2 * 14 * 14 * 2);
-  // A frozen tower keeps nothing, but under checkpointing transformers' checkpoint of each block
-  // keeps its input (its own node requires grad), and the merger what it needs to pass a gradient
-  // back: LoRA's usual run with images.
+  // A frozen tower keeps nothing, but under checkpointing gradient_checkpointing_enable's
+  // enable_input_require_grads makes the patch embedding's output require grad: each checkpointed
+  // block keeps its input, and the merger what it needs to pass a gradient back (LoRA's usual run
+  // with images).
   c.training.finetune.method = FinetuneMethod::kLora;
   c.training.finetune.train_vision = VisionTrain::kAuto;
   EXPECT_EQ(estimate(c).vision_activation_bytes.value(), n * 32 * 2 * e + n * (6 * e + 8));
@@ -943,10 +944,27 @@ TEST(Estimate, ImagesThroughAQwenVlTowerAreSavedForBackward) {
   Config gemma = c;
   gemma.model.vision_type = VisionTower::kGemma3;
   refused(gemma, "training.images_per_sample");
+  Config too_many = c;
+  too_many.training.image_patches = 4 * 2048 + 4;  // 2,049 tokens of 2 × 2 patches, past seq_len 2,048
+  refused(too_many, "training.image_patches");
+  Config heads = c;
+  heads.model.vision_num_heads = 7;  // 1280 is no multiple of 7
+  refused(heads, "model.vision_num_heads");
+  // Qwen3-VL's input embeddings take no hook: its frozen encoder keeps nothing, checkpointed or not.
   Config qwen3 = c;
   qwen3.model.vision_type = VisionTower::kQwen3Vl;
   qwen3.training.checkpointing = Checkpointing::kFull;
-  refused(qwen3, "training.images_per_sample");
+  EXPECT_TRUE(estimate(qwen3).ok());
+  EXPECT_TRUE(estimate(qwen3).vision_activation_bytes.is_zero());
+  // Activation offload moves the encoder blocks' tensors to the host with the language model's.
+  Config offload = c;
+  offload.training.finetune.method = FinetuneMethod::kFull;
+  offload.training.finetune.train_vision = VisionTrain::kAll;
+  const Estimate kept = estimate(offload);
+  offload.training.activation_offload = true;
+  const Estimate moved = estimate(offload);
+  EXPECT_EQ(moved.vision_activation_bytes.value(), kept.vision_activation_bytes.value());
+  EXPECT_LT(moved.breakdown.activations.value() + n * 32 * (32 * e + 8 * 3420 + 64 + 8) / 2, kept.breakdown.activations.value());
 }
 
 TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {

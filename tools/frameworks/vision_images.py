@@ -13,9 +13,10 @@ sizes memfit's coefficients were worked out on), sets each part of the tower to 
 runs one or two images through the class's get_image_features with SDPA (its CPU flash kernel
 saves what FlashAttention does) in fp32, under CUDA's autocast policy emulated on the CPU
 (cuda_amp.py; fp32 weights), and in bf16 weights, with and without gradient checkpointing, and
-records every tensor autograd keeps (savetrack.py: each storage once, parameters and autocast's
-weight copies left out). compare.py (check_vision_images) reads each config.json through
---hf-config and holds memfit's vision_activation_bytes to the bytes measured, exactly.
+records every tensor autograd still keeps once the features are made (savetrack.py's counted():
+each storage once, parameters, autocast's weight copies and saves whose graph died during forward
+left out). compare.py (check_vision_images) reads each config.json through --hf-config and holds
+memfit's vision_activation_bytes to the bytes measured, exactly.
 """
 
 import collections
@@ -83,16 +84,10 @@ def _measure(folder, precision, part, checkpointing, images, grid):
     if features.requires_grad:
         tracker.name_ops([features.float().sum()])
     width = getattr(v, "embed_dim", None) or v.hidden_size
-    seen, saved = set(), 0
-    for r in tracker.records:
-        if not r or r["owner"] or r["storage_ptr"] in seen:
-            continue
-        seen.add(r["storage_ptr"])
-        # autocast's copies of the weights (the patch convolution's is 5-D) are weight copies
-        if r.get("weight_copy") or (len(r["shape"]) == 5 and r["shape"][0] == width):
-            continue
-        saved += r["storage_bytes"]
-    return saved
+    # What autograd still holds with the features in hand (savetrack's counted(): each storage once,
+    # a save whose graph died during forward left out), but autocast's copies of the weights (the
+    # patch convolution's is 5-D), which are weight copies.
+    return sum(r["storage_bytes"] for r in tracker.counted() if not (len(r["shape"]) == 5 and r["shape"][0] == width))
 
 
 def main():
