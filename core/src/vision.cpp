@@ -181,7 +181,8 @@ QwenSizes qwen_sizes(const ModelSpec& m) {
 void qwen_vl_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   Builder b{out};
   const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl, qwen25 = m.vision_type == VisionTower::kQwen25Vl;
-  const auto [depth, e, ff, patch] = qwen_sizes(m);
+  const QwenSizes sizes = qwen_sizes(m);
+  const Count depth = sizes.depth, e = sizes.e, ff = sizes.ff, patch = sizes.patch;
   const Count out_width = size_or(m.vision_out_hidden_size, m.hidden_size);
   const Count frames = size_or(m.vision_temporal_patch_size, 2), channels = size_or(m.vision_in_channels, 3);
   const Count merge = size_or(m.vision_spatial_merge_size, 2);
@@ -369,7 +370,8 @@ VisionSaved vision_saved(const Config& c) {
   }
   const ImageTerms& k = kImageTerms[image_tower(m.vision_type)][image_precision(t.precision)];
   const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl;
-  const auto [depth, e, ff, patch] = qwen_sizes(m);
+  const QwenSizes sizes = qwen_sizes(m);
+  const Count depth = sizes.depth, e = sizes.e, ff = sizes.ff, patch = sizes.patch;
   const Count heads = size_or(m.vision_num_heads, 16);
   const Count pixels = size_or(m.vision_in_channels, 3) * size_or(m.vision_temporal_patch_size, 2) * patch * patch;
   const Count deepstack = qwen3 ? Count(m.vision_deepstack_layers) : Count(0);
