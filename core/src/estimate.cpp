@@ -70,8 +70,8 @@ std::string vision_note(const Config& c, const ParameterCount& params, const Pla
            (c.training.finetune.train_vision == VisionTrain::kAuto ? " (TRL's SFTTrainer freezes nothing)" : "") + ": " +
            (one_trains ? "its" : "their") + " weights, gradients and optimizer states are counted with the model's" +
            (recipe_of(c).autocast_copy.is_zero() ? std::string(". ")
-                                                 : std::string(", and autocast's 16-bit copies of the weights its "
-                                                               "matmuls read. "));
+                                                 : std::string(", and autocast's 16-bit copies of the weights the "
+                                                               "tower's matmuls read. "));
   }
   if (!params.vision_count.is_zero()) {
     // Its pieces in FSDP's root unit are gathered with it for the step (phases.cpp).
@@ -95,11 +95,11 @@ std::string vision_note(const Config& c, const ParameterCount& params, const Pla
   }
   const Training& t = c.training;
   if (t.images_per_sample > 0) {
-    char images[360];
+    char images[420];
     std::snprintf(images, sizeof images,
-                  "Images: %lld a sequence of %lld patches run through the tower and keep %.2f GiB for backward (in "
-                  "the activations, freed last%s)%s; their tokens are part of training.seq_len: ",
-                  static_cast<long long>(t.images_per_sample), static_cast<long long>(t.image_patches),
+                  "Images: %lld a sequence, %s patches each, run through the tower and keep %.2f GiB for backward "
+                  "(in the activations, freed last%s)%s; their tokens are part of training.seq_len: ",
+                  static_cast<long long>(t.images_per_sample), detail::group_digits(t.image_patches).c_str(),
                   gib(e.vision_activation_bytes),
                   t.activation_offload ? "; activation offload moves the blocks' part to the host" : "",
                   trains == VisionTrain::kNone && t.checkpointing == Checkpointing::kFull &&
