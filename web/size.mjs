@@ -8,7 +8,7 @@
 //                (model.vision_encoder), Qwen3-VL-MoE, the wrappers' own head-tying rules, the tokens an image
 //                adds, and images through a Qwen-VL tower (training.images_per_sample and image_patches: their
 //                terms by tower, trained parts, checkpointing and precision, the checks and the note) brought it
-//                to 373.7; 358 until the
+//                to 373.5; 358 until the
 //                eighteenth Dec 6 2026 session, when a multimodal model's vision tower held frozen with the
 //                weights (thirteen model fields and where each applies, the towers of Qwen2-VL, Qwen2.5-VL,
 //                Qwen3-VL, Gemma 3, LLaVA and Mistral 3 counted as transformers' classes build them, their
@@ -83,7 +83,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 353 KiB gzipped (345 until the nineteenth Dec 6 2026 session, when
-//                the same trained vision towers, readers and images, placed by the planner's own fast path too, brought it to 352.4;
+//                the same trained vision towers, readers and images, placed by the planner's own fast path too, brought it to 352.2;
 //                336 until the eighteenth Dec 6 2026 session, when
 //                the same vision towers brought it to 344.6; 333 until the seventeenth Dec 6 2026 session, when
 //                the model's transformers-class knobs resolved in the core from model_type (class_reference,

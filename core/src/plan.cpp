@@ -199,7 +199,7 @@ class Planner {
       // The bounds, the timing and the layouts tried see the model as its framework builds it, with
       // the vision tower's trained parts among its parameters as estimate() places them.
       : base_(base), options_(options),
-        params_(with_trained_vision(config_as_run(base), count_parameters(config_as_run(base).model))),
+        params_(memory_parameters(config_as_run(base))),
         model_(step_time_model(config_as_run(base), params_, options.step_time)),
         gpu_(*find_gpu(base.hardware.gpu)), scratch_(config_as_run(base)) {
     per_node_ = model_.link_domain;  // whole servers, or whole NVLink racks

@@ -172,6 +172,14 @@ struct Tensors {
   }
 };
 
+// A group outside the blocks this GPU holds `held` tensors of, `each` elements apiece: one tensor,
+// or a trained vision tower's one per block (up to 256, then merged), as its frozen tensors are
+// held (simulate's weights).
+void push_outside(Tensors& t, const TensorGroup& g, Count each, Count held) {
+  const std::int64_t pieces = is_vision(g.component) ? std::min<std::int64_t>(held.value(), 256) : 1;
+  for (std::int64_t k = 0; k < pieces && held.value() > 0; ++k) t.outside.push_back(each * held / pieces);
+}
+
 Tensors local_tensors(const ParameterCount& params, const Placement& p) {
   Tensors t;
   const Count layers = p.dense_layers + p.moe_layers;
@@ -180,11 +188,7 @@ Tensors local_tensors(const ParameterCount& params, const Placement& p) {
   for (const TensorGroup& g : params.groups) {
     const Count each = g.elements_each() / p.tensor;
     if (g.layer == LayerKind::kNone) {
-      const Count held = p.held(params, g);
-      // A trained vision tower's groups: one tensor per block up to 256 of them, as its frozen
-      // tensors are held (simulate's weights), then merged.
-      const std::int64_t pieces = is_vision(g.component) ? std::min<std::int64_t>(held.value(), 256) : 1;
-      for (std::int64_t k = 0; k < pieces && held.value() > 0; ++k) t.outside.push_back(each * held / pieces);
+      push_outside(t, g, each, p.held(params, g));
       continue;
     }
     const Count per_layer = g.component == Component::kExperts ? params.per_layer(g) / p.expert : params.per_layer(g);
@@ -209,11 +213,8 @@ Tensors trained_tensors(const Config& c, const ParameterCount& params, const Pla
   const ParameterCount view = trained_view(c, params);
   for (std::size_t i = 0; i < params.groups.size(); ++i) {
     const TensorGroup& g = params.groups[i];
-    const Count held = p.held(params, g);
-    if (g.layer == LayerKind::kNone && view.groups[i].count.value() > 0 && held.value() > 0) {
-      // A trained vision tower's groups one tensor per block, as local_tensors has them.
-      const std::int64_t pieces = is_vision(g.component) ? std::min<std::int64_t>(held.value(), 256) : 1;
-      for (std::int64_t k = 0; k < pieces; ++k) t.outside.push_back(g.elements_each() / p.tensor * held / pieces);
+    if (g.layer == LayerKind::kNone && view.groups[i].count.value() > 0) {
+      push_outside(t, g, g.elements_each() / p.tensor, p.held(params, g));
     }
   }
   const std::int64_t layers = static_cast<std::int64_t>(model.layers.size());

@@ -503,7 +503,7 @@ StepTime step_time(const Config& c, const StepTimeOptions& options) {
   if (!t.errors.empty()) return t;
   const Config run = config_as_run(c);
   // The model as estimate() and the planner place it: a vision tower's trained parts with it.
-  return step_time(step_time_model(run, with_trained_vision(run, count_parameters(run.model)), options), layout_of(run));
+  return step_time(step_time_model(run, memory_parameters(run), options), layout_of(run));
 }
 
 const std::vector<const char*>& step_time_assumptions() {

@@ -23,10 +23,6 @@ struct Candidate {
   int disruption;           // 0: free; larger: changes the training more
   bool fixes_card = false;  // makes the run possible on this card (kept even if it saves nothing)
   bool on_card_precision = false;  // worked out on top of the card's precision change (with_precision)
-  // Judged by what the step allocates, where the device total stays (a change that only drops
-  // tensors, whose replayed reserve need not fall with them: the allocator's cached segments move in
-  // steps, and the replay of a run over the card is bounded by the card).
-  bool helps_by_allocation = false;
 };
 
 // Whether a change swaps the card (its patch sets hardware.gpu): the user's own card is what the
@@ -279,11 +275,9 @@ void add_candidates(const Config& c, std::vector<Candidate>& out) {
   // A full fine-tune that trains a vision tower: hold it frozen, as LLaMA-Factory and ms-swift do by
   // default (its gradients and optimizer states go; its weights stay).
   if (resolve_train_vision(c) != VisionTrain::kNone) {
-    Candidate freeze{"Freeze the vision tower", "the language model trains as before; the tower keeps its pretrained "
-                                                "weights (LLaMA-Factory's and ms-swift's default)",
-                     patch("training.finetune.train_vision", Json::string("none")), 3};
-    freeze.helps_by_allocation = true;
-    out.push_back(std::move(freeze));
+    out.push_back({"Freeze the vision tower", "the language model trains as before; the tower keeps its pretrained "
+                                              "weights (LLaMA-Factory's and ms-swift's default)",
+                   patch("training.finetune.train_vision", Json::string("none")), 3});
   }
   // LoRA changes what is trained: not for pre-training (a run that already trains adapters may
   // still go to a 4-bit base).
@@ -466,10 +460,12 @@ std::vector<Suggestion> suggest(const Config& c) {
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Estimate& e = results[i];
     const Estimate& base = candidates[i].on_card_precision && runnable_now.ok() ? runnable_now : now;
-    // A change must help, and a precision the card lacks is not a change it can make.
+    // A change must help, and a precision the card lacks is not a change it can make. Where the
+    // device totals tie (the allocator's replayed reserve moves in steps, and a run over the card
+    // replays as much as the card holds), what the step allocates decides.
     const bool helps = e.ok() && (e.device_total_bytes < base.device_total_bytes || candidates[i].fixes_card ||
-                                  (candidates[i].helps_by_allocation && e.peak_allocated_bytes < base.peak_allocated_bytes &&
-                                   e.device_total_bytes <= base.device_total_bytes));
+                                  (e.device_total_bytes == base.device_total_bytes &&
+                                   e.peak_allocated_bytes < base.peak_allocated_bytes));
     const Gpu* gpu = e.ok() ? find_gpu(e.config.hardware.gpu) : nullptr;
     if (!helps || !gpu || !runs_training(*gpu, e.config.training)) continue;
     Suggestion s;

@@ -282,22 +282,23 @@ struct ImageTerms {
   int out_e, out_1, deepstack_e, deepstack_1;              // the whole tower trains
   int enc_out_e, enc_out_1, enc_deepstack_e, enc_deepstack_1;  // the encoder alone (a frozen merger's linears
                                                            // keep no input)
-  int proj_e, proj_1, proj_ck_e, proj_ck_1, frozen_ck_e, frozen_ck_1;
-  int proj_deepstack_e, proj_deepstack_1;  // Qwen3-VL's deepstack mergers, the projector alone training
+  int proj_e, proj_1, proj_deepstack_e, proj_deepstack_1;  // the projector alone, its input needing no grad
 };
 // [tower: Qwen2-VL, Qwen2.5-VL, Qwen3-VL][fp32; AMP (fp32 weights under autocast); 16-bit weights].
-// Qwen3-VL's frozen or projector-only encoder is not modelled (its deepstack features come from the
-// blocks: what they keep did not fit one form): -1.
+// Where the checkpoint's input hook makes the encoder's output require grad (kInputHooked), the
+// mergers keep what they keep when the encoder trains: a projector that trains as when the whole
+// tower does (out), a frozen one as when the encoder alone does (enc_out); measured so, not fitted
+// apart.
 constexpr ImageTerms kImageTerms[3][3] = {
-    {{44, 12, 16, 4, 16, 8, 0, 0, 8, 8, 0, 0, 16, 8, 16, 8, 8, 8, 0, 0},
-     {26, 6, 16, 2, 10, 8, 0, 0, 6, 8, 0, 0, 10, 8, 10, 8, 6, 8, 0, 0},
-     {22, 6, 8, 2, 8, 4, 0, 0, 4, 4, 0, 0, 8, 4, 8, 4, 4, 4, 0, 0}},
-    {{52, 16, 8, 4, 20, 8, 0, 0, 8, 8, 0, 0, 16, 2, 20, 8, 8, 8, 0, 0},
-     {32, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 12, 8, 6, 8, 0, 0},
-     {30, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 12, 8, 6, 8, 0, 0}},
-    {{44, 8, 16, 4, 16, 56, 12, 2, 8, 56, 4, 2, 16, 8, 16, 8, 0, 0, 16, 2},
-     {26, 4, 16, 2, 10, 56, 10, 2, 6, 56, 6, 2, 10, 8, 10, 8, 0, 0, 10, 2},
-     {22, 4, 8, 2, 8, 52, 6, 1, 4, 52, 2, 1, 8, 4, 8, 4, 0, 0, 8, 1}},
+    {{44, 12, 16, 4, 16, 8, 0, 0, 8, 8, 0, 0, 16, 8, 0, 0},
+     {26, 6, 16, 2, 10, 8, 0, 0, 6, 8, 0, 0, 10, 8, 0, 0},
+     {22, 6, 8, 2, 8, 4, 0, 0, 4, 4, 0, 0, 8, 4, 0, 0}},
+    {{52, 16, 8, 4, 20, 8, 0, 0, 8, 8, 0, 0, 16, 2, 0, 0},
+     {32, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 0, 0},
+     {30, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 0, 0}},
+    {{44, 8, 16, 4, 16, 56, 12, 2, 8, 56, 4, 2, 16, 8, 16, 2},
+     {26, 4, 16, 2, 10, 56, 10, 2, 6, 56, 6, 2, 10, 8, 10, 2},
+     {22, 4, 8, 2, 8, 52, 6, 1, 4, 52, 2, 1, 8, 4, 8, 1}},
 };
 // Whether transformers' gradient_checkpointing_enable makes the tower's input require grad
 // (enable_input_require_grads hooks the model's input embeddings, which for Qwen2-VL and
@@ -395,11 +396,11 @@ VisionSaved vision_saved(const Config& c) {
                     (ckpt ? Bytes{0} : (e / heads) * n * Bytes{8});
   } else if (trains == VisionTrain::kProjector) {
     saved.blocks = hooked ? per_patch(k.ckpt_e, 0) * depth : Bytes{0};
-    saved.outside = (hooked ? per_patch(k.proj_ck_e, k.proj_ck_1) : per_patch(k.proj_e, k.proj_1)) +
+    saved.outside = (hooked ? per_patch(k.out_e, k.out_1) : per_patch(k.proj_e, k.proj_1)) +
                     per_patch(k.proj_deepstack_e, k.proj_deepstack_1) * deepstack;
   } else if (hooked) {
     saved.blocks = per_patch(k.ckpt_e, 0) * depth;
-    saved.outside = per_patch(k.frozen_ck_e, k.frozen_ck_1);
+    saved.outside = per_patch(k.enc_out_e, k.enc_out_1);
   }
   return saved;
 }
@@ -434,9 +435,11 @@ std::string image_token_words(const ModelSpec& m) {
   return detail::group_digits(patches.value()) + " tokens an image (one per patch)";
 }
 
+ParameterCount memory_parameters(const Config& c) { return with_trained_vision(c, count_parameters(c.model)); }
+
 bool vision_root_frozen(const Config& c) {
   if (c.model.vision_type == VisionTower::kNone) return false;
-  const ParameterCount view = with_trained_vision(c, count_parameters(c.model));
+  const ParameterCount view = memory_parameters(c);
   return std::any_of(view.vision.begin(), view.vision.end(), [](const TensorGroup& g) { return !g.unit; });
 }
 

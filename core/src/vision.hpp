@@ -27,6 +27,8 @@ VisionTrain resolve_train_vision(const Config& config);
 // kNone, their `unit` flags kept), where they are weights, gradients, master weights and optimizer
 // states as the language model's are; what stays in `vision` is held frozen.
 ParameterCount with_trained_vision(const Config& config, ParameterCount params);
+// The model's parameters counted and so placed (count_parameters, then with_trained_vision).
+ParameterCount memory_parameters(const Config& config);
 
 // Whether frozen pieces of the tower sit in FSDP's root unit (outside its own units) beside what
 // trains there: the whole tower frozen, or only some of its parts training.
