@@ -457,13 +457,15 @@ Json applicability(std::string_view path) {
     towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "mistral3"});
   } else if (path == "model.vision_num_position_embeddings") {
     towers({"qwen3_vl", "gemma3", "llava"});
-  } else if (path == "model.vision_num_heads") {
-    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl"});
-  } else if (path == "training.images_per_sample") {
-    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl"});
+  } else if (path == "model.vision_num_heads" || path == "training.images_per_sample") {
+    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3"});
   } else if (path == "training.image_patches") {
-    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl"});
+    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3"});
     all.push(when_at_least("training.images_per_sample", 1));
+  } else if (path == "model.vision_feature_layer") {
+    towers({"llava", "mistral3"});
+  } else if (path == "model.vision_tokens_per_image") {
+    towers({"gemma3"});
   } else if (path == "model.vision_deepstack_layers") {
     towers({"qwen3_vl"});
   } else if (path == "model.vision_use_head") {

@@ -99,7 +99,7 @@ std::string vision_note(const Config& c, const ParameterCount& params, const Pla
     std::snprintf(images, sizeof images,
                   "Images: %lld a sequence, %s patches each, run through the tower and keep %.2f GiB for backward "
                   "(in the activations, freed last%s)%s; their tokens are part of training.seq_len: ",
-                  static_cast<long long>(t.images_per_sample), detail::group_digits(t.image_patches).c_str(),
+                  static_cast<long long>(t.images_per_sample), detail::group_digits(image_patches(c).value()).c_str(),
                   gib(e.vision_activation_bytes),
                   t.activation_offload ? "; activation offload moves the blocks' part to the host" : "",
                   trains == VisionTrain::kNone && t.checkpointing == Checkpointing::kFull &&

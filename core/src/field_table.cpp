@@ -229,6 +229,11 @@ std::vector<Field> build_fields() {
               "the vision encoder class under LLaVA (LlavaModel builds the one vision_config names: CLIP for "
               "LLaVA-1.5, SigLIP for LLaVA-Interleave, Pixtral for Pixtral-12B); auto = CLIP",
               "auto", "clip", "siglip", "pixtral"),
+      MF_INT("model.vision_feature_layer", model.vision_feature_layer, -100'001, 100'000,
+             "the vision layer LLaVA and Mistral 3 project (vision_feature_layer: -1 the last block's output, -2 "
+             "the one before); 0 = the class's (LLaVA -2, Mistral 3 -1)"),
+      MF_INT("model.vision_tokens_per_image", model.vision_tokens_per_image, 0, kMillion,
+             "tokens Gemma 3's projector pools an image to (mm_tokens_per_image); 0 = 256"),
       MF_INT("model.nominal_parameter_count", model.nominal_parameter_count, 0, 1'000'000 * kBillion,
              "use this parameter count instead of the counted one (the seeds' nominal sizes); 0 = count"),
 
@@ -237,7 +242,9 @@ std::vector<Field> build_fields() {
       MF_INT("training.images_per_sample", training.images_per_sample, 0, 100'000,
              "images through the vision tower per sequence (their tokens count in seq_len); 0 = text-only"),
       MF_INT("training.image_patches", training.image_patches, 0, 10 * kMillion,
-             "patches of each image before the merger: (height / 14) x (width / 14) for Qwen2-VL and Qwen2.5-VL"),
+             "patches of each image as the vision encoder sees them, before any merger: (height / 14) x (width / 14) "
+             "for Qwen2-VL and Qwen2.5-VL, (height / 16) x (width / 16) for Qwen3-VL and Pixtral; 0 = the fixed "
+             "count of Gemma 3's SigLIP and LLaVA's CLIP and SigLIP ((image_size / patch_size)²)"),
       MF_INT("training.seq_len", training.seq_len, 1, 100 * kMillion,
              "tokens per sequence (T); an encoder-decoder's source length"),
       MF_INT("training.target_len", training.target_len, 0, 100 * kMillion,

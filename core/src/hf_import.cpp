@@ -1313,6 +1313,7 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
   read.vision_temporal_patch_size = read.vision_in_channels = 0;
   read.vision_spatial_merge_size = 0;
   read.vision_deepstack_layers = 3;
+  read.vision_feature_layer = read.vision_tokens_per_image = 0;
   read.vision_num_heads = 16;  // the num_heads of Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig, Qwen3VLVisionConfig
   read.vision_use_head = t == VisionTower::kGemma3 ? Switch::kYes : Switch::kAuto;
   read.vision_projector_bias = d->projector_bias ? Switch::kYes : Switch::kNo;
@@ -1366,6 +1367,24 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
     size("num_channels", read.vision_in_channels);
     size("image_size", image);
     size("patch_size", read.vision_patch_size);
+    // SiglipVisionConfig's and CLIPVisionConfig's default heads, PixtralVisionConfig's.
+    read.vision_num_heads = t == VisionTower::kMistral3 || encoder == VisionEncoder::kPixtral ? 16 : 12;
+    size("num_attention_heads", read.vision_num_heads);  // (images through the tower check it divides the width)
+    // The layer LLaVA and Mistral 3 project (transformers' index into the hidden states; 0 is the
+    // patch embeddings' output, which no block reaches: kept as an index past the first block, so
+    // images through it are refused by name).
+    if (t != VisionTower::kGemma3) {
+      if (const Json* layer = outer.find("vision_feature_layer"); layer && layer->is_number()) {
+        const std::optional<std::int64_t> index = layer->as_exact_integer();
+        if (!index || *index < -100'000 || *index > 100'000) {
+          refuse("vision_feature_layer", "must be a whole number from -100,000 to 100,000; got " + describe(*layer));
+        } else {
+          read.vision_feature_layer = *index != 0 ? *index : -(read.vision_depth + 1);
+        }
+      }
+    } else {
+      size_in(outer, "", "mm_tokens_per_image", read.vision_tokens_per_image);
+    }
     if (image < read.vision_patch_size) refuse("vision_config.image_size", "must be at least its patch_size");
     // SigLIP: one learned position per patch; CLIP: one more, for its class token. Pixtral's are rotary.
     const std::int64_t side = image / read.vision_patch_size;
@@ -1584,7 +1603,7 @@ HfImport import_hf_config(const Json& json) {
           ModelSpec& m = inner.model;
           if ((t == "llava" || t == "mistral3") && m.vision_type != VisionTower::kNone) {
             m.vision_depth = m.vision_hidden_size = m.vision_intermediate_size = 0;
-            m.vision_patch_size = m.vision_num_position_embeddings = 0;
+            m.vision_patch_size = m.vision_num_position_embeddings = m.vision_num_heads = 0;
           }
         }
       }

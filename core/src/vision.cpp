@@ -71,15 +71,27 @@ TensorGroup as_stored(TensorGroup g, const Config& c) {
 // (an RMSNorm, the patch merger's unbiased linear over spatial_merge_size² patches, then the two
 // linears). nn.Linear weights are marked linear; the pooling head's packed in_proj and out_proj
 // (bitsandbytes leaves nn.MultiheadAttention's alone), the convolutions and Gemma 3's projection are not.
+// The encoder: Gemma 3's SigLIP, Mistral 3's Pixtral, or under LLaVA the one vision_config names
+// (model.vision_encoder: CLIP by default).
+VisionEncoder vit_encoder(const ModelSpec& m) {
+  return m.vision_type == VisionTower::kGemma3     ? VisionEncoder::kSiglip
+         : m.vision_type == VisionTower::kMistral3 ? VisionEncoder::kPixtral
+         : m.vision_encoder == VisionEncoder::kAuto ? VisionEncoder::kClip
+                                                    : m.vision_encoder;
+}
+
+// SigLIP's and CLIP's learned positions: one a patch (CLIP's one more, for its class token); 0
+// taking the released checkpoints' (CLIP ViT-L/14 at 336 pixels, LLaVA-Interleave's SigLIP at 384,
+// Gemma 3's at 896).
+Count vit_positions(const ModelSpec& m) {
+  const std::int64_t released = vit_encoder(m) == VisionEncoder::kClip ? 577 : m.vision_type == VisionTower::kLlava ? 729 : 4096;
+  return size_or(m.vision_num_position_embeddings, released);
+}
+
 void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   Builder b{out};
-  // The encoder: Gemma 3's SigLIP, Mistral 3's Pixtral, or under LLaVA the one vision_config names
-  // (model.vision_encoder: CLIP by default).
   const bool llava = m.vision_type == VisionTower::kLlava;
-  const VisionEncoder encoder = m.vision_type == VisionTower::kGemma3     ? VisionEncoder::kSiglip
-                                : m.vision_type == VisionTower::kMistral3 ? VisionEncoder::kPixtral
-                                : m.vision_encoder == VisionEncoder::kAuto ? VisionEncoder::kClip
-                                                                           : m.vision_encoder;
+  const VisionEncoder encoder = vit_encoder(m);
   const bool siglip = encoder == VisionEncoder::kSiglip, clip = encoder == VisionEncoder::kClip;
   const bool pixtral = encoder == VisionEncoder::kPixtral;
   // 0: the released checkpoints' sizes (Gemma 3's and LLaVA-Interleave's SigLIP so400m, at 896 and
@@ -99,10 +111,7 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   b.matrix(v, "patch_embedding", e, channels * patch * patch, 1, true);
   if (siglip) b.vector(v, "patch_embedding.bias", e, 1, true);
   if (clip) b.vector(v, "class_embedding", e, 1);
-  if (!pixtral) {
-    const std::int64_t positions = clip ? 577 : llava ? 729 : 4096;
-    b.matrix(v, "position_embedding", size_or(m.vision_num_position_embeddings, positions), e, 1);
-  }
+  if (!pixtral) b.matrix(v, "position_embedding", vit_positions(m), e, 1);
   b.unit = false;
   if (clip) norm("pre_layrnorm", e, 1);
   if (pixtral) norm("ln_pre", e, 1);
@@ -276,7 +285,10 @@ namespace {
 //   Qwen2.5-VL encoder too, whose patch embedding's output enable_input_require_grads makes require
 //   grad (kInputHooked), with the merger's inputs;
 // - only the projector training: what the mergers keep for their weights' gradients.
-// Counted as savetrack's counted() does: what autograd still holds once the features are made.
+// Counted as savetrack's counted() does: what autograd still holds once the features are made. A
+// LayerNorm's mean and rstd are fp32 in every precision, as CUDA's kernel keeps them (T_ACC in
+// aten/src/ATen/native/cuda/layer_norm_kernel.cu; the CPU's keeps a bf16 input's in bf16, which the
+// tool counts as on the GPU).
 struct ImageTerms {
   int block_e, block_ff, block_1, ckpt_e;
   int out_e, out_1, deepstack_e, deepstack_1;              // the whole tower trains
@@ -292,13 +304,13 @@ struct ImageTerms {
 constexpr ImageTerms kImageTerms[3][3] = {
     {{44, 12, 16, 4, 16, 8, 0, 0, 8, 8, 0, 0, 16, 8, 0, 0},
      {26, 6, 16, 2, 10, 8, 0, 0, 6, 8, 0, 0, 10, 8, 0, 0},
-     {22, 6, 8, 2, 8, 4, 0, 0, 4, 4, 0, 0, 8, 4, 0, 0}},
+     {22, 6, 16, 2, 8, 8, 0, 0, 4, 8, 0, 0, 8, 8, 0, 0}},
     {{52, 16, 8, 4, 20, 8, 0, 0, 8, 8, 0, 0, 16, 2, 0, 0},
      {32, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 0, 0},
      {30, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 0, 0}},
     {{44, 8, 16, 4, 16, 56, 12, 2, 8, 56, 4, 2, 16, 8, 16, 2},
      {26, 4, 16, 2, 10, 56, 10, 2, 6, 56, 6, 2, 10, 8, 10, 2},
-     {22, 4, 8, 2, 8, 52, 6, 1, 4, 52, 2, 1, 8, 4, 8, 1}},
+     {22, 4, 16, 2, 8, 56, 6, 2, 4, 56, 2, 2, 8, 8, 8, 2}},
 };
 // Whether transformers' gradient_checkpointing_enable makes the tower's input require grad
 // (enable_input_require_grads hooks the model's input embeddings, which for Qwen2-VL and
@@ -320,22 +332,194 @@ int image_precision(Precision p) {
   }
 }
 
-int image_tower(VisionTower t) {
+int qwen_tower(VisionTower t) {
   return t == VisionTower::kQwen2Vl ? 0 : t == VisionTower::kQwen25Vl ? 1 : t == VisionTower::kQwen3Vl ? 2 : -1;
+}
+
+// The plain ViTs (Gemma 3's SigLIP, LLaVA's CLIP, SigLIP or Pixtral, Mistral 3's Pixtral): the
+// encoder and the sizes images run through, 0 taking the released checkpoints' (as vit_parameters).
+struct VitSizes {
+  VisionEncoder encoder;
+  Count depth, e, ff, heads, patch, channels;
+};
+VitSizes vit_sizes(const ModelSpec& m) {
+  const VisionEncoder encoder = vit_encoder(m);
+  const bool siglip = encoder == VisionEncoder::kSiglip;
+  return {encoder,
+          size_or(m.vision_depth, siglip ? 27 : 24),
+          size_or(m.vision_hidden_size, siglip ? 1152 : 1024),
+          size_or(m.vision_intermediate_size, siglip ? 4304 : 4096),
+          size_or(m.vision_num_heads, 16),
+          size_or(m.vision_patch_size, m.vision_type == VisionTower::kLlava && encoder == VisionEncoder::kPixtral ? 16 : 14),
+          size_or(m.vision_in_channels, 3)};
+}
+
+// SigLIP and CLIP see every image at their image_size: (image_size / patch_size)² patches, one
+// learned position each (CLIP's one more, for its class token). 0 for Pixtral, which takes any size.
+Count fixed_patches(const ModelSpec& m) {
+  const VisionEncoder encoder = vit_encoder(m);
+  if (encoder == VisionEncoder::kPixtral) return Count(0);
+  const bool clip = encoder == VisionEncoder::kClip;
+  return vit_positions(m) - Count(clip ? 1 : 0);
+}
+
+// The encoder blocks whose output reaches the features: Gemma 3 projects the last one's (after
+// SigLIP's post_layernorm); LLaVA and Mistral 3 the hidden state vision_feature_layer names
+// (transformers indexes the embeddings' output and each block's: -1 the last block's). The blocks
+// after it run, but their graph dies in forward: they keep nothing. Out of range: 0.
+Count used_blocks(const ModelSpec& m, Count depth) {
+  if (m.vision_type == VisionTower::kGemma3) return depth;
+  const std::int64_t layer =
+      m.vision_feature_layer != 0 ? m.vision_feature_layer : m.vision_type == VisionTower::kLlava ? -2 : -1;
+  const std::int64_t used = layer < 0 ? depth.value() + 1 + layer : layer;
+  return used >= 1 && used <= depth.value() ? Count(used) : Count(0);
+}
+
+// The features an image gives the language model: Gemma 3's projector pools the patches to
+// mm_tokens_per_image, LLaVA projects every patch (CLIP's class token dropped: strategy default),
+// Mistral 3's patch merger joins spatial_merge_size² of them.
+Count vit_image_features(const ModelSpec& m, Count patches) {
+  switch (m.vision_type) {
+    case VisionTower::kGemma3: return size_or(m.vision_tokens_per_image, 256);
+    case VisionTower::kMistral3: {
+      const Count merge = size_or(m.vision_spatial_merge_size, 2);
+      return patches / (merge * merge);
+    }
+    default: return patches;
+  }
+}
+
+// The whole number whose square is n, or 0.
+std::int64_t square_side(std::int64_t n) {
+  std::int64_t side = 0;
+  while ((side + 1) * (side + 1) <= n) ++side;
+  return side * side == n ? side : 0;
+}
+
+// What images leave saved in a plain-ViT tower, in bytes (tools/frameworks/vision_images.py's 2,880
+// cases over 60 towers of their own sizes, fitted exactly by vision_images_fit.py, whose terms()
+// these follow). k images a micro-batch, p patches each, n tokens through the encoder (k·p, CLIP's
+// k·(p + 1) with its class token), L used blocks, e, ff, heads; m features an image and d the
+// language model's width for the projector. Column: fp32, AMP, 16-bit weights.
+struct VitBlock {
+  int e, ff, one;
+};
+// An encoder block that trains, per token: norms' inputs and statistics (Pixtral's RMSNorms: input,
+// rsqrt, the normalised input, its output), the q/k/v input (three 16-bit copies under autocast),
+// SDPA's q, k, v, output and fp32 log-sum-exp a head (4·heads, added), the MLP's inputs and
+// activation (CLIP's quick_gelu keeps its sigmoid and product: 3·ff; Pixtral's gated MLP gate, SiLU
+// in and out, up, down's input).
+constexpr VitBlock kSiglipBlock[3] = {{32, 8, 16}, {24, 4, 16}, {16, 4, 16}};
+constexpr VitBlock kClipBlock[3] = {{32, 12, 16}, {24, 6, 16}, {16, 6, 16}};
+constexpr VitBlock kPixtralBlock[3] = {{40, 16, 8}, {34, 8, 8}, {24, 8, 8}};
+// The projectors' terms: k·p·e, k·p, k·m·e, k·m·d, k·m, e, and e once when one image goes through.
+struct ProjectorTerms {
+  int kpe, kp, kme, kmd, km, e, one_image_e;
+};
+// [all: the encoder's graph reaches a projector that trains; frozen: it reaches a frozen one;
+// alone: the projector trains on features that need no grad][column].
+// Gemma3MultiModalProjector: the average pool's input (a contiguous copy), the RMSNorm's fp32 input,
+// rsqrt and normalised input, (1 + weight) in fp32 once, the projection's input.
+constexpr ProjectorTerms kGemma3Projector[3][3] = {
+    {{4, 0, 12, 0, 4, 4, 0}, {4, 0, 10, 0, 4, 4, 0}, {2, 0, 10, 0, 4, 4, 0}},
+    {{4, 0, 4, 0, 4, 4, 0}, {4, 0, 4, 0, 4, 4, 0}, {2, 0, 4, 0, 4, 4, 0}},
+    {{0, 0, 8, 0, 0, 0, 0}, {0, 0, 6, 0, 0, 0, 0}, {0, 0, 6, 0, 0, 0, 0}}};
+// LlavaMultiModalProjector: linear_1's input (its weight's gradient needs it whether or not the
+// encoder's graph reaches it), GELU's and linear_2's inputs. Over CLIP (strategy default) linear_1
+// reads the hidden state without its class token: a view of the whole, class token included, when
+// the micro-batch is one image (a copy otherwise; autocast's 16-bit copy under AMP).
+constexpr ProjectorTerms kLlavaProjector[3][3] = {
+    {{4, 0, 0, 8, 0, 0, 0}, {2, 0, 0, 4, 0, 0, 0}, {2, 0, 0, 4, 0, 0, 0}},
+    {{0, 0, 0, 4, 0, 0, 0}, {0, 0, 0, 2, 0, 0, 0}, {0, 0, 0, 2, 0, 0, 0}},
+    {{4, 0, 0, 8, 0, 0, 0}, {2, 0, 0, 4, 0, 0, 0}, {2, 0, 0, 4, 0, 0, 0}}};
+constexpr int kClipOneImage[3] = {4, 0, 2};
+// Mistral3MultiModalProjector: the RMSNorm over every patch, the patch merger's input (the unfolded
+// grid), linear_1's input, GELU's and linear_2's inputs.
+constexpr ProjectorTerms kMistral3Projector[3][3] = {
+    {{12, 4, 4, 8, 0, 0, 0}, {10, 4, 2, 4, 0, 0, 0}, {8, 4, 2, 4, 0, 0, 0}},
+    {{4, 4, 0, 4, 0, 0, 0}, {4, 4, 0, 2, 0, 0, 0}, {4, 4, 0, 2, 0, 0, 0}},
+    {{8, 0, 4, 8, 0, 0, 0}, {6, 0, 2, 4, 0, 0, 0}, {4, 0, 2, 4, 0, 0, 0}}};
+
+VisionSaved vit_saved(const Config& c, int column) {
+  const Training& t = c.training;
+  const ModelSpec& m = c.model;
+  const VitSizes s = vit_sizes(m);
+  const bool clip = s.encoder == VisionEncoder::kClip, pixtral = s.encoder == VisionEncoder::kPixtral;
+  const Count k = Count(t.micro_batch_size) * Count(t.images_per_sample);
+  const Count p = image_patches(c);
+  const Count n = k * (p + Count(clip ? 1 : 0));
+  const Count L = used_blocks(m, s.depth);
+  const Count features = vit_image_features(m, p);
+  const Count d = Count(m.hidden_size);
+  const VisionTrain trains = resolve_train_vision(c);
+  const bool encoder = trains == VisionTrain::kAll || trains == VisionTrain::kEncoder;
+  const bool projector = trains == VisionTrain::kAll || trains == VisionTrain::kProjector;
+  const bool ckpt = t.checkpointing == Checkpointing::kFull;
+  // The encoder's graph: its weights train, or the checkpoint's enable_input_require_grads hooks its
+  // patch embedding (SigLIP's and CLIP's get_input_embeddings, Pixtral's patch_conv: every ViT here).
+  const bool graph = encoder || ckpt;
+  // Pixtral's SDPA takes a block-diagonal mask over the micro-batch's images, concatenated into one
+  // sequence (n × n): kept once (fp32, or bf16 weights' 16 bits); under autocast each block casts
+  // it apart, unless checkpointing holds the fp32 mask it is given. FlashAttention-2 takes none.
+  const bool masked = pixtral && resolve_implementation(c).attention != AttentionImpl::kFlash;
+  const auto bytes = [](Count v) { return v * Bytes{1}; };
+  VisionSaved saved;
+  if (graph) {
+    if (ckpt) {
+      saved.blocks = bytes(n * s.e * Count(column == 2 ? 2 : 4) * L);
+    } else {
+      const VitBlock& b = (pixtral ? kPixtralBlock : clip ? kClipBlock : kSiglipBlock)[column];
+      saved.blocks = bytes(n * (s.e * Count(b.e) + s.ff * Count(b.ff) + s.heads * Count(4) + Count(b.one)) * L);
+      if (pixtral) saved.outside += bytes(n * (s.e / s.heads) * Count(column == 2 ? 4 : 8));  // rotary cos, sin
+    }
+    if (encoder) saved.outside += bytes(k * p * s.channels * s.patch * s.patch * Count(column == 0 ? 4 : 2));
+    // Gemma 3's SigLIP post_layernorm, CLIP's pre_layrnorm: input, fp32 mean and rstd.
+    if (m.vision_type == VisionTower::kGemma3 || clip) saved.outside += bytes(n * (s.e * Count(column == 2 ? 2 : 4) + Count(8)));
+    if (pixtral) {  // ln_pre, an RMSNorm: its fp32 input and rsqrt, and the normalised input when it trains
+      saved.outside += bytes(n * (s.e * Count(!encoder ? 4 : column == 0 ? 8 : 6) + Count(4)));
+      if (masked && column == 1 && !ckpt) saved.blocks += bytes(n * n * Count(2) * L);
+      else if (masked) saved.outside += bytes(n * n * Count(column == 2 ? 2 : 4));
+    }
+  }
+  if (graph || projector) {
+    const int part = !graph ? 2 : projector ? 0 : 1;
+    const ProjectorTerms& q = (m.vision_type == VisionTower::kGemma3    ? kGemma3Projector
+                               : m.vision_type == VisionTower::kMistral3 ? kMistral3Projector
+                                                                         : kLlavaProjector)[part][column];
+    const Count km = k * features;
+    saved.outside += bytes(k * p * s.e * Count(q.kpe) + k * p * Count(q.kp) + km * s.e * Count(q.kme) +
+                           km * d * Count(q.kmd) + km * Count(q.km) + s.e * Count(q.e));
+    if (clip && part != 1 && k == Count(1)) saved.outside += bytes(s.e * Count(kClipOneImage[column]));
+  }
+  return saved;
 }
 
 }  // namespace
 
+Count image_patches(const Config& c) {
+  const ModelSpec& m = c.model;
+  if (c.training.image_patches > 0 || qwen_tower(m.vision_type) >= 0 || m.vision_type == VisionTower::kNone) {
+    return Count(c.training.image_patches);
+  }
+  return fixed_patches(m);
+}
+
 ImagesUnmodelled images_unmodelled(const Config& c) {
   const Training& t = c.training;
-  if (t.images_per_sample == 0 || c.model.vision_type == VisionTower::kNone) return {};
-  if (image_tower(c.model.vision_type) < 0) {
-    return {"training.images_per_sample", "must be 0 for this vision tower: images through it are modelled for Qwen2-VL, "
-           "Qwen2.5-VL and Qwen3-VL"};
+  const ModelSpec& m = c.model;
+  if (t.images_per_sample == 0 || m.vision_type == VisionTower::kNone) return {};
+  const bool qwen = qwen_tower(m.vision_type) >= 0;
+  const Count fixed = qwen ? Count(0) : fixed_patches(m);
+  if (fixed.value() > 0 && t.image_patches > 0 && Count(t.image_patches) != fixed) {
+    return {"training.image_patches", "must be 0 or " + detail::group_digits(fixed.value()) + ": this tower's " +
+                                          (vit_encoder(m) == VisionEncoder::kClip ? "CLIP" : "SigLIP") +
+                                          " sees every image at its image_size, (image_size / patch_size)² patches"};
   }
-  if (t.image_patches <= 0) {
-    return {"training.image_patches", "must be given with images: (height / 14) x (width / 14) for Qwen2-VL and "
-           "Qwen2.5-VL, (height / 16) x (width / 16) for Qwen3-VL, from 1 to 10,000,000"};
+  if (image_patches(c).value() <= 0) {
+    return {"training.image_patches", qwen ? "must be given with images: (height / 14) x (width / 14) for Qwen2-VL and "
+                                             "Qwen2.5-VL, (height / 16) x (width / 16) for Qwen3-VL, from 1 to 10,000,000"
+                                           : "must be given with images through Pixtral: (height / patch) x (width / "
+                                             "patch), from 1 to 10,000,000"};
   }
   if (image_precision(t.precision) < 0) {
     return {"training.precision", "must be fp32, bf16_mixed, fp16_mixed, bf16, bf16_master, fp16_master or bf16_fsdp with "
@@ -345,14 +529,45 @@ ImagesUnmodelled images_unmodelled(const Config& c) {
     return {"training.attention", "must be sdpa or flash with images through the tower (eager attention's scores are "
            "not modelled there)"};
   }
-  const ModelSpec& m = c.model;
-  const Count e = qwen_sizes(m).e, heads = size_or(m.vision_num_heads, 16);
+  const Count e = qwen ? qwen_sizes(m).e : vit_sizes(m).e, heads = size_or(m.vision_num_heads, 16);
   if (e.value() % heads.value() != 0) {
     return {"model.vision_num_heads", "must divide the vision encoder's width (" + detail::group_digits(e.value()) + ")"};
   }
-  // The merger joins spatial_merge_size² patches into one token of the language model's sequence.
-  const Count merge = size_or(m.vision_spatial_merge_size, 2);
-  const Count tokens = Count(t.images_per_sample) * ceil_div(Count(t.image_patches), merge * merge);
+  const Count patches = image_patches(c);
+  Count tokens{0};  // the image's tokens in the language model's sequence, at least
+  if (qwen) {
+    // The merger joins spatial_merge_size² patches into one token of the language model's sequence.
+    const Count merge = size_or(m.vision_spatial_merge_size, 2);
+    tokens = ceil_div(patches, merge * merge);
+  } else {
+    const Count depth = vit_sizes(m).depth;
+    if (used_blocks(m, depth).value() == 0) {
+      return {"model.vision_feature_layer", "must name one of the encoder's " + detail::group_digits(depth.value()) +
+                                                " blocks (-1 the last one's output, down to -" +
+                                                detail::group_digits(depth.value()) + "; or 1 to " +
+                                                detail::group_digits(depth.value()) + "), or be 0 for the class's"};
+    }
+    if (m.vision_type == VisionTower::kMistral3) {
+      const Count merge = size_or(m.vision_spatial_merge_size, 2);
+      if (patches.value() % (merge * merge).value() != 0) {
+        return {"training.image_patches", "must be a multiple of " + detail::group_digits((merge * merge).value()) +
+                                              " for Mistral 3: its processor resizes images to whole merged patches "
+                                              "(spatial_merge_size² each)"};
+      }
+    }
+    if (m.vision_type == VisionTower::kGemma3) {
+      // The projector average-pools the patch grid to tokens_per_side² tokens: whole pooling windows.
+      const std::int64_t side = square_side(patches.value());
+      const std::int64_t per_side = square_side(size_or(m.vision_tokens_per_image, 256).value());
+      if (per_side == 0 || side == 0 || side % per_side != 0) {
+        return {"model.vision_tokens_per_image", "must be a square whose side divides the image's patches a side (" +
+                                                     detail::group_digits(side) + "): Gemma 3's projector pools the "
+                                                     "patch grid in whole windows"};
+      }
+    }
+    tokens = vit_image_features(m, patches);
+  }
+  tokens = tokens * Count(t.images_per_sample);
   if (tokens > Count(t.seq_len)) {
     return {"training.image_patches", "makes " + detail::group_digits(tokens.value()) +
                                           " image tokens a sequence, more than training.seq_len (" +
@@ -369,7 +584,9 @@ VisionSaved vision_saved(const Config& c) {
       !images_unmodelled(c).field.empty()) {
     return {};
   }
-  const ImageTerms& k = kImageTerms[image_tower(m.vision_type)][image_precision(t.precision)];
+  const int column = image_precision(t.precision);
+  if (qwen_tower(m.vision_type) < 0) return vit_saved(c, column);
+  const ImageTerms& k = kImageTerms[qwen_tower(m.vision_type)][column];
   const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl;
   const QwenSizes sizes = qwen_sizes(m);
   const Count depth = sizes.depth, e = sizes.e, ff = sizes.ff, patch = sizes.patch;
@@ -377,14 +594,14 @@ VisionSaved vision_saved(const Config& c) {
   const Count pixels = size_or(m.vision_in_channels, 3) * size_or(m.vision_temporal_patch_size, 2) * patch * patch;
   const Count deepstack = qwen3 ? Count(m.vision_deepstack_layers) : Count(0);
   const Count n = Count(t.micro_batch_size) * Count(t.images_per_sample) * Count(t.image_patches);
-  const Bytes element{image_precision(t.precision) == 0 ? 4 : 2};
+  const Bytes element{column == 0 ? 4 : 2};
   const VisionTrain trains = resolve_train_vision(c);
   const bool encoder = trains == VisionTrain::kAll || trains == VisionTrain::kEncoder;
   const bool ckpt = t.checkpointing == Checkpointing::kFull;
   const auto per_patch = [&](int on_e, int one) { return (e * Count(on_e) + Count(one)) * n * Bytes{1}; };
   // A frozen encoder's checkpointed blocks keep their inputs where the checkpoint's input hook
   // reaches the tower (kInputHooked).
-  const bool hooked = ckpt && kInputHooked[image_tower(m.vision_type)];
+  const bool hooked = ckpt && kInputHooked[qwen_tower(m.vision_type)];
   VisionSaved saved;
   if (encoder) {
     saved.blocks = ckpt ? per_patch(k.ckpt_e, 0) * depth
@@ -418,7 +635,9 @@ std::string image_token_words(const ModelSpec& m) {
       return "(height / " + n(side) + ") × (width / " + n(side) + ") tokens an image, resized to multiples of " + n(side) +
              " pixels";
     }
-    case VisionTower::kGemma3: return "256 tokens an image (Gemma 3's mm_tokens_per_image)";
+    case VisionTower::kGemma3:
+      return detail::group_digits(size_or(m.vision_tokens_per_image, 256).value()) +
+             " tokens an image (Gemma 3's mm_tokens_per_image), and the begin- and end-of-image tokens around them";
     case VisionTower::kMistral3: {
       const Count side = size_or(m.vision_patch_size, 14) * merge;
       return "(height / " + n(side) + ") × (width / " + n(side) + ") tokens an image, and one more for each row";
@@ -430,9 +649,7 @@ std::string image_token_words(const ModelSpec& m) {
     return "(height / " + n(side) + ") × (width / " + n(side) + ") tokens an image, and one more for each row";
   }
   // CLIP's class token is dropped (vision_feature_select_strategy default); SigLIP has none.
-  const bool clip = m.vision_encoder != VisionEncoder::kSiglip;
-  const Count patches = size_or(m.vision_num_position_embeddings, clip ? 577 : 729) - Count(clip ? 1 : 0);
-  return detail::group_digits(patches.value()) + " tokens an image (one per patch)";
+  return detail::group_digits(fixed_patches(m).value()) + " tokens an image (one per patch)";
 }
 
 ParameterCount memory_parameters(const Config& c) { return with_trained_vision(c, count_parameters(c.model)); }

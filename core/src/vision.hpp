@@ -49,6 +49,9 @@ struct ImagesUnmodelled {
   std::string field, message;
 };
 ImagesUnmodelled images_unmodelled(const Config& config);
+// The patches of each image as the encoder sees them: training.image_patches, or where that is 0
+// the fixed count of a SigLIP or CLIP encoder ((image_size / patch_size)²).
+Count image_patches(const Config& config);
 
 // How many tokens an image adds to the language model's sequence (training.seq_len), in words, as
 // the tower's processor and projector make them.

@@ -891,6 +891,13 @@ TEST(Estimate, AVisionTowerIsHeldFrozenWithTheWeights) {
   refused(encoder, "model.vision_type");
 }
 
+// Whether the estimate refuses the configuration naming `field`.
+void refused_image(const Config& c, const char* field) {
+  bool named = false;
+  for (const Issue& i : estimate(c).errors) named = named || i.field == field;
+  EXPECT_TRUE(named) << field;
+}
+
 // training.finetune.train_vision: the tower's parts a full fine-tune trains hold weights,
 // gradients and optimizer states as the language model's do; what stays frozen is held as before.
 // training.images_per_sample: what images leave saved in a Qwen-VL tower (measured from the real
@@ -941,9 +948,9 @@ TEST(Estimate, ImagesThroughAQwenVlTowerAreSavedForBackward) {
   Config eager = c;
   eager.training.implementation.attention = AttentionImpl::kEager;
   refused(eager, "training.attention");
-  Config gemma = c;
+  Config gemma = c;  // Gemma 3's SigLIP sees every image at 896 pixels: 4,096 patches
   gemma.model.vision_type = VisionTower::kGemma3;
-  refused(gemma, "training.images_per_sample");
+  refused(gemma, "training.image_patches");
   Config too_many = c;
   too_many.training.image_patches = 4 * 2048 + 4;  // 2,049 tokens of 2 × 2 patches, past seq_len 2,048
   refused(too_many, "training.image_patches");
@@ -966,6 +973,86 @@ TEST(Estimate, ImagesThroughAQwenVlTowerAreSavedForBackward) {
   EXPECT_EQ(moved.vision_activation_bytes.value(), kept.vision_activation_bytes.value());
   EXPECT_LT(moved.breakdown.activations.value() + n * 32 * (32 * e + 8 * 3420 + 64 + 8) / 2, kept.breakdown.activations.value());
 }
+
+// Images through the plain ViT towers (tools/frameworks/vision_images.py: 2,880 cases of Gemma 3,
+// LLaVA over CLIP, SigLIP and Pixtral, and Mistral 3, exact in compare.py). Released sizes under
+// Qwen2.5-VL-7B's language model (d = 3,584), one image a sequence unless said.
+TEST(Estimate, ImagesThroughAViTTowerAreSavedForBackward) {
+  const HfImport vl = qwen25_vl_7b();
+  ASSERT_TRUE(vl.errors.empty());
+  constexpr std::int64_t d = 3584;
+  Config c = default_config();  // bf16_mixed: a full fine-tune's fp32 weights under autocast
+  c.model = vl.model;
+  c.model.vision_type = VisionTower::kGemma3;
+  c.model.vision_depth = c.model.vision_hidden_size = c.model.vision_intermediate_size = 0;
+  c.model.vision_num_heads = c.model.vision_patch_size = c.model.vision_num_position_embeddings = 0;
+  c.training.finetune.train_vision = VisionTrain::kAll;
+  c.training.images_per_sample = 1;  // image_patches 0: SigLIP's fixed 64 × 64 patches
+  {
+    // Gemma 3's SigLIP (27 blocks, width 1152, MLP 4304, 16 heads, 14-pixel patches): per token and
+    // block 24·e + 4·ff + 4 a head + 16 under AMP; the pixels' 16-bit copy, the post_layernorm
+    // (input and fp32 statistics), and the projector: the pool's input, the RMSNorm's fp32 tensors
+    // and the projection's input over the 256 pooled tokens.
+    constexpr std::int64_t n = 4096, e = 1152, ff = 4304, L = 27, m = 256;
+    const Estimate r = estimate(c);
+    ASSERT_TRUE(r.ok()) << r.errors[0].message;
+    const std::int64_t outside = n * 3 * 14 * 14 * 2 + n * (4 * e + 8) + 4 * n * e + 10 * m * e + 4 * m + 4 * e;
+    EXPECT_EQ(r.vision_activation_bytes.value(), n * (24 * e + 4 * ff + 4 * 16 + 16) * L + outside);
+    Config ckpt = c;  // checkpointed: each block's fp32 input (the position embedding is fp32)
+    ckpt.training.checkpointing = Checkpointing::kFull;
+    EXPECT_EQ(estimate(ckpt).vision_activation_bytes.value(), n * e * 4 * L + outside);
+    Config tokens = c;  // 16 tokens an image: 4 × 4 windows of 16 × 16 patches
+    tokens.model.vision_tokens_per_image = 16;
+    EXPECT_EQ(estimate(tokens).vision_activation_bytes.value(),
+              n * (24 * e + 4 * ff + 4 * 16 + 16) * L + n * 3 * 14 * 14 * 2 + n * (4 * e + 8) + 4 * n * e + 10 * 16 * e +
+                  4 * 16 + 4 * e);
+  }
+  {
+    // LLaVA-1.5's CLIP (24 blocks, width 1024, MLP 4096, 16 heads; 576 patches and the class token)
+    // in 16-bit weights, the encoder trained, two images: vision_feature_layer -2 leaves the last
+    // block's saves to die, so 23 blocks keep theirs (16·e + 6·ff + 4 a head + 16: quick_gelu keeps
+    // its sigmoid and product); pre_layrnorm; the frozen projector's GELU and linear_2 inputs.
+    Config llava = c;
+    llava.model.vision_type = VisionTower::kLlava;
+    llava.training.precision = Precision::kBf16;
+    llava.training.finetune.train_vision = VisionTrain::kEncoder;
+    llava.training.images_per_sample = 2;
+    constexpr std::int64_t k = 2, p = 576, n = k * (p + 1), e = 1024, ff = 4096;
+    const std::int64_t block = n * (16 * e + 6 * ff + 4 * 16 + 16);
+    const std::int64_t outside = k * p * 3 * 14 * 14 * 2 + n * (2 * e + 8) + 2 * k * p * d;
+    EXPECT_EQ(estimate(llava).vision_activation_bytes.value(), block * 23 + outside);
+    llava.model.vision_feature_layer = -1;
+    EXPECT_EQ(estimate(llava).vision_activation_bytes.value(), block * 24 + outside);
+    llava.model.vision_feature_layer = -30;
+    refused_image(llava, "model.vision_feature_layer");
+  }
+  {
+    // Mistral 3's Pixtral (24 blocks, width 1024, 14-pixel patches, merged 2 × 2) in fp32,
+    // checkpointed, everything trained, a 448-pixel image: 1,024 patches, 256 tokens. Under SDPA the
+    // images' block-diagonal mask (n × n fp32) is kept once; FlashAttention-2 takes none.
+    Config mistral = c;
+    mistral.model.vision_type = VisionTower::kMistral3;
+    mistral.training.precision = Precision::kFp32;
+    mistral.training.checkpointing = Checkpointing::kFull;
+    mistral.training.image_patches = 1024;
+    mistral.training.implementation.attention = AttentionImpl::kSdpa;
+    constexpr std::int64_t n = 1024, e = 1024, m = 256;
+    const std::int64_t flash = n * e * 4 * 24 + n * 3 * 14 * 14 * 4 + n * (8 * e + 4) + 12 * n * e + 4 * n +
+                               4 * m * e + 8 * m * d;
+    EXPECT_EQ(estimate(mistral).vision_activation_bytes.value(), flash + 4 * n * n);
+    mistral.training.implementation.attention = AttentionImpl::kFlash;
+    EXPECT_EQ(estimate(mistral).vision_activation_bytes.value(), flash);
+    mistral.training.image_patches = 1026;  // not whole merged patches
+    refused_image(mistral, "training.image_patches");
+  }
+  Config fixed = c;  // SigLIP and CLIP take no other image size
+  fixed.training.image_patches = 1024;
+  refused_image(fixed, "training.image_patches");
+  Config tokens = c;  // 200 tokens pool no square grid
+  tokens.model.vision_tokens_per_image = 200;
+  refused_image(tokens, "model.vision_tokens_per_image");
+}
+
 
 TEST(Estimate, AVisionTowerTrainsWhereTheRunTrainsIt) {
   const HfImport vl = qwen25_vl_7b();

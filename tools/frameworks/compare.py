@@ -31,6 +31,7 @@ loss kernels' difference is too, and every family's parameter count is exact (or
 COUNT_DIFFERENCES defines). Standard library only.
 """
 
+import collections
 import argparse
 import json
 import os
@@ -507,26 +508,27 @@ def check_vision_tower(binary, path):
 
 
 def check_vision_images(binary, path):
-    """Images through a Qwen-VL vision tower (out/vision_images.json, vision_images.py: the real
-    classes, each part of the tower trained or frozen, with and without checkpointing, in fp32, AMP
-    and bf16 weights): memfit's vision_activation_bytes must equal the bytes autograd kept, exactly."""
+    """Images through a vision tower (out/vision_images.json, vision_images.py: the real classes of
+    Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Gemma 3, LLaVA over CLIP, SigLIP and Pixtral, and Mistral 3, each
+    part of the tower trained or frozen, with and without checkpointing, in fp32, AMP and bf16
+    weights): memfit's vision_activation_bytes must equal the bytes autograd kept, exactly."""
     m = load_measurement(path)
     if m is None:
         return []
     problems, models = [], {}
     configs = []
     for case in m["cases"]:
-        key = json.dumps(case["hf_config"], sort_keys=True)
+        key = case["model"]
         if key not in models:
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-                json.dump(case["hf_config"], f)
+                json.dump(m["models"][key], f)
             try:
                 models[key] = json.loads(subprocess.run([binary, "--hf-config", f.name, "--json"], capture_output=True,
                                                         text=True, check=True).stdout)["config"]["model"]
             finally:
                 os.unlink(f.name)
         configs.append({"model": models[key], "training": {
-            "framework": "hf", "precision": case["precision"], "micro_batch_size": 1, "seq_len": 16,
+            "framework": "hf", "precision": case["precision"], "micro_batch_size": 1, "seq_len": 4096,
             "checkpointing": case["checkpointing"], "attention": "sdpa", "dropout": 0,
             "images_per_sample": case["images_per_sample"], "image_patches": case["image_patches"],
             "finetune": {"method": "full", "train_vision": case["train_vision"]}}})
@@ -542,8 +544,9 @@ def check_vision_images(binary, path):
         if result["vision_activation_bytes"] != case["saved_bytes"]:
             problems.append(f"{label}: memfit {result['vision_activation_bytes']:,} bytes, autograd kept "
                             f"{case['saved_bytes']:,}")
-    print(f"\nimages through Qwen-VL vision towers (transformers {m['versions']['transformers']}): "
-          f"{len(m['cases'])} cases, {len(problems)} off")
+    towers = collections.Counter(case["model_type"] for case in m["cases"])
+    print(f"\nimages through vision towers (transformers {m['versions']['transformers']}): {len(m['cases'])} cases ("
+          + ", ".join(f"{t} {n}" for t, n in towers.items()) + f"), {len(problems)} off")
     return problems
 
 

@@ -455,6 +455,11 @@ struct ModelSpec {
   Switch vision_use_head = Switch::kAuto;
   Switch vision_projector_bias = Switch::kAuto;
   VisionEncoder vision_encoder = VisionEncoder::kAuto;  // the encoder under LLaVA
+  // The encoder layer whose output LLaVA and Mistral 3 project (vision_feature_layer, transformers'
+  // index into the hidden states: -1 the last block's output, -2 the one before, k > 0 the k-th
+  // block's); 0 = the class's default (LLaVA -2, Mistral 3 -1). Gemma 3 projects the last.
+  std::int64_t vision_feature_layer = 0;
+  std::int64_t vision_tokens_per_image = 0;  // Gemma 3's mm_tokens_per_image; 0 = 256
   // When non-zero, the memory model uses this count instead of the counted architecture: the
   // seeds' scaling table uses nominal sizes ("LLaMA-7B": 7e9) with the 14P rule.
   std::int64_t nominal_parameter_count = 0;
