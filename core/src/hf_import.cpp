@@ -1616,7 +1616,7 @@ HfImport import_hf_config(const Json& json) {
         std::snprintf(gb, sizeof gb, "%.2f", static_cast<double>(n) * 2 / 1e9);
         message += " and its vision encoder and projector (" + detail::group_digits(n) + " parameters, " + gb +
                    " GB in 16 bits), which the estimate holds frozen with the weights. Its steps are text-only "
-                   "unless training.images_per_sample says otherwise (images through Qwen-VL towers)";
+                   "unless training.images_per_sample says otherwise";
       } else {
         message += "; the vision encoder and projector (vision_config) are not in the estimate (text-only training "
                    "never runs them, but their weights are loaded)";

@@ -412,33 +412,38 @@ struct VitBlock {
 constexpr VitBlock kSiglipBlock[3] = {{32, 8, 16}, {24, 4, 16}, {16, 4, 16}};
 constexpr VitBlock kClipBlock[3] = {{32, 12, 16}, {24, 6, 16}, {16, 6, 16}};
 constexpr VitBlock kPixtralBlock[3] = {{40, 16, 8}, {34, 8, 8}, {24, 8, 8}};
-// The projectors' terms: k·p·e, k·p, k·m·e, k·m·d, k·m, e, and e once when one image goes through.
+// The projectors' terms: k·p·e, k·p, k·m·e, k·m·d, k·m and e.
 struct ProjectorTerms {
-  int kpe, kp, kme, kmd, km, e, one_image_e;
+  int kpe, kp, kme, kmd, km, e;
 };
 // [all: the encoder's graph reaches a projector that trains; frozen: it reaches a frozen one;
 // alone: the projector trains on features that need no grad][column].
 // Gemma3MultiModalProjector: the average pool's input (a contiguous copy), the RMSNorm's fp32 input,
 // rsqrt and normalised input, (1 + weight) in fp32 once, the projection's input.
 constexpr ProjectorTerms kGemma3Projector[3][3] = {
-    {{4, 0, 12, 0, 4, 4, 0}, {4, 0, 10, 0, 4, 4, 0}, {2, 0, 10, 0, 4, 4, 0}},
-    {{4, 0, 4, 0, 4, 4, 0}, {4, 0, 4, 0, 4, 4, 0}, {2, 0, 4, 0, 4, 4, 0}},
-    {{0, 0, 8, 0, 0, 0, 0}, {0, 0, 6, 0, 0, 0, 0}, {0, 0, 6, 0, 0, 0, 0}}};
+    {{4, 0, 12, 0, 4, 4}, {4, 0, 10, 0, 4, 4}, {2, 0, 10, 0, 4, 4}},
+    {{4, 0, 4, 0, 4, 4}, {4, 0, 4, 0, 4, 4}, {2, 0, 4, 0, 4, 4}},
+    {{0, 0, 8, 0, 0, 0}, {0, 0, 6, 0, 0, 0}, {0, 0, 6, 0, 0, 0}}};
 // LlavaMultiModalProjector: linear_1's input (its weight's gradient needs it whether or not the
 // encoder's graph reaches it), GELU's and linear_2's inputs. Over CLIP (strategy default) linear_1
 // reads the hidden state without its class token: a view of the whole, class token included, when
 // the micro-batch is one image (a copy otherwise; autocast's 16-bit copy under AMP).
 constexpr ProjectorTerms kLlavaProjector[3][3] = {
-    {{4, 0, 0, 8, 0, 0, 0}, {2, 0, 0, 4, 0, 0, 0}, {2, 0, 0, 4, 0, 0, 0}},
-    {{0, 0, 0, 4, 0, 0, 0}, {0, 0, 0, 2, 0, 0, 0}, {0, 0, 0, 2, 0, 0, 0}},
-    {{4, 0, 0, 8, 0, 0, 0}, {2, 0, 0, 4, 0, 0, 0}, {2, 0, 0, 4, 0, 0, 0}}};
+    {{4, 0, 0, 8, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}},
+    {{0, 0, 0, 4, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 2, 0, 0}},
+    {{4, 0, 0, 8, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}}};
 constexpr int kClipOneImage[3] = {4, 0, 2};
 // Mistral3MultiModalProjector: the RMSNorm over every patch, the patch merger's input (the unfolded
 // grid), linear_1's input, GELU's and linear_2's inputs.
 constexpr ProjectorTerms kMistral3Projector[3][3] = {
-    {{12, 4, 4, 8, 0, 0, 0}, {10, 4, 2, 4, 0, 0, 0}, {8, 4, 2, 4, 0, 0, 0}},
-    {{4, 4, 0, 4, 0, 0, 0}, {4, 4, 0, 2, 0, 0, 0}, {4, 4, 0, 2, 0, 0, 0}},
-    {{8, 0, 4, 8, 0, 0, 0}, {6, 0, 2, 4, 0, 0, 0}, {4, 0, 2, 4, 0, 0, 0}}};
+    {{12, 4, 4, 8, 0, 0}, {10, 4, 2, 4, 0, 0}, {8, 4, 2, 4, 0, 0}},
+    {{4, 4, 0, 4, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}},
+    {{8, 0, 4, 8, 0, 0}, {6, 0, 2, 4, 0, 0}, {4, 0, 2, 4, 0, 0}}};
+
+// The terms vision_images_fit.py names (BASIS), each a product of the run's sizes: per used block
+// first (the encoder blocks' part, which activation offload moves), then the rest.
+enum VitTerm { kNeL, kNfL, kNhL, kNL, kNnL, kNhd, kNn, kKpP, kNe, kN, kKpe, kKp, kKme, kKmd, kKm, kE, kOneImageE, kVitTerms };
+constexpr int kFirstOutsideTerm = kNhd;
 
 VisionSaved vit_saved(const Config& c, int column) {
   const Training& t = c.training;
@@ -449,8 +454,10 @@ VisionSaved vit_saved(const Config& c, int column) {
   const Count p = image_patches(c);
   const Count n = k * (p + Count(clip ? 1 : 0));
   const Count L = used_blocks(m, s.depth);
-  const Count features = vit_image_features(m, p);
-  const Count d = Count(m.hidden_size);
+  const Count km = k * vit_image_features(m, p);
+  const Count size[kVitTerms] = {n * s.e * L, n * s.ff * L, n * s.heads * L, n * L, n * n * L, n * (s.e / s.heads), n * n,
+                                 k * p * s.channels * s.patch * s.patch, n * s.e, n, k * p * s.e, k * p, km * s.e,
+                                 km * Count(m.hidden_size), km, s.e, k == Count(1) ? s.e : Count(0)};
   const VisionTrain trains = resolve_train_vision(c);
   const bool encoder = trains == VisionTrain::kAll || trains == VisionTrain::kEncoder;
   const bool projector = trains == VisionTrain::kAll || trains == VisionTrain::kProjector;
@@ -462,23 +469,28 @@ VisionSaved vit_saved(const Config& c, int column) {
   // sequence (n × n): kept once (fp32, or bf16 weights' 16 bits); under autocast each block casts
   // it apart, unless checkpointing holds the fp32 mask it is given. FlashAttention-2 takes none.
   const bool masked = pixtral && resolve_implementation(c).attention != AttentionImpl::kFlash;
-  const auto bytes = [](Count v) { return v * Bytes{1}; };
-  VisionSaved saved;
+  int coef[kVitTerms] = {};
   if (graph) {
     if (ckpt) {
-      saved.blocks = bytes(n * s.e * Count(column == 2 ? 2 : 4) * L);
+      coef[kNeL] += column == 2 ? 2 : 4;  // each block's input
     } else {
       const VitBlock& b = (pixtral ? kPixtralBlock : clip ? kClipBlock : kSiglipBlock)[column];
-      saved.blocks = bytes(n * (s.e * Count(b.e) + s.ff * Count(b.ff) + s.heads * Count(4) + Count(b.one)) * L);
-      if (pixtral) saved.outside += bytes(n * (s.e / s.heads) * Count(column == 2 ? 4 : 8));  // rotary cos, sin
+      coef[kNeL] += b.e;
+      coef[kNfL] += b.ff;
+      coef[kNhL] += 4;
+      coef[kNL] += b.one;
+      if (pixtral) coef[kNhd] += column == 2 ? 4 : 8;  // the rotary cos and sin
     }
-    if (encoder) saved.outside += bytes(k * p * s.channels * s.patch * s.patch * Count(column == 0 ? 4 : 2));
-    // Gemma 3's SigLIP post_layernorm, CLIP's pre_layrnorm: input, fp32 mean and rstd.
-    if (m.vision_type == VisionTower::kGemma3 || clip) saved.outside += bytes(n * (s.e * Count(column == 2 ? 2 : 4) + Count(8)));
+    if (encoder) coef[kKpP] += column == 0 ? 4 : 2;  // the pixels (autocast's 16-bit copy)
+    if (m.vision_type == VisionTower::kGemma3 || clip) {  // SigLIP's post_layernorm, CLIP's pre_layrnorm
+      coef[kNe] += column == 2 ? 2 : 4;
+      coef[kN] += 8;
+    }
     if (pixtral) {  // ln_pre, an RMSNorm: its fp32 input and rsqrt, and the normalised input when it trains
-      saved.outside += bytes(n * (s.e * Count(!encoder ? 4 : column == 0 ? 8 : 6) + Count(4)));
-      if (masked && column == 1 && !ckpt) saved.blocks += bytes(n * n * Count(2) * L);
-      else if (masked) saved.outside += bytes(n * n * Count(column == 2 ? 2 : 4));
+      coef[kNe] += !encoder ? 4 : column == 0 ? 8 : 6;
+      coef[kN] += 4;
+      if (masked && column == 1 && !ckpt) coef[kNnL] += 2;
+      else if (masked) coef[kNn] += column == 2 ? 2 : 4;
     }
   }
   if (graph || projector) {
@@ -486,10 +498,17 @@ VisionSaved vit_saved(const Config& c, int column) {
     const ProjectorTerms& q = (m.vision_type == VisionTower::kGemma3    ? kGemma3Projector
                                : m.vision_type == VisionTower::kMistral3 ? kMistral3Projector
                                                                          : kLlavaProjector)[part][column];
-    const Count km = k * features;
-    saved.outside += bytes(k * p * s.e * Count(q.kpe) + k * p * Count(q.kp) + km * s.e * Count(q.kme) +
-                           km * d * Count(q.kmd) + km * Count(q.km) + s.e * Count(q.e));
-    if (clip && part != 1 && k == Count(1)) saved.outside += bytes(s.e * Count(kClipOneImage[column]));
+    coef[kKpe] += q.kpe;
+    coef[kKp] += q.kp;
+    coef[kKme] += q.kme;
+    coef[kKmd] += q.kmd;
+    coef[kKm] += q.km;
+    coef[kE] += q.e;
+    if (clip && part != 1) coef[kOneImageE] += kClipOneImage[column];
+  }
+  VisionSaved saved;
+  for (int term = 0; term < kVitTerms; ++term) {
+    (term < kFirstOutsideTerm ? saved.blocks : saved.outside) += size[term] * Count(coef[term]) * Bytes{1};
   }
   return saved;
 }
