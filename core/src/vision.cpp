@@ -295,22 +295,39 @@ struct ImageTerms {
   int enc_out_e, enc_out_1, enc_deepstack_e, enc_deepstack_1;  // the encoder alone (a frozen merger's linears
                                                            // keep no input)
   int proj_e, proj_1, proj_deepstack_e, proj_deepstack_1;  // the projector alone, its input needing no grad
+  int ckpt_first_e;  // the first checkpointed block's input where it differs from the others' (n·e, once)
 };
-// [tower: Qwen2-VL, Qwen2.5-VL, Qwen3-VL][fp32; AMP (fp32 weights under autocast); 16-bit weights].
-// Where the checkpoint's input hook makes the encoder's output require grad (kInputHooked), the
-// mergers keep what they keep when the encoder trains: a projector that trains as when the whole
-// tower does (out), a frozen one as when the encoder alone does (enc_out); measured so, not fitted
-// apart.
-constexpr ImageTerms kImageTerms[3][3] = {
-    {{44, 12, 16, 4, 16, 8, 0, 0, 8, 8, 0, 0, 16, 8, 0, 0},
-     {26, 6, 16, 2, 10, 8, 0, 0, 6, 8, 0, 0, 10, 8, 0, 0},
-     {22, 6, 16, 2, 8, 8, 0, 0, 4, 8, 0, 0, 8, 8, 0, 0}},
-    {{52, 16, 8, 4, 20, 8, 0, 0, 8, 8, 0, 0, 16, 2, 0, 0},
-     {32, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 0, 0},
-     {30, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 0, 0}},
-    {{44, 8, 16, 4, 16, 56, 12, 2, 8, 56, 4, 2, 16, 8, 16, 2},
-     {26, 4, 16, 2, 10, 56, 10, 2, 6, 56, 6, 2, 10, 8, 10, 2},
-     {22, 4, 16, 2, 8, 56, 6, 2, 4, 56, 2, 2, 8, 8, 8, 2}},
+// [tower: Qwen2-VL, Qwen2.5-VL, Qwen3-VL][column, image_column: fp32; AMP (fp32 weights under
+// autocast); 16-bit weights; 16-bit weights under autocast; a bitsandbytes 4-bit base; the same after
+// prepare_model_for_kbit_training]. Where the checkpoint's input hook makes the encoder's output
+// require grad (kInputHooked), the mergers keep what they keep when the encoder trains: a projector
+// that trains as when the whole tower does (out), a frozen one as when the encoder alone does
+// (enc_out); measured so, not fitted apart. 16-bit weights under autocast keep what AMP keeps in
+// Qwen2-VL and Qwen3-VL (the same tensors, module for module) and what 16-bit weights keep in
+// Qwen2.5-VL (its RMSNorms return the stream's bf16: autocast casts nothing more). A 4-bit base holds
+// the tower frozen, so only the hooked checkpoint's terms are read: bitsandbytes' Linear4bit returns
+// its input's dtype, so after a LayerNorm (fp32 under autocast) Qwen2-VL's stream turns fp32 at the
+// first block's MLP (its first checkpointed input bf16: ckpt_first_e); Qwen2.5-VL's RMSNorms keep
+// it bf16 until prepare_model_for_kbit_training makes their weights fp32.
+constexpr ImageTerms kImageTerms[3][6] = {
+    {{44, 12, 16, 4, 16, 8, 0, 0, 8, 8, 0, 0, 16, 8, 0, 0, 0},
+     {26, 6, 16, 2, 10, 8, 0, 0, 6, 8, 0, 0, 10, 8, 0, 0, 0},
+     {22, 6, 16, 2, 8, 8, 0, 0, 4, 8, 0, 0, 8, 8, 0, 0, 0},
+     {26, 6, 16, 2, 10, 8, 0, 0, 6, 8, 0, 0, 10, 8, 0, 0, 0},
+     {0, 0, 0, 4, 0, 0, 0, 0, 8, 8, 0, 0, 0, 0, 0, 0, -2},
+     {0, 0, 0, 4, 0, 0, 0, 0, 8, 8, 0, 0, 0, 0, 0, 0, -2}},
+    {{52, 16, 8, 4, 20, 8, 0, 0, 8, 8, 0, 0, 16, 2, 0, 0, 0},
+     {32, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 0, 0, 0},
+     {30, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 0, 0, 0},
+     {30, 8, 8, 2, 12, 8, 0, 0, 6, 8, 0, 0, 8, 2, 0, 0, 0},
+     {0, 0, 0, 2, 0, 0, 0, 0, 6, 8, 0, 0, 0, 0, 0, 0, 0},
+     {0, 0, 0, 4, 0, 0, 0, 0, 8, 8, 0, 0, 0, 0, 0, 0, -2}},
+    {{44, 8, 16, 4, 16, 56, 12, 2, 8, 56, 4, 2, 16, 8, 16, 2, 0},
+     {26, 4, 16, 2, 10, 56, 10, 2, 6, 56, 6, 2, 10, 8, 10, 2, 0},
+     {22, 4, 16, 2, 8, 56, 6, 2, 4, 56, 2, 2, 8, 8, 8, 2, 0},
+     {26, 4, 16, 2, 10, 56, 10, 2, 6, 56, 6, 2, 10, 8, 10, 2, 0},
+     {},
+     {}},
 };
 // Whether transformers' gradient_checkpointing_enable makes the tower's input require grad
 // (enable_input_require_grads hooks the model's input embeddings, which for Qwen2-VL and
@@ -318,16 +335,29 @@ constexpr ImageTerms kImageTerms[3][3] = {
 // inputs. Qwen3-VL's get_input_embeddings is not implemented for the hook, and keeps nothing there.
 constexpr bool kInputHooked[3] = {true, true, false};
 
-// The precision's column: fp32 throughout, AMP, or 16-bit weights without autocast; -1 elsewhere.
-int image_precision(Precision p) {
+// The measured column the run's tower follows (kImageTerms, the ViT tables): how its weights are held
+// and whether autocast runs. fp32; AMP (fp32 weights under autocast: a full fine-tune's bf16_mixed);
+// 16-bit weights (bf16, the master recipes, FSDP's bf16 param_dtype); 16-bit weights under autocast
+// (bf16_autocast, and a PEFT base held in 16 bits under bf16_mixed: the Trainer's LoRA); a
+// bitsandbytes 4-bit base under autocast, as loaded or after prepare_model_for_kbit_training. -1:
+// not measured (an 8-bit base, a 4-bit one without autocast, FP8, the seeds' convention).
+int image_column(const Config& c) {
+  const Finetune& f = c.training.finetune;
+  const Precision p = c.training.precision;
+  const bool autocast = p == Precision::kBf16Mixed || p == Precision::kFp16Mixed || p == Precision::kBf16Autocast;
+  if (bnb_peft_base(c)) return f.base_bits == 4 && autocast ? (kbit_upcast(f) ? 5 : 4) : -1;
+  // A PEFT base's dtype (the tower is held as the base is: vision_tower_bytes), else the recipe's.
+  const bool peft = is_peft(c);
+  const bool base32 = peft && lora_base_bytes(recipe_of(c), resolve_implementation(c)) == kFp32Bytes;
   switch (p) {
-    case Precision::kFp32: return 0;
+    case Precision::kFp32: return peft && !base32 ? 2 : 0;
     case Precision::kBf16Mixed:
-    case Precision::kFp16Mixed: return 1;
+    case Precision::kFp16Mixed: return peft && !base32 ? 3 : 1;
+    case Precision::kBf16Autocast: return base32 ? 1 : 3;
     case Precision::kBf16:
     case Precision::kBf16Master:
     case Precision::kFp16Master:
-    case Precision::kBf16Fsdp: return 2;
+    case Precision::kBf16Fsdp: return base32 ? 0 : 2;
     default: return -1;
   }
 }
@@ -396,11 +426,13 @@ std::int64_t square_side(std::int64_t n) {
   return side * side == n ? side : 0;
 }
 
-// What images leave saved in a plain-ViT tower, in bytes (tools/frameworks/vision_images.py's 2,880
-// cases over 60 towers of their own sizes, fitted exactly by vision_images_fit.py, whose terms()
-// these follow). k images a micro-batch, p patches each, n tokens through the encoder (k·p, CLIP's
+// What images leave saved in a plain-ViT tower, in bytes (tools/frameworks/vision_images.py's cases
+// over 60 towers of their own sizes, fitted exactly by vision_images_fit.py, whose terms() these
+// follow). k images a micro-batch, p patches each, n tokens through the encoder (k·p, CLIP's
 // k·(p + 1) with its class token), L used blocks, e, ff, heads; m features an image and d the
-// language model's width for the projector. Column: fp32, AMP, 16-bit weights.
+// language model's width for the projector. Columns as image_column's; a 4-bit base's (the last
+// two) only where a frozen tower keeps something: the checkpoint's hook, the outer norms, Pixtral's
+// mask and the frozen projector (the other entries are never read).
 struct VitBlock {
   int e, ff, one;
 };
@@ -408,10 +440,28 @@ struct VitBlock {
 // rsqrt, the normalised input, its output), the q/k/v input (three 16-bit copies under autocast),
 // SDPA's q, k, v, output and fp32 log-sum-exp a head (4·heads, added), the MLP's inputs and
 // activation (CLIP's quick_gelu keeps its sigmoid and product: 3·ff; Pixtral's gated MLP gate, SiLU
-// in and out, up, down's input).
-constexpr VitBlock kSiglipBlock[3] = {{32, 8, 16}, {24, 4, 16}, {16, 4, 16}};
-constexpr VitBlock kClipBlock[3] = {{32, 12, 16}, {24, 6, 16}, {16, 6, 16}};
-constexpr VitBlock kPixtralBlock[3] = {{40, 16, 8}, {34, 8, 8}, {24, 8, 8}};
+// in and out, up, down's input). With 16-bit weights under autocast SigLIP and CLIP keep what AMP
+// keeps (a LayerNorm under autocast runs in fp32 whatever its weights and hands the linears fp32),
+// Pixtral what 16-bit weights keep (its RMSNorms return the stream's bf16: nothing more to cast).
+constexpr VitBlock kSiglipBlock[6] = {{32, 8, 16}, {24, 4, 16}, {16, 4, 16}, {24, 4, 16}, {}, {}};
+constexpr VitBlock kClipBlock[6] = {{32, 12, 16}, {24, 6, 16}, {16, 6, 16}, {24, 6, 16}, {}, {}};
+constexpr VitBlock kPixtralBlock[6] = {{40, 16, 8}, {34, 8, 8}, {24, 8, 8}, {24, 8, 8}, {}, {}};
+// Under checkpointing, each block's input: the residual stream [SigLIP, CLIP, Pixtral][column]. fp32
+// under AMP (an fp32 position embedding or ln_pre weight added in); with 16-bit weights under
+// autocast SigLIP's and Pixtral's bf16, CLIP's fp32 (its pre_layrnorm, under autocast, returns fp32);
+// under a 4-bit base SigLIP's and CLIP's fp32 (bitsandbytes' Linear4bit returns its input's dtype:
+// the MLP takes LayerNorm 2's fp32 output and adds fp32 to the stream), Pixtral's bf16 until
+// prepare_model_for_kbit_training makes its norms' weights fp32. SigLIP's first block's input, as
+// loaded over a 4-bit base, is still bf16 (the convolution's output and a bf16 position embedding):
+// 2 bytes a token less, once (kSiglipFirstNf4).
+constexpr int kCkptInput[3][6] = {{4, 4, 2, 2, 4, 4}, {4, 4, 2, 4, 4, 4}, {4, 4, 2, 2, 2, 4}};
+constexpr int kSiglipFirstNf4 = -2;
+// The outer LayerNorm (Gemma 3's SigLIP post_layernorm, CLIP's pre_layrnorm): its input (fp32 under
+// autocast, autocast's copy of a 16-bit one) a token, and the fp32 mean and rstd.
+constexpr int kOuterNormE[6] = {4, 4, 2, 4, 4, 4};
+// Pixtral's block-diagonal SDPA mask (n × n), kept once in the patch embeddings' dtype (AMP's per
+// block casts aside: vit_saved).
+constexpr int kPixtralMask[6] = {4, 4, 2, 2, 2, 4};
 // The projectors' terms: k·p·e, k·p, k·m·e, k·m·d, k·m and e.
 struct ProjectorTerms {
   int kpe, kp, kme, kmd, km, e;
@@ -419,30 +469,38 @@ struct ProjectorTerms {
 // [all: the encoder's graph reaches a projector that trains; frozen: it reaches a frozen one;
 // alone: the projector trains on features that need no grad][column].
 // Gemma3MultiModalProjector: the average pool's input (a contiguous copy), the RMSNorm's fp32 input,
-// rsqrt and normalised input, (1 + weight) in fp32 once, the projection's input.
-constexpr ProjectorTerms kGemma3Projector[3][3] = {
-    {{4, 0, 12, 0, 4, 4}, {4, 0, 10, 0, 4, 4}, {2, 0, 10, 0, 4, 4}},
-    {{4, 0, 4, 0, 4, 4}, {4, 0, 4, 0, 4, 4}, {2, 0, 4, 0, 4, 4}},
-    {{0, 0, 8, 0, 0, 0}, {0, 0, 6, 0, 0, 0}, {0, 0, 6, 0, 0, 0}}};
+// rsqrt and normalised input, (1 + weight) in fp32 once, the projection's input. With 16-bit weights
+// under autocast as under AMP (SigLIP's post_layernorm returns fp32); frozen over a 4-bit base as a
+// frozen one under AMP.
+constexpr ProjectorTerms kGemma3Projector[3][6] = {
+    {{4, 0, 12, 0, 4, 4}, {4, 0, 10, 0, 4, 4}, {2, 0, 10, 0, 4, 4}, {4, 0, 10, 0, 4, 4}, {}, {}},
+    {{4, 0, 4, 0, 4, 4}, {4, 0, 4, 0, 4, 4}, {2, 0, 4, 0, 4, 4}, {4, 0, 4, 0, 4, 4}, {4, 0, 4, 0, 4, 4}, {4, 0, 4, 0, 4, 4}},
+    {{0, 0, 8, 0, 0, 0}, {0, 0, 6, 0, 0, 0}, {0, 0, 6, 0, 0, 0}, {0, 0, 6, 0, 0, 0}, {}, {}}};
 // LlavaMultiModalProjector: linear_1's input (its weight's gradient needs it whether or not the
 // encoder's graph reaches it), GELU's and linear_2's inputs. Over CLIP (strategy default) linear_1
 // reads the hidden state without its class token: a view of the whole, class token included, when
-// the micro-batch is one image (a copy otherwise; autocast's 16-bit copy under AMP).
-constexpr ProjectorTerms kLlavaProjector[3][3] = {
-    {{4, 0, 0, 8, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}},
-    {{0, 0, 0, 4, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 2, 0, 0}},
-    {{4, 0, 0, 8, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}}};
-constexpr int kClipOneImage[3] = {4, 0, 2};
+// the micro-batch is one image (a copy otherwise; autocast's 16-bit copy under AMP). Frozen over a
+// 4-bit base, GELU's input only, in the encoder output's dtype (linear_1, a Linear4bit, returns
+// it): fp32 from SigLIP and CLIP, bf16 from Pixtral as loaded (kLlavaPixtralNf4).
+constexpr ProjectorTerms kLlavaProjector[3][6] = {
+    {{4, 0, 0, 8, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}, {}, {}},
+    {{0, 0, 0, 4, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 4, 0, 0}, {0, 0, 0, 4, 0, 0}},
+    {{4, 0, 0, 8, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}, {}, {}}};
+constexpr ProjectorTerms kLlavaPixtralNf4 = {0, 0, 0, 2, 0, 0};
+constexpr int kClipOneImage[6] = {4, 0, 2, 0, 0, 0};
 // Mistral3MultiModalProjector: the RMSNorm over every patch, the patch merger's input (the unfolded
-// grid), linear_1's input, GELU's and linear_2's inputs.
-constexpr ProjectorTerms kMistral3Projector[3][3] = {
-    {{12, 4, 4, 8, 0, 0}, {10, 4, 2, 4, 0, 0}, {8, 4, 2, 4, 0, 0}},
-    {{4, 4, 0, 4, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}},
-    {{8, 0, 4, 8, 0, 0}, {6, 0, 2, 4, 0, 0}, {4, 0, 2, 4, 0, 0}}};
+// grid), linear_1's input, GELU's and linear_2's inputs; with 16-bit weights under autocast as with
+// 16-bit weights (the RMSNorm returns bf16); frozen over a 4-bit base, the RMSNorm's fp32 input and
+// rsqrt and GELU's input in the stream's dtype.
+constexpr ProjectorTerms kMistral3Projector[3][6] = {
+    {{12, 4, 4, 8, 0, 0}, {10, 4, 2, 4, 0, 0}, {8, 4, 2, 4, 0, 0}, {8, 4, 2, 4, 0, 0}, {}, {}},
+    {{4, 4, 0, 4, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 4, 0, 0}},
+    {{8, 0, 4, 8, 0, 0}, {6, 0, 2, 4, 0, 0}, {4, 0, 2, 4, 0, 0}, {4, 0, 2, 4, 0, 0}, {}, {}}};
 
-// The terms vision_images_fit.py names (BASIS), each a product of the run's sizes: per used block
-// first (the encoder blocks' part, which activation offload moves), then the rest.
-enum VitTerm { kNeL, kNfL, kNhL, kNL, kNnL, kNhd, kNn, kKpP, kNe, kN, kKpe, kKp, kKme, kKmd, kKm, kE, kOneImageE, kVitTerms };
+// The terms vision_images_fit.py names (BASIS), each a product of the run's sizes: the encoder
+// blocks' first (which activation offload moves), then the rest.
+enum VitTerm { kNeL, kNfL, kNhL, kNL, kNnL, kNeFirst, kNhd, kNn, kKpP, kNe, kN, kKpe, kKp, kKme, kKmd, kKm, kE,
+               kOneImageE, kVitTerms };
 constexpr int kFirstOutsideTerm = kNhd;
 
 VisionSaved vit_saved(const Config& c, int column) {
@@ -455,7 +513,7 @@ VisionSaved vit_saved(const Config& c, int column) {
   const Count n = k * (p + Count(clip ? 1 : 0));
   const Count L = used_blocks(m, s.depth);
   const Count km = k * vit_image_features(m, p);
-  const Count size[kVitTerms] = {n * s.e * L, n * s.ff * L, n * s.heads * L, n * L, n * n * L, n * (s.e / s.heads), n * n,
+  const Count size[kVitTerms] = {n * s.e * L, n * s.ff * L, n * s.heads * L, n * L, n * n * L, n * s.e, n * (s.e / s.heads), n * n,
                                  k * p * s.channels * s.patch * s.patch, n * s.e, n, k * p * s.e, k * p, km * s.e,
                                  km * Count(m.hidden_size), km, s.e, k == Count(1) ? s.e : Count(0)};
   const VisionTrain trains = resolve_train_vision(c);
@@ -472,32 +530,35 @@ VisionSaved vit_saved(const Config& c, int column) {
   int coef[kVitTerms] = {};
   if (graph) {
     if (ckpt) {
-      coef[kNeL] += column == 2 ? 2 : 4;  // each block's input
+      coef[kNeL] += kCkptInput[pixtral ? 2 : clip ? 1 : 0][column];  // each block's input
+      if (!pixtral && !clip && column == 4) coef[kNeFirst] += kSiglipFirstNf4;
     } else {
       const VitBlock& b = (pixtral ? kPixtralBlock : clip ? kClipBlock : kSiglipBlock)[column];
       coef[kNeL] += b.e;
       coef[kNfL] += b.ff;
       coef[kNhL] += 4;
       coef[kNL] += b.one;
-      if (pixtral) coef[kNhd] += column == 2 ? 4 : 8;  // the rotary cos and sin
+      if (pixtral) coef[kNhd] += column >= 2 ? 4 : 8;  // the rotary cos and sin, in the embeddings' dtype
     }
     if (encoder) coef[kKpP] += column == 0 ? 4 : 2;  // the pixels (autocast's 16-bit copy)
     if (m.vision_type == VisionTower::kGemma3 || clip) {  // SigLIP's post_layernorm, CLIP's pre_layrnorm
-      coef[kNe] += column == 2 ? 2 : 4;
+      coef[kNe] += kOuterNormE[column];
       coef[kN] += 8;
     }
     if (pixtral) {  // ln_pre, an RMSNorm: its fp32 input and rsqrt, and the normalised input when it trains
       coef[kNe] += !encoder ? 4 : column == 0 ? 8 : 6;
       coef[kN] += 4;
       if (masked && column == 1 && !ckpt) coef[kNnL] += 2;
-      else if (masked) coef[kNn] += column == 2 ? 2 : 4;
+      else if (masked) coef[kNn] += kPixtralMask[column];
     }
   }
   if (graph || projector) {
     const int part = !graph ? 2 : projector ? 0 : 1;
-    const ProjectorTerms& q = (m.vision_type == VisionTower::kGemma3    ? kGemma3Projector
-                               : m.vision_type == VisionTower::kMistral3 ? kMistral3Projector
-                                                                         : kLlavaProjector)[part][column];
+    const ProjectorTerms& q = pixtral && column == 4 && part == 1 && m.vision_type == VisionTower::kLlava
+                                  ? kLlavaPixtralNf4
+                                  : (m.vision_type == VisionTower::kGemma3    ? kGemma3Projector
+                                     : m.vision_type == VisionTower::kMistral3 ? kMistral3Projector
+                                                                               : kLlavaProjector)[part][column];
     coef[kKpe] += q.kpe;
     coef[kKp] += q.kp;
     coef[kKme] += q.kme;
@@ -540,9 +601,14 @@ ImagesUnmodelled images_unmodelled(const Config& c) {
                                            : "must be given with images through Pixtral: (height / patch) x (width / "
                                              "patch), from 1 to 10,000,000"};
   }
-  if (image_precision(t.precision) < 0) {
-    return {"training.precision", "must be fp32, bf16_mixed, fp16_mixed, bf16, bf16_master, fp16_master or bf16_fsdp with "
-           "images through the tower"};
+  if (image_column(c) < 0) {
+    if (bnb_peft_base(c)) {
+      return {"training.finetune.base_bits", "must be 16, or 4 under autocast (bf16_mixed, fp16_mixed, bf16_autocast), "
+             "with images through a bitsandbytes-quantised tower: an 8-bit one, or a 4-bit one without autocast, is "
+             "not modelled"};
+    }
+    return {"training.precision", "must be fp32, bf16_mixed, fp16_mixed, bf16_autocast, bf16, bf16_master, fp16_master "
+           "or bf16_fsdp with images through the tower"};
   }
   if (resolve_implementation(c).attention == AttentionImpl::kEager) {
     return {"training.attention", "must be sdpa or flash with images through the tower (eager attention's scores are "
@@ -603,7 +669,7 @@ VisionSaved vision_saved(const Config& c) {
       !images_unmodelled(c).field.empty()) {
     return {};
   }
-  const int column = image_precision(t.precision);
+  const int column = image_column(c);
   if (qwen_tower(m.vision_type) < 0) return vit_saved(c, column);
   const ImageTerms& k = kImageTerms[qwen_tower(m.vision_type)][column];
   const bool qwen3 = m.vision_type == VisionTower::kQwen3Vl;
@@ -622,8 +688,9 @@ VisionSaved vision_saved(const Config& c) {
   // reaches the tower (kInputHooked).
   const bool hooked = ckpt && kInputHooked[qwen_tower(m.vision_type)];
   VisionSaved saved;
+  const Bytes checkpointed = per_patch(k.ckpt_e, 0) * depth + per_patch(k.ckpt_first_e, 0);
   if (encoder) {
-    saved.blocks = ckpt ? per_patch(k.ckpt_e, 0) * depth
+    saved.blocks = ckpt ? checkpointed
                         : (e * Count(k.block_e) + ff * Count(k.block_ff) + heads * Count(4) + Count(k.block_1)) * n *
                               depth * Bytes{1};
     const bool all = trains == VisionTrain::kAll;
@@ -631,11 +698,11 @@ VisionSaved vision_saved(const Config& c) {
                     per_patch(all ? k.deepstack_e : k.enc_deepstack_e, all ? k.deepstack_1 : k.enc_deepstack_1) * deepstack +
                     (ckpt ? Bytes{0} : (e / heads) * n * Bytes{8});
   } else if (trains == VisionTrain::kProjector) {
-    saved.blocks = hooked ? per_patch(k.ckpt_e, 0) * depth : Bytes{0};
+    saved.blocks = hooked ? checkpointed : Bytes{0};
     saved.outside = (hooked ? per_patch(k.out_e, k.out_1) : per_patch(k.proj_e, k.proj_1)) +
                     per_patch(k.proj_deepstack_e, k.proj_deepstack_1) * deepstack;
   } else if (hooked) {
-    saved.blocks = per_patch(k.ckpt_e, 0) * depth;
+    saved.blocks = checkpointed;
     saved.outside = per_patch(k.enc_out_e, k.enc_out_1);
   }
   return saved;

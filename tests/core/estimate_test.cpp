@@ -1045,6 +1045,36 @@ TEST(Estimate, ImagesThroughAViTTowerAreSavedForBackward) {
     mistral.training.image_patches = 1026;  // not whole merged patches
     refused_image(mistral, "training.image_patches");
   }
+  {
+    // A frozen tower under checkpointing keeps each block's input (the input hook) and what its
+    // frozen projector passes a gradient through, in the dtypes the run's weights give. LoRA over a
+    // 16-bit base under bf16_mixed (16-bit weights under autocast): SigLIP's stream is bf16.
+    constexpr std::int64_t n = 4096, e = 1152, L = 27, m = 256;
+    Config lora = c;
+    lora.training.finetune.method = FinetuneMethod::kLora;
+    lora.training.finetune.train_vision = VisionTrain::kAuto;
+    lora.training.checkpointing = Checkpointing::kFull;
+    const std::int64_t frozen = n * (4 * e + 8) + 4 * n * e + 4 * m * e + 4 * m + 4 * e;
+    EXPECT_EQ(estimate(lora).vision_activation_bytes.value(), n * e * 2 * L + frozen);
+    // QLoRA: bitsandbytes' Linear4bit returns its input's dtype, so after LayerNorm 2's fp32 output
+    // the stream is fp32 from the first block's MLP on (its own input bf16: 2 bytes a token less);
+    // prepare_model_for_kbit_training's fp32 position embedding makes the first one fp32 too.
+    Config qlora = lora;
+    qlora.training.finetune.base_bits = 4;
+    qlora.training.finetune.quant_method = QuantMethod::kBitsandbytes;
+    EXPECT_EQ(estimate(qlora).vision_activation_bytes.value(), n * e * 4 * L - 2 * n * e + frozen);
+    qlora.training.finetune.prepare_kbit = true;
+    EXPECT_EQ(estimate(qlora).vision_activation_bytes.value(), n * e * 4 * L + frozen);
+    Config eight = qlora;  // an 8-bit tower is not measured
+    eight.training.finetune.base_bits = 8;
+    refused_image(eight, "training.finetune.base_bits");
+    // A full fine-tune in 16-bit weights under autocast (bf16_autocast) keeps what AMP keeps in SigLIP.
+    Config autocast = c;
+    autocast.training.precision = Precision::kBf16Autocast;
+    const Estimate amp = estimate(c), sixteen = estimate(autocast);
+    ASSERT_TRUE(sixteen.ok()) << sixteen.errors[0].message;
+    EXPECT_EQ(sixteen.vision_activation_bytes, amp.vision_activation_bytes);
+  }
   Config fixed = c;  // SigLIP and CLIP take no other image size
   fixed.training.image_patches = 1024;
   refused_image(fixed, "training.image_patches");

@@ -527,16 +527,21 @@ def check_vision_images(binary, path):
                                                         text=True, check=True).stdout)["config"]["model"]
             finally:
                 os.unlink(f.name)
+        # A 4-bit base (qlora_nf4): QLoRA under the Trainer's bf16 autocast, the tower frozen.
+        finetune = ({"method": "lora", "base_bits": 4, "quant_method": "bitsandbytes",
+                     "prepare_kbit": case["prepare_kbit"]} if case["precision"] == "qlora_nf4"
+                    else {"method": "full", "train_vision": case["train_vision"]})
         configs.append({"model": models[key], "training": {
-            "framework": "hf", "precision": case["precision"], "micro_batch_size": 1, "seq_len": 4096,
-            "checkpointing": case["checkpointing"], "attention": "sdpa", "dropout": 0,
-            "images_per_sample": case["images_per_sample"], "image_patches": case["image_patches"],
-            "finetune": {"method": "full", "train_vision": case["train_vision"]}}})
+            "framework": "hf", "precision": "bf16_mixed" if case["precision"] == "qlora_nf4" else case["precision"],
+            "micro_batch_size": 1, "seq_len": 4096, "checkpointing": case["checkpointing"], "attention": "sdpa",
+            "dropout": 0, "images_per_sample": case["images_per_sample"], "image_patches": case["image_patches"],
+            "finetune": finetune}})
     lines = subprocess.run([binary, "--batch"], input="".join(json.dumps(c) + "\n" for c in configs),
                            capture_output=True, text=True, check=True).stdout.splitlines()
     for case, line in zip(m["cases"], lines):
         result = json.loads(line)
-        label = (f"images through {case['model_type']} ({case['precision']}, train_vision {case['train_vision']}, "
+        label = (f"images through {case['model_type']} ({case['precision']}"
+                 f"{', prepare_kbit' if case.get('prepare_kbit') else ''}, train_vision {case['train_vision']}, "
                  f"checkpointing {case['checkpointing']}, {case['images_per_sample']} x {case['image_patches']} patches)")
         if not result.get("ok"):
             problems.append(f"{label}: memfit refused it: {result.get('errors')}")

@@ -23,16 +23,24 @@ the encoder: the rest outside the language model, which always requires grad), r
 images through the class's get_image_features with SDPA (its CPU flash kernel saves what
 FlashAttention does: q, k, v, the output and an fp32 log-sum-exp a head; and Pixtral's block-diagonal
 mask over the images of a micro-batch, which Pixtral concatenates into one sequence) in fp32, under
-CUDA's autocast policy emulated on the CPU (cuda_amp.py; fp32 weights) and in bf16 weights, with and
-without gradient checkpointing, and records every tensor autograd still keeps once the features are
-made: savetrack's counting (each storage once, parameters left out, and saves whose graph died during
-forward left out), with autocast's 16-bit copies of the weights left out too (every cast of a
-parameter the emulation makes, cached copies of trained weights and per-use copies of frozen ones, of
-any rank, the patch convolutions' 4-D and 5-D weights included: they are weight copies). The bytes
-are a GPU's: a LayerNorm over bf16 with bf16 weights keeps its mean and rstd in bf16 on the CPU and
-in fp32 on CUDA (_cuda_bytes, measure.py's layernorm_stats rule), so those count twice. (Not
-modelled: on CUDA, fp32 attention runs the memory-efficient kernel, whose log-sum-exp is padded to
-32 tokens, a few hundred bytes an image a block.)
+CUDA's autocast policy emulated on the CPU (cuda_amp.py; fp32 weights), in bf16 weights, and in bf16
+weights under the autocast emulation (HF Trainer's bf16=True over a model loaded in bf16: a full
+fine-tune's, or a LoRA base's), with and without gradient checkpointing; and with QLoRA's 4-bit base
+(REGIMES: bitsandbytes NF4 with double quantisation and bf16 compute, loaded in bf16, the tower's
+nn.Linear layers quantised too, under the autocast emulation, the tower frozen as PEFT leaves it,
+without and with peft's prepare_model_for_kbit_training, which casts every parameter left 16-bit to
+fp32; the language model's floating parameters require grad, as LoRA's would). It records every
+tensor autograd still keeps once the features are made: savetrack's counting (each storage once,
+parameters left out, and saves whose graph died during forward left out), with autocast's 16-bit
+copies of the weights left out too (every cast of a parameter the emulation makes, cached copies of
+trained weights and per-use copies of frozen ones, of any rank, the patch convolutions' 4-D and 5-D
+weights included: they are weight copies; a 4-bit base's weights never show: bitsandbytes' MatMul4Bit
+saves no input for a frozen weight and holds its packed weight as a ctx attribute, not through
+save_for_backward, and dequantises it again in backward). The bytes are a GPU's: a LayerNorm over
+bf16 with bf16 weights keeps its mean and rstd in bf16 on the CPU and in fp32 on CUDA (_cuda_bytes,
+measure.py's layernorm_stats rule), so those count twice. (Not modelled: on CUDA, fp32 attention
+runs the memory-efficient kernel, whose log-sum-exp is padded to 32 tokens, a few hundred bytes an
+image a block.)
 
 Only the image features are kept (get_image_features' pooler_output) for the ViT towers: the model's
 forward keeps nothing else of the vision tower's output (the trainer drops the outputs before
@@ -42,18 +50,21 @@ their whole output: Qwen3-VL's language model takes the deepstack features in it
 pooler_output (Qwen2-VL's and Qwen2.5-VL's bytes are the same either way).
 
 Per case: model_type, model (the index of its tower's config.json, as transformers wrote it, in the
-file's "models"), precision (memfit's names: fp32, bf16_mixed, bf16), train_vision, checkpointing,
+file's "models"), precision (memfit's names: fp32, bf16_mixed, bf16, bf16_autocast; qlora_nf4 for the
+4-bit base, with prepare_kbit: whether prepare_model_for_kbit_training ran; only train_vision none
+there), train_vision, checkpointing,
 images_per_sample, image_patches (patches an image as the encoder sees them, before any pooling or
 merging, without CLS), saved_bytes; and for the
 ViT towers image_grid ([rows, columns] of patches an image), image_size ([height, width] in pixels),
 encoder_tokens (an image's tokens through the encoder: CLIP's with its class token), image_tokens
 (the features an image gives the language model, from get_image_features: Gemma 3's
 mm_tokens_per_image, Mistral 3's merged patches), autocast_copy_bytes (the weight copies left out)
-and, under LLaVA and Mistral 3, vision_feature_layer. About 2 minutes on two CPU cores (3,024
+and, under LLaVA and Mistral 3, vision_feature_layer. About 3 minutes on two CPU cores (4,536
 cases). compare.py (check_vision_images) reads each config.json through --hf-config and holds
 memfit's vision_activation_bytes to the bytes measured, exactly (a tower memfit does not model
 images through is reported refused); vision_images_fit.py holds the ViT towers' cases to exact
-integer formulas, term by term.
+integer formulas, term by term, and the Qwen towers' to vision.cpp's formula with its table's columns
+and the new ones.
 """
 
 import argparse
@@ -194,8 +205,20 @@ TOWERS = (
     ("mistral3", _text("mistral", 96), _pixtral(88, 168, 11, 4, 2), {"spatial_merge_size": 2}, ((1, (6, 4)), (2, (4, 6)))),
     ("mistral3", _text("mistral", 40), _pixtral(56, 136, 7, 5, 4), {"spatial_merge_size": 3}, ((1, (6, 3)), (2, (3, 9)))),
 )
-PRECISIONS = {"fp32": "fp32", "amp": "bf16_mixed", "bf16": "bf16"}
+# The regimes: {key: (memfit's precision, how the model is loaded, autocast emulated, prepare_kbit)}.
+# fp32 weights; fp32 weights under CUDA's bf16 autocast (AMP, bf16_mixed); bf16 weights without
+# autocast; bf16 weights under autocast (bf16_autocast: HF Trainer's bf16=True over a model loaded in
+# bf16, a full fine-tune's or a LoRA base's); and QLoRA's 4-bit base (qlora_nf4: bitsandbytes NF4 with
+# double quantisation and bf16 compute, loaded in bf16, under autocast, the tower frozen), without and
+# with peft's prepare_model_for_kbit_training (use_gradient_checkpointing False: it freezes every
+# parameter and casts the ones left 16-bit, every one but the 4-bit weights, to fp32).
+REGIMES = {"fp32": ("fp32", "fp32", False, None), "amp": ("bf16_mixed", "fp32", True, None),
+           "bf16": ("bf16", "bf16", False, None), "amp16": ("bf16_autocast", "bf16", True, None),
+           "nf4": ("qlora_nf4", "nf4", True, False), "nf4_kbit": ("qlora_nf4", "nf4", True, True)}
+PRECISIONS = {key: r[0] for key, r in REGIMES.items()}
 PARTS = ("none", "projector", "encoder", "all")
+# PEFT never trains the tower of a 4-bit base: only "none" there.
+REGIME_PARTS = {"nf4": ("none",), "nf4_kbit": ("none",)}
 
 
 def _qwen(model_type):
@@ -239,6 +262,18 @@ class _CastRecorder(CudaAutocastEmulation):
             self.copies.append(out)
         return out
 
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        # nn.MultiheadAttention (SigLIP's pooling head) calls F.multi_head_attention_forward, which the
+        # mode sees whole: the linears inside run without it. CUDA's autocast casts them at the
+        # dispatcher, so a bf16 probe or weight meets an fp32 input (post_layernorm's) in 16 bits
+        # there; here every floating argument is cast to 16 bits first, as those linears would.
+        # (The head's output reaches nothing the features need: its graph dies, it keeps nothing.)
+        if func is torch.nn.functional.multi_head_attention_forward:
+            args = tuple(self._cast(a, self.dtype, True) for a in args)
+            kwargs = {k: self._cast(v, self.dtype, True) for k, v in (kwargs or {}).items()}
+            return func(*args, **kwargs)
+        return super().__torch_function__(func, types, args, kwargs)
+
 
 def _kept(tracker, copies):
     """savetrack's counted() (each storage once, the first save; parameters, buffers and saves whose
@@ -267,6 +302,27 @@ def _cuda_bytes(record):
     return nb
 
 
+def _load(folder, regime):
+    """The model as the regime loads it: fp32 or bf16 weights, or bitsandbytes' NF4 (nn.Linear
+    weights quantised, tower's included; the rest bf16), then prepare_model_for_kbit_training."""
+    from transformers import AutoModelForImageTextToText, BitsAndBytesConfig
+    _, load, _, prepare_kbit = REGIMES[regime]
+    kwargs = {"dtype": torch.float32, "device_map": "cpu", "attn_implementation": "sdpa"}
+    if load == "nf4":
+        kwargs.update(dtype=torch.bfloat16, quantization_config=BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16,
+            bnb_4bit_use_double_quant=True))
+    model = AutoModelForImageTextToText.from_pretrained(folder, **kwargs)
+    if load == "bf16":
+        model = model.to(torch.bfloat16)
+    if prepare_kbit:
+        from compat import peft_without_torchao
+        peft_without_torchao()
+        from peft import prepare_model_for_kbit_training
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    return model
+
+
 def _measure(base, model_type, precision, part, checkpointing, images, grid, keep_output, debug):
     model = copy.deepcopy(base).train()
     if checkpointing:
@@ -274,13 +330,29 @@ def _measure(base, model_type, precision, part, checkpointing, images, grid, kee
     for name, p in model.named_parameters():
         tower = "language_model" not in name and "lm_head" not in name
         projector = _is_projector(model_type, name)
-        p.requires_grad_(not tower or part == "all" or (part != "none" and (part == "projector") == projector))
+        trains = not tower or part == "all" or (part != "none" and (part == "projector") == projector)
+        # (A 4-bit base's quantised weights, uint8 Params4bit, cannot require grad: the language model's
+        # others do, as LoRA's adapters would.)
+        p.requires_grad_(trains and p.is_floating_point())
+    # bitsandbytes' Linear4bit.forward recasts its bias in place to the compute dtype
+    # (bias.data = bias.data.to(x.dtype)): after prepare_model_for_kbit_training, which made it fp32,
+    # the first forward makes it bf16 again and frees the fp32 storage, which the allocator may then
+    # hand to an activation that savetrack, keying parameters by storage when it starts, would take
+    # for that bias. Done here first, as every step after the first finds it.
+    if REGIMES[precision][1] == "nf4":
+        import bitsandbytes as bnb
+        for module in model.modules():
+            bias = module.bias if isinstance(module, bnb.nn.Linear4bit) else None
+            if bias is not None and bias.dtype != module.compute_dtype:
+                bias.data = bias.data.to(module.compute_dtype)
     inputs = _images(model_type, model.config, images, grid)
     if precision == "bf16":
         inputs["pixel_values"] = inputs["pixel_values"].to(torch.bfloat16)
+    # (Elsewhere the pixels come as the processor gives them, fp32: every tower casts them to its patch
+    # embedding's dtype first.)
     tracker = SaveTracker({"": model})
     params = {id(p) for p in model.parameters()}
-    mode = _CastRecorder(params) if precision == "amp" else contextlib.nullcontext()
+    mode = _CastRecorder(params) if REGIMES[precision][2] else contextlib.nullcontext()
     torch.manual_seed(0)
     with mode, tracker.measuring():
         out = model.model.get_image_features(**inputs)
@@ -328,9 +400,10 @@ def main():
                 hf_config = json.load(f)
             bases = {}
             for precision in PRECISIONS:
-                base = AutoModelForImageTextToText.from_pretrained(folder, dtype=torch.float32, device_map="cpu",
-                                                                   attn_implementation="sdpa")
-                bases[precision] = base.to(torch.bfloat16) if precision == "bf16" else base
+                if precision == "amp16":  # the bf16 model (each case runs a deep copy)
+                    bases[precision] = bases["bf16"]
+                else:
+                    bases[precision] = _load(folder, precision)
         gc.freeze()  # what exists now outlives the cases: gc.collect() then walks only what a case makes
         v = bases["fp32"].config.vision_config
         if image_sets is None:  # SigLIP, CLIP: the config's image size
@@ -339,7 +412,7 @@ def main():
         keep = _qwen(model_type)
         n = 0
         for precision in PRECISIONS:
-            for part in PARTS:
+            for part in REGIME_PARTS.get(precision, PARTS):
                 for checkpointing in (False, True):
                     for images, grid in image_sets:
                         saved, copies, tokens = _measure(bases[precision], model_type, precision, part, checkpointing,
@@ -349,6 +422,8 @@ def main():
                                 "checkpointing": "full" if checkpointing else "none",
                                 "images_per_sample": images, "image_patches": grid[0] * grid[1],
                                 "saved_bytes": saved}
+                        if REGIMES[precision][3] is not None:
+                            case["prepare_kbit"] = REGIMES[precision][3]
                         if not _qwen(model_type):
                             cls = int(v.model_type == "clip_vision_model")
                             case.update(image_grid=list(grid), image_size=[grid[0] * v.patch_size, grid[1] * v.patch_size],
@@ -372,8 +447,8 @@ def main():
             models.append(case["hf_config"])
         case["model"] = index[key]
         del case["hf_config"]
-    write_result(args.out, {"versions": {p: md.version(p) for p in ("torch", "transformers")}, "models": models,
-                            "cases": cases})
+    versions = {p: md.version(p) for p in ("torch", "transformers", "peft", "bitsandbytes")}
+    write_result(args.out, {"versions": versions, "models": models, "cases": cases})
     if debug is not None:
         with open(args.debug, "w") as f:
             json.dump(debug, f)
