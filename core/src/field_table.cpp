@@ -242,9 +242,8 @@ std::vector<Field> build_fields() {
       MF_INT("training.images_per_sample", training.images_per_sample, 0, 100'000,
              "images through the vision tower per sequence (their tokens count in seq_len); 0 = text-only"),
       MF_INT("training.image_patches", training.image_patches, 0, 10 * kMillion,
-             "patches of each image as the vision encoder sees them, before any merger: (height / 14) x (width / 14) "
-             "for Qwen2-VL and Qwen2.5-VL, (height / 16) x (width / 16) for Qwen3-VL and Pixtral; 0 = the fixed "
-             "count of Gemma 3's SigLIP and LLaVA's CLIP and SigLIP ((image_size / patch_size)²)"),
+             "patches of each image before any merger, (height / patch) x (width / patch): 14-pixel patches for "
+             "Qwen2-VL, Qwen2.5-VL and Mistral 3, 16 for Qwen3-VL and Pixtral-12B; 0 = SigLIP's or CLIP's fixed count"),
       MF_INT("training.seq_len", training.seq_len, 1, 100 * kMillion,
              "tokens per sequence (T); an encoder-decoder's source length"),
       MF_INT("training.target_len", training.target_len, 0, 100 * kMillion,
