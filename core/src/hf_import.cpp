@@ -1358,8 +1358,23 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
                                              (t == VisionTower::kLlava ? ", \"siglip_vision_model\" or \"pixtral\")" : ")"));
     }
     read.vision_encoder = encoder;
-    if (const Json* layers = outer.find("vision_feature_layer"); layers && !layers->is_number()) {
+    // LLaVA's vision_feature_select_strategy: "default" drops each image's first token (CLIP's class
+    // token), "full" keeps them all. memfit measured CLIP under default and SigLIP and Pixtral under
+    // full; the other pairings keep about one token an image more or less.
+    if (const Json* strategy = outer.find("vision_feature_select_strategy");
+        t == VisionTower::kLlava && strategy && strategy->is_string()) {
+      const bool full = strategy->as_string() == "full", clip = encoder == VisionEncoder::kAuto;
+      if (clip == full) {
+        warnings.push_back({"vision_feature_select_strategy",
+                            describe(*strategy) + " with " + (clip ? "CLIP" : "this encoder") + ": images through the "
+                            "tower are estimated as with " + (clip ? "\"default\"" : "\"full\"") +
+                            ", one token an image " + (clip ? "fewer" : "more") + " than the class keeps"});
+      }
+    }
+    if (const Json* layers = outer.find("vision_feature_layer"); layers && layers->is_array()) {
       refuse("vision_feature_layer", "several layers concatenated into the projector are not modelled");
+    } else if (layers && !layers->is_number()) {
+      refuse("vision_feature_layer", "must be a whole number (an index into the hidden states); got " + describe(*layers));
     }
     size("num_hidden_layers", read.vision_depth);
     size("hidden_size", read.vision_hidden_size);
@@ -1371,8 +1386,8 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
     read.vision_num_heads = t == VisionTower::kMistral3 || encoder == VisionEncoder::kPixtral ? 16 : 12;
     size("num_attention_heads", read.vision_num_heads);  // (images through the tower check it divides the width)
     // The layer LLaVA and Mistral 3 project (transformers' index into the hidden states; 0 is the
-    // patch embeddings' output, which no block reaches: kept as an index past the first block, so
-    // images through it are refused by name).
+    // patch embeddings' output, which no block reaches: kept as the index -(depth + 1), the same
+    // hidden state counted from the end, so images through it are refused by name).
     if (t != VisionTower::kGemma3) {
       if (const Json* layer = outer.find("vision_feature_layer"); layer && layer->is_number()) {
         const std::optional<std::int64_t> index = layer->as_exact_integer();

@@ -260,6 +260,11 @@ void check_vision(const Config& c, Checks& out) {
 void check_training(const Config& c, Checks& out) {
   const ModelSpec& m = c.model;
   const Training& t = c.training;
+  // Images run through a vision tower: a model without one (or whose tower the importer left out,
+  // with a warning) has nothing to run them through.
+  if (t.images_per_sample > 0 && m.vision_type == VisionTower::kNone) {
+    out.add("training.images_per_sample", "must be 0 for a model without a vision tower (model.vision_type none)");
+  }
   // transformers' Llama 4 class has no FlashAttention-2 path (modeling_llama4.py,
   // _supports_flash_attn = False): loading it so raises.
   if (m.model_type == "llama4_text" && t.implementation.attention == AttentionImpl::kFlash &&

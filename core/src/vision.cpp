@@ -88,18 +88,33 @@ Count vit_positions(const ModelSpec& m) {
   return size_or(m.vision_num_position_embeddings, released);
 }
 
+// The plain ViTs' encoder and sizes, 0 taking the released checkpoints' (Gemma 3's and
+// LLaVA-Interleave's SigLIP so400m, at 896 and 384 pixels; LLaVA-1.5's CLIP ViT-L/14 at 336; Pixtral's
+// encoder, Mistral 3's with 14-pixel patches and Pixtral-12B's with 16).
+struct VitSizes {
+  VisionEncoder encoder;
+  Count depth, e, ff, heads, patch, channels;
+};
+VitSizes vit_sizes(const ModelSpec& m) {
+  const VisionEncoder encoder = vit_encoder(m);
+  const bool siglip = encoder == VisionEncoder::kSiglip;
+  return {encoder,
+          size_or(m.vision_depth, siglip ? 27 : 24),
+          size_or(m.vision_hidden_size, siglip ? 1152 : 1024),
+          size_or(m.vision_intermediate_size, siglip ? 4304 : 4096),
+          size_or(m.vision_num_heads, 16),
+          size_or(m.vision_patch_size, m.vision_type == VisionTower::kLlava && encoder == VisionEncoder::kPixtral ? 16 : 14),
+          size_or(m.vision_in_channels, 3)};
+}
+
 void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   Builder b{out};
   const bool llava = m.vision_type == VisionTower::kLlava;
   const VisionEncoder encoder = vit_encoder(m);
   const bool siglip = encoder == VisionEncoder::kSiglip, clip = encoder == VisionEncoder::kClip;
   const bool pixtral = encoder == VisionEncoder::kPixtral;
-  // 0: the released checkpoints' sizes (Gemma 3's and LLaVA-Interleave's SigLIP so400m, at 896 and
-  // 384 pixels; LLaVA-1.5's CLIP ViT-L/14 at 336; Pixtral's encoder, Mistral 3's and Pixtral-12B's).
-  const Count depth = size_or(m.vision_depth, siglip ? 27 : 24);
-  const Count e = size_or(m.vision_hidden_size, siglip ? 1152 : 1024);
-  const Count ff = size_or(m.vision_intermediate_size, siglip ? 4304 : 4096);
-  const Count patch = size_or(m.vision_patch_size, llava && pixtral ? 16 : 14), channels = size_or(m.vision_in_channels, 3);
+  const VitSizes sizes = vit_sizes(m);
+  const Count depth = sizes.depth, e = sizes.e, ff = sizes.ff, patch = sizes.patch, channels = sizes.channels;
   const Count out_width = Count(m.hidden_size);
   const Component v = Component::kVisionTower;
   const bool biased = !pixtral;
@@ -350,38 +365,20 @@ int image_column(const Config& c) {
   const bool peft = is_peft(c);
   const bool base32 = peft && lora_base_bytes(recipe_of(c), resolve_implementation(c)) == kFp32Bytes;
   switch (p) {
-    case Precision::kFp32: return peft && !base32 ? 2 : 0;
+    case Precision::kFp32: return 0;  // (the fp32 recipe's frozen base is fp32 too)
     case Precision::kBf16Mixed:
     case Precision::kFp16Mixed: return peft && !base32 ? 3 : 1;
     case Precision::kBf16Autocast: return base32 ? 1 : 3;
+    case Precision::kBf16Fsdp: return 2;  // FSDP's bf16 param_dtype gathers any base in 16 bits to compute
     case Precision::kBf16:
     case Precision::kBf16Master:
-    case Precision::kFp16Master:
-    case Precision::kBf16Fsdp: return base32 ? 0 : 2;
+    case Precision::kFp16Master: return base32 ? 0 : 2;
     default: return -1;
   }
 }
 
 int qwen_tower(VisionTower t) {
   return t == VisionTower::kQwen2Vl ? 0 : t == VisionTower::kQwen25Vl ? 1 : t == VisionTower::kQwen3Vl ? 2 : -1;
-}
-
-// The plain ViTs (Gemma 3's SigLIP, LLaVA's CLIP, SigLIP or Pixtral, Mistral 3's Pixtral): the
-// encoder and the sizes images run through, 0 taking the released checkpoints' (as vit_parameters).
-struct VitSizes {
-  VisionEncoder encoder;
-  Count depth, e, ff, heads, patch, channels;
-};
-VitSizes vit_sizes(const ModelSpec& m) {
-  const VisionEncoder encoder = vit_encoder(m);
-  const bool siglip = encoder == VisionEncoder::kSiglip;
-  return {encoder,
-          size_or(m.vision_depth, siglip ? 27 : 24),
-          size_or(m.vision_hidden_size, siglip ? 1152 : 1024),
-          size_or(m.vision_intermediate_size, siglip ? 4304 : 4096),
-          size_or(m.vision_num_heads, 16),
-          size_or(m.vision_patch_size, m.vision_type == VisionTower::kLlava && encoder == VisionEncoder::kPixtral ? 16 : 14),
-          size_or(m.vision_in_channels, 3)};
 }
 
 // SigLIP and CLIP see every image at their image_size: (image_size / patch_size)² patches, one
@@ -569,7 +566,8 @@ VisionSaved vit_saved(const Config& c, int column) {
   }
   VisionSaved saved;
   for (int term = 0; term < kVitTerms; ++term) {
-    (term < kFirstOutsideTerm ? saved.blocks : saved.outside) += size[term] * Count(coef[term]) * Bytes{1};
+    // (A term the run does not have is left out, not multiplied by 0: its product may overflow.)
+    if (coef[term] != 0) (term < kFirstOutsideTerm ? saved.blocks : saved.outside) += size[term] * Count(coef[term]) * Bytes{1};
   }
   return saved;
 }
@@ -590,6 +588,10 @@ ImagesUnmodelled images_unmodelled(const Config& c) {
   if (t.images_per_sample == 0 || m.vision_type == VisionTower::kNone) return {};
   const bool qwen = qwen_tower(m.vision_type) >= 0;
   const Count fixed = qwen ? Count(0) : fixed_patches(m);
+  if (!qwen && vit_encoder(m) != VisionEncoder::kPixtral && fixed.value() <= 0) {
+    return {"model.vision_num_position_embeddings", "must be at least 2 for CLIP: one learned position a patch, "
+                                                     "(image_size / patch_size)², and one for its class token"};
+  }
   if (fixed.value() > 0 && t.image_patches > 0 && Count(t.image_patches) != fixed) {
     return {"training.image_patches", "must be 0 or " + detail::group_digits(fixed.value()) + ": this tower's " +
                                           (vit_encoder(m) == VisionEncoder::kClip ? "CLIP" : "SigLIP") +
@@ -627,6 +629,10 @@ ImagesUnmodelled images_unmodelled(const Config& c) {
   } else {
     const Count depth = vit_sizes(m).depth;
     if (used_blocks(m, depth).value() == 0) {
+      if (m.vision_feature_layer == 0) {
+        return {"model.vision_depth", "must be at least 2 under LLaVA, whose default vision_feature_layer (-2) "
+                                      "projects the output of the block before the last"};
+      }
       return {"model.vision_feature_layer", "must name one of the encoder's " + detail::group_digits(depth.value()) +
                                                 " blocks (-1 the last one's output, down to -" +
                                                 detail::group_digits(depth.value()) + "; or 1 to " +
@@ -644,7 +650,11 @@ ImagesUnmodelled images_unmodelled(const Config& c) {
       // The projector average-pools the patch grid to tokens_per_side² tokens: whole pooling windows.
       const std::int64_t side = square_side(patches.value());
       const std::int64_t per_side = square_side(size_or(m.vision_tokens_per_image, 256).value());
-      if (per_side == 0 || side == 0 || side % per_side != 0) {
+      if (side == 0) {
+        return {"model.vision_num_position_embeddings", "must be a square for Gemma 3's SigLIP ((image_size / "
+                                                         "patch_size)², one a patch), whose grid its projector pools"};
+      }
+      if (per_side == 0 || side % per_side != 0) {
         return {"model.vision_tokens_per_image", "must be a square whose side divides the image's patches a side (" +
                                                      detail::group_digits(side) + "): Gemma 3's projector pools the "
                                                      "patch grid in whole windows"};
@@ -654,7 +664,8 @@ ImagesUnmodelled images_unmodelled(const Config& c) {
   }
   tokens = tokens * Count(t.images_per_sample);
   if (tokens > Count(t.seq_len)) {
-    return {"training.image_patches", "makes " + detail::group_digits(tokens.value()) +
+    // (SigLIP's and CLIP's patches are fixed: the images are what a sequence has too many of.)
+    return {fixed.value() > 0 ? "training.images_per_sample" : "training.image_patches", "makes " + detail::group_digits(tokens.value()) +
                                           " image tokens a sequence, more than training.seq_len (" +
                                           detail::group_digits(t.seq_len) + "): the images' tokens are part of it"};
   }

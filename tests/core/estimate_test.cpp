@@ -974,7 +974,7 @@ TEST(Estimate, ImagesThroughAQwenVlTowerAreSavedForBackward) {
   EXPECT_LT(moved.breakdown.activations.value() + n * 32 * (32 * e + 8 * 3420 + 64 + 8) / 2, kept.breakdown.activations.value());
 }
 
-// Images through the plain ViT towers (tools/frameworks/vision_images.py: 2,880 cases of Gemma 3,
+// Images through the plain ViT towers (tools/frameworks/vision_images.py: 4,320 cases of Gemma 3,
 // LLaVA over CLIP, SigLIP and Pixtral, and Mistral 3, exact in compare.py). Released sizes under
 // Qwen2.5-VL-7B's language model (d = 3,584), one image a sequence unless said.
 TEST(Estimate, ImagesThroughAViTTowerAreSavedForBackward) {
@@ -1075,6 +1075,19 @@ TEST(Estimate, ImagesThroughAViTTowerAreSavedForBackward) {
     ASSERT_TRUE(sixteen.ok()) << sixteen.errors[0].message;
     EXPECT_EQ(sixteen.vision_activation_bytes, amp.vision_activation_bytes);
   }
+  Config none = default_config();  // no tower to run images through
+  none.training.images_per_sample = 1;
+  refused_image(none, "training.images_per_sample");
+  Config positions = c;  // a CLIP of one position has no patch
+  positions.model.vision_type = VisionTower::kLlava;
+  positions.model.vision_num_position_embeddings = 1;
+  refused_image(positions, "model.vision_num_position_embeddings");
+  Config many = c;  // Pixtral's n² terms overflow here, but SigLIP has none: nothing is refused
+  many.training.checkpointing = Checkpointing::kFull;
+  many.training.micro_batch_size = 2;
+  many.training.images_per_sample = 100'000;
+  many.training.seq_len = 100'000'000;
+  EXPECT_TRUE(estimate(many).ok());
   Config fixed = c;  // SigLIP and CLIP take no other image size
   fixed.training.image_patches = 1024;
   refused_image(fixed, "training.image_patches");

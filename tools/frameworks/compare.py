@@ -31,8 +31,8 @@ loss kernels' difference is too, and every family's parameter count is exact (or
 COUNT_DIFFERENCES defines). Standard library only.
 """
 
-import collections
 import argparse
+import collections
 import json
 import os
 import subprocess
@@ -510,8 +510,10 @@ def check_vision_tower(binary, path):
 def check_vision_images(binary, path):
     """Images through a vision tower (out/vision_images.json, vision_images.py: the real classes of
     Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Gemma 3, LLaVA over CLIP, SigLIP and Pixtral, and Mistral 3, each
-    part of the tower trained or frozen, with and without checkpointing, in fp32, AMP and bf16
-    weights): memfit's vision_activation_bytes must equal the bytes autograd kept, exactly."""
+    part of the tower trained or frozen, with and without checkpointing, in fp32, AMP, bf16 weights,
+    bf16 weights under autocast, and over a bitsandbytes 4-bit base as loaded and after
+    prepare_model_for_kbit_training): memfit's vision_activation_bytes must equal the bytes autograd
+    kept, exactly."""
     m = load_measurement(path)
     if m is None:
         return []

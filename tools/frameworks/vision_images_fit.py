@@ -3,7 +3,7 @@
 LLaVA over CLIP, SigLIP and Pixtral, Mistral 3's Pixtral), checked against vision_images.py's
 measurements (out/vision_images.json), case by case, to the byte; and the Qwen-VL towers' cases held
 to core/src/vision.cpp's vision_saved (its Qwen part, re-implemented below with its kImageTerms
-table, KIMAGE, grown by the columns the core does not have yet).
+table, KIMAGE, and the ckpt_first_e field as QWEN_CKPT_FIRST).
 
     python3 tools/frameworks/vision_images_fit.py [out/vision_images.json]   # needs numpy
 
@@ -306,21 +306,12 @@ for _t, _nf4, _kbit in (("qwen2_vl", (4, 8, 8), (4, 8, 8)), ("qwen2_5_vl", (2, 6
         _row = dict.fromkeys(FIELDS, 0)
         _row.update(ckpt_e=_ckpt_e, enc_out_e=_enc_out_e, enc_out_1=_enc_out_1)
         KIMAGE[_t][_column] = tuple(_row[f] for f in FIELDS)
-# A new term: the first checkpointed block's input where the stream enters it in another dtype than it
-# enters the others (n·e once, added to ckpt_e·e·n·depth): bf16 into the first block, fp32 after it.
-# vision_saved's structure takes it unchanged as enc_out_e + first (the same n·e, and the only other
-# term of a frozen hooked tower): FOLDED below.
+# The first checkpointed block's input where the stream enters it in another dtype than it enters the
+# others (n·e once, added to ckpt_e·e·n·depth, in the blocks' part): bf16 into the first block, fp32
+# after it. vision.cpp's ImageTerms field ckpt_first_e.
 QWEN_CKPT_FIRST = {("qwen2_vl", "qlora_nf4"): -2, ("qwen2_vl", "qlora_nf4_kbit"): -2,
                    ("qwen2_5_vl", "qlora_nf4_kbit"): -2}
 INPUT_HOOKED = {"qwen2_vl": True, "qwen2_5_vl": True, "qwen3_vl": False}  # kInputHooked
-
-
-def folded(tower_name, column):
-    """The column's ImageTerms with the first block's term folded into enc_out_e (as vision.cpp can
-    take it without a new field; exact where the tower is frozen, as under a 4-bit base)."""
-    row = dict(zip(FIELDS, KIMAGE[tower_name][column]))
-    row["enc_out_e"] += QWEN_CKPT_FIRST.get((tower_name, column), 0)
-    return tuple(row[f] for f in FIELDS)
 
 
 def qwen_saved(case, row, first=0):
@@ -364,32 +355,28 @@ def qwen_saved(case, row, first=0):
 
 
 def check_qwen(doc):
-    """Every Qwen case against qwen_saved with its column's row (and, for the columns with a first-block
-    term, the folded row too); the rows to paste into vision.cpp's kImageTerms printed. Returns the
+    """Every Qwen case against qwen_saved with its column's row and first-block term; the rows of
+    vision.cpp's kImageTerms printed (the ImageTerms fields in order, ckpt_first_e last). Returns the
     number of cases off."""
     cases = [dict(c, hf_config=doc["models"][c["model"]]) for c in doc["cases"] if c["model_type"] in KIMAGE]
     off, count = 0, collections.Counter()
     for c in cases:
         column = precision(c)
         first = QWEN_CKPT_FIRST.get((c["model_type"], column), 0)
-        for row, extra in ((KIMAGE[c["model_type"]][column], first), (folded(c["model_type"], column), 0)):
-            model = qwen_saved(c, row, extra)
-            if model != c["saved_bytes"]:
-                off += 1
-                print(f"OFF {c['model_type']} {column} {c['train_vision']} {c['checkpointing']} k={c['images_per_sample']} "
-                      f"p={c['image_patches']}: model {model:,}, measured {c['saved_bytes']:,}")
-                break
+        model = qwen_saved(c, KIMAGE[c["model_type"]][column], first)
+        if model != c["saved_bytes"]:
+            off += 1
+            print(f"OFF {c['model_type']} {column} {c['train_vision']} {c['checkpointing']} k={c['images_per_sample']} "
+                  f"p={c['image_patches']}: model {model:,}, measured {c['saved_bytes']:,}")
         count[(c["model_type"], column)] += 1
     print(f"\n{len(cases)} Qwen cases, {len(cases) - off} exact to the byte (vision_saved's formula), {off} off")
     for t in KIMAGE:
         print(f"  {t}: " + ", ".join(f"{col} {count[(t, col)]}" for col in PRECISIONS if count[(t, col)]))
-    print("\nkImageTerms rows (ImageTerms fields in order; a first-block term folded into enc_out_e):")
+    print("\nkImageTerms rows (ImageTerms fields in order, ckpt_first_e last):")
     for t in KIMAGE:
         for col in PRECISIONS:
-            first = QWEN_CKPT_FIRST.get((t, col), 0)
-            print(f"  {t:10s} {col:14s} {{{', '.join(map(str, folded(t, col)))}}}"
-                  + (f"   (enc_out_e {KIMAGE[t][col][FIELDS.index('enc_out_e')]} and the first block {first:+d})"
-                     if first else ""))
+            row = KIMAGE[t][col] + (QWEN_CKPT_FIRST.get((t, col), 0),)
+            print(f"  {t:10s} {col:14s} {{{', '.join(map(str, row))}}}")
     return off
 
 
