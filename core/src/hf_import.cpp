@@ -1576,6 +1576,19 @@ HfImport import_hf_config(const Json& json) {
     if (text_type && text_type->is_string() && find_family(text_type->as_string())) {
       Json language = *text;
       language.set("model_type", *text_type);
+      // A wrapper's text_config is completed by its text config class, whose defaults stand in for
+      // the keys it leaves out (transformers' sub-configs): llava-1.5-7b-hf's names no size of its
+      // Vicuna-7B, Pixtral-12B's no head count. LlamaConfig's and MistralConfig's (transformers 5.24).
+      if (text != &json && (text_type->as_string() == "llama" || text_type->as_string() == "mistral")) {
+        const bool mistral = text_type->as_string() == "mistral";
+        const std::pair<const char*, std::int64_t> defaults[] = {
+            {"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", mistral ? 14336 : 11008},
+            {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", mistral ? 8 : 0},
+            {"max_position_embeddings", mistral ? 131072 : 2048}};
+        for (const auto& [key, value] : defaults) {
+          if (value > 0 && !language.find(key)) language.set(key, Json::integer(value));
+        }
+      }
       // The outer file can carry the tie. How the wrapper's class decides it (transformers 5.24,
       // measured on the meta device with the two keys set apart): Qwen2-VL, Qwen2.5-VL and LLaVA tie
       // when either key says so; Qwen3-VL and Qwen3-VL-MoE follow the outer key alone (default false);

@@ -197,7 +197,7 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
             count_parameters(alone.model).total_count.value() - 1000 * 64);  // the tied head
   ASSERT_FALSE(wrapped.warnings.empty());
   EXPECT_NE(wrapped.warnings[0].message.find("vision encoder"), std::string::npos);
-  const HfImport bad = import_hf_config_text(R"({"model_type":"llava","text_config":{"model_type":"llama","hidden_size":64}})");
+  const HfImport bad = import_hf_config_text(R"({"model_type":"llava","text_config":{"model_type":"llama","hidden_size":-64}})");
   EXPECT_EQ(first_error(bad).rfind("text_config.", 0), 0u) << first_error(bad);
   // Gemma 3 4B's text_config gives only its sizes; Gemma3TextConfig's defaults give the vocabulary
   // and the heads: transformers 5.24's Gemma3ForCausalLM from the same keys has 3,880,263,168.
@@ -523,5 +523,33 @@ TEST(HfImport, GlmLayouts) {
   EXPECT_EQ(attention.trainable_parameter_count.value(), 2 * 8 * ((256 + 256) + (256 + 128)));
 }
 
+// A wrapper's text_config is completed by its text config class: llava-1.5-7b-hf's config.json names
+// no size of its Vicuna-7B (LlamaConfig's defaults: 4096 wide, 32 layers and heads, 11008), and
+// Pixtral-12B's no head count (MistralConfig's 32). Counts as transformers 5.24 builds the classes
+// (llava-1.5-7b-hf: 7,063,427,072 in all).
+TEST(HfImport, AWrappersTextConfigTakesItsClassDefaults) {
+  const HfImport llava = import_hf_config_text(
+      R"({"model_type":"llava","text_config":{"model_type":"llama","max_position_embeddings":4096,)"
+      R"("vocab_size":32064},"vision_config":{"hidden_size":1024,"image_size":336,"intermediate_size":4096,)"
+      R"("model_type":"clip_vision_model","num_attention_heads":16,"num_hidden_layers":24,"patch_size":14,)"
+      R"("projection_dim":768},"vision_feature_layer":-2,"vision_feature_select_strategy":"default"})");
+  ASSERT_TRUE(llava.errors.empty()) << llava.errors[0].field;
+  const ParameterCount count = count_parameters(llava.model);
+  EXPECT_EQ(count.total_count.value(), 6'738'939'904);
+  EXPECT_EQ(count.vision_count.value(), 324'487'168);
+  EXPECT_EQ(llava.model.vision_feature_layer, -2);
+  const HfImport pixtral = import_hf_config_text(
+      R"({"model_type":"llava","text_config":{"head_dim":128,"hidden_size":5120,"intermediate_size":14336,)"
+      R"("model_type":"mistral","num_hidden_layers":40,"num_key_value_heads":8,"vocab_size":131072},)"
+      R"("vision_config":{"head_dim":64,"image_size":1024,"model_type":"pixtral","patch_size":16},)"
+      R"("vision_feature_layer":-1,"vision_feature_select_strategy":"full"})");
+  ASSERT_TRUE(pixtral.errors.empty()) << pixtral.errors[0].field;
+  EXPECT_EQ(pixtral.model.num_attention_heads, 32);
+  EXPECT_EQ(count_parameters(pixtral.model).vision_count.value(), 434'957'312);
+  // A top-level file still names its sizes: a Llama file without them is refused.
+  EXPECT_FALSE(import_hf_config_text(R"({"model_type":"llama","vocab_size":32000})").errors.empty());
+}
+
 }  // namespace
 }  // namespace memfit
+
