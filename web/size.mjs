@@ -5,7 +5,7 @@
 //                twentieth Dec 6 2026 session, when images through the plain-ViT towers (Gemma 3's SigLIP,
 //                LLaVA's CLIP, SigLIP and Pixtral, Mistral 3's Pixtral: their terms by encoder, projector, trained
 //                parts, checkpointing and precision as tables, two model fields, the checks and their messages)
-//                brought it to 378.2; 367 until the
+//                brought it to 378.5; 367 until the
 //                nineteenth Dec 6 2026 session, when a full fine-tune training a vision tower's projector, encoder
 //                or both (training.finetune.train_vision: the tower's parts among the trained parameters, its
 //                autocast copies, checks, note and suggestion), LLaVA over SigLIP and Pixtral
@@ -87,7 +87,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 357 KiB gzipped (353 until the twentieth Dec 6 2026 session, when the
-//                same images through the ViT towers brought it to 356.5; 345 until the nineteenth Dec 6 2026 session, when
+//                same images through the ViT towers brought it to 356.7; 345 until the nineteenth Dec 6 2026 session, when
 //                the same trained vision towers, readers and images, placed by the planner's own fast path too, brought it to 352.2;
 //                336 until the eighteenth Dec 6 2026 session, when
 //                the same vision towers brought it to 344.6; 333 until the seventeenth Dec 6 2026 session, when
