@@ -1432,10 +1432,7 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
     size("temporal_patch_size", read.vision_temporal_patch_size);
     size("in_channels", read.vision_in_channels);
     size("spatial_merge_size", read.vision_spatial_merge_size);
-    size("num_heads", read.vision_num_heads);
-    if (read.vision_hidden_size % read.vision_num_heads != 0) {
-      refuse("vision_config.num_heads", "must divide the encoder's width (" + detail::group_digits(read.vision_hidden_size) + ")");
-    }
+    size("num_heads", read.vision_num_heads);  // (images through the tower check it divides the width)
     if (t == VisionTower::kQwen3Vl) {
       size("num_position_embeddings", read.vision_num_position_embeddings);
       if (const Json* list = v.find("deepstack_visual_indexes")) {

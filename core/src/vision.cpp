@@ -57,20 +57,6 @@ TensorGroup as_stored(TensorGroup g, const Config& c) {
   return g;
 }
 
-// The plain ViTs other wrappers load, as transformers 5.24 builds them, with their projectors (LLaVA
-// over whichever of them its vision_config names: model.vision_encoder):
-// Gemma 3's SigLIP (SiglipVisionModel: a biased patch Conv2d, a learned position per patch, blocks of
-// two LayerNorms, q, k, v and out_proj and a two-linear MLP, all biased, a final LayerNorm, and with
-// vision_use_head an attention-pooling head: a probe, nn.MultiheadAttention's packed in_proj and its
-// out_proj, a LayerNorm and an MLP) and Gemma3MultiModalProjector (an RMSNorm over the vision width
-// and a [vision, text] projection Parameter); LLaVA's CLIP (CLIPVisionModel: a class embedding, an
-// unbiased patch Conv2d, a position per patch and one for the class token, pre- and post-LayerNorms
-// around the same blocks) and LlavaMultiModalProjector (two linears, vision -> text -> text, biased
-// by multimodal_projector_bias); Mistral 3's Pixtral (PixtralVisionModel: an unbiased patch Conv2d,
-// RMSNorms, unbiased q, k, v, o and a gated MLP, rotary positions) and Mistral3MultiModalProjector
-// (an RMSNorm, the patch merger's unbiased linear over spatial_merge_size² patches, then the two
-// linears). nn.Linear weights are marked linear; the pooling head's packed in_proj and out_proj
-// (bitsandbytes leaves nn.MultiheadAttention's alone), the convolutions and Gemma 3's projection are not.
 // The encoder: Gemma 3's SigLIP, Mistral 3's Pixtral, or under LLaVA the one vision_config names
 // (model.vision_encoder: CLIP by default).
 VisionEncoder vit_encoder(const ModelSpec& m) {
@@ -107,6 +93,20 @@ VitSizes vit_sizes(const ModelSpec& m) {
           size_or(m.vision_in_channels, 3)};
 }
 
+// The plain ViTs other wrappers load, as transformers 5.24 builds them, with their projectors (LLaVA
+// over whichever of them its vision_config names: model.vision_encoder):
+// Gemma 3's SigLIP (SiglipVisionModel: a biased patch Conv2d, a learned position per patch, blocks of
+// two LayerNorms, q, k, v and out_proj and a two-linear MLP, all biased, a final LayerNorm, and with
+// vision_use_head an attention-pooling head: a probe, nn.MultiheadAttention's packed in_proj and its
+// out_proj, a LayerNorm and an MLP) and Gemma3MultiModalProjector (an RMSNorm over the vision width
+// and a [vision, text] projection Parameter); LLaVA's CLIP (CLIPVisionModel: a class embedding, an
+// unbiased patch Conv2d, a position per patch and one for the class token, pre- and post-LayerNorms
+// around the same blocks) and LlavaMultiModalProjector (two linears, vision -> text -> text, biased
+// by multimodal_projector_bias); Mistral 3's Pixtral (PixtralVisionModel: an unbiased patch Conv2d,
+// RMSNorms, unbiased q, k, v, o and a gated MLP, rotary positions) and Mistral3MultiModalProjector
+// (an RMSNorm, the patch merger's unbiased linear over spatial_merge_size² patches, then the two
+// linears). nn.Linear weights are marked linear; the pooling head's packed in_proj and out_proj
+// (bitsandbytes leaves nn.MultiheadAttention's alone), the convolutions and Gemma 3's projection are not.
 void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   Builder b{out};
   const bool llava = m.vision_type == VisionTower::kLlava;
@@ -443,7 +443,8 @@ struct VitBlock {
 constexpr VitBlock kSiglipBlock[6] = {{32, 8, 16}, {24, 4, 16}, {16, 4, 16}, {24, 4, 16}, {}, {}};
 constexpr VitBlock kClipBlock[6] = {{32, 12, 16}, {24, 6, 16}, {16, 6, 16}, {24, 6, 16}, {}, {}};
 constexpr VitBlock kPixtralBlock[6] = {{40, 16, 8}, {34, 8, 8}, {24, 8, 8}, {24, 8, 8}, {}, {}};
-// Under checkpointing, each block's input: the residual stream [SigLIP, CLIP, Pixtral][column]. fp32
+// The residual stream's bytes a token [SigLIP, CLIP, Pixtral][column], which checkpointing keeps at
+// each block's input and the encoder hands the projector. fp32
 // under AMP (an fp32 position embedding or ln_pre weight added in); with 16-bit weights under
 // autocast SigLIP's and Pixtral's bf16, CLIP's fp32 (its pre_layrnorm, under autocast, returns fp32);
 // under a 4-bit base SigLIP's and CLIP's fp32 (bitsandbytes' Linear4bit returns its input's dtype:
@@ -451,7 +452,7 @@ constexpr VitBlock kPixtralBlock[6] = {{40, 16, 8}, {34, 8, 8}, {24, 8, 8}, {24,
 // prepare_model_for_kbit_training makes its norms' weights fp32. SigLIP's first block's input, as
 // loaded over a 4-bit base, is still bf16 (the convolution's output and a bf16 position embedding):
 // 2 bytes a token less, once (kSiglipFirstNf4).
-constexpr int kCkptInput[3][6] = {{4, 4, 2, 2, 4, 4}, {4, 4, 2, 4, 4, 4}, {4, 4, 2, 2, 2, 4}};
+constexpr int kStreamBytes[3][6] = {{4, 4, 2, 2, 4, 4}, {4, 4, 2, 4, 4, 4}, {4, 4, 2, 2, 2, 4}};
 constexpr int kSiglipFirstNf4 = -2;
 // The outer LayerNorm (Gemma 3's SigLIP post_layernorm, CLIP's pre_layrnorm): its input (fp32 under
 // autocast, autocast's copy of a 16-bit one) a token, and the fp32 mean and rstd.
@@ -477,21 +478,20 @@ constexpr ProjectorTerms kGemma3Projector[3][6] = {
 // encoder's graph reaches it), GELU's and linear_2's inputs. Over CLIP (strategy default) linear_1
 // reads the hidden state without its class token: a view of the whole, class token included, when
 // the micro-batch is one image (a copy otherwise; autocast's 16-bit copy under AMP). Frozen over a
-// 4-bit base, GELU's input only, in the encoder output's dtype (linear_1, a Linear4bit, returns
-// it): fp32 from SigLIP and CLIP, bf16 from Pixtral as loaded (kLlavaPixtralNf4).
+// 4-bit base, GELU's input only, in the stream's dtype (vit_saved: linear_1, a Linear4bit, returns
+// its input's).
 constexpr ProjectorTerms kLlavaProjector[3][6] = {
     {{4, 0, 0, 8, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}, {}, {}},
-    {{0, 0, 0, 4, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 4, 0, 0}, {0, 0, 0, 4, 0, 0}},
+    {{0, 0, 0, 4, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 2, 0, 0}, {0, 0, 0, 2, 0, 0}, {}, {}},
     {{4, 0, 0, 8, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}, {2, 0, 0, 4, 0, 0}, {}, {}}};
-constexpr ProjectorTerms kLlavaPixtralNf4 = {0, 0, 0, 2, 0, 0};
 constexpr int kClipOneImage[6] = {4, 0, 2, 0, 0, 0};
 // Mistral3MultiModalProjector: the RMSNorm over every patch, the patch merger's input (the unfolded
 // grid), linear_1's input, GELU's and linear_2's inputs; with 16-bit weights under autocast as with
 // 16-bit weights (the RMSNorm returns bf16); frozen over a 4-bit base, the RMSNorm's fp32 input and
-// rsqrt and GELU's input in the stream's dtype.
+// rsqrt, and GELU's input in the stream's dtype (vit_saved).
 constexpr ProjectorTerms kMistral3Projector[3][6] = {
     {{12, 4, 4, 8, 0, 0}, {10, 4, 2, 4, 0, 0}, {8, 4, 2, 4, 0, 0}, {8, 4, 2, 4, 0, 0}, {}, {}},
-    {{4, 4, 0, 4, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 4, 0, 0}},
+    {{4, 4, 0, 4, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 2, 0, 0}, {4, 4, 0, 0, 0, 0}, {4, 4, 0, 0, 0, 0}},
     {{8, 0, 4, 8, 0, 0}, {6, 0, 2, 4, 0, 0}, {4, 0, 2, 4, 0, 0}, {4, 0, 2, 4, 0, 0}, {}, {}}};
 
 // The terms vision_images_fit.py names (BASIS), each a product of the run's sizes: the encoder
@@ -524,10 +524,11 @@ VisionSaved vit_saved(const Config& c, int column) {
   // sequence (n × n): kept once (fp32, or bf16 weights' 16 bits); under autocast each block casts
   // it apart, unless checkpointing holds the fp32 mask it is given. FlashAttention-2 takes none.
   const bool masked = pixtral && resolve_implementation(c).attention != AttentionImpl::kFlash;
+  const int stream = kStreamBytes[pixtral ? 2 : clip ? 1 : 0][column];
   int coef[kVitTerms] = {};
   if (graph) {
     if (ckpt) {
-      coef[kNeL] += kCkptInput[pixtral ? 2 : clip ? 1 : 0][column];  // each block's input
+      coef[kNeL] += stream;  // each block's input
       if (!pixtral && !clip && column == 4) coef[kNeFirst] += kSiglipFirstNf4;
     } else {
       const VitBlock& b = (pixtral ? kPixtralBlock : clip ? kClipBlock : kSiglipBlock)[column];
@@ -551,11 +552,9 @@ VisionSaved vit_saved(const Config& c, int column) {
   }
   if (graph || projector) {
     const int part = !graph ? 2 : projector ? 0 : 1;
-    const ProjectorTerms& q = pixtral && column == 4 && part == 1 && m.vision_type == VisionTower::kLlava
-                                  ? kLlavaPixtralNf4
-                                  : (m.vision_type == VisionTower::kGemma3    ? kGemma3Projector
-                                     : m.vision_type == VisionTower::kMistral3 ? kMistral3Projector
-                                                                               : kLlavaProjector)[part][column];
+    const ProjectorTerms& q = (m.vision_type == VisionTower::kGemma3    ? kGemma3Projector
+                               : m.vision_type == VisionTower::kMistral3 ? kMistral3Projector
+                                                                         : kLlavaProjector)[part][column];
     coef[kKpe] += q.kpe;
     coef[kKp] += q.kp;
     coef[kKme] += q.kme;
@@ -563,6 +562,9 @@ VisionSaved vit_saved(const Config& c, int column) {
     coef[kKm] += q.km;
     coef[kE] += q.e;
     if (clip && part != 1) coef[kOneImageE] += kClipOneImage[column];
+    // A frozen projector over a 4-bit base: its Linear4bit layers return their input's dtype, so
+    // LLaVA's and Mistral 3's GELU keeps its input in the stream's (Gemma 3's projection is no linear).
+    if (column >= 4 && part == 1 && m.vision_type != VisionTower::kGemma3) coef[kKmd] += stream;
   }
   VisionSaved saved;
   for (int term = 0; term < kVitTerms; ++term) {
