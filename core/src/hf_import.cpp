@@ -694,6 +694,38 @@ void warn_mtp_layers(Reader& r, HfImport& out) {
   }
 }
 
+// Multi-head latent attention and DeepSeek's mixture (first_k_dense_replace dense layers, then MoE
+// layers of n_routed_experts beside n_shared_experts), shared by DeepSeek-V2/V3 and Mistral 4.
+// `d` holds the config class's defaults for the keys a file may leave out; a negative default makes
+// the key required.
+struct MlaDefaults {
+  std::int64_t q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
+  std::int64_t routed_experts, experts_per_tok, shared_experts, moe_intermediate_size, first_k_dense_replace;
+};
+void read_mla_moe(const MlaDefaults& d, Reader& r, ModelSpec& m, HfImport& out) {
+  const auto size = [&](const char* key, std::int64_t fallback, std::int64_t min, std::int64_t max = kMaxSize) {
+    return r.integer({key}, fallback < 0 ? 0 : fallback, fallback < 0, min, max);
+  };
+  m.attention_type = AttentionType::kMla;
+  // q_lora_rank null: the queries are one projection (DeepSeek-V2-Lite).
+  const Json* q_rank = r.raw("q_lora_rank");
+  m.q_lora_rank = q_rank && q_rank->is_null() ? 0 : size("q_lora_rank", d.q_lora_rank, 0);
+  m.kv_lora_rank = size("kv_lora_rank", d.kv_lora_rank, 1);
+  m.qk_rope_head_dim = size("qk_rope_head_dim", d.qk_rope_head_dim, 0);
+  m.qk_nope_head_dim = size("qk_nope_head_dim", d.qk_nope_head_dim, 0);
+  m.v_head_dim = size("v_head_dim", d.v_head_dim, 1);
+  m.num_experts = r.integer({"n_routed_experts"}, d.routed_experts, false, 0, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, d.experts_per_tok, m.num_experts > 0 && d.experts_per_tok == 0, 0, max_experts());
+  m.num_shared_experts = r.integer({"n_shared_experts"}, d.shared_experts, false, 0);
+  m.moe_intermediate_size =
+      r.integer({"moe_intermediate_size"}, d.moe_intermediate_size, m.num_experts > 0 && d.moe_intermediate_size == 0, 0);
+  m.first_k_dense_replace = r.integer({"first_k_dense_replace"}, d.first_k_dense_replace, false, 0);
+  if (r.integer({"moe_layer_freq"}, 1, false, 1) != 1) {
+    out.errors.push_back({"moe_layer_freq", "values other than 1 are not supported"});
+  }
+  warn_mtp_layers(r, out);
+}
+
 void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
   // DeepSeek-V2/V3: multi-head latent attention, first_k_dense_replace dense layers, then MoE
   // layers with n_routed_experts + n_shared_experts. V3's noaux_tc routing adds a per-expert
@@ -706,23 +738,26 @@ void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& 
                                      "reads DeepSeek-V2's multi-head latent attention"});
     return;
   }
-  m.attention_type = AttentionType::kMla;
-  m.q_lora_rank = r.integer({"q_lora_rank"}, 0, false, 0);
-  m.kv_lora_rank = r.integer({"kv_lora_rank"}, 0, true, 1);
-  m.qk_rope_head_dim = r.integer({"qk_rope_head_dim"}, 0, true, 0);
-  m.qk_nope_head_dim = r.integer({"qk_nope_head_dim"}, 0, true, 0);
-  m.v_head_dim = r.integer({"v_head_dim"}, 0, true, 1);
-  m.num_experts = r.integer({"n_routed_experts"}, 0, false, 0, max_experts());
-  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, m.num_experts > 0, 0, max_experts());
-  m.num_shared_experts = r.integer({"n_shared_experts"}, 0, false, 0);
-  m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, m.num_experts > 0, 0);
-  m.first_k_dense_replace = r.integer({"first_k_dense_replace"}, 0, false, 0);
-  if (r.integer({"moe_layer_freq"}, 1, false, 1) != 1) {
-    out.errors.push_back({"moe_layer_freq", "values other than 1 are not supported"});
-  }
+  // The sizes of the attention are required; the mixture's keys absent mean a dense model.
+  read_mla_moe(MlaDefaults{0, -1, -1, -1, -1, 0, 0, 0, 0, 0}, r, m, out);
   const Json* topk = r.raw("topk_method");
   m.router_bias = topk && topk->is_string() && topk->as_string() == "noaux_tc";
-  warn_mtp_layers(r, out);
+}
+
+void read_mistral4_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // Mistral 4 (Mistral4ForCausalLM, modeling_mistral4.py; the language model of Mistral Small 4,
+  // which Mistral 3's wrapper holds beside its Pixtral tower): DeepSeek-V3's block (its latent
+  // attention, with interleaved rotary pairs by default, its experts and shared expert) under a
+  // softmax router without a correction bias (Mistral4TopkRouter: weight only, in the model's
+  // dtype), with the queries scaled by position (get_llama_4_attn_scale: a factor that needs no
+  // gradient, so the multiply saves nothing the block did not). Mistral4Config's defaults
+  // (transformers 5.24) are Mistral Small 4's (its docstring's checkpoint,
+  // mistralai/Mistral-Small-4-119B-2603: 118,972,826,624 parameters as transformers builds them),
+  // and stand in for any key the file leaves out, as the class fills them.
+  read_llama_like_over(ClassSizes{131072, 4096, 12288, 36, 32, 32, 0}, r, m, false);
+  if (!r.has("max_position_embeddings")) m.max_position_embeddings = 1048576;
+  read_mla_moe(MlaDefaults{1024, 256, 64, 64, 128, 128, 4, 1, 2048, 0}, r, m, out);
+  m.router_bias = false;
 }
 
 void read_glm_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
@@ -1160,6 +1195,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"falcon", "RefinedWeb", "RefinedWebModel"}, read_falcon_family},
       {{"olmo2", "olmo3"}, read_olmo2_family},
       {{"deepseek_v3", "deepseek_v2"}, read_deepseek_v3_family},
+      {{"mistral4"}, read_mistral4_family},
       {{"glm4_moe"}, read_glm4_moe_family},
       {{"glm", "glm4"}, read_glm_family},
       {{"olmoe"}, read_olmoe_family},
@@ -1237,7 +1273,7 @@ QkvModules hf_qkv_modules(const std::string& t) {
 const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
-         "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, gpt_bigcode, gptj, bloom, stablelm, "
+         "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, mistral4, gpt_bigcode, gptj, bloom, stablelm, "
          "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }

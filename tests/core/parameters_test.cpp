@@ -9,6 +9,7 @@
 
 #include "memfit/memfit.hpp"
 #include "activations.hpp"
+#include "peft.hpp"
 
 namespace memfit {
 namespace {
@@ -127,7 +128,7 @@ TEST(Parameters, FixturesImportToThePresetCounts) {
       {"olmoe-1b-7b", "allenai__OLMoE-1B-7B-0125-Instruct.json"}, {"glm-4.5-air", "zai-org__GLM-4.5-Air.json"},
       {"qwen3.5-9b", "Qwen__Qwen3.5-9B.json"}, {"qwen3.5-27b", "Qwen__Qwen3.5-27B.json"},
       {"qwen3.5-35b-a3b", "Qwen__Qwen3.5-35B-A3B.json"}, {"qwen3-next-80b-a3b", "Qwen__Qwen3-Next-80B-A3B-Instruct.json"},
-      {"glm-4-9b-0414", "zai-org__GLM-4-9B-0414.json"},
+      {"glm-4-9b-0414", "zai-org__GLM-4-9B-0414.json"}, {"mistral-small-4", "mistralai__Mistral-Small-4-119B-2603.json"},
   };
   for (const auto& [id, file] : pairs) {
     EXPECT_EQ(count_of(file), count_parameters(*preset_model(id)).total_count.value()) << id;
@@ -182,8 +183,53 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       // gate_up_proj, which counts as gate and up.
       {"zai-org__glm-4-9b-chat-hf.json", 9'399'951'360},
       {"zai-org__GLM-4-9B-0414.json", 9'400'279'040},
+      // Mistral Small 4's language model (Mistral 3's wrapper over Mistral4ForCausalLM: DeepSeek-V3's
+      // latent attention and experts, a router without a correction bias).
+      {"mistralai__Mistral-Small-4-119B-2603.json", 118'972'826'624},
   };
   for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
+}
+
+// Mistral 4 (transformers 5.24's Mistral4ForCausalLM, Mistral3ForConditionalGeneration on the meta
+// device): every key the file leaves out takes Mistral4Config's default, which are Mistral Small 4's;
+// under Mistral 3's wrapper the Pixtral tower is counted apart (119,401,483,264 in all); PEFT's
+// module names do not reach its stacked experts (not in PEFT's conversion table).
+TEST(HfImport, Mistral4IsDeepSeekV3sBlockUnderASoftmaxRouter) {
+  const HfImport small4 = import_hf_config_text(read_fixture("mistralai__Mistral-Small-4-119B-2603.json"));
+  ASSERT_TRUE(small4.errors.empty()) << small4.errors[0].field << ": " << small4.errors[0].message;
+  const ModelSpec& m = small4.model;
+  EXPECT_EQ(m.model_type, "mistral4");
+  EXPECT_EQ(m.multimodal_type, "mistral3");
+  EXPECT_EQ(m.attention_type, AttentionType::kMla);
+  EXPECT_FALSE(m.router_bias);
+  EXPECT_EQ(m.num_experts, 128);
+  EXPECT_EQ(m.num_experts_per_tok, 4);
+  EXPECT_EQ(m.num_shared_experts, 1);
+  EXPECT_EQ(m.first_k_dense_replace, 0);
+  const ParameterCount counts = count_parameters(m);
+  EXPECT_EQ(counts.total_count.value() + counts.vision_count.value(), 119'401'483'264);
+  EXPECT_EQ(counts.vision_count.value(), 428'656'640);
+  // A bare file: the class's defaults.
+  const HfImport bare = import_hf_config_text(R"({"model_type": "mistral4"})");
+  ASSERT_TRUE(bare.errors.empty()) << bare.errors[0].field << ": " << bare.errors[0].message;
+  EXPECT_EQ(count_parameters(bare.model).total_count.value(), 118'972'826'624);
+  EXPECT_EQ(bare.model.max_position_embeddings, 1'048'576);
+  EXPECT_EQ(bare.model.q_lora_rank, 1024);
+  // q_lora_rank null: one query projection (4096 x 32 x 128) instead of the two (4096 x 1024 + 1024
+  // + 1024 x 4096) in each of the 36 layers.
+  const HfImport no_q_rank = import_hf_config_text(R"({"model_type": "mistral4", "q_lora_rank": null})");
+  ASSERT_TRUE(no_q_rank.errors.empty());
+  EXPECT_EQ(count_parameters(no_q_rank.model).total_count.value(),
+            118'972'826'624 + 36 * (4096LL * 4096 - 2 * 4096LL * 1024 - 1024));
+  // A bad size is named.
+  const HfImport bad = import_hf_config_text(R"({"model_type": "mistral4", "kv_lora_rank": 0})");
+  ASSERT_FALSE(bad.errors.empty());
+  EXPECT_EQ(bad.errors[0].field, "kv_lora_rank");
+  // LoRA on gate, up and down reaches the shared experts only.
+  Config c = default_config();
+  c.model = m;
+  c.training.finetune.method = FinetuneMethod::kLora;
+  EXPECT_EQ(expert_targeting(c), ExpertTargeting::kUnmapped);
 }
 
 TEST(HfImport, FamilyLayouts) {

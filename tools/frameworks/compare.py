@@ -160,6 +160,8 @@ FAMILY_GAPS = {
                                  "output, the output and the log-sum-exp (116,736 B); with those, and without the "
                                  "output's CPU-only copy (SDPA_OUTPUT_COPY, 16,384 B), memfit is at 1.0011 (RoPE's "
                                  "cos and sin, 8,192 B a layer, are not counted; the MoE layer is 12,800 B over)"),
+    "mistral4/sdpa": (0.8577, "DeepSeek-V3's latent attention (deepseek_v3/sdpa): the CPU's math kernel for q/k and v "
+                              "head dims that differ"),
     "glm4_moe/sdpa": (0.9720, SDPA_OUTPUT_COPY + "; partial rotary positions, as the other families here"),
     # GLM-4's partial rotary concatenates the rotated part with the rest: q and k reach SDPA
     # contiguous in (B, h, T, d), so the CPU kernel's output is too, and its reshape a copy.

@@ -16,3 +16,15 @@ def peft_without_torchao():
     for name, mod in list(sys.modules.items()):
         if name.startswith("peft") and getattr(mod, "is_torchao_available", None) is orig:
             mod.is_torchao_available = absent
+
+
+def register_causal_lms():
+    """transformers 5.24 maps some decoder-only classes to no AutoModelForCausalLM entry (Mistral 4:
+    Mistral4ForCausalLM exists, its config is registered only under the multimodal Mistral 3): map
+    them here, so that from_config builds them as transformers' own class."""
+    import transformers
+    from transformers import AutoModelForCausalLM
+    for config, model in (("Mistral4Config", "Mistral4ForCausalLM"),):
+        cfg, cls = getattr(transformers, config, None), getattr(transformers, model, None)
+        if cfg is not None and cls is not None:
+            AutoModelForCausalLM.register(cfg, cls, exist_ok=True)

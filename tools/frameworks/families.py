@@ -33,6 +33,7 @@ sys.path.insert(0, HERE)
 
 import measure as M  # noqa: E402  (sets up torch, the save tracker and the CUDA rules)
 import torch  # noqa: E402
+import compat  # noqa: E402
 import gdn_kernels  # noqa: E402
 
 
@@ -53,6 +54,7 @@ def install_gdn_kernels():
 
 
 install_gdn_kernels()
+compat.register_causal_lms()
 
 FIXTURES = {
     "bloom": "bigscience__bloom-560m.json",
@@ -80,6 +82,9 @@ FIXTURES = {
     "mixtral": "mistralai__Mixtral-8x7B-v0.1.json",
     "qwen2_moe": "Qwen__Qwen1.5-MoE-A2.7B.json",
     "deepseek_v3": "deepseek-ai__DeepSeek-V3.json",
+    # Mistral 4 (Mistral Small 4's language model, in Mistral 3's wrapper): DeepSeek-V3's block under
+    # a softmax router without a correction bias, the queries scaled by position.
+    "mistral4": "mistralai__Mistral-Small-4-119B-2603.json",
     "phi": "microsoft__phi-2.json",
     "phi3": "microsoft__Phi-3-mini-4k-instruct.json",
     "falcon": "tiiuae__falcon-7b-instruct.json",
@@ -315,7 +320,7 @@ def lora_targets(family, small):
     if family in LORA_NOT_EXPRESSIBLE:
         return None
     attention = ["qkv", "o"] if family in LORA_FUSED_QKV else ["q", "k", "v", "o"]
-    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
+    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "mistral4", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
                      "qwen3_5_moe_text", "qwen3_next")
     hybrid = ["linear_attn"] if family in ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next") else []
     router = ["router"] if moe and family not in LORA_NAMED_TARGETS else []
