@@ -760,6 +760,49 @@ void read_mistral4_family(const std::string& /*type*/, Reader& r, ModelSpec& m, 
   m.router_bias = false;
 }
 
+void read_glm4_moe_lite_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // GLM-4.7-Flash (Glm4MoeLiteForCausalLM, modeling_glm4_moe_lite.py): DeepSeek-V3's latent
+  // attention (Glm4MoeLiteAttention is DeepseekV3Attention) over GLM-4.5's mixture (a sigmoid router
+  // with a per-expert correction bias, a buffer counted as DeepSeek-V3's and GLM-4.5's are, and one
+  // shared expert). Which layers are dense is mlp_layer_types ("dense" / "sparse" per layer; absent:
+  // the first dense, the rest sparse): the class has no first_k_dense_replace, and a file's is not
+  // read by it. Glm4MoeLiteConfig's defaults (transformers 5.24) are GLM-4.7-Flash's and stand in
+  // for the keys a file leaves out, as the class fills them.
+  read_llama_like_over(ClassSizes{154880, 2048, 10240, 47, 20, 20, 0}, r, m, false);
+  if (!r.has("max_position_embeddings")) m.max_position_embeddings = 202752;
+  read_mla_moe(MlaDefaults{768, 512, 64, 192, 256, 64, 4, 1, 1536, 0}, r, m, out);
+  m.router_bias = true;
+  const std::int64_t layers = m.num_hidden_layers;
+  m.first_k_dense_replace = std::min<std::int64_t>(1, layers);
+  m.moe_layers_interleaved = false;
+  if (const Json* types = r.raw("mlp_layer_types"); types && !types->is_null()) {
+    const bool listed = types->is_array() && static_cast<std::int64_t>(types->items().size()) == layers;
+    std::int64_t dense = 0;
+    bool valid = listed, dense_after_sparse = false, seen_sparse = false;
+    if (listed) {
+      for (const Json& t : types->items()) {
+        const bool is_dense = t.is_string() && t.as_string() == "dense";
+        if (!is_dense && !(t.is_string() && t.as_string() == "sparse")) valid = false;
+        dense += is_dense ? 1 : 0;
+        dense_after_sparse = dense_after_sparse || (is_dense && seen_sparse);
+        seen_sparse = seen_sparse || !is_dense;
+      }
+    }
+    if (!valid) {
+      out.errors.push_back({"mlp_layer_types", "must list \"dense\" or \"sparse\" for each of the " +
+                                                   detail::group_digits(layers) + " layers; got " + describe(*types)});
+      return;
+    }
+    m.first_k_dense_replace = dense;
+    // Dense layers after a sparse one: a pipeline stage holds its share of each.
+    m.moe_layers_interleaved = dense_after_sparse;
+  } else if (r.integer({"first_k_dense_replace"}, 1, false, 0) != 1) {
+    out.warnings.push_back({"first_k_dense_replace",
+                            "is not read by Glm4MoeLiteConfig: the first layer is dense and the rest sparse unless "
+                            "mlp_layer_types says otherwise"});
+  }
+}
+
 void read_glm_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
   // GLM-4 (GlmForCausalLM, modeling_glm.py: glm-4-9b-chat-hf) and GLM-4-0414 (Glm4ForCausalLM,
   // modeling_glm4.py): Llama's grouped-query attention with a bias on q, k and v only
@@ -1196,6 +1239,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"olmo2", "olmo3"}, read_olmo2_family},
       {{"deepseek_v3", "deepseek_v2"}, read_deepseek_v3_family},
       {{"mistral4"}, read_mistral4_family},
+      {{"glm4_moe_lite"}, read_glm4_moe_lite_family},
       {{"glm4_moe"}, read_glm4_moe_family},
       {{"glm", "glm4"}, read_glm_family},
       {{"olmoe"}, read_olmoe_family},
@@ -1274,7 +1318,7 @@ const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, mistral4, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
+         "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, glm4_moe_lite, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }
 

@@ -129,6 +129,7 @@ TEST(Parameters, FixturesImportToThePresetCounts) {
       {"qwen3.5-9b", "Qwen__Qwen3.5-9B.json"}, {"qwen3.5-27b", "Qwen__Qwen3.5-27B.json"},
       {"qwen3.5-35b-a3b", "Qwen__Qwen3.5-35B-A3B.json"}, {"qwen3-next-80b-a3b", "Qwen__Qwen3-Next-80B-A3B-Instruct.json"},
       {"glm-4-9b-0414", "zai-org__GLM-4-9B-0414.json"}, {"mistral-small-4", "mistralai__Mistral-Small-4-119B-2603.json"},
+      {"glm-4.7-flash", "zai-org__GLM-4.7-Flash.json"},
   };
   for (const auto& [id, file] : pairs) {
     EXPECT_EQ(count_of(file), count_parameters(*preset_model(id)).total_count.value()) << id;
@@ -186,8 +187,54 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       // Mistral Small 4's language model (Mistral 3's wrapper over Mistral4ForCausalLM: DeepSeek-V3's
       // latent attention and experts, a router without a correction bias).
       {"mistralai__Mistral-Small-4-119B-2603.json", 118'972'826'624},
+      // GLM-4.7-Flash (Glm4MoeLiteForCausalLM: DeepSeek-V3's latent attention over GLM-4.5's mixture),
+      // with its 46 MoE layers' correction biases (64 experts), buffers in transformers 5.
+      {"zai-org__GLM-4.7-Flash.json", 29'943'390'976 + 46 * 64},
   };
   for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
+}
+
+// GLM-4.7-Flash's dense layers are mlp_layer_types' (transformers 5.24's Glm4MoeLiteConfig has no
+// first_k_dense_replace: absent, the first layer is dense and the rest sparse), as the class builds
+// them on the meta device.
+TEST(HfImport, Glm4MoeLiteReadsItsDenseLayersFromMlpLayerTypes) {
+  const std::string flash = read_fixture("zai-org__GLM-4.7-Flash.json");
+  const auto with = [&](const std::string& key_value) {
+    std::string text = flash;
+    text.insert(text.find('{') + 1, key_value + ",");
+    return import_hf_config_text(text);
+  };
+  const HfImport plain = import_hf_config_text(flash);
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_EQ(plain.model.first_k_dense_replace, 1);
+  EXPECT_TRUE(plain.model.router_bias);
+  EXPECT_EQ(plain.model.attention_type, AttentionType::kMla);
+  // Three leading dense layers: 28,842,124,032 in transformers, and 44 correction biases.
+  std::string three = "\"mlp_layer_types\": [\"dense\", \"dense\", \"dense\"";
+  for (int i = 0; i < 44; ++i) three += ", \"sparse\"";
+  const HfImport leading = with(three + "]");
+  ASSERT_TRUE(leading.errors.empty()) << leading.errors[0].message;
+  EXPECT_EQ(count_parameters(leading.model).total_count.value(), 28'842'124'032 + 44 * 64);
+  EXPECT_FALSE(leading.model.moe_layers_interleaved);
+  // A dense layer after a sparse one: the same counts, placed apart.
+  std::string late = "\"mlp_layer_types\": [\"sparse\", \"dense\", \"dense\", \"dense\"";
+  for (int i = 0; i < 43; ++i) late += ", \"sparse\"";
+  const HfImport interleaved = with(late + "]");
+  ASSERT_TRUE(interleaved.errors.empty());
+  EXPECT_EQ(interleaved.model.first_k_dense_replace, 3);
+  EXPECT_TRUE(interleaved.model.moe_layers_interleaved);
+  // A list of the wrong length or with another word is named.
+  const HfImport short_list = with("\"mlp_layer_types\": [\"dense\"]");
+  ASSERT_FALSE(short_list.errors.empty());
+  EXPECT_EQ(short_list.errors[0].field, "mlp_layer_types");
+  // first_k_dense_replace is not read by the class: a warning, the counts unchanged.
+  std::string k3 = flash;
+  k3.replace(k3.find("\"first_k_dense_replace\": 1"), 26, "\"first_k_dense_replace\": 3");
+  const HfImport ignored = import_hf_config_text(k3);
+  ASSERT_TRUE(ignored.errors.empty());
+  EXPECT_EQ(ignored.model.first_k_dense_replace, 1);
+  EXPECT_TRUE(std::any_of(ignored.warnings.begin(), ignored.warnings.end(),
+                          [](const Issue& w) { return w.field == "first_k_dense_replace"; }));
 }
 
 // Mistral 4 (transformers 5.24's Mistral4ForCausalLM, Mistral3ForConditionalGeneration on the meta

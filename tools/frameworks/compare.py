@@ -162,6 +162,8 @@ FAMILY_GAPS = {
                                  "cos and sin, 8,192 B a layer, are not counted; the MoE layer is 12,800 B over)"),
     "mistral4/sdpa": (0.8577, "DeepSeek-V3's latent attention (deepseek_v3/sdpa): the CPU's math kernel for q/k and v "
                               "head dims that differ"),
+    "glm4_moe_lite/sdpa": (0.8588, "DeepSeek-V3's latent attention (deepseek_v3/sdpa): the CPU's math kernel for q/k "
+                                   "and v head dims that differ"),
     "glm4_moe/sdpa": (0.9720, SDPA_OUTPUT_COPY + "; partial rotary positions, as the other families here"),
     # GLM-4's partial rotary concatenates the rotated part with the rest: q and k reach SDPA
     # contiguous in (B, h, T, d), so the CPU kernel's output is too, and its reshape a copy.
@@ -190,6 +192,8 @@ COUNT_DIFFERENCES = {
     "deepseek_v3": ("e_score_correction_bias (one value per routed expert in each MoE layer) is a buffer in "
                     "transformers 5 and a stored tensor in the checkpoint; memfit counts it, as the published "
                     "671,026,419,200 does"),
+    "glm4_moe_lite": ("e_score_correction_bias, as GLM-4.5's (modeling_glm4_moe_lite.py Glm4MoeLiteTopkRouter): a "
+                      "buffer in transformers 5, a stored tensor in the checkpoint; memfit counts it"),
     "glm4_moe": ("e_score_correction_bias, as DeepSeek-V3's: a buffer in transformers 5 (modeling_glm4_moe.py "
                  "Glm4MoeTopkRouter), a stored tensor in the checkpoint; memfit counts it"),
 }

@@ -62,6 +62,9 @@ FAMILIES = {
     "qwen2_moe": GATED_NAMES,
     "deepseek_v3": dict(GATED_NAMES, attention={"q": ["q_a_proj", "q_b_proj"], "k": ["kv_a_proj_with_mqa"],
                                                 "v": ["kv_b_proj"], "o": ["o_proj"]}),
+    # GLM-4.7-Flash: DeepSeek-V3's latent attention, its MoE in PEFT's mapping (as GLM-4.5's).
+    "glm4_moe_lite": dict(GATED_NAMES, attention={"q": ["q_a_proj", "q_b_proj"], "k": ["kv_a_proj_with_mqa"],
+                                                  "v": ["kv_b_proj"], "o": ["o_proj"]}),
     # Mistral 4: DeepSeek-V3's names, but not in PEFT's mapping (alone, or under Mistral 3's wrapper):
     # they reach the first dense layers' MLPs and the shared experts only.
     "mistral4": dict(GATED_NAMES, attention={"q": ["q_a_proj", "q_b_proj"], "k": ["kv_a_proj_with_mqa"],
@@ -211,7 +214,7 @@ def main():
             # gpt-oss has no SDPA path; DeepSeek's query and value head dims differ, for which the CPU's
             # SDPA takes its math kernel (fp32 bmm and softmax), not CUDA's memory-efficient one
             # (families.py shows the gap): both run eager attention under autocast here.
-            fast = "eager" if family in ("gpt_oss", "deepseek_v3", "mistral4") else "sdpa"
+            fast = "eager" if family in ("gpt_oss", "deepseek_v3", "mistral4", "glm4_moe_lite") else "sdpa"
             for label, targets in sets:
                 for precision, attention in (("fp32", "eager"), ("bf16_mixed", fast)):
                     name = "%s-%s-%s" % (family, label, precision)
