@@ -486,14 +486,14 @@ void read_deberta_v2_family(const std::string& /*type*/, Reader& r, ModelSpec& m
 // The rotated part of each head, int(head_dim x partial_rotary_factor), 0.5 by the classes'
 // default (GLM's, Nemotron's): transformers 5 reads rope_parameters, or rope_scaling in files written
 // before it, or the key at the top; a factor outside (0, 1], or one that rotates nothing, is named.
-void read_partial_rotary(Reader& r, ModelSpec& m, HfImport& out) {
+void read_partial_rotary(Reader& r, ModelSpec& m, HfImport& out, double fallback = 0.5) {
   const Json* factor = nullptr;
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     const Json* rope = r.raw(key);
     if (!factor && rope && rope->is_object()) factor = rope->find("partial_rotary_factor");
   }
   if (!factor || factor->is_null()) factor = r.raw("partial_rotary_factor");
-  double fraction = 0.5;
+  double fraction = fallback;
   if (factor && !factor->is_null()) {
     if (!factor->is_number() || !(factor->as_double() > 0.0) || factor->as_double() > 1.0) {
       out.errors.push_back({"partial_rotary_factor", "must be a number above 0 and at most 1; got " + describe(*factor)});
@@ -504,7 +504,8 @@ void read_partial_rotary(Reader& r, ModelSpec& m, HfImport& out) {
   m.rotary_dim = static_cast<std::int64_t>(static_cast<double>(m.head_size()) * fraction);
   if (m.rotary_dim == 0) {
     out.errors.push_back({"partial_rotary_factor", "rotates no dimension of a " + detail::group_digits(m.head_size()) +
-                                                       "-wide head; got " + (factor ? describe(*factor) : std::string("the default 0.5"))});
+                                                       "-wide head; got " +
+                                                       (factor ? describe(*factor) : "the default " + Json::number(fallback).dump())});
   }
 }
 
@@ -595,6 +596,39 @@ void read_mixtral_family(const std::string& /*type*/, Reader& r, ModelSpec& m, H
   m.num_experts = r.integer({"num_local_experts"}, 8, true, 1, max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
+}
+
+void read_minimax_m2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // MiniMax-M2 (MiniMaxM2ForCausalLM, modeling_minimax_m2.py): Mixtral's block (every layer's MLP
+  // num_local_experts stacked gated experts of intermediate_size, no shared expert) with FlexOlmo's
+  // attention (an RMSNorm over the whole query and key projections, always: the remote code's
+  // use_qk_norm and qk_norm_type are not read), rotary positions on rotary_dim of each head (64 of
+  // 128 in the released files; the class turns it into partial_rotary_factor, an explicit factor
+  // winning, and rotates whole heads without either), and a sigmoid router whose choice adds a
+  // per-expert correction bias (a buffer on the MoE block in transformers 5, a stored tensor in the
+  // checkpoint: counted, as DeepSeek-V3's). MiniMaxM2Config's defaults (transformers 5.24) are
+  // MiniMax-M2's and stand in for the keys a file leaves out.
+  read_llama_like_over(ClassSizes{200064, 3072, 1536, 62, 48, 8, 128}, r, m, false);
+  if (!r.has("max_position_embeddings")) m.max_position_embeddings = 196608;
+  m.num_experts = r.integer({"num_local_experts", "num_experts"}, 256, false, 1, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 8, false, 1, max_experts());
+  m.moe_intermediate_size = m.intermediate_size;
+  m.qk_norm = QkNorm::kFullWidth;
+  m.router_bias = true;
+  const std::int64_t head = m.head_size();
+  const std::int64_t rotary = r.integer({"rotary_dim"}, 0, false, 1, head > 0 ? head : kMaxSize);
+  read_partial_rotary(r, m, out, rotary > 0 && head > 0 ? static_cast<double>(rotary) / static_cast<double>(head) : 1.0);
+  if (m.rotary_dim == head) m.rotary_dim = 0;  // every dimension: the whole head
+  // Keys of MiniMax's own modeling code that transformers' class does not build.
+  const Json* mtp = r.raw("use_mtp");
+  if (mtp && mtp->is_bool() && mtp->as_bool() && r.integer({"num_mtp_modules"}, 0, false, 0) > 0) {
+    out.warnings.push_back({"num_mtp_modules", "the multi-token-prediction modules are not part of the trained "
+                                               "model's forward pass and are not counted"});
+  }
+  if (r.integer({"shared_intermediate_size"}, 0, false, 0) > 0) {
+    out.warnings.push_back({"shared_intermediate_size", "is not read by transformers' MiniMaxM2ForCausalLM, which "
+                                                        "builds no shared expert; none is counted"});
+  }
 }
 
 void read_qwen2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
@@ -1229,6 +1263,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"apertus"}, read_apertus_family},
       {{"exaone4"}, read_exaone4_family},
       {{"mixtral"}, read_mixtral_family},
+      {{"minimax_m2"}, read_minimax_m2_family},
       {{"qwen2"}, read_qwen2_family},
       {{"qwen2_moe"}, read_qwen2_moe_family},
       {{"qwen3", "qwen3_moe"}, read_qwen3_family},
@@ -1317,7 +1352,7 @@ QkvModules hf_qkv_modules(const std::string& t) {
 const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
-         "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, mistral4, gpt_bigcode, gptj, bloom, stablelm, "
+         "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, mistral4, minimax_m2, gpt_bigcode, gptj, bloom, stablelm, "
          "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, glm4_moe_lite, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }

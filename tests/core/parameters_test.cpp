@@ -129,7 +129,7 @@ TEST(Parameters, FixturesImportToThePresetCounts) {
       {"qwen3.5-9b", "Qwen__Qwen3.5-9B.json"}, {"qwen3.5-27b", "Qwen__Qwen3.5-27B.json"},
       {"qwen3.5-35b-a3b", "Qwen__Qwen3.5-35B-A3B.json"}, {"qwen3-next-80b-a3b", "Qwen__Qwen3-Next-80B-A3B-Instruct.json"},
       {"glm-4-9b-0414", "zai-org__GLM-4-9B-0414.json"}, {"mistral-small-4", "mistralai__Mistral-Small-4-119B-2603.json"},
-      {"glm-4.7-flash", "zai-org__GLM-4.7-Flash.json"},
+      {"glm-4.7-flash", "zai-org__GLM-4.7-Flash.json"}, {"minimax-m2", "MiniMaxAI__MiniMax-M2.json"},
   };
   for (const auto& [id, file] : pairs) {
     EXPECT_EQ(count_of(file), count_parameters(*preset_model(id)).total_count.value()) << id;
@@ -190,8 +190,43 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       // GLM-4.7-Flash (Glm4MoeLiteForCausalLM: DeepSeek-V3's latent attention over GLM-4.5's mixture),
       // with its 46 MoE layers' correction biases (64 experts), buffers in transformers 5.
       {"zai-org__GLM-4.7-Flash.json", 29'943'390'976 + 46 * 64},
+      // MiniMax-M2 (MiniMaxM2ForCausalLM: Mixtral's block, norms over the whole query and key
+      // projections), with its 62 MoE layers' correction biases (256 experts), buffers in transformers 5.
+      {"MiniMaxAI__MiniMax-M2.json", 228'689'748'992 + 62 * 256},
   };
   for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
+}
+
+// MiniMax-M2 as transformers 5.24's MiniMaxM2ForCausalLM builds it: rotary_dim becomes
+// partial_rotary_factor (an explicit factor wins; neither: the whole head), the query and key norms
+// are always there, and the remote code's MTP modules and shared expert are not built.
+TEST(HfImport, MiniMaxM2RotatesRotaryDimOfEachHead) {
+  const std::string file = read_fixture("MiniMaxAI__MiniMax-M2.json");
+  const HfImport m2 = import_hf_config_text(file);
+  ASSERT_TRUE(m2.errors.empty());
+  EXPECT_EQ(m2.model.rotary_dim, 64);
+  EXPECT_EQ(m2.model.qk_norm, QkNorm::kFullWidth);
+  EXPECT_TRUE(m2.model.router_bias);
+  EXPECT_EQ(m2.model.moe_intermediate_size, 1536);
+  EXPECT_EQ(m2.model.num_shared_experts, 0);
+  EXPECT_TRUE(std::any_of(m2.warnings.begin(), m2.warnings.end(),
+                          [](const Issue& w) { return w.field == "num_mtp_modules"; }));
+  const HfImport whole = import_hf_config_text(R"({"model_type": "minimax_m2"})");
+  ASSERT_TRUE(whole.errors.empty());
+  EXPECT_EQ(whole.model.rotary_dim, 0);  // the whole head
+  EXPECT_EQ(count_parameters(whole.model).total_count.value(), 228'689'748'992 + 62 * 256);
+  const HfImport factor = import_hf_config_text(
+      R"({"model_type": "minimax_m2", "rotary_dim": 64, "rope_parameters": {"partial_rotary_factor": 0.25}})");
+  ASSERT_TRUE(factor.errors.empty());
+  EXPECT_EQ(factor.model.rotary_dim, 32);
+  const HfImport too_wide = import_hf_config_text(R"({"model_type": "minimax_m2", "rotary_dim": 129})");
+  ASSERT_FALSE(too_wide.errors.empty());
+  EXPECT_EQ(too_wide.errors[0].field, "rotary_dim");
+  const HfImport shared = import_hf_config_text(R"({"model_type": "minimax_m2", "shared_intermediate_size": 512})");
+  ASSERT_TRUE(shared.errors.empty());
+  EXPECT_EQ(shared.model.num_shared_experts, 0);
+  EXPECT_TRUE(std::any_of(shared.warnings.begin(), shared.warnings.end(),
+                          [](const Issue& w) { return w.field == "shared_intermediate_size"; }));
 }
 
 // GLM-4.7-Flash's dense layers are mlp_layer_types' (transformers 5.24's Glm4MoeLiteConfig has no

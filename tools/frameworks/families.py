@@ -85,6 +85,9 @@ FIXTURES = {
     # Mistral 4 (Mistral Small 4's language model, in Mistral 3's wrapper): DeepSeek-V3's block under
     # a softmax router without a correction bias, the queries scaled by position.
     "mistral4": "mistralai__Mistral-Small-4-119B-2603.json",
+    # MiniMax-M2: Mixtral's block with norms over the whole query and key projections, rotary
+    # positions on half of each head and a sigmoid router with a correction bias.
+    "minimax_m2": "MiniMaxAI__MiniMax-M2.json",
     # GLM-4.7-Flash: DeepSeek-V3's latent attention over GLM-4.5's mixture.
     "glm4_moe_lite": "zai-org__GLM-4.7-Flash.json",
     "phi": "microsoft__phi-2.json",
@@ -322,7 +325,7 @@ def lora_targets(family, small):
     if family in LORA_NOT_EXPRESSIBLE:
         return None
     attention = ["qkv", "o"] if family in LORA_FUSED_QKV else ["q", "k", "v", "o"]
-    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "mistral4", "glm4_moe_lite", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
+    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "mistral4", "glm4_moe_lite", "minimax_m2", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
                      "qwen3_5_moe_text", "qwen3_next")
     hybrid = ["linear_attn"] if family in ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next") else []
     router = ["router"] if moe and family not in LORA_NAMED_TARGETS else []

@@ -56,6 +56,8 @@ import torch  # noqa: E402
 GATED_NAMES = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 FAMILIES = {
     "mixtral": {"gate": "w1", "up": "w3", "down": "w2"},
+    # MiniMax-M2: Mixtral's names (transformers' conversion table maps minimax_m2 as mixtral).
+    "minimax_m2": {"gate": "w1", "up": "w3", "down": "w2"},
     "qwen3_moe": GATED_NAMES,
     "gpt_oss": {"parameters": {"gate": "mlp.experts.gate_up_proj", "up": "mlp.experts.gate_up_proj",
                                "down": "mlp.experts.down_proj"}},
