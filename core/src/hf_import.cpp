@@ -1765,17 +1765,39 @@ HfImport import_hf_config(const Json& json) {
       return inner;
     }
     // Families people ask for whose layers memfit cannot describe yet: say why, not only what is.
+    // (transformers 5.24's modeling code of each.)
     static const std::pair<const char*, const char*> kNotYet[] = {
         {"jamba", "Mamba layers beside attention"},
-        {"falcon_h1", "Mamba-2 heads beside attention"},
+        {"falcon_h1", "Mamba-2 heads beside attention in each layer"},
         {"granitemoehybrid", "Mamba-2 layers beside attention"},
+        {"nemotron_h", "Mamba-2 layers beside attention"},
+        {"bamba", "Mamba-2 layers beside attention"},
+        {"zamba2", "Mamba-2 layers beside a shared attention block"},
+        {"mamba", "Mamba layers and no attention"},
+        {"mamba2", "Mamba-2 layers and no attention"},
+        {"falcon_mamba", "Mamba layers and no attention"},
         {"lfm2", "short convolution layers beside attention"},
+        {"lfm2_moe", "short convolution layers beside attention"},
+        {"kimi_linear", "Kimi Delta Attention layers beside latent attention"},
+        {"minimax", "lightning attention layers beside softmax attention"},
+        {"gemma4", "per-layer input embeddings, layers that reuse another layer's keys and values, and full-attention "
+                   "layers with a head size of their own"},
+        {"gemma4_text", "per-layer input embeddings, layers that reuse another layer's keys and values, and "
+                        "full-attention layers with a head size of their own"},
+        {"gemma3n", "per-layer input embeddings, AltUp's parallel streams and layers that reuse another layer's keys "
+                    "and values"},
+        {"gemma3n_text", "per-layer input embeddings, AltUp's parallel streams and layers that reuse another layer's "
+                         "keys and values"},
+        {"deepseek_v32", "a sparse-attention indexer beside the latent attention"},
+        {"glm_moe_dsa", "a sparse-attention indexer beside the latent attention"},
+        {"mistral_large4", "a sparse-attention indexer beside the latent attention"},
+        {"deepseek_v4", "compressed sparse attention and hyper-connections"},
     };
     std::string why;
     for (const auto& [name, reason] : kNotYet) {
       if (t == name || (text_type && text_type->is_string() && text_type->as_string() == name)) why = reason;
     }
-    if (!why.empty()) why = "; its layers are not all alike (" + why + "), and memfit describes one kind of block";
+    if (!why.empty()) why = "; it has " + why + ", which memfit does not describe yet";
     out.errors.push_back({"model_type", describe(*type) + " is not supported" +
                                             (text_type ? " (nor its " + std::string(nested) + "'s " + describe(*text_type) + ")" : std::string()) +
                                             why + "; supported: " + supported_hf_model_types()});

@@ -418,6 +418,11 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   // A hybrid memfit cannot describe yet says why (Jamba: Mamba layers beside attention).
   const HfImport jamba = import_hf_config_text(R"({"model_type":"jamba"})");
   EXPECT_NE(first_error(jamba).find("Mamba"), std::string::npos) << first_error(jamba);
+  // So does Gemma 4 through its wrapper (the text_config's class named), and DeepSeek-V3.2's indexer.
+  const HfImport gemma4 = import_hf_config_text(R"({"model_type":"gemma4","text_config":{"model_type":"gemma4_text"}})");
+  EXPECT_NE(first_error(gemma4).find("per-layer input embeddings"), std::string::npos) << first_error(gemma4);
+  EXPECT_NE(first_error(gemma4).find("gemma4_text"), std::string::npos) << first_error(gemma4);
+  EXPECT_NE(first_error(import_hf_config_text(R"({"model_type":"deepseek_v32"})")).find("indexer"), std::string::npos);
   // Llama 4: the text_config's own class, whose defaults are Scout's (Llama4TextConfig): 48 MoE
   // layers of 16 experts beside a shared one, the L2 query/key norm in the 36 rotary layers, and
   // every expert run on every token (the class's dispatch, applied under transformers' profiles).
