@@ -97,12 +97,45 @@ class Reader {
   const Json* raw(const char* key) const { return json_.find(key); }
 
   void set_model_type(std::string t) { model_type_ = std::move(t); }
+  const std::string& model_type() const { return model_type_; }
 
  private:
   const Json& json_;
   HfImport& out_;
   std::string model_type_;
 };
+
+// The attention's shape a config class gives a file that leaves the key out (transformers 5.24's
+// dataclass defaults), where it is not what the file's other sizes imply: num_key_value_heads (0:
+// as many as the query heads) and head_dim (0: hidden_size / num_attention_heads). A null key is
+// the classes' None: as many heads, hidden / heads. The vision-language text classes are read as
+// their family (text_alias) but keep their own defaults.
+struct AttentionDefaults {
+  const char* type;
+  std::int64_t kv_heads, head_dim;
+};
+const AttentionDefaults* attention_defaults(const std::string& type) {
+  static constexpr AttentionDefaults kDefaults[] = {
+      {"mistral", 8, 0},      {"ministral", 8, 0},     {"ministral3", 8, 128},       {"smollm3", 4, 0},
+      {"seed_oss", 8, 128},   {"exaone4", 32, 0},      {"mixtral", 8, 0},            {"qwen2", 32, 0},
+      {"qwen2_moe", 16, 0},   {"qwen3", 32, 128},      {"qwen3_moe", 4, 0},          {"gemma", 16, 256},
+      {"gemma2", 4, 256},     {"glm4_moe", 8, 0},      {"stablelm", 32, 0},          {"starcoder2", 2, 0},
+      {"gpt_oss", 8, 64},     {"qwen2_vl_text", 8, 0}, {"qwen2_5_vl_text", 8, 0},    {"qwen3_vl_text", 32, 128},
+      {"qwen3_vl_moe_text", 16, 0},
+  };
+  for (const AttentionDefaults& d : kDefaults) {
+    if (type == d.type) return &d;
+  }
+  return nullptr;
+}
+
+// A text config read as another family's (text_alias): the keys its own class fills differently.
+void fill_attention_defaults(Json& language, const std::string& text_class) {
+  const AttentionDefaults* d = attention_defaults(text_class);
+  if (!d) return;
+  if (d->kv_heads > 0 && !language.find("num_key_value_heads")) language.set("num_key_value_heads", Json::integer(d->kv_heads));
+  if (d->head_dim > 0 && !language.find("head_dim")) language.set("head_dim", Json::integer(d->head_dim));
+}
 
 // Fields every decoder family spells the Llama way.
 // required: the sizes must be in the file; otherwise the values already in `m` (the class's
@@ -112,8 +145,11 @@ void read_llama_like(Reader& r, ModelSpec& m, bool tie_default, bool required = 
   m.hidden_size = r.integer({"hidden_size"}, m.hidden_size, required, 1);
   m.num_hidden_layers = r.integer({"num_hidden_layers"}, m.num_hidden_layers, required, 1, max_layers());
   m.num_attention_heads = r.integer({"num_attention_heads"}, m.num_attention_heads, required, 1);
-  m.num_key_value_heads = r.integer({"num_key_value_heads"}, required ? 0 : m.num_key_value_heads, false, 1);
-  m.head_dim = r.integer({"head_dim"}, required ? 0 : m.head_dim, false, 1);
+  const AttentionDefaults* d = required ? attention_defaults(r.model_type()) : nullptr;
+  const std::int64_t kv_absent = d && !r.raw("num_key_value_heads") ? d->kv_heads : 0;
+  const std::int64_t head_absent = d && !r.raw("head_dim") ? d->head_dim : 0;
+  m.num_key_value_heads = r.integer({"num_key_value_heads"}, required ? kv_absent : m.num_key_value_heads, false, 1);
+  m.head_dim = r.integer({"head_dim"}, required ? head_absent : m.head_dim, false, 1);
   m.intermediate_size = r.integer({"intermediate_size"}, m.intermediate_size, required, 1);
   m.max_position_embeddings = r.integer({"max_position_embeddings"}, 4096, false, 1, 1'000'000'000);
   m.tie_word_embeddings = r.boolean("tie_word_embeddings", tie_default);
@@ -239,10 +275,12 @@ void read_t5(Reader& r, ModelSpec& m, HfImport& out) {
   m.num_decoder_layers = r.integer({"num_decoder_layers"}, m.num_hidden_layers, false, 1, max_layers());
   m.num_attention_heads = r.integer({"num_heads", "num_attention_heads"}, 8, true, 1);
   m.head_dim = r.integer({"d_kv", "head_dim"}, 64, false, 1);
-  m.intermediate_size = r.integer({"d_ff"}, 2048, false, 1);
+  // MT5Config's defaults are mT5-small's gated-GELU FFN of 1024, T5Config's the original T5's ReLU one of 2048.
+  const bool mt5 = r.model_type() == "mt5";
+  m.intermediate_size = r.integer({"d_ff"}, mt5 ? 1024 : 2048, false, 1);
   m.relative_attention_num_buckets = r.integer({"relative_attention_num_buckets"}, 32, false, 1);
   m.max_position_embeddings = r.integer({"n_positions"}, 512, false, 1, 1'000'000'000);
-  const std::string proj = r.text("feed_forward_proj", "relu");
+  const std::string proj = r.text("feed_forward_proj", mt5 ? "gated-gelu" : "relu");
   const bool gated = proj.rfind("gated-", 0) == 0;
   const std::string act = gated ? proj.substr(6) : proj;
   // T5Config maps "gated-gelu" to gelu_new (the tanh approximation v1.1 was trained with).
@@ -337,6 +375,9 @@ void read_deberta_v2(Reader& r, ModelSpec& m, HfImport& out) {
   m.type_vocab_size = r.integer({"type_vocab_size"}, 0, false, 0);
   m.pooler = false;
   if (!r.boolean("position_biased_input", true)) m.position_embedding = PositionKind::kNone;
+  // The encoder builds the relative embeddings' LayerNorm whenever norm_rel_ebd names it, with or
+  // without relative attention (modeling_deberta_v2.py DebertaV2Encoder), which alone uses it.
+  m.norm_rel_ebd = r.text("norm_rel_ebd", "none").find("layer_norm") != std::string::npos;
   if (r.boolean("relative_attention", false)) {
     m.attention_type = AttentionType::kDisentangled;
     m.position_buckets = r.integer({"position_buckets"}, 0, false, -1);
@@ -344,7 +385,6 @@ void read_deberta_v2(Reader& r, ModelSpec& m, HfImport& out) {
     m.max_relative_positions = r.integer({"max_relative_positions"}, -1, false, -1'000'000'000, 1'000'000'000);
     if (m.max_relative_positions < 1) m.max_relative_positions = -1;
     m.share_att_key = r.boolean("share_att_key", false);
-    m.norm_rel_ebd = r.text("norm_rel_ebd", "none").find("layer_norm") != std::string::npos;
     bool c2p = false, p2c = false, valid = true;
     if (const Json* types = r.raw("pos_att_type"); types && !types->is_null()) {
       // A list (["p2c", "c2p"]) or, in older configs, a "p2c|c2p" string; a list is refused unread
@@ -468,7 +508,7 @@ void read_roberta_family(const std::string& type, Reader& r, ModelSpec& m, HfImp
   // RoBERTa (Liu et al. 2019): BERT's shape; positions start after padding_idx + 1, which its
   // config already counts in max_position_embeddings (514 = 512 + 2); one token type.
   read_bert_like(r, m, out);
-  m.type_vocab_size = r.integer({"type_vocab_size"}, 1, false, 0);
+  m.type_vocab_size = r.integer({"type_vocab_size"}, 2, false, 0);  // RobertaConfig's default; the checkpoints say 1
   if (m.max_position_embeddings <= 2) {
     out.errors.push_back({"max_position_embeddings", "must be more than 2 for model_type \"" + type +
                                                          "\" (its first two rows are the padding offset)"});
@@ -572,7 +612,7 @@ void read_seed_oss_family(const std::string& type, Reader& r, ModelSpec& m, HfIm
   // Seed-OSS: Llama's layout; attention_bias puts a bias on q, k and v, attention_out_bias on o
   // (modeling_seed_oss.py SeedOssAttention).
   read_llama_like(r, m, false);
-  const bool qkv = r.boolean("attention_bias", false);
+  const bool qkv = r.boolean("attention_bias", true);  // SeedOssConfig's default
   const bool o = r.boolean("attention_out_bias", false);
   if (o && !qkv) {
     out.errors.push_back({"attention_out_bias", "true without attention_bias is not supported for model_type \"" +
@@ -596,6 +636,7 @@ void read_mixtral_family(const std::string& /*type*/, Reader& r, ModelSpec& m, H
   m.num_experts = r.integer({"num_local_experts"}, 8, true, 1, max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
+  m.mlp_bias = false;  // MixtralConfig has no mlp_bias: its experts have none
 }
 
 void read_minimax_m2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -610,22 +651,29 @@ void read_minimax_m2_family(const std::string& /*type*/, Reader& r, ModelSpec& m
   // MiniMax-M2's and stand in for the keys a file leaves out.
   read_llama_like_over(ClassSizes{200064, 3072, 1536, 62, 48, 8, 128}, r, m, false);
   if (!r.has("max_position_embeddings")) m.max_position_embeddings = 196608;
-  m.num_experts = r.integer({"num_local_experts", "num_experts"}, 256, false, 1, max_experts());
+  // num_experts is MiniMaxM2Config's alias of num_local_experts: it wins when both are there.
+  m.num_experts = r.integer({"num_experts", "num_local_experts"}, 256, false, 1, max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 8, false, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
   m.qk_norm = QkNorm::kFullWidth;
   m.router_bias = true;
+  m.attention_bias = m.mlp_bias = false;  // MiniMaxM2Attention's projections and the experts have none
   const std::int64_t head = m.head_size();
   const std::int64_t rotary = r.integer({"rotary_dim"}, 0, false, 1, head > 0 ? head : kMaxSize);
   read_partial_rotary(r, m, out, rotary > 0 && head > 0 ? static_cast<double>(rotary) / static_cast<double>(head) : 1.0);
   if (m.rotary_dim == head) m.rotary_dim = 0;  // every dimension: the whole head
   // Keys of MiniMax's own modeling code that transformers' class does not build.
+  // (Unread by the class, so only a positive number draws a word; anything else is left alone.)
+  const auto positive = [&](const char* key) {
+    const Json* v = r.raw(key);
+    return v && v->is_number() && v->as_double() > 0;
+  };
   const Json* mtp = r.raw("use_mtp");
-  if (mtp && mtp->is_bool() && mtp->as_bool() && r.integer({"num_mtp_modules"}, 0, false, 0) > 0) {
+  if (mtp && mtp->is_bool() && mtp->as_bool() && positive("num_mtp_modules")) {
     out.warnings.push_back({"num_mtp_modules", "the multi-token-prediction modules are not part of the trained "
                                                "model's forward pass and are not counted"});
   }
-  if (r.integer({"shared_intermediate_size"}, 0, false, 0) > 0) {
+  if (positive("shared_intermediate_size")) {
     out.warnings.push_back({"shared_intermediate_size", "is not read by transformers' MiniMaxM2ForCausalLM, which "
                                                         "builds no shared expert; none is counted"});
   }
@@ -641,7 +689,8 @@ void read_qwen2_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m,
   read_llama_like(r, m, false);
   m.qkv_bias = true;
   read_qwen_moe_layers(r, m, out);
-  m.shared_expert_intermediate_size = r.integer({"shared_expert_intermediate_size"}, 0, false, 0);
+  // Qwen2MoeConfig's default: Qwen1.5-MoE-A2.7B's shared expert of 5632.
+  m.shared_expert_intermediate_size = r.integer({"shared_expert_intermediate_size"}, 5632, false, 0);
   m.num_shared_experts = m.shared_expert_intermediate_size > 0 ? 1 : 0;
   m.shared_expert_gate = m.shared_expert_intermediate_size > 0;
 }
@@ -736,31 +785,49 @@ struct MlaDefaults {
   std::int64_t q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
   std::int64_t routed_experts, experts_per_tok, shared_experts, moe_intermediate_size, first_k_dense_replace;
 };
-void read_mla_moe(const MlaDefaults& d, Reader& r, ModelSpec& m, HfImport& out) {
-  const auto size = [&](const char* key, std::int64_t fallback, std::int64_t min, std::int64_t max = kMaxSize) {
-    return r.integer({key}, fallback < 0 ? 0 : fallback, fallback < 0, min, max);
+// How a class spells and reads the keys beside them: the attribute_map aliases that win over the
+// key they name (DeepseekV3Config, Mistral4Config and Glm4MoeLiteConfig map num_local_experts onto
+// n_routed_experts, DeepseekV2Config num_experts; Glm4MoeLiteConfig head_dim onto
+// qk_rope_head_dim), whether the class has first_k_dense_replace and moe_layer_freq at all, and
+// the least a size may be (the new classes build zero-width layers for 0: refused).
+struct MlaKeys {
+  const char* experts_alias;
+  const char* rope_alias;
+  bool first_k_dense_replace, moe_layer_freq;
+  std::int64_t least;  // for q_lora_rank (null: one query projection) and n_routed_experts
+};
+void read_mla_moe(const MlaDefaults& d, const MlaKeys& k, Reader& r, ModelSpec& m, HfImport& out) {
+  const auto size = [&](std::initializer_list<const char*> keys, std::int64_t fallback, std::int64_t min) {
+    return r.integer(keys, fallback < 0 ? 0 : fallback, fallback < 0, min);
   };
   m.attention_type = AttentionType::kMla;
+  // The latent attention has no key/value heads to group: transformers' classes never read
+  // num_key_value_heads in it (a file's value, or its class default, is not the query heads').
+  m.num_key_value_heads = m.num_attention_heads;
   // q_lora_rank null: the queries are one projection (DeepSeek-V2-Lite).
   const Json* q_rank = r.raw("q_lora_rank");
-  m.q_lora_rank = q_rank && q_rank->is_null() ? 0 : size("q_lora_rank", d.q_lora_rank, 0);
-  m.kv_lora_rank = size("kv_lora_rank", d.kv_lora_rank, 1);
-  m.qk_rope_head_dim = size("qk_rope_head_dim", d.qk_rope_head_dim, 0);
-  m.qk_nope_head_dim = size("qk_nope_head_dim", d.qk_nope_head_dim, 0);
-  m.v_head_dim = size("v_head_dim", d.v_head_dim, 1);
-  m.num_experts = r.integer({"n_routed_experts"}, d.routed_experts, false, 0, max_experts());
+  m.q_lora_rank = q_rank && q_rank->is_null() ? 0 : size({"q_lora_rank"}, d.q_lora_rank, k.least);
+  m.kv_lora_rank = size({"kv_lora_rank"}, d.kv_lora_rank, 1);
+  m.qk_rope_head_dim = k.rope_alias ? size({k.rope_alias, "qk_rope_head_dim"}, d.qk_rope_head_dim, 0)
+                                    : size({"qk_rope_head_dim"}, d.qk_rope_head_dim, 0);
+  m.qk_nope_head_dim = size({"qk_nope_head_dim"}, d.qk_nope_head_dim, 0);
+  m.v_head_dim = size({"v_head_dim"}, d.v_head_dim, 1);
+  m.num_experts = r.integer({k.experts_alias, "n_routed_experts"}, d.routed_experts, false, k.least, max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, d.experts_per_tok, m.num_experts > 0 && d.experts_per_tok == 0, 0, max_experts());
   m.num_shared_experts = r.integer({"n_shared_experts"}, d.shared_experts, false, 0);
   m.moe_intermediate_size =
       r.integer({"moe_intermediate_size"}, d.moe_intermediate_size, m.num_experts > 0 && d.moe_intermediate_size == 0, 0);
-  m.first_k_dense_replace = r.integer({"first_k_dense_replace"}, d.first_k_dense_replace, false, 0);
-  if (r.integer({"moe_layer_freq"}, 1, false, 1) != 1) {
+  m.first_k_dense_replace =
+      k.first_k_dense_replace ? r.integer({"first_k_dense_replace"}, d.first_k_dense_replace, false, 0) : d.first_k_dense_replace;
+  if (k.moe_layer_freq && r.integer({"moe_layer_freq"}, 1, false, 1) != 1) {
     out.errors.push_back({"moe_layer_freq", "values other than 1 are not supported"});
   }
+  // None of these classes builds a bias in its MLPs or experts (mlp_bias is not read).
+  m.mlp_bias = false;
   warn_mtp_layers(r, out);
 }
 
-void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+void read_deepseek_v3_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
   // DeepSeek-V2/V3: multi-head latent attention, first_k_dense_replace dense layers, then MoE
   // layers with n_routed_experts + n_shared_experts. V3's noaux_tc routing adds a per-expert
   // correction bias parameter.
@@ -772,8 +839,12 @@ void read_deepseek_v3_family(const std::string& /*type*/, Reader& r, ModelSpec& 
                                      "reads DeepSeek-V2's multi-head latent attention"});
     return;
   }
-  // The sizes of the attention are required; the mixture's keys absent mean a dense model.
-  read_mla_moe(MlaDefaults{0, -1, -1, -1, -1, 0, 0, 0, 0, 0}, r, m, out);
+  // The attention's sizes are required; the mixture's keys and q_lora_rank a file leaves out take
+  // DeepseekV3Config's and DeepseekV2Config's defaults (transformers 5.24), as the classes fill them
+  // (V2's num_experts_per_tok has none: required beside experts).
+  const bool v3 = type == "deepseek_v3";
+  read_mla_moe(v3 ? MlaDefaults{1536, -1, -1, -1, -1, 256, 8, 1, 2048, 3} : MlaDefaults{1536, -1, -1, -1, -1, 64, 0, 2, 1407, 0},
+               MlaKeys{v3 ? "num_local_experts" : "num_experts", nullptr, true, true, 0}, r, m, out);
   const Json* topk = r.raw("topk_method");
   m.router_bias = topk && topk->is_string() && topk->as_string() == "noaux_tc";
 }
@@ -790,7 +861,8 @@ void read_mistral4_family(const std::string& /*type*/, Reader& r, ModelSpec& m, 
   // and stand in for any key the file leaves out, as the class fills them.
   read_llama_like_over(ClassSizes{131072, 4096, 12288, 36, 32, 32, 0}, r, m, false);
   if (!r.has("max_position_embeddings")) m.max_position_embeddings = 1048576;
-  read_mla_moe(MlaDefaults{1024, 256, 64, 64, 128, 128, 4, 1, 2048, 0}, r, m, out);
+  read_mla_moe(MlaDefaults{1024, 256, 64, 64, 128, 128, 4, 1, 2048, 0}, MlaKeys{"num_local_experts", nullptr, true, false, 1},
+               r, m, out);
   m.router_bias = false;
 }
 
@@ -804,7 +876,8 @@ void read_glm4_moe_lite_family(const std::string& /*type*/, Reader& r, ModelSpec
   // for the keys a file leaves out, as the class fills them.
   read_llama_like_over(ClassSizes{154880, 2048, 10240, 47, 20, 20, 0}, r, m, false);
   if (!r.has("max_position_embeddings")) m.max_position_embeddings = 202752;
-  read_mla_moe(MlaDefaults{768, 512, 64, 192, 256, 64, 4, 1, 1536, 0}, r, m, out);
+  read_mla_moe(MlaDefaults{768, 512, 64, 192, 256, 64, 4, 1, 1536, 0},
+               MlaKeys{"num_local_experts", "head_dim", false, false, 1}, r, m, out);
   m.router_bias = true;
   const std::int64_t layers = m.num_hidden_layers;
   m.first_k_dense_replace = std::min<std::int64_t>(1, layers);
@@ -830,7 +903,7 @@ void read_glm4_moe_lite_family(const std::string& /*type*/, Reader& r, ModelSpec
     m.first_k_dense_replace = dense;
     // Dense layers after a sparse one: a pipeline stage holds its share of each.
     m.moe_layers_interleaved = dense_after_sparse;
-  } else if (r.integer({"first_k_dense_replace"}, 1, false, 0) != 1) {
+  } else if (const Json* k = r.raw("first_k_dense_replace"); k && !k->is_null() && !(k->is_number() && k->as_double() == 1.0)) {
     out.warnings.push_back({"first_k_dense_replace",
                             "is not read by Glm4MoeLiteConfig: the first layer is dense and the rest sparse unless "
                             "mlp_layer_types says otherwise"});
@@ -1643,6 +1716,7 @@ HfImport import_hf_config(const Json& json) {
     if (const char* family_name = text_alias(t)) {
       Json language = json;
       language.set("model_type", Json::string(family_name));
+      fill_attention_defaults(language, t);
       HfImport alone = import_hf_config(language);
       alone.warnings.insert(alone.warnings.begin(),
                             {"model_type", describe(*type) + " is a vision-language model's text model, read as model_type \"" +
@@ -1681,13 +1755,16 @@ HfImport import_hf_config(const Json& json) {
       }
     }
     Json aliased;
+    std::string text_class;  // the text config's own class, before the alias
     if (const char* family_name = text_type && text_type->is_string() ? text_alias(text_type->as_string()) : nullptr) {
+      text_class = text_type->as_string();
       aliased = Json::string(family_name);
       text_type = &aliased;
     }
     if (text_type && text_type->is_string() && find_family(text_type->as_string())) {
       Json language = *text;
       language.set("model_type", *text_type);
+      if (!text_class.empty()) fill_attention_defaults(language, text_class);
       // A wrapper's text_config is completed by its text config class, whose defaults stand in for
       // the keys it leaves out (transformers' sub-configs): llava-1.5-7b-hf's names no size of its
       // Vicuna-7B, Pixtral-12B's no head count. LlamaConfig's and MistralConfig's (transformers 5.24).
@@ -1703,9 +1780,10 @@ HfImport import_hf_config(const Json& json) {
       }
       // The outer file can carry the tie. How the wrapper's class decides it (transformers 5.24,
       // measured on the meta device with the two keys set apart): Qwen2-VL, Qwen2.5-VL and LLaVA tie
-      // when either key says so; Qwen3-VL and Qwen3-VL-MoE follow the outer key alone (default false);
-      // Gemma 3 and Mistral 3 the outer key, else the text config's, else true. Other wrappers: the
-      // text config's own key, else the outer one.
+      // when either key says so; Qwen3-VL, Qwen3-VL-MoE, Qwen3.5 and Qwen3.5-MoE follow the outer key
+      // alone (default false); Gemma 3 and Mistral 3 the outer key alone (default true: the text
+      // config's is never read); Llama 4 the text config's alone (its Llama4ForCausalLM is built from
+      // it; default false). Other wrappers: the text config's own key, else the outer one.
       const Json* outer_tie = json.find("tie_word_embeddings");
       if (outer_tie && !outer_tie->is_bool()) {
         // Checked here, so that a bad value is named where it is, not under the nested key.
@@ -1716,11 +1794,12 @@ HfImport import_hf_config(const Json& json) {
       const bool text_says = text_tie && text_tie->is_bool();
       if (t == "qwen2_vl" || t == "qwen2_5_vl" || t == "llava") {
         if (outer_tie && outer_tie->as_bool() && (!text_tie || text_says)) language.set("tie_word_embeddings", *outer_tie);
-      } else if (t == "qwen3_vl" || t == "qwen3_vl_moe") {
+      } else if (t == "qwen3_vl" || t == "qwen3_vl_moe" || t == "qwen3_5" || t == "qwen3_5_moe") {
         if (!text_tie || text_says) language.set("tie_word_embeddings", Json::boolean(outer_tie && outer_tie->as_bool()));
       } else if (t == "gemma3" || t == "mistral3") {
-        if (outer_tie) language.set("tie_word_embeddings", *outer_tie);
-        else if (!text_tie) language.set("tie_word_embeddings", Json::boolean(true));
+        if (!text_tie || text_says) language.set("tie_word_embeddings", Json::boolean(!outer_tie || outer_tie->as_bool()));
+      } else if (t == "llama4") {
+        // the text config's own
       } else if (outer_tie && !text_tie) {
         language.set("tie_word_embeddings", *outer_tie);
       }

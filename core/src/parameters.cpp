@@ -235,8 +235,9 @@ void relative_position_parameters(const ModelSpec& m, GroupBuilder& b) {
   }
   if (m.attention_type == AttentionType::kDisentangled) {
     b.matrix(Component::kRelativePosition, "rel_embeddings", m.relative_embedding_rows(), m.hidden_size, 1);
-    if (m.norm_rel_ebd) b.norm(m, Component::kRelativePosition, "rel_embeddings_norm", m.hidden_size, 1);
   }
+  // DeBERTa's encoder builds this LayerNorm whenever norm_rel_ebd names it, relative attention or not.
+  if (m.norm_rel_ebd) b.norm(m, Component::kRelativePosition, "rel_embeddings_norm", m.hidden_size, 1);
 }
 
 // The task head. lm: the vocabulary projection (absent when tied to the token embedding), its

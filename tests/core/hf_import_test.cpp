@@ -22,7 +22,7 @@ std::string read_corpus(const std::string& name) {
 std::string qwen2_moe(std::int64_t layers, std::int64_t step, const std::string& mlp_only_layers) {
   return R"({"model_type":"qwen2_moe","vocab_size":1000,"hidden_size":64,"num_hidden_layers":)" +
          std::to_string(layers) +
-         R"(,"num_attention_heads":4,"intermediate_size":128,"num_experts":4,"num_experts_per_tok":2,)"
+         R"(,"num_attention_heads":4,"num_key_value_heads":4,"intermediate_size":128,"num_experts":4,"num_experts_per_tok":2,)"
          R"("moe_intermediate_size":32,"decoder_sparse_step":)" +
          std::to_string(step) + R"(,"mlp_only_layers":)" + mlp_only_layers + "}";
 }
@@ -246,7 +246,8 @@ TEST(HfImport, MultimodalFilesAreReadThroughTheirTextConfig) {
   // Qwen2-VL-7B's (the class defaults) 675,759,104, Qwen3-VL's defaults 4,096 wide out 576,388,336
   // and a smaller one with three deepstack mergers 406,957,056; a size that is no count, none.
   const std::string small_text =
-      R"("vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128)";
+      R"("vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":4,)"
+      R"("intermediate_size":128)";
   const std::pair<std::string, std::string> sized[] = {
       {R"({"model_type":"qwen2_5_vl",)" + small_text + "," + vision + "}", "676,550,144 parameters, 1.35 GB"},
       {R"({"model_type":"qwen2_5_vl",)" + small_text + R"(,"vision_config":{"hidden_size":1280,"out_hidden_size":2048}})",

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "memfit/memfit.hpp"
 #include "activations.hpp"
@@ -195,6 +197,103 @@ TEST(Parameters, ImportedFamiliesMatchTransformersCounts) {
       {"MiniMaxAI__MiniMax-M2.json", 228'689'748'992 + 62 * 256},
   };
   for (const auto& [file, count] : expected) EXPECT_EQ(count_of(file), count) << file;
+}
+
+// A fixture with one key left out, or changed, at the top or inside text_config: `value` null
+// removes the key.
+std::int64_t count_edited(const std::string& fixture, const std::string& key, std::optional<Json> value,
+                          const char* nested = nullptr, std::vector<Issue>* errors = nullptr) {
+  const std::optional<Json> parsed = parse_json(read_fixture(fixture)).value;
+  EXPECT_TRUE(parsed.has_value()) << fixture;
+  const auto edit = [&](const Json& object) {
+    Json out = Json::object();
+    for (const auto& [k, v] : object.members()) {
+      if (k != key) out.set(k, v);
+    }
+    if (value) out.set(key, *value);
+    return out;
+  };
+  Json file = Json::object();
+  for (const auto& [k, v] : parsed->members()) file.set(k, nested && k == nested ? edit(v) : v);
+  if (!nested) file = edit(file);
+  const HfImport imported = import_hf_config(file);
+  if (errors) *errors = imported.errors;
+  EXPECT_TRUE(errors || imported.errors.empty())
+      << fixture << " " << key << ": " << (imported.errors.empty() ? "" : imported.errors[0].message);
+  return imported.errors.empty() ? count_parameters(imported.model).total_count.value() : -1;
+}
+
+// The keys a file leaves out take the config class's defaults, as transformers 5.24 fills them (each
+// count: the class on the meta device). Found by deleting every key of every fixture in turn.
+TEST(HfImport, ClassDefaultsStandInForKeysAFileLeavesOut) {
+  const std::optional<Json> gone;
+  // num_key_value_heads and head_dim: the class's numbers, not the query heads' or hidden / heads.
+  EXPECT_EQ(count_edited("mistralai__Mistral-7B-v0.1.json", "num_key_value_heads", gone), 7'241'732'096);
+  EXPECT_EQ(count_edited("mistralai__Mixtral-8x7B-v0.1.json", "num_key_value_heads", gone), 46'702'792'704);
+  EXPECT_EQ(count_edited("Qwen__Qwen3-30B-A3B.json", "num_key_value_heads", gone), 30'532'122'624);
+  EXPECT_EQ(count_edited("ByteDance-Seed__Seed-OSS-36B-Instruct.json", "head_dim", gone), 36'151'104'512);
+  EXPECT_EQ(count_edited("openai__gpt-oss-20b.json", "head_dim", gone), 20'914'757'184);
+  EXPECT_EQ(count_edited("google__gemma-2-2b.json", "head_dim", gone), 2'614'341'888);
+  // A class default that does not divide the file's heads is refused by name (transformers builds
+  // k_proj that wide and fails in the first forward): Qwen2Config's 32 against Qwen2.5-7B's 28.
+  std::vector<Issue> errors;
+  EXPECT_EQ(count_edited("Qwen__Qwen2.5-7B.json", "num_key_value_heads", gone, nullptr, &errors), -1);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors[0].field, "num_key_value_heads");
+  // Other sizes and switches.
+  EXPECT_EQ(count_edited("FacebookAI__roberta-base.json", "type_vocab_size", gone), 124'646'400);
+  EXPECT_EQ(count_edited("google__mt5-base.json", "d_ff", gone), 525'778'176);
+  EXPECT_EQ(count_edited("google__mt5-base.json", "feed_forward_proj", gone), 582'401'280);
+  EXPECT_EQ(count_edited("ByteDance-Seed__Seed-OSS-36B-Instruct.json", "attention_bias", gone), 36'151'104'512);
+  EXPECT_EQ(count_edited("Qwen__Qwen1.5-MoE-A2.7B.json", "shared_expert_intermediate_size", gone), 14'315'784'192);
+  // DeBERTa's encoder builds the relative embeddings' LayerNorm without relative attention too.
+  EXPECT_EQ(count_edited("microsoft__deberta-v3-base.json", "relative_attention", gone), 183'438'336);
+  // DeepSeek-V3's mixture and query rank (the 58 MoE layers' correction biases counted).
+  for (const char* key : {"first_k_dense_replace", "n_routed_experts", "n_shared_experts", "q_lora_rank"}) {
+    EXPECT_EQ(count_edited("deepseek-ai__DeepSeek-V3.json", key, gone), 671'026'404'352 + 58 * 256) << key;
+  }
+  // Which key ties a wrapper's head: Mistral 3's and Gemma 3's outer key alone (default true),
+  // Qwen3.5's outer key alone (default false), Llama 4's text_config alone (default false).
+  EXPECT_EQ(count_edited("mistralai__Mistral-Small-4-119B-2603.json", "tie_word_embeddings", gone), 118'435'955'712);
+  EXPECT_EQ(count_edited("Qwen__Qwen3.5-9B.json", "tie_word_embeddings", Json::boolean(true), "text_config"),
+            8'953'803'264);
+  EXPECT_EQ(count_edited("meta-llama__Llama-4-Scout-17B-16E-Instruct.json", "tie_word_embeddings", Json::boolean(true)),
+            107'769'861'120);
+}
+
+// The keys the new readers' classes spell otherwise or do not read (transformers 5.24, the meta
+// device): attribute_map aliases win, unread keys are not checked, no MLP bias is built.
+TEST(HfImport, MlaAndMiniMaxReadersFollowTheirClassesKeys) {
+  const auto count = [](const std::string& text) {
+    const HfImport r = import_hf_config_text(text);
+    EXPECT_TRUE(r.errors.empty()) << text << ": " << (r.errors.empty() ? "" : r.errors[0].message);
+    return r.errors.empty() ? count_parameters(r.model).total_count.value() : -1;
+  };
+  // num_local_experts is Mistral4Config's and Glm4MoeLiteConfig's alias of n_routed_experts.
+  EXPECT_EQ(count(R"({"model_type":"mistral4","num_local_experts":16,"n_routed_experts":128})"),
+            count(R"({"model_type":"mistral4","n_routed_experts":16})"));
+  EXPECT_EQ(count(R"({"model_type":"glm4_moe_lite","num_local_experts":16})"),
+            count(R"({"model_type":"glm4_moe_lite","n_routed_experts":16})"));
+  // MiniMaxM2Config's alias runs the other way: num_experts wins over num_local_experts.
+  EXPECT_EQ(count(R"({"model_type":"minimax_m2","num_experts":16,"num_local_experts":8})"),
+            count(R"({"model_type":"minimax_m2","num_local_experts":16})"));
+  // Glm4MoeLiteConfig's head_dim is qk_rope_head_dim.
+  EXPECT_EQ(count(R"({"model_type":"glm4_moe_lite","head_dim":32,"qk_rope_head_dim":8})"),
+            count(R"({"model_type":"glm4_moe_lite","qk_rope_head_dim":32})"));
+  // Keys the classes do not read change nothing: moe_layer_freq (Mistral 4, GLM-4.7-Flash),
+  // first_k_dense_replace (GLM-4.7-Flash), mlp_bias (all three), attention_bias (MiniMax-M2), and
+  // num_key_value_heads under latent attention.
+  const std::int64_t mistral4 = count(R"({"model_type":"mistral4"})");
+  EXPECT_EQ(count(R"({"model_type":"mistral4","moe_layer_freq":2,"mlp_bias":true,"num_key_value_heads":7})"), mistral4);
+  const std::int64_t glm = count(R"({"model_type":"glm4_moe_lite"})");
+  EXPECT_EQ(count(R"({"model_type":"glm4_moe_lite","moe_layer_freq":2,"first_k_dense_replace":-1,"mlp_bias":true})"), glm);
+  const std::int64_t minimax = count(R"({"model_type":"minimax_m2"})");
+  EXPECT_EQ(count(R"({"model_type":"minimax_m2","mlp_bias":true,"attention_bias":true,"num_mtp_modules":"x"})"), minimax);
+  // A zero-width query rank or expert count (the new classes would build empty layers) is refused by
+  // name; null q_lora_rank is one query projection.
+  EXPECT_EQ(import_hf_config_text(R"({"model_type":"mistral4","q_lora_rank":0})").errors.at(0).field, "q_lora_rank");
+  EXPECT_EQ(import_hf_config_text(R"({"model_type":"glm4_moe_lite","n_routed_experts":0})").errors.at(0).field,
+            "n_routed_experts");
 }
 
 // MiniMax-M2 as transformers 5.24's MiniMaxM2ForCausalLM builds it: rotary_dim becomes
