@@ -148,8 +148,12 @@ void read_llama_like(Reader& r, ModelSpec& m, bool tie_default, bool required = 
   const AttentionDefaults* d = required ? attention_defaults(r.model_type()) : nullptr;
   const std::int64_t kv_absent = d && !r.raw("num_key_value_heads") ? d->kv_heads : 0;
   const std::int64_t head_absent = d && !r.raw("head_dim") ? d->head_dim : 0;
-  m.num_key_value_heads = r.integer({"num_key_value_heads"}, required ? kv_absent : m.num_key_value_heads, false, 1);
-  m.head_dim = r.integer({"head_dim"}, required ? head_absent : m.head_dim, false, 1);
+  // A null key is the classes' None: as many key/value heads as query heads, hidden / heads wide.
+  const auto null_key = [&](const char* key) { return r.raw(key) && r.raw(key)->is_null(); };
+  m.num_key_value_heads = r.integer({"num_key_value_heads"}, required || null_key("num_key_value_heads") ? kv_absent
+                                                                                                          : m.num_key_value_heads,
+                                    false, 1);
+  m.head_dim = r.integer({"head_dim"}, required || null_key("head_dim") ? head_absent : m.head_dim, false, 1);
   m.intermediate_size = r.integer({"intermediate_size"}, m.intermediate_size, required, 1);
   m.max_position_embeddings = r.integer({"max_position_embeddings"}, 4096, false, 1, 1'000'000'000);
   m.tie_word_embeddings = r.boolean("tie_word_embeddings", tie_default);

@@ -252,6 +252,10 @@ TEST(HfImport, ClassDefaultsStandInForKeysAFileLeavesOut) {
   for (const char* key : {"first_k_dense_replace", "n_routed_experts", "n_shared_experts", "q_lora_rank"}) {
     EXPECT_EQ(count_edited("deepseek-ai__DeepSeek-V3.json", key, gone), 671'026'404'352 + 58 * 256) << key;
   }
+  // A null key is the class's None: as many key/value heads as query heads, hidden / heads wide
+  // (Ernie4_5Config, whose own defaults are 2 and 128).
+  EXPECT_EQ(count_edited("baidu__ERNIE-4.5-0.3B-PT.json", "num_key_value_heads", Json::null()), 426'808'320);
+  EXPECT_EQ(count_edited("baidu__ERNIE-4.5-0.3B-PT.json", "head_dim", Json::null()), 318'280'704);
   // Which key ties a wrapper's head: Mistral 3's and Gemma 3's outer key alone (default true),
   // Qwen3.5's outer key alone (default false), Llama 4's text_config alone (default false).
   EXPECT_EQ(count_edited("mistralai__Mistral-Small-4-119B-2603.json", "tie_word_embeddings", gone), 118'435'955'712);
