@@ -98,6 +98,7 @@ class Reader {
 
   void set_model_type(std::string t) { model_type_ = std::move(t); }
   const std::string& model_type() const { return model_type_; }
+  void error(std::string key, std::string message) { out_.errors.push_back({std::move(key), std::move(message)}); }
 
  private:
   const Json& json_;
@@ -148,11 +149,21 @@ void read_llama_like(Reader& r, ModelSpec& m, bool tie_default, bool required = 
   const AttentionDefaults* d = required ? attention_defaults(r.model_type()) : nullptr;
   const std::int64_t kv_absent = d && !r.raw("num_key_value_heads") ? d->kv_heads : 0;
   const std::int64_t head_absent = d && !r.raw("head_dim") ? d->head_dim : 0;
-  // A null key is the classes' None: as many key/value heads as query heads, hidden / heads wide.
+  // A null key is read as the classes' None where they accept it (Llama's, Qwen2's, ERNIE 4.5's, ...):
+  // as many key/value heads as query heads, hidden / heads wide. Classes that refuse null, or keep
+  // it and cannot build, give no count to follow; memfit reads them the same way.
   const auto null_key = [&](const char* key) { return r.raw(key) && r.raw(key)->is_null(); };
   m.num_key_value_heads = r.integer({"num_key_value_heads"}, required || null_key("num_key_value_heads") ? kv_absent
                                                                                                           : m.num_key_value_heads,
                                     false, 1);
+  if (kv_absent > 0 && m.num_attention_heads > 0 && m.num_attention_heads % kv_absent != 0) {
+    r.error("num_key_value_heads", "is missing, and the class's default of " + detail::group_digits(kv_absent) +
+                                       " does not divide num_attention_heads (" +
+                                       detail::group_digits(m.num_attention_heads) +
+                                       "): transformers builds the projections that wide and cannot run them; state "
+                                       "the model's own value");
+    m.num_key_value_heads = 0;
+  }
   m.head_dim = r.integer({"head_dim"}, required || null_key("head_dim") ? head_absent : m.head_dim, false, 1);
   m.intermediate_size = r.integer({"intermediate_size"}, m.intermediate_size, required, 1);
   m.max_position_embeddings = r.integer({"max_position_embeddings"}, 4096, false, 1, 1'000'000'000);
@@ -220,9 +231,10 @@ std::vector<std::int64_t> read_layer_indices(Reader& r, HfImport& out, const cha
 }
 
 void read_qwen_moe_layers(Reader& r, ModelSpec& m, HfImport& out) {
-  // transformers 5's config classes keep it as num_local_experts (attribute_map), which is the key
-  // their save_pretrained writes.
-  m.num_experts = r.integer({"num_experts", "num_local_experts"}, 0, true, 1, max_experts());
+  // Qwen3MoeConfig keeps num_local_experts (attribute_map's num_experts beside it loses: measured,
+  // transformers 5.24); Qwen2MoeConfig has num_experts alone.
+  m.num_experts = r.model_type() == "qwen2_moe" ? r.integer({"num_experts"}, 0, true, 1, max_experts())
+                                                : r.integer({"num_local_experts", "num_experts"}, 0, true, 1, max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, true, 1, max_experts());
   m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 0, true, 1);
   const std::int64_t step = r.integer({"decoder_sparse_step"}, 1, false, 1);
@@ -637,7 +649,8 @@ void read_exaone4_family(const std::string& /*type*/, Reader& r, ModelSpec& m, H
 void read_mixtral_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
   // Mixtral: every layer's MLP is num_local_experts gated experts of intermediate_size.
   read_llama_like(r, m, false);
-  m.num_experts = r.integer({"num_local_experts"}, 8, true, 1, max_experts());
+  // num_experts is MixtralConfig's alias of num_local_experts, and wins when both are there.
+  m.num_experts = r.integer({"num_experts", "num_local_experts"}, 8, true, 1, max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
   m.mlp_bias = false;  // MixtralConfig has no mlp_bias: its experts have none
@@ -821,8 +834,10 @@ void read_mla_moe(const MlaDefaults& d, const MlaKeys& k, Reader& r, ModelSpec& 
   m.num_shared_experts = r.integer({"n_shared_experts"}, d.shared_experts, false, 0);
   m.moe_intermediate_size =
       r.integer({"moe_intermediate_size"}, d.moe_intermediate_size, m.num_experts > 0 && d.moe_intermediate_size == 0, 0);
-  m.first_k_dense_replace =
-      k.first_k_dense_replace ? r.integer({"first_k_dense_replace"}, d.first_k_dense_replace, false, 0) : d.first_k_dense_replace;
+  // A layer is a mixture when its index reaches first_k_dense_replace: more than the layers makes them all dense.
+  m.first_k_dense_replace = std::min<std::int64_t>(
+      k.first_k_dense_replace ? r.integer({"first_k_dense_replace"}, d.first_k_dense_replace, false, 0) : d.first_k_dense_replace,
+      m.num_hidden_layers);
   if (k.moe_layer_freq && r.integer({"moe_layer_freq"}, 1, false, 1) != 1) {
     out.errors.push_back({"moe_layer_freq", "values other than 1 are not supported"});
   }
@@ -849,8 +864,9 @@ void read_deepseek_v3_family(const std::string& type, Reader& r, ModelSpec& m, H
   const bool v3 = type == "deepseek_v3";
   read_mla_moe(v3 ? MlaDefaults{1536, -1, -1, -1, -1, 256, 8, 1, 2048, 3} : MlaDefaults{1536, -1, -1, -1, -1, 64, 0, 2, 1407, 0},
                MlaKeys{v3 ? "num_local_experts" : "num_experts", nullptr, true, true, 0}, r, m, out);
-  const Json* topk = r.raw("topk_method");
-  m.router_bias = topk && topk->is_string() && topk->as_string() == "noaux_tc";
+  // DeepseekV3TopkRouter always holds e_score_correction_bias (a buffer in transformers 5, a stored
+  // tensor in the checkpoint: counted); DeepSeek-V2's router never does, whatever topk_method says.
+  m.router_bias = v3;
 }
 
 void read_mistral4_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -945,7 +961,7 @@ void read_glm4_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, 
   m.qkv_bias = r.boolean("attention_bias", false);
   m.attention_bias = false;
   if (r.boolean("use_qk_norm", false)) m.qk_norm = QkNorm::kPerHead;
-  m.num_experts = r.integer({"n_routed_experts", "num_local_experts"}, 128, false, 1, max_experts());
+  m.num_experts = r.integer({"num_local_experts", "n_routed_experts"}, 128, false, 1, max_experts());  // the alias wins
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 8, false, 1, max_experts());
   m.num_shared_experts = r.integer({"n_shared_experts"}, 1, false, 0);
   m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 1408, false, 1);
@@ -960,7 +976,7 @@ void read_olmoe_family(const std::string& type, Reader& r, ModelSpec& m, HfImpor
   // under a softmax router without a bias; no shared expert, untied head.
   read_llama_like(r, m, false);
   m.qk_norm = QkNorm::kFullWidth;
-  m.num_experts = r.integer({"num_experts", "num_local_experts"}, 64, false, 1, max_experts());
+  m.num_experts = r.integer({"num_local_experts", "num_experts"}, 64, false, 1, max_experts());  // the alias wins
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 8, false, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
   if (const Json* clip = r.raw("clip_qkv"); clip && clip->is_number()) {
@@ -1306,7 +1322,7 @@ void read_gpt_oss_family(const std::string& /*type*/, Reader& r, ModelSpec& m, H
   read_llama_like(r, m, false);
   m.attention_bias = r.boolean("attention_bias", true);
   m.attention_sinks = true;
-  m.num_experts = r.integer({"num_local_experts"}, 128, false, 1, max_experts());
+  m.num_experts = r.integer({"num_experts", "num_local_experts"}, 128, false, 1, max_experts());  // the alias wins
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 4, false, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
   m.mlp_bias = true;
@@ -1785,9 +1801,12 @@ HfImport import_hf_config(const Json& json) {
       // The outer file can carry the tie. How the wrapper's class decides it (transformers 5.24,
       // measured on the meta device with the two keys set apart): Qwen2-VL, Qwen2.5-VL and LLaVA tie
       // when either key says so; Qwen3-VL, Qwen3-VL-MoE, Qwen3.5 and Qwen3.5-MoE follow the outer key
-      // alone (default false); Gemma 3 and Mistral 3 the outer key alone (default true: the text
-      // config's is never read); Llama 4 the text config's alone (its Llama4ForCausalLM is built from
-      // it; default false). Other wrappers: the text config's own key, else the outer one.
+      // alone (default false); Llama 4 the text config's alone (its Llama4ForCausalLM is built from it;
+      // default false). Gemma 3, Mistral 3 and PaliGemma read the outer key alone (default true), but
+      // files written before transformers 5 state only the text config's, and from_pretrained unties
+      // a head the checkpoint stores apart (PreTrainedModel.tie_weights): the outer key, else a text
+      // config's false (the checkpoint's own head), else true. Other wrappers: the text config's own
+      // key, else the outer one.
       const Json* outer_tie = json.find("tie_word_embeddings");
       if (outer_tie && !outer_tie->is_bool()) {
         // Checked here, so that a bad value is named where it is, not under the nested key.
@@ -1800,8 +1819,9 @@ HfImport import_hf_config(const Json& json) {
         if (outer_tie && outer_tie->as_bool() && (!text_tie || text_says)) language.set("tie_word_embeddings", *outer_tie);
       } else if (t == "qwen3_vl" || t == "qwen3_vl_moe" || t == "qwen3_5" || t == "qwen3_5_moe") {
         if (!text_tie || text_says) language.set("tie_word_embeddings", Json::boolean(outer_tie && outer_tie->as_bool()));
-      } else if (t == "gemma3" || t == "mistral3") {
-        if (!text_tie || text_says) language.set("tie_word_embeddings", Json::boolean(!outer_tie || outer_tie->as_bool()));
+      } else if (t == "gemma3" || t == "mistral3" || t == "paligemma") {
+        if (outer_tie) language.set("tie_word_embeddings", *outer_tie);
+        else if (!text_tie) language.set("tie_word_embeddings", Json::boolean(true));
       } else if (t == "llama4") {
         // the text config's own
       } else if (outer_tie && !text_tie) {

@@ -256,9 +256,13 @@ TEST(HfImport, ClassDefaultsStandInForKeysAFileLeavesOut) {
   // (Ernie4_5Config, whose own defaults are 2 and 128).
   EXPECT_EQ(count_edited("baidu__ERNIE-4.5-0.3B-PT.json", "num_key_value_heads", Json::null()), 426'808'320);
   EXPECT_EQ(count_edited("baidu__ERNIE-4.5-0.3B-PT.json", "head_dim", Json::null()), 318'280'704);
-  // Which key ties a wrapper's head: Mistral 3's and Gemma 3's outer key alone (default true),
-  // Qwen3.5's outer key alone (default false), Llama 4's text_config alone (default false).
-  EXPECT_EQ(count_edited("mistralai__Mistral-Small-4-119B-2603.json", "tie_word_embeddings", gone), 118'435'955'712);
+  // Which key ties a wrapper's head: Mistral 3's outer key, else its text config's false (a file
+  // from before transformers 5 over a checkpoint that stores its own head, which from_pretrained
+  // unties; from_config alone would tie: 118,435,955,712), else true; Qwen3.5's outer key alone
+  // (default false); Llama 4's text_config alone (default false).
+  EXPECT_EQ(count_edited("mistralai__Mistral-Small-4-119B-2603.json", "tie_word_embeddings", gone), 118'972'826'624);
+  EXPECT_EQ(count_edited("mistralai__Mistral-Small-4-119B-2603.json", "tie_word_embeddings", Json::boolean(true)),
+            118'435'955'712);
   EXPECT_EQ(count_edited("Qwen__Qwen3.5-9B.json", "tie_word_embeddings", Json::boolean(true), "text_config"),
             8'953'803'264);
   EXPECT_EQ(count_edited("meta-llama__Llama-4-Scout-17B-16E-Instruct.json", "tie_word_embeddings", Json::boolean(true)),
@@ -298,6 +302,56 @@ TEST(HfImport, MlaAndMiniMaxReadersFollowTheirClassesKeys) {
   EXPECT_EQ(import_hf_config_text(R"({"model_type":"mistral4","q_lora_rank":0})").errors.at(0).field, "q_lora_rank");
   EXPECT_EQ(import_hf_config_text(R"({"model_type":"glm4_moe_lite","n_routed_experts":0})").errors.at(0).field,
             "n_routed_experts");
+}
+
+// The older readers hold to their classes too (transformers 5.24, AutoConfig on both key orders):
+// an expert-count alias wins over the key it names except Qwen3-MoE's (num_local_experts kept),
+// Qwen2-MoE has none; DeepSeek-V3's router always holds its correction bias and V2's never;
+// first_k_dense_replace past the layers makes them all dense; PaliGemma ties by its outer key.
+TEST(HfImport, OlderReadersFollowTheirClassesAliasesAndRouters) {
+  const auto count = [](const std::string& text) {
+    const HfImport r = import_hf_config_text(text);
+    EXPECT_TRUE(r.errors.empty()) << text << ": " << (r.errors.empty() ? "" : r.errors[0].message);
+    return r.errors.empty() ? count_parameters(r.model).total_count.value() : -1;
+  };
+  const std::string small = R"("vocab_size":100,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":2,)"
+                            R"("num_key_value_heads":2,"intermediate_size":32,"num_experts_per_tok":2,)";
+  const auto file = [&](const std::string& type, const std::string& rest) {
+    return "{\"model_type\":\"" + type + "\"," + small + rest + "}";
+  };
+  for (const char* type : {"mixtral", "gpt_oss"}) {
+    EXPECT_EQ(count(file(type, R"("num_experts":4,"num_local_experts":8)")), count(file(type, R"("num_local_experts":4)"))) << type;
+  }
+  EXPECT_EQ(count(file("glm4_moe", R"("num_local_experts":4,"n_routed_experts":8,"moe_intermediate_size":16)")),
+            count(file("glm4_moe", R"("n_routed_experts":4,"moe_intermediate_size":16)")));
+  EXPECT_EQ(count(file("olmoe", R"("num_local_experts":4,"num_experts":8)")), count(file("olmoe", R"("num_experts":4)")));
+  EXPECT_EQ(count(file("qwen3_moe", R"("num_local_experts":4,"num_experts":8,"moe_intermediate_size":16)")),
+            count(file("qwen3_moe", R"("num_experts":4,"moe_intermediate_size":16)")));
+  // DeepSeek: the bias by class, not by topk_method; first_k_dense_replace held to the layers.
+  const std::string mla = R"("kv_lora_rank":8,"qk_rope_head_dim":8,"qk_nope_head_dim":8,"v_head_dim":8,)"
+                          R"("n_routed_experts":4,"n_shared_experts":1,"q_lora_rank":16,"moe_intermediate_size":16,)"
+                          R"("first_k_dense_replace":0)";
+  EXPECT_EQ(count(file("deepseek_v3", mla)) - count(file("deepseek_v3", mla + R"(,"topk_method":"noaux_tc")")), 0);
+  EXPECT_EQ(count(file("deepseek_v2", mla + R"(,"topk_method":"noaux_tc")")), count(file("deepseek_v2", mla)));
+  EXPECT_EQ(count(file("deepseek_v3", mla)) - count(file("deepseek_v2", mla)), 2 * 4);  // V3's biases, two MoE layers
+  const HfImport deep = import_hf_config_text(file("deepseek_v3", R"("kv_lora_rank":8,"qk_rope_head_dim":8,"qk_nope_head_dim":8,"v_head_dim":8)"));
+  ASSERT_TRUE(deep.errors.empty()) << deep.errors[0].message;
+  EXPECT_EQ(deep.model.first_k_dense_replace, 2);  // DeepseekV3Config's 3, over a two-layer model: both dense
+  // A class default that does not divide the file's heads is named as the missing key.
+  const HfImport kv = import_hf_config_text(R"({"model_type":"mistral","vocab_size":100,"hidden_size":60,)"
+                                            R"("num_hidden_layers":1,"num_attention_heads":6,"intermediate_size":32})");
+  ASSERT_FALSE(kv.errors.empty());
+  EXPECT_EQ(kv.errors[0].field, "num_key_value_heads");
+  EXPECT_NE(kv.errors[0].message.find("is missing"), std::string::npos) << kv.errors[0].message;
+  // PaliGemma: the outer key, else the text config's false, else true.
+  const std::string gemma = R"("text_config":{"model_type":"gemma","vocab_size":100,"hidden_size":64,)"
+                            R"("num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":32,)"
+                            R"("intermediate_size":32)";
+  const std::int64_t tied = count(R"({"model_type":"paligemma",)" + gemma + "}}");
+  EXPECT_EQ(count(R"({"model_type":"paligemma","tie_word_embeddings":true,)" + gemma + R"(,"tie_word_embeddings":false}})"), tied);
+  EXPECT_EQ(count(R"({"model_type":"paligemma",)" + gemma + R"(,"tie_word_embeddings":false}})"), tied + 100 * 64);
+  EXPECT_EQ(count(R"({"model_type":"paligemma","tie_word_embeddings":false,)" + gemma + R"(,"tie_word_embeddings":true}})"),
+            tied + 100 * 64);
 }
 
 // MiniMax-M2 as transformers 5.24's MiniMaxM2ForCausalLM builds it: rotary_dim becomes
@@ -583,7 +637,7 @@ TEST(HfImport, FamilyLayouts) {
   seed_o_only.replace(seed_o_only.find(o_off), o_off.size(), "\"attention_out_bias\": true");
   EXPECT_NE(error_of(seed_o_only).find("attention_out_bias"), std::string::npos) << error_of(seed_o_only);
   EXPECT_NE(error_of(R"({"model_type":"stablelm","vocab_size":10,"hidden_size":8,"num_hidden_layers":1,)"
-                     R"("num_attention_heads":2,"intermediate_size":16,"qk_layernorm":true})")
+                     R"("num_attention_heads":2,"num_key_value_heads":2,"intermediate_size":16,"qk_layernorm":true})")
                 .find("qk_layernorm"),
             std::string::npos);
 }
