@@ -96,7 +96,11 @@ void print_table(const memfit::Json& r) {
   std::cout << "parameters: " << group(r.find("parameter_count")->as_exact_integer().value_or(0))
             << " (trainable " << group(r.find("trainable_parameter_count")->as_exact_integer().value_or(0)) << ")";
   if (const std::int64_t vision = r.find("vision_parameter_count")->as_exact_integer().value_or(0); vision > 0) {
-    std::cout << "; vision tower " << group(vision) << " (frozen)";
+    // train_vision trains the projector, the encoder or both: say which share.
+    const memfit::Json* trained_json = r.find("vision_trained_parameter_count");
+    const std::int64_t trained = trained_json ? trained_json->as_exact_integer().value_or(0) : 0;
+    std::cout << "; vision tower " << group(vision)
+              << (trained == 0 ? " (frozen)" : trained >= vision ? " (trained)" : " (" + group(trained) + " trained)");
   }
   std::cout << "\n\n";
   std::cout << "  per GPU                                         bytes\n";

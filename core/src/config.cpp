@@ -450,13 +450,13 @@ Json applicability(std::string_view path) {
   const auto towers = [&](std::initializer_list<const char*> names) { all.push(when_in("model.vision_type", spellings(names))); };
   if (path == "model.vision_depth" || path == "model.vision_hidden_size" || path == "model.vision_intermediate_size" ||
       path == "model.vision_patch_size" || path == "model.vision_in_channels") {
-    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3"});
+    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3", "paligemma"});
   } else if (path == "model.vision_out_hidden_size" || path == "model.vision_temporal_patch_size") {
     towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl"});
   } else if (path == "model.vision_spatial_merge_size") {
     towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "mistral3"});
   } else if (path == "model.vision_num_position_embeddings") {
-    towers({"qwen3_vl", "gemma3", "llava"});
+    towers({"qwen3_vl", "gemma3", "llava", "paligemma"});
   } else if (path == "model.vision_num_heads" || path == "training.images_per_sample") {
     towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3"});
   } else if (path == "training.image_patches") {
@@ -469,13 +469,13 @@ Json applicability(std::string_view path) {
   } else if (path == "model.vision_deepstack_layers") {
     towers({"qwen3_vl"});
   } else if (path == "model.vision_use_head") {
-    towers({"gemma3", "llava"});  // SigLIP's: Gemma 3's, or LLaVA's over SigLIP (vision_encoder)
+    towers({"gemma3", "llava", "paligemma"});  // SigLIP's: Gemma 3's, PaliGemma's, or LLaVA's over SigLIP
   } else if (path == "model.vision_projector_bias") {
     towers({"llava", "mistral3"});
   } else if (path == "model.vision_encoder") {
     towers({"llava"});
   } else if (path == "training.finetune.train_vision") {
-    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3"});
+    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3", "paligemma"});
     all.push(when_in("training.finetune.method", spellings({"full"})));
   } else if (path == "training.galore_rank" || path == "training.galore_update_interval") {
     all.push(when_in("training.optimizer", spellings({"galore_adamw", "galore_adamw_8bit", "apollo"})));

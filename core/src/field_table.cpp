@@ -203,7 +203,8 @@ std::vector<Field> build_fields() {
       MF_INT("model.v_head_dim", model.v_head_dim, 0, kMillion, "MLA value head size"),
       MF_ENUM("model.vision_type", model.vision_type, VisionTower,
               "a multimodal model's vision encoder and projector, by its transformers class: held frozen, never "
-              "run by a text-only step", "none", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3"),
+              "run by a text-only step", "none", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3",
+              "paligemma"),
       MF_INT("model.vision_depth", model.vision_depth, 0, 100'000, "vision encoder blocks; 0 = the released models'"),
       MF_INT("model.vision_hidden_size", model.vision_hidden_size, 0, kMillion,
              "vision encoder width (Qwen2-VL: embed_dim); 0 = the released models'"),

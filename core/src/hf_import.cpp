@@ -1488,7 +1488,10 @@ const VisionTowerClass* find_vision_tower(std::string_view type) {
       {"qwen3_vl_moe", VisionTower::kQwen3Vl, 27, 1152, 4304, 3584, 16, 2304, false},  // the same tower class
       {"gemma3", VisionTower::kGemma3, 12, 768, 3072, 0, 16, 0, false},
       {"llava", VisionTower::kLlava, 12, 768, 3072, 0, 32, 0, true},
-      {"mistral3", VisionTower::kMistral3, 24, 1024, 4096, 0, 16, 0, false}};
+      {"mistral3", VisionTower::kMistral3, 24, 1024, 4096, 0, 16, 0, false},
+      // PaliGemmaConfig's vision sub-config defaults (its init_kwargs over SiglipVisionConfig: the
+      // released checkpoints state an MLP of 4304).
+      {"paligemma", VisionTower::kPaliGemma, 27, 1152, 4096, 0, 14, 0, true}};
   for (const VisionTowerClass& tower : kTowers) {
     if (type == tower.type) return &tower;
   }
@@ -1523,7 +1526,8 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
   read.vision_deepstack_layers = 3;
   read.vision_feature_layer = read.vision_tokens_per_image = 0;
   read.vision_num_heads = 16;  // the num_heads of Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig, Qwen3VLVisionConfig
-  read.vision_use_head = t == VisionTower::kGemma3 ? Switch::kYes : Switch::kAuto;
+  // Gemma 3's SigLIP pools with its head; PaliGemma's sub-config turns it off (vision_use_head false).
+  read.vision_use_head = t == VisionTower::kGemma3 ? Switch::kYes : t == VisionTower::kPaliGemma ? Switch::kNo : Switch::kAuto;
   read.vision_projector_bias = d->projector_bias ? Switch::kYes : Switch::kNo;
   Issue bad;
   const auto refuse = [&](std::string field, std::string message) {
@@ -1543,8 +1547,9 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
     if (value->is_bool()) into = value->as_bool() ? Switch::kYes : Switch::kNo;
     else refuse(std::move(field), "must be true or false; got " + describe(*value));
   };
-  if (t == VisionTower::kGemma3 || t == VisionTower::kLlava || t == VisionTower::kMistral3) {
-    const char* vision_class = t == VisionTower::kGemma3 ? "siglip_vision_model"
+  const bool paligemma = t == VisionTower::kPaliGemma;
+  if (t == VisionTower::kGemma3 || t == VisionTower::kLlava || t == VisionTower::kMistral3 || paligemma) {
+    const char* vision_class = t == VisionTower::kGemma3 || paligemma ? "siglip_vision_model"
                                : t == VisionTower::kLlava ? "clip_vision_model" : "pixtral";
     // LLaVA builds the encoder vision_config names (LlavaModel: AutoModel.from_config): CLIP,
     // SigLIP (LLaVA-Interleave) or Pixtral (Pixtral-12B), each with its config class's defaults.
@@ -1590,13 +1595,23 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
     size("num_channels", read.vision_in_channels);
     size("image_size", image);
     size("patch_size", read.vision_patch_size);
-    // SiglipVisionConfig's and CLIPVisionConfig's default heads, PixtralVisionConfig's.
-    read.vision_num_heads = t == VisionTower::kMistral3 || encoder == VisionEncoder::kPixtral ? 16 : 12;
+    // SiglipVisionConfig's and CLIPVisionConfig's default heads, PixtralVisionConfig's and PaliGemma's.
+    read.vision_num_heads = t == VisionTower::kMistral3 || encoder == VisionEncoder::kPixtral || paligemma ? 16 : 12;
     size("num_attention_heads", read.vision_num_heads);  // (images through the tower check it divides the width)
     // The layer LLaVA and Mistral 3 project (transformers' index into the hidden states; 0 is the
     // patch embeddings' output, which no block reaches: kept as the index -(depth + 1), the same
     // hidden state counted from the end, so images through it are refused by name).
-    if (t != VisionTower::kGemma3) {
+    if (paligemma) {
+      // PaliGemmaMultiModalProjector maps the last hidden state to projection_dim (the outer key,
+      // PaliGemmaConfig's 2048), which the language model's embeddings must take as they are.
+      std::int64_t projection = 2048;
+      size_in(outer, "", "projection_dim", projection);
+      if (projection != m.hidden_size) {
+        refuse("projection_dim", "must equal the language model's hidden_size (" + detail::group_digits(m.hidden_size) +
+                                     ") for the image features to replace token embeddings; got " +
+                                     detail::group_digits(projection));
+      }
+    } else if (t != VisionTower::kGemma3) {
       if (const Json* layer = outer.find("vision_feature_layer"); layer && layer->is_number()) {
         const std::optional<std::int64_t> index = layer->as_exact_integer();
         if (!index || *index < -100'000 || *index > 100'000) {
@@ -1858,8 +1873,11 @@ HfImport import_hf_config(const Json& json) {
         char gb[32];
         std::snprintf(gb, sizeof gb, "%.2f", static_cast<double>(n) * 2 / 1e9);
         message += " and its vision encoder and projector (" + detail::group_digits(n) + " parameters, " + gb +
-                   " GB in 16 bits), which the estimate holds frozen with the weights. Its steps are text-only "
-                   "unless training.images_per_sample says otherwise";
+                   " GB in 16 bits), which the estimate holds frozen with the weights. Its steps are text-only " +
+                   (inner.model.vision_type == VisionTower::kPaliGemma
+                        ? std::string("(images through PaliGemma's tower, with its prefix attention over image and "
+                                      "prompt tokens, are not modelled yet)")
+                        : std::string("unless training.images_per_sample says otherwise"));
       } else {
         message += "; the vision encoder and projector (vision_config) are not in the estimate (text-only training "
                    "never runs them, but their weights are loaded)";

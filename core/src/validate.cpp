@@ -265,6 +265,13 @@ void check_training(const Config& c, Checks& out) {
   if (t.images_per_sample > 0 && m.vision_type == VisionTower::kNone) {
     out.add("training.images_per_sample", "must be 0 for a model without a vision tower (model.vision_type none)");
   }
+  // PaliGemma's steps with images attend bidirectionally over the image and prompt tokens (its
+  // prefix-LM mask), which memfit has not measured: its tower is counted, held or trained, not run.
+  if (t.images_per_sample > 0 && m.vision_type == VisionTower::kPaliGemma) {
+    out.add("training.images_per_sample", "must be 0 under PaliGemma (model.vision_type paligemma): images through its "
+                                          "tower and its prefix attention over image and prompt tokens are not "
+                                          "modelled yet; its tower is counted with the weights");
+  }
   // transformers' Llama 4 class has no FlashAttention-2 path (modeling_llama4.py,
   // _supports_flash_attn = False): loading it so raises.
   if (m.model_type == "llama4_text" && t.implementation.attention == AttentionImpl::kFlash &&

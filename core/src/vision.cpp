@@ -60,7 +60,7 @@ TensorGroup as_stored(TensorGroup g, const Config& c) {
 // The encoder: Gemma 3's SigLIP, Mistral 3's Pixtral, or under LLaVA the one vision_config names
 // (model.vision_encoder: CLIP by default).
 VisionEncoder vit_encoder(const ModelSpec& m) {
-  return m.vision_type == VisionTower::kGemma3     ? VisionEncoder::kSiglip
+  return m.vision_type == VisionTower::kGemma3 || m.vision_type == VisionTower::kPaliGemma ? VisionEncoder::kSiglip
          : m.vision_type == VisionTower::kMistral3 ? VisionEncoder::kPixtral
          : m.vision_encoder == VisionEncoder::kAuto ? VisionEncoder::kClip
                                                     : m.vision_encoder;
@@ -68,9 +68,12 @@ VisionEncoder vit_encoder(const ModelSpec& m) {
 
 // SigLIP's and CLIP's learned positions: one a patch (CLIP's one more, for its class token); 0
 // taking the released checkpoints' (CLIP ViT-L/14 at 336 pixels, LLaVA-Interleave's SigLIP at 384,
-// Gemma 3's at 896).
+// Gemma 3's at 896, PaliGemma's at 224).
 Count vit_positions(const ModelSpec& m) {
-  const std::int64_t released = vit_encoder(m) == VisionEncoder::kClip ? 577 : m.vision_type == VisionTower::kLlava ? 729 : 4096;
+  const std::int64_t released = vit_encoder(m) == VisionEncoder::kClip       ? 577
+                                : m.vision_type == VisionTower::kLlava       ? 729
+                                : m.vision_type == VisionTower::kPaliGemma   ? 256
+                                                                             : 4096;
   return size_or(m.vision_num_position_embeddings, released);
 }
 
@@ -161,6 +164,12 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   }
   b.unit = false;
   const Component projector = Component::kVisionProjector;
+  // PaliGemmaMultiModalProjector: one biased linear, vision width -> projection_dim (the language
+  // model's width: the importer refuses another).
+  if (m.vision_type == VisionTower::kPaliGemma) {
+    b.linear(projector, "multi_modal_projector.linear", out_width, e, 1, true);
+    return;
+  }
   if (m.vision_type == VisionTower::kGemma3) {
     b.vector(projector, "mm_soft_emb_norm", e, 1);
     b.matrix(projector, "mm_input_projection_weight", e, out_width, 1, true);
@@ -255,7 +264,8 @@ void vision_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
     case VisionTower::kQwen3Vl: qwen_vl_parameters(m, out); return;
     case VisionTower::kGemma3:
     case VisionTower::kLlava:
-    case VisionTower::kMistral3: vit_parameters(m, out); return;
+    case VisionTower::kMistral3:
+    case VisionTower::kPaliGemma: vit_parameters(m, out); return;
   }
 }
 
@@ -741,6 +751,8 @@ std::string image_token_words(const ModelSpec& m) {
       const Count side = size_or(m.vision_patch_size, 14) * merge;
       return "(height / " + n(side) + ") × (width / " + n(side) + ") tokens an image, and one more for each row";
     }
+    case VisionTower::kPaliGemma:
+      return detail::group_digits(fixed_patches(m).value()) + " tokens an image (one per patch: PaliGemma's num_image_tokens)";
     case VisionTower::kLlava: break;
   }
   if (m.vision_encoder == VisionEncoder::kPixtral) {

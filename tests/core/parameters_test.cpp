@@ -354,6 +354,56 @@ TEST(HfImport, OlderReadersFollowTheirClassesAliasesAndRouters) {
             tied + 100 * 64);
 }
 
+// PaliGemma's SigLIP tower and one-linear projector, counted as transformers 5.24's
+// PaliGemmaForConditionalGeneration builds them on the meta device: PaliGemma 1 at 224 pixels,
+// PaliGemma 2 (a Gemma 2 language model) at 448 and with the pooling head on, and PaliGemmaConfig's
+// own defaults (its vision sub-config's MLP of 4096, no vision_config in the file). Images through
+// it are refused by name; a projection_dim other than the language model's width leaves it out.
+TEST(HfImport, PaliGemmaCountsItsSiglipTowerAndProjector) {
+  const std::string pg1_text = R"("text_config":{"model_type":"gemma","hidden_size":2048,"intermediate_size":16384,)"
+                               R"("num_hidden_layers":18,"num_attention_heads":8,"num_key_value_heads":1,"vocab_size":257216})";
+  const std::string siglip = R"({"model_type":"siglip_vision_model","hidden_size":1152,"intermediate_size":4304,)"
+                             R"("num_hidden_layers":27,"num_attention_heads":16,"patch_size":14,)";
+  const std::string pg2_text = R"("text_config":{"model_type":"gemma2","hidden_size":2304,"intermediate_size":9216,)"
+                               R"("num_hidden_layers":26,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,)"
+                               R"("vocab_size":257216})";
+  const struct { std::string file; std::int64_t text, vision; } cases[] = {
+      {R"({"model_type":"paligemma","projection_dim":2048,"vision_config":)" + siglip +
+           R"("image_size":224,"vision_use_head":false},)" + pg1_text + "}",
+       2'508'662'784, 414'803'696},
+      {R"({"model_type":"paligemma","projection_dim":2304,"vision_config":)" + siglip +
+           R"("image_size":448,"vision_use_head":false},)" + pg2_text + "}",
+       2'617'143'552, 415'983'600},
+      {R"({"model_type":"paligemma","projection_dim":2304,"vision_config":)" + siglip +
+           R"("image_size":224,"vision_use_head":true},)" + pg2_text + "}",
+       2'617'143'552, 430'337'216},
+      {R"({"model_type":"paligemma","text_config":{"model_type":"gemma","hidden_size":2048,"intermediate_size":16384,)"
+       R"("num_hidden_layers":18,"num_attention_heads":8,"num_key_value_heads":1,"vocab_size":257152}})",
+       2'508'531'712, 401'858'816},
+  };
+  for (const auto& c : cases) {
+    const HfImport r = import_hf_config_text(c.file);
+    ASSERT_TRUE(r.errors.empty()) << r.errors[0].message;
+    EXPECT_EQ(r.model.vision_type, VisionTower::kPaliGemma);
+    const ParameterCount counts = count_parameters(r.model);
+    EXPECT_EQ(counts.total_count.value(), c.text) << c.file;
+    EXPECT_EQ(counts.vision_count.value(), c.vision) << c.file;
+  }
+  // Images are refused naming the field; a tower whose projection does not fit is left out, named.
+  Config c = default_config();
+  c.model = import_hf_config_text(cases[0].file).model;
+  c.training.images_per_sample = 1;
+  const Estimate e = estimate(c);
+  ASSERT_FALSE(e.errors.empty());
+  EXPECT_EQ(e.errors[0].field, "training.images_per_sample");
+  const HfImport wide = import_hf_config_text(R"({"model_type":"paligemma","projection_dim":4096,"vision_config":)" + siglip +
+                                              R"("image_size":224},)" + pg1_text + "}");
+  ASSERT_TRUE(wide.errors.empty());
+  EXPECT_EQ(wide.model.vision_type, VisionTower::kNone);
+  EXPECT_TRUE(std::any_of(wide.warnings.begin(), wide.warnings.end(),
+                          [](const Issue& w) { return w.field == "projection_dim"; }));
+}
+
 // MiniMax-M2 as transformers 5.24's MiniMaxM2ForCausalLM builds it: rotary_dim becomes
 // partial_rotary_factor (an explicit factor wins; neither: the whole head), the query and key norms
 // are always there, and the remote code's MTP modules and shared expert are not built.

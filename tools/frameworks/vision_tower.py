@@ -9,7 +9,7 @@ language model: counted from vision_config as transformers' class builds it, sto
 base is (16-bit; fp32 when a full fine-tune loads the model in fp32; under a bitsandbytes 4-bit base
 its nn.Linear weights quantised, with their quantisation state, and the rest cast to fp32 by
 prepare_model_for_kbit_training), never run by a text-only step. This script builds each vision-
-language class memfit reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Gemma 3, LLaVA, Mistral 3) from a small config, saves it, loads it
+language class memfit reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Gemma 3, LLaVA, Mistral 3, PaliGemma) from a small config, saves it, loads it
 back the way each variant does (bf16; fp32; NF4 with double quantisation, with and without
 prepare_model_for_kbit_training) and wraps it in PEFT LoRA on the language model's q and v. Recorded
 per case: the config.json transformers wrote, the vision tower's parameter count, and the bytes it
@@ -86,6 +86,14 @@ TOWERS = (
     ("mistral3", dict(TEXT, model_type="mistral"),
      {"model_type": "pixtral", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
       "num_attention_heads": 4, "head_dim": 32, "image_size": 64, "patch_size": 16}, {"multimodal_projector_bias": True}),
+    # PaliGemma: SigLIP (its head off, as PaliGemma's sub-config sets it, and on) and one biased
+    # linear to projection_dim, the language model's width.
+    ("paligemma", dict(TEXT, model_type="gemma", head_dim=64),
+     {"model_type": "siglip_vision_model", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "image_size": 64, "patch_size": 16, "vision_use_head": False}, {"projection_dim": 256}),
+    ("paligemma", dict(TEXT, model_type="gemma2", head_dim=64),
+     {"model_type": "siglip_vision_model", "hidden_size": 128, "intermediate_size": 192, "num_hidden_layers": 3,
+      "num_attention_heads": 4, "image_size": 96, "patch_size": 16, "vision_use_head": True}, {"projection_dim": 256}),
 )
 # (name, how the model is loaded, prepare_model_for_kbit_training)
 VARIANTS = (("bf16", "bf16", False), ("fp32", "fp32", False), ("nf4", "nf4", False), ("nf4_prepare_kbit", "nf4", True))
@@ -127,7 +135,7 @@ def _case(model_type, folder, load, prepare_kbit):
 PROJECTOR = {"qwen2_vl": ("model.visual.merger.",), "qwen2_5_vl": ("model.visual.merger.",),
              "qwen3_vl": ("model.visual.merger.", "model.visual.deepstack_merger_list."),
              "gemma3": ("model.multi_modal_projector.",), "llava": ("model.multi_modal_projector.",),
-             "mistral3": ("model.multi_modal_projector.",)}
+             "mistral3": ("model.multi_modal_projector.",), "paligemma": ("model.multi_modal_projector.",)}
 
 
 def _trained(model_type, folder):

@@ -35,12 +35,12 @@ export const CHOICES = {
     adam_mini: ['Adam-mini', 'one second moment per block instead of per weight'],
     muon: ['Muon', 'one momentum per matrix weight; AdamW for embeddings and the head'],
     lomo: ['LOMO', 'the update fused into backward: no stored gradients, no state'],
-    adalomo: ['AdaLomo', ''],
+    adalomo: ['AdaLomo'],
     mezo: ['MeZO (zeroth-order)', 'two forward passes per step: no backward, no gradients, no state'],
     shampoo: ['Shampoo', 'two preconditioner matrices per weight matrix'],
     soap: ['SOAP', 'Shampoo\'s preconditioners with Adam moments in their basis'],
-    came: ['CAME', ''],
-    sophia: ['Sophia', ''],
+    came: ['CAME'],
+    sophia: ['Sophia'],
     schedule_free_adamw: ['Schedule-free AdamW', 'AdamW without a learning-rate schedule: an extra weight copy'],
   },
   'training.optimizer_impl': {
@@ -92,26 +92,26 @@ export const CHOICES = {
     ia3: ['IA³', 'trained scaling vectors on keys, values and the MLP'],
     prompt_tuning: ['Prompt tuning', 'trained virtual tokens at the input'],
     prefix_tuning: ['Prefix tuning', 'trained key/value prefixes in every layer'],
-    p_tuning: ['P-tuning', ''],
-    llama_adapter: ['LLaMA-Adapter', ''],
-    llama_adapter_v2: ['LLaMA-Adapter v2', ''],
-    ln_tuning: ['LayerNorm tuning', ''],
-    trainable_tokens: ['Trainable tokens', ''],
-    multitask_prompt_tuning: ['Multitask prompt tuning', ''],
+    p_tuning: ['P-tuning'],
+    llama_adapter: ['LLaMA-Adapter'],
+    llama_adapter_v2: ['LLaMA-Adapter v2'],
+    ln_tuning: ['LayerNorm tuning'],
+    trainable_tokens: ['Trainable tokens'],
+    multitask_prompt_tuning: ['Multitask prompt tuning'],
   },
   'training.framework': {
-    hf: ['Hugging Face transformers', ''],
-    torchtune: ['torchtune', ''],
-    torchtitan: ['torchtitan', ''],
-    litgpt: ['LitGPT', ''],
-    megatron: ['Megatron-LM (local layers)', ''],
-    megatron_te: ['Megatron-LM with Transformer Engine', ''],
-    deepspeed: ['DeepSpeed (transformers model in its engine)', ''],
-    nanogpt: ['nanoGPT', ''],
-    llm_c: ['llm.c', ''],
-    unsloth: ['Unsloth', ''],
-    liger: ['Liger kernels (transformers)', ''],
-    trl: ['TRL SFTTrainer (transformers)', ''],
+    hf: ['Hugging Face transformers'],
+    torchtune: ['torchtune'],
+    torchtitan: ['torchtitan'],
+    litgpt: ['LitGPT'],
+    megatron: ['Megatron-LM (local layers)'],
+    megatron_te: ['Megatron-LM with Transformer Engine'],
+    deepspeed: ['DeepSpeed (transformers model in its engine)'],
+    nanogpt: ['nanoGPT'],
+    llm_c: ['llm.c'],
+    unsloth: ['Unsloth'],
+    liger: ['Liger kernels (transformers)'],
+    trl: ['TRL SFTTrainer (transformers)'],
   },
   'training.loss': {
     auto: ['Automatic', 'what the implementation does'],
@@ -134,10 +134,10 @@ export const CHOICES = {
     int8: ['INT8 trained weights (Q-GaLore)', 'codes with a scale and zero per group, dequantized for each matmul'],
   },
   'training.float8': {
-    none: ['Off', ''],
-    tensorwise: ['Float8, tensor-wise scales (torchao)', ''],
-    rowwise: ['Float8, row-wise scales (torchao)', ''],
-    mxfp8: ['MXFP8 (torchao, Blackwell)', ''],
+    none: ['Off'],
+    tensorwise: ['Float8, tensor-wise scales (torchao)'],
+    rowwise: ['Float8, row-wise scales (torchao)'],
+    mxfp8: ['MXFP8 (torchao, Blackwell)'],
   },
   'training.finetune.quant_type': {
     nf4: ['NF4', '4-bit NormalFloat (QLoRA)'],
@@ -154,9 +154,9 @@ export const CHOICES = {
     4: ['4-bit NF4 (QLoRA)', 'the frozen base quantised to 4 bits; each matmul dequantises its weight first; bitsandbytes before 0.43.2 also kept every layer\'s input for backward'],
   },
   'training.finetune.lora_targets': {
-    q: ['Query', ''], k: ['Key', ''], v: ['Value', ''], o: ['Attention output', ''],
-    gate: ['MLP gate', ''], up: ['MLP up', ''], down: ['MLP down', ''], head: ['Output head', ''], qkv: ['Fused q/k/v', ''], router: ['MoE router', ''],
-    linear_attn: ['Gated DeltaNet', ''],
+    q: ['Query'], k: ['Key'], v: ['Value'], o: ['Attention output'],
+    gate: ['MLP gate'], up: ['MLP up'], down: ['MLP down'], head: ['Output head'], qkv: ['Fused q/k/v'], router: ['MoE router'],
+    linear_attn: ['Gated DeltaNet'],
   },
   'training.linear_attention_kernel': {
     auto: ['Automatic', 'flash-linear-attention, as the model card installs it'],
@@ -168,8 +168,8 @@ export const CHOICES = {
   },
   'training.goal': {
     auto: ['Automatic', 'parameter-efficient fine-tuning for LoRA and the like, else full fine-tuning'],
-    pretrain: ['Pre-training', ''],
-    full_finetune: ['Full fine-tuning', ''],
+    pretrain: ['Pre-training'],
+    full_finetune: ['Full fine-tuning'],
     peft: ['Parameter-efficient fine-tuning', 'LoRA, QLoRA and the like'],
   },
   'parallel.zero_stage': {
@@ -182,34 +182,34 @@ export const CHOICES = {
     plain: ['Plain', 'up, activation, down'],
     gated: ['Gated (SwiGLU / GeGLU)', 'gate, up, down'],
   },
-  'model.norm': { layernorm: ['LayerNorm', ''], rmsnorm: ['RMSNorm', ''] },
+  'model.norm': { layernorm: ['LayerNorm'], rmsnorm: ['RMSNorm'] },
   'model.position_embedding': {
     learned: ['Learned table', 'a trained position table: sequences up to its length'],
     rotary: ['Rotary (RoPE)', 'no position parameters'],
-    none: ['None', ''],
+    none: ['None'],
   },
-  'model.output_head': { lm: ['Language-model head', ''], none: ['None (encoder body)', ''] },
+  'model.output_head': { lm: ['Language-model head'], none: ['None (encoder body)'] },
   'model.block': {
     sequential: ['Sequential', 'attention, then the MLP'],
     parallel: ['Parallel', 'attention and MLP both read the block input (GPT-NeoX, Falcon, Phi)'],
   },
   'model.qk_norm': {
-    none: ['None', ''],
-    per_head: ['Per head (Qwen3)', ''],
-    full_width: ['Full width (OLMo 2)', ''],
+    none: ['None'],
+    per_head: ['Per head (Qwen3)'],
+    full_width: ['Full width (OLMo 2)'],
     l2: ['L2, in fp32 (Llama 4)', 'no weights; keeps an fp32 copy of each head'],
   },
-  'model.vision_type': { qwen2_vl: ['Qwen2-VL'], qwen2_5_vl: ['Qwen2.5-VL'], qwen3_vl: ['Qwen3-VL'], gemma3: ['Gemma 3 (SigLIP)'], llava: ['LLaVA (CLIP)'], mistral3: ['Mistral 3 (Pixtral)'] },
+  'model.vision_type': { qwen2_vl: ['Qwen2-VL'], qwen2_5_vl: ['Qwen2.5-VL'], qwen3_vl: ['Qwen3-VL'], gemma3: ['Gemma 3 (SigLIP)'], llava: ['LLaVA (CLIP)'], mistral3: ['Mistral 3 (Pixtral)'], paligemma: ['PaliGemma (SigLIP)'] },
   'model.attention_type': {
     standard: ['Standard', 'multi-head or grouped-query attention'],
-    mla: ['Multi-head latent attention (DeepSeek)', ''],
+    mla: ['Multi-head latent attention (DeepSeek)'],
   },
 };
 
 // PEFT methods known by their papers' names alone: each id is its name in lower case, letters and
 // digits only.
 for (const name of 'AdaLoRA VeRA OFT BOFT LoHa LoKr FourierFT HRA VB-LoRA RandLoRA MiSS C3A RoAd WaveFT DeLoRA GraLoRA TinyLoRA SHiRA HiRA CPT Cartridge AdaMSS BEFT Lily Poly FRoD PVeRA GLoRA Uni-LoRA OSF PSOFT PEANuT Super-Tuning DEFT X-LoRA Shadow'.split(' ')) {
-  CHOICES['training.finetune.method'][name.toLowerCase().replace(/\W/g, '')] = [name, ''];
+  CHOICES['training.finetune.method'][name.toLowerCase().replace(/\W/g, '')] = [name];
 }
 
 // Integer fields shown as a list of choices (the choices above).

@@ -47,7 +47,7 @@ enum class HiddenAct { kAuto, kGelu, kRelu, kGeluNew, kSilu, kGeluPytorchTanh, k
 enum class PosAttType { kC2pP2c, kC2p, kP2c };
 // The vision encoder and projector a multimodal model loads beside its language model
 // (model.vision_type), by the transformers class that builds them.
-enum class VisionTower { kNone, kQwen2Vl, kQwen25Vl, kQwen3Vl, kGemma3, kLlava, kMistral3 };
+enum class VisionTower { kNone, kQwen2Vl, kQwen25Vl, kQwen3Vl, kGemma3, kLlava, kMistral3, kPaliGemma };
 // The vision encoder class under a LLaVA wrapper (model.vision_encoder; LlavaModel builds whatever
 // vision_config names): CLIP (LLaVA-1.5), SigLIP (LLaVA-Interleave), Pixtral (Pixtral-12B). auto:
 // the wrapper's own (LLaVA's CLIP; Gemma 3's SigLIP and Mistral 3's Pixtral are fixed).
