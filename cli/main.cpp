@@ -100,7 +100,8 @@ void print_table(const memfit::Json& r) {
     const memfit::Json* trained_json = r.find("vision_trained_parameter_count");
     const std::int64_t trained = trained_json ? trained_json->as_exact_integer().value_or(0) : 0;
     std::cout << "; vision tower " << group(vision)
-              << (trained == 0 ? " (frozen)" : trained >= vision ? " (trained)" : " (" + group(trained) + " trained)");
+              << (trained == 0 ? " (frozen)" : trained >= vision ? " (trained, in the trainable count)"
+                                                                  : " (" + group(trained) + " trained, in the trainable count)");
   }
   std::cout << "\n\n";
   std::cout << "  per GPU                                         bytes\n";

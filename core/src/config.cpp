@@ -451,7 +451,9 @@ Json applicability(std::string_view path) {
   if (path == "model.vision_depth" || path == "model.vision_hidden_size" || path == "model.vision_intermediate_size" ||
       path == "model.vision_patch_size" || path == "model.vision_in_channels") {
     towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "mistral3", "paligemma"});
-  } else if (path == "model.vision_out_hidden_size" || path == "model.vision_temporal_patch_size") {
+  } else if (path == "model.vision_out_hidden_size") {
+    towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "paligemma"});  // PaliGemma's projection_dim
+  } else if (path == "model.vision_temporal_patch_size") {
     towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl"});
   } else if (path == "model.vision_spatial_merge_size") {
     towers({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "mistral3"});

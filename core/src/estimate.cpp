@@ -109,6 +109,12 @@ std::string vision_note(const Config& c, const ParameterCount& params, const Pla
                       : "");
     return text + images + image_token_words(c.model) + ".";
   }
+  if (c.model.vision_type == VisionTower::kPaliGemma) {
+    // With the token_type_ids PaliGemma's processor gives, transformers also builds a B×1×T×T
+    // boolean prefix mask for the language model's attention, which the estimate leaves out.
+    return text + "Images through PaliGemma's tower are not modelled yet; a step whose batch carries token_type_ids "
+                  "(PaliGemma's processor) also holds a batch × sequence² boolean prefix mask, not in the estimate.";
+  }
   return text + "Images through the tower are not in the estimate (training.images_per_sample); their tokens are "
                 "part of training.seq_len: " + image_token_words(c.model) + ".";
 }

@@ -223,7 +223,7 @@ std::vector<Field> build_fields() {
       MF_INT("model.vision_num_heads", model.vision_num_heads, 0, 100'000,
              "vision encoder attention heads; 0 = the released models' 16"),
       MF_ENUM("model.vision_use_head", model.vision_use_head, Switch,
-              "SigLIP's attention-pooling head (Gemma 3's are off); auto = no", "auto", "yes", "no"),
+              "SigLIP's attention-pooling head (Gemma 3's and PaliGemma's released ones are off); auto = no", "auto", "yes", "no"),
       MF_ENUM("model.vision_projector_bias", model.vision_projector_bias, Switch,
               "biases on the projector's linears; auto = the class's (LLaVA yes, Mistral 3 no)", "auto", "yes", "no"),
       MF_ENUM("model.vision_encoder", model.vision_encoder, VisionEncoder,

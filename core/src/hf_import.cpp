@@ -1489,9 +1489,9 @@ const VisionTowerClass* find_vision_tower(std::string_view type) {
       {"gemma3", VisionTower::kGemma3, 12, 768, 3072, 0, 16, 0, false},
       {"llava", VisionTower::kLlava, 12, 768, 3072, 0, 32, 0, true},
       {"mistral3", VisionTower::kMistral3, 24, 1024, 4096, 0, 16, 0, false},
-      // PaliGemmaConfig's vision sub-config defaults (its init_kwargs over SiglipVisionConfig: the
-      // released checkpoints state an MLP of 4304).
-      {"paligemma", VisionTower::kPaliGemma, 27, 1152, 4096, 0, 14, 0, true}};
+      // A PaliGemma vision_config is SiglipVisionConfig(**it): SigLIP's class defaults (PaliGemma's own
+      // init_kwargs stand in only for an absent one: import_hf_config).
+      {"paligemma", VisionTower::kPaliGemma, 12, 768, 3072, 0, 16, 0, true}};
   for (const VisionTowerClass& tower : kTowers) {
     if (type == tower.type) return &tower;
   }
@@ -1526,8 +1526,9 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
   read.vision_deepstack_layers = 3;
   read.vision_feature_layer = read.vision_tokens_per_image = 0;
   read.vision_num_heads = 16;  // the num_heads of Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig, Qwen3VLVisionConfig
-  // Gemma 3's SigLIP pools with its head; PaliGemma's sub-config turns it off (vision_use_head false).
-  read.vision_use_head = t == VisionTower::kGemma3 ? Switch::kYes : t == VisionTower::kPaliGemma ? Switch::kNo : Switch::kAuto;
+  // Gemma 3's SigLIP pools with its head, as SiglipVisionConfig's default does under PaliGemma (its
+  // own sub-config, used when the file has no vision_config, turns it off).
+  read.vision_use_head = t == VisionTower::kGemma3 || t == VisionTower::kPaliGemma ? Switch::kYes : Switch::kAuto;
   read.vision_projector_bias = d->projector_bias ? Switch::kYes : Switch::kNo;
   Issue bad;
   const auto refuse = [&](std::string field, std::string message) {
@@ -1595,8 +1596,8 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
     size("num_channels", read.vision_in_channels);
     size("image_size", image);
     size("patch_size", read.vision_patch_size);
-    // SiglipVisionConfig's and CLIPVisionConfig's default heads, PixtralVisionConfig's and PaliGemma's.
-    read.vision_num_heads = t == VisionTower::kMistral3 || encoder == VisionEncoder::kPixtral || paligemma ? 16 : 12;
+    // SiglipVisionConfig's and CLIPVisionConfig's default heads, PixtralVisionConfig's.
+    read.vision_num_heads = t == VisionTower::kMistral3 || encoder == VisionEncoder::kPixtral ? 16 : 12;
     size("num_attention_heads", read.vision_num_heads);  // (images through the tower check it divides the width)
     // The layer LLaVA and Mistral 3 project (transformers' index into the hidden states; 0 is the
     // patch embeddings' output, which no block reaches: kept as the index -(depth + 1), the same
@@ -1606,10 +1607,14 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
       // PaliGemmaConfig's 2048), which the language model's embeddings must take as they are.
       std::int64_t projection = 2048;
       size_in(outer, "", "projection_dim", projection);
+      read.vision_out_hidden_size = projection;
       if (projection != m.hidden_size) {
-        refuse("projection_dim", "must equal the language model's hidden_size (" + detail::group_digits(m.hidden_size) +
-                                     ") for the image features to replace token embeddings; got " +
-                                     detail::group_digits(projection));
+        warnings.push_back({"projection_dim", std::string(outer.find("projection_dim") ? "" : "(PaliGemmaConfig's default) ") +
+                                                  detail::group_digits(projection) +
+                                                  " is not the language model's hidden_size (" +
+                                                  detail::group_digits(m.hidden_size) +
+                                                  "): the projector is counted as the class builds it, but image "
+                                                  "features that wide could not replace token embeddings"});
       }
     } else if (t != VisionTower::kGemma3) {
       if (const Json* layer = outer.find("vision_feature_layer"); layer && layer->is_number()) {
@@ -1857,7 +1862,17 @@ HfImport import_hf_config(const Json& json) {
           // No vision_config: the class builds its default tower. LLaVA's and Mistral 3's are the
           // released checkpoints' (their config classes' init_kwargs: CLIP ViT-L/14-336, Pixtral),
           // which the core's sizes at 0 describe; the others' are their vision config class's.
-          read_vision_tower(t, json, Json::object(), inner.model, inner.warnings);
+          // PaliGemma's class fills an absent vision_config with its own init_kwargs over SigLIP's.
+          Json implied_vision = Json::object();
+          if (t == "paligemma") {
+            for (const auto& [key, value] : {std::pair<const char*, std::int64_t>{"intermediate_size", 4096},
+                                             {"hidden_size", 1152}, {"patch_size", 14}, {"image_size", 224},
+                                             {"num_hidden_layers", 27}, {"num_attention_heads", 16}}) {
+              implied_vision.set(key, Json::integer(value));
+            }
+            implied_vision.set("vision_use_head", Json::boolean(false));
+          }
+          read_vision_tower(t, json, implied_vision, inner.model, inner.warnings);
           ModelSpec& m = inner.model;
           if ((t == "llava" || t == "mistral3") && m.vision_type != VisionTower::kNone) {
             m.vision_depth = m.vision_hidden_size = m.vision_intermediate_size = 0;

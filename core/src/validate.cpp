@@ -239,7 +239,7 @@ void check_vision(const Config& c, Checks& out) {
   }
   // Images through the tower: where memfit models what they leave saved (vision.cpp).
   if (const ImagesUnmodelled why = images_unmodelled(c); !why.field.empty()) out.add(why.field.c_str(), why.message);
-  // Only LLaVA builds the encoder its vision_config names; Gemma 3's and Mistral 3's are fixed.
+  // Only LLaVA builds the encoder its vision_config names; Gemma 3's, Mistral 3's and PaliGemma's are fixed.
   if (m.vision_encoder != VisionEncoder::kAuto && m.vision_type != VisionTower::kLlava) {
     out.add("model.vision_encoder", "must be auto unless model.vision_type is llava (the other wrappers' encoders are "
                                     "fixed by their class)");
@@ -265,13 +265,7 @@ void check_training(const Config& c, Checks& out) {
   if (t.images_per_sample > 0 && m.vision_type == VisionTower::kNone) {
     out.add("training.images_per_sample", "must be 0 for a model without a vision tower (model.vision_type none)");
   }
-  // PaliGemma's steps with images attend bidirectionally over the image and prompt tokens (its
-  // prefix-LM mask), which memfit has not measured: its tower is counted, held or trained, not run.
-  if (t.images_per_sample > 0 && m.vision_type == VisionTower::kPaliGemma) {
-    out.add("training.images_per_sample", "must be 0 under PaliGemma (model.vision_type paligemma): images through its "
-                                          "tower and its prefix attention over image and prompt tokens are not "
-                                          "modelled yet; its tower is counted with the weights");
-  }
+
   // transformers' Llama 4 class has no FlashAttention-2 path (modeling_llama4.py,
   // _supports_flash_attn = False): loading it so raises.
   if (m.model_type == "llama4_text" && t.implementation.attention == AttentionImpl::kFlash &&

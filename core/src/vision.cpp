@@ -164,10 +164,10 @@ void vit_parameters(const ModelSpec& m, std::vector<TensorGroup>& out) {
   }
   b.unit = false;
   const Component projector = Component::kVisionProjector;
-  // PaliGemmaMultiModalProjector: one biased linear, vision width -> projection_dim (the language
-  // model's width: the importer refuses another).
+  // PaliGemmaMultiModalProjector: one biased linear, vision width -> projection_dim
+  // (model.vision_out_hidden_size; 0 = the language model's width).
   if (m.vision_type == VisionTower::kPaliGemma) {
-    b.linear(projector, "multi_modal_projector.linear", out_width, e, 1, true);
+    b.linear(projector, "multi_modal_projector.linear", size_or(m.vision_out_hidden_size, m.hidden_size), e, 1, true);
     return;
   }
   if (m.vision_type == VisionTower::kGemma3) {
@@ -598,6 +598,13 @@ ImagesUnmodelled images_unmodelled(const Config& c) {
   const Training& t = c.training;
   const ModelSpec& m = c.model;
   if (t.images_per_sample == 0 || m.vision_type == VisionTower::kNone) return {};
+  // PaliGemma's steps with images attend bidirectionally over the image and prompt tokens (its
+  // prefix-LM mask), which memfit has not measured: its tower is counted, held or trained, not run.
+  if (m.vision_type == VisionTower::kPaliGemma) {
+    return {"training.images_per_sample", "must be 0 under PaliGemma (model.vision_type paligemma): images through its "
+                                          "tower and its prefix attention over image and prompt tokens are not "
+                                          "modelled yet; its tower is counted with the weights"};
+  }
   const bool qwen = qwen_tower(m.vision_type) >= 0;
   const Count fixed = qwen ? Count(0) : fixed_patches(m);
   if (!qwen && vit_encoder(m) != VisionEncoder::kPixtral && fixed.value() <= 0) {

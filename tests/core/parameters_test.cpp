@@ -396,12 +396,22 @@ TEST(HfImport, PaliGemmaCountsItsSiglipTowerAndProjector) {
   const Estimate e = estimate(c);
   ASSERT_FALSE(e.errors.empty());
   EXPECT_EQ(e.errors[0].field, "training.images_per_sample");
+  // A projection_dim other than the language model's width is counted as the class builds it, named.
   const HfImport wide = import_hf_config_text(R"({"model_type":"paligemma","projection_dim":4096,"vision_config":)" + siglip +
-                                              R"("image_size":224},)" + pg1_text + "}");
+                                              R"("image_size":224,"vision_use_head":false},)" + pg1_text + "}");
   ASSERT_TRUE(wide.errors.empty());
-  EXPECT_EQ(wide.model.vision_type, VisionTower::kNone);
+  EXPECT_EQ(count_parameters(wide.model).vision_count.value(), 417'165'040);
   EXPECT_TRUE(std::any_of(wide.warnings.begin(), wide.warnings.end(),
                           [](const Issue& w) { return w.field == "projection_dim"; }));
+  // A vision_config in the file is SiglipVisionConfig(**it): SigLIP's own defaults for what it leaves
+  // out (its head on, 12 layers of 768 at patch 16), PaliGemma's only when it is absent.
+  const auto vision = [&](const std::string& config) {
+    const HfImport r = import_hf_config_text(R"({"model_type":"paligemma","vision_config":)" + config + "," + pg1_text + "}");
+    EXPECT_TRUE(r.errors.empty());
+    return count_parameters(r.model).vision_count.value();
+  };
+  EXPECT_EQ(vision("{}"), 94'459'136);
+  EXPECT_EQ(vision(siglip + R"("image_size":224})"), 430'042'048);
 }
 
 // MiniMax-M2 as transformers 5.24's MiniMaxM2ForCausalLM builds it: rotary_dim becomes
