@@ -172,8 +172,20 @@ void read_llama_like(Reader& r, ModelSpec& m, bool tie_default, bool required = 
   m.norm = NormKind::kRmsNorm;
   m.norm_bias = false;
   m.position_embedding = PositionKind::kRotary;
-  m.attention_bias = r.boolean("attention_bias", false);
-  m.mlp_bias = r.boolean("mlp_bias", false);
+  // Only the classes that have these keys read them (transformers 5.24 on the meta device, each set
+  // apart): the others build their projections as their code says, whatever the file holds (a
+  // reader sets those after this one).
+  static constexpr std::string_view kReadsAttentionBias[] = {
+      "llama", "granite", "smollm3", "seed_oss", "olmo", "arcee", "nemotron", "apertus", "qwen3", "qwen3_moe",
+      "gemma", "gemma2", "olmo2", "olmo3", "deepseek_v3", "deepseek_v2", "mistral4", "glm4_moe_lite", "glm4_moe",
+      "glm", "glm4", "olmoe", "llama4_text", "cohere", "cohere2", "gemma3_text", "gpt_oss"};
+  static constexpr std::string_view kReadsMlpBias[] = {"llama", "granite", "smollm3", "seed_oss", "arcee", "nemotron",
+                                                      "deepseek_v2"};
+  const auto reads = [&](const auto& types) {
+    return std::find(std::begin(types), std::end(types), r.model_type()) != std::end(types);
+  };
+  m.attention_bias = reads(kReadsAttentionBias) && r.boolean("attention_bias", false);
+  m.mlp_bias = reads(kReadsMlpBias) && r.boolean("mlp_bias", false);
   m.norms_per_block = 2;
   m.final_norm = true;
 }
@@ -841,8 +853,6 @@ void read_mla_moe(const MlaDefaults& d, const MlaKeys& k, Reader& r, ModelSpec& 
   if (k.moe_layer_freq && r.integer({"moe_layer_freq"}, 1, false, 1) != 1) {
     out.errors.push_back({"moe_layer_freq", "values other than 1 are not supported"});
   }
-  // None of these classes builds a bias in its MLPs or experts (mlp_bias is not read).
-  m.mlp_bias = false;
   warn_mtp_layers(r, out);
 }
 
@@ -864,6 +874,12 @@ void read_deepseek_v3_family(const std::string& type, Reader& r, ModelSpec& m, H
   const bool v3 = type == "deepseek_v3";
   read_mla_moe(v3 ? MlaDefaults{1536, -1, -1, -1, -1, 256, 8, 1, 2048, 3} : MlaDefaults{1536, -1, -1, -1, -1, 64, 0, 2, 1407, 0},
                MlaKeys{v3 ? "num_local_experts" : "num_experts", nullptr, true, true, 0}, r, m, out);
+  // DeepseekV2Config's mlp_bias puts biases on the dense MLPs and the shared experts but not on the
+  // stacked experts (transformers 5.24), a split memfit's one mlp_bias does not make.
+  if (!v3 && m.mlp_bias) {
+    out.errors.push_back({"mlp_bias", "true is not supported for model_type \"deepseek_v2\" (biases on its dense and "
+                                      "shared MLPs but not on its routed experts)"});
+  }
   // DeepseekV3TopkRouter always holds e_score_correction_bias (a buffer in transformers 5, a stored
   // tensor in the checkpoint: counted); DeepSeek-V2's router never does, whatever topk_method says.
   m.router_bias = v3;

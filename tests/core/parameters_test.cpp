@@ -343,6 +343,21 @@ TEST(HfImport, OlderReadersFollowTheirClassesAliasesAndRouters) {
   ASSERT_FALSE(kv.errors.empty());
   EXPECT_EQ(kv.errors[0].field, "num_key_value_heads");
   EXPECT_NE(kv.errors[0].message.find("is missing"), std::string::npos) << kv.errors[0].message;
+  // attention_bias and mlp_bias only where the class has them: Llama's both, Qwen3's the attention's;
+  // Mistral's, Mixtral's and Qwen2's (q, k and v always biased, o never) neither.
+  const std::string dense = R"("vocab_size":100,"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":2,)"
+                            R"("num_key_value_heads":2,"intermediate_size":32)";
+  const auto biased = [&](const std::string& type, const std::string& keys) {
+    return count("{\"model_type\":\"" + type + "\"," + dense + keys + "}");
+  };
+  EXPECT_GT(biased("llama", R"(,"attention_bias":true)"), biased("llama", ""));
+  EXPECT_GT(biased("llama", R"(,"mlp_bias":true)"), biased("llama", ""));
+  EXPECT_GT(biased("qwen3", R"(,"attention_bias":true)"), biased("qwen3", ""));
+  EXPECT_EQ(biased("qwen3", R"(,"mlp_bias":true)"), biased("qwen3", ""));
+  for (const char* type : {"mistral", "qwen2", "exaone4", "starcoder2"}) {
+    EXPECT_EQ(biased(type, R"(,"attention_bias":true,"mlp_bias":true)"), biased(type, "")) << type;
+  }
+  EXPECT_EQ(import_hf_config_text(file("deepseek_v2", mla + R"(,"mlp_bias":true)")).errors.at(0).field, "mlp_bias");
   // PaliGemma: the outer key, else the text config's false, else true.
   const std::string gemma = R"("text_config":{"model_type":"gemma","vocab_size":100,"hidden_size":64,)"
                             R"("num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":32,)"
