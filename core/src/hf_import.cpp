@@ -1795,6 +1795,30 @@ HfImport import_hf_config(const Json& json) {
     // the Hub) keep the language model's keys at the top, beside vision_config.
     const bool qwen_vl = t == "qwen2_vl" || t == "qwen2_5_vl";
     if (qwen_vl && !(text && text->is_object())) text = &json;
+    // A wrapper whose file has no text_config (or a null one) builds its default text model, as its
+    // config class fills it: read as an empty one (PaliGemma's with its sub-config's init_kwargs).
+    Json default_text = Json::object();
+    const bool wrapper = t == "gemma3" || t == "mistral3" || t == "llava" || t == "paligemma" || t == "llama4" ||
+                         t == "qwen3_5" || t == "qwen3_5_moe" || t == "qwen3_vl" || t == "qwen3_vl_moe";
+    if (!text && wrapper) {
+      const Json* given = json.find("text_config");
+      if (!given || given->is_null()) {
+        // PaliGemmaConfig's and Mistral3Config's text sub-configs have init_kwargs of their own
+        // (PaliGemma 3B's Gemma; Mistral Small 3.1's Mistral); the others are their text class's defaults.
+        using Size = std::pair<const char*, std::int64_t>;
+        const std::vector<Size> init =
+            t == "paligemma" ? std::vector<Size>{{"hidden_size", 2048}, {"num_hidden_layers", 18},
+                                                 {"intermediate_size", 16384}, {"num_attention_heads", 8},
+                                                 {"num_key_value_heads", 1}, {"vocab_size", 257152}}
+            : t == "mistral3" ? std::vector<Size>{{"hidden_size", 5120}, {"num_hidden_layers", 40},
+                                                  {"intermediate_size", 32768}, {"num_attention_heads", 32},
+                                                  {"num_key_value_heads", 8}, {"head_dim", 128},
+                                                  {"vocab_size", 131072}, {"max_position_embeddings", 131072}}
+                              : std::vector<Size>{};
+        for (const auto& [key, value] : init) default_text.set(key, Json::integer(value));
+        text = &default_text;
+      }
+    }
     const Json* text_type = text && text->is_object() && text != &json ? text->find("model_type") : nullptr;
     // A text_config without its own model_type is the wrapper's default text class
     // (Gemma3Config: Gemma3TextConfig; Mistral3Config, LlavaConfig: CONFIG_MAPPING's mistral, llama).

@@ -429,6 +429,28 @@ TEST(HfImport, PaliGemmaCountsItsSiglipTowerAndProjector) {
   EXPECT_EQ(vision(siglip + R"("image_size":224})"), 430'042'048);
 }
 
+// A wrapper whose file has no text_config builds its default text model (transformers 5.24,
+// AutoConfig.for_model(model_type=...) on the meta device): Mistral3Config's and PaliGemmaConfig's
+// text sub-configs are their init_kwargs (Mistral Small 3.1's, PaliGemma 3B's), the others their text
+// class's defaults; the towers as memfit counts them where it does.
+TEST(HfImport, AWrapperWithoutTextConfigBuildsItsDefaultTextModel) {
+  const struct { const char* type; std::int64_t text, vision; } cases[] = {
+      {"gemma3", 2'628'658'432, 94'654'464},        {"mistral3", 22'901'314'560, 438'958'080},
+      {"llava", 6'738'415'616, 324'487'168},        {"paligemma", 2'508'531'712, 401'858'816},
+      {"llama4", 107'769'861'120, 0},               {"qwen3_5", 8'953'803'264, 0},
+      {"qwen3_5_moe", 34'660'610'688, 0},
+  };
+  for (const auto& c : cases) {
+    for (const char* text : {"", ",\"text_config\":null"}) {
+      const HfImport r = import_hf_config_text(std::string("{\"model_type\":\"") + c.type + "\"" + text + "}");
+      ASSERT_TRUE(r.errors.empty()) << c.type << ": " << r.errors[0].field << " " << r.errors[0].message;
+      const ParameterCount counts = count_parameters(r.model);
+      EXPECT_EQ(counts.total_count.value(), c.text) << c.type;
+      EXPECT_EQ(counts.vision_count.value(), c.vision) << c.type;
+    }
+  }
+}
+
 // MiniMax-M2 as transformers 5.24's MiniMaxM2ForCausalLM builds it: rotary_dim becomes
 // partial_rotary_factor (an explicit factor wins; neither: the whole head), the query and key norms
 // are always there, and the remote code's MTP modules and shared expert are not built.
