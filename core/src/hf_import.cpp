@@ -868,11 +868,11 @@ void read_deepseek_v3_family(const std::string& type, Reader& r, ModelSpec& m, H
                                      "reads DeepSeek-V2's multi-head latent attention"});
     return;
   }
-  // The attention's sizes are required; the mixture's keys and q_lora_rank a file leaves out take
-  // DeepseekV3Config's and DeepseekV2Config's defaults (transformers 5.24), as the classes fill them
-  // (V2's num_experts_per_tok has none: required beside experts).
+  // The keys of the latent attention and the mixture a file leaves out take DeepseekV3Config's and
+  // DeepseekV2Config's defaults (transformers 5.24), as the classes fill them (V2's
+  // num_experts_per_tok has none: required beside experts).
   const bool v3 = type == "deepseek_v3";
-  read_mla_moe(v3 ? MlaDefaults{1536, -1, -1, -1, -1, 256, 8, 1, 2048, 3} : MlaDefaults{1536, -1, -1, -1, -1, 64, 0, 2, 1407, 0},
+  read_mla_moe(v3 ? MlaDefaults{1536, 512, 64, 128, 128, 256, 8, 1, 2048, 3} : MlaDefaults{1536, 512, 64, 128, 128, 64, 0, 2, 1407, 0},
                MlaKeys{v3 ? "num_local_experts" : "num_experts", nullptr, true, true, 0}, r, m, out);
   // DeepseekV2Config's mlp_bias puts biases on the dense MLPs and the shared experts but not on the
   // stacked experts (transformers 5.24), a split memfit's one mlp_bias does not make.

@@ -337,6 +337,14 @@ TEST(HfImport, OlderReadersFollowTheirClassesAliasesAndRouters) {
   const HfImport deep = import_hf_config_text(file("deepseek_v3", R"("kv_lora_rank":8,"qk_rope_head_dim":8,"qk_nope_head_dim":8,"v_head_dim":8)"));
   ASSERT_TRUE(deep.errors.empty()) << deep.errors[0].message;
   EXPECT_EQ(deep.model.first_k_dense_replace, 2);  // DeepseekV3Config's 3, over a two-layer model: both dense
+  // The latent attention's sizes a file leaves out take the classes' defaults too (transformers 5.24:
+  // 415,496,448 and 295,362,816; V3's one MoE layer's 256 correction biases counted).
+  EXPECT_EQ(count(R"({"model_type":"deepseek_v3","vocab_size":1000,"hidden_size":256,"num_hidden_layers":4,)"
+                  R"("num_attention_heads":4,"intermediate_size":512})"),
+            415'496'448 + 256);
+  EXPECT_EQ(count(R"({"model_type":"deepseek_v2","vocab_size":1000,"hidden_size":256,"num_hidden_layers":4,)"
+                  R"("num_attention_heads":4,"intermediate_size":512,"num_experts_per_tok":2})"),
+            295'362'816);
   // A class default that does not divide the file's heads is named as the missing key.
   const HfImport kv = import_hf_config_text(R"({"model_type":"mistral","vocab_size":100,"hidden_size":60,)"
                                             R"("num_hidden_layers":1,"num_attention_heads":6,"intermediate_size":32})");
