@@ -7,7 +7,7 @@
 //                defaults, mlp_layer_types, rotary_dim) and their three presets, the class defaults every
 //                reader now gives a key a file leaves out (key/value heads, head_dim, DeepSeek's mixture, the
 //                wrappers' head tying), the refusals' reasons for families not described yet and PaliGemma's
-//                SigLIP tower and projector, and attention_bias and mlp_bias read only where the class has them and a wrapper's default text model, brought it to 382.8; 374 until the
+//                SigLIP tower and projector, and attention_bias and mlp_bias read only where the class has them a wrapper's default text model and Phi-3.5-MoE's reader with its sparsemixer, brought it to 383.1; 374 until the
 //                twentieth Dec 6 2026 session, when images through the plain-ViT towers (Gemma 3's SigLIP,
 //                LLaVA's CLIP, SigLIP and Pixtral, Mistral 3's Pixtral: their terms by encoder, projector, trained
 //                parts, checkpointing and precision as tables, two model fields, the checks and their messages)
@@ -93,7 +93,7 @@
 //   planner      what opening the planner adds: its chunk (with its styles), its worker and its wasm
 //                (memfit-planner.wasm: the core plus the layout search and the exports, built -O3
 //                for the search's speed). ≤ 362 KiB gzipped (357 until the twenty-first Dec 6 2026 session, when the same
-//                readers, presets, class defaults, reasons, tower, bias keys and default text models brought it to 361.4; 353 until the twentieth Dec 6 2026 session, when the
+//                readers, presets, class defaults, reasons, tower, bias keys, default text models and Phi-3.5-MoE brought it to 361.7; 353 until the twentieth Dec 6 2026 session, when the
 //                same images through the ViT towers brought it to 356.7; 345 until the nineteenth Dec 6 2026 session, when
 //                the same trained vision towers, readers and images, placed by the planner's own fast path too, brought it to 352.2;
 //                336 until the eighteenth Dec 6 2026 session, when

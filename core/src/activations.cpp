@@ -888,8 +888,16 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
     add(t, "moe.router_adapter", stacked ? Count(m.num_experts) * d.hidden * d.act
                                          : d.tokens * d.rank * d.adapter_element);
   }
-  add(t, "moe.router_softmax", d.tokens * m.num_experts * kFp32Bytes);
-  add(t, "moe.topk", d.tokens * k * kInt64Bytes + d.tokens * k * kFp32Bytes + d.tokens * kFp32Bytes);
+  if (m.model_type == "phimoe") {
+    // Phi-3.5-MoE's sparsemixer (modeling_phimoe.py) picks each of its k experts in turn: a softmax
+    // over the masked scores (fp32), the bool mask, the chosen index and the multiplier its custom
+    // autograd function keeps, once per pick (measured: families.py, phimoe).
+    add(t, "moe.sparsemixer", k * (d.tokens * Count(m.num_experts) * (kFp32Bytes + Bytes{1}) +
+                                   d.tokens * (kInt64Bytes + kFp32Bytes)));
+  } else {
+    add(t, "moe.router_softmax", d.tokens * m.num_experts * kFp32Bytes);
+    add(t, "moe.topk", d.tokens * k * kInt64Bytes + d.tokens * k * kFp32Bytes + d.tokens * kFp32Bytes);
+  }
   if (stacked) {
     // transformers 5's grouped_mm_experts_forward (integrations/moe.py): the routed rows gathered in
     // expert order (the gather, the routing weights' and the restoring gather each keep their int64

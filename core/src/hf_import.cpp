@@ -122,7 +122,7 @@ const AttentionDefaults* attention_defaults(const std::string& type) {
       {"qwen2_moe", 16, 0},   {"qwen3", 32, 128},      {"qwen3_moe", 4, 0},          {"gemma", 16, 256},
       {"gemma2", 4, 256},     {"glm4_moe", 8, 0},      {"stablelm", 32, 0},          {"starcoder2", 2, 0},
       {"gpt_oss", 8, 64},     {"qwen2_vl_text", 8, 0}, {"qwen2_5_vl_text", 8, 0},    {"qwen3_vl_text", 32, 128},
-      {"qwen3_vl_moe_text", 16, 0},
+      {"qwen3_vl_moe_text", 16, 0}, {"phimoe", 8, 0},
   };
   for (const AttentionDefaults& d : kDefaults) {
     if (type == d.type) return &d;
@@ -178,7 +178,7 @@ void read_llama_like(Reader& r, ModelSpec& m, bool tie_default, bool required = 
   static constexpr std::string_view kReadsAttentionBias[] = {
       "llama", "granite", "smollm3", "seed_oss", "olmo", "arcee", "nemotron", "apertus", "qwen3", "qwen3_moe",
       "gemma", "gemma2", "olmo2", "olmo3", "deepseek_v3", "deepseek_v2", "mistral4", "glm4_moe_lite", "glm4_moe",
-      "glm", "glm4", "olmoe", "llama4_text", "cohere", "cohere2", "gemma3_text", "gpt_oss"};
+      "glm", "glm4", "olmoe", "llama4_text", "cohere", "cohere2", "gemma3_text", "gpt_oss", "phimoe"};
   static constexpr std::string_view kReadsMlpBias[] = {"llama", "granite", "smollm3", "seed_oss", "arcee", "nemotron",
                                                       "deepseek_v2"};
   const auto reads = [&](const auto& types) {
@@ -666,6 +666,20 @@ void read_mixtral_family(const std::string& /*type*/, Reader& r, ModelSpec& m, H
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
   m.mlp_bias = false;  // MixtralConfig has no mlp_bias: its experts have none
+}
+
+void read_phimoe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Phi-3.5-MoE (PhimoeForCausalLM, modeling_phimoe.py): Mixtral's block (stacked experts of
+  // intermediate_size, no shared expert) with LayerNorms (a weight and a bias) instead of RMSNorms,
+  // attention_bias on q, k, v and o, lm_head_bias on the untied head, and a router that picks its two
+  // experts by sparsemixer (a Heun-style estimate through a custom autograd function).
+  read_llama_like(r, m, false);
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.num_experts = r.integer({"num_local_experts"}, 16, false, 1, max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, false, 1, max_experts());
+  m.moe_intermediate_size = m.intermediate_size;
+  m.lm_head_bias = r.boolean("lm_head_bias", false);
 }
 
 void read_minimax_m2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -1372,6 +1386,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"apertus"}, read_apertus_family},
       {{"exaone4"}, read_exaone4_family},
       {{"mixtral"}, read_mixtral_family},
+      {{"phimoe"}, read_phimoe_family},
       {{"minimax_m2"}, read_minimax_m2_family},
       {{"qwen2"}, read_qwen2_family},
       {{"qwen2_moe"}, read_qwen2_moe_family},
@@ -1461,7 +1476,7 @@ QkvModules hf_qkv_modules(const std::string& t) {
 const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
-         "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, mistral4, minimax_m2, gpt_bigcode, gptj, bloom, stablelm, "
+         "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, mistral4, minimax_m2, phimoe, gpt_bigcode, gptj, bloom, stablelm, "
          "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, glm4_moe_lite, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }

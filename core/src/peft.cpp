@@ -572,9 +572,9 @@ ExpertTargeting expert_targeting(const Config& c) {
   // wrapper's, and Qwen3-VL-MoE's (qwen3_vl_moe) is not in it (measured: PEFT 0.21 on a small
   // Qwen3VLMoeForConditionalGeneration adapts q_proj alone for targets q, gate, up and down).
   // Mistral 4 is not in it either, alone or under Mistral 3's wrapper (whose pattern, llava's, maps
-  // no expert names): measured, tools/frameworks/families.py mistral4 LoRA steps.
+  // no expert names), nor Phi-3.5-MoE: measured, tools/frameworks/families.py mistral4 and phimoe LoRA steps.
   const bool unmapped = type == "qwen2_moe" || type == "gpt_oss" || type == "llama4_text" ||
-                        type == "qwen3_5_moe_text" || type == "mistral4" || c.model.multimodal_type == "qwen3_vl_moe";
+                        type == "qwen3_5_moe_text" || type == "mistral4" || type == "phimoe" || c.model.multimodal_type == "qwen3_vl_moe";
   return unmapped ? ExpertTargeting::kUnmapped : ExpertTargeting::kMapped;
 }
 

@@ -459,6 +459,25 @@ TEST(HfImport, AWrapperWithoutTextConfigBuildsItsDefaultTextModel) {
   }
 }
 
+// Phi-3.5-MoE's shapes through transformers 5.24's PhimoeForCausalLM (the meta device), with and
+// without its biased attention and head; its stacked experts are not in PEFT's mapping.
+TEST(HfImport, PhimoeIsMixtralsBlockWithLayerNormsAndBiases) {
+  const std::string shapes = R"("vocab_size":32064,"hidden_size":4096,"intermediate_size":6400,"num_hidden_layers":32,)"
+                             R"("num_attention_heads":32,"num_key_value_heads":8,"num_local_experts":16,)"
+                             R"("num_experts_per_tok":2,"max_position_embeddings":131072)";
+  const HfImport plain = import_hf_config_text(R"({"model_type":"phimoe",)" + shapes + "}");
+  const HfImport biased =
+      import_hf_config_text(R"({"model_type":"phimoe","attention_bias":true,"lm_head_bias":true,)" + shapes + "}");
+  ASSERT_TRUE(plain.errors.empty() && biased.errors.empty());
+  EXPECT_EQ(count_parameters(plain.model).total_count.value(), 41'872'793'600);
+  EXPECT_EQ(count_parameters(biased.model).total_count.value(), 41'873'153'344);
+  EXPECT_EQ(biased.model.norm, NormKind::kLayerNorm);
+  Config c = default_config();
+  c.model = biased.model;
+  c.training.finetune.method = FinetuneMethod::kLora;
+  EXPECT_EQ(expert_targeting(c), ExpertTargeting::kUnmapped);
+}
+
 // MiniMax-M2 as transformers 5.24's MiniMaxM2ForCausalLM builds it: rotary_dim becomes
 // partial_rotary_factor (an explicit factor wins; neither: the whole head), the query and key norms
 // are always there, and the remote code's MTP modules and shared expert are not built.

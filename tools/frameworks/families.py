@@ -88,6 +88,10 @@ FIXTURES = {
     # MiniMax-M2: Mixtral's block with norms over the whole query and key projections, rotary
     # positions on half of each head and a sigmoid router with a correction bias.
     "minimax_m2": "MiniMaxAI__MiniMax-M2.json",
+    # Phi-3.5-MoE's class (PhimoeForCausalLM: Mixtral's block with LayerNorms, biased attention and
+    # head, a sparsemixer router) on Mixtral-8x7B's file: a test shape, not a released model.
+    "phimoe": ("mistralai__Mixtral-8x7B-v0.1.json", {"model_type": "phimoe", "architectures": ["PhimoeForCausalLM"],
+                                                   "attention_bias": True, "lm_head_bias": True}),
     # GLM-4.7-Flash: DeepSeek-V3's latent attention over GLM-4.5's mixture.
     "glm4_moe_lite": "zai-org__GLM-4.7-Flash.json",
     "phi": "microsoft__phi-2.json",
@@ -174,6 +178,10 @@ LORA_FUSED_QKV = ("bloom", "gpt_bigcode", "falcon", "gpt_neox", "phi3")
 # refuses router there).
 LORA_NAMED_TARGETS = {
     "llama4_text": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    # Phi-3.5-MoE's router is an nn.Linear returning (weights, experts), on which PEFT's LoRA layer
+    # fails as on Llama 4's; its experts are stacked parameters no module name reaches (not in PEFT's
+    # mapping): the attention's names.
+    "phimoe": ["q_proj", "k_proj", "v_proj", "o_proj"],
     # Qwen3.5-MoE's all-linear would adapt shared_expert_gate (d -> 1), as Qwen2-MoE's; its router
     # is a parameter, which all-linear does not reach. The module names reach the stacked experts
     # through transformers' conversion mapping (memfit's gate, up and down).
@@ -325,7 +333,7 @@ def lora_targets(family, small):
     if family in LORA_NOT_EXPRESSIBLE:
         return None
     attention = ["qkv", "o"] if family in LORA_FUSED_QKV else ["q", "k", "v", "o"]
-    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "mistral4", "glm4_moe_lite", "minimax_m2", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
+    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "mistral4", "glm4_moe_lite", "minimax_m2", "phimoe", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
                      "qwen3_5_moe_text", "qwen3_next")
     hybrid = ["linear_attn"] if family in ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next") else []
     router = ["router"] if moe and family not in LORA_NAMED_TARGETS else []
