@@ -888,12 +888,20 @@ void moe_terms(const Config& c, const Dims& d, std::vector<NamedBytes>& t) {
     add(t, "moe.router_adapter", stacked ? Count(m.num_experts) * d.hidden * d.act
                                          : d.tokens * d.rank * d.adapter_element);
   }
+  // Input jitter in training: each in-place multiply keeps its noise, in the dtype of the norm's
+  // output that feeds the mixture (a LayerNorm's is fp32 under autocast: Phi-3.5-MoE's).
+  if (m.moe_input_jitter > 0) {
+    const Bytes noise = d.autocast && m.norm == NormKind::kLayerNorm ? kFp32Bytes : d.stream;
+    add(t, "moe.input_jitter", d.tokens * d.hidden_split * noise * m.moe_input_jitter);
+  }
   if (m.model_type == "phimoe") {
-    // Phi-3.5-MoE's sparsemixer (modeling_phimoe.py) picks each of its k experts in turn: a softmax
-    // over the masked scores (fp32), the bool mask, the chosen index and the multiplier its custom
-    // autograd function keeps, once per pick (measured: families.py, phimoe).
-    add(t, "moe.sparsemixer", k * (d.tokens * Count(m.num_experts) * (kFp32Bytes + Bytes{1}) +
-                                   d.tokens * (kInt64Bytes + kFp32Bytes)));
+    // Phi-3.5-MoE's sparsemixer (modeling_phimoe.py) picks each of its two experts in turn: a softmax
+    // over the masked scores, the bool mask, the chosen index and the multiplier its custom autograd
+    // function keeps, once per pick (measured: families.py, phimoe).
+    // Its softmax has no dtype: fp32 under autocast, the model's dtype without.
+    const Bytes scores = d.autocast ? kFp32Bytes : d.act;
+    add(t, "moe.sparsemixer", k * (d.tokens * Count(m.num_experts) * (scores + Bytes{1}) +
+                                   d.tokens * (kInt64Bytes + scores)));
   } else {
     add(t, "moe.router_softmax", d.tokens * m.num_experts * kFp32Bytes);
     add(t, "moe.topk", d.tokens * k * kInt64Bytes + d.tokens * k * kFp32Bytes + d.tokens * kFp32Bytes);

@@ -189,6 +189,9 @@ std::vector<Field> build_fields() {
       MF_BOOL("model.shared_expert_gate", model.shared_expert_gate, "a sigmoid gate on the shared expert (Qwen2-MoE)"),
       MF_BOOL("model.router_bias", model.router_bias, "a per-expert router bias (DeepSeek-V3)"),
       MF_INT("model.first_k_dense_replace", model.first_k_dense_replace, 0, 100'000, "leading dense layers in an MoE model"),
+      MF_INT("model.moe_input_jitter", model.moe_input_jitter, 0, 2,
+             "times a mixture's input is multiplied by uniform noise in training, each keeping its noise "
+             "(Mixtral's router_jitter_noise: 1; Phi-3.5-MoE's input_jitter_noise: 2)"),
       MF_BOOL("model.moe_layers_interleaved", model.moe_layers_interleaved,
               "the first_k_dense_replace dense layers alternate with the MoE layers (Llama 4 Maverick) instead of "
               "coming first: each pipeline stage holds its share of each"),

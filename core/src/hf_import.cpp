@@ -658,6 +658,13 @@ void read_exaone4_family(const std::string& /*type*/, Reader& r, ModelSpec& m, H
   m.input_norm = false;
 }
 
+// A jitter probability (router_jitter_noise, input_jitter_noise): in training a positive one
+// multiplies the mixture's input by uniform noise. Not a number: none.
+bool read_jitter(Reader& r, const char* key) {
+  const Json* v = r.raw(key);
+  return v && v->is_number() && v->as_double() > 0;
+}
+
 void read_mixtral_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
   // Mixtral: every layer's MLP is num_local_experts gated experts of intermediate_size.
   read_llama_like(r, m, false);
@@ -666,9 +673,10 @@ void read_mixtral_family(const std::string& /*type*/, Reader& r, ModelSpec& m, H
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
   m.mlp_bias = false;  // MixtralConfig has no mlp_bias: its experts have none
+  m.moe_input_jitter = read_jitter(r, "router_jitter_noise") ? 1 : 0;  // MixtralSparseMoeBlock's
 }
 
-void read_phimoe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+void read_phimoe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
   // Phi-3.5-MoE (PhimoeForCausalLM, modeling_phimoe.py): Mixtral's block (stacked experts of
   // intermediate_size, no shared expert) with LayerNorms (a weight and a bias) instead of RMSNorms,
   // attention_bias on q, k, v and o, lm_head_bias on the untied head, and a router that picks its two
@@ -680,6 +688,16 @@ void read_phimoe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, Hf
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, false, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
   m.lm_head_bias = r.boolean("lm_head_bias", false);
+  // sparsemixer picks exactly two experts whatever top_k says (transformers dropped the original
+  // code's assert): read as two.
+  if (m.num_experts_per_tok != 2) {
+    out.warnings.push_back({"num_experts_per_tok", "is " + detail::group_digits(m.num_experts_per_tok) +
+                                                       ", but PhimoeForCausalLM's sparsemixer always routes two "
+                                                       "experts a token; read as 2"});
+    m.num_experts_per_tok = 2;
+  }
+  // The block and its router each multiply the input by uniform noise (input_jitter_noise).
+  m.moe_input_jitter = read_jitter(r, "input_jitter_noise") ? 2 : 0;
 }
 
 void read_minimax_m2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -701,6 +719,7 @@ void read_minimax_m2_family(const std::string& /*type*/, Reader& r, ModelSpec& m
   m.qk_norm = QkNorm::kFullWidth;
   m.router_bias = true;
   m.attention_bias = m.mlp_bias = false;  // MiniMaxM2Attention's projections and the experts have none
+  m.moe_input_jitter = read_jitter(r, "router_jitter_noise") ? 1 : 0;  // MiniMaxM2SparseMoeBlock's
   const std::int64_t head = m.head_size();
   const std::int64_t rotary = r.integer({"rotary_dim"}, 0, false, 1, head > 0 ? head : kMaxSize);
   read_partial_rotary(r, m, out, rotary > 0 && head > 0 ? static_cast<double>(rotary) / static_cast<double>(head) : 1.0);
@@ -1872,6 +1891,25 @@ HfImport import_hf_config(const Json& json) {
         for (const auto& [key, value] : defaults) {
           if (value > 0 && !language.find(key)) language.set(key, Json::integer(value));
         }
+      }
+      // The same for Qwen3-VL's text classes (Qwen3VLTextConfig, Qwen3VLMoeTextConfig) and for
+      // PaliGemma's Gemma (GemmaConfig: its own sub-config's init_kwargs stand in only for an absent
+      // text_config), whose key/value heads and head_dim fill_attention_defaults and the gemma reader give.
+      using Size = std::pair<const char*, std::int64_t>;
+      const std::vector<Size> class_sizes =
+          text_class == "qwen3_vl_text"
+              ? std::vector<Size>{{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
+                                  {"num_hidden_layers", 32}, {"num_attention_heads", 32}}
+          : text_class == "qwen3_vl_moe_text"
+              ? std::vector<Size>{{"vocab_size", 151936}, {"hidden_size", 2048}, {"intermediate_size", 5632},
+                                  {"num_hidden_layers", 24}, {"num_attention_heads", 16}, {"moe_intermediate_size", 1408},
+                                  {"num_experts", 60}, {"num_experts_per_tok", 4}}
+          : t == "paligemma" && text_type->as_string() == "gemma" && text != &default_text
+              ? std::vector<Size>{{"vocab_size", 256000}, {"hidden_size", 3072}, {"intermediate_size", 24576},
+                                  {"num_hidden_layers", 28}, {"num_attention_heads", 16}}
+              : std::vector<Size>{};
+      for (const auto& [key, value] : class_sizes) {
+        if (!language.find(key)) language.set(key, Json::integer(value));
       }
       // The outer file can carry the tie. How the wrapper's class decides it (transformers 5.24,
       // measured on the meta device with the two keys set apart): Qwen2-VL, Qwen2.5-VL and LLaVA tie

@@ -446,7 +446,8 @@ TEST(HfImport, AWrapperWithoutTextConfigBuildsItsDefaultTextModel) {
       {"gemma3", 2'628'658'432, 94'654'464},        {"mistral3", 22'901'314'560, 438'958'080},
       {"llava", 6'738'415'616, 324'487'168},        {"paligemma", 2'508'531'712, 401'858'816},
       {"llama4", 107'769'861'120, 0},               {"qwen3_5", 8'953'803'264, 0},
-      {"qwen3_5_moe", 34'660'610'688, 0},
+      {"qwen3_5_moe", 34'660'610'688, 0},           {"qwen3_vl", 12'049'461'248, 566'949'104},
+      {"qwen3_vl_moe", 13'485'121'536, 566'949'104},
   };
   for (const auto& c : cases) {
     for (const char* text : {"", ",\"text_config\":null"}) {
@@ -457,6 +458,10 @@ TEST(HfImport, AWrapperWithoutTextConfigBuildsItsDefaultTextModel) {
       EXPECT_EQ(counts.vision_count.value(), c.vision) << c.type;
     }
   }
+  // A text_config that is there but empty is its text class's defaults: PaliGemma's GemmaConfig.
+  const HfImport empty = import_hf_config_text(R"({"model_type":"paligemma","text_config":{}})");
+  ASSERT_TRUE(empty.errors.empty()) << empty.errors[0].message;
+  EXPECT_EQ(count_parameters(empty.model).total_count.value(), 8'537'680'896);
 }
 
 // Phi-3.5-MoE's shapes through transformers 5.24's PhimoeForCausalLM (the meta device), with and
@@ -472,6 +477,26 @@ TEST(HfImport, PhimoeIsMixtralsBlockWithLayerNormsAndBiases) {
   EXPECT_EQ(count_parameters(plain.model).total_count.value(), 41'872'793'600);
   EXPECT_EQ(count_parameters(biased.model).total_count.value(), 41'873'153'344);
   EXPECT_EQ(biased.model.norm, NormKind::kLayerNorm);
+  EXPECT_EQ(biased.model.moe_input_jitter, 0);
+  // sparsemixer routes two experts whatever top_k says; input_jitter_noise multiplies the mixture's
+  // input twice in training, each keeping its noise (measured: families.py, phimoe_jitter).
+  const HfImport three = import_hf_config_text(R"({"model_type":"phimoe","input_jitter_noise":0.01,)" +
+                                               shapes.substr(0, shapes.find("\"num_experts_per_tok\"")) +
+                                               R"("num_experts_per_tok":3,"max_position_embeddings":131072})");
+  ASSERT_TRUE(three.errors.empty()) << three.errors[0].message;
+  EXPECT_EQ(three.model.num_experts_per_tok, 2);
+  EXPECT_EQ(three.model.moe_input_jitter, 2);
+  EXPECT_TRUE(std::any_of(three.warnings.begin(), three.warnings.end(),
+                          [](const Issue& w) { return w.field == "num_experts_per_tok"; }));
+  Config jitter = default_config();
+  jitter.model = three.model;
+  Config still = jitter;
+  still.model.moe_input_jitter = 0;
+  jitter.training.precision = still.training.precision = Precision::kFp32;
+  // Two T x H fp32 noises in each of the 32 layers (micro-batch x sequence tokens).
+  const Count tokens = Count(jitter.training.micro_batch_size * jitter.training.seq_len);
+  EXPECT_EQ((estimate(jitter).breakdown.activations - estimate(still).breakdown.activations).value(),
+            (tokens * 4096 * 4 * 2 * 32).value());
   Config c = default_config();
   c.model = biased.model;
   c.training.finetune.method = FinetuneMethod::kLora;

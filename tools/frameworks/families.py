@@ -92,6 +92,12 @@ FIXTURES = {
     # head, a sparsemixer router) on Mixtral-8x7B's file: a test shape, not a released model.
     "phimoe": ("mistralai__Mixtral-8x7B-v0.1.json", {"model_type": "phimoe", "architectures": ["PhimoeForCausalLM"],
                                                    "attention_bias": True, "lm_head_bias": True}),
+    # The same two with their jitter on (Phi-3.5-MoE's input_jitter_noise, Mixtral's router_jitter_noise):
+    # each in-place multiply of the mixture's input by uniform noise keeps the noise for backward.
+    "phimoe_jitter": ("mistralai__Mixtral-8x7B-v0.1.json", {"model_type": "phimoe", "architectures": ["PhimoeForCausalLM"],
+                                                          "attention_bias": True, "lm_head_bias": True,
+                                                          "input_jitter_noise": 0.01}),
+    "mixtral_jitter": ("mistralai__Mixtral-8x7B-v0.1.json", {"router_jitter_noise": 0.01}),
     # GLM-4.7-Flash: DeepSeek-V3's latent attention over GLM-4.5's mixture.
     "glm4_moe_lite": "zai-org__GLM-4.7-Flash.json",
     "phi": "microsoft__phi-2.json",
@@ -182,6 +188,7 @@ LORA_NAMED_TARGETS = {
     # fails as on Llama 4's; its experts are stacked parameters no module name reaches (not in PEFT's
     # mapping): the attention's names.
     "phimoe": ["q_proj", "k_proj", "v_proj", "o_proj"],
+    "phimoe_jitter": ["q_proj", "k_proj", "v_proj", "o_proj"],
     # Qwen3.5-MoE's all-linear would adapt shared_expert_gate (d -> 1), as Qwen2-MoE's; its router
     # is a parameter, which all-linear does not reach. The module names reach the stacked experts
     # through transformers' conversion mapping (memfit's gate, up and down).
@@ -333,7 +340,7 @@ def lora_targets(family, small):
     if family in LORA_NOT_EXPRESSIBLE:
         return None
     attention = ["qkv", "o"] if family in LORA_FUSED_QKV else ["q", "k", "v", "o"]
-    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "mistral4", "glm4_moe_lite", "minimax_m2", "phimoe", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
+    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "mistral4", "glm4_moe_lite", "minimax_m2", "phimoe", "phimoe_jitter", "mixtral_jitter", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
                      "qwen3_5_moe_text", "qwen3_next")
     hybrid = ["linear_attn"] if family in ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next") else []
     router = ["router"] if moe and family not in LORA_NAMED_TARGETS else []

@@ -426,6 +426,10 @@ struct ModelSpec {
   bool shared_expert_gate = false;                   // Qwen2-MoE: sigmoid gate hidden→1
   bool router_bias = false;                          // DeepSeek-V3 e_score_correction_bias (experts)
   std::int64_t first_k_dense_replace = 0;            // leading dense layers (DeepSeek)
+  // How many times a MoE block multiplies its input by uniform noise in training (Mixtral's and
+  // MiniMax-M2's router_jitter_noise: once; Phi-3.5-MoE's input_jitter_noise: twice), each multiply
+  // keeping its noise for backward.
+  std::int64_t moe_input_jitter = 0;
   // Multi-head latent attention (attention_type = mla).
   AttentionType attention_type = AttentionType::kStandard;
   std::int64_t q_lora_rank = 0;  // 0: a direct q projection
