@@ -658,9 +658,10 @@ void read_exaone4_family(const std::string& /*type*/, Reader& r, ModelSpec& m, H
   m.input_norm = false;
 }
 
-// A jitter probability (router_jitter_noise, input_jitter_noise): in training a positive one
-// multiplies the mixture's input by uniform noise. Not a number: none.
-bool read_jitter(Reader& r, const char* key) {
+// A key read only for being a positive number (a jitter probability, router_jitter_noise or
+// input_jitter_noise, multiplies the mixture's input by uniform noise in training; remote-code keys
+// a class does not read). Anything else: no.
+bool positive_number(Reader& r, const char* key) {
   const Json* v = r.raw(key);
   return v && v->is_number() && v->as_double() > 0;
 }
@@ -672,8 +673,7 @@ void read_mixtral_family(const std::string& /*type*/, Reader& r, ModelSpec& m, H
   m.num_experts = r.integer({"num_experts", "num_local_experts"}, 8, true, 1, max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 2, true, 1, max_experts());
   m.moe_intermediate_size = m.intermediate_size;
-  m.mlp_bias = false;  // MixtralConfig has no mlp_bias: its experts have none
-  m.moe_input_jitter = read_jitter(r, "router_jitter_noise") ? 1 : 0;  // MixtralSparseMoeBlock's
+  m.moe_input_jitter = positive_number(r, "router_jitter_noise") ? 1 : 0;  // MixtralSparseMoeBlock's
 }
 
 void read_phimoe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -697,7 +697,7 @@ void read_phimoe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, Hf
     m.num_experts_per_tok = 2;
   }
   // The block and its router each multiply the input by uniform noise (input_jitter_noise).
-  m.moe_input_jitter = read_jitter(r, "input_jitter_noise") ? 2 : 0;
+  m.moe_input_jitter = positive_number(r, "input_jitter_noise") ? 2 : 0;
 }
 
 void read_minimax_m2_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
@@ -718,24 +718,18 @@ void read_minimax_m2_family(const std::string& /*type*/, Reader& r, ModelSpec& m
   m.moe_intermediate_size = m.intermediate_size;
   m.qk_norm = QkNorm::kFullWidth;
   m.router_bias = true;
-  m.attention_bias = m.mlp_bias = false;  // MiniMaxM2Attention's projections and the experts have none
-  m.moe_input_jitter = read_jitter(r, "router_jitter_noise") ? 1 : 0;  // MiniMaxM2SparseMoeBlock's
+  m.moe_input_jitter = positive_number(r, "router_jitter_noise") ? 1 : 0;  // MiniMaxM2SparseMoeBlock's
   const std::int64_t head = m.head_size();
   const std::int64_t rotary = r.integer({"rotary_dim"}, 0, false, 1, head > 0 ? head : kMaxSize);
   read_partial_rotary(r, m, out, rotary > 0 && head > 0 ? static_cast<double>(rotary) / static_cast<double>(head) : 1.0);
   if (m.rotary_dim == head) m.rotary_dim = 0;  // every dimension: the whole head
   // Keys of MiniMax's own modeling code that transformers' class does not build.
-  // (Unread by the class, so only a positive number draws a word; anything else is left alone.)
-  const auto positive = [&](const char* key) {
-    const Json* v = r.raw(key);
-    return v && v->is_number() && v->as_double() > 0;
-  };
   const Json* mtp = r.raw("use_mtp");
-  if (mtp && mtp->is_bool() && mtp->as_bool() && positive("num_mtp_modules")) {
+  if (mtp && mtp->is_bool() && mtp->as_bool() && positive_number(r, "num_mtp_modules")) {
     out.warnings.push_back({"num_mtp_modules", "the multi-token-prediction modules are not part of the trained "
                                                "model's forward pass and are not counted"});
   }
-  if (positive("shared_intermediate_size")) {
+  if (positive_number(r, "shared_intermediate_size")) {
     out.warnings.push_back({"shared_intermediate_size", "is not read by transformers' MiniMaxM2ForCausalLM, which "
                                                         "builds no shared expert; none is counted"});
   }
@@ -841,8 +835,8 @@ void warn_mtp_layers(Reader& r, HfImport& out) {
 
 // Multi-head latent attention and DeepSeek's mixture (first_k_dense_replace dense layers, then MoE
 // layers of n_routed_experts beside n_shared_experts), shared by DeepSeek-V2/V3 and Mistral 4.
-// `d` holds the config class's defaults for the keys a file may leave out; a negative default makes
-// the key required.
+// `d` holds the config class's defaults for the keys a file may leave out (0 experts_per_tok beside
+// experts: required, DeepseekV2Config having none).
 struct MlaDefaults {
   std::int64_t q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
   std::int64_t routed_experts, experts_per_tok, shared_experts, moe_intermediate_size, first_k_dense_replace;
@@ -860,7 +854,7 @@ struct MlaKeys {
 };
 void read_mla_moe(const MlaDefaults& d, const MlaKeys& k, Reader& r, ModelSpec& m, HfImport& out) {
   const auto size = [&](std::initializer_list<const char*> keys, std::int64_t fallback, std::int64_t min) {
-    return r.integer(keys, fallback < 0 ? 0 : fallback, fallback < 0, min);
+    return r.integer(keys, fallback, false, min);
   };
   m.attention_type = AttentionType::kMla;
   // The latent attention has no key/value heads to group: transformers' classes never read
@@ -1829,11 +1823,18 @@ HfImport import_hf_config(const Json& json) {
     // the Hub) keep the language model's keys at the top, beside vision_config.
     const bool qwen_vl = t == "qwen2_vl" || t == "qwen2_5_vl";
     if (qwen_vl && !(text && text->is_object())) text = &json;
+    // A text_config without its own model_type is the wrapper's default text class
+    // (Gemma3Config: Gemma3TextConfig; Mistral3Config, LlavaConfig: CONFIG_MAPPING's mistral, llama).
+    static const std::pair<const char*, const char*> kTextClass[] = {
+        {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"},
+        {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"},
+        {"qwen2_vl", "qwen2_vl_text"}, {"qwen2_5_vl", "qwen2_5_vl_text"}, {"qwen3_vl", "qwen3_vl_text"},
+        {"qwen3_vl_moe", "qwen3_vl_moe_text"}};
+    const bool wrapper = std::any_of(std::begin(kTextClass), std::end(kTextClass),
+                                     [&](const auto& pair) { return t == pair.first; });
     // A wrapper whose file has no text_config (or a null one) builds its default text model, as its
     // config class fills it: read as an empty one (PaliGemma's with its sub-config's init_kwargs).
     Json default_text = Json::object();
-    const bool wrapper = t == "gemma3" || t == "mistral3" || t == "llava" || t == "paligemma" || t == "llama4" ||
-                         t == "qwen3_5" || t == "qwen3_5_moe" || t == "qwen3_vl" || t == "qwen3_vl_moe";
     if (!text && wrapper) {
       const Json* given = json.find("text_config");
       if (!given || given->is_null()) {
@@ -1854,13 +1855,6 @@ HfImport import_hf_config(const Json& json) {
       }
     }
     const Json* text_type = text && text->is_object() && text != &json ? text->find("model_type") : nullptr;
-    // A text_config without its own model_type is the wrapper's default text class
-    // (Gemma3Config: Gemma3TextConfig; Mistral3Config, LlavaConfig: CONFIG_MAPPING's mistral, llama).
-    static const std::pair<const char*, const char*> kTextClass[] = {
-        {"gemma3", "gemma3_text"}, {"mistral3", "mistral"}, {"llava", "llama"}, {"paligemma", "gemma"},
-        {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"},
-        {"qwen2_vl", "qwen2_vl_text"}, {"qwen2_5_vl", "qwen2_5_vl_text"}, {"qwen3_vl", "qwen3_vl_text"},
-        {"qwen3_vl_moe", "qwen3_vl_moe_text"}};
     Json implied;
     for (const auto& [outer, inner] : kTextClass) {
       if (t == outer && text && text->is_object() && !text_type) {
@@ -1880,24 +1874,20 @@ HfImport import_hf_config(const Json& json) {
       language.set("model_type", *text_type);
       if (!text_class.empty()) fill_attention_defaults(language, text_class);
       // A wrapper's text_config is completed by its text config class, whose defaults stand in for
-      // the keys it leaves out (transformers' sub-configs): llava-1.5-7b-hf's names no size of its
-      // Vicuna-7B, Pixtral-12B's no head count. LlamaConfig's and MistralConfig's (transformers 5.24).
-      if (text != &json && (text_type->as_string() == "llama" || text_type->as_string() == "mistral")) {
-        const bool mistral = text_type->as_string() == "mistral";
-        const std::pair<const char*, std::int64_t> defaults[] = {
-            {"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", mistral ? 14336 : 11008},
-            {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", mistral ? 8 : 0},
-            {"max_position_embeddings", mistral ? 131072 : 2048}};
-        for (const auto& [key, value] : defaults) {
-          if (value > 0 && !language.find(key)) language.set(key, Json::integer(value));
-        }
-      }
-      // The same for Qwen3-VL's text classes (Qwen3VLTextConfig, Qwen3VLMoeTextConfig) and for
-      // PaliGemma's Gemma (GemmaConfig: its own sub-config's init_kwargs stand in only for an absent
-      // text_config), whose key/value heads and head_dim fill_attention_defaults and the gemma reader give.
+      // the keys it leaves out (transformers 5.24's sub-configs): llava-1.5-7b-hf's names no size of
+      // its Vicuna-7B, Pixtral-12B's no head count. LlamaConfig's and MistralConfig's, Qwen3-VL's text
+      // classes' (Qwen3VLTextConfig, Qwen3VLMoeTextConfig) and PaliGemma's Gemma's (GemmaConfig: its
+      // own sub-config's init_kwargs stand in only for an absent text_config); their key/value heads
+      // and head_dim come from the readers' class defaults (attention_defaults).
       using Size = std::pair<const char*, std::int64_t>;
+      const bool llama = text != &json && text_type->as_string() == "llama";
+      const bool mistral = text != &json && text_type->as_string() == "mistral";
       const std::vector<Size> class_sizes =
-          text_class == "qwen3_vl_text"
+          llama || mistral
+              ? std::vector<Size>{{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", mistral ? 14336 : 11008},
+                                  {"num_hidden_layers", 32}, {"num_attention_heads", 32},
+                                  {"max_position_embeddings", mistral ? 131072 : 2048}}
+          : text_class == "qwen3_vl_text"
               ? std::vector<Size>{{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
                                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}}
           : text_class == "qwen3_vl_moe_text"
