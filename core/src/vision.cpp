@@ -758,8 +758,7 @@ std::string image_token_words(const ModelSpec& m) {
       const Count side = size_or(m.vision_patch_size, 14) * merge;
       return "(height / " + n(side) + ") × (width / " + n(side) + ") tokens an image, and one more for each row";
     }
-    case VisionTower::kPaliGemma:
-      return detail::group_digits(fixed_patches(m).value()) + " tokens an image (one per patch: PaliGemma's num_image_tokens)";
+    case VisionTower::kPaliGemma:  // SigLIP's fixed patches, as LLaVA's over SigLIP below
     case VisionTower::kLlava: break;
   }
   if (m.vision_encoder == VisionEncoder::kPixtral) {
