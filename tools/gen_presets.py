@@ -31,6 +31,7 @@ FAMILY_KEYS = {
     "bart": {"d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
              "encoder_ffn_dim", "decoder_ffn_dim", "activation_function", "normalize_before", "add_final_layer_norm"},
     "roberta": BERT_LIKE_KEYS, "xlm-roberta": BERT_LIKE_KEYS,
+    "distilbert": {"dim", "n_layers", "n_heads", "hidden_dim", "activation"},
     "gemma2": {"attn_logit_softcapping", "final_logit_softcapping"},
     "glm4_moe": {"use_qk_norm"},
     "glm": {"partial_rotary_factor"}, "glm4": {"partial_rotary_factor"},

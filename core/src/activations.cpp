@@ -650,7 +650,9 @@ void attention_terms(const Config& c, const Dims& d, const GradFlow& g, std::vec
     std::erase_if(t, [](const NamedBytes& term) { return term.name == "attention.o_input"; });
     output_gate_terms(d, t);
   }
-  if (d.residual_dropout) add(t, "attention.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);
+  if (d.residual_dropout && m.attention_output_dropout) {
+    add(t, "attention.residual_dropout_mask", d.tokens * d.hidden_split * kMaskBytes);
+  }
 }
 
 // The MLP: plain (up → GELU → down) saves GELU's input and output; gated (down(act(gate x)·up x))

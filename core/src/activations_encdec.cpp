@@ -51,6 +51,8 @@ struct Run {
   Kernel kernel = Kernel::kEager;
   bool lora = false;
   bool adapters_uncast = false;  // PEFT's bitsandbytes LoRA layer under autocast: no cast to the adapters
+  bool fp32_adapters = false;    // PEFT's autocast_adapter_dtype: adapters in fp32 over a 16-bit base
+  Bytes adapter_element{2};      // what an adapter's matmuls save: fp32 adapters without autocast, else s
   Bytes mlp_act{2};              // the MLP's first projection's output: fp32 out of a 4-bit linear fed fp32
   unsigned targets = 0;
   Count rank;
@@ -87,6 +89,8 @@ Run make_run(const Config& c) {
   // LayerNorm (BART, BERT-style encoders) gives an fp32 MLP. (Measured: measure_encdec.py's QLoRA
   // cases.)
   run.adapters_uncast = bnb_adapters_uncast(c);
+  run.fp32_adapters = impl.lora_adapter_dtype == LoraAdapterDtype::kFp32;
+  run.adapter_element = run.fp32_adapters && !run.autocast ? kFp32Bytes : run.act;
   // (After prepare_model_for_kbit_training the norms' fp32 weights give fp32 outputs too.)
   run.mlp_act = bnb_peft_base(c) && (run.stream == kFp32Bytes || (run.autocast && m.norm == NormKind::kLayerNorm))
                     ? kFp32Bytes
@@ -159,11 +163,24 @@ Bytes norm_output_element(const ModelSpec& m, const Run& r) {
   return m.norm == NormKind::kLayerNorm && r.autocast ? kFp32Bytes : r.stream;
 }
 
+// The element of the copy of its input each adapter keeps, or zero when the adapters share the
+// input as it is. PEFT casts an adapter's input to its fp32 weights' dtype (LoraLayer.
+// _cast_input_dtype): without autocast a 16-bit input becomes one fp32 copy per adapter (an fp32
+// one is not copied); under autocast the lora_A matmul casts that copy back to 16 bits, again one
+// per adapter, except that PEFT's bitsandbytes layers hand a 16-bit input over uncast.
+// (Adapters in the base's dtype cast nothing themselves; autocast still casts an fp32 input for each.)
+Bytes adapter_copy_element(const Run& r, Bytes input) {
+  if (r.autocast) {
+    if (!r.fp32_adapters) return input == r.act ? Bytes{0} : r.act;
+    return r.adapters_uncast && input == r.act ? Bytes{0} : r.act;
+  }
+  return r.fp32_adapters && input != kFp32Bytes ? kFp32Bytes : Bytes{0};
+}
+
 // Whether each linear (or LoRA adapter) reading one norm output keeps a copy of its own (see
 // stream_input_bytes).
 bool copies_per_reader(const ModelSpec& m, const Run& r) {
-  // (PEFT's bitsandbytes layers under autocast hand the adapters a 16-bit input as it is: one tensor.)
-  if (r.lora) return r.autocast && !(r.adapters_uncast && norm_output_element(m, r) == r.act);
+  if (r.lora) return !adapter_copy_element(r, norm_output_element(m, r)).is_zero();
   return r.autocast && norm_output_element(m, r) != r.act;
 }
 
@@ -175,19 +192,17 @@ bool encoder_output_outside(const ModelSpec& m, const Run& r) {
 
 // The saved input of `readers` linear layers reading one norm output: under autocast an fp32
 // tensor is cast by each linear to its own bf16 copy; otherwise they share the tensor. Under LoRA a
-// frozen linear keeps nothing and each adapter keeps its input (lora_A's) and its rank-r output
-// (lora_B's); under autocast PEFT first casts the input to the fp32 adapter's dtype
-// (LoraLayer._cast_input_dtype) and autocast casts it back, so each adapter keeps its own copy.
+// frozen linear keeps nothing and each adapter keeps its input (lora_A's, its own copy when PEFT
+// casts it: adapter_copy_element) and its rank-r output (lora_B's).
 Bytes stream_input_bytes(const ModelSpec& m, const Run& r, Count tokens, Count width, std::int64_t readers,
                          unsigned target_bits) {
   const Bytes element = norm_output_element(m, r);
   if (r.lora) {
     const Count adapters = static_cast<std::int64_t>(__builtin_popcount(r.targets & target_bits));
     if (adapters.is_zero()) return Bytes{0};
-    const Bytes input = tokens * width * (r.autocast ? r.act : element);
-    // Uncast, a 16-bit input is one tensor all the adapters keep; an fp32 one autocast casts for each.
-    const bool each = r.autocast && !(r.adapters_uncast && element == r.act);
-    return (each ? input * adapters : input) + adapters * tokens * r.rank * r.act;
+    const Bytes copy = adapter_copy_element(r, element);
+    const Bytes input = copy.is_zero() ? tokens * width * element : tokens * width * copy * adapters;
+    return input + adapters * tokens * r.rank * r.adapter_element;
   }
   const bool casts = r.autocast && element != r.act;
   return casts ? tokens * width * r.act * readers : tokens * width * element;
@@ -197,7 +212,9 @@ Bytes stream_input_bytes(const ModelSpec& m, const Run& r, Count tokens, Count w
 // attention output in eager attention, the down projection's input).
 Bytes compute_input_bytes(const Run& r, Count tokens, Count width, unsigned target_bit) {
   if (r.lora) {
-    return (r.targets & target_bit) ? tokens * width * r.act + tokens * r.rank * r.act : Bytes{0};
+    if (!(r.targets & target_bit)) return Bytes{0};
+    const Bytes copy = adapter_copy_element(r, r.act);
+    return tokens * width * (copy.is_zero() ? r.act : copy) + tokens * r.rank * r.adapter_element;
   }
   return tokens * width * r.act;
 }
@@ -275,7 +292,7 @@ void cross_attention_terms(const ModelSpec& m, const Run& r, const Stack& dec, b
     add(t, "cross_attention.kv_input", stream_input_bytes(m, r, r.batch * r.src, r.hidden, 2, kLoraK | kLoraV));
   } else if (r.lora) {  // the shared input is counted outside; each block's adapters keep their A x
     const Count adapters = static_cast<std::int64_t>(__builtin_popcount(r.targets & (kLoraK | kLoraV)));
-    add(t, "cross_attention.kv_adapters", adapters * r.batch * r.src * r.rank * r.act);
+    add(t, "cross_attention.kv_adapters", adapters * r.batch * r.src * r.rank * r.adapter_element);
   }
   if (r.kernel == Kernel::kEager) {
     eager_core(r, dec, dec.seq, r.src, t);
@@ -396,9 +413,12 @@ Bytes mlp_inner_bytes(const ModelSpec& m, const Run& r, Count tokens, Count ff) 
   }
   const bool cast = r.autocast && (hidden_element != r.act || casts_before_down(m));
   if (frozen && !(r.targets & kLoraDown)) return saved;
-  if (cast) saved += n * r.act;
+  // (Without autocast the down adapter keeps its own fp32 copy of a 16-bit input: adapter_copy_element.)
+  const Bytes copy = frozen && !r.autocast ? adapter_copy_element(r, hidden_element) : Bytes{0};
+  if (!copy.is_zero()) saved += n * copy;
+  else if (cast) saved += n * r.act;
   else if (!hidden_kept) saved += n * hidden_element;
-  if (frozen) saved += tokens * r.rank * r.act;
+  if (frozen) saved += tokens * r.rank * r.adapter_element;
   return saved;
 }
 
@@ -420,7 +440,10 @@ std::vector<NamedBytes> encoder_block_terms(const ModelSpec& m, const Run& r, co
   if (m.attention_type == AttentionType::kDisentangled) disentangled_terms(m, r, st, t);
   else attention_terms(m, r, st, t);
   mlp_terms(m, r, tokens, st.ff, t);
-  if (r.residual_dropout) add(t, "residual_dropout_masks", tokens * r.hidden * kMaskBytes * 2);
+  // (DistilBERT adds its attention output undropped: one mask, the MLP's.)
+  if (r.residual_dropout) {
+    add(t, "residual_dropout_masks", tokens * r.hidden * kMaskBytes * (m.attention_output_dropout ? 2 : 1));
+  }
   return t;
 }
 

@@ -116,6 +116,8 @@ std::vector<Field> build_fields() {
               "(OLMo-2)"),
       MF_BOOL("model.residual_dropout", model.residual_dropout,
               "dropout on the embeddings and both residual branches (GPT-2, OPT, BERT)"),
+      MF_BOOL("model.attention_output_dropout", model.attention_output_dropout,
+              "with residual_dropout: the attention branch drops out too; false: only the MLP's (DistilBERT)"),
       MF_BOOL("model.attention_softcap", model.attention_softcap,
               "tanh soft-capping of the attention scores (Gemma 2: attn_logit_softcapping); eager attention keeps "
               "the tanh output"),

@@ -524,6 +524,41 @@ void read_bert_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfIm
   m.output_head = OutputHead::kNone;
 }
 
+// DistilBERT (Sanh et al. 2019; transformers' DistilBertModel): BERT's post-norm blocks at half
+// the depth, word and position embeddings with their LayerNorm (no token types), no pooler. The
+// block adds its attention output undropped (TransformerBlock: sa_layer_norm(attention_output +
+// hidden_states)); the FFN drops out after lin2. Its heads are BERT's in shape: the masked-LM head
+// (vocab_transform with bias, the activation, vocab_layer_norm, vocab_projector tied to the word
+// embeddings with a bias), the classifier (pre_classifier d x d with bias, ReLU, classifier), the
+// token classifier. DistilBertConfig's attribute_map reads hidden_size, num_attention_heads and
+// num_hidden_layers in place of dim, n_heads and n_layers when a file has both; every key takes
+// the class's default when absent (distilbert-base: 6 layers of 768, 12 heads, an FFN of 3072).
+void read_distilbert_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  m.vocab_size = r.integer({"vocab_size"}, 30522, false, 1);
+  m.hidden_size = r.integer({"hidden_size", "dim"}, 768, false, 1);
+  m.num_hidden_layers = r.integer({"num_hidden_layers", "n_layers"}, 6, false, 1, max_layers());
+  m.num_attention_heads = r.integer({"num_attention_heads", "n_heads"}, 12, false, 1);
+  m.intermediate_size = r.integer({"hidden_dim"}, 4 * 768, false, 1);
+  m.max_position_embeddings = r.integer({"max_position_embeddings"}, 512, false, 1);
+  // Sinusoidal positions are written into the same nn.Embedding, a parameter all the same.
+  m.type_vocab_size = 0;
+  read_hidden_act(r, "activation", "gelu", m, out);
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.position_embedding = PositionKind::kLearned;
+  m.attention_bias = m.mlp_bias = true;
+  m.embedding_norm = true;
+  m.final_norm = false;
+  m.normalize_before = false;
+  m.attention_output_dropout = false;
+  m.pooler = false;
+  m.output_head = OutputHead::kNone;
+  m.lm_head_transform = true;
+  m.lm_head_bias = true;
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
+}
+
 void read_t5_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
   read_t5(r, m, out);
 }
@@ -1385,6 +1420,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"gpt_neox"}, read_gpt_neox_family},
       {{"opt"}, read_opt_family},
       {{"bert"}, read_bert_family},
+      {{"distilbert"}, read_distilbert_family},
       {{"t5", "mt5"}, read_t5_family},
       {{"bart"}, read_bart_family},
       {{"roberta", "xlm-roberta"}, read_roberta_family},
@@ -1487,7 +1523,7 @@ QkvModules hf_qkv_modules(const std::string& t) {
 }
 
 const char* supported_hf_model_types() {
-  return "gpt2, gpt_neox, opt, bert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
+  return "gpt2, gpt_neox, opt, bert, distilbert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, mistral4, minimax_m2, phimoe, gpt_bigcode, gptj, bloom, stablelm, "
          "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, glm4_moe_lite, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
@@ -1742,8 +1778,10 @@ Implementation class_reference(std::string_view t) {
   if (t == "bert") r.logits_dtype = LogitsDtype::kCompute;
   // The encoder-decoder and encoder families (modeling_t5.py, modeling_bart.py, modeling_roberta.py,
   // modeling_deberta_v2.py) run eager softmax in the compute dtype and give the logits to
-  // CrossEntropyLoss as they are (no fp32 upcast).
-  if (t == "t5" || t == "mt5" || t == "bart" || t == "roberta" || t == "xlm-roberta" || t == "deberta-v2") {
+  // CrossEntropyLoss as they are (no fp32 upcast); so does DistilBERT (modeling_distilbert.py:
+  // softmax without a dtype, mlm_loss_fct and CrossEntropyLoss on the logits).
+  if (t == "t5" || t == "mt5" || t == "bart" || t == "roberta" || t == "xlm-roberta" || t == "deberta-v2" ||
+      t == "distilbert") {
     r.softmax_dtype = SoftmaxDtype::kCompute;
     r.logits_dtype = LogitsDtype::kCompute;
   }
@@ -2033,8 +2071,8 @@ HfImport import_hf_config(const Json& json) {
   // GPT-J's and BLOOM's through dropout_add). Seed-OSS drops out on both residual branches
   // (modeling_seed_oss.py SeedOssMLP and SeedOssAttention) but not on the embeddings, whose mask
   // memfit counts with them: one tokens x hidden byte mask too many, against two a layer.
-  if (t == "gpt2" || t == "opt" || t == "bert" || m.is_encoder_decoder || t == "roberta" || t == "xlm-roberta" ||
-      t == "deberta-v2" || t == "gpt_bigcode" || t == "gptj" || t == "bloom" || t == "seed_oss") {
+  if (t == "gpt2" || t == "opt" || t == "bert" || t == "distilbert" || m.is_encoder_decoder || t == "roberta" ||
+      t == "xlm-roberta" || t == "deberta-v2" || t == "gpt_bigcode" || t == "gptj" || t == "bloom" || t == "seed_oss") {
     m.residual_dropout = true;
   }
   // GPTBigCode keeps the cache in training (class_reference); its file can turn it off.

@@ -1738,12 +1738,13 @@ void validate_peft(const Config& c, std::vector<Issue>& errors) {
     errors.push_back({"training.finetune.num_virtual_tokens",
                       "must be at least 2 for cartridge: its first token is frozen, so 1 would train nothing"});
   }
-  // transformers 5's encoder classes (BERT, RoBERTa, DeBERTa-v2) take no past keys and values:
+  // transformers 5's encoder classes (BERT, DistilBERT, RoBERTa, DeBERTa-v2) take no past keys and values:
   // PEFT's forward refuses ("Model does not support past key values which are required for prefix
   // tuning"; measured on tiny BERT and RoBERTa classifiers).
   const std::string& type = c.model.model_type;
   if (prefixes_keys_values(f.method) && runs_transformers_model(c.training.implementation.framework) &&
-      (type == "bert" || type == "roberta" || type == "xlm-roberta" || type == "deberta-v2")) {
+      (type == "bert" || type == "distilbert" || type == "roberta" || type == "xlm-roberta" ||
+       type == "deberta-v2")) {
     errors.push_back({"training.finetune.method", std::string(to_string(f.method)) + " needs a model that takes past "
                                                   "keys and values (a decoder or an encoder-decoder); transformers' " +
                                                   type + " does not"});

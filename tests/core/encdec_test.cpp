@@ -1,4 +1,4 @@
-// Encoder-decoder (T5, Flan-T5, mT5, BART) and encoder (RoBERTa, XLM-R, DeBERTa-v3) models:
+// Encoder-decoder (T5, Flan-T5, mT5, BART) and encoder (DistilBERT, RoBERTa, XLM-R, DeBERTa-v3) models:
 // worked parameter counts, task heads against published and transformers' counts, the saved
 // activations of tools/frameworks/measure_encdec.py's measured cases (pinned, and within 1 % of
 // what transformers' classes really save), relations, and the refusals.
@@ -100,6 +100,39 @@ TEST(EncoderDecoder, TaskHeadsMatchPublishedAndTransformersCounts) {
   EXPECT_EQ(count(preset("t5-base", OutputHead::kTokenClassification, 3)), 109'630'851);
   EXPECT_EQ(count(preset("bart-base", OutputHead::kSequenceClassification, 3)), 140'013'315);
   EXPECT_EQ(count(preset("t5-base", OutputHead::kNone)), 222'903'552);  // T5Model
+}
+
+TEST(EncoderDecoder, DistilBertCountsAsItsClassesBuildIt) {
+  // Published: DistilBertModel 66,362,880 (KerasHub's distil_bert_base_en_uncased "params"); a
+  // printed Keras summary of the sequence classifier adds pre_classifier 590,592 and a 2-label
+  // classifier 1,538 (index id 43934580619).
+  EXPECT_EQ(count(preset("distilbert-base-uncased", OutputHead::kNone)), 66'362'880);
+  EXPECT_EQ(count(preset("distilbert-base-uncased", OutputHead::kSequenceClassification, 2)),
+            66'362'880 + 590'592 + 1'538);
+  // transformers 5.24 on the meta device (tools/frameworks/out/encdec.json, parameter_counts):
+  EXPECT_EQ(count(preset("distilbert-base-uncased", OutputHead::kLm)), 66'985'530);  // DistilBertForMaskedLM
+  EXPECT_EQ(count(preset("distilbert-base-uncased", OutputHead::kTokenClassification, 2)), 66'364'418);
+  // The full file imports to the preset's model (dim, n_layers, n_heads, hidden_dim, activation).
+  const ModelSpec m = imported(read_fixture("distilbert__distilbert-base-uncased.json"));
+  EXPECT_EQ(m.hidden_size, 768);
+  EXPECT_EQ(m.num_hidden_layers, 6);
+  EXPECT_EQ(m.intermediate_size, 3072);
+  EXPECT_FALSE(m.attention_output_dropout);
+  EXPECT_EQ(count(m), 66'362'880);
+  // DistilBertConfig's attribute_map: hidden_size, num_attention_heads and num_hidden_layers win
+  // over dim, n_heads and n_layers.
+  const ModelSpec aliased = imported(R"({"model_type":"distilbert","dim":768,"hidden_size":512,"n_heads":8,"n_layers":2})");
+  EXPECT_EQ(aliased.hidden_size, 512);
+  // Its attention branch does not drop out: one residual mask a block (the FFN's), where BERT's
+  // blocks keep two, B x T x d bytes each.
+  auto activations = [](const char* extra) {
+    const Json r = estimate_json(std::string(R"({"model":{"preset":"distilbert-base-uncased",)") + extra +
+                                 R"("output_head":"sequence_classification"},"training":{"micro_batch_size":2,)"
+                                 R"("seq_len":128,"dropout":0.1}})");
+    EXPECT_TRUE(r.find("ok")->as_bool()) << r.dump();
+    return r.find("breakdown")->find("activations")->as_exact_integer().value_or(0);
+  };
+  EXPECT_EQ(activations(R"("attention_output_dropout":true,)") - activations(""), 6 * 2 * 128 * 768);
 }
 
 // ------------------------------------------------------------------------------ measured activations

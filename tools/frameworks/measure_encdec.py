@@ -6,7 +6,7 @@
     options: --memfit BIN (default build/cli/memfit), --no-memfit, --list, --out FILE
 
 Each case builds a tiny model of one family (T5 v1.0, T5 v1.1 / Flan-T5, mT5, BART, BERT,
-RoBERTa, XLM-RoBERTa, DeBERTa-v2) with one task head from a config (no weights are downloaded),
+DistilBERT, RoBERTa, XLM-RoBERTa, DeBERTa-v2) with one task head from a config (no weights are downloaded),
 runs two training steps the way the HF Trainer runs them (outputs = model(**inputs, labels=...);
 loss = outputs["loss"]; under bf16_mixed accelerate's autocast with the CUDA op lists emulated,
 see cuda_amp.py) and measures the second step with saved_tensors_hooks (savetrack.py: each
@@ -87,6 +87,9 @@ FAMILIES = {
     "bert": dict(model_type="bert", vocab_size=V, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                  intermediate_size=160, max_position_embeddings=128, type_vocab_size=2,
                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+    "distilbert": dict(model_type="distilbert", vocab_size=V, dim=64, n_layers=2, n_heads=4, hidden_dim=160,
+                       max_position_embeddings=128, dropout=0.0, attention_dropout=0.0,
+                       seq_classif_dropout=0.0),
     "roberta": dict(model_type="roberta", vocab_size=V, hidden_size=64, num_hidden_layers=2,
                     num_attention_heads=4, intermediate_size=160, max_position_embeddings=130,
                     type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2,
@@ -107,6 +110,7 @@ SEQ2SEQ = ("t5", "t5v11", "mt5", "bart")
 DROPOUT_KEYS = {"t5": ["dropout_rate"], "t5v11": ["dropout_rate"], "mt5": ["dropout_rate"],
                 "bart": ["dropout", "attention_dropout", "activation_dropout"],
                 "bert": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
+                "distilbert": ["dropout", "attention_dropout", "seq_classif_dropout"],
                 "roberta": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
                 "xlm-roberta": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
                 "deberta-v2": ["hidden_dropout_prob", "attention_probs_dropout_prob"]}
@@ -137,7 +141,7 @@ def all_cases():
     cs.append(case("bart", "lm", "sdpa", "fp32", src=44, tgt=36))
     cs.append(case("t5", "seqcls", "eager", "fp32"))
     cs.append(case("bart", "seqcls", "sdpa", "bf16_mixed"))
-    for fam in ("bert", "roberta", "xlm-roberta"):
+    for fam in ("bert", "distilbert", "roberta", "xlm-roberta"):
         for att in ("eager", "sdpa"):
             for prec in ("fp32", "bf16", "bf16_mixed"):
                 cs.append(case(fam, "seqcls", att, prec))
@@ -156,12 +160,19 @@ def all_cases():
     cs.append(case("bart", "lm", "sdpa", "fp32", ckpt=True))
     cs.append(case("bart", "lm", "eager", "bf16", ckpt=True))
     cs.append(case("roberta", "seqcls", "sdpa", "fp32", ckpt=True))
+    cs.append(case("distilbert", "seqcls", "sdpa", "bf16", ckpt=True))
     cs.append(case("deberta-v2", "seqcls", "eager", "fp32", ckpt=True))
     # PEFT LoRA (r 8 on the query and value projections; a bf16 base, fp32 adapters, autocast)
     cs.append(case("t5v11", "lm", "eager", "bf16_mixed", lora={"r": 8, "targets": ["q", "v"]}))
     cs.append(case("t5v11", "lm", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["q", "v"]}))
     cs.append(case("bart", "lm", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["q_proj", "v_proj"]}))
     cs.append(case("roberta", "seqcls", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["query", "value"]}))
+    cs.append(case("distilbert", "seqcls", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["q_lin", "v_lin"]}))
+    cs.append(case("distilbert", "seqcls", "eager", "bf16", lora={"r": 8, "targets": ["q_lin", "v_lin"]}))
+    cs.append(case("roberta", "seqcls", "eager", "bf16", lora={"r": 8, "targets": ["query", "value"]}))
+    # a bf16 base without autocast: PEFT casts each adapter's 16-bit input to its fp32 weights
+    cs.append(case("t5v11", "lm", "eager", "bf16", lora={"r": 8, "targets": ["q", "k", "v", "o", "wo"]}))
+    cs.append(case("bart", "lm", "sdpa", "bf16", lora={"r": 8, "targets": ["q_proj", "k_proj", "v_proj", "fc2"]}))
     # QLoRA: the same over a bitsandbytes NF4 base (double quantisation, bf16 compute), without
     # prepare_model_for_kbit_training: PEFT's bitsandbytes LoRA layers cast nothing under autocast.
     cs.append(case("t5v11", "lm", "eager", "bf16_mixed", lora={"r": 8, "targets": ["q", "v"], "bits": 4}))
@@ -327,10 +338,11 @@ STACK_RE = [
     re.compile(r"(?:^|\.)(encoder|decoder)\.block\.(\d+)(?:\.|$)"),    # T5
     re.compile(r"(?:^|\.)(encoder|decoder)\.layers\.(\d+)(?:\.|$)"),   # BART
     re.compile(r"(?:^|\.)(encoder)\.layer\.(\d+)(?:\.|$)"),            # BERT / RoBERTa / DeBERTa
+    re.compile(r"(?:^|\.)transformer\.(layer)\.(\d+)(?:\.|$)"),        # DistilBERT
 ]
 # the backbone's attribute in each task class; everything else (lm_head, classifier, pooler,
 # ContextPooler's dropout, the loss, activation modules called without being registered) is head
-BACKBONES = {"encoder", "decoder", "shared", "model", "transformer", "bert", "roberta", "deberta"}
+BACKBONES = {"encoder", "decoder", "shared", "model", "transformer", "bert", "distilbert", "roberta", "deberta"}
 
 
 def place(rec, names):
@@ -516,7 +528,7 @@ def _run_once(c, amp):
 
 
 # --------------------------------------------------------------------------- memfit
-LORA_TARGETS = {"q": "q", "v": "v", "k": "k", "o": "o", "q_proj": "q", "v_proj": "v", "query": "q", "value": "v",
+LORA_TARGETS = {"q_lin": "q", "v_lin": "v", "wo": "down", "fc2": "down", "k_proj": "k", "q": "q", "v": "v", "k": "k", "o": "o", "q_proj": "q", "v_proj": "v", "query": "q", "value": "v",
                 "query_proj": "q", "value_proj": "v"}
 
 
@@ -577,7 +589,7 @@ def run_memfit(binary, c, general_path=False):
 
 
 # --------------------------------------------------------------------------- parameter counts
-PRESET_CLASSES = {"t5": "seq2seq", "mt5": "seq2seq", "bart": "seq2seq", "roberta": "base",
+PRESET_CLASSES = {"t5": "seq2seq", "mt5": "seq2seq", "bart": "seq2seq", "roberta": "base", "distilbert": "base",
                   "xlm-roberta": "base", "deberta-v2": "base"}
 
 

@@ -384,6 +384,9 @@ struct ModelSpec {
   // Dropout on the embeddings and on both residual branches of every block (GPT-2, OPT, BERT:
   // resid_pdrop / hidden_dropout_prob); Llama-era models drop only attention probabilities.
   bool residual_dropout = false;
+  // ... and on the attention branch among them: DistilBERT's block adds the attention output to
+  // its input without dropping out (modeling_distilbert.py TransformerBlock), only the FFN's.
+  bool attention_output_dropout = true;
   // Gemma 2's soft-capping: tanh(x / cap) * cap on the attention scores (eager attention keeps the
   // tanh output, one scores-sized tensor) and on the logits (one logits-sized tensor kept).
   bool attention_softcap = false;
