@@ -1935,11 +1935,70 @@ Bytes head_weight_grad_bytes(const Config& c, const ParameterCount& params, Byte
   return head * element / c.parallel.tensor;
 }
 
+namespace {
+
+// A decoder's classification head (modeling_layers.py GenericForSequenceClassification and
+// GenericForTokenClassification; GPT-2's, OPT's, GPT-NeoX's, Falcon's, BLOOM's and GPTBigCode's
+// own classes do the same): the score projects every token's final hidden state to num_labels
+// outputs, keeping that input when it trains (a full fine-tune; under PEFT, as modules_to_save,
+// which the SEQ_CLS and TOKEN_CLS task types set). The sequence classifier gathers each sequence's
+// last non-padding token's logits (a new B x L tensor; the gather keeps an int64 arange and the
+// argmax's int64 positions) and hands them to MSELoss with one label (a reward model: problem_type
+// regression, which keeps that tensor and the labels) or to cross_entropy (its B x L
+// log-probabilities and int64 labels); no backward keeps the score's B x T x L logits. The token classifier drops out
+// first (a bool mask and the dropped copy, which the score then keeps) and its loss upcasts the
+// logits to fp32 (ForTokenClassification: logits.float()) before cross_entropy, except GPT-2's,
+// Falcon's, BLOOM's and GPTBigCode's own classes, which hand them to CrossEntropyLoss as they are
+// (fp32 under autocast all the same).
+LossModel decoder_classifier_loss(const Config& c) {
+  const ModelSpec& m = c.model;
+  const Dims d = make_dims(c);
+  const Finetune& f = c.training.finetune;
+  LossModel out;
+  const bool trains = trains_some_layers(c) ? f.train_head : !d.lora || (f.modules_to_save & kSaveHead);
+  const Count labels = m.num_labels;
+  const Count rows = d.tokens * d.hidden_split;
+  const Bytes logits = d.tokens * labels * d.act;
+  out.head_input_bytes = rows * d.act;
+  if (m.output_head == OutputHead::kTokenClassification) {
+    const Bytes dropped = d.dropout ? rows * (kMaskBytes + d.act) : Bytes{0};
+    const Bytes input = trains && !d.dropout ? rows * d.act : Bytes{0};
+    const std::string& t = m.model_type;
+    const bool as_they_are = t == "gpt2" || t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" ||
+                             t == "bloom" || t == "gpt_bigcode";
+    const Bytes element = as_they_are && !d.autocast ? d.act : kFp32Bytes;
+    const Bytes log_probs = d.tokens * labels * element;
+    const Bytes upcast = element != d.act ? log_probs : Bytes{0};  // the fp32 copy log_softmax reads
+    const Bytes token_labels = d.tokens * kInt64Bytes;
+    out.forward_bytes = dropped + input + logits + upcast + log_probs + token_labels;
+    out.grad_bytes = log_probs + (upcast.is_zero() ? Bytes{0} : logits);
+    out.backward_bytes = dropped + input + token_labels + max(log_probs * 3, out.grad_bytes);
+    return out;
+  }
+  const Count sequences = d.batch;
+  const Bytes pooled = sequences * labels * d.act;
+  const Bytes gather = sequences * kInt64Bytes * 2;
+  const bool regression = labels == 1;
+  const Bytes targets = regression ? sequences * d.act : sequences * kInt64Bytes;
+  const Bytes kept = (trains ? rows * d.act : Bytes{0}) + gather + pooled /* MSE's input, or the log-probabilities */ + targets;
+  out.forward_bytes = kept + logits + (regression ? Bytes{0} : pooled);
+  out.grad_bytes = logits + pooled;
+  out.backward_bytes = kept + out.grad_bytes;
+  return out;
+}
+
+}  // namespace
+
 LossModel loss_model(const Config& c, const ParameterCount& params) {
   const ModelSpec& m = c.model;
   if (uses_encoder_activation_model(m)) {
     LossModel out = encoder_loss_model(c);
     out.head_grad_bytes = head_weight_grad_bytes(c, params, recipe_of(c).gradients);
+    return out;
+  }
+  if (m.output_head == OutputHead::kSequenceClassification || m.output_head == OutputHead::kTokenClassification) {
+    LossModel out = decoder_classifier_loss(c);
+    out.peak_bytes = max(out.forward_bytes, out.backward_bytes);
     return out;
   }
   LossModel out;

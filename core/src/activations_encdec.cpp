@@ -672,9 +672,7 @@ Bytes backward_working_bytes(const Config& c, const Run& r, const Body& b) {
 
 }  // namespace
 
-bool uses_encoder_activation_model(const ModelSpec& m) {
-  return m.is_encoder_decoder || m.attention_type == AttentionType::kDisentangled || !m.normalize_before;
-}
+bool uses_encoder_activation_model(const ModelSpec& m) { return m.encoder_family(); }
 
 ActivationModel encoder_activation_model(const Config& c, const ParameterCount& params) {
   (void)params;

@@ -99,7 +99,8 @@ std::vector<Field> build_fields() {
       MF_BOOL("model.tie_word_embeddings", model.tie_word_embeddings, "the output head shares the token embedding"),
       MF_ENUM("model.output_head", model.output_head, OutputHead,
               "lm: a vocabulary head (an encoder's masked-LM head with lm_head_transform); none: the bare model; "
-              "sequence_classification: dense + tanh over one token, then num_labels outputs; "
+              "sequence_classification: an encoder's dense + tanh over one token then num_labels outputs, a "
+              "decoder's score (num_labels outputs, no bias) read at each sequence's last token (a reward model: 1); "
               "token_classification: num_labels outputs per token (an encoder-decoder's encoder only)",
               "lm", "none", "sequence_classification", "token_classification"),
       MF_BOOL("model.lm_head_bias", model.lm_head_bias, "the output head has a bias"),

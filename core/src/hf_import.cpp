@@ -1759,6 +1759,39 @@ void read_vision_tower(const std::string& type, const Json& outer, const Json& v
   m = read;
 }
 
+// The task class a file was saved from (architectures): a ...ForSequenceClassification file (a
+// reward model is LlamaForSequenceClassification with one label) or a ...ForTokenClassification
+// one carries its classifier, not the language-model head, and its label count as
+// PreTrainedConfig reads it (configuration_utils.py: num_labels, else the size of id2label, else 2).
+// Other classes (...ForCausalLM, ...ForMaskedLM, ...ForConditionalGeneration) keep the family's
+// head.
+void read_task_head(const Json& json, Reader& r, ModelSpec& m, HfImport& out) {
+  const Json* architectures = json.find("architectures");
+  if (!architectures || !architectures->is_array() || architectures->items().empty()) return;
+  const Json& first = architectures->items().front();
+  if (!first.is_string()) return;
+  const std::string name = first.as_string();
+  const auto ends_with = [&](std::string_view suffix) {
+    return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  OutputHead head;
+  if (ends_with("ForSequenceClassification")) head = OutputHead::kSequenceClassification;
+  else if (ends_with("ForTokenClassification")) head = OutputHead::kTokenClassification;
+  else return;
+  m.output_head = head;
+  const Json* id2label = json.find("id2label");
+  const std::int64_t mapped =
+      id2label && id2label->is_object() && !id2label->members().empty() ? std::int64_t(id2label->members().size()) : 2;
+  m.num_labels = r.integer({"num_labels"}, mapped, false, 1, 1'000'000);
+  out.warnings.push_back({"architectures", name + ": read with its classification head (" +
+                                               detail::group_digits(m.num_labels) + " label" +
+                                               (m.num_labels == 1 ? "" : "s") +
+                                               "), not a language-model head (model.output_head " +
+                                               (head == OutputHead::kSequenceClassification ? "sequence_classification"
+                                                                                            : "token_classification") +
+                                               ")"});
+}
+
 }  // namespace
 
 // What transformers' class for a model_type does where it differs from the hf profile. Every entry
@@ -2065,6 +2098,8 @@ HfImport import_hf_config(const Json& json) {
   ModelSpec& m = out.model;
   m.model_type = t;
   family->read(t, reader, m, out);
+  if (!out.errors.empty()) return out;
+  read_task_head(json, reader, m, out);
   if (!out.errors.empty()) return out;
   // The classes that drop out on the embeddings and both residual branches (GPT-2's resid_pdrop,
   // OPT's and BERT's hidden_dropout_prob, the encoder-decoder and encoder families', GPTBigCode's,

@@ -242,8 +242,11 @@ void relative_position_parameters(const ModelSpec& m, GroupBuilder& b) {
 
 // The task head. lm: the vocabulary projection (absent when tied to the token embedding), its
 // bias, and an encoder's masked-LM transform (dense with bias, then a norm); none: the pooler of
-// the bare model; sequence classification: dense d→d and out_proj d→num_labels, both with bias
-// (BERT's pooler + classifier count the same); token classification: d→num_labels with bias.
+// the bare model; sequence classification: on an encoder dense d→d and out_proj d→num_labels, both
+// with bias (BERT's pooler + classifier count the same), on a decoder the score d→num_labels
+// without bias (modeling_layers.py GenericForSequenceClassification; GPT-2's, OPT's, GPT-NeoX's,
+// Falcon's, BLOOM's and GPTBigCode's own classes build the same); token classification:
+// d→num_labels with bias (GenericForTokenClassification's token_classification_bias default).
 void head_parameters(const ModelSpec& m, GroupBuilder& b) {
   const Count d = m.hidden_size;
   switch (m.output_head) {
@@ -259,6 +262,10 @@ void head_parameters(const ModelSpec& m, GroupBuilder& b) {
       if (m.pooler) b.linear(Component::kPooler, "pooler", d, d, 1, true, 0, false);
       break;
     case OutputHead::kSequenceClassification:
+      if (!m.encoder_family()) {
+        b.linear(Component::kClassifier, "score", m.num_labels, d, 1, false, 0, false);
+        break;
+      }
       b.linear(Component::kClassifier, "classifier.dense", d, d, 1, true, 0, false);
       b.linear(Component::kClassifier, "classifier.out_proj", m.num_labels, d, 1, true, 0, false);
       break;

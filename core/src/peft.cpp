@@ -675,7 +675,19 @@ namespace {
 // frozen, and a deep copy of it is trained in its place, in the original's dtype (PEFT casts only
 // tuner layers to fp32). A head tied to the embedding is copied as a module of its own (the copy's
 // weight is no longer tied). Only the tensors this GPU holds are copied.
-void modules_to_save(const ParameterCount& params, unsigned which, PeftParameters& out) {
+//
+// On a classification model the head saved is the classifier, as PEFT's SEQ_CLS and TOKEN_CLS task
+// types name it (peft/utils/constants.py: modules_to_save ["classifier", "score"]): a decoder's
+// score, an encoder's classifier Linear (BERT's, DistilBERT's and DeBERTa's pooler or
+// pre_classifier dense is outside it and stays frozen) or RoBERTa's and XLM-R's whole
+// RobertaClassificationHead (dense and out_proj).
+bool saved_with_classifier(const ModelSpec& m, const TensorGroup& g) {
+  if (g.component != Component::kClassifier) return false;
+  if (std::string_view(g.name) != "classifier.dense") return true;
+  return m.model_type == "roberta" || m.model_type == "xlm-roberta";
+}
+
+void modules_to_save(const ModelSpec& m, const ParameterCount& params, unsigned which, PeftParameters& out) {
   const TensorGroup* embedding = nullptr;
   const TensorGroup* head = nullptr;
   for (const TensorGroup& g : params.groups) {
@@ -688,7 +700,14 @@ void modules_to_save(const ParameterCount& params, unsigned which, PeftParameter
     out.saved_copies += g->elements_each() * g->count;
   };
   if (which & kSaveEmbedding) copy(embedding);
-  if (which & kSaveHead) copy(head ? head : embedding);
+  if (!(which & kSaveHead)) return;
+  if (m.output_head == OutputHead::kSequenceClassification || m.output_head == OutputHead::kTokenClassification) {
+    for (const TensorGroup& g : params.groups) {
+      if (saved_with_classifier(m, g)) copy(&g);
+    }
+    return;
+  }
+  copy(head ? head : embedding);
 }
 
 }  // namespace
@@ -755,7 +774,7 @@ PeftParameters peft_parameters(const Config& c, const ParameterCount& params) {
     case FinetuneMethod::kLnTuning: ln_tuning(params, b); break;
     case FinetuneMethod::kTrainableTokens: b.train(f.num_trainable_tokens, m.hidden_size, 1); break;
   }
-  if (f.method != FinetuneMethod::kFull) modules_to_save(params, f.modules_to_save, out);
+  if (f.method != FinetuneMethod::kFull) modules_to_save(m, params, f.modules_to_save, out);
   return out;
 }
 

@@ -559,6 +559,55 @@ TEST(HfImport, AWrappersTextConfigTakesItsClassDefaults) {
   EXPECT_FALSE(import_hf_config_text(R"({"model_type":"llama","vocab_size":32000})").errors.empty());
 }
 
+// A file saved from a ...ForSequenceClassification or ...ForTokenClassification class carries its
+// classifier (read from architectures), not the language-model head: a reward model's count is the
+// backbone plus GenericForSequenceClassification's score (hidden x labels, no bias), without
+// Llama 3.1's untied lm_head. Measured against transformers' classes in
+// tools/frameworks/score_head.py (counts equal, saved head bytes within 4 bytes).
+TEST(HfImport, ClassificationFilesCarryTheirHeadFromArchitectures) {
+  const std::string body = R"("model_type":"llama","hidden_size":4096,"intermediate_size":14336,)"
+                           R"("num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,)"
+                           R"("vocab_size":128256,"tie_word_embeddings":false)";
+  const HfImport reward = import_hf_config_text(R"({"architectures":["LlamaForSequenceClassification"],)" + body +
+                                                R"(,"id2label":{"0":"LABEL_0"}})");
+  ASSERT_TRUE(reward.errors.empty());
+  EXPECT_EQ(reward.model.output_head, OutputHead::kSequenceClassification);
+  EXPECT_EQ(reward.model.num_labels, 1);
+  // Llama-3.1-8B's 8,030,261,248 less its lm_head (128,256 x 4,096), plus the score's 4,096.
+  EXPECT_EQ(count_parameters(reward.model).total_count.value(), 8'030'261'248 - 525'336'576 + 4'096);
+  // num_labels wins over id2label; without either, transformers' 2.
+  const HfImport three = import_hf_config_text(R"({"architectures":["LlamaForSequenceClassification"],)" + body +
+                                               R"(,"num_labels":3,"id2label":{"0":"a"}})");
+  EXPECT_EQ(three.model.num_labels, 3);
+  const HfImport tokens = import_hf_config_text(R"({"architectures":["LlamaForTokenClassification"],)" + body + "}");
+  EXPECT_EQ(tokens.model.output_head, OutputHead::kTokenClassification);
+  EXPECT_EQ(tokens.model.num_labels, 2);
+  // GenericForTokenClassification's score has a bias.
+  EXPECT_EQ(count_parameters(tokens.model).total_count.value(), 8'030'261'248 - 525'336'576 + 2 * 4'096 + 2);
+  // A causal LM keeps its head.
+  const HfImport lm = import_hf_config_text(R"({"architectures":["LlamaForCausalLM"],)" + body + "}");
+  EXPECT_EQ(lm.model.output_head, OutputHead::kLm);
+  EXPECT_EQ(count_parameters(lm.model).total_count.value(), 8'030'261'248);
+  // The reward model's step has no vocabulary logits: its head is the score's input and a few
+  // bytes a sequence (B = 4, T = 2,048, bf16), against the language model's logits.
+  const auto head = [&](const std::string& architecture) {
+    const Json imported = import_hf_json(R"({"architectures":[")" + architecture + R"("],)" + body + "}");
+    Json root = Json::object();
+    root.set("model", *imported.find("model"));
+    Json training = Json::object();
+    training.set("micro_batch_size", Json::number(4));
+    training.set("seq_len", Json::number(2048));
+    root.set("training", training);
+    const Json r = estimate_json(root.dump());
+    EXPECT_TRUE(r.find("ok")->as_bool()) << r.dump();
+    return r.find("breakdown")->find("logits_and_loss")->as_exact_integer().value_or(-1);
+  };
+  const std::int64_t input = 4 * 2048 * 4096 * 2;
+  EXPECT_GE(head("LlamaForSequenceClassification"), input);
+  EXPECT_LT(head("LlamaForSequenceClassification"), input + 4 * 2048 * 2 * 4);
+  EXPECT_GT(head("LlamaForCausalLM"), std::int64_t(4) * 2048 * 128'256 * 4);
+}
+
 }  // namespace
 }  // namespace memfit
 

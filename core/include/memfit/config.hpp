@@ -31,10 +31,12 @@ enum class QkNorm { kNone, kPerHead, kFullWidth, kL2 };
 enum class RotaryTableDtype { kFp32, kStream };
 enum class BlockLayout { kSequential, kParallel };   // parallel: attention and MLP read the same input
 // The task head. lm: a vocabulary projection (a causal LM, a seq2seq LM, or an encoder's masked-LM
-// head); none: the bare model (BertModel, with its pooler); sequence_classification: a dense
-// layer with tanh over one token then num_labels outputs (BERT's pooler + classifier, RoBERTa's and
-// BART's classification head, DeBERTa's ContextPooler + classifier); token_classification: a
-// num_labels projection of every token (on an encoder-decoder: the encoder alone, as
+// head); none: the bare model (BertModel, with its pooler); sequence_classification: on an encoder
+// a dense layer with tanh over one token then num_labels outputs (BERT's pooler + classifier,
+// RoBERTa's and BART's classification head, DeBERTa's ContextPooler + classifier), on a decoder a
+// num_labels projection without bias of every token, read at each sequence's last one
+// (GenericForSequenceClassification's score: a reward model with one label); token_classification:
+// a num_labels projection of every token (on an encoder-decoder: the encoder alone, as
 // T5ForTokenClassification).
 enum class OutputHead { kLm, kNone, kSequenceClassification, kTokenClassification };
 // The MLP's activation (config.json hidden_act / activation_function), for what it saves: gelu
@@ -472,6 +474,12 @@ struct ModelSpec {
   std::int64_t nominal_parameter_count = 0;
 
   bool hybrid_attention() const { return linear_attention_layers > 0; }
+  // The encoder-decoders and the BERT-style encoders (post-norm; DeBERTa's disentangled attention),
+  // whose step activations_encdec.cpp models and whose classification heads are their classes'
+  // dense-then-output heads; the rest are decoders, whose heads are a score projection.
+  bool encoder_family() const {
+    return is_encoder_decoder || attention_type == AttentionType::kDisentangled || !normalize_before;
+  }
   std::int64_t full_attention_layers() const { return num_hidden_layers - linear_attention_layers; }
   std::int64_t linear_key_width() const { return linear_num_key_heads * linear_key_head_dim; }      // Hk·K
   std::int64_t linear_value_width() const { return linear_num_value_heads * linear_value_head_dim; }  // Hv·V
