@@ -327,6 +327,17 @@ void read_t5(Reader& r, ModelSpec& m, HfImport& out) {
   m.final_norm = true;
 }
 
+// BERT's, BART's and BLOOM's layers: a plain MLP, LayerNorms with biases, biases on every linear,
+// learned positions (BLOOM: none) and a LayerNorm on the embeddings.
+void bert_style_layers(ModelSpec& m) {
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayerNorm;
+  m.norm_bias = true;
+  m.position_embedding = PositionKind::kLearned;
+  m.attention_bias = m.mlp_bias = true;
+  m.embedding_norm = true;
+}
+
 // BART (Lewis et al. 2020; transformers' BartConfig): post-norm encoder and decoder blocks with
 // biased projections and LayerNorm, learned positions with 2 extra rows per stack
 // (BartLearnedPositionalEmbedding's offset), layernorm_embedding in each stack, a GELU MLP and an
@@ -351,13 +362,18 @@ void read_bart(Reader& r, ModelSpec& m, HfImport& out) {
   m.final_norm = r.boolean("add_final_layer_norm", false);
   m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
   m.is_encoder_decoder = true;
-  m.mlp = MlpKind::kPlain;
-  m.norm = NormKind::kLayerNorm;
-  m.norm_bias = true;
-  m.position_embedding = PositionKind::kLearned;
-  m.attention_bias = m.mlp_bias = true;
-  m.embedding_norm = true;
+  bert_style_layers(m);
   m.norms_per_block = 2;
+}
+
+// The block and embeddings every BERT-style encoder shares: post-norm blocks of two LayerNorms
+// with biases, a plain MLP, biases on every linear, learned positions and an embedding LayerNorm,
+// no final norm; the bare model (output_head none) unless a file names a task class.
+void post_norm_encoder(ModelSpec& m) {
+  bert_style_layers(m);
+  m.final_norm = false;
+  m.normalize_before = false;
+  m.output_head = OutputHead::kNone;
 }
 
 // BERT-style encoders (RoBERTa, XLM-RoBERTa, DeBERTa-v2/v3): word, position and token-type
@@ -373,16 +389,8 @@ void read_bert_like(Reader& r, ModelSpec& m, HfImport& out) {
   m.max_position_embeddings = r.integer({"max_position_embeddings"}, 512, true, 1);
   m.type_vocab_size = r.integer({"type_vocab_size"}, 2, false, 0);
   read_hidden_act(r, "hidden_act", "gelu", m, out);
-  m.mlp = MlpKind::kPlain;
-  m.norm = NormKind::kLayerNorm;
-  m.norm_bias = true;
-  m.position_embedding = PositionKind::kLearned;
-  m.attention_bias = m.mlp_bias = true;
-  m.embedding_norm = true;
-  m.final_norm = false;
-  m.normalize_before = false;
+  post_norm_encoder(m);
   m.pooler = true;
-  m.output_head = OutputHead::kNone;
   m.lm_head_transform = true;
   m.lm_head_bias = true;
   m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
@@ -512,16 +520,8 @@ void read_bert_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfIm
   m.intermediate_size = r.integer({"intermediate_size"}, 3072, true, 1);
   m.max_position_embeddings = r.integer({"max_position_embeddings"}, 512, true, 1);
   m.type_vocab_size = r.integer({"type_vocab_size"}, 2, false, 0);
-  m.mlp = MlpKind::kPlain;
-  m.norm = NormKind::kLayerNorm;
-  m.norm_bias = true;
-  m.position_embedding = PositionKind::kLearned;
-  m.attention_bias = m.mlp_bias = true;
-  m.embedding_norm = true;
-  m.final_norm = false;
-  m.normalize_before = false;
+  post_norm_encoder(m);
   m.pooler = true;
-  m.output_head = OutputHead::kNone;
 }
 
 // DistilBERT (Sanh et al. 2019; transformers' DistilBertModel): BERT's post-norm blocks at half
@@ -543,17 +543,9 @@ void read_distilbert_family(const std::string& /*type*/, Reader& r, ModelSpec& m
   // Sinusoidal positions are written into the same nn.Embedding, a parameter all the same.
   m.type_vocab_size = 0;
   read_hidden_act(r, "activation", "gelu", m, out);
-  m.mlp = MlpKind::kPlain;
-  m.norm = NormKind::kLayerNorm;
-  m.norm_bias = true;
-  m.position_embedding = PositionKind::kLearned;
-  m.attention_bias = m.mlp_bias = true;
-  m.embedding_norm = true;
-  m.final_norm = false;
-  m.normalize_before = false;
+  post_norm_encoder(m);
   m.attention_output_dropout = false;
   m.pooler = false;
-  m.output_head = OutputHead::kNone;
   m.lm_head_transform = true;
   m.lm_head_bias = true;
   m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
@@ -1323,12 +1315,8 @@ void read_bloom_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfI
   m.num_attention_heads = r.integer({"n_head", "num_attention_heads"}, 8, true, 1);
   m.intermediate_size = 4 * m.hidden_size;
   m.max_position_embeddings = r.integer({"seq_length", "max_position_embeddings"}, 2048, false, 1, 1'000'000'000);
-  m.mlp = MlpKind::kPlain;
-  m.norm = NormKind::kLayerNorm;
-  m.norm_bias = true;
-  m.position_embedding = PositionKind::kNone;
-  m.attention_bias = m.mlp_bias = true;
-  m.embedding_norm = true;
+  bert_style_layers(m);
+  m.position_embedding = PositionKind::kNone;  // ALiBi
   m.tie_word_embeddings = r.boolean("tie_word_embeddings", true);
 }
 

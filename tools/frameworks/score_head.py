@@ -32,22 +32,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import warnings
 
-warnings.filterwarnings("ignore")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measure  # noqa: E402  (its preamble: the Hub offline, warnings off, one CPU thread)
 import torch  # noqa: E402
-
-torch.set_num_threads(1)
-
-import measure  # noqa: E402
 from savetrack import SaveTracker  # noqa: E402
+
+HERE, ROOT = measure.HERE, measure.ROOT
 
 B, T, V = 2, 48, 384
 FAMILIES = {
