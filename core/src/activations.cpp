@@ -1998,6 +1998,8 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
   }
   if (m.output_head == OutputHead::kSequenceClassification || m.output_head == OutputHead::kTokenClassification) {
     LossModel out = decoder_classifier_loss(c);
+    // MeZO computes the loss under torch.no_grad: no backward, no gradients of the logits.
+    if (forward_only(c.training)) out.backward_bytes = out.grad_bytes = out.head_input_bytes = Bytes{0};
     out.peak_bytes = max(out.forward_bytes, out.backward_bytes);
     return out;
   }

@@ -413,8 +413,9 @@ Bytes mlp_inner_bytes(const ModelSpec& m, const Run& r, Count tokens, Count ff) 
   }
   const bool cast = r.autocast && (hidden_element != r.act || casts_before_down(m));
   if (frozen && !(r.targets & kLoraDown)) return saved;
-  // (Without autocast the down adapter keeps its own fp32 copy of a 16-bit input: adapter_copy_element.)
-  const Bytes copy = frozen && !r.autocast ? adapter_copy_element(r, hidden_element) : Bytes{0};
+  // The down adapter keeps its own copy of its input when PEFT or autocast casts it
+  // (adapter_copy_element), beside whatever the activation keeps (ReLU's output).
+  const Bytes copy = frozen ? adapter_copy_element(r, hidden_element) : Bytes{0};
   if (!copy.is_zero()) saved += n * copy;
   else if (cast) saved += n * r.act;
   else if (!hidden_kept) saved += n * hidden_element;

@@ -110,8 +110,9 @@ ParameterCount trained_view(const Config& c, const ParameterCount& params) {
     if (is_vision(g.component)) continue;
     // A tied head is the token embedding: it trains if either does.
     const bool tied_head = g.component == Component::kTokenEmbedding && c.model.tie_word_embeddings;
-    const bool trains = (is_embedding(g.component) && f.train_embeddings) ||
-                        ((g.component == Component::kHead || tied_head) && f.train_head);
+    // (A classification model's head is its classifier.)
+    const bool head = g.component == Component::kHead || g.component == Component::kClassifier || tied_head;
+    const bool trains = (is_embedding(g.component) && f.train_embeddings) || (head && f.train_head);
     if (!trains) g.count = Count(0);
   }
   Count total = 0;

@@ -1989,6 +1989,12 @@ HfImport import_hf_config(const Json& json) {
       } else if (outer_tie && !text_tie) {
         language.set("tie_word_embeddings", *outer_tie);
       }
+      // The task class is the wrapper's (Gemma3ForSequenceClassification, Qwen3_5ForTokenClassification):
+      // its score reads the language model's hidden states.
+      for (const char* key : {"architectures", "num_labels", "id2label"}) {
+        const Json* value = json.find(key);
+        if (value && !language.find(key)) language.set(key, *value);
+      }
       HfImport inner = import_hf_config(language);
       inner.model.multimodal_type = t;
       const bool top = text == &json;

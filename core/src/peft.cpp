@@ -676,15 +676,18 @@ namespace {
 // tuner layers to fp32). A head tied to the embedding is copied as a module of its own (the copy's
 // weight is no longer tied). Only the tensors this GPU holds are copied.
 //
-// On a classification model the head saved is the classifier, as PEFT's SEQ_CLS and TOKEN_CLS task
-// types name it (peft/utils/constants.py: modules_to_save ["classifier", "score"]): a decoder's
-// score, an encoder's classifier Linear (BERT's, DistilBERT's and DeBERTa's pooler or
-// pre_classifier dense is outside it and stays frozen) or RoBERTa's and XLM-R's whole
-// RobertaClassificationHead (dense and out_proj).
+// On a classification model the head saved is what PEFT's SEQ_CLS and TOKEN_CLS task types name
+// (peft/utils/constants.py: modules_to_save ["classifier", "score"], matched as the end of a
+// module's name, peft/utils/other.py): a decoder's score, an encoder's classifier Linear (BERT's
+// pooler and DeBERTa's ContextPooler stay frozen), DistilBERT's pre_classifier too (its name ends
+// in "classifier"), RoBERTa's and XLM-R's whole RobertaClassificationHead (dense and out_proj),
+// and nothing of BART's and T5's sequence classifiers (their classification_head matches neither).
 bool saved_with_classifier(const ModelSpec& m, const TensorGroup& g) {
   if (g.component != Component::kClassifier) return false;
+  const std::string& t = m.model_type;
+  if (m.is_encoder_decoder && m.output_head == OutputHead::kSequenceClassification) return false;
   if (std::string_view(g.name) != "classifier.dense") return true;
-  return m.model_type == "roberta" || m.model_type == "xlm-roberta";
+  return t == "roberta" || t == "xlm-roberta" || t == "distilbert";
 }
 
 void modules_to_save(const ModelSpec& m, const ParameterCount& params, unsigned which, PeftParameters& out) {

@@ -606,6 +606,18 @@ TEST(HfImport, ClassificationFilesCarryTheirHeadFromArchitectures) {
   EXPECT_GE(head("LlamaForSequenceClassification"), input);
   EXPECT_LT(head("LlamaForSequenceClassification"), input + 4 * 2048 * 2 * 4);
   EXPECT_GT(head("LlamaForCausalLM"), std::int64_t(4) * 2048 * 128'256 * 4);
+  // A multimodal wrapper's task class is its own, at the top of the file: its score reads the
+  // language model's hidden states (Qwen3.5-9B as a reward model: the text body plus 4,096).
+  Json wrapper = *parse_json(read_corpus("../../fixtures/hf/Qwen__Qwen3.5-9B.json")).value;
+  Json architectures = Json::array();
+  architectures.push(Json::string("Qwen3_5ForSequenceClassification"));
+  wrapper.set("architectures", architectures);
+  wrapper.set("num_labels", Json::number(1));
+  const HfImport wrapped = import_hf_config(wrapper);
+  ASSERT_TRUE(wrapped.errors.empty()) << first_error(wrapped);
+  EXPECT_EQ(wrapped.model.output_head, OutputHead::kSequenceClassification);
+  EXPECT_EQ(wrapped.model.num_labels, 1);
+  EXPECT_EQ(count_parameters(wrapped.model).total_count.value(), 7'936'684'544 + 4'096);
 }
 
 }  // namespace

@@ -90,6 +90,9 @@ FAMILIES = {
     "distilbert": dict(model_type="distilbert", vocab_size=V, dim=64, n_layers=2, n_heads=4, hidden_dim=160,
                        max_position_embeddings=128, dropout=0.0, attention_dropout=0.0,
                        seq_classif_dropout=0.0),
+    "distilbert_relu": dict(model_type="distilbert", vocab_size=V, dim=64, n_layers=2, n_heads=4, hidden_dim=160,
+                            max_position_embeddings=128, dropout=0.0, attention_dropout=0.0,
+                            seq_classif_dropout=0.0, activation="relu"),
     "roberta": dict(model_type="roberta", vocab_size=V, hidden_size=64, num_hidden_layers=2,
                     num_attention_heads=4, intermediate_size=160, max_position_embeddings=130,
                     type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2,
@@ -111,6 +114,7 @@ DROPOUT_KEYS = {"t5": ["dropout_rate"], "t5v11": ["dropout_rate"], "mt5": ["drop
                 "bart": ["dropout", "attention_dropout", "activation_dropout"],
                 "bert": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
                 "distilbert": ["dropout", "attention_dropout", "seq_classif_dropout"],
+                "distilbert_relu": ["dropout", "attention_dropout", "seq_classif_dropout"],
                 "roberta": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
                 "xlm-roberta": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
                 "deberta-v2": ["hidden_dropout_prob", "attention_probs_dropout_prob"]}
@@ -170,6 +174,8 @@ def all_cases():
     cs.append(case("distilbert", "seqcls", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["q_lin", "v_lin"]}))
     cs.append(case("distilbert", "seqcls", "eager", "bf16", lora={"r": 8, "targets": ["q_lin", "v_lin"]}))
     cs.append(case("roberta", "seqcls", "eager", "bf16", lora={"r": 8, "targets": ["query", "value"]}))
+    # ReLU keeps its output, and under autocast the down adapter (lin2) its own bf16 copy beside it
+    cs.append(case("distilbert_relu", "seqcls", "sdpa", "bf16_mixed", lora={"r": 8, "targets": ["q_lin", "v_lin", "lin2"]}))
     # a bf16 base without autocast: PEFT casts each adapter's 16-bit input to its fp32 weights
     cs.append(case("t5v11", "lm", "eager", "bf16", lora={"r": 8, "targets": ["q", "k", "v", "o", "wo"]}))
     cs.append(case("bart", "lm", "sdpa", "bf16", lora={"r": 8, "targets": ["q_proj", "k_proj", "v_proj", "fc2"]}))
@@ -528,7 +534,7 @@ def _run_once(c, amp):
 
 
 # --------------------------------------------------------------------------- memfit
-LORA_TARGETS = {"q_lin": "q", "v_lin": "v", "wo": "down", "fc2": "down", "k_proj": "k", "q": "q", "v": "v", "k": "k", "o": "o", "q_proj": "q", "v_proj": "v", "query": "q", "value": "v",
+LORA_TARGETS = {"q_lin": "q", "v_lin": "v", "lin2": "down", "wo": "down", "fc2": "down", "k_proj": "k", "q": "q", "v": "v", "k": "k", "o": "o", "q_proj": "q", "v_proj": "v", "query": "q", "value": "v",
                 "query_proj": "q", "value_proj": "v"}
 
 
