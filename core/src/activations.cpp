@@ -1961,8 +1961,10 @@ LossModel decoder_classifier_loss(const Config& c) {
   const Bytes logits = d.tokens * labels * d.act;
   out.head_input_bytes = rows * d.act;
   if (m.output_head == OutputHead::kTokenClassification) {
-    const Bytes dropped = d.dropout ? rows * (kMaskBytes + d.act) : Bytes{0};
-    const Bytes input = trains && !d.dropout ? rows * d.act : Bytes{0};
+    // (Only a trained score keeps the dropped copy; the mask is kept for the blocks' gradient.)
+    const bool drops = d.dropout || m.head_dropout;
+    const Bytes dropped = drops ? rows * (kMaskBytes + (trains ? d.act : Bytes{0})) : Bytes{0};
+    const Bytes input = trains && !drops ? rows * d.act : Bytes{0};
     const std::string& t = m.model_type;
     const bool as_they_are = t == "gpt2" || t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" ||
                              t == "bloom" || t == "gpt_bigcode";

@@ -1768,9 +1768,41 @@ void read_task_head(const Json& json, Reader& r, ModelSpec& m, HfImport& out) {
   else return;
   m.output_head = head;
   const Json* id2label = json.find("id2label");
-  const std::int64_t mapped =
-      id2label && id2label->is_object() && !id2label->members().empty() ? std::int64_t(id2label->members().size()) : 2;
+  if (id2label && !id2label->is_null() && (!id2label->is_object() || id2label->members().empty()) &&
+      !json.find("num_labels")) {
+    out.errors.push_back({"id2label", "must be an object with one entry per label (the classifier's outputs); got " +
+                                          describe(*id2label)});
+    return;
+  }
+  const std::int64_t mapped = id2label && id2label->is_object() ? std::int64_t(id2label->members().size()) : 2;
   m.num_labels = r.integer({"num_labels"}, mapped, false, 1, 1'000'000);
+  if (!m.encoder_family()) {
+    // GenericForSequenceClassification finds each sequence's last token by pad_token_id and refuses
+    // a batch of more than one without it.
+    const Json* pad = json.find("pad_token_id");
+    if (head == OutputHead::kSequenceClassification && (!pad || pad->is_null())) {
+      out.warnings.push_back({"pad_token_id", "is not set: " + name + " refuses micro-batches of more than one "
+                                              "sequence without it (set it to the tokenizer's padding token)"});
+    }
+    // GenericForTokenClassification (and GPT-2's, Falcon's, BLOOM's and GPTBigCode's own) drops out
+    // before its score with the config's classifier_dropout, else its hidden_dropout, else 0.1, each
+    // as the class fills it: GPTNeoXConfig's classifier_dropout is 0.1, FalconConfig's and
+    // BloomConfig's hidden_dropout 0, and the other classes have neither.
+    if (head == OutputHead::kTokenClassification) {
+      const std::string& t = m.model_type;
+      const auto number = [&](const char* key) {
+        const Json* v = json.find(key);
+        return v && v->is_number() ? std::optional<double>(v->as_double()) : std::nullopt;
+      };
+      const bool hidden_default = t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "bloom";
+      double p = 0.1;
+      if (const auto c = number("classifier_dropout")) p = *c;
+      else if (t == "gpt_neox") p = 0.1;
+      else if (const auto h = number("hidden_dropout")) p = *h;
+      else if (hidden_default) p = 0.0;
+      m.head_dropout = p > 0;
+    }
+  }
   out.warnings.push_back({"architectures", name + ": read with its classification head (" +
                                                detail::group_digits(m.num_labels) + " label" +
                                                (m.num_labels == 1 ? "" : "s") +

@@ -620,6 +620,45 @@ TEST(HfImport, ClassificationFilesCarryTheirHeadFromArchitectures) {
   EXPECT_EQ(count_parameters(wrapped.model).total_count.value(), 7'936'684'544 + 4'096);
 }
 
+// A decoder's token classifier drops out before its score whatever training.dropout says, with
+// the probability its class fills (score_head.py's headdrop cases measure the mask and copy); a
+// reward model without a padding token is told it cannot batch; a label map that is no map is
+// named.
+TEST(HfImport, ClassifierDropoutPaddingAndLabelMapsAsTheClassesReadThem) {
+  const auto head = [](const std::string& type, const std::string& architecture, const std::string& extra) {
+    return import_hf_config_text(R"({"model_type":")" + type + R"(","architectures":[")" + architecture + R"("],)" +
+                                 R"("hidden_size":64,"intermediate_size":128,"num_attention_heads":4,)"
+                                 R"("num_hidden_layers":2,"vocab_size":256)" + extra + "}");
+  };
+  EXPECT_TRUE(head("llama", "LlamaForTokenClassification", "").model.head_dropout);           // 0.1
+  EXPECT_FALSE(head("llama", "LlamaForTokenClassification", R"(,"classifier_dropout":0.0)").model.head_dropout);
+  EXPECT_TRUE(head("gpt_neox", "GPTNeoXForTokenClassification", R"(,"hidden_dropout":0.0)").model.head_dropout);
+  EXPECT_FALSE(head("bloom", "BloomForTokenClassification", "").model.head_dropout);          // hidden_dropout 0
+  EXPECT_FALSE(head("llama", "LlamaForSequenceClassification", "").model.head_dropout);
+  const HfImport unpadded = head("llama", "LlamaForSequenceClassification", "");
+  ASSERT_TRUE(unpadded.errors.empty());
+  bool told = false;
+  for (const Issue& w : unpadded.warnings) told = told || w.field == "pad_token_id";
+  EXPECT_TRUE(told);
+  for (const HfImport& warned : {head("llama", "LlamaForSequenceClassification", R"(,"pad_token_id":0)")}) {
+    for (const Issue& w : warned.warnings) EXPECT_NE(w.field, "pad_token_id");
+  }
+  EXPECT_EQ(first_error(head("llama", "LlamaForSequenceClassification", R"(,"id2label":[])")).rfind("id2label", 0), 0u);
+  EXPECT_EQ(first_error(head("llama", "LlamaForSequenceClassification", R"(,"id2label":{})")).rfind("id2label", 0), 0u);
+  EXPECT_EQ(head("llama", "LlamaForSequenceClassification", R"(,"id2label":{},"num_labels":4)").model.num_labels, 4);
+  // The mask and the dropped copy in the step: B x T x d bytes and as many in the compute dtype.
+  const auto loss = [&](const std::string& extra) {
+    const HfImport imported = head("llama", "LlamaForTokenClassification", extra);
+    Config c;
+    c.model = imported.model;
+    c.training.micro_batch_size = 2;
+    c.training.seq_len = 64;
+    c.training.precision = Precision::kBf16;
+    return estimate(c).breakdown.logits_and_loss.value();
+  };
+  EXPECT_EQ(loss("") - loss(R"(,"classifier_dropout":0.0)"), 2 * 64 * 64);
+}
+
 }  // namespace
 }  // namespace memfit
 

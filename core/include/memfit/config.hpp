@@ -389,6 +389,10 @@ struct ModelSpec {
   // ... and on the attention branch among them: DistilBERT's block adds the attention output to
   // its input without dropping out (modeling_distilbert.py TransformerBlock), only the FFN's.
   bool attention_output_dropout = true;
+  // A decoder's token classifier drops out the hidden states it scores, in training whatever
+  // training.dropout says (GenericForTokenClassification: classifier_dropout, else hidden_dropout,
+  // else 0.1): a bool mask and the dropped copy, which the score keeps.
+  bool head_dropout = false;
   // Gemma 2's soft-capping: tanh(x / cap) * cap on the attention scores (eager attention keeps the
   // tanh output, one scores-sized tensor) and on the logits (one logits-sized tensor kept).
   bool attention_softcap = false;
