@@ -57,6 +57,16 @@ Json lora_patch(const Config& c, std::int64_t base_bits) {
   if (c.training.finetune.train_vision != VisionTrain::kAuto && c.training.finetune.train_vision != VisionTrain::kNone) {
     set_path(p, "training.finetune.train_vision", Json::string("auto"));
   }
+  // A classifier (a reward model) trains its head beside the adapters, as PEFT's SEQ_CLS and
+  // TOKEN_CLS task types set modules_to_save: the full fine-tune it replaces trained it too.
+  const OutputHead head = c.model.output_head;
+  if ((head == OutputHead::kSequenceClassification || head == OutputHead::kTokenClassification) &&
+      c.training.finetune.method == FinetuneMethod::kFull && !(c.training.finetune.modules_to_save & kSaveHead)) {
+    Json targets = Json::array();
+    if (c.training.finetune.modules_to_save & kSaveEmbedding) targets.push(Json::string("embed"));
+    targets.push(Json::string("head"));
+    set_path(p, "training.finetune.modules_to_save", targets);
+  }
   return p;
 }
 

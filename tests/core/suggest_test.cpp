@@ -91,6 +91,27 @@ TEST(Suggest, NoAdaptersForPretraining) {
   for (const Suggestion& s : pretrain) EXPECT_EQ(s.patch.find("training") ? s.patch.find("training")->find("finetune") : nullptr, nullptr) << s.title;
 }
 
+// A reward model (a sequence classifier) that moves to adapters keeps training its score, as
+// PEFT's SEQ_CLS task type does; a language model's LoRA saves no module.
+TEST(Suggest, AdaptersOnAClassifierKeepTrainingItsHead) {
+  const auto classifier = suggestions_for(
+      with(R"(},"model":{"preset":"llama-3-8b","output_head":"sequence_classification","num_labels":1)").c_str());
+  bool found = false;
+  for (const Suggestion& s : classifier) {
+    const Json* finetune = s.patch.find("training") ? s.patch.find("training")->find("finetune") : nullptr;
+    if (!finetune || !finetune->find("method")) continue;
+    found = true;
+    const Json* saved = finetune->find("modules_to_save");
+    ASSERT_NE(saved, nullptr) << s.title;
+    EXPECT_EQ(saved->dump(), R"(["head"])") << s.title;
+  }
+  EXPECT_TRUE(found);
+  for (const Suggestion& s : suggestions_for(with("").c_str())) {
+    const Json* finetune = s.patch.find("training") ? s.patch.find("training")->find("finetune") : nullptr;
+    if (finetune) EXPECT_EQ(finetune->find("modules_to_save"), nullptr) << s.title;
+  }
+}
+
 TEST(Suggest, ChunkedLossOnlyWhereTheLossHoldsTheLogits) {
   EXPECT_TRUE(any_title(suggestions_for(with("").c_str()), "Chunked cross-entropy"));
   // Liger's fused linear loss and TRL's chunks never hold the whole logits.
