@@ -122,7 +122,7 @@ const AttentionDefaults* attention_defaults(const std::string& type) {
       {"qwen2_moe", 16, 0},   {"qwen3", 32, 128},      {"qwen3_moe", 4, 0},          {"gemma", 16, 256},
       {"gemma2", 4, 256},     {"glm4_moe", 8, 0},      {"stablelm", 32, 0},          {"starcoder2", 2, 0},
       {"gpt_oss", 8, 64},     {"qwen2_vl_text", 8, 0}, {"qwen2_5_vl_text", 8, 0},    {"qwen3_vl_text", 32, 128},
-      {"qwen3_vl_moe_text", 16, 0}, {"phimoe", 8, 0},
+      {"qwen3_vl_moe_text", 16, 0}, {"phimoe", 8, 0}, {"dots1", 32, 0},
   };
   for (const AttentionDefaults& d : kDefaults) {
     if (type == d.type) return &d;
@@ -178,7 +178,7 @@ void read_llama_like(Reader& r, ModelSpec& m, bool tie_default, bool required = 
   static constexpr std::string_view kReadsAttentionBias[] = {
       "llama", "granite", "smollm3", "seed_oss", "olmo", "arcee", "nemotron", "apertus", "qwen3", "qwen3_moe",
       "gemma", "gemma2", "olmo2", "olmo3", "deepseek_v3", "deepseek_v2", "mistral4", "glm4_moe_lite", "glm4_moe",
-      "glm", "glm4", "olmoe", "llama4_text", "cohere", "cohere2", "gemma3_text", "gpt_oss", "phimoe"};
+      "dots1", "glm", "glm4", "olmoe", "llama4_text", "cohere", "cohere2", "gemma3_text", "gpt_oss", "phimoe"};
   static constexpr std::string_view kReadsMlpBias[] = {"llama", "granite", "smollm3", "seed_oss", "arcee", "nemotron",
                                                       "deepseek_v2"};
   const auto reads = [&](const auto& types) {
@@ -1040,6 +1040,33 @@ void read_glm4_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, 
   warn_mtp_layers(r, out);
 }
 
+void read_dots1_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
+  // dots.llm1 (Dots1ForCausalLM, modeling_dots1.py): GLM-4.5's layers (DeepSeek-V3's mixture:
+  // first_k_dense_replace dense layers, then n_routed_experts beside n_shared_experts x
+  // moe_intermediate_size under a sigmoid router with a per-expert correction bias, a buffer in
+  // transformers 5 counted as DeepSeek-V3's is) with rotary positions on the whole head, an RMSNorm
+  // on every query and key head always, a bias on q, k, v and o when attention_bias, and layers of
+  // sliding-window attention (layer_types, else those from max_window_layers on when sliding_window
+  // is set), whose window keeps no other tensor. Dots1Config has no default mixture: its None
+  // experts cannot build, so the file must say them.
+  read_llama_like(r, m, false);
+  m.qkv_bias = m.attention_bias = r.boolean("attention_bias", false);
+  m.qk_norm = QkNorm::kPerHead;
+  // (The alias wins; a file with neither is told the class's own key.)
+  const bool named = r.raw("num_local_experts") || r.raw("n_routed_experts");
+  m.num_experts = r.integer({named ? "num_local_experts" : "n_routed_experts", "n_routed_experts"}, 0, true, 1,
+                            max_experts());
+  m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, true, 1, max_experts());
+  m.num_shared_experts = r.integer({"n_shared_experts"}, 0, true, 0);
+  m.moe_intermediate_size = r.integer({"moe_intermediate_size"}, 1408, false, 1);
+  m.first_k_dense_replace = std::min(r.integer({"first_k_dense_replace"}, 0, false, 0), m.num_hidden_layers);
+  m.router_bias = true;
+  if (m.num_experts_per_tok > m.num_experts && m.num_experts > 0) {
+    out.errors.push_back({"num_experts_per_tok", "must be at most n_routed_experts (" +
+                                                     detail::group_digits(m.num_experts) + ")"});
+  }
+}
+
 void read_olmoe_family(const std::string& type, Reader& r, ModelSpec& m, HfImport& out) {
   // OLMoE (OlmoeForCausalLM, modeling_olmoe.py): Llama's block with OLMo-2's RMSNorm over the whole
   // query and key projections, and every layer's MLP num_experts experts of intermediate_size
@@ -1437,6 +1464,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"mistral4"}, read_mistral4_family},
       {{"glm4_moe_lite"}, read_glm4_moe_lite_family},
       {{"glm4_moe"}, read_glm4_moe_family},
+      {{"dots1"}, read_dots1_family},
       {{"glm", "glm4"}, read_glm_family},
       {{"olmoe"}, read_olmoe_family},
       {{"ernie4_5", "ernie4_5_moe"}, read_ernie4_5_family},
@@ -1514,7 +1542,7 @@ const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, distilbert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, mistral4, minimax_m2, phimoe, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, glm4_moe_lite, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
+         "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, glm4_moe_lite, dots1, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }
 

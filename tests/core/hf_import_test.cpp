@@ -659,6 +659,22 @@ TEST(HfImport, ClassifierDropoutPaddingAndLabelMapsAsTheClassesReadThem) {
   EXPECT_EQ(loss("") - loss(R"(,"classifier_dropout":0.0)"), 2 * 64 * 64);
 }
 
+// dots.llm1 (Dots1ForCausalLM): GLM-4.5's mixture under whole-head rotary positions and per-head
+// q/k norms. transformers 5.24 on the meta device builds 142,774,373,888 parameters; memfit adds the
+// 61 MoE layers' 128 correction biases (buffers there), as it does DeepSeek-V3's. Its class has no
+// default mixture: the file must name it.
+TEST(HfImport, DotsLlm1CountsAsItsClassBuildsIt) {
+  const HfImport dots = import_hf_config_text(read_corpus("../../fixtures/hf/rednote-hilab__dots.llm1.inst.json"));
+  ASSERT_TRUE(dots.errors.empty()) << first_error(dots);
+  EXPECT_EQ(dots.model.qk_norm, QkNorm::kPerHead);
+  EXPECT_EQ(dots.model.num_shared_experts, 2);
+  EXPECT_EQ(count_parameters(dots.model).total_count.value(), 142'774'373'888 + 61 * 128);
+  const HfImport bare = import_hf_config_text(
+      R"({"model_type":"dots1","hidden_size":64,"intermediate_size":128,"num_attention_heads":4,)"
+      R"("num_key_value_heads":4,"num_hidden_layers":2,"vocab_size":256})");
+  EXPECT_EQ(first_error(bare).rfind("n_routed_experts", 0), 0u) << first_error(bare);
+}
+
 }  // namespace
 }  // namespace memfit
 

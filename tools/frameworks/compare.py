@@ -200,6 +200,8 @@ COUNT_DIFFERENCES = {
                       "buffer in transformers 5, a stored tensor in the checkpoint; memfit counts it"),
     "glm4_moe": ("e_score_correction_bias, as DeepSeek-V3's: a buffer in transformers 5 (modeling_glm4_moe.py "
                  "Glm4MoeTopkRouter), a stored tensor in the checkpoint; memfit counts it"),
+    "dots1": ("e_score_correction_bias, as GLM-4.5's: a buffer in transformers 5 (modeling_dots1.py "
+              "Dots1TopkRouter), a stored tensor in the checkpoint; memfit counts it"),
 }
 
 

@@ -134,6 +134,8 @@ FIXTURES = {
     # (each layer's own fp32 rotary tables), and Llama 4's language model (every expert on every
     # token; a multimodal file, read through its text_config as memfit reads it).
     "glm4_moe": "zai-org__GLM-4.5-Air.json",
+    # dots.llm1: GLM-4.5's layers with whole-head rotary positions and per-head q/k norms always.
+    "dots1": "rednote-hilab__dots.llm1.inst.json",
     "glm": "zai-org__glm-4-9b-chat-hf.json",
     "glm4": "zai-org__GLM-4-9B-0414.json",
     "olmoe": "allenai__OLMoE-1B-7B-0125-Instruct.json",
@@ -340,7 +342,7 @@ def lora_targets(family, small):
     if family in LORA_NOT_EXPRESSIBLE:
         return None
     attention = ["qkv", "o"] if family in LORA_FUSED_QKV else ["q", "k", "v", "o"]
-    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "mistral4", "glm4_moe_lite", "minimax_m2", "phimoe", "phimoe_jitter", "mixtral_jitter", "gpt_oss", "glm4_moe", "olmoe", "ernie4_5_moe",
+    moe = family in ("mixtral", "qwen3_moe", "deepseek_v3", "mistral4", "glm4_moe_lite", "minimax_m2", "phimoe", "phimoe_jitter", "mixtral_jitter", "gpt_oss", "glm4_moe", "dots1", "olmoe", "ernie4_5_moe",
                      "qwen3_5_moe_text", "qwen3_next")
     hybrid = ["linear_attn"] if family in ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next") else []
     router = ["router"] if moe and family not in LORA_NAMED_TARGETS else []

@@ -59,6 +59,8 @@ FAMILIES = {
     # MiniMax-M2: Mixtral's names (transformers' conversion table maps minimax_m2 as mixtral).
     "minimax_m2": {"gate": "w1", "up": "w3", "down": "w2"},
     "qwen3_moe": GATED_NAMES,
+    # dots.llm1: in the conversion table as Qwen2-MoE's pattern (transformers' conversion_mapping.py)
+    "dots1": GATED_NAMES,
     "gpt_oss": {"parameters": {"gate": "mlp.experts.gate_up_proj", "up": "mlp.experts.gate_up_proj",
                                "down": "mlp.experts.down_proj"}},
     "qwen2_moe": GATED_NAMES,
