@@ -4,7 +4,7 @@
 //   calculator   everything it loads, the core's worker and wasm included. ≤ 387 KiB gzipped (385 until the
 //                twenty-second Dec 6 2026 session, when DistilBERT's reader and preset, the encoders' fp32 adapter
 //                copies without autocast and decoders' classification heads (the score, its step, the task class
-//                read from architectures, PEFT's copy of a classifier, the token classifier's dropout, the adapters suggested to a classifier keeping its head, dots.llm1's reader) brought it to 386.8; 379 until the
+//                read from architectures, PEFT's copy of a classifier, the token classifier's dropout, the adapters suggested to a classifier keeping its head, dots.llm1's and Hunyuan's readers) brought it to 386.9; 379 until the
 //                twenty-first Dec 6 2026 session, when Mistral 4's, GLM-4.7-Flash's and MiniMax-M2's readers
 //                (DeepSeek-V3's block under their routers, Mixtral's under FlexOlmo's attention, their classes'
 //                defaults, mlp_layer_types, rotary_dim) and their three presets, the class defaults every
@@ -98,7 +98,7 @@
 //                for the search's speed). ≤ 366 KiB gzipped (363 until the twenty-second Dec 6 2026 session, when DistilBERT's
 //                reader and preset, its undropped attention branch (model.attention_output_dropout), the encoders'
 //                fp32 adapter copies without autocast and decoders' classification heads (the score, its step, the
-//                task class read from architectures, PEFT's copy of a classifier, the token classifier's dropout, the adapters suggested to a classifier keeping its head, dots.llm1's reader) brought it to 365.7; 357 until the twenty-first Dec 6 2026 session, when the same
+//                task class read from architectures, PEFT's copy of a classifier, the token classifier's dropout, the adapters suggested to a classifier keeping its head, dots.llm1's and Hunyuan's readers) brought it to 365.8; 357 until the twenty-first Dec 6 2026 session, when the same
 //                readers, presets, class defaults, reasons, tower, bias keys, default text models, Phi-3.5-MoE and the input jitter brought it to 362.3; 353 until the twentieth Dec 6 2026 session, when the
 //                same images through the ViT towers brought it to 356.7; 345 until the nineteenth Dec 6 2026 session, when
 //                the same trained vision towers, readers and images, placed by the planner's own fast path too, brought it to 352.2;

@@ -336,11 +336,14 @@ Bytes qk_norm_bytes(const ModelSpec& m, const Dims& d, bool q_grad = true, bool 
   const bool per_head = m.qk_norm == QkNorm::kPerHead || m.qk_norm == QkNorm::kL2;
   const Count q = q_grad ? d.tokens * d.heads * d.head_dim : Count(0);
   const Count k = k_grad ? d.tokens * d.kv_heads * d.head_dim : Count(0);
+  // After the rotary positions the heads are q·cos + rotate(q)·sin, promoted to the tables' dtype:
+  // the stream's (measured: families.py hunyuan_v1_dense, fp32 under autocast).
+  const Bytes input = m.qk_norm_after_rotary ? max(d.act, d.stream) : d.act;
   const Bytes bytes = m.qk_norm == QkNorm::kL2
                           ? (q + k + d.tokens * ((q_grad ? d.heads : Count(0)) + (k_grad ? d.kv_heads : Count(0)))) *
                                 kFp32Bytes
-                          : (q_grad ? rms_norm_bytes(d, q, per_head ? d.tokens * d.heads : d.tokens, d.act) : Bytes{0}) +
-                                (k_grad ? rms_norm_bytes(d, k, per_head ? d.tokens * d.kv_heads : d.tokens, d.act)
+                          : (q_grad ? rms_norm_bytes(d, q, per_head ? d.tokens * d.heads : d.tokens, input) : Bytes{0}) +
+                                (k_grad ? rms_norm_bytes(d, k, per_head ? d.tokens * d.kv_heads : d.tokens, input)
                                         : Bytes{0});
   const std::int64_t layers = m.num_hidden_layers, normed = m.qk_norm_layers;
   return normed > 0 && normed < layers ? mul_div(bytes, Count(normed), Count(layers)) : bytes;

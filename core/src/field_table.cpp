@@ -132,6 +132,8 @@ std::vector<Field> build_fields() {
       MF_ENUM("model.qk_norm", model.qk_norm, QkNorm,
               "norms on queries and keys: per head (Qwen3), over the whole projection (OLMo-2) or a weightless "
               "fp32 L2 norm of each head (Llama 4)", "none", "per_head", "full_width", "l2"),
+      MF_BOOL("model.qk_norm_after_rotary", model.qk_norm_after_rotary,
+              "the q and k norms read the rotated heads (Hunyuan), in the rotary tables' dtype under autocast"),
       MF_INT("model.qk_norm_layers", model.qk_norm_layers, 0, 100'000,
              "layers with the query and key norms; 0 = every layer (Llama 4: its rotary layers)"),
       MF_INT("model.linear_attention_layers", model.linear_attention_layers, 0, 100'000,

@@ -1040,6 +1040,17 @@ void read_glm4_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, 
   warn_mtp_layers(r, out);
 }
 
+void read_hunyuan_dense_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+  // Hunyuan dense (HunYuanDenseV1ForCausalLM, modeling_hunyuan_v1_dense.py): Llama's block with an
+  // RMSNorm on every query and key head (query_layernorm, key_layernorm; always built, whatever the
+  // remote code's use_qk_norm says), applied after the rotary positions, and a bias on q, k, v and o
+  // when attention_bias.
+  read_llama_like(r, m, false);
+  m.qkv_bias = m.attention_bias = r.boolean("attention_bias", false);
+  m.qk_norm = QkNorm::kPerHead;
+  m.qk_norm_after_rotary = true;
+}
+
 void read_dots1_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
   // dots.llm1 (Dots1ForCausalLM, modeling_dots1.py): GLM-4.5's layers (DeepSeek-V3's mixture:
   // first_k_dense_replace dense layers, then n_routed_experts beside n_shared_experts x
@@ -1465,6 +1476,7 @@ const std::vector<FamilyReader>& family_readers() {
       {{"glm4_moe_lite"}, read_glm4_moe_lite_family},
       {{"glm4_moe"}, read_glm4_moe_family},
       {{"dots1"}, read_dots1_family},
+      {{"hunyuan_v1_dense"}, read_hunyuan_dense_family},
       {{"glm", "glm4"}, read_glm_family},
       {{"olmoe"}, read_olmoe_family},
       {{"ernie4_5", "ernie4_5_moe"}, read_ernie4_5_family},
@@ -1542,7 +1554,7 @@ const char* supported_hf_model_types() {
   return "gpt2, gpt_neox, opt, bert, distilbert, roberta, xlm-roberta, deberta-v2, t5, mt5, bart, llama, mistral, ministral, ministral3, mixtral, "
          "granite, smollm3, seed_oss, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
          "phi3, falcon, olmo, olmo2, olmo3, exaone4, deepseek_v2, deepseek_v3, mistral4, minimax_m2, phimoe, gpt_bigcode, gptj, bloom, stablelm, "
-         "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, glm4_moe_lite, dots1, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
+         "starcoder2, cohere, cohere2, gpt_oss, arcee, nemotron, apertus, glm, glm4, glm4_moe, glm4_moe_lite, dots1, hunyuan_v1_dense, olmoe, ernie4_5, ernie4_5_moe, llama4_text, qwen3_5_text, "
          "qwen3_5_moe_text, qwen3_next";
 }
 

@@ -675,6 +675,30 @@ TEST(HfImport, DotsLlm1CountsAsItsClassBuildsIt) {
   EXPECT_EQ(first_error(bare).rfind("n_routed_experts", 0), 0u) << first_error(bare);
 }
 
+// Hunyuan dense (HunYuanDenseV1ForCausalLM): Llama's block whose per-head q and k norms read the
+// rotated heads. Hunyuan-MT-7B's file: 7,504,932,864 as transformers 5.24 builds it. Under
+// autocast the rotated heads are fp32 (the rotary tables are the stream's), so the norms keep
+// their normalised heads in fp32: families.py measured 0.9538 of the step before, 0.9964 after.
+TEST(HfImport, HunyuanDenseNormsTheRotatedHeads) {
+  const HfImport hy = import_hf_config_text(read_corpus("../../fixtures/hf/tencent__Hunyuan-MT-7B.json"));
+  ASSERT_TRUE(hy.errors.empty()) << first_error(hy);
+  EXPECT_EQ(count_parameters(hy.model).total_count.value(), 7'504'932'864);
+  EXPECT_TRUE(hy.model.qk_norm_after_rotary);
+  Config c;
+  c.model = hy.model;
+  c.training.micro_batch_size = 1;
+  c.training.seq_len = 1024;
+  c.training.precision = Precision::kBf16Mixed;
+  Config before = c;
+  before.model.qk_norm_after_rotary = false;
+  // q and k normalised heads: 32 + 8 heads of 128, 2 bytes more each, in each of 32 layers.
+  EXPECT_EQ(estimate(c).breakdown.activations.value() - estimate(before).breakdown.activations.value(),
+            std::int64_t(32) * 1024 * (32 + 8) * 128 * 2);
+  c.training.precision = Precision::kBf16;
+  before.training.precision = Precision::kBf16;
+  EXPECT_EQ(estimate(c).breakdown.activations, estimate(before).breakdown.activations);
+}
+
 }  // namespace
 }  // namespace memfit
 

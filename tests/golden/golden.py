@@ -34,7 +34,7 @@ IGNORED = {
         "model": ["residual_dropout", "hidden_act", "normalize_before", "num_labels", "lm_head_transform",
                   "is_encoder_decoder", "num_decoder_layers", "decoder_attention_heads", "decoder_ffn_dim",
                   "relative_attention_num_buckets", "position_buckets", "max_relative_positions", "pos_att_type",
-                  "share_att_key", "norm_rel_ebd", "attention_sinks", "input_norm", "rotary_per_layer", "qk_norm_layers", "moe_layers_interleaved", "moe_input_jitter", "attention_output_dropout", "head_dropout",
+                  "share_att_key", "norm_rel_ebd", "attention_sinks", "input_norm", "rotary_per_layer", "qk_norm_layers", "moe_layers_interleaved", "moe_input_jitter", "attention_output_dropout", "head_dropout", "qk_norm_after_rotary",
                   "linear_attention_layers", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                   "linear_value_head_dim", "linear_conv_kernel_dim", "attention_output_gate", "linear_attention_fused",
                   "rotary_table_dtype", "rotary_dim", "norm_weight", "clip_qkv", "multimodal_type",

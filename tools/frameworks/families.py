@@ -134,6 +134,8 @@ FIXTURES = {
     # (each layer's own fp32 rotary tables), and Llama 4's language model (every expert on every
     # token; a multimodal file, read through its text_config as memfit reads it).
     "glm4_moe": "zai-org__GLM-4.5-Air.json",
+    # Hunyuan dense: Llama's block with per-head q/k norms after the rotary positions.
+    "hunyuan_v1_dense": "tencent__Hunyuan-MT-7B.json",
     # dots.llm1: GLM-4.5's layers with whole-head rotary positions and per-head q/k norms always.
     "dots1": "rednote-hilab__dots.llm1.inst.json",
     "glm": "zai-org__glm-4-9b-chat-hf.json",

@@ -347,6 +347,10 @@ struct ModelSpec {
   std::int64_t norms_per_block = 2;  // hidden-size norms in each block (Falcon-7B 1, Gemma-2 4)
   bool final_norm = true;
   QkNorm qk_norm = QkNorm::kNone;
+  // The q and k norms read the rotated heads (Hunyuan: modeling_hunyuan_v1_dense.py normalises
+  // after apply_rotary_pos_emb), whose element is the promotion of the projection's and of the
+  // rotary tables' (the residual stream's: fp32 under autocast), not the projection's own.
+  bool qk_norm_after_rotary = false;
   // Rotary positions whose cos and sin every layer rebuilds in fp32 (ERNIE 4.5's interleaved
   // rotary: modeling_ernie4_5.py apply_rotary_pos_emb repeat-interleaves the shared tables and
   // multiplies in fp32), so each layer's products keep their own pair instead of sharing one.
