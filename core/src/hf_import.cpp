@@ -1040,11 +1040,16 @@ void read_glm4_moe_family(const std::string& /*type*/, Reader& r, ModelSpec& m, 
   warn_mtp_layers(r, out);
 }
 
-void read_hunyuan_dense_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& /*out*/) {
+void read_hunyuan_dense_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfImport& out) {
   // Hunyuan dense (HunYuanDenseV1ForCausalLM, modeling_hunyuan_v1_dense.py): Llama's block with an
   // RMSNorm on every query and key head (query_layernorm, key_layernorm; always built, whatever the
   // remote code's use_qk_norm says), applied after the rotary positions, and a bias on q, k, v and o
   // when attention_bias.
+  // HunYuanDenseV1Config's head_dim defaults to None, which its attention cannot scale by.
+  if (!r.raw("head_dim") || r.raw("head_dim")->is_null()) {
+    out.errors.push_back({"head_dim", "is missing: HunYuanDenseV1Config's default (None) does not build; state the "
+                                      "model's own (hidden_size / num_attention_heads in the released files)"});
+  }
   read_llama_like(r, m, false);
   m.qkv_bias = m.attention_bias = r.boolean("attention_bias", false);
   m.qk_norm = QkNorm::kPerHead;
@@ -1058,14 +1063,15 @@ void read_dots1_family(const std::string& /*type*/, Reader& r, ModelSpec& m, HfI
   // transformers 5 counted as DeepSeek-V3's is) with rotary positions on the whole head, an RMSNorm
   // on every query and key head always, a bias on q, k, v and o when attention_bias, and layers of
   // sliding-window attention (layer_types, else those from max_window_layers on when sliding_window
-  // is set), whose window keeps no other tensor. Dots1Config has no default mixture: its None
-  // experts cannot build, so the file must say them.
+  // is set), whose window keeps no other tensor. Dots1Config has no default mixture (None): the
+  // file must say it.
   read_llama_like(r, m, false);
   m.qkv_bias = m.attention_bias = r.boolean("attention_bias", false);
   m.qk_norm = QkNorm::kPerHead;
   // (The alias wins; a file with neither is told the class's own key.)
-  const bool named = r.raw("num_local_experts") || r.raw("n_routed_experts");
-  m.num_experts = r.integer({named ? "num_local_experts" : "n_routed_experts", "n_routed_experts"}, 0, true, 1,
+  const auto given = [&](const char* key) { return r.raw(key) && !r.raw(key)->is_null(); };
+  const bool named = given("num_local_experts") || given("n_routed_experts");
+  m.num_experts = r.integer({named && given("num_local_experts") ? "num_local_experts" : "n_routed_experts", "n_routed_experts"}, 0, true, 1,
                             max_experts());
   m.num_experts_per_tok = r.integer({"num_experts_per_tok"}, 0, true, 1, max_experts());
   m.num_shared_experts = r.integer({"n_shared_experts"}, 0, true, 0);
@@ -1819,22 +1825,28 @@ void read_task_head(const Json& json, Reader& r, ModelSpec& m, HfImport& out) {
   if (!m.encoder_family()) {
     // GenericForSequenceClassification finds each sequence's last token by pad_token_id and refuses
     // a batch of more than one without it.
+    // (Classes whose config fills a padding token of their own need none in the file.)
+    static constexpr std::string_view kPadDefault[] = {"gemma", "gemma2", "gemma3_text", "hunyuan_v1_dense", "phi3",
+                                                       "olmo", "olmo2", "olmo3", "seed_oss", "glm", "glm4",
+                                                       "smollm3", "ministral3", "mistral4"};
+    const bool class_pads = std::find(std::begin(kPadDefault), std::end(kPadDefault), m.model_type) != std::end(kPadDefault);
     const Json* pad = json.find("pad_token_id");
-    if (head == OutputHead::kSequenceClassification && (!pad || pad->is_null())) {
+    if (head == OutputHead::kSequenceClassification && (class_pads ? pad && pad->is_null() : !pad || pad->is_null())) {
       out.warnings.push_back({"pad_token_id", "is not set: " + name + " refuses micro-batches of more than one "
                                               "sequence without it (set it to the tokenizer's padding token)"});
     }
     // GenericForTokenClassification (and GPT-2's, Falcon's, BLOOM's and GPTBigCode's own) drops out
     // before its score with the config's classifier_dropout, else its hidden_dropout, else 0.1, each
-    // as the class fills it: GPTNeoXConfig's classifier_dropout is 0.1, FalconConfig's and
-    // BloomConfig's hidden_dropout 0, and the other classes have neither.
+    // as the class fills it: GPTNeoXConfig's classifier_dropout is 0.1, FalconConfig's,
+    // BloomConfig's and StableLmConfig's hidden_dropout 0, and the other classes have neither.
     if (head == OutputHead::kTokenClassification) {
       const std::string& t = m.model_type;
       const auto number = [&](const char* key) {
         const Json* v = json.find(key);
         return v && v->is_number() ? std::optional<double>(v->as_double()) : std::nullopt;
       };
-      const bool hidden_default = t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "bloom";
+      const bool hidden_default = t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "bloom" ||
+                                  t == "stablelm";
       double p = 0.1;
       if (const auto c = number("classifier_dropout")) p = *c;
       else if (t == "gpt_neox") p = 0.1;
@@ -2063,9 +2075,9 @@ HfImport import_hf_config(const Json& json) {
       }
       // The task class is the wrapper's (Gemma3ForSequenceClassification, Qwen3_5ForTokenClassification):
       // its score reads the language model's hidden states.
-      for (const char* key : {"architectures", "num_labels", "id2label"}) {
+      for (const char* key : {"architectures", "num_labels", "id2label", "classifier_dropout"}) {
         const Json* value = json.find(key);
-        if (value && !language.find(key)) language.set(key, *value);
+        if (value) language.set(key, *value);
       }
       HfImport inner = import_hf_config(language);
       inner.model.multimodal_type = t;

@@ -613,6 +613,10 @@ TEST(HfImport, ClassificationFilesCarryTheirHeadFromArchitectures) {
   architectures.push(Json::string("Qwen3_5ForSequenceClassification"));
   wrapper.set("architectures", architectures);
   wrapper.set("num_labels", Json::number(1));
+  // The class reads the top-level keys, whatever its text_config carries.
+  Json text = *wrapper.find("text_config");
+  text.set("num_labels", Json::number(2));
+  wrapper.set("text_config", text);
   const HfImport wrapped = import_hf_config(wrapper);
   ASSERT_TRUE(wrapped.errors.empty()) << first_error(wrapped);
   EXPECT_EQ(wrapped.model.output_head, OutputHead::kSequenceClassification);
@@ -634,13 +638,16 @@ TEST(HfImport, ClassifierDropoutPaddingAndLabelMapsAsTheClassesReadThem) {
   EXPECT_FALSE(head("llama", "LlamaForTokenClassification", R"(,"classifier_dropout":0.0)").model.head_dropout);
   EXPECT_TRUE(head("gpt_neox", "GPTNeoXForTokenClassification", R"(,"hidden_dropout":0.0)").model.head_dropout);
   EXPECT_FALSE(head("bloom", "BloomForTokenClassification", "").model.head_dropout);          // hidden_dropout 0
+  EXPECT_FALSE(head("stablelm", "StableLmForTokenClassification", "").model.head_dropout);    // hidden_dropout 0
   EXPECT_FALSE(head("llama", "LlamaForSequenceClassification", "").model.head_dropout);
   const HfImport unpadded = head("llama", "LlamaForSequenceClassification", "");
   ASSERT_TRUE(unpadded.errors.empty());
   bool told = false;
   for (const Issue& w : unpadded.warnings) told = told || w.field == "pad_token_id";
   EXPECT_TRUE(told);
-  for (const HfImport& warned : {head("llama", "LlamaForSequenceClassification", R"(,"pad_token_id":0)")}) {
+  // Not where the file states one, nor where the config class fills its own (GemmaConfig's 0).
+  for (const HfImport& warned : {head("llama", "LlamaForSequenceClassification", R"(,"pad_token_id":0)"),
+                                 head("gemma", "GemmaForSequenceClassification", R"(,"head_dim":16)")}) {
     for (const Issue& w : warned.warnings) EXPECT_NE(w.field, "pad_token_id");
   }
   EXPECT_EQ(first_error(head("llama", "LlamaForSequenceClassification", R"(,"id2label":[])")).rfind("id2label", 0), 0u);
@@ -673,6 +680,10 @@ TEST(HfImport, DotsLlm1CountsAsItsClassBuildsIt) {
       R"({"model_type":"dots1","hidden_size":64,"intermediate_size":128,"num_attention_heads":4,)"
       R"("num_key_value_heads":4,"num_hidden_layers":2,"vocab_size":256})");
   EXPECT_EQ(first_error(bare).rfind("n_routed_experts", 0), 0u) << first_error(bare);
+  const HfImport nulled = import_hf_config_text(
+      R"({"model_type":"dots1","hidden_size":64,"intermediate_size":128,"num_attention_heads":4,)"
+      R"("num_key_value_heads":4,"num_hidden_layers":2,"vocab_size":256,"n_routed_experts":null})");
+  EXPECT_EQ(first_error(nulled).rfind("n_routed_experts", 0), 0u) << first_error(nulled);
 }
 
 // Hunyuan dense (HunYuanDenseV1ForCausalLM): Llama's block whose per-head q and k norms read the
@@ -684,6 +695,11 @@ TEST(HfImport, HunyuanDenseNormsTheRotatedHeads) {
   ASSERT_TRUE(hy.errors.empty()) << first_error(hy);
   EXPECT_EQ(count_parameters(hy.model).total_count.value(), 7'504'932'864);
   EXPECT_TRUE(hy.model.qk_norm_after_rotary);
+  // HunYuanDenseV1Config's head_dim defaults to None, which its attention cannot build.
+  const HfImport headless = import_hf_config_text(
+      R"({"model_type":"hunyuan_v1_dense","hidden_size":64,"intermediate_size":128,"num_attention_heads":4,)"
+      R"("num_key_value_heads":4,"num_hidden_layers":2,"vocab_size":256})");
+  EXPECT_EQ(first_error(headless).rfind("head_dim", 0), 0u) << first_error(headless);
   Config c;
   c.model = hy.model;
   c.training.micro_batch_size = 1;

@@ -106,6 +106,13 @@ TEST(Suggest, AdaptersOnAClassifierKeepTrainingItsHead) {
     EXPECT_EQ(saved->dump(), R"(["head"])") << s.title;
   }
   EXPECT_TRUE(found);
+  // Freeze tuning that leaves the head frozen keeps it frozen under adapters too.
+  for (const Suggestion& s : suggestions_for(
+           with(R"(,"finetune":{"trainable_layers":4,"train_head":false}},"model":{"preset":"llama-3-8b",)"
+                R"("output_head":"sequence_classification","num_labels":1)").c_str())) {
+    const Json* finetune = s.patch.find("training") ? s.patch.find("training")->find("finetune") : nullptr;
+    if (finetune && finetune->find("method")) EXPECT_EQ(finetune->find("modules_to_save"), nullptr) << s.title;
+  }
   for (const Suggestion& s : suggestions_for(with("").c_str())) {
     const Json* finetune = s.patch.find("training") ? s.patch.find("training")->find("finetune") : nullptr;
     if (finetune) EXPECT_EQ(finetune->find("modules_to_save"), nullptr) << s.title;
