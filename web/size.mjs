@@ -4,7 +4,7 @@
 //   calculator   everything it loads, the core's worker and wasm included. ≤ 388 KiB gzipped (385 until the
 //                twenty-second Dec 6 2026 session, when DistilBERT's reader and preset, the encoders' fp32 adapter
 //                copies without autocast and decoders' classification heads (the score, its step, the task class
-//                read from architectures, PEFT's copy of a classifier, the token classifier's dropout, the adapters suggested to a classifier keeping its head, dots.llm1's and Hunyuan's readers and the review's mends (class padding defaults, wrapper task keys) brought it to 387.2; 379 until the
+//                read from architectures, PEFT's copy of a classifier, the token classifier's dropout, the adapters suggested to a classifier keeping its head, dots.llm1's and Hunyuan's readers and the review's mends (class padding defaults, wrapper task keys, the token head's dropout by class) brought it to 387.3; 379 until the
 //                twenty-first Dec 6 2026 session, when Mistral 4's, GLM-4.7-Flash's and MiniMax-M2's readers
 //                (DeepSeek-V3's block under their routers, Mixtral's under FlexOlmo's attention, their classes'
 //                defaults, mlp_layer_types, rotary_dim) and their three presets, the class defaults every

@@ -117,9 +117,10 @@ std::vector<Field> build_fields() {
               "(OLMo-2)"),
       MF_BOOL("model.residual_dropout", model.residual_dropout,
               "dropout on the embeddings and both residual branches (GPT-2, OPT, BERT)"),
-      MF_BOOL("model.head_dropout", model.head_dropout,
+      MF_ENUM("model.head_dropout", model.head_dropout, Switch,
               "a decoder's token classifier drops out its input in training (transformers' classifier_dropout, "
-              "else hidden_dropout, else 0.1), whatever training.dropout says"),
+              "else hidden_dropout, else 0.1), whatever training.dropout says; auto = its class's default",
+              "auto", "yes", "no"),
       MF_BOOL("model.attention_output_dropout", model.attention_output_dropout,
               "with residual_dropout: the attention branch drops out too; false: only the MLP's (DistilBERT)"),
       MF_BOOL("model.attention_softcap", model.attention_softcap,

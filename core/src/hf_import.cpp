@@ -1852,7 +1852,7 @@ void read_task_head(const Json& json, Reader& r, ModelSpec& m, HfImport& out) {
       else if (t == "gpt_neox") p = 0.1;
       else if (const auto h = number("hidden_dropout")) p = *h;
       else if (hidden_default) p = 0.0;
-      m.head_dropout = p > 0;
+      m.head_dropout = p > 0 ? Switch::kYes : Switch::kNo;
     }
   }
   out.warnings.push_back({"architectures", name + ": read with its classification head (" +

@@ -634,12 +634,14 @@ TEST(HfImport, ClassifierDropoutPaddingAndLabelMapsAsTheClassesReadThem) {
                                  R"("hidden_size":64,"intermediate_size":128,"num_attention_heads":4,)"
                                  R"("num_hidden_layers":2,"vocab_size":256)" + extra + "}");
   };
-  EXPECT_TRUE(head("llama", "LlamaForTokenClassification", "").model.head_dropout);           // 0.1
-  EXPECT_FALSE(head("llama", "LlamaForTokenClassification", R"(,"classifier_dropout":0.0)").model.head_dropout);
-  EXPECT_TRUE(head("gpt_neox", "GPTNeoXForTokenClassification", R"(,"hidden_dropout":0.0)").model.head_dropout);
-  EXPECT_FALSE(head("bloom", "BloomForTokenClassification", "").model.head_dropout);          // hidden_dropout 0
-  EXPECT_FALSE(head("stablelm", "StableLmForTokenClassification", "").model.head_dropout);    // hidden_dropout 0
-  EXPECT_FALSE(head("llama", "LlamaForSequenceClassification", "").model.head_dropout);
+  const Switch yes = Switch::kYes, no = Switch::kNo;
+  EXPECT_EQ(head("llama", "LlamaForTokenClassification", "").model.head_dropout, yes);  // 0.1
+  EXPECT_EQ(head("llama", "LlamaForTokenClassification", R"(,"classifier_dropout":0.0)").model.head_dropout, no);
+  EXPECT_EQ(head("gpt_neox", "GPTNeoXForTokenClassification", R"(,"hidden_dropout":0.0)").model.head_dropout, yes);
+  EXPECT_EQ(head("bloom", "BloomForTokenClassification", "").model.head_dropout, no);        // hidden_dropout 0
+  EXPECT_EQ(head("stablelm", "StableLmForTokenClassification", R"(,"num_key_value_heads":4)").model.head_dropout,
+            no);  // hidden_dropout 0
+  EXPECT_EQ(head("llama", "LlamaForSequenceClassification", "").model.head_dropout, Switch::kAuto);
   const HfImport unpadded = head("llama", "LlamaForSequenceClassification", "");
   ASSERT_TRUE(unpadded.errors.empty());
   bool told = false;
@@ -664,6 +666,15 @@ TEST(HfImport, ClassifierDropoutPaddingAndLabelMapsAsTheClassesReadThem) {
     return estimate(c).breakdown.logits_and_loss.value();
   };
   EXPECT_EQ(loss("") - loss(R"(,"classifier_dropout":0.0)"), 2 * 64 * 64);
+  // A preset given a token head drops out as its class does (auto): Llama's 0.1.
+  const auto preset_loss = [](const char* dropout) {
+    const Json r = estimate_json(std::string(R"({"model":{"preset":"llama-3.2-1b","output_head":"token_classification",)") +
+                                 R"("head_dropout":")" + dropout + R"("},"training":{"micro_batch_size":2,"seq_len":64}})");
+    EXPECT_TRUE(r.find("ok")->as_bool()) << r.dump();
+    return r.find("breakdown")->find("logits_and_loss")->as_exact_integer().value_or(-1);
+  };
+  EXPECT_EQ(preset_loss("auto"), preset_loss("yes"));
+  EXPECT_EQ(preset_loss("auto") - preset_loss("no"), 2 * 64 * 2048);
 }
 
 // dots.llm1 (Dots1ForCausalLM): GLM-4.5's mixture under whole-head rotary positions and per-head

@@ -395,8 +395,9 @@ struct ModelSpec {
   bool attention_output_dropout = true;
   // A decoder's token classifier drops out the hidden states it scores, in training whatever
   // training.dropout says (GenericForTokenClassification: classifier_dropout, else hidden_dropout,
-  // else 0.1): a bool mask and the dropped copy, which the score keeps.
-  bool head_dropout = false;
+  // else 0.1): a bool mask and the dropped copy, which the score keeps. auto: the class's default
+  // for model_type (0.1, but 0 where its config's hidden_dropout is: Falcon, BLOOM, StableLM).
+  Switch head_dropout = Switch::kAuto;
   // Gemma 2's soft-capping: tanh(x / cap) * cap on the attention scores (eager attention keeps the
   // tanh output, one scores-sized tensor) and on the logits (one logits-sized tensor kept).
   bool attention_softcap = false;
