@@ -23,7 +23,8 @@ reads the head from `architectures`:
 
 Eager attention only (the head does not depend on the kernel); fp32, pure bf16, and PEFT LoRA on
 q and v over a bf16 base with task_type SEQ_CLS / TOKEN_CLS, whose modules_to_save trains a copy
-of the score (memfit: training.finetune.modules_to_save head).
+of the score (memfit: training.finetune.modules_to_save head), and once without a task type (the
+score frozen).
 """
 
 import argparse
@@ -69,9 +70,13 @@ def cases():
     for fam in ("llama", "gpt2"):
         out.append(dict(family=fam, head="tokcls", labels=5, precision="bf16", head_dropout=True))
     out.append(dict(family="qwen2", head="tokcls", labels=5, precision="bf16", lora=True, head_dropout=True))
+    # LoRA without a task type: the score stays frozen, so its dropout keeps the mask alone
+    out.append(dict(family="llama", head="tokcls", labels=5, precision="bf16", lora=True, head_dropout=True,
+                    frozen_head=True))
     for c in out:
         c["name"] = "-".join([c["family"], c["head"], "L%d" % c["labels"], c["precision"]] +
-                             (["lora"] if c.get("lora") else []) + (["headdrop"] if c.get("head_dropout") else []))
+                             (["lora"] if c.get("lora") else []) + (["headdrop"] if c.get("head_dropout") else []) +
+                             (["frozenhead"] if c.get("frozen_head") else []))
     return out
 
 
@@ -99,7 +104,7 @@ def build(c):
         targets = ["c_attn"] if c["family"] == "gpt2" else ["q_proj", "v_proj"]
         task = "SEQ_CLS" if c["head"] == "seqcls" else "TOKEN_CLS"
         model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=targets, lora_dropout=0.0,
-                                                 task_type=task))
+                                                 task_type=None if c.get("frozen_head") else task))
     model.train()
     return model
 
@@ -187,7 +192,7 @@ def memfit_once(binary, c, head):
         targets = '["qkv"]' if c["family"] == "gpt2" else '["q","v"]'
         sets.update({"training.finetune.method": "lora", "training.finetune.lora_rank": 8,
                      "training.finetune.lora_targets": targets})
-        if head:
+        if head and not c.get("frozen_head"):
             sets["training.finetune.modules_to_save"] = '["head"]'
     if not head:
         sets["model.output_head"] = "none"
