@@ -1953,15 +1953,6 @@ namespace {
 // logits to fp32 (ForTokenClassification: logits.float()) before cross_entropy, except GPT-2's,
 // Falcon's, BLOOM's and GPTBigCode's own classes, which hand them to CrossEntropyLoss as they are
 // (fp32 under autocast all the same).
-// Whether a decoder's token classifier drops out before its score (model.head_dropout; auto: its
-// class's default, GenericForTokenClassification's 0.1 unless the config class's hidden_dropout
-// is 0, as FalconConfig's, BloomConfig's and StableLmConfig's are).
-bool token_head_drops(const ModelSpec& m) {
-  if (m.head_dropout != Switch::kAuto) return m.head_dropout == Switch::kYes;
-  const std::string& t = m.model_type;
-  return !(t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "bloom" || t == "stablelm");
-}
-
 LossModel decoder_classifier_loss(const Config& c) {
   const ModelSpec& m = c.model;
   const Dims d = make_dims(c);
@@ -1974,7 +1965,7 @@ LossModel decoder_classifier_loss(const Config& c) {
   out.head_input_bytes = rows * d.act;
   if (m.output_head == OutputHead::kTokenClassification) {
     // (Only a trained score keeps the dropped copy; the mask is kept for the blocks' gradient.)
-    const bool drops = d.dropout || token_head_drops(m);
+    const bool drops = d.dropout || m.token_head_drops();
     const Bytes dropped = drops ? rows * (kMaskBytes + (trains ? d.act : Bytes{0})) : Bytes{0};
     const Bytes input = trains && !drops ? rows * d.act : Bytes{0};
     const std::string& t = m.model_type;
@@ -2010,7 +2001,7 @@ LossModel loss_model(const Config& c, const ParameterCount& params) {
     out.head_grad_bytes = head_weight_grad_bytes(c, params, recipe_of(c).gradients);
     return out;
   }
-  if (m.output_head == OutputHead::kSequenceClassification || m.output_head == OutputHead::kTokenClassification) {
+  if (m.classifies()) {
     LossModel out = decoder_classifier_loss(c);
     // MeZO computes the loss under torch.no_grad: no backward, no gradients of the logits.
     if (forward_only(c.training)) out.backward_bytes = out.grad_bytes = out.head_input_bytes = Bytes{0};

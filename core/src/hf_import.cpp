@@ -1836,23 +1836,18 @@ void read_task_head(const Json& json, Reader& r, ModelSpec& m, HfImport& out) {
                                               "sequence without it (set it to the tokenizer's padding token)"});
     }
     // GenericForTokenClassification (and GPT-2's, Falcon's, BLOOM's and GPTBigCode's own) drops out
-    // before its score with the config's classifier_dropout, else its hidden_dropout, else 0.1, each
-    // as the class fills it: GPTNeoXConfig's classifier_dropout is 0.1, FalconConfig's,
-    // BloomConfig's and StableLmConfig's hidden_dropout 0, and the other classes have neither.
+    // before its score with the config's classifier_dropout, else its hidden_dropout, else 0.1. A
+    // file that states one says it (GPTNeoXConfig fills classifier_dropout, 0.1, so its
+    // hidden_dropout is not read); else the class's default (ModelSpec::token_head_drops).
     if (head == OutputHead::kTokenClassification) {
-      const std::string& t = m.model_type;
       const auto number = [&](const char* key) {
         const Json* v = json.find(key);
         return v && v->is_number() ? std::optional<double>(v->as_double()) : std::nullopt;
       };
-      const bool hidden_default = t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "bloom" ||
-                                  t == "stablelm";
-      double p = 0.1;
-      if (const auto c = number("classifier_dropout")) p = *c;
-      else if (t == "gpt_neox") p = 0.1;
-      else if (const auto h = number("hidden_dropout")) p = *h;
-      else if (hidden_default) p = 0.0;
-      m.head_dropout = p > 0 ? Switch::kYes : Switch::kNo;
+      std::optional<double> p = number("classifier_dropout");
+      if (!p && m.model_type != "gpt_neox") p = number("hidden_dropout");
+      const bool drops = p ? *p > 0 : m.token_head_drops();
+      m.head_dropout = drops ? Switch::kYes : Switch::kNo;
     }
   }
   out.warnings.push_back({"architectures", name + ": read with its classification head (" +

@@ -704,7 +704,7 @@ void modules_to_save(const ModelSpec& m, const ParameterCount& params, unsigned 
   };
   if (which & kSaveEmbedding) copy(embedding);
   if (!(which & kSaveHead)) return;
-  if (m.output_head == OutputHead::kSequenceClassification || m.output_head == OutputHead::kTokenClassification) {
+  if (m.classifies()) {
     for (const TensorGroup& g : params.groups) {
       if (saved_with_classifier(m, g)) copy(&g);
     }

@@ -59,9 +59,8 @@ Json lora_patch(const Config& c, std::int64_t base_bits) {
   }
   // A classifier (a reward model) trains its head beside the adapters, as PEFT's SEQ_CLS and
   // TOKEN_CLS task types set modules_to_save, where the fine-tune it replaces trained it too.
-  const OutputHead head = c.model.output_head;
   const Finetune& f = c.training.finetune;
-  if ((head == OutputHead::kSequenceClassification || head == OutputHead::kTokenClassification) &&
+  if (c.model.classifies() &&
       f.method == FinetuneMethod::kFull && (!trains_some_layers(c) || f.train_head) &&
       !(f.modules_to_save & kSaveHead)) {
     Json targets = Json::array();

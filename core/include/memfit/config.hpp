@@ -486,6 +486,17 @@ struct ModelSpec {
   // The encoder-decoders and the BERT-style encoders (post-norm; DeBERTa's disentangled attention),
   // whose step activations_encdec.cpp models and whose classification heads are their classes'
   // dense-then-output heads; the rest are decoders, whose heads are a score projection.
+  // Whether a decoder's token classifier drops out before its score (head_dropout; auto: its
+  // class's default, GenericForTokenClassification's 0.1 unless the config class's hidden_dropout
+  // is 0, as FalconConfig's, BloomConfig's and StableLmConfig's are).
+  bool token_head_drops() const {
+    if (head_dropout != Switch::kAuto) return head_dropout == Switch::kYes;
+    const std::string& t = model_type;
+    return !(t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel" || t == "bloom" || t == "stablelm");
+  }
+  bool classifies() const {
+    return output_head == OutputHead::kSequenceClassification || output_head == OutputHead::kTokenClassification;
+  }
   bool encoder_family() const {
     return is_encoder_decoder || attention_type == AttentionType::kDisentangled || !normalize_before;
   }
